@@ -1,0 +1,215 @@
+"""Decisions the handlers share: where an item goes when its run ends, what a revision needs
+next, which items may be dispatched, and how a branch is named.
+
+Each is a pure function of the state *after* the event was applied, so the handler that reacts
+to a run's end and the recovery that finds the same item later reach the same answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from domain.commands import EngineCommand, MergeRevision, StartAgent, TransitionStatus
+from domain.models import (
+    AgentRole,
+    EngineState,
+    ImplementorStartParams,
+    ReviewerStartParams,
+    Revision,
+    WorkItem,
+    WorkItemId,
+)
+from domain.state import (
+    active_runs,
+    blockers_resolved,
+    has_run_in_flight,
+    latest_implementor_run,
+    natural_key,
+    ordered,
+    reviewer_failures,
+    reviewer_in_flight,
+    revision_for,
+)
+from domain.workflow import Trigger, next_status
+
+
+def transition(item: WorkItem, trigger: Trigger) -> list[EngineCommand]:
+    """``TransitionStatus`` per the workflow table, or nothing when the table has no row."""
+    target = next_status(item.status, trigger)
+    if target is None:
+        return []
+    return [TransitionStatus(work_item_id=item.id, to=target)]
+
+
+def exhausted(state: EngineState, item_id: WorkItemId, max_attempts: int) -> bool:
+    return state.attempts.get(item_id, 0) >= max_attempts
+
+
+def run_end_trigger(state: EngineState, item: WorkItem, max_attempts: int) -> Trigger | None:
+    """Why an item with no run in flight leaves ``in-progress``, judged by its latest run."""
+    if has_run_in_flight(state, item.id):
+        return None
+    run = latest_implementor_run(state, item.id)
+    if run is None:
+        return "run-interrupted"
+    failed: Trigger = (
+        "attempts-exhausted" if exhausted(state, item.id, max_attempts) else "run-failed"
+    )
+    if run.status == "cancelled":
+        return "user-cancelled" if run.cancel_requested else "run-interrupted"
+    if run.status in ("failed", "timed-out"):
+        return failed
+    if run.status == "completed":
+        if run.outcome == "blocked":
+            return "outcome-blocked"
+        if run.delivered_revision is not None:
+            return "revision-delivered"
+        return failed  # validation-failure, no patch, or the revision write failed
+    return "run-interrupted"  # requested or running but not in flight cannot happen; be safe
+
+
+def settle(state: EngineState, item: WorkItem, max_attempts: int) -> list[EngineCommand]:
+    """Move an ``in-progress`` item on once nothing is in flight for it."""
+    if item.status != "in-progress":
+        return []
+    trigger = run_end_trigger(state, item, max_attempts)
+    return transition(item, trigger) if trigger else []
+
+
+def free_slots(state: EngineState, role: AgentRole, max_concurrent: Mapping[AgentRole, int]) -> int:
+    return max(0, max_concurrent.get(role, 1) - len(active_runs(state, role)))
+
+
+def dispatch_items(
+    state: EngineState,
+    candidates: Iterable[WorkItem],
+    *,
+    max_attempts: int,
+    max_concurrent: Mapping[AgentRole, int],
+    branch_prefix: str,
+) -> list[EngineCommand]:
+    """Start implementors for the eligible candidates, as many as there are free slots.
+
+    Eligible: pending with every blocker done, or needs-refinement; no run in flight. An item
+    that would be eligible but has used its attempts is blocked instead.
+    """
+    commands: list[EngineCommand] = []
+    slots = free_slots(state, "implementor", max_concurrent)
+    seen: set[WorkItemId] = set()
+    # Work already under review first, then in natural id order.
+    ranked = sorted(candidates, key=lambda i: (i.status != "needs-refinement", natural_key(i.id)))
+    for item in ranked:
+        if item.id in seen:
+            continue
+        seen.add(item.id)
+        if not _eligible(state, item):
+            continue
+        if exhausted(state, item.id, max_attempts):
+            commands += transition(item, "attempts-exhausted")
+            continue
+        if slots <= 0:
+            continue
+        slots -= 1
+        commands.append(start_implementor(item, branch_prefix))
+    return commands
+
+
+def _eligible(state: EngineState, item: WorkItem) -> bool:
+    if item.status == "pending":
+        ready = blockers_resolved(state, item)
+    else:
+        ready = item.status == "needs-refinement"
+    return ready and not has_run_in_flight(state, item.id)
+
+
+def start_implementor(item: WorkItem, branch_prefix: str) -> StartAgent:
+    return StartAgent(
+        params=ImplementorStartParams(
+            work_item_id=item.id, branch_name=branch_name(item, branch_prefix)
+        )
+    )
+
+
+def revision_step(
+    state: EngineState,
+    item: WorkItem,
+    revision: Revision,
+    *,
+    max_attempts: int,
+    max_concurrent: Mapping[AgentRole, int],
+    auto_merge: bool,
+    merge_approved: bool,
+) -> list[EngineCommand]:
+    """What a revision of ``item`` needs next: done, blocked, needs-refinement, a review, or a
+    merge of an approved head (``merge_approved``, after a restart)."""
+    current = revision_for(state, item)
+    if revision.state == "merged":
+        return transition(item, "revision-merged")
+    if current is None or current.id != revision.id:
+        return []  # an older revision of the item; the current one decides
+    if revision.state == "closed":
+        return transition(item, "revision-closed")
+    if item.status == "in-review":
+        if revision.pipeline.status == "failure":
+            return transition(item, "pipeline-failed")
+        if needs_review(state, revision, max_attempts) and free_slots(
+            state, "reviewer", max_concurrent
+        ):
+            return [start_reviewer(item, revision)]
+        return []
+    if (
+        item.status == "approved"
+        and merge_approved
+        and auto_merge
+        and revision.reviewed_sha == revision.head_sha
+        and revision.pipeline.status in ("success", "none")
+    ):
+        return [MergeRevision(work_item_id=item.id, revision_id=revision.id)]
+    return []
+
+
+def needs_review(state: EngineState, revision: Revision, max_attempts: int) -> bool:
+    return (
+        revision.state == "open"
+        and revision.pipeline.status in ("success", "none")
+        and revision.reviewed_sha != revision.head_sha
+        and not reviewer_in_flight(state, revision.id)
+        and reviewer_failures(state, revision.id, revision.head_sha) < max_attempts
+    )
+
+
+def start_reviewer(item: WorkItem, revision: Revision) -> StartAgent:
+    return StartAgent(
+        params=ReviewerStartParams(work_item_id=item.id, revision_id=revision.id),
+        subject_sha=revision.head_sha,
+    )
+
+
+def reviews_wanted(
+    state: EngineState, *, max_attempts: int, max_concurrent: Mapping[AgentRole, int]
+) -> list[EngineCommand]:
+    """Reviewers for every in-review item whose head needs one, up to the free slots."""
+    commands: list[EngineCommand] = []
+    slots = free_slots(state, "reviewer", max_concurrent)
+    for wid in ordered(state.work_items):
+        item = state.work_items[wid]
+        if slots <= 0:
+            break
+        if item.status != "in-review":
+            continue
+        revision = revision_for(state, item)
+        if revision is not None and needs_review(state, revision, max_attempts):
+            commands.append(start_reviewer(item, revision))
+            slots -= 1
+    return commands
+
+
+_NOT_IN_A_REF = re.compile(r"[^a-z0-9]+")
+
+
+def branch_name(item: WorkItem, prefix: str = "cpe/") -> str:
+    """``cpe/<id>-<slug>``: a valid git ref name whatever the id and title hold."""
+    ident = _NOT_IN_A_REF.sub("-", item.id.lower()).strip("-") or "item"
+    slug = _NOT_IN_A_REF.sub("-", item.title.lower()).strip("-")[:40].rstrip("-")
+    return f"{prefix}{ident}-{slug}" if slug else f"{prefix}{ident}"

@@ -1,0 +1,297 @@
+"""Engine events: everything that happens, as a discriminated union on ``type``.
+
+Four families (architecture §3): observations from the pollers, agent lifecycle events from the
+sessions, result events from the command executor, and user requests. Events are the only input
+of ``domain.state.apply_event`` and of the handlers, and what the journal stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import Field, TypeAdapter, model_validator
+
+from domain.commands import EngineCommand
+from domain.errors import AgentFailureKind
+from domain.models import (
+    AgentRole,
+    AgentStartParams,
+    Frozen,
+    Revision,
+    RevisionId,
+    SessionId,
+    Spec,
+    Status,
+    WorkItem,
+    WorkItemId,
+)
+from domain.results import ImplementorResult, PlannerResult, ReviewerResult, ReviewVerdict
+
+
+class _Event(Frozen):
+    at: datetime | None = Field(default=None, description="When the source saw it happen")
+
+
+# ---------------------------------------------------------------------------- observed
+
+
+class WorkItemChanged(_Event):
+    type: Literal["WorkItemChanged"] = "WorkItemChanged"
+    work_item: WorkItem
+
+
+class WorkItemRemoved(_Event):
+    type: Literal["WorkItemRemoved"] = "WorkItemRemoved"
+    work_item_id: WorkItemId
+
+
+class RevisionChanged(_Event):
+    type: Literal["RevisionChanged"] = "RevisionChanged"
+    revision: Revision
+
+
+class RevisionRemoved(_Event):
+    type: Literal["RevisionRemoved"] = "RevisionRemoved"
+    revision_id: RevisionId
+
+
+class SpecChanged(_Event):
+    type: Literal["SpecChanged"] = "SpecChanged"
+    spec: Spec
+
+
+class SpecRemoved(_Event):
+    type: Literal["SpecRemoved"] = "SpecRemoved"
+    path: str
+
+
+# ---------------------------------------------------------------------------- agent lifecycle
+
+
+class AgentRequested(_Event):
+    """The executor accepted a ``StartAgent`` and assigned the session id."""
+
+    type: Literal["AgentRequested"] = "AgentRequested"
+    session_id: SessionId
+    params: AgentStartParams
+    subject_sha: str | None = None
+    spec_shas: Mapping[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _params_carry_the_session_id(self) -> AgentRequested:
+        if self.params.session_id != self.session_id:
+            raise ValueError(
+                f"params.session_id {self.params.session_id!r} must equal "
+                f"session_id {self.session_id!r}"
+            )
+        return self
+
+
+class AgentStarted(_Event):
+    type: Literal["AgentStarted"] = "AgentStarted"
+    session_id: SessionId
+    log_file_path: str | None = None
+
+
+class _AgentCompleted(_Event):
+    session_id: SessionId
+    cost_usd: float | None = None
+    turns: int | None = None
+
+
+class PlannerCompleted(_AgentCompleted):
+    type: Literal["PlannerCompleted"] = "PlannerCompleted"
+    result: PlannerResult
+
+
+class ImplementorCompleted(_AgentCompleted):
+    type: Literal["ImplementorCompleted"] = "ImplementorCompleted"
+    result: ImplementorResult
+
+
+class ReviewerCompleted(_AgentCompleted):
+    type: Literal["ReviewerCompleted"] = "ReviewerCompleted"
+    result: ReviewerResult
+
+
+class AgentFailed(_Event):
+    type: Literal["AgentFailed"] = "AgentFailed"
+    session_id: SessionId
+    role: AgentRole
+    kind: AgentFailureKind
+    reason: str
+    cost_usd: float | None = None
+    turns: int | None = None
+
+
+# ---------------------------------------------------------------------------- command results
+
+
+class PlanApplied(_Event):
+    type: Literal["PlanApplied"] = "PlanApplied"
+    session_id: SessionId | None = None
+    spec_shas: Mapping[str, str]
+    created_ids: tuple[WorkItemId, ...] = ()
+
+
+class RevisionCreated(_Event):
+    type: Literal["RevisionCreated"] = "RevisionCreated"
+    session_id: SessionId | None = None
+    work_item_id: WorkItemId
+    revision: Revision
+
+    @property
+    def revision_id(self) -> RevisionId:
+        return self.revision.id
+
+
+class RevisionUpdated(_Event):
+    type: Literal["RevisionUpdated"] = "RevisionUpdated"
+    session_id: SessionId | None = None
+    work_item_id: WorkItemId
+    revision: Revision
+
+    @property
+    def revision_id(self) -> RevisionId:
+        return self.revision.id
+
+
+class ReviewPosted(_Event):
+    type: Literal["ReviewPosted"] = "ReviewPosted"
+    session_id: SessionId | None = None
+    revision_id: RevisionId
+    head_sha: str
+    verdict: ReviewVerdict
+
+
+class RevisionMerged(_Event):
+    type: Literal["RevisionMerged"] = "RevisionMerged"
+    revision_id: RevisionId
+    merge_sha: str | None = None
+
+
+class StatusTransitioned(_Event):
+    type: Literal["StatusTransitioned"] = "StatusTransitioned"
+    work_item_id: WorkItemId
+    to: Status
+
+
+class CommandFailed(_Event):
+    """A command failed persistently (after the provider's retries)."""
+
+    type: Literal["CommandFailed"] = "CommandFailed"
+    command: EngineCommand
+    error: str
+
+
+class CommandRejected(_Event):
+    """A command was refused by the policy or a concurrency guard; nothing was attempted."""
+
+    type: Literal["CommandRejected"] = "CommandRejected"
+    command: EngineCommand
+    reason: str
+
+
+# ---------------------------------------------------------------------------- user
+
+
+class UserRequestedImplementorRun(_Event):
+    type: Literal["UserRequestedImplementorRun"] = "UserRequestedImplementorRun"
+    work_item_id: WorkItemId
+
+
+class UserCancelledRun(_Event):
+    type: Literal["UserCancelledRun"] = "UserCancelledRun"
+    session_id: SessionId
+
+
+class UserTransitionedStatus(_Event):
+    type: Literal["UserTransitionedStatus"] = "UserTransitionedStatus"
+    work_item_id: WorkItemId
+    to: Status
+
+
+EngineEvent = Annotated[
+    WorkItemChanged
+    | WorkItemRemoved
+    | RevisionChanged
+    | RevisionRemoved
+    | SpecChanged
+    | SpecRemoved
+    | AgentRequested
+    | AgentStarted
+    | PlannerCompleted
+    | ImplementorCompleted
+    | ReviewerCompleted
+    | AgentFailed
+    | PlanApplied
+    | RevisionCreated
+    | RevisionUpdated
+    | ReviewPosted
+    | RevisionMerged
+    | StatusTransitioned
+    | CommandFailed
+    | CommandRejected
+    | UserRequestedImplementorRun
+    | UserCancelledRun
+    | UserTransitionedStatus,
+    Field(discriminator="type"),
+]
+
+AgentTerminalEvent = PlannerCompleted | ImplementorCompleted | ReviewerCompleted | AgentFailed
+"""The events that end a run; the queue accepts these during shutdown."""
+
+AGENT_TERMINAL_EVENTS: tuple[type[_Event], ...] = (
+    PlannerCompleted,
+    ImplementorCompleted,
+    ReviewerCompleted,
+    AgentFailed,
+)
+
+USER_EVENTS: tuple[type[_Event], ...] = (
+    UserRequestedImplementorRun,
+    UserCancelledRun,
+    UserTransitionedStatus,
+)
+
+EVENT_ADAPTER: TypeAdapter[EngineEvent] = TypeAdapter(EngineEvent)
+
+
+def parse_event(data: object) -> EngineEvent:
+    """An event from plain data (the journal, a test fixture)."""
+    return EVENT_ADAPTER.validate_python(data)
+
+
+def parse_event_json(data: str | bytes) -> EngineEvent:
+    return EVENT_ADAPTER.validate_json(data)
+
+
+def event_to_json(event: EngineEvent) -> str:
+    return EVENT_ADAPTER.dump_json(event).decode()
+
+
+def is_agent_terminal(event: EngineEvent) -> bool:
+    return isinstance(event, AGENT_TERMINAL_EVENTS)
+
+
+def identify(event: EngineEvent) -> dict[str, str]:
+    """The identifying fields of an event, for log lines (work item, session, path …)."""
+    fields: dict[str, str] = {"event": event.type}
+    for name in ("session_id", "work_item_id", "revision_id", "path", "role", "kind", "to"):
+        value = getattr(event, name, None)
+        if value is not None:
+            fields[name] = str(value)
+    if isinstance(event, WorkItemChanged):
+        fields["work_item_id"] = event.work_item.id
+        fields["status"] = event.work_item.status
+    elif isinstance(event, RevisionChanged | RevisionCreated | RevisionUpdated):
+        fields["revision_id"] = event.revision.id
+    elif isinstance(event, SpecChanged):
+        fields["path"] = event.spec.path
+    elif isinstance(event, CommandFailed | CommandRejected):
+        fields["command"] = event.command.type
+    elif isinstance(event, AgentRequested):
+        fields["role"] = event.params.role
+    return fields

@@ -1,0 +1,389 @@
+"""The seven handlers: pure ``(event, state) -> list[EngineCommand]``.
+
+Each handler sees the event and one snapshot taken after the event was applied; it never sees
+another handler's commands (seed 002). ``run_handlers`` runs them in order and collects their
+commands. Options come from configuration through ``create_handlers(options)``.
+
+1. plan — specs whose blob differs from the last planned one → one planner run for all of
+   them, unless a planner is in flight.
+2. apply plan — a planner result → ``ApplyPlan``.
+3. dispatch — an unblocked pending or a needs-refinement item with no run in flight →
+   implementor run (and a user's request); the request itself → ``in-progress``.
+4. implementor done — a patch → create or update the revision; anything else → the item's
+   next status.
+5. revision — a delivered revision → in-review; a green head not yet reviewed → reviewer run;
+   a red pipeline → needs-refinement; merged → done; closed → blocked.
+6. review done — a reviewer result for the current head → ``PostReview`` (a stale one is
+   dropped and the new head reviewed); a posted review → approved (and merged when
+   ``auto_merge``) or needs-refinement.
+7. recovery and failures — in-progress with nothing in flight → pending (or where its last
+   run says); a failed run → pending or blocked by attempts; user cancel and user status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from pydantic import Field
+
+from domain.commands import (
+    ApplyPlan,
+    CancelAgent,
+    CreateRevision,
+    EngineCommand,
+    MergeRevision,
+    PostReview,
+    StartAgent,
+    TransitionStatus,
+    UpdateRevision,
+)
+from domain.decisions import (
+    dispatch_items,
+    needs_review,
+    reviews_wanted,
+    revision_step,
+    settle,
+    start_implementor,
+    start_reviewer,
+    transition,
+)
+from domain.events import (
+    AgentFailed,
+    AgentRequested,
+    CommandFailed,
+    EngineEvent,
+    ImplementorCompleted,
+    PlanApplied,
+    PlannerCompleted,
+    ReviewerCompleted,
+    ReviewPosted,
+    RevisionChanged,
+    RevisionCreated,
+    RevisionMerged,
+    RevisionUpdated,
+    SpecChanged,
+    StatusTransitioned,
+    UserCancelledRun,
+    UserRequestedImplementorRun,
+    UserTransitionedStatus,
+    WorkItemChanged,
+    is_agent_terminal,
+)
+from domain.models import (
+    AgentRole,
+    EngineState,
+    Frozen,
+    ImplementorStartParams,
+    PlannerStartParams,
+    ReviewerStartParams,
+    WorkItem,
+)
+from domain.state import (
+    dependents_of,
+    has_run_in_flight,
+    planner_in_flight,
+    revision_for,
+    specs_to_plan,
+)
+
+_DEFAULT_CONCURRENCY: Mapping[AgentRole, int] = MappingProxyType(
+    {"planner": 1, "implementor": 2, "reviewer": 2}
+)
+
+
+class HandlerOptions(Frozen):
+    """Workflow options from ``supervisor.toml`` (``[workflow]``)."""
+
+    max_attempts: int = Field(default=3, ge=1, description="implementor runs per work item")
+    auto_merge: bool = Field(default=False, description="merge a revision once approved")
+    branch_prefix: str = Field(default="cpe/", pattern=r"^[A-Za-z0-9._-]+/$")
+    max_concurrent: Mapping[AgentRole, int] = Field(
+        default_factory=lambda: dict(_DEFAULT_CONCURRENCY)
+    )
+
+
+HandlerFn = Callable[[EngineEvent, EngineState, HandlerOptions], list[EngineCommand]]
+
+
+@dataclass(frozen=True)
+class Handler:
+    """A handler bound to its options; call it as ``handler(event, state)``."""
+
+    name: str
+    fn: HandlerFn
+    options: HandlerOptions
+
+    def __call__(self, event: EngineEvent, state: EngineState) -> list[EngineCommand]:
+        return self.fn(event, state, self.options)
+
+
+# ---------------------------------------------------------------------------- 1. plan
+
+
+def plan(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
+    if isinstance(event, SpecChanged | PlanApplied):
+        skip: Mapping[str, str] = {}
+    elif isinstance(event, AgentFailed) and event.role == "planner":
+        # Specs that changed while the failed run was going still get planned; the failed ones
+        # wait for their next change (or a restart) instead of failing in a loop.
+        run = state.agent_runs.get(event.session_id)
+        skip = run.spec_shas if run is not None else {}
+    else:
+        return []
+    if planner_in_flight(state):
+        return []
+    wanted = {p: sha for p, sha in specs_to_plan(state).items() if skip.get(p) != sha}
+    if not wanted:
+        return []
+    return [StartAgent(params=PlannerStartParams(spec_paths=tuple(wanted)), spec_shas=wanted)]
+
+
+# ---------------------------------------------------------------------------- 2. apply plan
+
+
+def apply_plan(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
+    if not isinstance(event, PlannerCompleted):
+        return []
+    run = state.agent_runs.get(event.session_id)
+    if run is None or run.role != "planner" or run.settled:
+        return []  # an unknown run cannot say which spec versions it planned
+    return [ApplyPlan(session_id=run.session_id, result=event.result, spec_shas=run.spec_shas)]
+
+
+# ---------------------------------------------------------------------------- 3. dispatch
+
+
+def dispatch(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
+    if isinstance(event, AgentRequested):
+        if isinstance(event.params, ImplementorStartParams):
+            item = state.work_items.get(event.params.work_item_id)
+            return transition(item, "implementor-requested") if item else []
+        return []
+    if isinstance(event, UserRequestedImplementorRun):
+        return _user_dispatch(state, event, o)
+    candidates: Iterable[WorkItem]
+    if isinstance(event, WorkItemChanged):
+        candidates = _with_dependents(state, state.work_items.get(event.work_item.id))
+    elif isinstance(event, StatusTransitioned):
+        candidates = _with_dependents(state, state.work_items.get(event.work_item_id))
+    elif is_agent_terminal(event):
+        candidates = state.work_items.values()  # a slot is free: anyone who waited for one
+    else:
+        return []
+    return dispatch_items(
+        state,
+        candidates,
+        max_attempts=o.max_attempts,
+        max_concurrent=o.max_concurrent,
+        branch_prefix=o.branch_prefix,
+    )
+
+
+def _with_dependents(state: EngineState, item: WorkItem | None) -> list[WorkItem]:
+    if item is None:
+        return []
+    if item.status == "done":
+        return dependents_of(state, item.id)
+    return [item]
+
+
+def _user_dispatch(
+    state: EngineState, event: UserRequestedImplementorRun, o: HandlerOptions
+) -> list[EngineCommand]:
+    """A person asked for a run: blockers and attempts do not stop it; the guards still do."""
+    item = state.work_items.get(event.work_item_id)
+    if item is None or item.status not in ("pending", "needs-refinement", "blocked"):
+        return []
+    if has_run_in_flight(state, item.id):
+        return []
+    return [start_implementor(item, o.branch_prefix)]
+
+
+# ---------------------------------------------------------------------------- 4. implementor done
+
+
+def implementor_done(
+    event: EngineEvent, state: EngineState, o: HandlerOptions
+) -> list[EngineCommand]:
+    if not isinstance(event, ImplementorCompleted):
+        return []
+    run = state.agent_runs.get(event.session_id)
+    if run is None or not isinstance(run.params, ImplementorStartParams):
+        return []
+    item = state.work_items.get(run.params.work_item_id)
+    if item is None:
+        return []  # the item is gone; the patch stays in the journal
+    result = event.result
+    if result.outcome == "completed" and result.patch and not run.settled:
+        revision = revision_for(state, item)
+        if revision is not None and revision.state == "open":
+            return [
+                UpdateRevision(
+                    session_id=run.session_id,
+                    work_item_id=item.id,
+                    revision_id=revision.id,
+                    patch=result.patch,
+                )
+            ]
+        return [
+            CreateRevision(
+                session_id=run.session_id,
+                work_item_id=item.id,
+                branch_name=run.params.branch_name,
+                title=item.title,
+                body=f"{result.summary}\n\nWork item: #{item.id}\nAgent session: {run.session_id}",
+                patch=result.patch,
+            )
+        ]
+    return settle(state, item, o.max_attempts)
+
+
+# ---------------------------------------------------------------------------- 5. revision
+
+
+def revision(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
+    if isinstance(event, RevisionCreated | RevisionUpdated):
+        item = state.work_items.get(event.work_item_id)
+        return settle(state, item, o.max_attempts) if item else []
+    if is_agent_terminal(event):
+        return reviews_wanted(state, max_attempts=o.max_attempts, max_concurrent=o.max_concurrent)
+    merge_approved = False
+    if isinstance(event, RevisionChanged):
+        rev = state.revisions.get(event.revision.id)
+        merge_approved = True  # after a restart an approved head is merged on first sight
+    elif isinstance(event, RevisionMerged):
+        rev = state.revisions.get(event.revision_id)
+    elif isinstance(event, StatusTransitioned) and event.to == "in-review":
+        item = state.work_items.get(event.work_item_id)
+        rev = revision_for(state, item) if item else None
+    else:
+        return []
+    if rev is None or rev.work_item_id is None:
+        return []
+    item = state.work_items.get(rev.work_item_id)
+    if item is None:
+        return []
+    return revision_step(
+        state,
+        item,
+        rev,
+        max_attempts=o.max_attempts,
+        max_concurrent=o.max_concurrent,
+        auto_merge=o.auto_merge,
+        merge_approved=merge_approved,
+    )
+
+
+# ---------------------------------------------------------------------------- 6. review done
+
+
+def review_done(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
+    if isinstance(event, ReviewerCompleted):
+        return _post_or_rereview(event, state, o)
+    if not isinstance(event, ReviewPosted):
+        return []
+    rev = state.revisions.get(event.revision_id)
+    if rev is None or rev.work_item_id is None or rev.head_sha != event.head_sha:
+        return []  # the head moved on; the new head gets its own review
+    item = state.work_items.get(rev.work_item_id)
+    if item is None:
+        return []
+    if event.verdict == "needs-changes":
+        return transition(item, "review-needs-changes")
+    if rev.pipeline.status not in ("success", "none"):
+        return []  # approved, but CI is not green: the pipeline decides
+    commands = transition(item, "review-approved")
+    if commands and o.auto_merge:
+        commands.append(MergeRevision(work_item_id=item.id, revision_id=rev.id))
+    return commands
+
+
+def _post_or_rereview(
+    event: ReviewerCompleted, state: EngineState, o: HandlerOptions
+) -> list[EngineCommand]:
+    run = state.agent_runs.get(event.session_id)
+    if run is None or not isinstance(run.params, ReviewerStartParams) or run.subject_sha is None:
+        return []
+    rev = state.revisions.get(run.params.revision_id)
+    item = state.work_items.get(run.params.work_item_id)
+    if rev is None or item is None:
+        return []
+    if rev.state == "open" and rev.head_sha == run.subject_sha:
+        if run.settled:
+            return []
+        return [
+            PostReview(
+                session_id=run.session_id,
+                work_item_id=item.id,
+                revision_id=rev.id,
+                head_sha=run.subject_sha,
+                review=event.result.review,
+            )
+        ]
+    # Stale: the review is of a head the revision no longer has. Review the new head instead.
+    if item.status == "in-review" and needs_review(state, rev, o.max_attempts):
+        return [start_reviewer(item, rev)]
+    return []
+
+
+# ---------------------------------------------------------------------------- 7. recovery
+
+
+def recovery(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
+    if isinstance(event, WorkItemChanged):
+        item = state.work_items.get(event.work_item.id)
+        return settle(state, item, o.max_attempts) if item else []
+    if isinstance(event, AgentFailed) and event.role == "implementor":
+        run = state.agent_runs.get(event.session_id)
+        item = state.work_items.get(run.work_item_id) if run and run.work_item_id else None
+        return settle(state, item, o.max_attempts) if item else []
+    if isinstance(event, CommandFailed) and isinstance(
+        event.command, CreateRevision | UpdateRevision
+    ):
+        item = state.work_items.get(event.command.work_item_id)
+        return settle(state, item, o.max_attempts) if item else []
+    if isinstance(event, UserCancelledRun):
+        run = state.agent_runs.get(event.session_id)
+        return [CancelAgent(session_id=event.session_id)] if run and run.is_active else []
+    if isinstance(event, UserTransitionedStatus):
+        item = state.work_items.get(event.work_item_id)
+        if item is None or item.status == event.to:
+            return []
+        return [TransitionStatus(work_item_id=item.id, to=event.to)]
+    return []
+
+
+# ---------------------------------------------------------------------------- wiring
+
+HANDLER_FUNCTIONS: tuple[HandlerFn, ...] = (
+    plan,
+    apply_plan,
+    dispatch,
+    implementor_done,
+    revision,
+    review_done,
+    recovery,
+)
+
+
+def create_handlers(options: HandlerOptions | None = None) -> tuple[Handler, ...]:
+    """The seven handlers, in order, bound to ``options``."""
+    bound = options or HandlerOptions()
+    return tuple(Handler(fn.__name__, fn, bound) for fn in HANDLER_FUNCTIONS)
+
+
+def run_handlers(
+    handlers: Sequence[Callable[[EngineEvent, EngineState], list[EngineCommand]]],
+    event: EngineEvent,
+    state: EngineState,
+) -> list[EngineCommand]:
+    """Every handler's commands for ``event`` against the one ``state`` snapshot, in handler
+    order; a command two handlers both emit is kept once."""
+    commands: list[EngineCommand] = []
+    for handler in handlers:
+        for command in handler(event, state):
+            if command not in commands:
+                commands.append(command)
+    return commands

@@ -1,0 +1,219 @@
+"""The domain model: what the engine knows about work items, revisions, specs and agent runs.
+
+Every model is a frozen pydantic model; collections are tuples or read-only mappings, and a new
+state is always a new object (``domain.state.apply_event``). Field names are the contract of
+architecture §3; fields may grow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Annotated, Literal, NewType, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+WorkItemId = NewType("WorkItemId", str)
+RevisionId = NewType("RevisionId", str)
+SessionId = NewType("SessionId", str)
+
+Status = Literal[
+    "pending", "in-progress", "in-review", "needs-refinement", "approved", "blocked", "done"
+]
+STATUSES: tuple[Status, ...] = get_args(Status)
+
+RevisionState = Literal["open", "merged", "closed"]
+PipelineStatus = Literal["pending", "success", "failure", "none"]
+FileStatus = Literal["added", "modified", "removed", "renamed"]
+
+AgentRole = Literal["planner", "implementor", "reviewer"]
+AGENT_ROLES: tuple[AgentRole, ...] = get_args(AgentRole)
+
+AgentRunStatus = Literal["requested", "running", "completed", "failed", "timed-out", "cancelled"]
+ACTIVE_RUN_STATUSES: frozenset[AgentRunStatus] = frozenset({"requested", "running"})
+TERMINAL_RUN_STATUSES: frozenset[AgentRunStatus] = frozenset(
+    {"completed", "failed", "timed-out", "cancelled"}
+)
+
+
+class Frozen(BaseModel):
+    """Base of every domain model: immutable, and unknown fields are an error."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class WorkItem(Frozen):
+    """A unit of work (a GitHub issue, a local tracker row)."""
+
+    id: WorkItemId
+    title: str
+    status: Status
+    labels: tuple[str, ...] = ()
+    blocked_by: tuple[WorkItemId, ...] = ()
+    linked_revision: RevisionId | None = None
+
+
+class Pipeline(Frozen):
+    """The CI state of a revision's head. ``none`` means no CI is configured (treated as green)."""
+
+    status: PipelineStatus = "none"
+    reason: str | None = None
+    url: str | None = None
+
+
+class Revision(Frozen):
+    """A proposed change (a pull request, a local revision branch) for one work item."""
+
+    id: RevisionId
+    title: str
+    work_item_id: WorkItemId | None
+    branch: str
+    head_sha: str
+    state: RevisionState = "open"
+    pipeline: Pipeline = Pipeline()
+    reviewed_sha: str | None = None
+
+
+class RevisionFile(Frozen):
+    """One changed file of a revision; ``patch`` is None for binary or oversized diffs."""
+
+    path: str
+    status: FileStatus
+    patch: str | None = None
+
+
+class Spec(Frozen):
+    """A spec file at the default branch's head."""
+
+    path: str
+    blob_sha: str
+
+
+class ReviewSubmission(Frozen):
+    author: str
+    state: str
+    body: str
+
+
+class ReviewInlineComment(Frozen):
+    path: str
+    line: int | None
+    author: str
+    body: str
+
+
+class ReviewHistory(Frozen):
+    reviews: tuple[ReviewSubmission, ...] = ()
+    inline_comments: tuple[ReviewInlineComment, ...] = ()
+
+
+# ---------------------------------------------------------------------------- agent start params
+
+
+class PlannerStartParams(Frozen):
+    role: Literal["planner"] = "planner"
+    session_id: SessionId | None = None
+    spec_paths: tuple[str, ...]
+
+
+class ImplementorStartParams(Frozen):
+    role: Literal["implementor"] = "implementor"
+    session_id: SessionId | None = None
+    work_item_id: WorkItemId
+    branch_name: str
+
+
+class ReviewerStartParams(Frozen):
+    role: Literal["reviewer"] = "reviewer"
+    session_id: SessionId | None = None
+    work_item_id: WorkItemId
+    revision_id: RevisionId
+
+
+AgentStartParams = Annotated[
+    PlannerStartParams | ImplementorStartParams | ReviewerStartParams,
+    Field(discriminator="role"),
+]
+"""What a runtime needs to start a run. ``session_id`` is None in a handler's ``StartAgent`` and
+is assigned by the executor before the runtime sees the params."""
+
+
+def with_session_id(params: AgentStartParams, session_id: SessionId) -> AgentStartParams:
+    """The same params with the executor-assigned session id."""
+    return params.model_copy(update={"session_id": session_id})
+
+
+# ---------------------------------------------------------------------------- agent runs
+
+
+class AgentRun(Frozen):
+    """One agent run, from the executor's request to its terminal event and its follow-up.
+
+    ``settled`` tells whether the run's result has been turned into its provider write (plan
+    applied, revision created or updated, review posted) or needs none. A completed run that is
+    not settled is still *in flight*: its work exists but is not visible on the provider yet, so
+    nothing may start the same work again.
+    """
+
+    session_id: SessionId
+    params: AgentStartParams
+    status: AgentRunStatus = "requested"
+    subject_sha: str | None = None
+    spec_shas: Mapping[str, str] = Field(default_factory=dict)
+    requested_at: datetime | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    log_file_path: str | None = None
+    cost_usd: float | None = None
+    turns: int | None = None
+    outcome: str | None = None
+    failure_reason: str | None = None
+    settled: bool = False
+    delivered_revision: RevisionId | None = None
+    cancel_requested: bool = False
+
+    @property
+    def role(self) -> AgentRole:
+        return self.params.role
+
+    @property
+    def work_item_id(self) -> WorkItemId | None:
+        if isinstance(self.params, PlannerStartParams):
+            return None
+        return self.params.work_item_id
+
+    @property
+    def subject(self) -> str:
+        """The work item id, or the spec paths for a planner run."""
+        if isinstance(self.params, PlannerStartParams):
+            return ",".join(self.params.spec_paths)
+        return self.params.work_item_id
+
+    @property
+    def is_active(self) -> bool:
+        """The run has been requested and has not ended."""
+        return self.status in ACTIVE_RUN_STATUSES
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_RUN_STATUSES
+
+    @property
+    def in_flight(self) -> bool:
+        """Active, or completed with its result not yet written to the provider."""
+        return self.is_active or (self.status == "completed" and not self.settled)
+
+
+# ---------------------------------------------------------------------------- engine state
+
+
+class EngineState(Frozen):
+    """Everything the engine knows. Provider-owned parts come from the pollers; engine-owned
+    parts (``last_planned_shas``, ``agent_runs``, ``attempts``) are restored from the journal."""
+
+    work_items: Mapping[WorkItemId, WorkItem] = Field(default_factory=dict)
+    revisions: Mapping[RevisionId, Revision] = Field(default_factory=dict)
+    specs: Mapping[str, Spec] = Field(default_factory=dict)
+    last_planned_shas: Mapping[str, str] = Field(default_factory=dict)
+    agent_runs: Mapping[SessionId, AgentRun] = Field(default_factory=dict)
+    attempts: Mapping[WorkItemId, int] = Field(default_factory=dict)

@@ -1,0 +1,159 @@
+"""Ports: the Protocols adapters implement (architecture §4).
+
+Providers are synchronous (actors are threads). Each entity has a reader and a writer, and no
+component is given both for one entity type: readers go to the pollers and the runtimes,
+writers to the command executor. Writers that create things take an ``idempotency_key``: the
+same key must never create a second entity (a retried write, a restart between the write and its
+acknowledgement). The runtime port is asynchronous, as the agent SDKs are.
+
+Poller note: a poller compares what it reads against a state snapshot taken *before* the read,
+so an observation older than the engine's own write can never revert it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from domain.models import (
+    AgentRole,
+    AgentStartParams,
+    EngineState,
+    Frozen,
+    ReviewHistory,
+    Revision,
+    RevisionFile,
+    RevisionId,
+    SessionId,
+    Spec,
+    Status,
+    WorkItem,
+    WorkItemId,
+)
+from domain.results import AgentResult, AgentReview
+
+# ---------------------------------------------------------------------------- providers
+
+
+@runtime_checkable
+class WorkProviderReader(Protocol):
+    def list_work_items(self) -> Sequence[WorkItem]: ...
+    def get_work_item_body(self, work_item_id: WorkItemId) -> str: ...
+
+
+@runtime_checkable
+class WorkProviderWriter(Protocol):
+    def create_work_item(
+        self,
+        title: str,
+        body: str,
+        labels: Sequence[str] = (),
+        blocked_by: Sequence[WorkItemId] = (),
+        *,
+        idempotency_key: str | None = None,
+    ) -> WorkItemId: ...
+    def update_work_item(
+        self,
+        work_item_id: WorkItemId,
+        *,
+        body: str | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> None: ...
+    def close_work_item(self, work_item_id: WorkItemId) -> None: ...
+    def transition_status(self, work_item_id: WorkItemId, to: Status) -> None: ...
+
+
+@runtime_checkable
+class RevisionProviderReader(Protocol):
+    def list_revisions(self) -> Sequence[Revision]: ...
+    def get_revision_files(self, revision_id: RevisionId) -> Sequence[RevisionFile]: ...
+    def get_review_history(self, revision_id: RevisionId) -> ReviewHistory: ...
+
+
+@runtime_checkable
+class RevisionProviderWriter(Protocol):
+    def create_from_patch(
+        self,
+        work_item_id: WorkItemId,
+        branch_name: str,
+        title: str,
+        body: str,
+        patch: str,
+        *,
+        idempotency_key: str | None = None,
+    ) -> Revision: ...
+    def update_from_patch(
+        self, revision_id: RevisionId, patch: str, *, idempotency_key: str | None = None
+    ) -> Revision: ...
+    def post_review(self, revision_id: RevisionId, head_sha: str, review: AgentReview) -> None: ...
+    def merge(self, revision_id: RevisionId) -> str:
+        """Merge into the default branch and return the merge commit; merging an already merged
+        revision returns its merge commit (idempotent); a conflict raises ``ConflictError``."""
+        ...
+
+
+@runtime_checkable
+class SpecProviderReader(Protocol):
+    def list_specs(self) -> Sequence[Spec]: ...
+    def read_spec(self, path: str) -> str: ...
+    def read_blob(self, blob_sha: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class ProviderInterfaces:
+    """The five provider interfaces an engine is built with (seed 002 ``config.provider``)."""
+
+    work_item_reader: WorkProviderReader
+    work_item_writer: WorkProviderWriter
+    revision_reader: RevisionProviderReader
+    revision_writer: RevisionProviderWriter
+    spec_reader: SpecProviderReader
+
+
+# ---------------------------------------------------------------------------- runtimes
+
+
+@dataclass(frozen=True)
+class AgentRunHandle:
+    """A started run. ``output`` yields plain text and ends on any termination; ``result``
+    raises ``AgentFailure(kind, reason)`` when the run does not produce one."""
+
+    session_id: SessionId
+    output: AsyncIterator[str]
+    result: Awaitable[AgentResult]
+    log_file_path: str | None = None
+
+
+@runtime_checkable
+class RuntimeAdapter(Protocol):
+    async def start_agent(self, params: AgentStartParams) -> AgentRunHandle: ...
+    def cancel_agent(self, session_id: SessionId) -> None:
+        """Cancel a run; an unknown session id is a no-op. Safe to call from any thread."""
+        ...
+
+
+@dataclass(frozen=True)
+class RuntimeAdapterDeps:
+    """What the engine gives every runtime adapter factory (seed 000)."""
+
+    work_item_reader: WorkProviderReader
+    revision_reader: RevisionProviderReader
+    get_state: Callable[[], EngineState]
+    get_review_history: Callable[[RevisionId], ReviewHistory]
+
+
+class SessionLogging(Frozen):
+    agent_sessions: bool = True
+    logs_dir: str
+
+
+class RuntimeAdapterConfig(Frozen):
+    """The base of every runtime's config (seed 000): duration limit and transcripts."""
+
+    max_agent_duration: float
+    logging: SessionLogging
+
+
+RuntimeAdapterFactory = Callable[[RuntimeAdapterDeps], dict[AgentRole, RuntimeAdapter]]
+"""Seed 002 ``createRuntimeAdapters``: one adapter per role."""

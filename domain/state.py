@@ -1,0 +1,385 @@
+"""The state reducer and the selectors every handler shares.
+
+``apply_event(state, event)`` is the only way the engine state changes: it returns a new
+``EngineState`` and never touches its input. It records facts; deciding what to do about them
+is the handlers' job. Terminal agent events for a run that already ended are ignored, so a
+duplicate delivery can never count an attempt twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+from domain.commands import ApplyPlan, CreateRevision, PostReview, UpdateRevision
+from domain.events import (
+    AgentFailed,
+    AgentRequested,
+    AgentStarted,
+    CommandFailed,
+    CommandRejected,
+    EngineEvent,
+    ImplementorCompleted,
+    PlanApplied,
+    PlannerCompleted,
+    ReviewerCompleted,
+    ReviewPosted,
+    RevisionChanged,
+    RevisionCreated,
+    RevisionMerged,
+    RevisionRemoved,
+    RevisionUpdated,
+    SpecChanged,
+    SpecRemoved,
+    StatusTransitioned,
+    UserCancelledRun,
+    UserRequestedImplementorRun,
+    UserTransitionedStatus,
+    WorkItemChanged,
+    WorkItemRemoved,
+)
+from domain.models import (
+    AgentRole,
+    AgentRun,
+    EngineState,
+    ImplementorStartParams,
+    ReviewerStartParams,
+    Revision,
+    RevisionId,
+    SessionId,
+    Status,
+    WorkItem,
+    WorkItemId,
+)
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+_FOLLOW_UPS = (ApplyPlan, CreateRevision, UpdateRevision, PostReview)
+_UNBLOCKED_BY_A_PERSON: frozenset[Status] = frozenset({"pending", "needs-refinement"})
+
+
+def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
+    """The state after ``event``. ``state`` is not modified."""
+    match event:
+        case WorkItemChanged(work_item=item):
+            return _observe_work_item(state, item)
+        case WorkItemRemoved(work_item_id=wid):
+            return _replace(state, work_items=_without(state.work_items, wid))
+        case RevisionChanged(revision=revision):
+            return _observe_revision(state, revision)
+        case RevisionRemoved(revision_id=rid):
+            return _replace(state, revisions=_without(state.revisions, rid))
+        case SpecChanged(spec=spec):
+            return _replace(state, specs=_with(state.specs, spec.path, spec))
+        case SpecRemoved(path=path):
+            return _replace(state, specs=_without(state.specs, path))
+        case AgentRequested():
+            return _request_run(state, event)
+        case AgentStarted(session_id=sid):
+            run = state.agent_runs.get(sid)
+            if run is None or run.status != "requested":
+                return state
+            changes = {
+                "status": "running",
+                "started_at": event.at,
+                "log_file_path": event.log_file_path,
+            }
+            return _put_run(state, run, changes)
+        case PlannerCompleted() | ImplementorCompleted() | ReviewerCompleted():
+            return _complete_run(state, event)
+        case AgentFailed():
+            return _fail_run(state, event)
+        case PlanApplied(session_id=sid, spec_shas=shas):
+            state = _replace(state, last_planned_shas={**state.last_planned_shas, **shas})
+            return _settle(state, sid)
+        case (
+            RevisionCreated(session_id=sid, work_item_id=wid, revision=revision)
+            | RevisionUpdated(session_id=sid, work_item_id=wid, revision=revision)
+        ):
+            return _deliver(state, sid, wid, revision)
+        case ReviewPosted(session_id=sid, revision_id=rid, head_sha=sha):
+            return _settle(_update_revision(state, rid, {"reviewed_sha": sha}), sid)
+        case RevisionMerged(revision_id=rid):
+            return _update_revision(state, rid, {"state": "merged"})
+        case StatusTransitioned(work_item_id=wid, to=to):
+            return _update_work_item(state, wid, status=to)
+        case CommandFailed(command=command) | CommandRejected(command=command):
+            if isinstance(command, _FOLLOW_UPS):
+                return _settle(state, command.session_id)
+            return state
+        case UserCancelledRun(session_id=sid):
+            run = state.agent_runs.get(sid)
+            if run is None or not run.is_active:
+                return state
+            return _put_run(state, run, {"cancel_requested": True})
+        case UserTransitionedStatus(work_item_id=wid, to=to):
+            if to in _UNBLOCKED_BY_A_PERSON:
+                return _reset_attempts(state, wid)
+            return state
+        case UserRequestedImplementorRun():
+            return state
+
+
+# ---------------------------------------------------------------------------- selectors
+
+
+def runs_for_work_item(state: EngineState, work_item_id: WorkItemId) -> list[AgentRun]:
+    """The work item's implementor and reviewer runs, oldest first."""
+    return [run for run in state.agent_runs.values() if run.work_item_id == work_item_id]
+
+
+def latest_implementor_run(state: EngineState, work_item_id: WorkItemId) -> AgentRun | None:
+    latest = None
+    for run in state.agent_runs.values():
+        if isinstance(run.params, ImplementorStartParams) and run.work_item_id == work_item_id:
+            latest = run
+    return latest
+
+
+def has_run_in_flight(state: EngineState, work_item_id: WorkItemId) -> bool:
+    """Some run for the item is active, or completed with its result not yet written."""
+    return any(run.in_flight for run in runs_for_work_item(state, work_item_id))
+
+
+def active_runs(state: EngineState, role: AgentRole | None = None) -> list[AgentRun]:
+    return [
+        run
+        for run in state.agent_runs.values()
+        if run.is_active and (role is None or run.role == role)
+    ]
+
+
+def planner_in_flight(state: EngineState) -> bool:
+    return any(run.in_flight for run in state.agent_runs.values() if run.role == "planner")
+
+
+def reviewer_in_flight(state: EngineState, revision_id: RevisionId) -> bool:
+    return any(
+        run.in_flight
+        for run in state.agent_runs.values()
+        if isinstance(run.params, ReviewerStartParams) and run.params.revision_id == revision_id
+    )
+
+
+def reviewer_failures(state: EngineState, revision_id: RevisionId, head_sha: str) -> int:
+    """Reviewer runs of this head that failed or timed out (not cancelled)."""
+    return sum(
+        1
+        for run in state.agent_runs.values()
+        if isinstance(run.params, ReviewerStartParams)
+        and run.params.revision_id == revision_id
+        and run.subject_sha == head_sha
+        and run.status in ("failed", "timed-out")
+    )
+
+
+def revision_for(state: EngineState, item: WorkItem) -> Revision | None:
+    """The item's current revision: the linked one, else its newest open revision."""
+    if item.linked_revision is not None and item.linked_revision in state.revisions:
+        return state.revisions[item.linked_revision]
+    candidates = [
+        r for r in state.revisions.values() if r.work_item_id == item.id and r.state == "open"
+    ]
+    return candidates[-1] if candidates else None
+
+
+def blockers_resolved(state: EngineState, item: WorkItem) -> bool:
+    """Every ``blocked_by`` item is known and done. An unknown blocker is not resolved."""
+    for blocker_id in item.blocked_by:
+        blocker = state.work_items.get(blocker_id)
+        if blocker is None or blocker.status != "done":
+            return False
+    return True
+
+
+def dependents_of(state: EngineState, work_item_id: WorkItemId) -> list[WorkItem]:
+    return [item for item in state.work_items.values() if work_item_id in item.blocked_by]
+
+
+def specs_to_plan(state: EngineState) -> dict[str, str]:
+    """Specs whose blob differs from the one last planned (path → blob sha), sorted by path."""
+    return {
+        path: spec.blob_sha
+        for path, spec in sorted(state.specs.items())
+        if state.last_planned_shas.get(path) != spec.blob_sha
+    }
+
+
+def review_is_current(state: EngineState, run: AgentRun) -> bool:
+    """A reviewer run reviewed the head its revision still has, and the revision is open."""
+    if not isinstance(run.params, ReviewerStartParams):
+        return False
+    revision = state.revisions.get(run.params.revision_id)
+    return (
+        revision is not None and revision.state == "open" and revision.head_sha == run.subject_sha
+    )
+
+
+def engine_owned(state: EngineState) -> EngineState:
+    """Only the facts the engine owns (restored from the journal); provider facts come from
+    the first poll."""
+    return EngineState(
+        last_planned_shas=state.last_planned_shas,
+        agent_runs=state.agent_runs,
+        attempts=state.attempts,
+    )
+
+
+# ---------------------------------------------------------------------------- reducers
+
+
+def _observe_work_item(state: EngineState, item: WorkItem) -> EngineState:
+    known = state.work_items.get(item.id)
+    if known is not None and item.linked_revision is None and known.linked_revision is not None:
+        # Some providers do not show the link on the item; the engine made it, keep it.
+        item = item.model_copy(update={"linked_revision": known.linked_revision})
+    state = _replace(state, work_items=_with(state.work_items, item.id, item))
+    if known is not None and known.status == "blocked" and item.status in _UNBLOCKED_BY_A_PERSON:
+        # A person unblocked it on the provider: they are asking for fresh attempts.
+        state = _reset_attempts(state, item.id)
+    return state
+
+
+def _observe_revision(state: EngineState, revision: Revision) -> EngineState:
+    known = state.revisions.get(revision.id)
+    if known is not None and revision.reviewed_sha is None and known.reviewed_sha is not None:
+        revision = revision.model_copy(update={"reviewed_sha": known.reviewed_sha})
+    state = _replace(state, revisions=_with(state.revisions, revision.id, revision))
+    wid = revision.work_item_id
+    item = state.work_items.get(wid) if wid is not None else None
+    if item is not None and item.linked_revision is None and revision.state == "open":
+        state = _update_work_item(state, item.id, linked_revision=revision.id)
+    return state
+
+
+def _request_run(state: EngineState, event: AgentRequested) -> EngineState:
+    if event.session_id in state.agent_runs:
+        return state
+    run = AgentRun(
+        session_id=event.session_id,
+        params=event.params,
+        subject_sha=event.subject_sha,
+        spec_shas=event.spec_shas,
+        requested_at=event.at,
+    )
+    return _replace(state, agent_runs=_with(state.agent_runs, run.session_id, run))
+
+
+def _complete_run(
+    state: EngineState, event: PlannerCompleted | ImplementorCompleted | ReviewerCompleted
+) -> EngineState:
+    run = state.agent_runs.get(event.session_id)
+    if run is None or run.is_terminal or run.role != event.result.role:
+        return state
+    changes: dict[str, Any] = {
+        "status": "completed",
+        "ended_at": event.at,
+        "cost_usd": event.cost_usd,
+        "turns": event.turns,
+    }
+    if isinstance(event, ImplementorCompleted):
+        changes["outcome"] = event.result.outcome
+        # Only a completed run with a patch has a follow-up write (the revision).
+        changes["settled"] = not (event.result.outcome == "completed" and event.result.patch)
+        state = _count_attempt(state, event.result.role, run)
+    elif isinstance(event, ReviewerCompleted):
+        changes["outcome"] = event.result.review.verdict
+        changes["settled"] = not review_is_current(state, run)
+    return _put_run(state, run, changes)
+
+
+def _fail_run(state: EngineState, event: AgentFailed) -> EngineState:
+    run = state.agent_runs.get(event.session_id)
+    if run is None or run.is_terminal:
+        return state
+    changes: dict[str, Any] = {
+        "status": event.kind,
+        "ended_at": event.at,
+        "failure_reason": event.reason,
+        "settled": True,
+        "cost_usd": event.cost_usd,
+        "turns": event.turns,
+    }
+    if event.kind != "cancelled":
+        # A run cancelled by shutdown or by a person did not use up an attempt.
+        state = _count_attempt(state, run.role, run)
+    return _put_run(state, run, changes)
+
+
+def _deliver(
+    state: EngineState, sid: SessionId | None, wid: WorkItemId, revision: Revision
+) -> EngineState:
+    state = _observe_revision(state, revision)
+    state = _update_work_item(state, wid, linked_revision=revision.id)
+    run = state.agent_runs.get(sid) if sid is not None else None
+    if run is None:
+        return state
+    return _put_run(state, run, {"settled": True, "delivered_revision": revision.id})
+
+
+def _update_revision(
+    state: EngineState, rid: RevisionId, changes: Mapping[str, object]
+) -> EngineState:
+    known = state.revisions.get(rid)
+    if known is None:
+        return state
+    updated = known.model_copy(update=dict(changes))
+    return _replace(state, revisions=_with(state.revisions, rid, updated))
+
+
+def _update_work_item(state: EngineState, wid: WorkItemId, **changes: object) -> EngineState:
+    known = state.work_items.get(wid)
+    if known is None:
+        return state
+    updated = known.model_copy(update=changes)
+    return _replace(state, work_items=_with(state.work_items, wid, updated))
+
+
+def _settle(state: EngineState, sid: SessionId | None) -> EngineState:
+    run = state.agent_runs.get(sid) if sid is not None else None
+    if run is None or run.settled:
+        return state
+    return _put_run(state, run, {"settled": True})
+
+
+def _count_attempt(state: EngineState, role: AgentRole, run: AgentRun) -> EngineState:
+    wid = run.work_item_id
+    if role != "implementor" or wid is None:
+        return state
+    return _replace(state, attempts=_with(state.attempts, wid, state.attempts.get(wid, 0) + 1))
+
+
+def _reset_attempts(state: EngineState, wid: WorkItemId) -> EngineState:
+    if not state.attempts.get(wid):
+        return state
+    return _replace(state, attempts=_with(state.attempts, wid, 0))
+
+
+def _put_run(state: EngineState, run: AgentRun, changes: Mapping[str, Any]) -> EngineState:
+    updated = run.model_copy(update=dict(changes))
+    return _replace(state, agent_runs=_with(state.agent_runs, run.session_id, updated))
+
+
+def _replace(state: EngineState, **changes: object) -> EngineState:
+    return state.model_copy(update=changes)
+
+
+def _with(mapping: Mapping[K, V], key: K, value: V) -> dict[K, V]:
+    return {**mapping, key: value}
+
+
+def _without(mapping: Mapping[K, V], key: K) -> Mapping[K, V]:
+    if key not in mapping:
+        return mapping
+    return {k: v for k, v in mapping.items() if k != key}
+
+
+def natural_key(item_id: str) -> tuple[int, int, str]:
+    """Sort key that puts "2" before "10" and numbers before other ids."""
+    return (0, int(item_id), "") if item_id.isdigit() else (1, 0, item_id)
+
+
+def ordered(ids: Iterable[WorkItemId]) -> list[WorkItemId]:
+    """Work item ids in natural order."""
+    return sorted(ids, key=natural_key)

@@ -1,0 +1,188 @@
+"""The work item status table (architecture §3, "Workflow").
+
+Every status change the engine makes on its own is a row of ``WORKFLOW``: from one status, on
+one trigger, to one status, with the reason. The handlers ask ``next_status``; a trigger with no
+row from the current status changes nothing. Users may set any status
+(``UserTransitionedStatus``); that, and a user-requested run, are the only ways out of
+``blocked``. ``render_table()`` prints the table as markdown (README, ``cpe workflow``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from domain.models import Frozen, Status
+
+Trigger = Literal[
+    "implementor-requested",
+    "revision-delivered",
+    "outcome-blocked",
+    "run-failed",
+    "attempts-exhausted",
+    "run-interrupted",
+    "user-cancelled",
+    "pipeline-failed",
+    "review-approved",
+    "review-needs-changes",
+    "revision-merged",
+    "revision-closed",
+]
+TRIGGERS: tuple[Trigger, ...] = get_args(Trigger)
+
+
+class Transition(Frozen):
+    source: Status
+    trigger: Trigger
+    target: Status
+    why: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}--{self.trigger}--{self.target}"
+
+
+WORKFLOW: tuple[Transition, ...] = (
+    Transition(
+        source="pending",
+        trigger="implementor-requested",
+        target="in-progress",
+        why="an implementor run was requested for an unblocked item",
+    ),
+    Transition(
+        source="needs-refinement",
+        trigger="implementor-requested",
+        target="in-progress",
+        why="the implementor resumes with the revision, CI failure and review context",
+    ),
+    Transition(
+        source="blocked",
+        trigger="implementor-requested",
+        target="in-progress",
+        why="a user asked for a run on a blocked item",
+    ),
+    Transition(
+        source="in-progress",
+        trigger="revision-delivered",
+        target="in-review",
+        why="the run's patch became a revision (created or updated)",
+    ),
+    Transition(
+        source="in-progress",
+        trigger="outcome-blocked",
+        target="blocked",
+        why="the implementor reported it cannot proceed",
+    ),
+    Transition(
+        source="in-progress",
+        trigger="run-failed",
+        target="pending",
+        why="the run failed (crash, timeout, invalid output, validation failure, write failed) "
+        "and attempts are left: retry",
+    ),
+    Transition(
+        source="in-progress",
+        trigger="attempts-exhausted",
+        target="blocked",
+        why="the run failed and max_attempts runs have ended",
+    ),
+    Transition(
+        source="in-progress",
+        trigger="run-interrupted",
+        target="pending",
+        why="no run is active for the item (cancelled by shutdown, lost in a restart): recovery",
+    ),
+    Transition(
+        source="in-progress",
+        trigger="user-cancelled",
+        target="blocked",
+        why="a user cancelled the run; only a user resumes it",
+    ),
+    Transition(
+        source="in-review",
+        trigger="pipeline-failed",
+        target="needs-refinement",
+        why="CI failed on the revision's head",
+    ),
+    Transition(
+        source="in-review",
+        trigger="review-approved",
+        target="approved",
+        why="the reviewer approved the head on a green pipeline",
+    ),
+    Transition(
+        source="in-review",
+        trigger="review-needs-changes",
+        target="needs-refinement",
+        why="the reviewer asked for changes",
+    ),
+    Transition(
+        source="needs-refinement",
+        trigger="attempts-exhausted",
+        target="blocked",
+        why="another round is needed but max_attempts runs have ended",
+    ),
+    Transition(
+        source="in-review",
+        trigger="revision-merged",
+        target="done",
+        why="the revision was merged",
+    ),
+    Transition(
+        source="approved",
+        trigger="revision-merged",
+        target="done",
+        why="the revision was merged",
+    ),
+    Transition(
+        source="needs-refinement",
+        trigger="revision-merged",
+        target="done",
+        why="a person merged the revision anyway",
+    ),
+    Transition(
+        source="in-review",
+        trigger="revision-closed",
+        target="blocked",
+        why="a person closed the revision unmerged; only a user resumes it",
+    ),
+    Transition(
+        source="approved",
+        trigger="revision-closed",
+        target="blocked",
+        why="a person closed the revision unmerged; only a user resumes it",
+    ),
+    Transition(
+        source="needs-refinement",
+        trigger="revision-closed",
+        target="blocked",
+        why="a person closed the revision unmerged; only a user resumes it",
+    ),
+)
+
+_BY_SOURCE_AND_TRIGGER: dict[tuple[Status, Trigger], Transition] = {
+    (row.source, row.trigger): row for row in WORKFLOW
+}
+if len(_BY_SOURCE_AND_TRIGGER) != len(WORKFLOW):  # pragma: no cover - a broken table at import
+    raise RuntimeError("the workflow table has two rows for one (status, trigger)")
+
+ALLOWED_TRANSITIONS: frozenset[tuple[Status, Status]] = frozenset(
+    (row.source, row.target) for row in WORKFLOW
+)
+"""Every (from, to) pair the engine may produce on its own."""
+
+
+def next_status(current: Status, trigger: Trigger) -> Status | None:
+    """Where ``trigger`` takes an item in ``current``, or None when the table has no such row."""
+    row = _BY_SOURCE_AND_TRIGGER.get((current, trigger))
+    return row.target if row else None
+
+
+def transition_for(current: Status, trigger: Trigger) -> Transition | None:
+    return _BY_SOURCE_AND_TRIGGER.get((current, trigger))
+
+
+def render_table() -> str:
+    """The workflow as a markdown table."""
+    lines = ["| from | on | to | why |", "| --- | --- | --- | --- |"]
+    lines += [f"| {r.source} | {r.trigger} | {r.target} | {r.why} |" for r in WORKFLOW]
+    return "\n".join(lines)
