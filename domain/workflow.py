@@ -116,6 +116,12 @@ WORKFLOW: tuple[Transition, ...] = (
         why="the reviewer asked for changes",
     ),
     Transition(
+        source="pending",
+        trigger="attempts-exhausted",
+        target="blocked",
+        why="a retry is due but max_attempts runs have ended",
+    ),
+    Transition(
         source="needs-refinement",
         trigger="attempts-exhausted",
         target="blocked",

@@ -1,0 +1,1 @@
+"""Shared test configuration. Fixtures live next to the tests that use them."""

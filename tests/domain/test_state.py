@@ -1,0 +1,217 @@
+"""apply_event: what each event records, and that it never mutates its input."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from domain.commands import ApplyPlan, PostReview
+from domain.events import (
+    AgentFailed,
+    AgentStarted,
+    CommandFailed,
+    CommandRejected,
+    PlanApplied,
+    ReviewPosted,
+    RevisionChanged,
+    RevisionCreated,
+    RevisionMerged,
+    RevisionRemoved,
+    SpecChanged,
+    SpecRemoved,
+    StatusTransitioned,
+    WorkItemChanged,
+    WorkItemRemoved,
+    event_to_json,
+    parse_event,
+    parse_event_json,
+)
+from domain.models import EngineState, ImplementorStartParams
+from domain.results import AgentReview, PlannerResult
+from domain.state import apply_event, engine_owned, natural_key, ordered
+from tests.domain.builders import (
+    implemented,
+    implementor_run,
+    item,
+    planner_run,
+    requested,
+    reviewed,
+    reviewer_run,
+    revision,
+    spec,
+    state,
+)
+
+
+def _events_over_a_full_state() -> list[object]:
+    return [
+        WorkItemChanged(work_item=item("1", "done")),
+        WorkItemRemoved.model_validate({"work_item_id": "2"}),
+        RevisionChanged(revision=revision("r1", head="h9")),
+        RevisionRemoved.model_validate({"revision_id": "r1"}),
+        SpecChanged(spec=spec("specs/a.md", "new")),
+        SpecRemoved(path="specs/a.md"),
+        requested(ImplementorStartParams(work_item_id="2", branch_name="b"), sid="s7"),
+        AgentStarted.model_validate({"session_id": "s1", "log_file_path": "/tmp/x.log"}),
+        implemented("s1"),
+        reviewed("v1"),
+        AgentFailed.model_validate(
+            {"session_id": "s1", "role": "implementor", "kind": "failed", "reason": "x"}
+        ),
+        PlanApplied.model_validate({"session_id": "p1", "spec_shas": {"specs/a.md": "b1"}}),
+        RevisionCreated.model_validate(
+            {"session_id": "s1", "work_item_id": "1", "revision": revision("r2")}
+        ),
+        ReviewPosted.model_validate({"revision_id": "r1", "head_sha": "h1", "verdict": "approve"}),
+        RevisionMerged.model_validate({"revision_id": "r1"}),
+        StatusTransitioned.model_validate({"work_item_id": "1", "to": "approved"}),
+    ]
+
+
+def _full_state() -> EngineState:
+    return state(
+        item("1", "in-progress"),
+        item("2", "pending", blocked_by=["1"]),
+        revisions=[revision("r1")],
+        runs=[implementor_run("s1", status="requested"), reviewer_run("v1"), planner_run("p1")],
+        specs=[spec()],
+        attempts={"1": 1},
+    )
+
+
+@pytest.mark.parametrize("event", _events_over_a_full_state(), ids=lambda e: e.type)
+def test_apply_event_never_mutates_its_input(event) -> None:
+    before = _full_state()
+    snapshot = copy.deepcopy(before.model_dump())
+    apply_event(before, event)
+    assert before.model_dump() == snapshot
+
+
+def test_work_item_changed_keeps_the_link_the_engine_made() -> None:
+    before = state(item("1", "in-review", linked_revision="r1"))
+    after = apply_event(before, WorkItemChanged(work_item=item("1", "in-review", title="New")))
+    assert after.work_items["1"].linked_revision == "r1"
+    assert after.work_items["1"].title == "New"
+
+
+def test_a_person_unblocking_an_item_gives_it_fresh_attempts() -> None:
+    before = state(item("1", "blocked"), attempts={"1": 3})
+    after = apply_event(before, WorkItemChanged(work_item=item("1", "pending")))
+    assert after.attempts["1"] == 0
+
+
+def test_revision_changed_keeps_the_review_the_engine_posted_and_links_the_item() -> None:
+    before = state(item("1", "in-review"), revisions=[revision("r1", reviewed_sha="h1")])
+    after = apply_event(before, RevisionChanged(revision=revision("r1")))
+    assert after.revisions["r1"].reviewed_sha == "h1"
+    assert after.work_items["1"].linked_revision == "r1"
+
+
+def test_a_run_goes_requested_running_completed() -> None:
+    s = apply_event(
+        state(),
+        requested(ImplementorStartParams(work_item_id="1", branch_name="b"), sid="s1"),
+    )
+    assert s.agent_runs["s1"].status == "requested"
+    s = apply_event(s, AgentStarted.model_validate({"session_id": "s1", "log_file_path": "/l"}))
+    assert (s.agent_runs["s1"].status, s.agent_runs["s1"].log_file_path) == ("running", "/l")
+    s = apply_event(s, implemented("s1"))
+    run = s.agent_runs["s1"]
+    assert (run.status, run.outcome, run.settled, run.in_flight) == (
+        "completed",
+        "completed",
+        False,
+        True,
+    )
+    assert s.attempts["1"] == 1
+
+
+def test_a_second_terminal_event_for_a_run_is_ignored() -> None:
+    s = apply_event(state(runs=[implementor_run("s1")]), implemented("s1"))
+    again = apply_event(s, implemented("s1"))
+    failed = apply_event(
+        s,
+        AgentFailed.model_validate(
+            {"session_id": "s1", "role": "implementor", "kind": "failed", "reason": "late"}
+        ),
+    )
+    assert again == s
+    assert failed == s
+
+
+def test_a_requested_event_for_a_known_session_is_ignored() -> None:
+    before = state(runs=[implementor_run("s1")])
+    event = requested(ImplementorStartParams(work_item_id="5", branch_name="b"), sid="s1")
+    assert apply_event(before, event) == before
+
+
+def test_plan_applied_records_the_planned_blobs_and_settles_the_run() -> None:
+    before = state(runs=[planner_run("p1", status="completed")], last_planned={"x.md": "1"})
+    event = PlanApplied.model_validate({"session_id": "p1", "spec_shas": {"specs/a.md": "b1"}})
+    after = apply_event(before, event)
+    assert after.last_planned_shas == {"x.md": "1", "specs/a.md": "b1"}
+    assert after.agent_runs["p1"].settled
+
+
+def test_revision_created_links_the_item_and_marks_the_run_delivered() -> None:
+    before = state(item("1", "in-progress"), runs=[implementor_run("s1", status="completed")])
+    event = RevisionCreated.model_validate(
+        {"session_id": "s1", "work_item_id": "1", "revision": revision("r3")}
+    )
+    after = apply_event(before, event)
+    assert after.work_items["1"].linked_revision == "r3"
+    assert after.agent_runs["s1"].delivered_revision == "r3"
+    assert "r3" in after.revisions
+
+
+def test_review_posted_records_the_reviewed_head() -> None:
+    before = state(revisions=[revision("r1", head="h5")])
+    event = ReviewPosted.model_validate(
+        {"revision_id": "r1", "head_sha": "h5", "verdict": "approve"}
+    )
+    assert apply_event(before, event).revisions["r1"].reviewed_sha == "h5"
+
+
+def test_a_rejected_follow_up_settles_its_run() -> None:
+    before = state(runs=[reviewer_run("v1", status="completed")])
+    command = PostReview(
+        session_id="v1",
+        work_item_id="1",
+        revision_id="r1",
+        head_sha="h1",
+        review=AgentReview(verdict="approve", summary="ok"),
+    )
+    after = apply_event(before, CommandRejected(command=command, reason="policy"))
+    assert after.agent_runs["v1"].settled
+
+
+def test_an_apply_plan_failure_settles_the_planner_run() -> None:
+    before = state(runs=[planner_run("p1", status="completed")])
+    command = ApplyPlan(session_id="p1", result=PlannerResult(), spec_shas={})
+    after = apply_event(before, CommandFailed(command=command, error="500"))
+    assert after.agent_runs["p1"].settled
+
+
+def test_status_transitioned_for_an_unknown_item_changes_nothing() -> None:
+    before = state()
+    event = StatusTransitioned.model_validate({"work_item_id": "9", "to": "done"})
+    assert apply_event(before, event) == before
+
+
+def test_engine_owned_keeps_only_the_engine_facts() -> None:
+    owned = engine_owned(_full_state())
+    assert (owned.work_items, owned.revisions, owned.specs) == ({}, {}, {})
+    assert set(owned.agent_runs) == {"s1", "v1", "p1"}
+    assert owned.attempts == {"1": 1}
+
+
+def test_events_round_trip_through_json() -> None:
+    for event in _events_over_a_full_state():
+        assert parse_event_json(event_to_json(event)) == event
+        assert parse_event(event.model_dump(mode="json")) == event
+
+
+def test_ids_sort_naturally() -> None:
+    assert ordered(["10", "b", "2", "a"]) == ["2", "10", "a", "b"]
+    assert natural_key("3") < natural_key("x")

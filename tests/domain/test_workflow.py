@@ -1,0 +1,189 @@
+"""Every row of the workflow table, driven through the real handlers.
+
+Each scenario builds the state an item is in, delivers the event that is the row's trigger, and
+the handlers must emit exactly the row's transition for that item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from domain.commands import TransitionStatus
+from domain.events import (
+    AgentFailed,
+    EngineEvent,
+    ReviewPosted,
+    RevisionChanged,
+    RevisionCreated,
+    RevisionMerged,
+    WorkItemChanged,
+)
+from domain.handlers import HandlerOptions
+from domain.models import EngineState, ImplementorStartParams
+from domain.workflow import (
+    ALLOWED_TRANSITIONS,
+    TRIGGERS,
+    WORKFLOW,
+    next_status,
+    render_table,
+)
+from tests.domain.builders import (
+    implemented,
+    implementor_run,
+    item,
+    requested,
+    revision,
+    state,
+    step,
+)
+
+Scenario = Callable[[], tuple[EngineState, EngineEvent]]
+OPTIONS = HandlerOptions(max_attempts=3)
+
+
+def _requested_from(status: str) -> tuple[EngineState, EngineEvent]:
+    params = ImplementorStartParams(work_item_id="1", branch_name="cpe/1-x")
+    return state(item("1", status)), requested(params, sid="s1")
+
+
+def _failed(attempts_before: int, kind: str = "failed", **run: object):
+    def scenario() -> tuple[EngineState, EngineEvent]:
+        before = state(
+            item("1", "in-progress"),
+            runs=[implementor_run("s1", **run)],
+            attempts={"1": attempts_before},
+        )
+        event = AgentFailed.model_validate(
+            {"session_id": "s1", "role": "implementor", "kind": kind, "reason": "boom"}
+        )
+        return before, event
+
+    return scenario
+
+
+def _revision_event(status: str, **rev: object) -> tuple[EngineState, EngineEvent]:
+    before = state(
+        item("1", status, linked_revision="r1"), revisions=[revision("r1", reviewed_sha="h0")]
+    )
+    return before, RevisionChanged(revision=revision("r1", **rev))
+
+
+def _posted(verdict: str) -> tuple[EngineState, EngineEvent]:
+    before = state(item("1", "in-review", linked_revision="r1"), revisions=[revision("r1")])
+    event = ReviewPosted.model_validate({"revision_id": "r1", "head_sha": "h1", "verdict": verdict})
+    return before, event
+
+
+def _delivered() -> tuple[EngineState, EngineEvent]:
+    run = implementor_run("s1", status="completed", outcome="completed")
+    before = state(item("1", "in-progress"), runs=[run], attempts={"1": 1})
+    event = RevisionCreated.model_validate(
+        {"session_id": "s1", "work_item_id": "1", "revision": revision("r1", pipeline="pending")}
+    )
+    return before, event
+
+
+def _outcome_blocked() -> tuple[EngineState, EngineEvent]:
+    before = state(item("1", "in-progress"), runs=[implementor_run("s1")])
+    return before, implemented("s1", outcome="blocked", patch=None)
+
+
+def _interrupted() -> tuple[EngineState, EngineEvent]:
+    return state(), WorkItemChanged(work_item=item("1", "in-progress"))
+
+
+def _exhausted_on_sight(status: str) -> Scenario:
+    def scenario() -> tuple[EngineState, EngineEvent]:
+        return state(attempts={"1": 3}), WorkItemChanged(work_item=item("1", status))
+
+    return scenario
+
+
+def _merged_event() -> tuple[EngineState, EngineEvent]:
+    before = state(
+        item("1", "approved", linked_revision="r1"), revisions=[revision("r1", reviewed_sha="h1")]
+    )
+    return before, RevisionMerged.model_validate({"revision_id": "r1"})
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "pending--implementor-requested--in-progress": lambda: _requested_from("pending"),
+    "needs-refinement--implementor-requested--in-progress": lambda: _requested_from(
+        "needs-refinement"
+    ),
+    "blocked--implementor-requested--in-progress": lambda: _requested_from("blocked"),
+    "in-progress--revision-delivered--in-review": _delivered,
+    "in-progress--outcome-blocked--blocked": _outcome_blocked,
+    "in-progress--run-failed--pending": _failed(0),
+    "in-progress--attempts-exhausted--blocked": _failed(2),
+    "in-progress--run-interrupted--pending": _interrupted,
+    "in-progress--user-cancelled--blocked": _failed(0, "cancelled", cancel_requested=True),
+    "in-review--pipeline-failed--needs-refinement": lambda: _revision_event(
+        "in-review", pipeline="failure"
+    ),
+    "in-review--review-approved--approved": lambda: _posted("approve"),
+    "in-review--review-needs-changes--needs-refinement": lambda: _posted("needs-changes"),
+    "pending--attempts-exhausted--blocked": _exhausted_on_sight("pending"),
+    "needs-refinement--attempts-exhausted--blocked": _exhausted_on_sight("needs-refinement"),
+    "in-review--revision-merged--done": lambda: _revision_event("in-review", state="merged"),
+    "approved--revision-merged--done": _merged_event,
+    "needs-refinement--revision-merged--done": lambda: _revision_event(
+        "needs-refinement", state="merged"
+    ),
+    "in-review--revision-closed--blocked": lambda: _revision_event("in-review", state="closed"),
+    "approved--revision-closed--blocked": lambda: _revision_event("approved", state="closed"),
+    "needs-refinement--revision-closed--blocked": lambda: _revision_event(
+        "needs-refinement", state="closed"
+    ),
+}
+
+
+def test_every_workflow_row_has_a_scenario() -> None:
+    assert set(SCENARIOS) == {row.name for row in WORKFLOW}
+
+
+@pytest.mark.parametrize("row", WORKFLOW, ids=lambda row: row.name)
+def test_workflow_row(row) -> None:
+    before, event = SCENARIOS[row.name]()
+    after, commands = step(before, event, OPTIONS)
+    assert after.work_items["1"].status == row.source
+    transitions = [c for c in commands if isinstance(c, TransitionStatus)]
+    assert transitions == [TransitionStatus(work_item_id="1", to=row.target)]
+
+
+def test_next_status_has_no_row_for_a_trigger_from_the_wrong_status() -> None:
+    assert next_status("done", "revision-merged") is None
+    assert next_status("pending", "review-approved") is None
+    assert next_status("blocked", "run-failed") is None
+
+
+def test_done_is_final_for_the_engine() -> None:
+    assert not [pair for pair in ALLOWED_TRANSITIONS if pair[0] == "done"]
+
+
+def test_blocked_is_left_only_by_a_user_requested_run() -> None:
+    assert [row.trigger for row in WORKFLOW if row.source == "blocked"] == ["implementor-requested"]
+
+
+def test_the_table_has_one_row_per_status_and_trigger() -> None:
+    keys = [(row.source, row.trigger) for row in WORKFLOW]
+    assert len(keys) == len(set(keys))
+
+
+def test_rendered_table_lists_every_row() -> None:
+    table = render_table()
+    for row in WORKFLOW:
+        assert f"| {row.source} | {row.trigger} | {row.target} |" in table
+
+
+def test_a_trigger_without_a_row_emits_no_transition() -> None:
+    # A pipeline failure on an item that is only approved does not move it: no such row.
+    before = state(item("1", "done", linked_revision="r1"), revisions=[revision("r1")])
+    _, commands = step(before, RevisionChanged(revision=revision("r1", pipeline="failure")))
+    assert commands == []
+
+
+def test_every_trigger_is_used_by_a_row() -> None:
+    assert {row.trigger for row in WORKFLOW} == set(TRIGGERS)
