@@ -278,7 +278,7 @@ def is_agent_terminal(event: EngineEvent) -> bool:
 
 def identify(event: EngineEvent) -> dict[str, str]:
     """The identifying fields of an event, for log lines (work item, session, path …)."""
-    fields: dict[str, str] = {"event": event.type}
+    fields: dict[str, str] = {"event_type": event.type}
     for name in ("session_id", "work_item_id", "revision_id", "path", "role", "kind", "to"):
         value = getattr(event, name, None)
         if value is not None:

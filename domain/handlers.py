@@ -16,8 +16,9 @@ commands. Options come from configuration through ``create_handlers(options)``.
 6. review done — a reviewer result for the current head → ``PostReview`` (a stale one is
    dropped and the new head reviewed); a posted review → approved (and merged when
    ``auto_merge``) or needs-refinement.
-7. recovery and failures — in-progress with nothing in flight → pending (or where its last
-   run says); a failed run → pending or blocked by attempts; user cancel and user status.
+7. recovery and failures — in-progress with nothing in flight (seen on a poll, or just moved
+   there after its run already ended) → pending, or where its last run says; a failed run →
+   pending or blocked by attempts; user cancel and user status.
 """
 
 from __future__ import annotations
@@ -334,6 +335,11 @@ def _post_or_rereview(
 def recovery(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
     if isinstance(event, WorkItemChanged):
         item = state.work_items.get(event.work_item.id)
+        return settle(state, item, o.max_attempts) if item else []
+    if isinstance(event, StatusTransitioned) and event.to == "in-progress":
+        # The run may have ended before its in-progress transition was processed (a start
+        # that failed at once, a cancel at shutdown): then nothing else would move the item.
+        item = state.work_items.get(event.work_item_id)
         return settle(state, item, o.max_attempts) if item else []
     if isinstance(event, AgentFailed) and event.role == "implementor":
         run = state.agent_runs.get(event.session_id)

@@ -146,6 +146,15 @@ def with_session_id(params: AgentStartParams, session_id: SessionId) -> AgentSta
 # ---------------------------------------------------------------------------- agent runs
 
 
+class RunUsage(Frozen):
+    """What a run cost, as far as the runtime can tell."""
+
+    cost_usd: float | None = None
+    turns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
 class AgentRun(Frozen):
     """One agent run, from the executor's request to its terminal event and its follow-up.
 

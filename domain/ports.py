@@ -25,6 +25,7 @@ from domain.models import (
     Revision,
     RevisionFile,
     RevisionId,
+    RunUsage,
     SessionId,
     Spec,
     Status,
@@ -114,15 +115,21 @@ class ProviderInterfaces:
 # ---------------------------------------------------------------------------- runtimes
 
 
+def _no_usage() -> RunUsage | None:
+    return None
+
+
 @dataclass(frozen=True)
 class AgentRunHandle:
     """A started run. ``output`` yields plain text and ends on any termination; ``result``
-    raises ``AgentFailure(kind, reason)`` when the run does not produce one."""
+    raises ``AgentFailure(kind, reason)`` when the run does not produce one. ``usage`` tells
+    the run's cost once it has ended (None when the runtime cannot tell)."""
 
     session_id: SessionId
     output: AsyncIterator[str]
     result: Awaitable[AgentResult]
     log_file_path: str | None = None
+    usage: Callable[[], RunUsage | None] = _no_usage
 
 
 @runtime_checkable

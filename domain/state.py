@@ -229,11 +229,25 @@ def engine_owned(state: EngineState) -> EngineState:
 # ---------------------------------------------------------------------------- reducers
 
 
+def merge_observed_work_item(known: WorkItem | None, item: WorkItem) -> WorkItem:
+    """What the state holds after observing ``item``: some providers do not show the link to
+    the revision on the item; the engine made the link, so it is kept."""
+    if known is not None and item.linked_revision is None and known.linked_revision is not None:
+        return item.model_copy(update={"linked_revision": known.linked_revision})
+    return item
+
+
+def merge_observed_revision(known: Revision | None, revision: Revision) -> Revision:
+    """What the state holds after observing ``revision``: the head the engine last reviewed is
+    kept when the provider does not report it."""
+    if known is not None and revision.reviewed_sha is None and known.reviewed_sha is not None:
+        return revision.model_copy(update={"reviewed_sha": known.reviewed_sha})
+    return revision
+
+
 def _observe_work_item(state: EngineState, item: WorkItem) -> EngineState:
     known = state.work_items.get(item.id)
-    if known is not None and item.linked_revision is None and known.linked_revision is not None:
-        # Some providers do not show the link on the item; the engine made it, keep it.
-        item = item.model_copy(update={"linked_revision": known.linked_revision})
+    item = merge_observed_work_item(known, item)
     state = _replace(state, work_items=_with(state.work_items, item.id, item))
     if known is not None and known.status == "blocked" and item.status in _UNBLOCKED_BY_A_PERSON:
         # A person unblocked it on the provider: they are asking for fresh attempts.
@@ -242,9 +256,7 @@ def _observe_work_item(state: EngineState, item: WorkItem) -> EngineState:
 
 
 def _observe_revision(state: EngineState, revision: Revision) -> EngineState:
-    known = state.revisions.get(revision.id)
-    if known is not None and revision.reviewed_sha is None and known.reviewed_sha is not None:
-        revision = revision.model_copy(update={"reviewed_sha": known.reviewed_sha})
+    revision = merge_observed_revision(state.revisions.get(revision.id), revision)
     state = _replace(state, revisions=_with(state.revisions, revision.id, revision))
     wid = revision.work_item_id
     item = state.work_items.get(wid) if wid is not None else None

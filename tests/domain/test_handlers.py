@@ -476,6 +476,22 @@ def test_recovery_returns_an_in_progress_item_with_no_run_to_pending() -> None:
     assert transitions(commands) == [("1", "pending")]
 
 
+def test_an_in_progress_transition_that_arrives_after_its_run_ended_is_recovered() -> None:
+    before = state(
+        item("1", "pending"), runs=[implementor_run("s1", status="cancelled", settled=True)]
+    )
+    event = StatusTransitioned.model_validate({"work_item_id": "1", "to": "in-progress"})
+    _, commands = step(before, event)
+    assert transitions(commands) == [("1", "pending")]
+
+
+def test_an_in_progress_transition_with_its_run_going_changes_nothing() -> None:
+    before = state(item("1", "pending"), runs=[implementor_run("s1")])
+    event = StatusTransitioned.model_validate({"work_item_id": "1", "to": "in-progress"})
+    _, commands = step(before, event)
+    assert commands == []
+
+
 def test_recovery_leaves_an_item_with_an_active_run_alone() -> None:
     before = state(runs=[implementor_run("s1")])
     _, commands = step(before, WorkItemChanged(work_item=item("1", "in-progress")))
