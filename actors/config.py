@@ -1,0 +1,189 @@
+"""Configuration: ``supervisor.toml`` (``CpeConfig``) and the engine's own ``EngineConfig``.
+
+``load_config`` parses the file into pydantic models with ``extra="forbid"``: a typo or a wrong
+type fails at start with a ``ConfigError`` that names the key path and what was expected.
+``EngineConfig`` is seed 002's ``EngineConfig``: the injected provider interfaces and runtime
+adapter factory, plus the engine-owned settings. ``CpeConfig.engine_settings()`` gives the
+engine-owned part of the file to the composition root.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError
+
+from actors.executor import RetrySettings
+from actors.supervisor import SupervisorSettings
+from domain.errors import ConfigError
+from domain.handlers import HandlerOptions
+from domain.models import AgentRole
+from domain.policy import Policy
+from domain.ports import ProviderInterfaces, RuntimeAdapterFactory
+
+LogLevel = Literal["debug", "info", "error"]
+RuntimeKind = Literal["claude-sdk", "claude-cli", "codex-cli"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------------------- supervisor.toml
+
+
+class EngineSection(_Section):
+    log_level: LogLevel = "info"
+    shutdown_timeout: float = Field(default=300, gt=0)
+    state_dir: str = ".cpe"
+
+
+class RepositorySection(_Section):
+    path: str = "."
+    default_branch: str = ""
+
+
+class LocalProviderSection(_Section):
+    pipeline_command: list[str] = Field(default_factory=lambda: ["python", "-m", "pytest", "-q"])
+    pipeline_timeout: float = Field(default=900, gt=0)
+
+
+class GitHubProviderSection(_Section):
+    repository: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    token_env: str = "GITHUB_TOKEN"
+    request_timeout: float = Field(default=30, gt=0)
+
+
+class ProviderSection(_Section):
+    kind: Literal["local", "github"] = "local"
+    local: LocalProviderSection = LocalProviderSection()
+    github: GitHubProviderSection | None = None
+
+
+class SpecsSection(_Section):
+    globs: list[str] = Field(default_factory=lambda: ["specs/**/*.md"], min_length=1)
+
+
+def _default_concurrency() -> dict[AgentRole, int]:
+    return {"planner": 1, "implementor": 2, "reviewer": 2}
+
+
+class WorkflowSection(_Section):
+    max_attempts: int = Field(default=3, ge=1)
+    auto_merge: bool = False
+    branch_prefix: str = Field(default="cpe/", pattern=r"^[A-Za-z0-9._-]+/$")
+    max_concurrent: dict[AgentRole, int] = Field(default_factory=_default_concurrency)
+
+
+class PollersSection(_Section):
+    work_items_interval: float = Field(default=30, ge=0)
+    revisions_interval: float = Field(default=30, ge=0)
+    specs_interval: float = Field(default=60, ge=0)
+
+
+class RolesSection(_Section):
+    planner: RuntimeKind = "claude-sdk"
+    implementor: RuntimeKind = "claude-sdk"
+    reviewer: RuntimeKind = "claude-sdk"
+
+
+class RuntimeSection(_Section):
+    max_agent_duration: float = Field(default=1800, gt=0)
+    context_paths: list[str] = Field(default_factory=lambda: [".claude/CLAUDE.md"])
+    setup_command: str = ""
+    roles: RolesSection = RolesSection()
+
+
+class LoggingSection(_Section):
+    format: Literal["auto", "json", "console"] = "auto"
+    agent_transcripts: bool = True
+
+
+class CpeConfig(_Section):
+    """The whole of ``supervisor.toml``."""
+
+    engine: EngineSection = EngineSection()
+    repository: RepositorySection = RepositorySection()
+    provider: ProviderSection = ProviderSection()
+    specs: SpecsSection = SpecsSection()
+    workflow: WorkflowSection = WorkflowSection()
+    pollers: PollersSection = PollersSection()
+    runtime: RuntimeSection = RuntimeSection()
+    supervisor: SupervisorSettings = SupervisorSettings()
+    logging: LoggingSection = LoggingSection()
+
+    def handler_options(self) -> HandlerOptions:
+        w = self.workflow
+        return HandlerOptions(
+            max_attempts=w.max_attempts,
+            auto_merge=w.auto_merge,
+            branch_prefix=w.branch_prefix,
+            max_concurrent=w.max_concurrent,
+        )
+
+
+def load_config(path: Path | str) -> CpeConfig:
+    """``supervisor.toml`` as a ``CpeConfig``, or a ``ConfigError`` naming what is wrong."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: no such file", expected="a supervisor.toml") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    return parse_config(data, source=str(path))
+
+
+def parse_config(data: Mapping[str, Any], *, source: str = "supervisor.toml") -> CpeConfig:
+    try:
+        return CpeConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(exc, source) from exc
+
+
+def _config_error(exc: ValidationError, source: str) -> ConfigError:
+    problems = []
+    for error in exc.errors(include_url=False):
+        key_path = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "extra_forbidden":
+            problems.append(f"{key_path}: unknown key")
+        elif error["type"] == "missing":
+            problems.append(f"{key_path}: missing")
+        else:
+            problems.append(f"{key_path}: {error['msg']} (got {error.get('input')!r})")
+    return ConfigError(f"{source}: " + "; ".join(problems))
+
+
+# ---------------------------------------------------------------------------- EngineConfig
+
+
+class PollerSettings(_Section):
+    poll_interval: float = Field(default=30, ge=0, description="seconds; 0 disables the timer")
+
+
+class EngineConfig(BaseModel):
+    """Seed 002's ``EngineConfig``: injected components plus engine-owned settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    # Injected components. Typed loosely here because create_engine checks them itself and
+    # names what is missing or wrong (a ConfigError), which pydantic's messages would not.
+    provider: SkipValidation[ProviderInterfaces | Mapping[str, Any] | None] = None
+    create_runtime_adapters: SkipValidation[RuntimeAdapterFactory | None] = None
+    policy: SkipValidation[Policy | None] = None
+
+    log_level: LogLevel = "info"
+    shutdown_timeout: float = Field(default=300, gt=0)
+    work_item_poller: PollerSettings = PollerSettings(poll_interval=30)
+    revision_poller: PollerSettings = PollerSettings(poll_interval=30)
+    spec_poller: PollerSettings = PollerSettings(poll_interval=60)
+
+    handlers: HandlerOptions = HandlerOptions()
+    journal_path: str = ":memory:"
+    max_agent_duration: float = Field(default=1800, gt=0)
+    cancel_grace: float = Field(default=30, gt=0)
+    supervisor: SupervisorSettings = SupervisorSettings()
+    write_retry: RetrySettings = RetrySettings()

@@ -1,0 +1,430 @@
+"""The ``Engine`` facade and ``create_engine`` (seed 002's public interface, in snake_case).
+
+``create_engine(config)`` is synchronous: it validates the config, opens the journal, builds the
+store, the runtime adapters (through the injected factory), the executor, the handlers and the
+pollers, and starts nothing, so a caller can subscribe before any event is processed.
+``start()`` and ``stop()`` follow seed 002's numbered steps; the actor tree runs under a
+``Supervisor``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pykka
+import structlog
+
+from actors.config import EngineConfig
+from actors.executor import CommandExecutor, Execute, ExecutorActor
+from actors.journal import Journal
+from actors.loop import EngineActor, EngineLoop
+from actors.pollers import (
+    Poll,
+    Poller,
+    PollerActor,
+    StartTicking,
+    revision_poller,
+    spec_poller,
+    work_item_poller,
+)
+from actors.queue import Inbox, QueueActor
+from actors.session import AgentSession, Cancel
+from actors.sessions import SessionManager
+from actors.store import Listener, StateStore, Unsubscribe
+from actors.streams import AgentStream, StreamRegistry
+from actors.supervisor import ChildSpec, Supervisor
+from domain.commands import EngineCommand
+from domain.errors import ConfigError
+from domain.events import AgentFailed, CommandFailed, EngineEvent
+from domain.handlers import create_handlers
+from domain.models import (
+    AGENT_ROLES,
+    AgentRole,
+    AgentStartParams,
+    EngineState,
+    RevisionFile,
+    RevisionId,
+    SessionId,
+    WorkItemId,
+)
+from domain.policy import DEFAULT_POLICY
+from domain.ports import (
+    ProviderInterfaces,
+    RevisionProviderReader,
+    RevisionProviderWriter,
+    RuntimeAdapter,
+    RuntimeAdapterDeps,
+    SpecProviderReader,
+    WorkProviderReader,
+    WorkProviderWriter,
+)
+
+log = structlog.get_logger("cpe.engine")
+
+EXECUTE_TIMEOUT = 900.0  # seconds; a write with all its retries fits well inside
+_PORTS: Mapping[str, type] = {
+    "work_item_reader": WorkProviderReader,
+    "work_item_writer": WorkProviderWriter,
+    "revision_reader": RevisionProviderReader,
+    "revision_writer": RevisionProviderWriter,
+    "spec_reader": SpecProviderReader,
+}
+
+
+def create_engine(config: EngineConfig) -> Engine:
+    """Validate ``config`` and build an engine (started by ``start()``)."""
+    provider = _validate_provider(config.provider)
+    if config.create_runtime_adapters is None or not callable(config.create_runtime_adapters):
+        raise ConfigError(
+            "create_runtime_adapters: missing",
+            expected="a factory (RuntimeAdapterDeps) -> {role: RuntimeAdapter}",
+        )
+    return Engine(config, provider)
+
+
+def _validate_provider(provider: object) -> ProviderInterfaces:
+    if provider is None:
+        raise ConfigError("provider: missing", expected=f"the interfaces {', '.join(_PORTS)}")
+    found: dict[str, Any] = {}
+    for name, port in _PORTS.items():
+        if isinstance(provider, Mapping):
+            value = provider.get(name)
+        else:
+            value = getattr(provider, name, None)
+        if value is None:
+            raise ConfigError(f"provider.{name}: missing", expected=f"a {port.__name__}")
+        if not isinstance(value, port):
+            raise ConfigError(
+                f"provider.{name}: {type(value).__name__} does not implement {port.__name__}"
+            )
+        found[name] = value
+    return ProviderInterfaces(**found)
+
+
+class Engine:
+    def __init__(self, config: EngineConfig, provider: ProviderInterfaces):
+        self.config = config
+        self.provider = provider
+        self.journal = Journal(config.journal_path)
+        self.store = StateStore()
+        self.inbox = Inbox(self.journal)
+        self.sessions = SessionManager()
+        self.streams = StreamRegistry()
+        self.handlers = create_handlers(config.handlers)
+        self.runtime_adapters = self._build_runtime_adapters()
+        self.executor = CommandExecutor(
+            work_item_writer=provider.work_item_writer,
+            revision_writer=provider.revision_writer,
+            policy=config.policy or DEFAULT_POLICY,
+            journal=self.journal,
+            inbox=self.inbox,
+            sessions=self.sessions,
+            spawn_session=self._spawn_session,
+            max_concurrent=config.handlers.max_concurrent,
+            retry=config.write_retry,
+        )
+        self.loop = EngineLoop(self.store, self.handlers, self._execute, self.inbox)
+        get_state, put = self.store.get_state, self.inbox.put
+        self.pollers: tuple[Poller[Any], ...] = (
+            work_item_poller(
+                provider.work_item_reader, get_state, put, config.work_item_poller.poll_interval
+            ),
+            revision_poller(
+                provider.revision_reader, get_state, put, config.revision_poller.poll_interval
+            ),
+            spec_poller(provider.spec_reader, get_state, put, config.spec_poller.poll_interval),
+        )
+        self.supervisor: Supervisor | None = None
+        self._lifecycle = threading.Lock()
+        self._started = False
+        self._stopped = threading.Event()
+        self._paused = False
+        self.exit_code: int | None = None
+
+    def _build_runtime_adapters(self) -> dict[AgentRole, RuntimeAdapter]:
+        factory = self.config.create_runtime_adapters
+        assert factory is not None
+        deps = RuntimeAdapterDeps(
+            work_item_reader=self.provider.work_item_reader,
+            revision_reader=self.provider.revision_reader,
+            get_state=self.store.get_state,
+            get_review_history=self.provider.revision_reader.get_review_history,
+        )
+        adapters: object = factory(deps)
+        if not isinstance(adapters, Mapping):
+            raise ConfigError(
+                f"create_runtime_adapters returned {type(adapters).__name__}",
+                expected="a mapping {role: RuntimeAdapter}",
+            )
+        for role in AGENT_ROLES:
+            adapter = adapters.get(role)
+            if adapter is None:
+                raise ConfigError(
+                    f"create_runtime_adapters: no adapter for the {role} role",
+                    expected="a RuntimeAdapter for planner, implementor and reviewer",
+                )
+            if not isinstance(adapter, RuntimeAdapter):
+                raise ConfigError(
+                    f"create_runtime_adapters: the {role} adapter "
+                    f"({type(adapter).__name__}) does not implement RuntimeAdapter"
+                )
+        return dict(adapters)
+
+    # ------------------------------------------------------------------ the public interface
+
+    def get_state(self) -> EngineState:
+        return self.store.get_state()
+
+    def subscribe(self, listener: Listener) -> Unsubscribe:
+        return self.store.subscribe(listener)
+
+    def enqueue(self, event: EngineEvent) -> bool:
+        """Queue ``event``; False when it was rejected (the engine is shutting down)."""
+        return self.inbox.put(event) is not None
+
+    def get_work_item_body(self, work_item_id: WorkItemId) -> str:
+        return self.provider.work_item_reader.get_work_item_body(work_item_id)
+
+    def get_revision_files(self, revision_id: RevisionId) -> Sequence[RevisionFile]:
+        return self.provider.revision_reader.get_revision_files(revision_id)
+
+    def get_agent_stream(self, session_id: SessionId) -> AgentStream | None:
+        return self.streams.subscribe(session_id)
+
+    def refresh(self) -> None:
+        """An immediate poll cycle on every poller, outside the interval."""
+        for poller in self.pollers:
+            ref = self._ref(f"poller:{poller.name}")
+            if ref is not None:
+                ref.tell(Poll())
+
+    def pause(self) -> None:
+        """Hold the processing loop: events are still accepted and journaled, not processed."""
+        self._paused = True
+        self.inbox.processing.clear()
+
+    def resume(self) -> None:
+        self._paused = False
+        self.inbox.processing.set()
+        self.inbox.wake()
+
+    # ------------------------------------------------------------------ start
+
+    def start(self) -> None:
+        with self._lifecycle:
+            if self._started:
+                return
+            self._started = True
+        restored = self.journal.restore()
+        self.store.set_state(restored.state)
+        self.inbox.restore(restored.unprocessed)
+        self._fail_interrupted_runs(restored.state)
+        self._reap_runtime_leftovers()
+        self.supervisor = Supervisor(self.config.supervisor, on_give_up=self._gave_up)
+        for spec in self._child_specs():
+            self.supervisor.start_child(spec)
+        log.info(
+            "engine starting",
+            log_level=self.config.log_level,
+            poll_intervals={p.name: p.interval for p in self.pollers},
+            shutdown_timeout=self.config.shutdown_timeout,
+            roles={role: type(a).__name__ for role, a in self.runtime_adapters.items()},
+            restored_events=restored.processed_seq,
+            unprocessed_events=len(restored.unprocessed),
+        )
+        # 1. the first poll cycle of every poller, awaited
+        for poller in self.pollers:
+            ref = self._ref(f"poller:{poller.name}")
+            try:
+                if ref is not None:
+                    ref.ask(Poll(), timeout=self.config.shutdown_timeout)
+            except Exception as exc:
+                log.error("first poll failed", poller=poller.name, error=repr(exc))
+        # 2. interval polling
+        for poller in self.pollers:
+            ref = self._ref(f"poller:{poller.name}")
+            if ref is not None:
+                ref.tell(StartTicking())
+        # 3. the processing loop
+        if not self._paused:
+            self.resume()
+
+    def _child_specs(self) -> list[ChildSpec]:
+        sup = self.supervisor
+        assert sup is not None
+        specs = [
+            ChildSpec(
+                "event_queue",
+                lambda g, r: QueueActor.start(
+                    self.inbox,
+                    lambda: sup.ref("engine"),
+                    child_id="event_queue",
+                    generation=g,
+                    report=r,
+                ),
+            ),
+            ChildSpec(
+                "executor",
+                lambda g, r: ExecutorActor.start(
+                    self.executor, child_id="executor", generation=g, report=r
+                ),
+            ),
+            ChildSpec(
+                "engine",
+                lambda g, r: EngineActor.start(
+                    self.loop,
+                    lambda: sup.ref("event_queue"),
+                    child_id="engine",
+                    generation=g,
+                    report=r,
+                ),
+            ),
+        ]
+        specs += [ChildSpec(f"poller:{p.name}", _poller_starter(p)) for p in self.pollers]
+        return specs
+
+    def _fail_interrupted_runs(self, state: EngineState) -> None:
+        for run in state.agent_runs.values():
+            if run.is_active:
+                self.inbox.put(
+                    AgentFailed(
+                        session_id=run.session_id,
+                        role=run.role,
+                        kind="failed",
+                        reason="interrupted: cpe stopped while the run was active",
+                        at=datetime.now(UTC),
+                    ),
+                    internal=True,
+                )
+
+    def _reap_runtime_leftovers(self) -> None:
+        for adapter in {id(a): a for a in self.runtime_adapters.values()}.values():
+            reap = getattr(adapter, "reap", None)
+            if callable(reap):
+                try:
+                    reap()
+                except Exception:
+                    log.exception("runtime reaper failed", runtime=type(adapter).__name__)
+
+    # ------------------------------------------------------------------ commands and sessions
+
+    def _execute(self, command: EngineCommand, snapshot: EngineState) -> Sequence[EngineEvent]:
+        sup = self.supervisor
+        ref = sup.wait_ref("executor", timeout=60) if sup is not None else None
+        if ref is None:
+            return [CommandFailed(command=command, error="the executor is not running")]
+        try:
+            reply: Any = ref.ask(Execute(command, snapshot), timeout=EXECUTE_TIMEOUT)
+            result: Sequence[EngineEvent] = reply
+        except Exception as exc:
+            log.error("command execution failed", command=command.type, error=repr(exc))
+            return [CommandFailed(command=command, error=f"executor: {type(exc).__name__}: {exc}")]
+        return result
+
+    def _spawn_session(self, session_id: SessionId, params: AgentStartParams) -> None:
+        sup = self.supervisor
+        if sup is None:
+            raise RuntimeError("the engine is not started")
+        child_id = f"session:{session_id}"
+        adapter = self.runtime_adapters[params.role]
+
+        def start(generation: int, report: Any) -> pykka.ActorRef[Any]:
+            return AgentSession.start(
+                session_id=session_id,
+                params=params,
+                adapter=adapter,
+                max_duration=self.config.max_agent_duration,
+                cancel_grace=self.config.cancel_grace,
+                inbox=self.inbox,
+                sessions=self.sessions,
+                streams=self.streams,
+                on_finished=lambda: sup.remove_child(child_id),
+                child_id=child_id,
+                generation=generation,
+                report=report,
+            )
+
+        ref = sup.start_child(ChildSpec(child_id, start, restart="temporary"))
+        self.sessions.attach(session_id, _canceller(ref, self._stopping_reason))
+
+    def _stopping_reason(self) -> str:
+        return "the engine is shutting down" if self.inbox.closed else "cancelled on request"
+
+    def _ref(self, child_id: str) -> pykka.ActorRef[Any] | None:
+        return self.supervisor.ref(child_id) if self.supervisor is not None else None
+
+    # ------------------------------------------------------------------ stop
+
+    def stop(self, reason: str = "requested") -> None:
+        """Graceful shutdown, seed 002's six steps."""
+        with self._lifecycle:
+            if self._stopped.is_set() or not self._started:
+                self._stopped.set()
+                return
+        log.info("shutdown initiated", reason=reason)
+        timeout = self.config.shutdown_timeout
+        # 1. reject new events (agent terminal events still come in) and new runs
+        self.inbox.close()
+        self.executor.no_new_agents.set()
+        self.sessions.close()
+        # 2. cancel every active run
+        cancelled = self.sessions.cancel_all()
+        # 3. wait for their terminal events, up to the timeout
+        if not self.sessions.wait_all_ended(timeout):
+            log.error("agent runs did not end in time; abandoned", runs=self.sessions.active())
+        # 4. stop the pollers
+        if self.supervisor is not None:
+            for poller in self.pollers:
+                self.supervisor.stop_child(f"poller:{poller.name}")
+        # 5. drain the queue (the terminal events of step 3 among them)
+        if not self.inbox.wait_idle(timeout):
+            log.error("queue not drained in time", left=len(self.inbox))
+        # 6. stop the processing loop and everything else
+        self.executor.stopping.set()
+        if self.supervisor is not None:
+            self.supervisor.stop()
+        self.journal.close()
+        self.exit_code = 0 if self.exit_code is None else self.exit_code
+        self._stopped.set()
+        log.info("shutdown complete", runs_cancelled=cancelled)
+
+    def _gave_up(self, exc: BaseException) -> None:
+        log.error("supervision gave up; stopping", error=repr(exc))
+        self.exit_code = 75
+        self.inbox.close()
+        self.executor.no_new_agents.set()
+        self.executor.stopping.set()
+        self.sessions.cancel_all()
+        self._stopped.set()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Block until the engine has stopped; its exit code (0, or 75 when supervision gave
+        up), or None on timeout."""
+        if not self._stopped.wait(timeout):
+            return None
+        return self.exit_code
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
+
+
+def _canceller(ref: pykka.ActorRef[Any], reason: Callable[[], str]) -> Callable[[], None]:
+    def cancel() -> None:
+        with contextlib.suppress(pykka.ActorDeadError):  # it ended meanwhile
+            ref.tell(Cancel(reason()))
+
+    return cancel
+
+
+def _poller_starter(poller: Poller[Any]) -> Any:
+    child_id = f"poller:{poller.name}"
+
+    def start(generation: int, report: Any) -> pykka.ActorRef[Any]:
+        return PollerActor.start(poller, child_id=child_id, generation=generation, report=report)
+
+    return start

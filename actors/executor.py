@@ -1,0 +1,332 @@
+"""The command executor: the broker boundary. Every external mutation goes through here.
+
+For each command: the policy (``CommandRejected`` when it says no), then for ``StartAgent`` the
+concurrency guards (one run per work item, one planner at a time, ``max_concurrent`` per role)
+and the session start; for provider writes, an intent recorded in the journal under the
+command's idempotency key, the write (retried on a transient ``ProviderError`` with exponential
+backoff, honouring ``Retry-After``), and the result event (``CommandFailed`` when it keeps
+failing). A write whose intent is already done is not made again: its recorded result answers.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from actors.base import SupervisedActor
+from actors.journal import Journal
+from actors.queue import Inbox
+from actors.sessions import SessionManager
+from domain.commands import (
+    ApplyPlan,
+    CancelAgent,
+    CreateRevision,
+    EngineCommand,
+    MergeRevision,
+    PostReview,
+    StartAgent,
+    TransitionStatus,
+    UpdateRevision,
+    idempotency_key,
+)
+from domain.errors import CpeError, ProviderError
+from domain.events import (
+    AgentFailed,
+    AgentRequested,
+    CommandFailed,
+    CommandRejected,
+    EngineEvent,
+    PlanApplied,
+    ReviewPosted,
+    RevisionCreated,
+    RevisionMerged,
+    RevisionUpdated,
+    StatusTransitioned,
+)
+from domain.models import AgentRole, AgentStartParams, EngineState, SessionId, WorkItemId
+from domain.policy import Policy, Rejected
+from domain.ports import RevisionProviderWriter, WorkProviderWriter
+from domain.results import PlannedWorkItem
+
+log = structlog.get_logger("cpe.executor")
+
+SpawnSession = Callable[[SessionId, AgentStartParams], None]
+
+
+class RetrySettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    attempts: int = Field(default=4, ge=1, description="tries per write, the first included")
+    initial_delay: float = Field(default=1.0, ge=0)
+    max_delay: float = Field(default=60.0, ge=0)
+
+
+class CommandExecutor:
+    def __init__(
+        self,
+        *,
+        work_item_writer: WorkProviderWriter,
+        revision_writer: RevisionProviderWriter,
+        policy: Policy,
+        journal: Journal,
+        inbox: Inbox,
+        sessions: SessionManager,
+        spawn_session: SpawnSession,
+        max_concurrent: Mapping[AgentRole, int],
+        retry: RetrySettings | None = None,
+    ):
+        self.work_item_writer = work_item_writer
+        self.revision_writer = revision_writer
+        self.policy = policy
+        self.journal = journal
+        self.inbox = inbox
+        self.sessions = sessions
+        self.spawn_session = spawn_session
+        self.max_concurrent = dict(max_concurrent)
+        self.retry = retry or RetrySettings()
+        self.no_new_agents = threading.Event()  # shutdown step 1: StartAgent is rejected
+        self.stopping = threading.Event()  # shutdown step 6: retry waits give up
+        self.executed = 0
+
+    def execute(self, command: EngineCommand, snapshot: EngineState) -> list[EngineEvent]:
+        self.executed += 1
+        decision = self.policy.check(command, snapshot)
+        if isinstance(decision, Rejected):
+            log.info("command rejected by policy", command=command.type, reason=decision.reason)
+            return [CommandRejected(command=command, reason=decision.reason, at=_now())]
+        if isinstance(command, StartAgent):
+            return self._start_agent(command)
+        if isinstance(command, CancelAgent):
+            if not self.sessions.cancel(command.session_id):
+                log.info("cancel of an unknown or ended session", session_id=command.session_id)
+            return []
+        return self._write(command, snapshot)
+
+    # ------------------------------------------------------------------ agents
+
+    def _start_agent(self, command: StartAgent) -> list[EngineEvent]:
+        params = command.params
+        reason = "the engine is shutting down" if self.no_new_agents.is_set() else None
+        reason = reason or self.sessions.guard(params, self.max_concurrent.get(params.role, 1))
+        if reason is not None:
+            log.info("agent dispatch rejected", role=params.role, reason=reason)
+            return [CommandRejected(command=command, reason=reason, at=_now())]
+        session_id = SessionId(f"{params.role}-{uuid.uuid4().hex[:12]}")
+        params = params.model_copy(update={"session_id": session_id})
+        if not self.sessions.add(session_id, params):
+            reason = "the engine is shutting down"
+            log.info("agent dispatch rejected", role=params.role, reason=reason)
+            return [CommandRejected(command=command, reason=reason, at=_now())]
+        # Queued here, before the session exists, so that it always precedes the session's own
+        # events (AgentStarted, the terminal event) in the queue.
+        self.inbox.put(
+            AgentRequested(
+                session_id=session_id,
+                params=params,
+                subject_sha=command.subject_sha,
+                spec_shas=command.spec_shas,
+                at=_now(),
+            ),
+            internal=True,
+        )
+        log.info("agent dispatched", role=params.role, session_id=session_id, **_subject(params))
+        try:
+            self.spawn_session(session_id, params)
+        except Exception as exc:
+            log.exception("could not start the session", session_id=session_id)
+            self.sessions.ended(session_id)
+            self.inbox.put(
+                AgentFailed(
+                    session_id=session_id,
+                    role=params.role,
+                    kind="failed",
+                    reason=f"the session could not start: {type(exc).__name__}: {exc}",
+                    at=_now(),
+                ),
+                internal=True,
+            )
+        return []
+
+    # ------------------------------------------------------------------ provider writes
+
+    def _write(self, command: EngineCommand, snapshot: EngineState) -> list[EngineEvent]:
+        key = idempotency_key(command)
+        done = self.journal.begin_intent(key, command)
+        if done is not None and not isinstance(command, TransitionStatus):
+            log.info("write already made; answering from the journal", key=key)
+            return list(done.result)
+        try:
+            events = self._with_retry(command, lambda: self._perform(command, snapshot, key))
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self.journal.fail_intent(key, error)
+            log.error("command execution failed", command=command.type, error=error)
+            return [CommandFailed(command=command, error=error, at=_now())]
+        self.journal.finish_intent(key, events)
+        return events
+
+    def _with_retry(
+        self, command: EngineCommand, perform: Callable[[], list[EngineEvent]]
+    ) -> list[EngineEvent]:
+        delay = self.retry.initial_delay
+        for attempt in range(1, self.retry.attempts + 1):
+            try:
+                return perform()
+            except ProviderError as exc:
+                if not exc.transient or attempt == self.retry.attempts:
+                    raise
+                wait = min(self.retry.max_delay, max(delay, exc.retry_after or 0.0))
+                log.warning(
+                    "provider write failed; retrying",
+                    command=command.type,
+                    attempt=attempt,
+                    retry_in_s=wait,
+                    error=str(exc),
+                )
+                if self.stopping.wait(wait):
+                    raise
+                delay *= 2
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _perform(
+        self, command: EngineCommand, snapshot: EngineState, key: str
+    ) -> list[EngineEvent]:
+        w, r = self.work_item_writer, self.revision_writer
+        at = _now()
+        match command:
+            case TransitionStatus(work_item_id=wid, to=to):
+                w.transition_status(wid, to)
+                return [StatusTransitioned(work_item_id=wid, to=to, at=at)]
+            case ApplyPlan():
+                created = self._apply_plan(command, key)
+                return [
+                    PlanApplied(
+                        session_id=command.session_id,
+                        spec_shas=command.spec_shas,
+                        created_ids=created,
+                        at=at,
+                    )
+                ]
+            case CreateRevision():
+                revision = r.create_from_patch(
+                    command.work_item_id,
+                    command.branch_name,
+                    command.title,
+                    command.body,
+                    command.patch,
+                    idempotency_key=key,
+                )
+                return [
+                    RevisionCreated(
+                        session_id=command.session_id,
+                        work_item_id=command.work_item_id,
+                        revision=revision,
+                        at=at,
+                    )
+                ]
+            case UpdateRevision():
+                revision = r.update_from_patch(
+                    command.revision_id, command.patch, idempotency_key=key
+                )
+                return [
+                    RevisionUpdated(
+                        session_id=command.session_id,
+                        work_item_id=command.work_item_id,
+                        revision=revision,
+                        at=at,
+                    )
+                ]
+            case PostReview():
+                r.post_review(command.revision_id, command.head_sha, command.review)
+                return [
+                    ReviewPosted(
+                        session_id=command.session_id,
+                        revision_id=command.revision_id,
+                        head_sha=command.head_sha,
+                        verdict=command.review.verdict,
+                        at=at,
+                    )
+                ]
+            case MergeRevision(revision_id=rid):
+                sha = r.merge(rid)
+                return [RevisionMerged(revision_id=rid, merge_sha=sha, at=at)]
+        raise CpeError(f"the executor cannot perform {command.type}")
+
+    def _apply_plan(self, command: ApplyPlan, key: str) -> tuple[WorkItemId, ...]:
+        created: dict[str, WorkItemId] = {}
+        for planned in _dependency_order(command.result.create):
+            blocked_by = [created.get(b, WorkItemId(b)) for b in planned.blocked_by]
+            created[planned.temp_id] = self.work_item_writer.create_work_item(
+                planned.title,
+                planned.body,
+                planned.labels,
+                blocked_by,
+                idempotency_key=f"{key}:create:{planned.temp_id}",
+            )
+        for update in command.result.update:
+            self.work_item_writer.update_work_item(
+                update.work_item_id, body=update.body, labels=update.labels
+            )
+        for work_item_id in command.result.close:
+            self.work_item_writer.close_work_item(work_item_id)
+        return tuple(created.values())
+
+
+def _dependency_order(items: Sequence[PlannedWorkItem]) -> list[PlannedWorkItem]:
+    """Items after the items of this plan they are blocked by; a cycle is an error."""
+    by_id = {item.temp_id: item for item in items}
+    ordered: list[PlannedWorkItem] = []
+    state: dict[str, str] = {}
+
+    def visit(item: PlannedWorkItem, path: tuple[str, ...]) -> None:
+        mark = state.get(item.temp_id)
+        if mark == "done":
+            return
+        if mark == "visiting":
+            raise CpeError(f"the plan's blocked_by has a cycle: {' -> '.join(path)}")
+        state[item.temp_id] = "visiting"
+        for dep in item.blocked_by:
+            if dep in by_id:
+                visit(by_id[dep], (*path, dep))
+        state[item.temp_id] = "done"
+        ordered.append(item)
+
+    for item in items:
+        visit(item, (item.temp_id,))
+    return ordered
+
+
+def _subject(params: AgentStartParams) -> dict[str, Any]:
+    if params.role == "planner":
+        return {"spec_paths": list(getattr(params, "spec_paths", ()))}
+    return {"work_item_id": getattr(params, "work_item_id", None)}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ExecutorActor(SupervisedActor):
+    """The executor's actor: the engine ``ask``s it to execute one command at a time."""
+
+    def __init__(self, executor: CommandExecutor, **base: Any) -> None:
+        super().__init__(**base)
+        self.executor = executor
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, Execute):
+            return self.executor.execute(message.command, message.snapshot)
+        return None
+
+
+@dataclass(frozen=True)
+class Execute:
+    command: EngineCommand
+    snapshot: EngineState

@@ -1,0 +1,250 @@
+"""The event journal: an append-only SQLite log of every event, and the write intents.
+
+Every event is appended when it is enqueued, before it is processed, and a cursor records the
+last event whose processing finished. So after a crash (even ``kill -9``) the events that were
+queued but not processed are still there, and the engine-owned facts (``last_planned_shas``,
+attempts, run history) are rebuilt by replaying the processed ones (``restore``). ``cpe replay``
+uses the same replay to show the state at any point.
+
+Provider writes are recorded as *intents* keyed by ``domain.commands.idempotency_key`` before
+the write is made and marked done with their result events after: a write whose intent is done
+is never made again, it answers with the recorded result.
+
+One connection, guarded by a lock: the queue (appends), the engine (cursor) and the executor
+(intents) use it from their own threads. WAL with ``synchronous=NORMAL`` keeps a commit cheap
+while surviving a process crash.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import TypeAdapter
+
+from domain.commands import COMMAND_ADAPTER, EngineCommand
+from domain.errors import JournalError
+from domain.events import EVENT_ADAPTER, EngineEvent
+from domain.models import EngineState
+from domain.state import apply_event, engine_owned
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    type TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cursor (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    processed_seq INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO cursor (id, processed_seq) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS intents (
+    key TEXT PRIMARY KEY,
+    command TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'done', 'failed')),
+    result TEXT,
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+"""
+
+IntentStatus = Literal["pending", "done", "failed"]
+_EVENT_LIST: TypeAdapter[list[EngineEvent]] = TypeAdapter(list[EngineEvent])
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    seq: int
+    at: str
+    event: EngineEvent
+
+
+@dataclass(frozen=True)
+class Intent:
+    key: str
+    command: EngineCommand
+    status: IntentStatus
+    result: tuple[EngineEvent, ...]
+    error: str | None
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What a journal gives back on start: the engine-owned facts, and the events that were
+    enqueued but whose processing never finished (in order)."""
+
+    state: EngineState
+    unprocessed: tuple[JournalEntry, ...]
+    processed_seq: int
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class Journal:
+    def __init__(self, path: Path | str):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                raise JournalError(
+                    f"{self.path}: journal schema version {version}, expected {SCHEMA_VERSION}"
+                )
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.Error as exc:
+            raise JournalError(f"{self.path}: cannot open the journal: {exc}") from exc
+
+    # ------------------------------------------------------------------ events
+
+    def append(self, event: EngineEvent) -> int:
+        body = EVENT_ADAPTER.dump_json(event).decode()
+        with self._guard("append an event"):
+            cursor = self._db.execute(
+                "INSERT INTO events (at, type, body) VALUES (?, ?, ?)", (_now(), event.type, body)
+            )
+            seq = cursor.lastrowid
+        if seq is None:  # pragma: no cover - sqlite always sets it for an INSERT
+            raise JournalError("append: no sequence number")
+        return seq
+
+    def mark_processed(self, seq: int) -> None:
+        with self._guard("advance the cursor"):
+            self._db.execute(
+                "UPDATE cursor SET processed_seq = MAX(processed_seq, ?) WHERE id = 1", (seq,)
+            )
+
+    def processed_seq(self) -> int:
+        with self._guard("read the cursor"):
+            row = self._db.execute("SELECT processed_seq FROM cursor WHERE id = 1").fetchone()
+        return int(row[0])
+
+    def entries(self, after: int = 0, until: int | None = None) -> Iterator[JournalEntry]:
+        """Events with ``after < seq <= until``, in order."""
+        query = "SELECT seq, at, body FROM events WHERE seq > ?"
+        args: list[int] = [after]
+        if until is not None:
+            query += " AND seq <= ?"
+            args.append(until)
+        with self._guard("read events"):
+            rows = self._db.execute(query + " ORDER BY seq", args).fetchall()
+        for seq, at, body in rows:
+            yield JournalEntry(seq, at, EVENT_ADAPTER.validate_json(body))
+
+    def replay(self, until: int | None = None) -> EngineState:
+        """The full state after the processed events up to ``until`` (``cpe replay``)."""
+        limit = self.processed_seq() if until is None else min(until, self.processed_seq())
+        state = EngineState()
+        for entry in self.entries(until=limit):
+            state = apply_event(state, entry.event)
+        return state
+
+    def restore(self) -> Restored:
+        processed = self.processed_seq()
+        state = engine_owned(self.replay(processed))
+        unprocessed = tuple(self.entries(after=processed))
+        return Restored(state=state, unprocessed=unprocessed, processed_seq=processed)
+
+    # ------------------------------------------------------------------ intents
+
+    def begin_intent(self, key: str, command: EngineCommand) -> Intent | None:
+        """Record that ``command`` is about to be written. Returns the intent when it is already
+        done (the caller must not write again), else None."""
+        body = COMMAND_ADAPTER.dump_json(command).decode()
+        now = _now()
+        with self._guard("record an intent"):
+            row = self._db.execute("SELECT status FROM intents WHERE key = ?", (key,)).fetchone()
+            if row is not None and row[0] == "done":
+                done = True
+            else:
+                done = False
+                self._db.execute(
+                    "INSERT INTO intents (key, command, status, attempts, created_at, updated_at) "
+                    "VALUES (?, ?, 'pending', 1, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+                    "status = 'pending', attempts = attempts + 1, error = NULL, updated_at = ?",
+                    (key, body, now, now, now),
+                )
+        return self.intent(key) if done else None
+
+    def finish_intent(self, key: str, result: Sequence[EngineEvent]) -> None:
+        body = _EVENT_LIST.dump_json(list(result)).decode()
+        with self._guard("finish an intent"):
+            self._db.execute(
+                "UPDATE intents SET status = 'done', result = ?, updated_at = ? WHERE key = ?",
+                (body, _now(), key),
+            )
+
+    def fail_intent(self, key: str, error: str) -> None:
+        with self._guard("fail an intent"):
+            self._db.execute(
+                "UPDATE intents SET status = 'failed', error = ?, updated_at = ? WHERE key = ?",
+                (error, _now(), key),
+            )
+
+    def intent(self, key: str) -> Intent | None:
+        with self._guard("read an intent"):
+            row = self._db.execute(
+                "SELECT key, command, status, result, error, attempts FROM intents WHERE key = ?",
+                (key,),
+            ).fetchone()
+        return None if row is None else self._intent(row)
+
+    def intents(self, status: IntentStatus | None = None) -> list[Intent]:
+        query = "SELECT key, command, status, result, error, attempts FROM intents"
+        with self._guard("read intents"):
+            if status is None:
+                rows = self._db.execute(query + " ORDER BY created_at").fetchall()
+            else:
+                rows = self._db.execute(
+                    query + " WHERE status = ? ORDER BY created_at", (status,)
+                ).fetchall()
+        return [self._intent(row) for row in rows]
+
+    @staticmethod
+    def _intent(row: tuple[str, str, IntentStatus, str | None, str | None, int]) -> Intent:
+        key, command, status, result, error, attempts = row
+        events = tuple(_EVENT_LIST.validate_json(result)) if result else ()
+        return Intent(key, COMMAND_ADAPTER.validate_json(command), status, events, error, attempts)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _guard(self, what: str) -> _Guard:
+        return _Guard(self._lock, f"{self.path}: cannot {what}")
+
+
+class _Guard:
+    """Holds the lock and turns sqlite errors into ``JournalError``."""
+
+    def __init__(self, lock: threading.Lock, message: str):
+        self._lock = lock
+        self._message = message
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        self._lock.release()
+        if isinstance(exc, sqlite3.Error):
+            raise JournalError(f"{self._message}: {exc}") from exc

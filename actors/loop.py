@@ -1,0 +1,65 @@
+"""The engine's processing loop (seed 002): one event at a time, fully processed.
+
+For each event: apply it to the store, take one snapshot, run every handler against that
+snapshot, execute the commands in order, and queue their result events (processed in later
+cycles, never within this one). Only then is the event marked processed in the journal and the
+next one taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pykka
+import structlog
+
+from actors.base import SupervisedActor, tell
+from actors.queue import EngineReady, Inbox, Process, Wake
+from actors.store import StateStore
+from domain.commands import EngineCommand
+from domain.events import EngineEvent, identify
+from domain.handlers import run_handlers
+from domain.models import EngineState
+
+Execute = Callable[[EngineCommand, EngineState], Sequence[EngineEvent]]
+HandlerList = Sequence[Callable[[EngineEvent, EngineState], list[EngineCommand]]]
+
+log = structlog.get_logger("cpe.engine")
+
+
+@dataclass
+class EngineLoop:
+    store: StateStore
+    handlers: HandlerList
+    execute: Execute
+    inbox: Inbox
+    processed: int = 0
+
+    def process(self, seq: int, event: EngineEvent) -> None:
+        log.debug("processing event", seq=seq, **identify(event))
+        snapshot = self.store.apply(event)
+        commands = run_handlers(self.handlers, event, snapshot)
+        for command in commands:
+            for result in self.execute(command, snapshot):
+                self.inbox.put(result, internal=True)
+        self.inbox.finish(seq)
+        self.processed += 1
+
+
+class EngineActor(SupervisedActor):
+    def __init__(
+        self, loop: EngineLoop, queue: Callable[[], pykka.ActorRef[Any] | None], **base: Any
+    ) -> None:
+        super().__init__(**base)
+        self.loop = loop
+        self._queue = queue
+
+    def on_start(self) -> None:
+        tell(self._queue(), EngineReady())
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, Process):
+            self.loop.process(message.seq, message.event)
+            tell(self._queue(), Wake())

@@ -1,0 +1,108 @@
+"""The sessions the executor started: what the concurrency guards count, and what shutdown
+cancels and waits for.
+
+It lives outside the executor actor, so a restarted executor still knows every running
+session. A session calls ``ended`` *before* it queues its terminal event, so by the time the
+engine processes that event (and perhaps starts a new run in the freed slot) the guards already
+count the slot as free.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from domain.models import AgentRole, AgentStartParams, PlannerStartParams, SessionId
+
+
+@dataclass
+class _Active:
+    params: AgentStartParams
+    cancel: Callable[[], None] | None = None
+    cancel_requested: bool = False
+
+
+class SessionManager:
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._active: dict[SessionId, _Active] = {}
+        self._closed = False
+        self.started = 0
+
+    # -- the guards
+    def guard(self, params: AgentStartParams, max_concurrent: int) -> str | None:
+        """Why a run with ``params`` may not start now, or None when it may."""
+        with self._lock:
+            runs = [a.params for a in self._active.values()]
+        if isinstance(params, PlannerStartParams):
+            if any(p.role == "planner" for p in runs):
+                return "a planner run is already active (one at a time)"
+        else:
+            for p in runs:
+                if not isinstance(p, PlannerStartParams) and p.work_item_id == params.work_item_id:
+                    return f"a {p.role} run is already active for work item {params.work_item_id}"
+        same_role = sum(1 for p in runs if p.role == params.role)
+        if same_role >= max_concurrent:
+            return f"{same_role} {params.role} runs are active (max_concurrent {max_concurrent})"
+        return None
+
+    # -- lifecycle
+    def add(self, session_id: SessionId, params: AgentStartParams) -> bool:
+        """Register a run about to start; False once ``close()`` was called (shutdown)."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._active[session_id] = _Active(params)
+            self.started += 1
+            return True
+
+    def close(self) -> None:
+        """No new run from now on (shutdown step 1)."""
+        with self._lock:
+            self._closed = True
+
+    def attach(self, session_id: SessionId, cancel: Callable[[], None]) -> None:
+        """The session's canceller; a cancel asked for before it existed is delivered now."""
+        with self._lock:
+            active = self._active.get(session_id)
+            if active is None:
+                return
+            active.cancel = cancel
+            deliver = active.cancel_requested
+        if deliver:
+            cancel()
+
+    def ended(self, session_id: SessionId) -> None:
+        with self._lock:
+            self._active.pop(session_id, None)
+            self._lock.notify_all()
+
+    def cancel(self, session_id: SessionId) -> bool:
+        with self._lock:
+            active = self._active.get(session_id)
+            if active is None:
+                return False
+            cancel = active.cancel
+            if cancel is None:  # registered, session not started yet: deliver on attach
+                active.cancel_requested = True
+                return True
+        cancel()
+        return True
+
+    def cancel_all(self) -> int:
+        with self._lock:
+            ids = list(self._active)
+        return sum(1 for sid in ids if self.cancel(sid))
+
+    def wait_all_ended(self, timeout: float) -> bool:
+        with self._lock:
+            return self._lock.wait_for(lambda: not self._active, timeout=timeout)
+
+    def active(self, role: AgentRole | None = None) -> list[SessionId]:
+        with self._lock:
+            return [sid for sid, a in self._active.items() if role is None or a.params.role == role]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._active)

@@ -1,0 +1,280 @@
+"""Supervision with Erlang/OTP semantics (architecture §5).
+
+Children start in order. When one crashes the strategy says who restarts: ``one_for_one`` the
+child alone, ``one_for_all`` every child, ``rest_for_one`` the child and every child started
+after it (the others are stopped in reverse order first). ``permanent`` and ``transient``
+children are restarted after a crash, ``temporary`` ones (agent sessions) never. Each restart
+waits an exponential backoff with jitter. More than ``max_restarts`` restarts within
+``within_seconds`` means something is deeply wrong: the supervisor stops everything and gives
+up with exit code 75, so the process supervisor above (systemd) restarts the whole process.
+
+The supervisor is a plain thread-safe object with one worker thread, not an actor: actors
+report crashes to it without blocking, and it never waits on an actor that could be waiting on
+it.
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pykka
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from actors.base import CrashReport
+
+RestartType = Literal["permanent", "transient", "temporary"]
+Strategy = Literal["one_for_one", "one_for_all", "rest_for_one"]
+EXIT_GAVE_UP = 75
+
+log = structlog.get_logger("cpe.supervisor")
+
+
+class SupervisorSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    strategy: Strategy = "one_for_one"
+    max_restarts: int = Field(default=5, ge=0)
+    within_seconds: float = Field(default=60, gt=0)
+    backoff_initial: float = Field(default=0.5, ge=0)
+    backoff_max: float = Field(default=30, ge=0)
+    jitter: float = Field(default=0.2, ge=0, le=1)
+    child_shutdown_timeout: float = Field(default=10, gt=0)
+
+
+Starter = Callable[[int, CrashReport], pykka.ActorRef[Any]]
+"""Starts a child: ``(generation, report) -> ref``. A new generation on every restart."""
+
+
+@dataclass
+class ChildSpec:
+    child_id: str
+    start: Starter
+    restart: RestartType = "permanent"
+    shutdown_timeout: float | None = None
+
+
+@dataclass
+class _Child:
+    spec: ChildSpec
+    ref: pykka.ActorRef[Any] | None = None
+    generation: int = 0
+    restarts: deque[float] = field(default_factory=deque)
+
+
+class Supervisor:
+    def __init__(
+        self,
+        settings: SupervisorSettings | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+        on_give_up: Callable[[BaseException], None] | None = None,
+    ):
+        self.settings = settings or SupervisorSettings()
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._on_give_up = on_give_up
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._children: dict[str, _Child] = {}  # insertion order is start order
+        self._restarts: deque[float] = deque()
+        self._reports: queue.SimpleQueue[tuple[str, int, BaseException] | None] = (
+            queue.SimpleQueue()
+        )
+        self._stopping = threading.Event()
+        self.gave_up = threading.Event()
+        self.give_up_reason: BaseException | None = None
+        self.restart_count = 0
+        self._worker = threading.Thread(target=self._work, name="cpe-supervisor", daemon=True)
+        self._worker.start()
+
+    # ------------------------------------------------------------------ children
+
+    def start_child(self, spec: ChildSpec) -> pykka.ActorRef[Any]:
+        with self._lock:
+            if spec.child_id in self._children:
+                raise ValueError(f"child {spec.child_id!r} is already supervised")
+            child = _Child(spec)
+            self._children[spec.child_id] = child
+            self._start(child)
+            assert child.ref is not None
+            return child.ref
+
+    def ref(self, child_id: str) -> pykka.ActorRef[Any] | None:
+        with self._lock:
+            child = self._children.get(child_id)
+            return child.ref if child and child.ref and child.ref.is_alive() else None
+
+    def wait_ref(self, child_id: str, timeout: float) -> pykka.ActorRef[Any] | None:
+        """The child's live ref, waiting up to ``timeout`` while it is being restarted."""
+        deadline = self._clock() + timeout
+        with self._changed:
+            while True:
+                ref = self.ref(child_id)
+                if ref is not None or self._stopping.is_set() or child_id not in self._children:
+                    return ref
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    return None
+                self._changed.wait(min(remaining, 0.5))
+
+    def child_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._children)
+
+    def generation(self, child_id: str) -> int:
+        with self._lock:
+            return self._children[child_id].generation
+
+    def report(self, child_id: str, generation: int, exc: BaseException) -> None:
+        """A child crashed. Non-blocking: the worker thread decides what to do."""
+        self._reports.put((child_id, generation, exc))
+
+    def stop_child(self, child_id: str) -> None:
+        """Stop a child for good (shutdown step 4 stops the pollers before the drain)."""
+        with self._lock:
+            child = self._children.pop(child_id, None)
+        if child is not None:
+            self._stop_children([child])
+
+    def remove_child(self, child_id: str) -> None:
+        """Forget a child that stopped on its own (a finished session)."""
+        with self._lock:
+            self._children.pop(child_id, None)
+
+    # ------------------------------------------------------------------ stopping
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop every child in reverse start order; no restart happens from here on."""
+        self._stopping.set()
+        with self._lock:
+            children = list(self._children.values())
+        self._stop_children(reversed(children), timeout)
+        self._reports.put(None)
+        with self._changed:
+            self._changed.notify_all()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def _stop_children(self, children: Any, timeout: float | None = None) -> None:
+        # Stop them one at a time (reverse order matters: the engine before the queue it
+        # drains), each against its own deadline; one that does not stop is abandoned.
+        for child in children:
+            ref = child.ref
+            if ref is None or not ref.is_alive():
+                continue
+            limit = timeout or child.spec.shutdown_timeout or self.settings.child_shutdown_timeout
+            try:
+                ref.stop(block=False).get(timeout=limit)
+            except pykka.Timeout:
+                log.error("child did not stop in time; abandoned", child=child.spec.child_id)
+            except pykka.ActorDeadError:
+                pass
+
+    # ------------------------------------------------------------------ the worker
+
+    def _work(self) -> None:
+        while True:
+            report = self._reports.get()
+            if report is None or self._stopping.is_set():
+                return
+            try:
+                self._handle(*report)
+            except Exception as exc:  # the supervisor itself must not die silently
+                log.exception("supervisor failed to handle a crash")
+                self._give_up(exc)
+                return
+
+    def _handle(self, child_id: str, generation: int, exc: BaseException) -> None:
+        with self._lock:
+            child = self._children.get(child_id)
+            if child is None or child.generation != generation:
+                return  # a crash of an instance already replaced
+            if child.spec.restart == "temporary":
+                self._children.pop(child_id, None)
+                log.info("temporary child crashed; not restarted", child=child_id)
+                return
+            now = self._clock()
+            window = self.settings.within_seconds
+            while self._restarts and now - self._restarts[0] > window:
+                self._restarts.popleft()
+            if len(self._restarts) >= self.settings.max_restarts:
+                log.error(
+                    "restart intensity exceeded; stopping everything",
+                    child=child_id,
+                    max_restarts=self.settings.max_restarts,
+                    within_seconds=window,
+                )
+                self._give_up(exc)
+                return
+            self._restarts.append(now)
+            while child.restarts and now - child.restarts[0] > window:
+                child.restarts.popleft()
+            child.restarts.append(now)
+            delay = self._backoff(len(child.restarts))
+            group = self._restart_group(child_id)
+        log.warning(
+            "restarting after a crash",
+            child=child_id,
+            strategy=self.settings.strategy,
+            group=[c.spec.child_id for c in group],
+            backoff_s=round(delay, 3),
+        )
+        self._stop_children(reversed([c for c in group if c.spec.child_id != child_id]))
+        if self._stopping.wait(delay):
+            return
+        with self._lock:
+            for member in group:
+                self._start(member)
+            self.restart_count += 1
+            self._changed.notify_all()
+
+    def _restart_group(self, child_id: str) -> list[_Child]:
+        # Temporary children (agent sessions) are not part of any group: a poller's crash must
+        # not kill the agents that are running.
+        children = [
+            c
+            for c in self._children.values()
+            if c.spec.restart != "temporary" or c.spec.child_id == child_id
+        ]
+        index = next(i for i, c in enumerate(children) if c.spec.child_id == child_id)
+        if self.settings.strategy == "one_for_all":
+            return children
+        if self.settings.strategy == "rest_for_one":
+            return children[index:]
+        return [children[index]]
+
+    def _backoff(self, restarts_of_child: int) -> float:
+        s = self.settings
+        base: float = min(s.backoff_max, s.backoff_initial * 2.0 ** (restarts_of_child - 1))
+        return max(0.0, base * self._rng.uniform(1 - s.jitter, 1 + s.jitter))
+
+    def _start(self, child: _Child) -> None:
+        child.generation += 1
+        child.ref = child.spec.start(child.generation, self.report)
+
+    def _give_up(self, exc: BaseException) -> None:
+        self.give_up_reason = exc
+        self._stopping.set()
+        with self._lock:
+            children = list(self._children.values())
+        self._stop_children(reversed(children))
+        self.gave_up.set()
+        with self._changed:
+            self._changed.notify_all()
+        if self._on_give_up is not None:
+            self._on_give_up(exc)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_GAVE_UP if self.gave_up.is_set() else 0
