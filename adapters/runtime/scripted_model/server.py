@@ -1,0 +1,384 @@
+"""The loopback HTTP server: answers the ``claude`` CLI from a book of scenarios, records all."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import select
+import socket
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal, Self
+from urllib.parse import urlsplit
+
+from adapters.runtime.scripted_model import wire
+from adapters.runtime.scripted_model.scenario import (
+    Block,
+    Conversation,
+    HangBlock,
+    Scenario,
+    ScriptError,
+    TextBlock,
+    next_turn,
+)
+from adapters.runtime.scripted_model.scenario import select as select_scenario
+from adapters.runtime.scripted_model.wire import ToolResult
+
+# stdlib logging: silent unless the application routes it (field notes: ProcessorFormatter).
+log = logging.getLogger(__name__)
+
+RequestKind = Literal["turn", "side", "count_tokens", "probe", "unknown"]
+SIDE_REPLY = "OK."
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server saw and answered it.
+
+    ``kind``: ``turn`` (a conversation request played from a scenario, or refused with
+    ``error``), ``side`` (a Messages request without tools, answered ``SIDE_REPLY``),
+    ``count_tokens``, ``probe`` (GET/HEAD) or ``unknown`` (404). ``reply`` names what was sent:
+    ``"text"``, ``"tool_use:<name>"``, ``"hang"``.
+    """
+
+    method: str
+    path: str
+    kind: RequestKind
+    status: int
+    body: Mapping[str, Any] | None = None
+    stream: bool = False
+    model: str | None = None
+    max_tokens: int | None = None
+    tools: tuple[str, ...] = ()
+    conversation: Conversation | None = None
+    tool_results: tuple[ToolResult, ...] = ()
+    scenario: str | None = None
+    turn: int | None = None
+    reply: tuple[str, ...] = ()
+    error: str | None = None
+
+
+class ScriptedModelServer:
+    """A Messages API on ``127.0.0.1`` that plays ``book``; a context manager that starts it.
+
+    The port is bound on construction (``port=0``: any free port), so ``base_url`` is known
+    before ``start()``. ``close()`` stops serving, ends held (``hang``) responses and open
+    connections, and joins every handler thread; it is idempotent.
+    """
+
+    def __init__(
+        self, book: Scenario | Sequence[Scenario], *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.book: tuple[Scenario, ...] = (book,) if isinstance(book, Scenario) else tuple(book)
+        self._changed = threading.Condition()  # guards everything below; notified on change
+        self._records: list[RecordedRequest] = []
+        self._hanging = 0
+        self._connections: set[socket.socket] = set()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        # Held responses wait on this socket pair as well as their connection: ``close()``
+        # writes one byte and never drains it, so every hang, now or later, sees it readable.
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._httpd = _HTTPServer((host, port), _Handler, owner=self)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def client_env(self) -> dict[str, str]:
+        """The environment the ``claude`` CLI needs to talk to this server (no vendor traffic)."""
+        return {
+            "ANTHROPIC_BASE_URL": self.base_url,
+            "ANTHROPIC_API_KEY": "scripted-model",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+
+    def start(self) -> Self:
+        with self._changed:
+            if self._closed:
+                raise RuntimeError("the scripted model server is closed")
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._httpd.serve_forever,
+                    kwargs={"poll_interval": 0.05},
+                    name=f"scripted-model:{self._httpd.server_address[1]}",
+                    daemon=True,
+                )
+                self._thread.start()
+        return self
+
+    def close(self) -> None:
+        with self._changed:
+            if self._closed:
+                return
+            self._closed = True
+            connections = list(self._connections)
+            thread = self._thread
+        if thread is not None:
+            self._httpd.shutdown()
+        self._wake_writer.send(b"x")
+        for connection in connections:
+            _hang_up(connection)
+        self._httpd.server_close()  # joins the handler threads (block_on_close)
+        if thread is not None:
+            thread.join()
+        self._wake_reader.close()
+        self._wake_writer.close()
+        with self._changed:
+            self._changed.notify_all()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def requests(self) -> tuple[RecordedRequest, ...]:
+        with self._changed:
+            return tuple(self._records)
+
+    @property
+    def hanging(self) -> int:
+        """How many responses are being held open right now."""
+        with self._changed:
+            return self._hanging
+
+    def wait_until(self, condition: Callable[[ScriptedModelServer], bool], timeout: float) -> bool:
+        """Block until ``condition(self)`` holds (re-checked on every request and hang end)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: condition(self), timeout)
+
+    # -- called by the handler threads
+
+    def _record(self, record: RecordedRequest) -> None:
+        with self._changed:
+            self._records.append(record)
+            self._changed.notify_all()
+
+    def _track(self, connection: socket.socket, opened: bool) -> None:
+        with self._changed:
+            if not opened:
+                self._connections.discard(connection)
+                return
+            self._connections.add(connection)
+            closed = self._closed
+        if closed:  # accepted while closing, after close() took its snapshot
+            _hang_up(connection)
+
+    def _hold(self, connection: socket.socket) -> None:
+        """Send nothing until the client disconnects or the server closes."""
+        with self._changed:
+            self._hanging += 1
+            self._changed.notify_all()
+        try:
+            while True:
+                readable, _, _ = select.select([connection, self._wake_reader], [], [])
+                if self._wake_reader in readable:
+                    return
+                try:
+                    if not connection.recv(65536):
+                        return  # the client hung up
+                except OSError:
+                    return
+        finally:
+            with self._changed:
+                self._hanging -= 1
+                self._changed.notify_all()
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    # Non-daemon handler threads are joined by server_close(): close() leaves nothing running.
+    daemon_threads = False
+    block_on_close = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        *,
+        owner: ScriptedModelServer,
+    ) -> None:
+        self.owner = owner
+        super().__init__(address, handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client killed mid-response (the hang and cancel tests do it) is expected here.
+        log.debug("scripted model: connection to %s failed", client_address, exc_info=True)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._track(self.connection, opened=True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.owner._track(self.connection, opened=False)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # Every request is recorded (``requests``); stderr lines would only add noise.
+        log.debug("scripted model: " + format, *args)
+
+    def do_HEAD(self) -> None:
+        self._probe()
+
+    def do_GET(self) -> None:
+        self._probe()
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path.rstrip("/")
+        raw = self._read_body()
+        try:
+            body = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            body = None
+        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
+            message = f"scripted model: no route {path}"
+            self._refuse("unknown", 404, "not_found_error", message, body)
+        elif not isinstance(body, dict):
+            message = "scripted model: the request body is not a JSON object"
+            self._refuse("turn", 400, "invalid_request_error", message, None)
+        elif path.endswith("/count_tokens"):
+            self._record("count_tokens", 200, body)
+            self._send_json(200, {"input_tokens": wire.estimate_tokens(raw)})
+        else:
+            self._messages(body, raw)
+
+    def _messages(self, body: dict[str, Any], raw: bytes) -> None:
+        conversation = wire.read_conversation(body)
+        scenario: str | None = None
+        if not wire.tool_names(body):
+            # Not an agent loop (those always offer tools): a side request such as a title.
+            kind: RequestKind = "side"
+            blocks: tuple[Block, ...] = (TextBlock(text=SIDE_REPLY),)
+        else:
+            kind = "turn"
+            try:
+                chosen, variables = select_scenario(self.server.owner.book, conversation)
+                blocks = next_turn(chosen, conversation, variables)
+            except ScriptError as exc:
+                self._refuse(
+                    kind, 400, "invalid_request_error", str(exc), body, conversation=conversation
+                )
+                return
+            scenario = chosen.name
+        hang = isinstance(blocks[-1], HangBlock)
+        content = wire.content_blocks(blocks)
+        reply = tuple(
+            "text" if block["type"] == "text" else f"tool_use:{block['name']}" for block in content
+        ) + (("hang",) if hang else ())
+        # Recorded before replying, so a test waiting for this request never races the reply.
+        self._record(kind, 200, body, conversation=conversation, scenario=scenario, reply=reply)
+        model = str(body.get("model") or "scripted-model")
+        tokens = wire.estimate_tokens(raw)
+        stop = None if hang else wire.stop_reason(blocks)
+        if body.get("stream") is True and (content or stop):
+            events = wire.stream_events(content, model=model, input_tokens=tokens, stop=stop)
+            self._send_stream(wire.encode_sse(events))
+        elif stop:
+            message = wire.message_json(content, model=model, input_tokens=tokens, stop=stop)
+            self._send_json(200, message)
+        if hang:
+            self.close_connection = True
+            self.server.owner._hold(self.connection)
+
+    def _probe(self) -> None:
+        # The CLI probes reachability (observed: HEAD /api/hello); any 200 satisfies it.
+        self._record("probe", 200, None)
+        self._send_json(200, {})
+
+    def _refuse(
+        self,
+        kind: RequestKind,
+        status: int,
+        error_type: str,
+        message: str,
+        body: Any,
+        *,
+        conversation: Conversation | None = None,
+    ) -> None:
+        self._record(kind, status, body, conversation=conversation, error=message)
+        self._send_json(status, wire.error_json(error_type, message))
+
+    def _record(
+        self,
+        kind: RequestKind,
+        status: int,
+        body: Any,
+        *,
+        conversation: Conversation | None = None,
+        scenario: str | None = None,
+        reply: tuple[str, ...] = (),
+        error: str | None = None,
+    ) -> None:
+        if not isinstance(body, dict):
+            body = None
+        max_tokens = body.get("max_tokens") if body else None
+        self.server.owner._record(
+            RecordedRequest(
+                method=self.command,
+                path=urlsplit(self.path).path,
+                kind=kind,
+                status=status,
+                body=body,
+                stream=bool(body and body.get("stream") is True),
+                model=str(body["model"]) if body and "model" in body else None,
+                max_tokens=max_tokens if isinstance(max_tokens, int) else None,
+                tools=wire.tool_names(body) if body else (),
+                conversation=conversation,
+                tool_results=wire.last_tool_results(body) if body else (),
+                scenario=scenario,
+                turn=conversation.assistant_turns if conversation else None,
+                reply=reply,
+                error=error,
+            )
+        )
+
+    def _read_body(self) -> bytes:
+        # The CLI always sends Content-Length (observed); chunked bodies are not supported.
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _send_json(self, status: int, payload: Mapping[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("request-id", wire.new_id("req"))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _send_stream(self, data: bytes) -> None:
+        # Closing the connection ends the stream, so no chunked encoding is needed.
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.send_header("request-id", wire.new_id("req"))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+
+def _hang_up(connection: socket.socket) -> None:
+    # shutdown() wakes a handler blocked reading the next request on a keep-alive connection;
+    # close() alone would not.
+    with contextlib.suppress(OSError):
+        connection.shutdown(socket.SHUT_RDWR)
