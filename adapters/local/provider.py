@@ -1,0 +1,110 @@
+"""The embedded local provider: its composition, lifecycle and the ``ProviderInterfaces`` it
+gives an engine.
+
+Each port is a separate object (``work_item_reader``, ``work_item_writer``, ``revision_reader``,
+``revision_writer``) so the composition root can hand readers to pollers and writers to the
+executor, and no component ever holds both for one entity (S002-15). They share one database and
+one repository through ``RevisionStore``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+from adapters.git_plumbing import DEFAULT_IDENTITY, GitRepo, detect_default_branch
+from adapters.local.db import Database
+from adapters.local.pipeline import LocalPipeline
+from adapters.local.pipeline_runner import PipelineRunner
+from adapters.local.revisions import LocalRevisionReader, LocalRevisionWriter
+from adapters.local.store import RevisionStore
+from adapters.local.work_items import LocalWorkItemReader, LocalWorkItemWriter
+from adapters.specs import DEFAULT_SPEC_GLOBS, GitSpecReader
+from domain.ports import ProviderInterfaces, SpecProviderReader
+
+DATABASE_NAME = "local-tracker.sqlite3"
+
+
+class LocalProvider:
+    """Work items, revisions, reviews and a local pipeline for the repository at ``repo_root``.
+
+    State lives in ``state_dir`` (the tracker database, pipeline logs). ``default_branch`` is
+    detected when None (``detect_default_branch``). With a ``pipeline``, a background thread runs
+    it on every new revision head until ``close()``; without one, pipelines report ``none``.
+    """
+
+    def __init__(
+        self,
+        repo_root: Path | str,
+        state_dir: Path | str,
+        default_branch: str | None = None,
+        pipeline: LocalPipeline | None = None,
+        *,
+        identity: tuple[str, str] = DEFAULT_IDENTITY,
+    ) -> None:
+        repo = GitRepo(Path(repo_root), identity)
+        branch = default_branch or detect_default_branch(repo)
+        repo.branch_head(branch)  # fail at start, not at the first revision
+        state = Path(state_dir)
+        self.repo_root = repo.root
+        self.default_branch = branch
+        self._db = Database(state / DATABASE_NAME)
+        self._store = RevisionStore(
+            self._db, repo, branch, pipeline_configured=pipeline is not None
+        )
+        self.work_item_reader = LocalWorkItemReader(self._db)
+        self.work_item_writer = LocalWorkItemWriter(self._db)
+        self.revision_reader = LocalRevisionReader(self._store)
+        self.revision_writer = LocalRevisionWriter(self._store)
+        self._runner: PipelineRunner | None = None
+        if pipeline is not None:
+            self._runner = PipelineRunner(self._store, pipeline, state / "pipeline-logs")
+            self._store.on_new_head = self._runner.notify
+            self._runner.start()
+
+    def interfaces(self, spec_reader: SpecProviderReader) -> ProviderInterfaces:
+        return ProviderInterfaces(
+            work_item_reader=self.work_item_reader,
+            work_item_writer=self.work_item_writer,
+            revision_reader=self.revision_reader,
+            revision_writer=self.revision_writer,
+            spec_reader=spec_reader,
+        )
+
+    def wait_for_pipelines(self, timeout: float) -> bool:
+        """Block until no pipeline run is queued or running; False on timeout. For tests and
+        ``cpe demo``; the engine itself only polls."""
+        return True if self._runner is None else self._runner.wait_idle(timeout)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop the pipeline thread (cancelling a run in progress) and close the database."""
+        if self._runner is not None:
+            self._runner.stop(timeout)
+        self._db.close()
+
+    def __enter__(self) -> LocalProvider:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def create_local_provider(
+    repo_root: Path | str,
+    state_dir: Path | str,
+    *,
+    default_branch: str | None = None,
+    pipeline: LocalPipeline | None = None,
+    spec_globs: Sequence[str] = DEFAULT_SPEC_GLOBS,
+) -> tuple[LocalProvider, ProviderInterfaces]:
+    """The local provider and the five interfaces an engine takes (specs from the same repo).
+    Keep the provider to ``close()`` it at shutdown."""
+    provider = LocalProvider(repo_root, state_dir, default_branch, pipeline)
+    specs = GitSpecReader(provider.repo_root, spec_globs, default_branch=provider.default_branch)
+    return provider, provider.interfaces(specs)

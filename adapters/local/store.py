@@ -1,0 +1,127 @@
+"""What the local provider's readers, writers and pipeline runner share: the tracker database,
+the repository, the default branch, and how a revision row becomes a domain ``Revision``.
+
+A revision's head lives in the database. Two refs follow it: the branch the user sees
+(``refs/heads/<branch>``) and a hidden ref (``refs/cpe/revisions/<id>``) that keeps every head
+reachable for ``git gc`` even when someone deletes or resets the branch — the runtime's worktree
+cleanup deletes a local branch of the same name (seed 001), so the branch alone is not safe.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from adapters.git_plumbing import GitRepo
+from adapters.local.db import Database, now
+from adapters.local.work_items import row_id
+from domain.errors import NotFoundError
+from domain.models import Pipeline, Revision, RevisionId, WorkItemId
+
+log = structlog.get_logger(__name__)
+
+REVISION_KEYS = "revision"
+REVISION_UPDATE_KEYS = "revision-update"
+
+
+def hidden_ref(revision_id: int) -> str:
+    return f"refs/cpe/revisions/{revision_id}"
+
+
+@dataclass
+class RevisionStore:
+    db: Database
+    repo: GitRepo
+    default_branch: str
+    pipeline_configured: bool = False
+    # Serialises every read-modify-write of refs (create, update, merge): git's ref locks would
+    # refuse a racing update, but one lock makes the refusal impossible instead of retried.
+    write_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Told about every new revision head, so the pipeline runner can start on it.
+    on_new_head: Callable[[], None] = lambda: None
+
+    def default_head(self) -> str:
+        return self.repo.branch_head(self.default_branch)
+
+    def load(self, conn: sqlite3.Connection, revision_id: str) -> sqlite3.Row:
+        row: sqlite3.Row | None = conn.execute(
+            "SELECT * FROM revisions WHERE id = ?", (row_id("revision", revision_id),)
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"revision {revision_id!r} does not exist")
+        return row
+
+    def get(self, revision_id: str) -> Revision:
+        with self.db.read() as conn:
+            row = self.load(conn, revision_id)
+            run = conn.execute(
+                "SELECT * FROM pipeline_runs WHERE revision_id = ? AND head_sha = ?",
+                (row["id"], row["head_sha"]),
+            ).fetchone()
+        return self.to_model(row, run)
+
+    def list(self) -> list[Revision]:
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT * FROM revisions ORDER BY id").fetchall()
+            runs = {
+                (run["revision_id"], run["head_sha"]): run
+                for run in conn.execute(
+                    "SELECT p.* FROM pipeline_runs p JOIN revisions r "
+                    "ON p.revision_id = r.id AND p.head_sha = r.head_sha"
+                )
+            }
+        return [self.to_model(row, runs.get((row["id"], row["head_sha"]))) for row in rows]
+
+    def to_model(self, row: sqlite3.Row, run: sqlite3.Row | None) -> Revision:
+        work_item = row["work_item_id"]
+        return Revision(
+            id=RevisionId(str(row["id"])),
+            title=row["title"],
+            work_item_id=WorkItemId(str(work_item)) if work_item is not None else None,
+            branch=row["branch"],
+            head_sha=row["head_sha"],
+            state=row["state"],
+            pipeline=self._pipeline(row, run),
+            reviewed_sha=row["reviewed_sha"],
+        )
+
+    def _pipeline(self, row: sqlite3.Row, run: sqlite3.Row | None) -> Pipeline:
+        if run is None:
+            # An open head not queued yet (a crash between the write and the queue) is picked up
+            # by the runner's recovery; until it finishes it is pending, never "none".
+            configured = self.pipeline_configured and row["state"] == "open"
+            return Pipeline(status="pending") if configured else Pipeline()
+        if run["status"] in ("pending", "running"):
+            return Pipeline(status="pending", url=run["url"])
+        return Pipeline(status=run["status"], reason=run["reason"], url=run["url"])
+
+    def queue_pipeline(self, conn: sqlite3.Connection, revision_id: int, head_sha: str) -> None:
+        if self.pipeline_configured:
+            conn.execute(
+                "INSERT OR IGNORE INTO pipeline_runs (revision_id, head_sha, status, queued_at) "
+                "VALUES (?, ?, 'pending', ?)",
+                (revision_id, head_sha, now()),
+            )
+
+    def publish(self, revision_id: int, branch: str, head: str) -> None:
+        """Point the hidden ref and the branch at ``head``.
+
+        A branch checked out in some worktree is left where it is: moving it would make that
+        checkout look modified. The hidden ref and the database still hold the new head, and the
+        next write publishes the branch again.
+        """
+        self.repo.update_ref(hidden_ref(revision_id), head, reason=f"cpe revision {revision_id}")
+        holder = self.repo.checked_out_at(branch)
+        if holder is not None:
+            log.warning(
+                "revision branch is checked out; not moving it",
+                revision_id=revision_id,
+                branch=branch,
+                worktree=str(holder.path),
+            )
+            return
+        self.repo.update_ref(f"refs/heads/{branch}", head, reason=f"cpe revision {revision_id}")
