@@ -115,6 +115,29 @@ class CpeConfig(_Section):
     supervisor: SupervisorSettings = SupervisorSettings()
     logging: LoggingSection = LoggingSection()
 
+    def engine_config(
+        self,
+        provider: ProviderInterfaces,
+        create_runtime_adapters: RuntimeAdapterFactory,
+        policy: Policy | None = None,
+    ) -> EngineConfig:
+        """The engine's config: this file's engine-owned settings plus the injected parts."""
+        state_dir = Path(self.repository.path) / self.engine.state_dir
+        return EngineConfig(
+            provider=provider,
+            create_runtime_adapters=create_runtime_adapters,
+            policy=policy,
+            log_level=self.engine.log_level,
+            shutdown_timeout=self.engine.shutdown_timeout,
+            work_item_poller=PollerSettings(poll_interval=self.pollers.work_items_interval),
+            revision_poller=PollerSettings(poll_interval=self.pollers.revisions_interval),
+            spec_poller=PollerSettings(poll_interval=self.pollers.specs_interval),
+            handlers=self.handler_options(),
+            journal_path=str(state_dir / "journal.sqlite3"),
+            max_agent_duration=self.runtime.max_agent_duration,
+            supervisor=self.supervisor,
+        )
+
     def handler_options(self) -> HandlerOptions:
         w = self.workflow
         return HandlerOptions(

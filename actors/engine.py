@@ -62,6 +62,7 @@ from domain.ports import (
     WorkProviderReader,
     WorkProviderWriter,
 )
+from domain.state import apply_event
 
 log = structlog.get_logger("cpe.engine")
 
@@ -222,7 +223,12 @@ class Engine:
         restored = self.journal.restore()
         self.store.set_state(restored.state)
         self.inbox.restore(restored.unprocessed)
-        self._fail_interrupted_runs(restored.state)
+        # Runs are judged on everything the journal holds, processed or not: a run whose
+        # AgentRequested was queued but never processed was interrupted too.
+        journaled = restored.state
+        for entry in restored.unprocessed:
+            journaled = apply_event(journaled, entry.event)
+        self._fail_interrupted_runs(journaled)
         self._reap_runtime_leftovers()
         self.supervisor = Supervisor(self.config.supervisor, on_give_up=self._gave_up)
         for spec in self._child_specs():
@@ -244,8 +250,10 @@ class Engine:
                     ref.ask(Poll(), timeout=self.config.shutdown_timeout)
             except Exception as exc:
                 log.error("first poll failed", poller=poller.name, error=repr(exc))
-        # 2. interval polling
+        # 2. interval polling. The flag lives on the poller's shared state, so an actor that is
+        # being restarted right now (its first poll crashed) starts ticking when it comes back.
         for poller in self.pollers:
+            poller.ticking.set()
             ref = self._ref(f"poller:{poller.name}")
             if ref is not None:
                 ref.tell(StartTicking())

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,7 +38,7 @@ SCHEMA_VERSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    at TEXT NOT NULL,
+    at REAL NOT NULL,
     type TEXT NOT NULL,
     body TEXT NOT NULL
 );
@@ -65,7 +66,7 @@ _EVENT_LIST: TypeAdapter[list[EngineEvent]] = TypeAdapter(list[EngineEvent])
 @dataclass(frozen=True)
 class JournalEntry:
     seq: int
-    at: str
+    at: float  # when it was journaled (unix time)
     event: EngineEvent
 
 
@@ -119,7 +120,8 @@ class Journal:
         body = EVENT_ADAPTER.dump_json(event).decode()
         with self._guard("append an event"):
             cursor = self._db.execute(
-                "INSERT INTO events (at, type, body) VALUES (?, ?, ?)", (_now(), event.type, body)
+                "INSERT INTO events (at, type, body) VALUES (?, ?, ?)",
+                (time.time(), event.type, body),
             )
             seq = cursor.lastrowid
         if seq is None:  # pragma: no cover - sqlite always sets it for an INSERT
@@ -171,18 +173,16 @@ class Journal:
         body = COMMAND_ADAPTER.dump_json(command).decode()
         now = _now()
         with self._guard("record an intent"):
-            row = self._db.execute("SELECT status FROM intents WHERE key = ?", (key,)).fetchone()
-            if row is not None and row[0] == "done":
-                done = True
-            else:
-                done = False
-                self._db.execute(
-                    "INSERT INTO intents (key, command, status, attempts, created_at, updated_at) "
-                    "VALUES (?, ?, 'pending', 1, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-                    "status = 'pending', attempts = attempts + 1, error = NULL, updated_at = ?",
-                    (key, body, now, now, now),
-                )
-        return self.intent(key) if done else None
+            # One statement: a new or retried intent returns a row; a done one is left as it
+            # is and returns none.
+            row = self._db.execute(
+                "INSERT INTO intents (key, command, status, attempts, created_at, updated_at) "
+                "VALUES (?, ?, 'pending', 1, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+                "status = 'pending', attempts = attempts + 1, error = NULL, updated_at = ? "
+                "WHERE status != 'done' RETURNING status",
+                (key, body, now, now, now),
+            ).fetchone()
+        return self.intent(key) if row is None else None
 
     def finish_intent(self, key: str, result: Sequence[EngineEvent]) -> None:
         body = _EVENT_LIST.dump_json(list(result)).decode()

@@ -8,6 +8,7 @@ next one taken.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ Execute = Callable[[EngineCommand, EngineState], Sequence[EngineEvent]]
 HandlerList = Sequence[Callable[[EngineEvent, EngineState], list[EngineCommand]]]
 
 log = structlog.get_logger("cpe.engine")
+_debug = logging.getLogger("cpe.engine")
 
 
 @dataclass
@@ -38,7 +40,8 @@ class EngineLoop:
     processed: int = 0
 
     def process(self, seq: int, event: EngineEvent) -> None:
-        log.debug("processing event", seq=seq, **identify(event))
+        if _debug.isEnabledFor(logging.DEBUG):
+            log.debug("processing event", seq=seq, **identify(event))
         snapshot = self.store.apply(event)
         commands = run_handlers(self.handlers, event, snapshot)
         for command in commands:

@@ -31,6 +31,9 @@ log = structlog.get_logger("cpe.queue")
 class Inbox:
     def __init__(self, journal: Journal, restored: Iterable[JournalEntry] = ()):
         self.journal = journal
+        # _append keeps journal order and queue order the same; _lock guards the deque only,
+        # so the engine's take/finish never wait for a producer's insert.
+        self._append = threading.Lock()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._items: deque[tuple[int, EngineEvent]] = deque(
@@ -44,19 +47,22 @@ class Inbox:
 
     def put(self, event: EngineEvent, *, internal: bool = False) -> int | None:
         """Append ``event``; its journal sequence number, or None when it was rejected."""
-        with self._lock:
+        with self._append:
             if self._closed and not internal and not is_agent_terminal(event):
                 self.rejected += 1
                 log.info("event rejected: shutting down", **identify(event))
                 return None
             seq = self.journal.append(event)
-            self._items.append((seq, event))
-        self.wake()
+            with self._lock:
+                self._items.append((seq, event))
+                idle = self._in_flight is None
+        if idle:  # a busy engine asks for the next event itself when it is done
+            self.wake()
         return seq
 
     def restore(self, entries: Iterable[JournalEntry]) -> None:
         """Queue events the journal holds but never finished processing (before new ones)."""
-        with self._lock:
+        with self._append, self._lock:
             self._items.extendleft(reversed([(e.seq, e.event) for e in entries]))
 
     def take(self) -> tuple[int, EngineEvent] | None:
@@ -87,7 +93,7 @@ class Inbox:
             return self._in_flight is not None
 
     def close(self) -> None:
-        with self._lock:
+        with self._append:
             self._closed = True
 
     @property

@@ -157,8 +157,12 @@ class AgentSession(SupervisedActor):
         if not self._emitted:
             self._emit(self._terminal_event())
         if self._portal_cm is not None and (self._future is None or self._future.done()):
-            self._portal_cm.__exit__(None, None, None)
-            self._portal_cm = None
+            # Closing the loop waits for the runtime's executor threads; that must not hold
+            # the actor (or a shutdown) hostage, so it happens beside it.
+            portal_cm, self._portal_cm = self._portal_cm, None
+            threading.Thread(
+                target=portal_cm.__exit__, args=(None, None, None), daemon=True
+            ).start()
         if self._on_finished is not None:
             self._on_finished()
 
@@ -167,6 +171,10 @@ class AgentSession(SupervisedActor):
     async def _run(self) -> Any:
         with anyio.CancelScope() as scope:
             self._scope = scope
+            if self._cancel_reason is not None:
+                # Cancelled before the loop got here: the actor found no scope to cancel.
+                # (It sets the reason before it looks for the scope, so one of us sees it.)
+                scope.cancel()
             with anyio.move_on_after(self.max_duration) as deadline:
                 handle = await self.adapter.start_agent(self.params)
                 self._handle = handle

@@ -124,14 +124,21 @@ class StreamRegistry:
     """The engine's handle map: the output of every run that has started and not ended."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._buffers: dict[SessionId, OutputBuffer] = {}
 
     def open(self, session_id: SessionId) -> OutputBuffer:
         buffer = OutputBuffer()
         with self._lock:
             self._buffers[session_id] = buffer
+            self._lock.notify_all()
         return buffer
+
+    def wait_subscribe(self, session_id: SessionId, timeout: float) -> AgentStream | None:
+        """Like ``subscribe``, waiting up to ``timeout`` for the run to start."""
+        with self._lock:
+            self._lock.wait_for(lambda: session_id in self._buffers, timeout)
+        return self.subscribe(session_id)
 
     def close(self, session_id: SessionId) -> None:
         with self._lock:

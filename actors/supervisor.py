@@ -134,6 +134,11 @@ class Supervisor:
         with self._lock:
             return self._children[child_id].generation
 
+    def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Wait until ``predicate`` holds; re-checked whenever the tree changes."""
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout)
+
     def report(self, child_id: str, generation: int, exc: BaseException) -> None:
         """A child crashed. Non-blocking: the worker thread decides what to do."""
         self._reports.put((child_id, generation, exc))
@@ -149,6 +154,7 @@ class Supervisor:
         """Forget a child that stopped on its own (a finished session)."""
         with self._lock:
             self._children.pop(child_id, None)
+            self._changed.notify_all()
 
     # ------------------------------------------------------------------ stopping
 
@@ -202,6 +208,7 @@ class Supervisor:
                 return  # a crash of an instance already replaced
             if child.spec.restart == "temporary":
                 self._children.pop(child_id, None)
+                self._changed.notify_all()
                 log.info("temporary child crashed; not restarted", child=child_id)
                 return
             now = self._clock()

@@ -85,7 +85,6 @@ class FakeTracker:
             self.log.append((method, args))
             pending = self.faults.get(method)
             fault = pending.pop(0) if pending else None
-            self.changed.notify_all()
         if fault is not None:
             raise fault
 

@@ -1,0 +1,72 @@
+"""Running an engine as a supervised process: signals and exit codes.
+
+Exit codes follow sysexits and systemd's expectations (field notes): 0 after a clean stop, 75
+(EX_TEMPFAIL) when supervision gave up (restart me), 78 (EX_CONFIG) for a configuration error
+(do not restart me: ``RestartPreventExitStatus=78``). SIGTERM and SIGINT run the graceful stop;
+a second SIGINT while stopping exits at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+
+import structlog
+
+from actors.engine import Engine
+from domain.errors import ConfigError
+
+EXIT_OK = 0
+EXIT_TEMPFAIL = 75
+EXIT_CONFIG = 78
+EXIT_FORCED = 130
+
+log = structlog.get_logger("cpe.process")
+
+
+def run_engine(
+    build: Callable[[], Engine],
+    *,
+    install_signals: bool = True,
+    on_ready: Callable[[Engine], None] | None = None,
+    on_tick: Callable[[Engine], None] | None = None,
+    tick_seconds: float = 5.0,
+) -> int:
+    """Build, start and run an engine until it stops; the process exit code."""
+    try:
+        engine = build()
+    except ConfigError as exc:
+        print(f"cpe: configuration error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    stopping = threading.Event()
+
+    def stop_in_background(reason: str) -> None:
+        stopping.set()
+        threading.Thread(target=engine.stop, args=(reason,), name="cpe-stop", daemon=True).start()
+
+    def on_signal(signum: int, _: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if stopping.is_set():
+            if signum == signal.SIGINT:
+                log.error("second interrupt: exiting without waiting", signal=name)
+                os._exit(EXIT_FORCED)
+            return
+        log.info("signal received; stopping", signal=name)
+        stop_in_background(f"signal {name}")
+
+    if install_signals:
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    engine.start()
+    if on_ready is not None:
+        on_ready(engine)
+    while True:
+        code = engine.wait(tick_seconds)
+        if code is not None:
+            return code
+        if on_tick is not None and not stopping.is_set():
+            on_tick(engine)

@@ -1,0 +1,207 @@
+"""The command executor on its own (no threads): policy, guards, intents, retries, plans."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.executor import CommandExecutor, RetrySettings
+from actors.journal import Journal
+from actors.queue import Inbox
+from actors.sessions import SessionManager
+from domain.commands import ApplyPlan, CreateRevision, MergeRevision, StartAgent, TransitionStatus
+from domain.errors import ProviderError
+from domain.events import (
+    AgentRequested,
+    CommandFailed,
+    CommandRejected,
+    PlanApplied,
+    RevisionCreated,
+    StatusTransitioned,
+)
+from domain.models import EngineState, ImplementorStartParams, PlannerStartParams
+from domain.policy import AllowAll, DenyCommands
+from domain.results import PlannedWorkItem, PlannerResult
+from tests.fakes.provider import FakeTracker, fake_provider
+
+
+class Rig:
+    def __init__(self, tmp_path: Path, **kw: Any):
+        self.tracker = FakeTracker()
+        _, provider = fake_provider(self.tracker)
+        self.journal = Journal(tmp_path / "j.sqlite3")
+        self.inbox = Inbox(self.journal)
+        self.sessions = SessionManager()
+        self.spawned: list[str] = []
+        self.executor = CommandExecutor(
+            work_item_writer=provider.work_item_writer,
+            revision_writer=provider.revision_writer,
+            policy=kw.get("policy", AllowAll()),
+            journal=self.journal,
+            inbox=self.inbox,
+            sessions=self.sessions,
+            spawn_session=lambda sid, params: self.spawned.append(sid),
+            max_concurrent={"planner": 1, "implementor": 2, "reviewer": 1},
+            retry=RetrySettings(attempts=3, initial_delay=0, max_delay=0),
+        )
+
+    def run(self, command: Any) -> list[Any]:
+        return self.executor.execute(command, EngineState())
+
+    def queued(self) -> list[Any]:
+        return [entry.event for entry in self.journal.entries()]
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Rig:
+    return Rig(tmp_path)
+
+
+def implementor(wid: str = "1") -> StartAgent:
+    return StartAgent(params=ImplementorStartParams(work_item_id=wid, branch_name=f"cpe/{wid}"))
+
+
+def test_start_agent_queues_agent_requested_before_the_session_starts(rig: Rig) -> None:
+    assert rig.run(implementor()) == []
+    [requested] = rig.queued()
+    assert isinstance(requested, AgentRequested)
+    assert requested.params.session_id == requested.session_id
+    assert rig.spawned == [requested.session_id]
+
+
+def test_one_run_per_work_item(rig: Rig) -> None:
+    rig.run(implementor("1"))
+    [rejected] = rig.run(implementor("1"))
+    assert isinstance(rejected, CommandRejected)
+    assert "already active for work item 1" in rejected.reason
+
+
+def test_one_planner_at_a_time(rig: Rig) -> None:
+    plan = StartAgent(params=PlannerStartParams(spec_paths=("a.md",)))
+    rig.run(plan)
+    [rejected] = rig.run(plan)
+    assert "one at a time" in rejected.reason
+
+
+def test_max_concurrent_per_role(rig: Rig) -> None:
+    rig.run(implementor("1"))
+    rig.run(implementor("2"))
+    [rejected] = rig.run(implementor("3"))
+    assert "max_concurrent 2" in rejected.reason
+    rig.sessions.ended(rig.spawned[0])
+    assert rig.run(implementor("3")) == []
+
+
+def test_policy_rejection_is_a_command_rejected(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, policy=DenyCommands(["MergeRevision"], "a person merges"))
+    [rejected] = rig.run(MergeRevision(work_item_id="1", revision_id="r1"))
+    assert isinstance(rejected, CommandRejected)
+    assert rig.tracker.calls["merge"] == 0
+
+
+def test_a_transient_failure_is_retried(rig: Rig) -> None:
+    rig.tracker.add_item("1")
+    rig.tracker.fail_next("transition_status", ProviderError("bad gateway", status=502))
+    [event] = rig.run(TransitionStatus(work_item_id="1", to="blocked"))
+    assert isinstance(event, StatusTransitioned)
+    assert rig.tracker.calls["transition_status"] == 2
+    assert rig.tracker.work_items["1"].status == "blocked"
+
+
+def test_retry_after_is_honoured(rig: Rig) -> None:
+    waits: list[float] = []
+    rig.executor.stopping.wait = lambda t: waits.append(t) or False  # type: ignore[method-assign]
+    rig.executor.retry = RetrySettings(attempts=3, initial_delay=0.1, max_delay=60)
+    rig.tracker.add_item("1")
+    rig.tracker.fail_next(
+        "transition_status", ProviderError("slow down", status=429, retry_after=7)
+    )
+    [event] = rig.run(TransitionStatus(work_item_id="1", to="blocked"))
+    assert isinstance(event, StatusTransitioned)
+    assert waits == [7]
+
+
+def test_a_persistent_failure_is_command_failed_and_the_intent_failed(rig: Rig) -> None:
+    rig.tracker.add_item("1")
+    errors = [ProviderError("down", status=503) for _ in range(3)]
+    rig.tracker.fail_next("transition_status", *errors)
+    [failed] = rig.run(TransitionStatus(work_item_id="1", to="blocked"))
+    assert isinstance(failed, CommandFailed)
+    assert "down" in failed.error
+    assert rig.tracker.calls["transition_status"] == 3
+    assert rig.journal.intent("transition:1:blocked").status == "failed"
+
+
+def test_a_non_transient_failure_is_not_retried(rig: Rig) -> None:
+    rig.tracker.fail_next("merge", ProviderError("forbidden", status=422))
+    [failed] = rig.run(MergeRevision(work_item_id="1", revision_id="r1"))
+    assert isinstance(failed, CommandFailed)
+    assert rig.tracker.calls["merge"] == 1
+
+
+def test_a_write_already_made_is_answered_from_the_journal(rig: Rig) -> None:
+    command = CreateRevision(
+        session_id="s1", work_item_id="1", branch_name="cpe/1", title="t", body="b", patch="p"
+    )
+    first = rig.run(command)
+    second = rig.run(command)
+    assert rig.tracker.calls["create_from_patch"] == 1
+    assert [type(e) for e in second] == [RevisionCreated]
+    assert second[0].revision == first[0].revision
+
+
+def test_a_plan_creates_items_in_dependency_order_with_real_ids(rig: Rig) -> None:
+    plan = PlannerResult(
+        create=(
+            PlannedWorkItem(temp_id="b", title="B", body="", blocked_by=("a",)),
+            PlannedWorkItem(temp_id="a", title="A", body=""),
+        )
+    )
+    [applied] = rig.run(ApplyPlan(session_id="p1", result=plan, spec_shas={"s.md": "1"}))
+    assert isinstance(applied, PlanApplied)
+    by_title = {i.title: i for i in rig.tracker.work_items.values()}
+    assert by_title["B"].blocked_by == (by_title["A"].id,)
+    assert applied.created_ids == (by_title["A"].id, by_title["B"].id)
+
+
+def test_a_plan_retried_after_a_partial_failure_creates_nothing_twice(rig: Rig) -> None:
+    plan = PlannerResult(create=tuple(PlannedWorkItem(temp_id=t, title=t, body="") for t in "abc"))
+    # the third creation fails: the first two exist, the command failed
+    original = rig.executor.work_item_writer.create_work_item
+    calls = {"n": 0}
+
+    def flaky(*args: Any, **kw: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise ProviderError("boom", status=400)
+        return original(*args, **kw)
+
+    rig.executor.work_item_writer.create_work_item = flaky  # type: ignore[method-assign]
+    command = ApplyPlan(session_id="p1", result=plan, spec_shas={})
+    [failed] = rig.run(command)
+    assert isinstance(failed, CommandFailed)
+    [applied] = rig.run(command)
+    assert isinstance(applied, PlanApplied)
+    assert sorted(i.title for i in rig.tracker.work_items.values()) == ["a", "b", "c"]
+
+
+def test_a_cycle_in_a_plan_fails_the_command(rig: Rig) -> None:
+    plan = PlannerResult(
+        create=(
+            PlannedWorkItem(temp_id="a", title="A", body="", blocked_by=("b",)),
+            PlannedWorkItem(temp_id="b", title="B", body="", blocked_by=("a",)),
+        )
+    )
+    [failed] = rig.run(ApplyPlan(session_id="p1", result=plan, spec_shas={}))
+    assert isinstance(failed, CommandFailed)
+    assert "cycle" in failed.error
+    assert rig.tracker.work_items == {}
+
+
+def test_no_agent_starts_once_shutdown_began(rig: Rig) -> None:
+    rig.sessions.close()
+    [rejected] = rig.run(implementor())
+    assert "shutting down" in rejected.reason
+    assert rig.spawned == []

@@ -1,0 +1,266 @@
+"""What must survive failures: queued events across engine and queue restarts, a crashing
+session (an AgentFailed, not a restart), a process restart (nothing re-planned), and the exit
+codes a process supervisor acts on."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.config import PollerSettings
+from actors.journal import Journal
+from actors.session import AgentSession
+from domain.events import AgentFailed, UserTransitionedStatus
+from tests.actors.conftest import Harness, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run_status(engine: Any, session_id: str) -> str | None:
+    run = engine.get_state().agent_runs.get(session_id)
+    return run.status if run else None
+
+
+def _statuses(engine: Any) -> dict[str, str]:
+    return {wid: item.status for wid, item in engine.get_state().work_items.items()}
+
+
+def test_a_crashed_engine_is_restarted_and_no_queued_event_is_lost(harness: Harness) -> None:
+    for wid in "123":
+        harness.tracker.add_item(wid, "blocked")
+    engine = harness.engine()
+    engine.start()
+    assert engine.inbox.wait_idle(30)
+    crashed: list[str] = []
+
+    def crash_once(event: Any, state: Any) -> list[Any]:
+        if isinstance(event, UserTransitionedStatus) and event.work_item_id == "2" and not crashed:
+            crashed.append("engine")
+            raise RuntimeError("injected: the engine dies mid-event")
+        return []
+
+    engine.loop.handlers = (crash_once, *engine.handlers)
+    engine.pause()
+    for wid in "123":
+        engine.enqueue(UserTransitionedStatus.model_validate({"work_item_id": wid, "to": "done"}))
+    engine.resume()
+    wait_until(lambda: set(_statuses(engine).values()) == {"done"}, engine)
+    assert crashed == ["engine"]
+    assert engine.supervisor.generation("engine") == 2
+    assert engine.supervisor.generation("event_queue") == 1  # one_for_one
+
+
+def test_a_crashed_queue_is_restarted_and_no_queued_event_is_lost(harness: Harness) -> None:
+    for wid in "123":
+        harness.tracker.add_item(wid, "blocked")
+    engine = harness.engine()
+    engine.start()
+    assert engine.inbox.wait_idle(30)
+    real_take = engine.inbox.take
+    crashed: list[bool] = []
+
+    def take_crashing_once() -> Any:
+        if not crashed:
+            crashed.append(True)
+            raise RuntimeError("injected: the queue dies")
+        return real_take()
+
+    engine.inbox.take = take_crashing_once  # type: ignore[method-assign]
+    for wid in "123":
+        engine.enqueue(UserTransitionedStatus.model_validate({"work_item_id": wid, "to": "done"}))
+    wait_until(lambda: set(_statuses(engine).values()) == {"done"}, engine)
+    assert crashed == [True]
+    assert engine.supervisor.generation("event_queue") == 2
+
+
+def test_a_crashing_session_becomes_agent_failed_not_a_restart(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness.tracker.add_item("1")
+    engine = harness.engine()
+
+    original = AgentSession.on_receive
+
+    def crash_on_started(self: AgentSession, message: Any) -> Any:
+        if type(message).__name__ == "_RunEnded":
+            raise RuntimeError("injected: the session dies")
+        return original(self, message)
+
+    monkeypatch.setattr(AgentSession, "on_receive", crash_on_started)
+    engine.start()
+    run = harness.runtime.wait_run()
+    run.complete()
+    wait_until(lambda: _run_status(engine, run.session_id) == "failed", engine)
+    failed = [
+        e.event
+        for e in Journal(engine.config.journal_path).entries()
+        if isinstance(e.event, AgentFailed)
+    ]
+    assert len(failed) == 1
+    assert "session crashed" in failed[0].reason
+    sup = engine.supervisor
+    child = f"session:{run.session_id}"
+    assert sup.wait_until(lambda: child not in sup.child_ids(), timeout=30)  # and not restarted
+
+
+def test_a_restart_with_the_same_journal_replans_nothing_already_planned(harness: Harness) -> None:
+    harness.tracker.add_spec("specs/a.md", "b1")
+    harness.script(
+        auto=lambda p: (
+            __import__("tests.fakes.runtime", fromlist=["x"]).default_result(p)
+            if p.role == "planner"
+            else None
+        )
+    )
+    first = harness.engine()
+    first.start()
+    wait_until(lambda: first.get_state().last_planned_shas.get("specs/a.md") == "b1", first)
+    first.stop()
+    planner_runs = [r for r in harness.runtime.runs.values() if r.params.role == "planner"]
+    assert len(planner_runs) == 1
+    created = harness.tracker.calls["create_work_item"]
+
+    second = harness.engine()
+    second.start()
+    assert second.inbox.wait_idle(30)
+    assert second.get_state().last_planned_shas == {"specs/a.md": "b1"}
+    assert [r for r in harness.runtime.runs.values() if r.params.role == "planner"] == planner_runs
+    assert harness.tracker.calls["create_work_item"] == created
+
+
+KILLED = """
+import sys, threading
+from actors.config import EngineConfig, PollerSettings
+from actors.engine import create_engine
+from tests.fakes.provider import fake_provider
+from tests.fakes.runtime import FakeRuntime, Script, fake_runtimes
+
+tracker, provider = fake_provider()
+tracker.add_item("1")
+runtime = FakeRuntime(Script(block_start=lambda p: True))
+off = PollerSettings(poll_interval=0)
+engine = create_engine(EngineConfig(
+    provider=provider, create_runtime_adapters=fake_runtimes(runtime), journal_path=sys.argv[1],
+    work_item_poller=off, revision_poller=off, spec_poller=off,
+))
+requested = threading.Event()
+engine.subscribe(lambda s: requested.set() if s.agent_runs else None)
+engine.start()
+requested.wait(60)
+print("RUNNING", flush=True)
+threading.Event().wait(600)
+"""
+
+
+def test_a_run_active_when_the_process_was_killed_is_failed_on_restart(
+    harness: Harness, tmp_path: Path
+) -> None:
+    journal_path = str(tmp_path / "journal.sqlite3")
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(KILLED), journal_path],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        # the child logs to stdout too; its own line says the run is active
+        assert any(line.strip() == "RUNNING" for line in iter(child.stdout.readline, ""))
+    finally:
+        child.kill()  # SIGKILL: nothing of the shutdown runs
+        child.wait(60)
+        if child.stdout is not None:
+            child.stdout.close()
+    harness.tracker.add_item("1", "in-progress")
+    engine = harness.engine(journal_path=journal_path)
+    engine.start()
+    wait_until(
+        lambda: [r.status for r in engine.get_state().agent_runs.values()] == ["failed"], engine
+    )
+    [run] = engine.get_state().agent_runs.values()
+    assert "interrupted" in (run.failure_reason or "")
+    # the item goes back to pending and a new run starts for it
+    wait_until(lambda: len(harness.runtime.runs) == 1, engine)
+
+
+GIVE_UP = """
+import sys
+from actors.config import EngineConfig, PollerSettings
+from actors.engine import create_engine
+from actors.process import run_engine
+from actors.supervisor import SupervisorSettings
+from tests.fakes.provider import fake_provider
+from tests.fakes.runtime import FakeRuntime, fake_runtimes
+
+tracker, provider = fake_provider()
+def broken():
+    raise RuntimeError("the provider library is broken")
+provider.work_item_reader.list_work_items = broken
+config = EngineConfig(
+    provider=provider,
+    create_runtime_adapters=fake_runtimes(FakeRuntime()),
+    work_item_poller=PollerSettings(poll_interval=0.05),
+    supervisor=SupervisorSettings(max_restarts=2, backoff_initial=0, jitter=0),
+)
+sys.exit(run_engine(lambda: create_engine(config)))
+"""
+
+BAD_CONFIG = """
+import sys
+from actors.config import load_config
+from actors.process import run_engine
+
+def build():
+    load_config(sys.argv[1])
+    raise AssertionError("a bad config must not load")
+sys.exit(run_engine(build))
+"""
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_past_the_restart_intensity_the_process_exits_75() -> None:
+    result = _python(GIVE_UP)
+    assert result.returncode == 75, result.stderr[-2000:]
+    assert "restart intensity exceeded" in result.stdout + result.stderr
+
+
+def test_a_bad_configuration_exits_78_naming_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "supervisor.toml"
+    config.write_text('[workflow]\nmax_attempts = "three"\n[provider]\nkind = "gitlab"\n')
+    result = _python(BAD_CONFIG, str(config))
+    assert result.returncode == 78
+    assert "workflow.max_attempts" in result.stderr
+    assert "provider.kind" in result.stderr
+    assert "'local' or 'github'" in result.stderr
+
+
+def test_a_crashing_poller_is_restarted_after_its_backoff_and_the_others_keep_running(
+    harness: Harness,
+) -> None:
+    harness.tracker.add_item("1", "done")
+    harness.tracker.fail_next("list_work_items", RuntimeError("injected: a provider bug"))
+    engine = harness.engine(work_item_poller=PollerSettings(poll_interval=0.05))
+    engine.start()
+    sup = engine.supervisor
+    assert sup.wait_until(lambda: sup.generation("poller:work_items") == 2, timeout=30)
+    assert sup.generation("poller:revisions") == 1
+    assert sup.generation("poller:specs") == 1
+    assert sup.generation("engine") == 1
+    # the restarted poller polls again on its timer and the item arrives
+    wait_until(lambda: "1" in engine.get_state().work_items, engine)
