@@ -4,8 +4,9 @@ Pushes N events through the real engine with in-memory fakes and a journal on di
 /dev/shm exists, like a production SSD's page cache). Each event is a ``UserTransitionedStatus``
 (between blocked and done, so no agent starts): the handlers emit a ``TransitionStatus``, the
 executor records its intent, writes it to the fake provider and queues ``StatusTransitioned``,
-which is processed too, so every pushed event costs two full cycles. Reported: pushed events per second, and p50/p99 latency from ``enqueue`` to
-the end of that event's processing.
+which is processed too, so every pushed event costs two full cycles. Reported: pushed events per
+second, and p50/p99 latency from ``enqueue`` to the end of that event's processing. All events
+are pushed at once, so the latency is mostly time spent waiting in the queue behind the others.
 
 The ceiling is the same actor topology with no work in it, measured in the same run: a queue
 actor that forwards to an engine actor, which asks an executor actor and tells the queue it is
