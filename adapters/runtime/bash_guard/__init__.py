@@ -1,0 +1,47 @@
+"""The Bash guard: the validator behind every agent's ``PreToolUse`` hook for the Bash tool.
+
+Agents must never write to the outside world themselves (architecture §6). :func:`check_bash`
+splits a command line into every simple command it can run (:mod:`.split`: lists, pipelines,
+subshells, groups, ``if``/``while``/``for``/``case``, functions, ``$(…)``, backticks, process
+substitutions, heredocs), unwraps what runs other commands (:mod:`.wrappers`: ``bash -c``,
+``eval``, ``env``, ``xargs``, ``timeout``, ``uv run``… and ``find -exec``) and denies, with a
+reason, when one of them would:
+
+- push, talk to the code host (``gh``, ``hub``), change remotes, leave the worktree branch,
+  or write the refs, config or credentials the worktree shares with the repository
+  (:mod:`.git_rules`);
+- write, move, delete or change a path outside the worktree (:mod:`.paths`: operands of
+  ``rm``, ``mv``, ``cp``, ``tee``, ``chmod``, ``ln``…; redirection targets; ``cd`` targets),
+  through ``~``, ``$HOME``, ``..``, a glob that can match ``..``, a symlink that already points
+  out, or into ``.git``;
+- read or write a credential file (``~/.ssh``, ``~/.netrc``, ``~/.git-credentials``…) or
+  another process's environment (``/proc/*/environ``);
+- upload (``curl -d``, ``scp``, ``rsync host:``), publish (``npm publish``, ``twine upload``,
+  ``cargo publish``, ``docker push``…), run as another user (``sudo``), or change the host
+  (:mod:`.policy`);
+- run a command word only known at run time (``$CMD args``, ``"$(which x)" args``), write a
+  path only known at run time, or run a script read from stdin.
+
+Anything the splitter cannot parse is denied: the guard fails closed. It is a tripwire for
+what an agent would plausibly type, not a sandbox: programs the agent writes and runs
+(``python script.py``, ``make``, ``npm run``) are not inspected.
+"""
+
+from adapters.runtime.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuardConfig
+from adapters.runtime.bash_guard.guard import (
+    BashVerdict,
+    check_bash,
+    check_bash_main,
+    render_verdict,
+)
+from adapters.runtime.bash_guard.words import BashParseError
+
+__all__ = [
+    "DEFAULT_PROTECTED_PATHS",
+    "BashGuardConfig",
+    "BashParseError",
+    "BashVerdict",
+    "check_bash",
+    "check_bash_main",
+    "render_verdict",
+]
