@@ -16,6 +16,8 @@ the fields a caller needs to decide what to do (a status code, a retry delay, a 
     │   ├── NotFoundError            the entity does not exist on the provider
     │   └── ConflictError            the provider refused a write (merge conflict, stale head)
     ├── AgentFailure             an agent run did not produce a result (kind, reason)
+    ├── AgentDefinitionError     .claude/agents/<role>.md is missing or malformed
+    ├── ContextError             a run's context could not be assembled (spec, body, files)
     ├── WorktreeError            a worktree could not be created, set up or removed
     ├── PatchError               a patch could not be extracted or applied
     ├── JournalError             the event journal could not be read or written
@@ -118,6 +120,15 @@ class AgentFailure(CpeError):
         self.kind: AgentFailureKind = kind
         self.reason = reason
         super().__init__(f"agent {kind}: {reason}")
+
+
+class AgentDefinitionError(CpeError):
+    """An agent definition file is missing, unreadable or malformed (the run cannot start)."""
+
+
+class ContextError(CpeError):
+    """The context of a run could not be assembled: a spec, a work item body, the revision's
+    files or a project context file could not be read."""
 
 
 class WorktreeError(CpeError):
