@@ -1,0 +1,254 @@
+"""Context assembly: turn an agent's minimal start params into the enriched prompt of seed 001.
+
+The layouts are seed 001 "Context Assembly" byte for byte. Where the seed leaves a case open,
+this module decides, so that the same inputs always give the same bytes:
+
+- Blocks are separated by exactly one blank line and the prompt ends with one newline. Text
+  taken from elsewhere (spec content, bodies, patches) loses its trailing newlines, so a file
+  that ends in ``\\n`` does not add a second blank line; an empty one renders as ``(empty)``.
+- A changed file's patch is fenced exactly as the seed's template reads: the fence on the line
+  after the heading, a blank line, the patch, the closing fence (a plain ```` ``` ````, no
+  language, since the seed names none). A patch that itself holds a run of three
+  or more backticks (a Markdown file) gets a longer fence, as CommonMark allows, so it cannot
+  end the block early.
+- Work items are listed in natural id order (``domain.state.ordered``: "2" before "10"), not
+  in the state's insertion order, so the planner's prompt does not change when a poll reorders.
+  Specs keep the order of ``spec_paths``; files, reviews and comments keep the reader's order.
+- The spec diff is ``difflib.unified_diff`` of the last planned blob against the file on disk,
+  with ``a/<path>`` and ``b/<path>`` headers and three lines of context. Lines are compared
+  without their endings, so a change in the final newline alone shows no hunk; an empty diff
+  renders as ``(no textual changes)``. Any ``lastPlannedSHAs`` entry means ``modified``.
+- An inline comment without a line (a file-level comment, or an outdated one on GitHub) is
+  headed ``#### <path> — <author>``: there is no line to name.
+- A failed pipeline with no reason reads ``failure``; one with no URL omits ``: <url>``.
+- Empty lists read ``(none)`` (no work items yet, a revision without files).
+
+Every read goes through ``deps``, ``repo_root`` or ``read_blob``; any failure, and any id the
+state does not hold, raises ``ContextError`` naming what could not be read (seed 000: the run
+must not start with partial context).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from domain.errors import ContextError
+from domain.models import (
+    AgentStartParams,
+    EngineState,
+    ImplementorStartParams,
+    PlannerStartParams,
+    ReviewerStartParams,
+    ReviewHistory,
+    Revision,
+    RevisionFile,
+    RevisionId,
+    WorkItem,
+    WorkItemId,
+)
+from domain.ports import RuntimeAdapterDeps
+from domain.state import ordered
+
+__all__ = ["assemble_prompt", "spec_diff"]
+
+T = TypeVar("T")
+
+_EMPTY = "(empty)"
+_NONE = "(none)"
+_NO_CHANGES = "(no textual changes)"
+_BACKTICK_RUN = re.compile(r"`{3,}")
+
+
+def assemble_prompt(
+    params: AgentStartParams,
+    deps: RuntimeAdapterDeps,
+    *,
+    repo_root: Path,
+    read_blob: Callable[[str], str],
+) -> str:
+    """The enriched prompt for ``params``' role; ``ContextError`` when any input is missing.
+
+    ``read_blob`` returns the text of a blob by its sha (``SpecProviderReader.read_blob``, or
+    ``git show <sha>`` in the repository): only the planner uses it, for the old spec content.
+    """
+    state = _fetch("the engine state", deps.get_state)
+    if isinstance(params, PlannerStartParams):
+        return _planner_prompt(params, state, deps, repo_root, read_blob)
+    if isinstance(params, ImplementorStartParams):
+        return _implementor_prompt(params, state, deps)
+    return _reviewer_prompt(params, state, deps)
+
+
+def spec_diff(path: str, old: str, new: str) -> str:
+    """Unified diff of a spec from its last planned text to its current text (no trailing
+    newline), or ``""`` when the lines are the same."""
+    lines = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), fromfile=f"a/{path}", tofile=f"b/{path}", lineterm=""
+    )
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- roles
+
+
+def _planner_prompt(
+    params: PlannerStartParams,
+    state: EngineState,
+    deps: RuntimeAdapterDeps,
+    repo_root: Path,
+    read_blob: Callable[[str], str],
+) -> str:
+    specs = [_spec_block(path, state, repo_root, read_blob) for path in params.spec_paths]
+    items = [_planner_item_block(state.work_items[wid], deps) for wid in ordered(state.work_items)]
+    return _document(
+        ["## Changed Specs", *(specs or [_NONE]), "## Existing Work Items", *(items or [_NONE])]
+    )
+
+
+def _implementor_prompt(
+    params: ImplementorStartParams, state: EngineState, deps: RuntimeAdapterDeps
+) -> str:
+    item = _work_item(state, params.work_item_id)
+    blocks = _work_item_blocks(item, deps)
+    if item.linked_revision is not None:
+        revision = _revision(state, item.linked_revision, f"linked to work item {item.id}")
+        files, history = _revision_inputs(revision.id, deps)
+        blocks += _revision_blocks(revision, files)
+        if revision.pipeline.status == "failure":
+            reason = revision.pipeline.reason or "failure"
+            url = revision.pipeline.url
+            blocks += ["### CI Status: FAILURE", f"{reason}: {url}" if url else reason]
+        blocks += _review_blocks(history)
+    return _document(blocks)
+
+
+def _reviewer_prompt(
+    params: ReviewerStartParams, state: EngineState, deps: RuntimeAdapterDeps
+) -> str:
+    item = _work_item(state, params.work_item_id)
+    revision = _revision(state, params.revision_id, f"under review for work item {item.id}")
+    blocks = _work_item_blocks(item, deps)
+    files, history = _revision_inputs(revision.id, deps)
+    return _document(blocks + _revision_blocks(revision, files) + _review_blocks(history))
+
+
+# ---------------------------------------------------------------------------- sections
+
+
+def _spec_block(
+    path: str, state: EngineState, repo_root: Path, read_blob: Callable[[str], str]
+) -> str:
+    content = _read_spec(repo_root, path)
+    planned_sha = state.last_planned_shas.get(path)
+    if planned_sha is None:
+        return f"### {path} (added)\n{_text(content)}"
+    old = _fetch(
+        f"the last planned version of spec {path} (blob {planned_sha})", read_blob, planned_sha
+    )
+    diff = spec_diff(path, old, content) or _NO_CHANGES
+    return f"### {path} (modified)\n{_text(content)}\n\n#### Diff\n{diff}"
+
+
+def _planner_item_block(item: WorkItem, deps: RuntimeAdapterDeps) -> str:
+    body = _body(item.id, deps)
+    return f"### WorkItem #{item.id} — {item.title}\nStatus: {item.status}\n\n{_text(body)}"
+
+
+def _work_item_blocks(item: WorkItem, deps: RuntimeAdapterDeps) -> list[str]:
+    body = _body(item.id, deps)
+    return [f"## Work Item #{item.id} — {item.title}", _text(body), f"### Status\n{item.status}"]
+
+
+def _revision_blocks(revision: Revision, files: Sequence[RevisionFile]) -> list[str]:
+    entries = [_file_entry(f) for f in files] or [_NONE]
+    return [f"## Revision #{revision.id} — {revision.title}", "### Changed Files", *entries]
+
+
+def _file_entry(file: RevisionFile) -> str:
+    heading = f"#### {file.path} ({file.status})"
+    if file.patch is None:
+        # Binary or oversized: the seed wants the path and status only, no empty code block.
+        return heading
+    longest = max((len(run) for run in _BACKTICK_RUN.findall(file.patch)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return f"{heading}\n{fence}\n\n{_text(file.patch)}\n{fence}"
+
+
+def _review_blocks(history: ReviewHistory) -> list[str]:
+    blocks: list[str] = []
+    if history.reviews:
+        blocks.append("### Prior Reviews")
+        for review in history.reviews:
+            blocks += [f"#### Review by {review.author} — {review.state}", _text(review.body)]
+    if history.inline_comments:
+        blocks.append("### Prior Inline Comments")
+        for comment in history.inline_comments:
+            where = comment.path if comment.line is None else f"{comment.path}:{comment.line}"
+            blocks += [f"#### {where} — {comment.author}", _text(comment.body)]
+    return blocks
+
+
+def _document(blocks: Iterable[str]) -> str:
+    return "\n\n".join(blocks) + "\n"
+
+
+def _text(text: str) -> str:
+    stripped = text.rstrip("\r\n")
+    return stripped if stripped.strip() else _EMPTY
+
+
+# ---------------------------------------------------------------------------- reads
+
+
+def _work_item(state: EngineState, work_item_id: WorkItemId) -> WorkItem:
+    item = state.work_items.get(work_item_id)
+    if item is None:
+        raise ContextError(f"work item {work_item_id} is not in the engine state")
+    return item
+
+
+def _revision(state: EngineState, revision_id: RevisionId, relation: str) -> Revision:
+    revision = state.revisions.get(revision_id)
+    if revision is None:
+        raise ContextError(f"revision {revision_id} ({relation}) is not in the engine state")
+    return revision
+
+
+def _body(work_item_id: WorkItemId, deps: RuntimeAdapterDeps) -> str:
+    return _fetch(
+        f"the body of work item {work_item_id}",
+        deps.work_item_reader.get_work_item_body,
+        work_item_id,
+    )
+
+
+def _revision_inputs(
+    revision_id: RevisionId, deps: RuntimeAdapterDeps
+) -> tuple[Sequence[RevisionFile], ReviewHistory]:
+    files = _fetch(
+        f"the files of revision {revision_id}",
+        deps.revision_reader.get_revision_files,
+        revision_id,
+    )
+    history = _fetch(
+        f"the review history of revision {revision_id}", deps.get_review_history, revision_id
+    )
+    # A reader may hand out a live list; the prompt is built from a copy taken now.
+    return tuple(files), history
+
+
+def _read_spec(repo_root: Path, path: str) -> str:
+    return _fetch(f"spec {path}", (repo_root / path).read_text, "utf-8")
+
+
+def _fetch(what: str, read: Callable[..., T], *args: object) -> T:
+    # Readers are ports with any implementation behind them (GitHub, SQLite, git, a fake), so
+    # any exception is a failed read: the run must not start (seed 000 "Error Handling").
+    try:
+        return read(*args)
+    except Exception as exc:
+        raise ContextError(f"could not read {what}: {exc}") from exc
