@@ -1,0 +1,363 @@
+"""The Claude SDK runtime adapter (seed 001): the only module that imports ``claude_agent_sdk``.
+
+``create_claude_adapter(config, deps)`` returns a ``RuntimeAdapter``. ``start_agent`` provisions
+the worktree (implementor), assembles the context, loads the agent definition, starts the CLI
+through ``ClaudeSDKClient`` and returns a handle; ``handle.result`` drives the session to its
+end: structured output validated, the patch extracted (implementor), the worktree and branch
+removed, the process tree killed, the artifacts finished. Timeouts and cancels are anyio scopes
+so the SDK's own shielded teardown runs; the CLI runs in its own process group (see
+``launcher``) so nothing it started outlives the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+from claude_agent_sdk import (
+    AgentDefinition,
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    HookMatcher,
+    ResultMessage,
+    TextBlock,
+    ToolUseBlock,
+)
+from claude_agent_sdk import ClaudeSDKError as _SDKError
+from pydantic import Field
+
+from adapters.runtime.agent_env import build_agent_env
+from adapters.runtime.agents import (
+    AgentSpec,
+    effective_disallowed_tools,
+    effective_tools,
+    load_agent_definition,
+)
+from adapters.runtime.bash_guard import BashGuardConfig, check_bash
+from adapters.runtime.context import assemble_prompt
+from adapters.runtime.launcher import kill_tree, read_pid, write_wrapper
+from adapters.runtime.patches import extract_patch
+from adapters.runtime.run_files import RunFiles
+from adapters.runtime.worktrees import Worktree, WorktreeManager, run_git
+from domain.errors import AgentFailure, InvalidAgentOutputError
+from domain.models import (
+    AgentStartParams,
+    ImplementorStartParams,
+    RunUsage,
+    SessionId,
+)
+from domain.ports import AgentRunHandle, RuntimeAdapterConfig, RuntimeAdapterDeps
+from domain.results import (
+    AgentResult,
+    ImplementorOutput,
+    ImplementorResult,
+    output_schema,
+    validate_output,
+)
+
+log = structlog.get_logger("cpe.runtime.claude")
+
+# Variables the CLI needs to reach its model; passed through when set (the model credential is
+# the CLI's own; provider tokens are never in this list).
+MODEL_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+)
+
+
+class ClaudeAdapterConfig(RuntimeAdapterConfig):
+    repo_root: str
+    default_branch: str
+    context_paths: tuple[str, ...] = (".claude/CLAUDE.md",)
+    setup_command: str = ""
+    setup_timeout: float = Field(default=600, gt=0)
+    cli_path: str | None = Field(default=None, description="another claude executable")
+    model: str | None = None
+    model_variables: tuple[str, ...] = MODEL_VARIABLES
+    agent_env: Mapping[str, str] = Field(default_factory=dict, description="added on purpose")
+    isolated_home: bool = Field(
+        default=False, description="a throwaway HOME per run (no login in it: use an API key)"
+    )
+    bash_guard: BashGuardConfig = BashGuardConfig()
+    kill_grace: float = Field(default=5, gt=0)
+
+
+def create_claude_adapter(config: ClaudeAdapterConfig, deps: RuntimeAdapterDeps) -> ClaudeAdapter:
+    return ClaudeAdapter(config, deps)
+
+
+@dataclass
+class _Run:
+    session_id: SessionId
+    params: AgentStartParams
+    files: RunFiles
+    loop: asyncio.AbstractEventLoop
+    worktree: Worktree | None = None
+    scope: anyio.CancelScope | None = None
+    cancel_reason: str | None = None
+    output: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
+    usage: RunUsage = field(default_factory=RunUsage)
+    denials: list[Any] = field(default_factory=list)
+
+    def cancel(self, reason: str) -> None:  # on the run's loop
+        self.cancel_reason = self.cancel_reason or reason
+        if self.scope is not None:
+            self.scope.cancel()
+
+
+class ClaudeAdapter:
+    def __init__(self, config: ClaudeAdapterConfig, deps: RuntimeAdapterDeps):
+        self.config = config
+        self.deps = deps
+        self.repo_root = Path(config.repo_root)
+        self.worktrees = WorktreeManager(
+            self.repo_root,
+            config.default_branch,
+            config.setup_command or None,
+            config.setup_timeout,
+        )
+        self._runs: dict[SessionId, _Run] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ the port
+
+    async def start_agent(self, params: AgentStartParams) -> AgentRunHandle:
+        session_id = params.session_id
+        if session_id is None:
+            raise ValueError("start_agent needs params with the executor's session_id")
+        files = RunFiles.create(Path(self.config.logging.logs_dir), session_id, self.config)
+        run = _Run(session_id, params, files, asyncio.get_running_loop())
+        try:
+            if isinstance(params, ImplementorStartParams):
+                run.worktree = await anyio.to_thread.run_sync(
+                    self.worktrees.create, params.branch_name
+                )
+            prompt = await anyio.to_thread.run_sync(self._prompt, params)
+            spec = await anyio.to_thread.run_sync(
+                load_agent_definition, self.repo_root, params.role, self.config.context_paths
+            )
+        except BaseException:
+            await self._remove_worktree(run)
+            files.finish("error", None, None, RunUsage(), ["provisioning failed"])
+            raise
+        files.record_prompt(prompt, role=params.role)
+        with self._lock:
+            self._runs[session_id] = run
+        result = asyncio.get_running_loop().create_task(self._drive(run, prompt, spec))
+        return AgentRunHandle(
+            session_id=session_id,
+            output=_drain(run.output),
+            result=result,
+            log_file_path=str(files.transcript_path),
+            usage=lambda: run.usage,
+        )
+
+    def cancel_agent(self, session_id: SessionId) -> None:
+        with self._lock:
+            run = self._runs.get(session_id)
+        if run is not None:
+            run.loop.call_soon_threadsafe(run.cancel, "cancelled")
+
+    def reap(self) -> None:
+        """Startup: remove worktrees and branches a crashed run left behind."""
+        report = self.worktrees.reap()
+        if report.removed_worktrees or report.deleted_branches:
+            log.info(
+                "removed leftovers of an earlier run",
+                worktrees=[str(p) for p in report.removed_worktrees],
+                branches=list(report.deleted_branches),
+            )
+
+    # ------------------------------------------------------------------ the run
+
+    def _prompt(self, params: AgentStartParams) -> str:
+        def read_blob(sha: str) -> str:
+            return run_git(self.repo_root, "cat-file", "blob", sha, strip=False)
+
+        return assemble_prompt(params, self.deps, repo_root=self.repo_root, read_blob=read_blob)
+
+    async def _drive(self, run: _Run, prompt: str, spec: AgentSpec) -> AgentResult:
+        termination, exit_code, final = "error", None, None
+        try:
+            with anyio.CancelScope() as scope:
+                run.scope = scope
+                if run.cancel_reason is not None:
+                    scope.cancel()
+                with anyio.move_on_after(self.config.max_agent_duration) as deadline:
+                    final = await self._session(run, prompt, spec)
+                if deadline.cancelled_caught:
+                    termination = "killed_timeout"
+                    raise AgentFailure(
+                        "timed-out",
+                        f"exceeded max_agent_duration ({self.config.max_agent_duration:g}s)",
+                    )
+            if final is None:
+                termination = "killed_policy"
+                raise AgentFailure("cancelled", run.cancel_reason or "cancelled")
+            result = await self._result(run, final)
+            termination, exit_code = "completed", 0
+            return result
+        finally:
+            pid = read_pid(run.files.pidfile)
+            await anyio.to_thread.run_sync(partial(kill_tree, pid, grace=self.config.kill_grace))
+            await self._remove_worktree(run)
+            run.files.finish(termination, exit_code, final, run.usage, run.denials)
+            run.output.put_nowait(None)
+            with self._lock:
+                self._runs.pop(run.session_id, None)
+
+    async def _session(self, run: _Run, prompt: str, spec: AgentSpec) -> ResultMessage:
+        options = self._options(run, spec)
+        final: ResultMessage | None = None
+        try:
+            async with ClaudeSDKClient(options) as client:
+                await client.query(prompt)
+                async for message in client.receive_response():
+                    run.files.record(message)
+                    if isinstance(message, AssistantMessage):
+                        for block in message.content:
+                            if isinstance(block, TextBlock) and block.text:
+                                run.output.put_nowait(block.text)
+                            elif isinstance(block, ToolUseBlock):
+                                run.files.note(f"tool {block.name}: {_brief(block.input)}")
+                    elif isinstance(message, ResultMessage):
+                        final = message
+                        run.usage = _usage(message)
+                        run.denials = list(message.permission_denials or [])
+        except _SDKError as exc:
+            if final is None:
+                raise AgentFailure("failed", f"the claude CLI failed: {exc}") from exc
+            # an error after the result (a non-zero exit that follows an error result) is
+            # judged by the result itself below
+        if final is None:
+            raise AgentFailure("failed", "the claude CLI ended without a result")
+        return final
+
+    async def _result(self, run: _Run, final: ResultMessage) -> AgentResult:
+        role = run.params.role
+        if final.subtype != "success" or final.is_error:
+            detail = "; ".join(final.errors or []) or (final.result or final.subtype)
+            raise AgentFailure("failed", f"{final.subtype}: {detail}")
+        if final.structured_output is None:
+            raise AgentFailure("failed", "the run succeeded without structured output")
+        try:
+            output = validate_output(role, final.structured_output)
+        except InvalidAgentOutputError as exc:
+            raise AgentFailure("failed", str(exc)) from exc
+        if not isinstance(output, ImplementorOutput):
+            return output
+        patch = None
+        if output.outcome == "completed":
+            assert run.worktree is not None
+            patch = await anyio.to_thread.run_sync(
+                extract_patch, run.worktree.path, self.config.default_branch
+            )
+            if not patch:
+                raise AgentFailure("failed", "outcome completed, but the worktree has no changes")
+        return ImplementorResult(outcome=output.outcome, summary=output.summary, patch=patch)
+
+    def _options(self, run: _Run, spec: AgentSpec) -> ClaudeAgentOptions:
+        cwd = run.worktree.path if run.worktree is not None else self.repo_root
+        guard, guard_config = run, self.config.bash_guard
+
+        async def bash_hook(hook_input: Any, tool_use_id: str | None, context: Any) -> Any:
+            command = str(hook_input.get("tool_input", {}).get("command", ""))
+            verdict = check_bash(command, worktree=cwd, config=guard_config)
+            if verdict.allowed:
+                return {}
+            guard.files.note(f"denied Bash: {verdict.reason}")
+            return {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": verdict.reason,
+                }
+            }
+
+        definition = AgentDefinition(
+            description=spec.description,
+            prompt=spec.prompt,
+            tools=_list(effective_tools(spec, structured_output=True)),
+            disallowedTools=_list(effective_disallowed_tools(spec, structured_output=True)),
+            model=spec.model,
+        )
+        options = ClaudeAgentOptions(
+            agents={spec.role: definition},
+            extra_args={"agent": spec.role},
+            cwd=str(cwd),
+            output_format={"type": "json_schema", "schema": output_schema(run.params.role)},
+            setting_sources=[],
+            hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[bash_hook])]},
+            permission_mode="bypassPermissions",
+            cli_path=str(self._wrapper(run)),
+            stderr=lambda line: run.files.note(f"stderr: {line}"),
+        )
+        if spec.max_turns is not None:
+            options.max_turns = spec.max_turns
+        if self.config.model:
+            options.model = self.config.model
+        return options
+
+    def _wrapper(self, run: _Run) -> Path:
+        extra = {k: v for k in self.config.model_variables if (v := os.environ.get(k))}
+        extra.update(self.config.agent_env)
+        if os.geteuid() == 0:
+            extra["IS_SANDBOX"] = "1"  # the CLI refuses bypassPermissions as root without it
+        if self.config.isolated_home:
+            home = run.files.directory / "home"
+            home.mkdir(exist_ok=True)
+            extra["HOME"] = str(home)
+        env = build_agent_env(os.environ, extra=extra)
+        cli = self.config.cli_path or _bundled_cli()
+        return write_wrapper(run.files.directory / "claude.sh", cli, env, run.files.pidfile)
+
+    async def _remove_worktree(self, run: _Run) -> None:
+        worktree, run.worktree = run.worktree, None
+        if worktree is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.worktrees.remove, worktree)
+
+
+async def _drain(queue: asyncio.Queue[str | None]) -> AsyncIterator[str]:
+    while (chunk := await queue.get()) is not None:
+        yield chunk
+
+
+def _usage(result: ResultMessage) -> RunUsage:
+    usage = result.usage or {}
+    return RunUsage(
+        cost_usd=result.total_cost_usd,
+        turns=result.num_turns,
+        input_tokens=usage.get("input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+    )
+
+
+def _list(values: Sequence[str] | None) -> list[str] | None:
+    return None if values is None else list(values)
+
+
+def _brief(data: Mapping[str, Any]) -> str:
+    text = ", ".join(f"{k}={str(v)[:60]!r}" for k, v in data.items())
+    return text[:200]
+
+
+def _bundled_cli() -> str:
+    import claude_agent_sdk  # noqa: PLC0415 - only to find its directory
+
+    bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    return str(bundled)

@@ -1,0 +1,80 @@
+"""Launching an agent CLI with exactly the environment we chose, in its own process group.
+
+The Claude Agent SDK starts the CLI with ``os.environ`` plus its options' ``env`` (it cannot
+be told not to inherit), so a provider token in the daemon's environment would reach the agent
+and every command it runs. The SDK is therefore pointed (``cli_path``) at a small wrapper
+written for the run: it records its pid, becomes a new session (so the CLI and everything it
+starts share one process group that can be killed as a whole), and ``exec``s the real CLI under
+``env -i`` with the allowlisted environment, keeping only the variables the SDK itself sets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+from collections.abc import Mapping
+from pathlib import Path
+
+import psutil
+
+# Variables the SDK sets for the CLI (transport/subprocess_cli.py); they carry no secret.
+SDK_VARIABLES = (
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_AGENT_SDK_VERSION",
+    "CLAUDE_CODE_SDK_READS_SESSION_STATE",
+    "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING",
+    "PWD",
+)
+
+
+def write_wrapper(path: Path, cli: str | Path, env: Mapping[str, str], pidfile: Path) -> Path:
+    """Write the wrapper script at ``path`` (mode 0700) and return it."""
+    assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
+    passthrough = " ".join(
+        f'${{{name}+"{name}=${name}"}}' for name in SDK_VARIABLES if name not in env
+    )
+    script = (
+        "#!/bin/sh\n"
+        "# Written by cpe for one agent run: a clean environment and a process group of its\n"
+        "# own for the agent CLI. See adapters/runtime/launcher.py.\n"
+        f"echo $$ > {shlex.quote(str(pidfile))}\n"
+        f"exec /usr/bin/env setsid env -i {assignments} {passthrough} "
+        f'{shlex.quote(str(cli))} "$@"\n'
+    )
+    path.write_text(script)
+    path.chmod(0o700)
+    return path
+
+
+def read_pid(pidfile: Path) -> int | None:
+    try:
+        return int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def kill_tree(pid: int | None, *, grace: float = 5.0) -> list[int]:
+    """SIGTERM the process group led by ``pid`` and every descendant, wait ``grace`` seconds,
+    then SIGKILL whatever is left. Returns the pids that were still alive at the start."""
+    if pid is None:
+        return []
+    try:
+        leader = psutil.Process(pid)
+        victims = [leader, *leader.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        victims = []
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+    for process in victims:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.terminate()
+    _, alive = psutil.wait_procs(victims, timeout=grace)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    for process in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(alive, timeout=grace)
+    return [p.pid for p in victims]

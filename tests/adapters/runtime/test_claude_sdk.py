@@ -1,0 +1,257 @@
+"""The Claude SDK adapter end to end: the real claude_agent_sdk and the real bundled claude CLI,
+in real worktrees, against the scripted model (only the model is scripted)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+
+from adapters.runtime.claude_sdk import ClaudeAdapter, ClaudeAdapterConfig, create_claude_adapter
+from adapters.runtime.launcher import read_pid
+from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from domain.errors import AgentFailure
+from domain.models import (
+    EngineState,
+    ImplementorStartParams,
+    PlannerStartParams,
+    ReviewerStartParams,
+    Revision,
+    WorkItem,
+)
+from domain.ports import RuntimeAdapterDeps, SessionLogging
+from domain.results import ImplementorResult, PlannerResult, ReviewerResult
+from tests.fakes.provider import fake_provider
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    shutil.copytree(ROOT / ".claude", repo / ".claude")
+    (repo / "specs").mkdir()
+    (repo / "specs" / "greeting.md").write_text("# Greeting\nA greet(name) function.\n")
+    (repo / "README.md").write_text("demo\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "init")
+    return repo
+
+
+class Rig:
+    def __init__(self, repo: Path, server: ScriptedModelServer, logs: Path, **config: Any):
+        self.repo = repo
+        self.tracker, provider = fake_provider()
+        self.tracker.add_item("1", "in-progress", title="Greeting", body="Add greet(name).")
+        self.state = EngineState.model_validate(
+            {
+                "work_items": {"1": self.tracker.work_items["1"]},
+                "revisions": {},
+            }
+        )
+        deps = RuntimeAdapterDeps(
+            work_item_reader=provider.work_item_reader,
+            revision_reader=provider.revision_reader,
+            get_state=lambda: self.state,
+            get_review_history=provider.revision_reader.get_review_history,
+        )
+        settings: dict[str, Any] = {
+            "repo_root": str(repo),
+            "default_branch": "main",
+            "max_agent_duration": 180,
+            "logging": SessionLogging(logs_dir=str(logs)),
+            "agent_env": server.client_env(),
+            "isolated_home": True,
+            "kill_grace": 2,
+        }
+        settings.update(config)
+        self.adapter: ClaudeAdapter = create_claude_adapter(ClaudeAdapterConfig(**settings), deps)
+
+    def run(self, params: Any, *, cancel_after_output: bool = False) -> tuple[list[str], Any]:
+        async def main() -> tuple[list[str], Any]:
+            handle = await self.adapter.start_agent(params)
+            chunks: list[str] = []
+            async for chunk in handle.output:
+                chunks.append(chunk)
+                if cancel_after_output:
+                    self.adapter.cancel_agent(params.session_id)
+            try:
+                return chunks, await handle.result
+            except AgentFailure as failure:
+                return chunks, failure
+
+        return anyio.run(main)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedModelServer]:
+    book = [
+        load_scenario("denied_bash", match=Match(role="implementor", prompt=r"#7\b")),
+        load_scenario("hang", match=Match(role="implementor", prompt=r"#8\b")),
+        load_scenario("implement"),
+        load_scenario("planner"),
+        load_scenario("review"),
+    ]
+    with ScriptedModelServer(book) as s:
+        yield s
+
+
+def implementor(wid: str = "1", sid: str = "implementor-1") -> ImplementorStartParams:
+    return ImplementorStartParams(session_id=sid, work_item_id=wid, branch_name=f"cpe/{wid}-x")
+
+
+@pytest.mark.spec("S000-21")
+@pytest.mark.spec("S001-27")
+@pytest.mark.spec("S001-33")
+@pytest.mark.spec("S001-02")
+def test_an_implementor_run_returns_a_patch_that_applies_and_leaves_nothing_behind(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs")
+    chunks, result = rig.run(implementor())
+    assert isinstance(result, ImplementorResult), result
+    assert result.outcome == "completed"
+    assert "greeting.py" in (result.patch or "")
+    assert "A greeting for name." in (result.patch or "")  # the Edit after the Write
+    assert any("greeting module" in c for c in chunks)
+    # the patch applies cleanly to the default branch
+    (tmp_path / "p.diff").write_text(result.patch or "")
+    git(repo, "apply", "--check", str(tmp_path / "p.diff"))
+    # the worktree and its branch are gone
+    assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
+    assert "cpe/1-x" not in git(repo, "branch", "--list")
+    # artifacts and the transcript are there
+    run_dir = tmp_path / "runs" / "implementor-1"
+    assert "assistant:" in (run_dir / "transcript.log").read_text()
+    assert (run_dir / "runner_metadata").exists()
+
+
+def test_the_agent_gets_no_secret_from_the_daemon_environment(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "Z" * 36)
+    rig = Rig(repo, server, tmp_path / "runs")
+    _, result = rig.run(implementor())
+    assert isinstance(result, ImplementorResult)
+    wrapper = (tmp_path / "runs" / "implementor-1" / "claude.sh").read_text()
+    assert "GITHUB_TOKEN" not in wrapper
+    assert "ghp_" not in wrapper
+    assert "env -i" in wrapper
+
+
+@pytest.mark.spec("S001-15")
+def test_a_planner_run_returns_a_typed_plan(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs")
+    params = PlannerStartParams(session_id="planner-1", spec_paths=("specs/greeting.md",))
+    _, result = rig.run(params)
+    assert isinstance(result, PlannerResult), result
+    assert len(result.create) == 2
+
+
+def test_a_reviewer_run_returns_a_typed_verdict(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs")
+    rig.state = rig.state.model_copy(
+        update={
+            "work_items": {"1": WorkItem(id="1", title="Greeting", status="in-review")},
+            "revisions": {
+                "r1": Revision(
+                    id="r1", title="Greeting", work_item_id="1", branch="cpe/1-x", head_sha="h"
+                )
+            },
+        }
+    )
+    params = ReviewerStartParams(session_id="reviewer-1", work_item_id="1", revision_id="r1")
+    _, result = rig.run(params)
+    assert isinstance(result, ReviewerResult), result
+    assert result.review.verdict == "needs-changes"
+    assert result.review.comments
+
+
+def test_a_denied_bash_command_is_denied_through_the_real_hook(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs")
+    rig.tracker.add_item("7", "in-progress", title="Push it")
+    rig.state = rig.state.model_copy(update={"work_items": {"7": rig.tracker.work_items["7"]}})
+    _, result = rig.run(implementor("7", "implementor-7"))
+    transcript = (tmp_path / "runs" / "implementor-7" / "transcript.log").read_text()
+    assert "denied Bash" in transcript
+    assert "push" in transcript
+    metadata = (tmp_path / "runs" / "implementor-7" / "runner_metadata").read_text()
+    assert '"tool_name": "Bash"' in metadata
+    assert result is not None
+
+
+@pytest.mark.spec("S001-12")
+@pytest.mark.spec("S001-13")
+@pytest.mark.spec("S000-06")
+def test_cancel_ends_the_run_kills_the_cli_and_removes_the_worktree(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs")
+    rig.tracker.add_item("8", "in-progress", title="Hang")
+    rig.state = rig.state.model_copy(update={"work_items": {"8": rig.tracker.work_items["8"]}})
+    params = implementor("8", "implementor-8")
+    pids: list[int | None] = []
+
+    async def main() -> Any:
+        handle = await rig.adapter.start_agent(params)
+        pidfile = tmp_path / "runs" / "implementor-8" / "cli.pid"
+        hanging = await anyio.to_thread.run_sync(
+            lambda: server.wait_until(lambda s: s.hanging >= 1, timeout=120)
+        )
+        assert hanging
+        pids.append(read_pid(pidfile))
+        rig.adapter.cancel_agent(params.session_id)
+        chunks = [c async for c in handle.output]
+        with pytest.raises(AgentFailure) as caught:
+            await handle.result
+        return chunks, caught.value
+
+    _, failure = anyio.run(main)
+    assert failure.kind == "cancelled"
+    assert pids[0] is not None
+    assert not psutil.pid_exists(pids[0]) or psutil.Process(pids[0]).status() == "zombie"
+    assert not (repo / ".worktrees" / "cpe" / "8-x").exists()
+    assert "cpe/8-x" not in git(repo, "branch", "--list")
+
+
+@pytest.mark.spec("S000-27")
+@pytest.mark.spec("S001-42")
+def test_a_run_past_its_duration_is_timed_out(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs", max_agent_duration=5)
+    rig.tracker.add_item("8", "in-progress", title="Hang")
+    rig.state = rig.state.model_copy(update={"work_items": {"8": rig.tracker.work_items["8"]}})
+    _, failure = rig.run(implementor("8", "implementor-8"))
+    assert isinstance(failure, AgentFailure)
+    assert failure.kind == "timed-out"
+    assert not (repo / ".worktrees" / "cpe" / "8-x").exists()
+
+
+def test_cancel_of_an_unknown_session_is_a_no_op(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs")
+    rig.adapter.cancel_agent("nobody")  # S001-14: nothing happens, nothing raises
