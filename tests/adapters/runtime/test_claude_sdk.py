@@ -16,7 +16,7 @@ import pytest
 from adapters.runtime.claude_sdk import ClaudeAdapter, ClaudeAdapterConfig, create_claude_adapter
 from adapters.runtime.launcher import read_pid
 from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
-from domain.errors import AgentFailure
+from domain.errors import AgentDefinitionError, AgentFailure, ContextError, WorktreeError
 from domain.models import (
     EngineState,
     ImplementorStartParams,
@@ -102,6 +102,8 @@ class Rig:
 @pytest.fixture
 def server() -> Iterator[ScriptedModelServer]:
     book = [
+        load_scenario("blocked", match=Match(role="implementor", prompt=r"#2\b")),
+        load_scenario("invalid_output", match=Match(role="implementor", prompt=r"#3\b")),
         load_scenario("denied_bash", match=Match(role="implementor", prompt=r"#7\b")),
         load_scenario("hang", match=Match(role="implementor", prompt=r"#8\b")),
         load_scenario("implement"),
@@ -255,3 +257,111 @@ def test_cancel_of_an_unknown_session_is_a_no_op(
 ) -> None:
     rig = Rig(repo, server, tmp_path / "runs")
     rig.adapter.cancel_agent("nobody")  # S001-14: nothing happens, nothing raises
+
+
+def _with_item(rig: Rig, wid: str, title: str = "Item") -> None:
+    rig.tracker.add_item(wid, "in-progress", title=title)
+    rig.state = rig.state.model_copy(update={"work_items": {wid: rig.tracker.work_items[wid]}})
+
+
+@pytest.mark.spec("S001-32")
+@pytest.mark.spec("S000-25")
+def test_invalid_structured_output_after_the_sdk_retries_rejects(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs")
+    _with_item(rig, "3")
+    _, failure = rig.run(implementor("3", "implementor-3"))
+    assert isinstance(failure, AgentFailure)
+    assert "error_max_structured_output_retries" in failure.reason
+    assert not (repo / ".worktrees" / "cpe" / "3-x").exists()
+
+
+@pytest.mark.spec("S001-29")
+@pytest.mark.spec("S000-23")
+def test_a_blocked_outcome_has_no_patch(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs")
+    _with_item(rig, "2")
+    _, result = rig.run(implementor("2", "implementor-2"))
+    assert isinstance(result, ImplementorResult), result
+    assert (result.outcome, result.patch) == ("blocked", None)
+
+
+@pytest.mark.spec("S001-01")
+@pytest.mark.spec("S000-01")
+def test_a_failing_setup_command_rejects_and_removes_the_worktree(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs", setup_command="exit 3")
+    with pytest.raises(WorktreeError):
+        anyio.run(rig.adapter.start_agent, implementor())
+    assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
+    assert "cpe/1-x" not in git(repo, "branch", "--list")
+    assert [r for r in server.requests if r.kind == "turn"] == []  # no session was created
+
+
+@pytest.mark.spec("S001-06")
+def test_a_missing_agent_definition_rejects_and_cleans_up(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    (repo / ".claude" / "agents" / "implementor.md").unlink()
+    rig = Rig(repo, server, tmp_path / "runs")
+    with pytest.raises(AgentDefinitionError):
+        anyio.run(rig.adapter.start_agent, implementor())
+    assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
+
+
+@pytest.mark.spec("S001-07")
+def test_a_malformed_agent_definition_rejects(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    (repo / ".claude" / "agents" / "planner.md").write_text("---\ntools: [unclosed\n---\nx\n")
+    rig = Rig(repo, server, tmp_path / "runs")
+    params = PlannerStartParams(session_id="planner-1", spec_paths=("specs/greeting.md",))
+    with pytest.raises(AgentDefinitionError):
+        anyio.run(rig.adapter.start_agent, params)
+
+
+@pytest.mark.spec("S001-08")
+@pytest.mark.spec("S000-02")
+def test_a_failed_context_fetch_rejects_and_removes_the_worktree(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs")
+    rig.tracker.fail_next("get_work_item_body", RuntimeError("the tracker is down"))
+    with pytest.raises(ContextError):
+        anyio.run(rig.adapter.start_agent, implementor())
+    assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
+    assert "cpe/1-x" not in git(repo, "branch", "--list")
+
+
+@pytest.mark.spec("S001-05")
+@pytest.mark.spec("S000-10")
+@pytest.mark.spec("S000-08")
+def test_planner_works_in_the_repository_root_and_implementor_in_its_worktree(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs")
+    rig.run(PlannerStartParams(session_id="planner-1", spec_paths=("specs/greeting.md",)))
+    rig.run(implementor())
+    cwds = {r.conversation.role: r.conversation.cwd for r in server.requests if r.kind == "turn"}
+    assert Path(cwds["planner"]).resolve() == repo.resolve()
+    assert Path(cwds["implementor"]).resolve() == (repo / ".worktrees" / "cpe" / "1-x").resolve()
+
+
+@pytest.mark.spec("S001-39")
+@pytest.mark.spec("S001-40")
+@pytest.mark.spec("S000-28")
+@pytest.mark.spec("S000-29")
+def test_the_output_stream_is_plain_text_only_and_ends_with_the_run(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs")
+    chunks, result = rig.run(implementor())
+    assert isinstance(result, ImplementorResult)
+    assert chunks == [
+        "I'll add a small greeting module with a unit test.",
+        "The tests pass. The module needs a docstring.",
+    ]
