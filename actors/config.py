@@ -97,6 +97,13 @@ class RuntimeSection(_Section):
     roles: RolesSection = RolesSection()
 
 
+class BashGuardSection(_Section):
+    """``[bash_guard]``: the agents' Bash validator (adapters/runtime/bash_guard/config.py
+    documents each key; they are passed through as they are)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
 class LoggingSection(_Section):
     format: Literal["auto", "json", "console"] = "auto"
     agent_transcripts: bool = True
@@ -114,6 +121,7 @@ class CpeConfig(_Section):
     runtime: RuntimeSection = RuntimeSection()
     supervisor: SupervisorSettings = SupervisorSettings()
     logging: LoggingSection = LoggingSection()
+    bash_guard: BashGuardSection = BashGuardSection()
 
     def engine_config(
         self,

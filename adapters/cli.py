@@ -24,6 +24,23 @@ def _version() -> str:
         return "0+unknown"
 
 
+def _check_bash(args: argparse.Namespace) -> int:
+    from actors.config import load_config  # noqa: PLC0415 - keep `cpe --help` fast
+    from adapters.runtime.bash_guard import BashGuardConfig, check_bash_main  # noqa: PLC0415
+    from domain.errors import ConfigError  # noqa: PLC0415
+
+    config = BashGuardConfig()
+    if args.config:
+        try:
+            section = load_config(args.config).bash_guard.model_dump()
+            config = BashGuardConfig.model_validate(section)
+        except (ConfigError, ValueError) as exc:
+            print(f"cpe: configuration error: {exc}", file=sys.stderr)
+            return 78
+    words = list(args.words)
+    return check_bash_main(["--worktree", args.worktree, *words], config=config)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cpe",
@@ -37,6 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     commands.add_parser("workflow", help="print the work item status table")
+
+    check = commands.add_parser(
+        "check-bash",
+        help="would the agents' Bash guard allow COMMAND? exit 0 allowed, 1 denied",
+        description="Checks a command as the agents' PreToolUse Bash hook would. "
+        "Example: cpe check-bash -- 'git push origin main'",
+    )
+    check.add_argument("--worktree", default=".", help="the agent's working directory")
+    check.add_argument(
+        "--config", default=None, help="supervisor.toml whose [bash_guard] section applies"
+    )
+    check.add_argument("words", nargs=argparse.REMAINDER, metavar="-- COMMAND")
 
     schema = commands.add_parser(
         "schema", help="print the JSON Schema an agent of ROLE must return"
@@ -53,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "check-bash":
+        return _check_bash(args)
     if args.command == "workflow":
         print(render_table())
         return 0
