@@ -34,6 +34,7 @@ def run_engine(
     install_signals: bool = True,
     on_ready: Callable[[Engine], None] | None = None,
     on_tick: Callable[[Engine], None] | None = None,
+    on_stopping: Callable[[], None] | None = None,
     tick_seconds: float = 5.0,
 ) -> int:
     """Build, start and run an engine until it stops; the process exit code."""
@@ -46,6 +47,8 @@ def run_engine(
 
     def stop_in_background(reason: str) -> None:
         stopping.set()
+        if on_stopping is not None:
+            on_stopping()
         threading.Thread(target=engine.stop, args=(reason,), name="cpe-stop", daemon=True).start()
 
     def on_signal(signum: int, _: FrameType | None) -> None:

@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from domain.models import AGENT_ROLES
 from domain.results import output_schema, strict_output_schema
@@ -41,6 +42,22 @@ def _check_bash(args: argparse.Namespace) -> int:
     return check_bash_main(["--worktree", args.worktree, *words], config=config)
 
 
+def _engine_command(args: argparse.Namespace) -> int:
+    from adapters import commands  # noqa: PLC0415 - keep `cpe --help` fast
+
+    if args.command == "run":
+        return commands.run(args.config, args.repo)
+    if args.command == "init":
+        return commands.init(args.repo)
+    if args.command == "status":
+        return commands.status(args.config, args.repo)
+    if args.command == "runs":
+        return commands.runs_show(args.session_id, args.config, args.repo)
+    if args.command == "work":
+        return commands.work_add(args.title, args.body, args.config, args.repo)
+    return commands.replay(args.until, args.config, args.repo)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cpe",
@@ -53,6 +70,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cpe {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument(
+        "--config", type=Path, help="supervisor.toml (default: REPO/supervisor.toml)"
+    )
+    where.add_argument("--repo", type=Path, help="the git repository (default: the current one)")
+
+    commands.add_parser(
+        "run", parents=[where], help="run the engine on a repository until stopped (SIGTERM)"
+    )
+    init = commands.add_parser(
+        "init", help="prepare a repository: supervisor.toml, .claude/ agents, .gitignore"
+    )
+    init.add_argument("--repo", type=Path, default=Path("."))
+    commands.add_parser("status", parents=[where], help="work items, revisions and agent runs")
+    runs = commands.add_parser("runs", help="agent runs")
+    runs_commands = runs.add_subparsers(dest="runs_command", metavar="COMMAND", required=True)
+    show = runs_commands.add_parser("show", parents=[where], help="a run's transcript")
+    show.add_argument("session_id", metavar="SESSION")
+    work = commands.add_parser("work", help="work items (local provider)")
+    work_commands = work.add_subparsers(dest="work_command", metavar="COMMAND", required=True)
+    add = work_commands.add_parser("add", parents=[where], help="add a work item")
+    add.add_argument("title")
+    add.add_argument("--body", default="")
+    replay = commands.add_parser(
+        "replay", parents=[where], help="the engine state rebuilt from the journal"
+    )
+    replay.add_argument("--until", type=int, default=None, help="the last event sequence number")
     commands.add_parser("workflow", help="print the work item status table")
 
     check = commands.add_parser(
@@ -84,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "check-bash":
         return _check_bash(args)
+    if args.command in ("run", "init", "status", "runs", "work", "replay"):
+        return _engine_command(args)
     if args.command == "workflow":
         print(render_table())
         return 0

@@ -44,7 +44,7 @@ from adapters.runtime.agents import (
 )
 from adapters.runtime.bash_guard import BashGuardConfig, check_bash
 from adapters.runtime.context import assemble_prompt
-from adapters.runtime.launcher import kill_tree, read_pid, write_wrapper
+from adapters.runtime.launcher import is_agent_cli, kill_tree, read_pid, write_wrapper
 from adapters.runtime.patches import extract_patch
 from adapters.runtime.run_files import RunFiles
 from adapters.runtime.worktrees import Worktree, WorktreeManager, run_git
@@ -76,6 +76,7 @@ MODEL_VARIABLES = (
     "CLAUDE_CODE_OAUTH_TOKEN",
     "CLAUDE_CODE_USE_BEDROCK",
     "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
 )
 
 
@@ -173,7 +174,14 @@ class ClaudeAdapter:
             run.loop.call_soon_threadsafe(run.cancel, "cancelled")
 
     def reap(self) -> None:
-        """Startup: remove worktrees and branches a crashed run left behind."""
+        """Startup: kill agent processes and remove worktrees and branches that a crashed
+        daemon left behind (the CLI runs in its own session, so it outlives a kill -9)."""
+        for pidfile in sorted(Path(self.config.logging.logs_dir).glob("*/cli.pid")):
+            pid = read_pid(pidfile)
+            if pid is not None and is_agent_cli(pid, pidfile.parent):
+                log.warning("killing an agent process left by an earlier run", pid=pid)
+                kill_tree(pid, grace=self.config.kill_grace)
+            pidfile.unlink(missing_ok=True)
         report = self.worktrees.reap()
         if report.removed_worktrees or report.deleted_branches:
             log.info(
@@ -322,7 +330,7 @@ class ClaudeAdapter:
             home.mkdir(exist_ok=True)
             extra["HOME"] = str(home)
         env = build_agent_env(os.environ, extra=extra)
-        cli = self.config.cli_path or _bundled_cli()
+        cli = self.config.cli_path or bundled_cli()
         return write_wrapper(run.files.directory / "claude.sh", cli, env, run.files.pidfile)
 
     async def _remove_worktree(self, run: _Run) -> None:
@@ -356,7 +364,7 @@ def _brief(data: Mapping[str, Any]) -> str:
     return text[:200]
 
 
-def _bundled_cli() -> str:
+def bundled_cli() -> str:
     import claude_agent_sdk  # noqa: PLC0415 - only to find its directory
 
     bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"

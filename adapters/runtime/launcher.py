@@ -55,6 +55,17 @@ def read_pid(pidfile: Path) -> int | None:
         return None
 
 
+def is_agent_cli(pid: int, run_dir: Path) -> bool:
+    """``pid`` is still the agent CLI a wrapper in ``run_dir`` started (not a recycled pid)."""
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and any(
+            "claude" in part for part in process.cmdline()
+        )
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
 def kill_tree(pid: int | None, *, grace: float = 5.0) -> list[int]:
     """SIGTERM the process group led by ``pid`` and every descendant, wait ``grace`` seconds,
     then SIGKILL whatever is left. Returns the pids that were still alive at the start."""

@@ -1,0 +1,145 @@
+"""`cpe run` as a user runs it: a real process on a real repository, the real claude CLI, the
+scripted model on loopback. A kill -9 in the middle of an implementor run, then a restart."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from adapters.local.provider import LocalProvider
+from adapters.runtime.launcher import read_pid
+from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+CPE = Path(sys.executable).parent / "cpe"
+
+CONFIG = """
+[engine]
+shutdown_timeout = 30
+[provider.local]
+pipeline_command = []
+[pollers]
+work_items_interval = 0.3
+revisions_interval = 0.3
+specs_interval = 0.3
+[runtime]
+max_agent_duration = 120
+[supervisor]
+backoff_initial = 0.1
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    shutil.copytree(ROOT / ".claude", repo / ".claude")
+    (repo / "supervisor.toml").write_text(CONFIG)
+    (repo / ".gitignore").write_text(".worktrees/\n.cpe/\n")
+    (repo / "README.md").write_text("demo\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "init")
+    return repo
+
+
+def start_cpe(repo: Path, server: ScriptedModelServer, home: Path) -> subprocess.Popen[str]:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        **server.client_env(),
+    }
+    return subprocess.Popen(
+        [str(CPE), "run", "--repo", str(repo)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def revisions(repo: Path) -> list[object]:
+    provider = LocalProvider(repo, repo / ".cpe", "main")
+    try:
+        return list(provider.revision_reader.list_revisions())
+    finally:
+        provider.close()
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+
+
+def test_kill_9_during_an_implementor_run_then_restart_completes_with_one_revision(
+    repo: Path, tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    provider = LocalProvider(repo, repo / ".cpe", "main")
+    provider.work_item_writer.create_work_item("Greeting", "Add greet(name) with a test.")
+    provider.close()
+    home = tmp_path / "home"
+    home.mkdir()
+
+    hang = [load_scenario("hang", match=Match(role="implementor"))]
+    with ScriptedModelServer(hang) as first:
+        cpe = start_cpe(repo, first, home)
+        processes.append(cpe)
+        assert first.wait_until(lambda s: s.hanging >= 1, timeout=120), "no implementor started"
+        [pidfile] = (repo / ".cpe" / "runs").glob("*/cli.pid")
+        orphan = read_pid(pidfile)
+        assert orphan is not None
+        assert psutil.pid_exists(orphan)
+        cpe.send_signal(signal.SIGKILL)
+        cpe.wait(30)
+        assert (repo / ".worktrees").exists()  # the killed run left its worktree behind
+
+        with ScriptedModelServer([load_scenario("implement")]) as second:
+            restarted = start_cpe(repo, second, home)
+            processes.append(restarted)
+            found = second.wait_until(
+                lambda s: any(r.kind == "turn" and r.turn == 4 for r in s.requests), timeout=180
+            )
+            assert found, "the restarted engine did not run the implementor to its end"
+            deadline_ok = _wait_for_revision(repo)
+            restarted.send_signal(signal.SIGTERM)
+            assert restarted.wait(120) == 0
+    assert deadline_ok
+    revs = revisions(repo)
+    assert len(revs) == 1
+    assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == "zombie"
+    assert not any((repo / ".worktrees").rglob("greeting.py"))
+
+
+def _wait_for_revision(repo: Path, timeout: float = 120) -> bool:
+    """The revision is written by another process: re-check its database until it shows."""
+    pause = threading.Event()  # never set: a bounded pause between checks of another process
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if revisions(repo):
+            return True
+        pause.wait(0.2)
+    return False
