@@ -128,9 +128,13 @@ class CpeConfig(_Section):
         provider: ProviderInterfaces,
         create_runtime_adapters: RuntimeAdapterFactory,
         policy: Policy | None = None,
+        *,
+        repo_root: Path,
     ) -> EngineConfig:
-        """The engine's config: this file's engine-owned settings plus the injected parts."""
-        state_dir = Path(self.repository.path) / self.engine.state_dir
+        """The engine's config: this file's engine-owned settings plus the injected parts.
+        ``repo_root`` is the resolved repository: the state dir is relative to it, never to
+        the process's working directory."""
+        state_dir = repo_root / self.engine.state_dir
         return EngineConfig(
             provider=provider,
             create_runtime_adapters=create_runtime_adapters,

@@ -71,26 +71,27 @@ def default_branch(config: CpeConfig, repo: Path) -> str:
     from adapters.git_plumbing import GitRepo, detect_default_branch  # noqa: PLC0415
 
     name = config.repository.default_branch
-    if name:
-        check = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"refs/heads/{name}"],
-            capture_output=True,
-            check=False,
-            timeout=60,
-        )
-        if check.returncode != 0:
+    if not name:
+        try:
+            name = detect_default_branch(GitRepo(repo))
+        except CpeError as exc:
             raise ConfigError(
-                f"repository.default_branch: no branch {name!r} in {repo}",
-                expected="an existing local branch",
-            )
-        return name
-    try:
-        return detect_default_branch(GitRepo(repo))
-    except CpeError as exc:
+                f"{repo}: no default branch",
+                expected="a first commit, or repository.default_branch",
+            ) from exc
+    check = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"refs/heads/{name}"],
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    if check.returncode != 0:
+        source = "repository.default_branch" if config.repository.default_branch else "detected"
         raise ConfigError(
-            f"{repo}: no default branch (no commit yet?)",
-            expected="a first commit, or repository.default_branch",
-        ) from exc
+            f"no default branch: {name!r} ({source}) has no commit in {repo}",
+            expected="a first commit on it, or repository.default_branch naming a branch",
+        )
+    return name
 
 
 def build_app(
@@ -109,7 +110,7 @@ def build_app(
     factory = _runtime_factory(
         config, root, branch, state_dir, roles, agent_env=agent_env, isolated_home=isolated_home
     )
-    engine = create_engine(config.engine_config(provider, factory))
+    engine = create_engine(config.engine_config(provider, factory, repo_root=root))
     return App(config, root, branch, state_dir, engine, closers)
 
 

@@ -97,6 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
         "replay", parents=[where], help="the engine state rebuilt from the journal"
     )
     replay.add_argument("--until", type=int, default=None, help="the last event sequence number")
+    demo = commands.add_parser(
+        "demo",
+        help="run the whole loop offline on a sample repository (the scripted model stands in "
+        "for the LLM)",
+    )
+    demo.add_argument(
+        "--dir", type=Path, default=None, help="where to create it (default: a temp dir)"
+    )
     commands.add_parser("workflow", help="print the work item status table")
 
     check = commands.add_parser(
@@ -128,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "check-bash":
         return _check_bash(args)
+    if args.command == "demo":
+        from adapters.demo_run import demo  # noqa: PLC0415
+
+        return demo(args.dir)
     if args.command in ("run", "init", "status", "runs", "work", "replay"):
         return _engine_command(args)
     if args.command == "workflow":

@@ -65,7 +65,11 @@ def test_the_file_maps_onto_the_engine_config(tmp_path: Path) -> None:
         f"[repository]\npath = '{tmp_path}'\n[pollers]\nspecs_interval = 5\n"
         "[workflow]\nauto_merge = true\n[supervisor]\nstrategy = 'rest_for_one'\n"
     )
-    config = load_config(path).engine_config(provider=None, create_runtime_adapters=None)  # type: ignore[arg-type]
+    config = load_config(path).engine_config(
+        provider=None,  # type: ignore[arg-type]
+        create_runtime_adapters=None,  # type: ignore[arg-type]
+        repo_root=tmp_path,
+    )
     assert config.spec_poller.poll_interval == 5
     assert config.handlers.auto_merge is True
     assert config.supervisor.strategy == "rest_for_one"

@@ -1,0 +1,93 @@
+"""cpe init, cpe status and the systemd notify protocol."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from adapters import commands
+from adapters.notify import notify
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["config", "user.email", "t@example.com"],
+        ["config", "user.name", "t"],
+    ):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, timeout=60)
+    (repo / ".gitignore").write_text("build/\n")
+    (repo / "README.md").write_text("x\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, timeout=60)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "init"], check=True, timeout=60)
+    return repo
+
+
+def test_init_writes_the_defaults_once_and_keeps_what_exists(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "CLAUDE.md").write_text("ours\n")
+    assert commands.init(repo) == 0
+    assert (repo / "supervisor.toml").read_text() == (ROOT / "supervisor.toml").read_text()
+    assert (repo / ".claude" / "agents" / "implementor.md").exists()
+    assert (repo / ".claude" / "CLAUDE.md").read_text() == "ours\n"
+    assert (repo / ".gitignore").read_text().splitlines()[0] == "build/"
+    assert {".worktrees/", ".cpe/"} <= set((repo / ".gitignore").read_text().splitlines())
+    capsys.readouterr()
+    assert commands.init(repo) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+def test_init_refuses_a_directory_that_is_not_a_repository(tmp_path: Path) -> None:
+    assert commands.init(tmp_path) == 78
+
+
+def test_status_shows_work_items_and_runs(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    commands.init(repo)
+    assert commands.work_add("Add a greeting", "greet(name)", None, repo) == 0
+    capsys.readouterr()
+    assert commands.status(None, repo) == 0
+    out = capsys.readouterr().out
+    assert "#1" in out
+    assert "pending" in out
+    assert "Add a greeting" in out
+    assert "agent runs" in out
+
+
+def test_status_says_when_there_is_no_default_branch(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
+    assert commands.status(None, tmp_path) == 78
+
+
+def test_notify_sends_one_datagram_to_the_socket(tmp_path: Path) -> None:
+    path = tmp_path / "notify.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as server:
+        server.bind(str(path))
+        assert notify("READY=1", {"NOTIFY_SOCKET": str(path)}) is True
+        assert server.recv(100) == b"READY=1"
+
+
+def test_notify_without_a_socket_does_nothing() -> None:
+    assert notify("READY=1", {}) is False
+
+
+def test_the_unit_restarts_on_failure_but_not_on_a_config_error() -> None:
+    unit = (ROOT / "deploy" / "cpe.service").read_text()
+    for line in (
+        "Type=notify",
+        "Restart=on-failure",
+        "RestartPreventExitStatus=78",
+        "KillMode=mixed",
+    ):
+        assert line in unit
+    stop = int(unit.split("TimeoutStopSec=")[1].split()[0])
+    assert stop > 300  # above the default shutdown_timeout
