@@ -1,0 +1,352 @@
+"""``GitHubApi``: the provider's only door to GitHub — typed githubkit calls, translated errors,
+pages with ETags, and immutable git objects cached by sha.
+
+Everything here is a thin wrapper: one method per REST call the provider makes, each returning
+githubkit's parsed models (or plain values) and raising only ``domain.errors`` types.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+import httpx
+from githubkit import GitHub, Response
+from githubkit_schemas.latest.models import (
+    CheckRun,
+    DiffEntry,
+    GitCommit,
+    GitTreePropTreeItems,
+    Issue,
+    Label,
+    PullRequest,
+    PullRequestReview,
+    PullRequestReviewComment,
+    PullRequestSimple,
+    SimpleCommitStatus,
+)
+
+from adapters.github.config import GitHubSettings, resolve_auth
+from adapters.github.errors import translated
+from adapters.github.transport import NOT_MODIFIED, ConditionalTransport
+from domain.errors import NotFoundError
+
+T = TypeVar("T")
+PER_PAGE = 100
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a list. ``items`` is None when its ETag is the one the caller already
+    applied (nothing to parse); ``not_modified``: GitHub answered 304 (no rate limit spent)."""
+
+    items: list[T] | None
+    etag: str | None
+    not_modified: bool
+    has_next: bool
+
+
+def _page(response: Response[list[T], Any], known_etag: str | None) -> Page[T]:
+    raw = response.raw_response
+    etag = raw.headers.get("etag")
+    has_next = 'rel="next"' in raw.headers.get("link", "")
+    fresh = etag is None or etag != known_etag
+    return Page(
+        response.parsed_data if fresh else None,
+        etag,
+        bool(raw.extensions.get(NOT_MODIFIED)),
+        has_next,
+    )
+
+
+class GitHubApi:
+    def __init__(
+        self,
+        settings: GitHubSettings,
+        transport: ConditionalTransport,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.owner, self.repo = settings.owner, settings.name
+        self.transport = transport
+        self.gh = GitHub(
+            resolve_auth(settings, environ),
+            base_url=settings.base_url,
+            timeout=httpx.Timeout(settings.request_timeout),
+            transport=transport,
+            http_cache=False,
+            auto_retry=False,
+            user_agent="control-plane-engine",
+        )
+        self._commits: dict[str, GitCommit] = {}
+        self._trees: dict[str, list[GitTreePropTreeItems]] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.transport.shutdown()
+
+    def all_pages(self, what: str, fetch: Callable[[int], Response[list[T], Any]]) -> list[T]:
+        found: list[T] = []
+        number = 1
+        while True:
+            with translated(what):
+                page = _page(fetch(number), None)
+                found += page.items or []
+            if not page.has_next:
+                return found
+            number += 1
+
+    def page(
+        self, what: str, fetch: Callable[[], Response[list[T], Any]], known_etag: str | None
+    ) -> Page[T]:
+        with translated(what):
+            return _page(fetch(), known_etag)
+
+    # ------------------------------------------------------------------ repository
+
+    def default_branch(self) -> str:
+        with translated("get repository"):
+            return self.gh.rest.repos.get(self.owner, self.repo).parsed_data.default_branch
+
+    # ------------------------------------------------------------------ issues
+
+    def issues_page(
+        self,
+        *,
+        state: Literal["open", "closed", "all"],
+        page: int,
+        since: str | None = None,
+        known_etag: str | None = None,
+    ) -> Page[Issue]:
+        extra: dict[str, Any] = {"since": since} if since else {}
+        return self.page(
+            "list issues",
+            lambda: self.gh.rest.issues.list_for_repo(
+                self.owner,
+                self.repo,
+                state=state,
+                sort="updated",
+                direction="asc",
+                per_page=PER_PAGE,
+                page=page,
+                **extra,
+            ),
+            known_etag,
+        )
+
+    def get_issue(self, number: int) -> Issue:
+        with translated(f"get issue #{number}"):
+            return self.gh.rest.issues.get(self.owner, self.repo, number).parsed_data
+
+    def create_issue(self, title: str, body: str, labels: Sequence[str]) -> Issue:
+        with translated("create issue"):
+            return self.gh.rest.issues.create(
+                self.owner, self.repo, title=title, body=body, labels=list(labels)
+            ).parsed_data
+
+    def update_issue(self, number: int, **fields: Any) -> None:
+        with translated(f"update issue #{number}"):
+            self.gh.rest.issues.update(self.owner, self.repo, number, **fields)
+
+    def add_labels(self, number: int, labels: Sequence[str]) -> list[Label]:
+        with translated(f"label issue #{number}"):
+            return self.gh.rest.issues.add_labels(
+                self.owner, self.repo, number, labels=list(labels)
+            ).parsed_data
+
+    def remove_label(self, number: int, name: str) -> None:
+        try:
+            with translated(f"unlabel issue #{number}"):
+                self.gh.rest.issues.remove_label(self.owner, self.repo, number, name)
+        except NotFoundError:
+            pass  # already gone: what we wanted
+
+    def blocked_by(self, number: int) -> list[Issue]:
+        return self.all_pages(
+            f"list what blocks #{number}",
+            lambda page: self.gh.rest.issues.list_dependencies_blocked_by(
+                self.owner, self.repo, number, per_page=PER_PAGE, page=page
+            ),
+        )
+
+    def add_blocked_by(self, number: int, blocker_database_id: int) -> None:
+        # The dependencies API takes the blocker's database id, not its number (field notes).
+        with translated(f"add a dependency to #{number}"):
+            self.gh.rest.issues.add_blocked_by_dependency(
+                self.owner, self.repo, number, issue_id=blocker_database_id
+            )
+
+    # ------------------------------------------------------------------ pull requests
+
+    def pulls_page(
+        self,
+        *,
+        state: Literal["open", "closed", "all"],
+        page: int,
+        known_etag: str | None = None,
+        head: str | None = None,
+    ) -> Page[PullRequestSimple]:
+        extra: dict[str, Any] = {"head": f"{self.owner}:{head}"} if head else {}
+        return self.page(
+            "list pull requests",
+            lambda: self.gh.rest.pulls.list(
+                self.owner,
+                self.repo,
+                state=state,
+                sort="updated",
+                direction="desc",
+                per_page=PER_PAGE,
+                page=page,
+                **extra,
+            ),
+            known_etag,
+        )
+
+    def get_pull(self, number: int) -> tuple[PullRequest, str | None]:
+        """The pull request, and its merge commit: ``merge_commit_sha`` is sent by GitHub but
+        not in githubkit's model for this API version, so it is read from the raw answer."""
+        with translated(f"get pull request #{number}"):
+            response = self.gh.rest.pulls.get(self.owner, self.repo, number)
+            raw: object = response.raw_response.json()
+            merge_sha = raw.get("merge_commit_sha") if isinstance(raw, dict) else None
+            return response.parsed_data, merge_sha if isinstance(merge_sha, str) else None
+
+    def create_pull(self, title: str, head: str, base: str, body: str) -> PullRequest:
+        with translated(f"open a pull request from {head}"):
+            return self.gh.rest.pulls.create(
+                self.owner, self.repo, title=title, head=head, base=base, body=body
+            ).parsed_data
+
+    def merge_pull(self, number: int, sha: str) -> str:
+        with translated(f"merge pull request #{number}"):
+            return self.gh.rest.pulls.merge(
+                self.owner, self.repo, number, sha=sha, merge_method="merge"
+            ).parsed_data.sha
+
+    def pull_files(self, number: int) -> list[DiffEntry]:
+        return self.all_pages(
+            f"list files of #{number}",
+            lambda page: self.gh.rest.pulls.list_files(
+                self.owner, self.repo, number, per_page=PER_PAGE, page=page
+            ),
+        )
+
+    def reviews(self, number: int) -> list[PullRequestReview]:
+        return self.all_pages(
+            f"list reviews of #{number}",
+            lambda page: self.gh.rest.pulls.list_reviews(
+                self.owner, self.repo, number, per_page=PER_PAGE, page=page
+            ),
+        )
+
+    def review_comments(self, number: int) -> list[PullRequestReviewComment]:
+        return self.all_pages(
+            f"list review comments of #{number}",
+            lambda page: self.gh.rest.pulls.list_review_comments(
+                self.owner, self.repo, number, per_page=PER_PAGE, page=page
+            ),
+        )
+
+    def create_review(
+        self, number: int, commit: str, event: str, body: str, comments: list[dict[str, Any]]
+    ) -> PullRequestReview:
+        # Typed as Any: githubkit's TypedDict wants the event as a Literal the caller picked.
+        payload: Any = {"commit_id": commit, "event": event, "body": body, "comments": comments}
+        with translated(f"review pull request #{number}"):
+            return self.gh.rest.pulls.create_review(
+                self.owner, self.repo, number, data=payload
+            ).parsed_data
+
+    # ------------------------------------------------------------------ CI
+
+    def check_runs(self, sha: str) -> tuple[list[CheckRun], bool]:
+        """The latest check run per name, and whether GitHub answered 304."""
+        with translated(f"list check runs of {sha[:12]}"):
+            response = self.gh.rest.checks.list_for_ref(
+                self.owner, self.repo, sha, filter_="latest", per_page=PER_PAGE
+            )
+            cached = bool(response.raw_response.extensions.get(NOT_MODIFIED))
+            return response.parsed_data.check_runs, cached
+
+    def statuses(self, sha: str) -> tuple[list[SimpleCommitStatus], bool]:
+        """The latest status per context (the combined status), and whether it was a 304."""
+        with translated(f"get the combined status of {sha[:12]}"):
+            response = self.gh.rest.repos.get_combined_status_for_ref(
+                self.owner, self.repo, sha, per_page=PER_PAGE
+            )
+            cached = bool(response.raw_response.extensions.get(NOT_MODIFIED))
+            return response.parsed_data.statuses, cached
+
+    # ------------------------------------------------------------------ git data
+
+    def branch_head(self, branch: str) -> str | None:
+        try:
+            with translated(f"get branch {branch}"):
+                return self.gh.rest.git.get_ref(
+                    self.owner, self.repo, f"heads/{branch}"
+                ).parsed_data.object_.sha
+        except NotFoundError:
+            return None
+
+    def create_branch(self, branch: str, sha: str) -> None:
+        with translated(f"create branch {branch}"):
+            self.gh.rest.git.create_ref(self.owner, self.repo, ref=f"refs/heads/{branch}", sha=sha)
+
+    def move_branch(self, branch: str, sha: str, *, force: bool = False) -> None:
+        with translated(f"move branch {branch}"):
+            self.gh.rest.git.update_ref(
+                self.owner, self.repo, f"heads/{branch}", sha=sha, force=force
+            )
+
+    def create_blob(self, content: bytes) -> str:
+        with translated("create a blob"):
+            return self.gh.rest.git.create_blob(
+                self.owner,
+                self.repo,
+                content=base64.b64encode(content).decode(),
+                encoding="base64",
+            ).parsed_data.sha
+
+    def blob(self, sha: str) -> bytes:
+        with translated(f"get blob {sha[:12]}"):
+            data = self.gh.rest.git.get_blob(self.owner, self.repo, sha).parsed_data
+        return base64.b64decode(data.content)
+
+    def tree(self, sha: str) -> list[GitTreePropTreeItems]:
+        """A tree's direct entries (trees are immutable: cached by sha)."""
+        with self._lock:
+            cached = self._trees.get(sha)
+        if cached is None:
+            with translated(f"get tree {sha[:12]}"):
+                cached = self.gh.rest.git.get_tree(self.owner, self.repo, sha).parsed_data.tree
+            with self._lock:
+                self._trees[sha] = cached
+        return cached
+
+    def create_tree(self, base_tree: str, entries: list[dict[str, Any]]) -> str:
+        payload: Any = {"base_tree": base_tree, "tree": entries}  # sha None deletes: see patches
+        with translated("create a tree"):
+            return self.gh.rest.git.create_tree(self.owner, self.repo, data=payload).parsed_data.sha
+
+    def commit(self, sha: str) -> GitCommit:
+        """A commit (immutable: cached by sha)."""
+        with self._lock:
+            cached = self._commits.get(sha)
+        if cached is None:
+            with translated(f"get commit {sha[:12]}"):
+                cached = self.gh.rest.git.get_commit(self.owner, self.repo, sha).parsed_data
+            with self._lock:
+                self._commits[sha] = cached
+        return cached
+
+    def create_commit(self, message: str, tree: str, parents: Sequence[str]) -> str:
+        with translated("create a commit"):
+            made = self.gh.rest.git.create_commit(
+                self.owner, self.repo, message=message, tree=tree, parents=list(parents)
+            ).parsed_data
+        with self._lock:
+            self._commits[made.sha] = made
+        return made.sha

@@ -1,0 +1,65 @@
+"""githubkit and pydantic failures translated into ``domain.errors`` at the adapter's edge."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import httpx
+from githubkit.exception import GitHubException, RequestError, RequestFailed, RequestTimeout
+from pydantic import ValidationError
+
+from adapters.github.transport import is_rate_limited, rate_limit_wait
+from domain.errors import ConflictError, NotFoundError, ProviderError
+
+
+def github_message(response: httpx.Response) -> str:
+    """GitHub's own ``message`` (and validation ``errors``), else the status line."""
+    try:
+        data = response.json()
+    except ValueError:
+        return response.reason_phrase or f"HTTP {response.status_code}"
+    if not isinstance(data, dict):
+        return response.reason_phrase
+    message = str(data.get("message") or response.reason_phrase)
+    details = data.get("errors")
+    if isinstance(details, list) and details:
+        parts = [str(e.get("message") or e) if isinstance(e, dict) else str(e) for e in details]
+        message += " (" + "; ".join(parts) + ")"
+    return message
+
+
+def translate(exc: Exception, what: str, clock: Callable[[], float] = time.time) -> ProviderError:
+    """The domain error for a failed call; ``what`` names the call for the message."""
+    if isinstance(exc, RequestFailed):
+        response = exc.response.raw_response
+        status = response.status_code
+        message = f"{what}: {github_message(response)}"
+        if status in (404, 410):
+            return NotFoundError(message)
+        if status == 409:
+            return ConflictError(message)
+        limited = is_rate_limited(response)
+        retry_after = rate_limit_wait(response, clock(), 0, 1.0) if limited else None
+        transient = status >= 500 or limited or status == 408
+        return ProviderError(message, status=status, retry_after=retry_after, transient=transient)
+    if isinstance(exc, RequestTimeout):
+        return ProviderError(f"{what}: GitHub did not answer in time", transient=True)
+    if isinstance(exc, RequestError):
+        return ProviderError(f"{what}: cannot reach GitHub: {exc.exc}", transient=True)
+    if isinstance(exc, ValidationError):
+        return ProviderError(
+            f"{what}: GitHub's answer did not match its schema: {exc.error_count()} errors",
+            transient=False,
+        )
+    return ProviderError(f"{what}: {exc}", transient=False)
+
+
+@contextmanager
+def translated(what: str) -> Iterator[None]:
+    """Run a githubkit call (and its lazy parsing) with its errors translated."""
+    try:
+        yield
+    except (GitHubException, ValidationError) as exc:
+        raise translate(exc, what) from exc

@@ -1,0 +1,168 @@
+"""The provider's picture of the repository's issues, kept current with few counted requests.
+
+The first sync lists the open issues. After that, each sync asks only for issues updated since
+a watermark (``state=all&since=…``), with the ETag of the last answer: when nothing changed,
+GitHub answers ``304`` and the poll costs no rate limit, however many issues there are. The
+watermark stays put until the window holds a page of changes, so one change costs one counted
+request, not two. Closed issues stay known (as ``done``) once seen, and a closed blocker that
+an open issue names is fetched once, so its dependents unblock.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from githubkit_schemas.latest.models import Issue
+
+from adapters.github import markers
+from adapters.github.api import PER_PAGE, GitHubApi
+from domain.errors import NotFoundError
+
+
+@dataclass(frozen=True)
+class IssueView:
+    number: int
+    database_id: int
+    title: str
+    body: str
+    closed: bool
+    labels: tuple[str, ...]
+    updated_at: datetime
+    is_pull: bool
+    native_blockers: tuple[str, ...] = ()
+
+    @property
+    def blocked_by(self) -> tuple[str, ...]:
+        """Body lines first, then GitHub's native dependencies the body does not name."""
+        listed = markers.blocked_by(self.body)
+        return tuple(dict.fromkeys([*listed, *self.native_blockers]))
+
+
+def _labels(issue: Issue) -> tuple[str, ...]:
+    names = [label if isinstance(label, str) else label.name for label in issue.labels]
+    return tuple(name for name in names if isinstance(name, str))
+
+
+class IssueIndex:
+    def __init__(self, api: GitHubApi, full_resync_cycles: int) -> None:
+        self._api = api
+        self._full_every = full_resync_cycles
+        self._lock = threading.RLock()
+        self._issues: dict[int, IssueView] = {}
+        self._absent: set[int] = set()  # numbers named as blockers that are no issue
+        self._since: datetime | None = None
+        # page -> (ETag applied, issues on it), for the current window
+        self._etags: dict[int, tuple[str, int]] = {}
+        self._syncs = 0
+
+    # ------------------------------------------------------------------ reading
+
+    def sync(self) -> list[IssueView]:
+        with self._lock:
+            if self._since is None or self._syncs % self._full_every == 0:
+                self._full()
+            else:
+                self._incremental()
+            self._syncs += 1
+            self._fetch_missing_blockers()
+            return [i for i in self._issues.values() if not i.is_pull]
+
+    def get(self, number: int) -> IssueView:
+        """One issue, fresh from GitHub (a conditional read), recorded in the index."""
+        view = self.note(self._api.get_issue(number))
+        if view.is_pull:
+            raise NotFoundError(f"work item {number} is a pull request, not an issue")
+        return view
+
+    def find_key(self, key: str) -> IssueView | None:
+        """The issue whose body carries ``key``, after a sync (so a lost write is found)."""
+        with self._lock:
+            self.sync()
+            for view in self._issues.values():
+                if markers.has_key(view.body, key):
+                    return view
+        return None
+
+    def note(self, issue: Issue) -> IssueView:
+        """Record an issue a read or a write returned."""
+        native: tuple[str, ...] = ()
+        summary = issue.issue_dependencies_summary
+        body = issue.body if isinstance(issue.body, str) else ""
+        total = getattr(summary, "total_blocked_by", 0) or 0
+        listed = markers.blocked_by(body)
+        if total and total != len(listed):
+            # Dependencies added on GitHub itself, beyond the body's lines.
+            native = tuple(str(b.number) for b in self._api.blocked_by(issue.number))
+        view = IssueView(
+            number=issue.number,
+            database_id=issue.id,
+            title=issue.title,
+            body=body,
+            closed=issue.state == "closed",
+            labels=_labels(issue),
+            updated_at=issue.updated_at,
+            is_pull=bool(issue.pull_request),
+            native_blockers=native,
+        )
+        with self._lock:
+            self._issues[issue.number] = view
+            self._absent.discard(issue.number)
+        return view
+
+    # ------------------------------------------------------------------ syncing
+
+    def _full(self) -> None:
+        known_closed = {n: v for n, v in self._issues.items() if v.closed}
+        self._issues = dict(known_closed)
+        page = 1
+        while True:
+            listed = self._api.issues_page(state="open", page=page)
+            for issue in listed.items or []:
+                self.note(issue)
+            if not listed.has_next:
+                break
+            page += 1
+        stamps = [v.updated_at for v in self._issues.values()]
+        self._since = max(stamps) if stamps else datetime.fromtimestamp(0, UTC)
+        self._etags.clear()
+
+    def _incremental(self) -> None:
+        assert self._since is not None
+        since = self._since.isoformat().replace("+00:00", "Z")
+        page, seen, newest = 1, 0, self._since
+        while True:
+            applied = self._etags.get(page)
+            listed = self._api.issues_page(
+                state="all", page=page, since=since, known_etag=applied[0] if applied else None
+            )
+            count = applied[1] if applied else 0
+            if listed.items is not None:
+                for issue in listed.items:
+                    newest = max(newest, self.note(issue).updated_at)
+                count = len(listed.items)
+                if listed.etag:
+                    self._etags[page] = (listed.etag, count)
+            seen += count
+            if not listed.has_next:
+                break
+            page += 1
+        if seen >= PER_PAGE and newest > self._since:
+            # A full page of changes: move the window on, so polls stay one page long.
+            self._since = newest
+            self._etags.clear()
+
+    def _fetch_missing_blockers(self) -> None:
+        wanted = {
+            int(b)
+            for view in self._issues.values()
+            if not view.closed
+            for b in view.blocked_by
+            if int(b) not in self._issues and int(b) not in self._absent
+        }
+        for number in sorted(wanted):
+            try:
+                self.note(self._api.get_issue(number))
+            except NotFoundError:
+                self._absent.add(number)

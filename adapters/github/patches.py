@@ -1,0 +1,149 @@
+"""A patch turned into a tree on GitHub without a clone and without a push.
+
+``git apply`` does the applying (field notes: reliable for renames, deletions, modes, binary
+and CRLF), in a throwaway repository that holds only what the patch touches: the blobs of those
+paths at the base commit are fetched through the Git Data API, staged in a temporary index as a
+stand-in base, and the patch is applied there (``GitRepo.tree_with_patch``, shared with the
+local provider). What changed between the stand-in and the result becomes a ``create_tree``
+over the real base tree: new blobs uploaded, deleted paths sent with ``sha: null``. Blob ids are
+git's own hashes, so each uploaded blob must come back with the id computed here.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import git
+
+from adapters.git_plumbing import GitRepo
+from adapters.github.api import GitHubApi
+from domain.errors import PatchError, ProviderError
+
+_SUBMODULE = "160000"
+_SOURCES = re.compile(r"^(?:rename|copy) from (.+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    mode: str
+    sha: str
+
+
+@contextmanager
+def _scratch_repo() -> Iterator[GitRepo]:
+    with tempfile.TemporaryDirectory(prefix="cpe-github-patch-") as tmp:
+        root = Path(tmp)
+        git.Git(str(root)).execute(["git", "init", "--quiet", str(root)])
+        yield GitRepo(root)
+
+
+def _unquote(path: str) -> str:
+    """A path as git prints it in patch headers: C-quoted when it has special characters."""
+    if not (path.startswith('"') and path.endswith('"')):
+        return path
+    raw = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+    return raw.encode("latin-1").decode("utf-8", "surrogateescape")
+
+
+def touched_paths(repo: GitRepo, patch_file: Path, patch: str) -> list[str]:
+    """Every path the patch reads or writes, both names of a rename included: git's own parse
+    (``apply --numstat``), plus the ``rename from`` lines it leaves out for pure renames."""
+    out = repo.run("apply", "--numstat", "-z", str(patch_file), error=PatchError).text
+    fields = out.split("\0")
+    paths = [_unquote(m) for m in _SOURCES.findall(patch)]
+    i = 0
+    while i < len(fields) and fields[i]:
+        _added, _deleted, path = fields[i].split("\t", 2)
+        if path:
+            paths.append(path)
+            i += 1
+        else:  # a rename or copy: the two names follow
+            paths += [fields[i + 1], fields[i + 2]]
+            i += 3
+    return list(dict.fromkeys(paths))
+
+
+class TreeBuilder:
+    def __init__(self, api: GitHubApi) -> None:
+        self._api = api
+
+    def tree_for(self, base_commit: str, patch: str) -> str:
+        """The sha of a tree on GitHub: ``base_commit``'s tree with ``patch`` applied."""
+        if not patch.strip():
+            raise PatchError("the patch is empty")
+        base_tree = self._api.commit(base_commit).tree.sha
+        with _scratch_repo() as repo:
+            patch_file = repo.root / ".git" / "cpe.patch"
+            patch_file.write_bytes(patch.encode("utf-8", "surrogateescape"))
+            known = {
+                p: e
+                for p in touched_paths(repo, patch_file, patch)
+                if (e := self._lookup(base_tree, p))
+            }
+            stand_in = self._stand_in(repo, known)
+            result = repo.tree_with_patch(stand_in, patch)
+            entries = self._changes(repo, repo.tree_of(stand_in), result, known)
+        if not entries:
+            return base_tree
+        return self._api.create_tree(base_tree, entries)
+
+    def _lookup(self, tree: str, path: str) -> _Entry | None:
+        *dirs, name = path.split("/")
+        for part in dirs:
+            found = next((e for e in self._api.tree(tree) if e.path == part), None)
+            if found is None or found.type != "tree":
+                return None
+            tree = found.sha
+        entry = next((e for e in self._api.tree(tree) if e.path == name), None)
+        if entry is None or entry.type == "tree":
+            return None
+        return _Entry(entry.mode, entry.sha)
+
+    def _stand_in(self, repo: GitRepo, known: dict[str, _Entry]) -> str:
+        """A commit holding just the touched paths as they are at the base."""
+        index = repo.root / ".git" / "cpe-index"
+        env = {"GIT_INDEX_FILE": str(index)}
+        repo.run("read-tree", "--empty", env=env)
+        for path, entry in known.items():
+            if entry.mode != _SUBMODULE:
+                blob = repo.root / ".git" / "cpe-blob"
+                blob.write_bytes(self._api.blob(entry.sha))
+                written = repo.run("hash-object", "-w", "--no-filters", str(blob)).line
+                if written != entry.sha:
+                    raise ProviderError(f"blob {entry.sha} of {path} came back as {written}")
+            repo.run(
+                "update-index", "--add", "--cacheinfo", f"{entry.mode},{entry.sha},{path}",
+                env=env,
+            )  # fmt: skip
+        tree = repo.run("write-tree", env=env).line
+        return repo.commit_tree(tree, [], "stand-in base")
+
+    def _changes(
+        self, repo: GitRepo, before: str, after: str, known: dict[str, _Entry]
+    ) -> list[dict[str, Any]]:
+        raw = repo.run("diff-tree", "-r", "-z", "--no-renames", before, after).text
+        fields = raw.split("\0")
+        on_github = {e.sha for e in known.values()}
+        entries: list[dict[str, Any]] = []
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+            if not meta:
+                break
+            _old_mode, new_mode, _old_sha, new_sha, status = meta.lstrip(":").split()
+            if status == "D":
+                entries.append({"path": path, "mode": "100644", "type": "blob", "sha": None})
+                continue
+            kind = "commit" if new_mode == _SUBMODULE else "blob"
+            if kind == "blob" and new_sha not in on_github:
+                content = repo.run("cat-file", "blob", new_sha).stdout
+                uploaded = self._api.create_blob(content)
+                if uploaded != new_sha:
+                    raise ProviderError(f"GitHub stored {path} as {uploaded}, expected {new_sha}")
+                on_github.add(new_sha)
+            entries.append({"path": path, "mode": new_mode, "type": kind, "sha": new_sha})
+        return entries

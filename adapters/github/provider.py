@@ -1,0 +1,106 @@
+"""The GitHub provider: its composition, lifecycle and the ``ProviderInterfaces`` it gives.
+
+One ``GitHubApi`` (one githubkit client over one connection pool) is shared by four port
+objects; the two indexes it feeds are shared too, so what a writer makes is what the next read
+sees, while no component is handed both the reader and the writer of one entity.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from adapters.github.api import GitHubApi
+from adapters.github.config import GitHubSettings
+from adapters.github.issue_index import IssueIndex
+from adapters.github.pull_index import PullIndex
+from adapters.github.revisions import GitHubRevisionReader, GitHubRevisionWriter
+from adapters.github.transport import ConditionalTransport, TransportStats
+from adapters.github.work_items import GitHubWorkItemReader, GitHubWorkItemWriter
+from domain.ports import ProviderInterfaces, SpecProviderReader
+
+
+class GitHubProvider:
+    """Work items and revisions in one GitHub repository. ``close()`` it at shutdown.
+
+    ``environ`` is where the token (or App key) variable is read (default ``os.environ``);
+    ``sleep``, ``clock`` and ``inner_transport`` are seams for tests.
+    """
+
+    def __init__(
+        self,
+        settings: GitHubSettings,
+        *,
+        environ: Mapping[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        inner_transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        transport = ConditionalTransport(
+            inner_transport,
+            read_attempts=settings.read_attempts,
+            max_retry_wait=settings.max_retry_wait,
+            backoff_initial=settings.backoff_initial,
+            cache_entries=settings.cache_entries,
+            sleep=sleep,
+            clock=clock,
+        )
+        self.api = GitHubApi(settings, transport, environ)
+        try:
+            self.default_branch = settings.default_branch or self.api.default_branch()
+        except BaseException:
+            self.api.close()
+            raise
+        issues = IssueIndex(self.api, settings.full_resync_cycles)
+        pulls = PullIndex(self.api, settings)
+        self.work_item_reader = GitHubWorkItemReader(issues, pulls)
+        self.work_item_writer = GitHubWorkItemWriter(self.api, issues)
+        self.revision_reader = GitHubRevisionReader(self.api, pulls)
+        self.revision_writer = GitHubRevisionWriter(self.api, pulls, issues, self.default_branch)
+
+    @property
+    def stats(self) -> TransportStats:
+        """Requests made, answered 304 and retried so far, and the last rate-limit figures."""
+        return self.api.transport.stats
+
+    def interfaces(self, spec_reader: SpecProviderReader) -> ProviderInterfaces:
+        return ProviderInterfaces(
+            work_item_reader=self.work_item_reader,
+            work_item_writer=self.work_item_writer,
+            revision_reader=self.revision_reader,
+            revision_writer=self.revision_writer,
+            spec_reader=spec_reader,
+        )
+
+    def close(self) -> None:
+        self.api.close()
+
+    def __enter__(self) -> GitHubProvider:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def create_github_provider(
+    settings: GitHubSettings | Mapping[str, Any],
+    spec_reader: SpecProviderReader,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[GitHubProvider, ProviderInterfaces]:
+    """The provider and the five interfaces an engine takes; specs come from ``spec_reader``
+    (the repository's checkout: specs are read from git, not through the API). Keep the
+    provider to ``close()`` it at shutdown, as with ``create_local_provider``."""
+    if not isinstance(settings, GitHubSettings):
+        settings = GitHubSettings.model_validate(dict(settings))
+    provider = GitHubProvider(settings, environ=environ)
+    return provider, provider.interfaces(spec_reader)

@@ -1,0 +1,150 @@
+"""Work items as GitHub issues: the reader (pollers, runtimes) and the writer (executor).
+
+An issue's status is its ``status:<value>`` label (none: ``pending``); ``done`` is a closed
+issue. Status labels are removed and then added one by one (``set_labels`` would wipe labels
+people added). Dependencies are "Blocked by #N" lines in the body, and GitHub's native issue
+dependencies as well where the repository has them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from adapters.github import markers
+from adapters.github.api import GitHubApi
+from adapters.github.issue_index import IssueIndex, IssueView
+from adapters.github.pull_index import PullIndex
+from domain.errors import NotFoundError, ProviderError
+from domain.models import STATUSES, Status, WorkItem, WorkItemId
+
+log = logging.getLogger(__name__)
+
+
+def issue_number(work_item_id: str) -> int:
+    if not work_item_id.isdecimal():
+        raise NotFoundError(f"work item {work_item_id!r} does not exist: ids are issue numbers")
+    return int(work_item_id)
+
+
+class GitHubWorkItemReader:
+    """``WorkProviderReader`` over the repository's issues."""
+
+    def __init__(self, issues: IssueIndex, pulls: PullIndex) -> None:
+        self._issues = issues
+        self._pulls = pulls
+
+    def list_work_items(self) -> Sequence[WorkItem]:
+        views = self._issues.sync()
+        self._pulls.sync(pipelines=False)
+        linked = self._pulls.linked_revisions()
+        return [
+            WorkItem(
+                id=WorkItemId(str(v.number)),
+                title=v.title,
+                status=markers.status_of(v.labels, v.closed),
+                labels=tuple(n for n in v.labels if not markers.is_status_label(n)),
+                blocked_by=tuple(WorkItemId(b) for b in v.blocked_by),
+                linked_revision=linked.get(str(v.number)),
+            )
+            for v in sorted(views, key=lambda v: v.number)
+        ]
+
+    def get_work_item_body(self, work_item_id: WorkItemId) -> str:
+        return markers.user_body(self._issues.get(issue_number(work_item_id)).body)
+
+
+class GitHubWorkItemWriter:
+    """``WorkProviderWriter``: creates and edits issues, never twice for one key."""
+
+    def __init__(self, api: GitHubApi, issues: IssueIndex) -> None:
+        self._api = api
+        self._issues = issues
+
+    def create_work_item(
+        self,
+        title: str,
+        body: str,
+        labels: Sequence[str] = (),
+        blocked_by: Sequence[WorkItemId] = (),
+        *,
+        idempotency_key: str | None = None,
+    ) -> WorkItemId:
+        if idempotency_key is not None:
+            seen = self._issues.find_key(idempotency_key)
+            if seen is not None:
+                return WorkItemId(str(seen.number))
+        blockers = [self._issues.get(issue_number(b)) for b in dict.fromkeys(blocked_by)]
+        text = markers.issue_body(body, [str(b.number) for b in blockers], idempotency_key)
+        wanted = [*dict.fromkeys(labels), markers.status_label("pending")]
+        try:
+            created = self._issues.note(self._api.create_issue(title, text, wanted))
+        except ProviderError as exc:
+            # The response may be lost after GitHub made the issue (a 502): look, never resend.
+            found = self._found_after(exc, idempotency_key)
+            created = found
+        for blocker in blockers:
+            self._add_native_dependency(created.number, blocker)
+        return WorkItemId(str(created.number))
+
+    def _found_after(self, exc: ProviderError, key: str | None) -> IssueView:
+        if key is None or not exc.transient:
+            raise exc
+        found = self._issues.find_key(key)
+        if found is None:
+            raise exc
+        log.info("issue create answered %s but was made: #%s", exc.status, found.number)
+        return found
+
+    def _add_native_dependency(self, number: int, blocker: IssueView) -> None:
+        try:
+            self._api.add_blocked_by(number, blocker.database_id)
+        except ProviderError as exc:
+            # Not every repository (or plan) has issue dependencies; the body line is the record.
+            log.info("native dependency #%s -> #%s not added: %s", number, blocker.number, exc)
+
+    def update_work_item(
+        self,
+        work_item_id: WorkItemId,
+        *,
+        body: str | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        current = self._issues.get(issue_number(work_item_id))
+        fields: dict[str, object] = {}
+        if body is not None:
+            fields["body"] = markers.with_user_body(current.body, body)
+        if labels is not None:
+            # Status labels are the engine's: replacing a work item's labels keeps its status.
+            kept = [n for n in current.labels if markers.is_status_label(n)]
+            fields["labels"] = [
+                *dict.fromkeys(n for n in labels if not markers.is_status_label(n)),
+                *kept,
+            ]
+        if fields:
+            self._api.update_issue(current.number, **fields)
+            self._issues.get(current.number)
+
+    def close_work_item(self, work_item_id: WorkItemId) -> None:
+        current = self._issues.get(issue_number(work_item_id))
+        if not current.closed:
+            self._api.update_issue(current.number, state="closed", state_reason="completed")
+            self._issues.get(current.number)
+
+    def transition_status(self, work_item_id: WorkItemId, to: Status) -> None:
+        if to not in STATUSES:
+            raise ProviderError(f"{to!r} is not a work item status", status=422, transient=False)
+        current = self._issues.get(issue_number(work_item_id))
+        target = markers.status_label(to)
+        for name in current.labels:
+            if markers.is_status_label(name) and name != target:
+                self._api.remove_label(current.number, name)
+        if to == "done":
+            if not current.closed:
+                self._api.update_issue(current.number, state="closed", state_reason="completed")
+        else:
+            if current.closed:
+                self._api.update_issue(current.number, state="open")
+            if target not in current.labels:
+                self._api.add_labels(current.number, [target])
+        self._issues.get(current.number)

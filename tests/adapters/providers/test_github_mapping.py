@@ -1,0 +1,225 @@
+"""How the GitHub provider maps GitHub onto the domain: status labels, dependencies, linked
+revisions, pipelines from checks and statuses, reviews anchored to the diff, configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from githubkit import AppInstallationAuthStrategy, TokenAuthStrategy
+
+from adapters.github import GitHubProvider, GitHubSettings
+from adapters.github.config import resolve_auth
+from adapters.github.reviews import right_side_lines
+from domain.errors import ConfigError
+from domain.models import Revision, WorkItem, WorkItemId
+from domain.results import AgentReview, AgentReviewComment
+from tests.adapters.providers.edits import BASE_FILES, EDITS
+from tests.adapters.providers.github_harness import github_provider
+from tests.adapters.providers.gitrepo import isolate_git, make_patch
+from tests.fakes.github import FakeGitHub
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
+    isolate_git(monkeypatch)
+    with FakeGitHub(tmp_path / "github") as gh:
+        gh.seed(BASE_FILES)
+        yield gh
+
+
+@pytest.fixture
+def provider(fake: FakeGitHub) -> Iterator[GitHubProvider]:
+    with github_provider(fake) as made:
+        yield made
+
+
+def items(provider: GitHubProvider) -> dict[str, WorkItem]:
+    return {i.id: i for i in provider.work_item_reader.list_work_items()}
+
+
+def revision(fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path) -> Revision:
+    item = provider.work_item_writer.create_work_item("T", "b")
+    patch = make_patch(fake.git.path, tmp_path / "patch", EDITS["modified"])
+    return provider.revision_writer.create_from_patch(item, "cpe/1-t", "T", "", patch)
+
+
+# ------------------------------------------------------------------ work items
+
+
+def test_status_labels_are_removed_then_added_and_other_labels_kept(
+    fake: FakeGitHub, provider: GitHubProvider
+) -> None:
+    number = fake.add_issue("Mine", labels=("priority", "status:pending"))
+    fake.clear_requests()
+    provider.work_item_writer.transition_status(WorkItemId(str(number)), "in-progress")
+    writes = [(r.method, r.path.rsplit("/", 1)[-1]) for r in fake.requests if r.method != "GET"]
+    assert writes == [("DELETE", "status:pending"), ("POST", "labels")]
+    assert fake.issues[number].labels == ["priority", "status:in-progress"]
+    [item] = provider.work_item_reader.list_work_items()
+    assert (item.status, item.labels) == ("in-progress", ("priority",))
+
+
+def test_done_closes_the_issue_and_a_new_status_reopens_it(
+    fake: FakeGitHub, provider: GitHubProvider
+) -> None:
+    item = provider.work_item_writer.create_work_item("T", "b")
+    provider.work_item_writer.transition_status(item, "done")
+    assert fake.issues[int(item)].state == "closed"
+    provider.work_item_writer.transition_status(item, "blocked")
+    assert fake.issues[int(item)].state == "open"
+    [listed] = provider.work_item_reader.list_work_items()
+    assert listed.status == "blocked"
+
+
+def test_blockers_are_body_lines_and_native_dependencies(
+    fake: FakeGitHub, provider: GitHubProvider
+) -> None:
+    first = provider.work_item_writer.create_work_item("First", "b")
+    second = provider.work_item_writer.create_work_item("Second", "b", blocked_by=[first])
+    body = fake.issues[int(second)].body or ""
+    assert f"Blocked by #{first}" in body
+    assert fake.issues[int(second)].blocked_by == [int(first)]  # sent as the database id
+    assert provider.work_item_reader.get_work_item_body(second) == "b"
+
+
+def test_a_dependency_added_on_github_is_a_blocker(
+    fake: FakeGitHub, provider: GitHubProvider
+) -> None:
+    blocker = fake.add_issue("Blocker")
+    blocked = fake.add_issue("Blocked")
+    fake.edit_issue(blocked, blocked_by=[blocker])
+    assert items(provider)[str(blocked)].blocked_by == (str(blocker),)
+
+
+def test_a_closed_blocker_is_listed_as_done(fake: FakeGitHub, provider: GitHubProvider) -> None:
+    old = fake.add_issue("Finished long ago", state="closed")
+    waiting = fake.add_issue("Waiting", body=f"Needs the old one.\n\nBlocked by #{old}")
+    listed = items(provider)
+    assert listed[str(waiting)].blocked_by == (str(old),)
+    assert listed[str(old)].status == "done"
+
+
+def test_pull_requests_are_not_work_items(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    made = revision(fake, provider, tmp_path)
+    assert made.id not in items(provider)
+
+
+def test_a_pull_request_is_linked_by_its_branch_name(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    made = revision(fake, provider, tmp_path)
+    number = int(made.id)
+    fake.issues[number].body = "No closing keyword here."
+    fake.edit_issue(number)
+    [listed] = provider.revision_reader.list_revisions()
+    assert listed.work_item_id == "1"  # from cpe/1-t
+
+
+# ------------------------------------------------------------------ pipelines
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ([], [], "none"),
+        ([("tests", "completed", "success")], [("lint", "success")], "success"),
+        ([("tests", "completed", "success")], [("lint", "failure")], "failure"),
+        ([("tests", "in_progress", None)], [("lint", "success")], "pending"),
+        ([("tests", "completed", "cancelled")], [], "failure"),
+        ([("tests", "completed", "skipped")], [("deploy", "pending")], "pending"),
+    ],
+)
+def test_pipeline_combines_check_runs_and_statuses(
+    fake: FakeGitHub,
+    provider: GitHubProvider,
+    tmp_path: Path,
+    case: tuple[list[tuple[str, str, str | None]], list[tuple[str, str]], str],
+) -> None:
+    checks, statuses, expected = case
+    head = revision(fake, provider, tmp_path).head_sha
+    for name, status, conclusion in checks:
+        fake.add_check_run(head, name, status, conclusion)
+    for context, state in statuses:
+        fake.add_status(head, context, state)
+    [listed] = provider.revision_reader.list_revisions()
+    assert listed.pipeline.status == expected
+
+
+# ------------------------------------------------------------------ reviews
+
+
+def test_right_side_lines_are_context_and_added_lines() -> None:
+    patch = "@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n@@ -10,1 +10,2 @@\n ten\n+eleven"
+    assert right_side_lines(patch) == {1, 2, 3, 10, 11}
+
+
+def test_comments_outside_the_diff_go_into_the_review_body(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    made = revision(fake, provider, tmp_path)
+    review = AgentReview(
+        verdict="approve",
+        summary="Fine.",
+        comments=(
+            AgentReviewComment(path="src/app.py", line=1, body="In the diff."),
+            AgentReviewComment(path="README.md", line=1, body="Not in the diff."),
+            AgentReviewComment(path="src/app.py", line=None, body="Whole file."),
+        ),
+    )
+    provider.revision_writer.post_review(made.id, made.head_sha, review)
+    history = provider.revision_reader.get_review_history(made.id)
+    assert [c.body for c in history.inline_comments] == ["In the diff."]
+    [posted] = history.reviews
+    assert "`README.md:1`: Not in the diff." in posted.body
+    assert "`src/app.py`: Whole file." in posted.body
+
+
+def test_a_verdict_on_ones_own_pull_request_is_posted_as_a_comment(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    made = revision(fake, provider, tmp_path)
+    provider.revision_writer.post_review(
+        made.id, made.head_sha, AgentReview(verdict="approve", summary="Good.")
+    )
+    [posted] = provider.revision_reader.get_review_history(made.id).reviews
+    assert posted.state == "COMMENTED"
+    assert "Verdict: approve" in posted.body
+
+
+def test_a_verdict_on_someone_elses_pull_request_is_the_review_state(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    fake.allow_self_review = True
+    made = revision(fake, provider, tmp_path)
+    provider.revision_writer.post_review(
+        made.id, made.head_sha, AgentReview(verdict="needs-changes", summary="No.")
+    )
+    [posted] = provider.revision_reader.get_review_history(made.id).reviews
+    assert (posted.state, posted.author) == ("CHANGES_REQUESTED", "cpe-bot")
+
+
+# ------------------------------------------------------------------ configuration
+
+
+def test_the_default_branch_is_asked_of_github(fake: FakeGitHub, provider: GitHubProvider) -> None:
+    assert provider.default_branch == "main"
+
+
+def test_the_token_comes_from_the_named_environment_variable() -> None:
+    settings = GitHubSettings(repository="acme/widgets", token_env="MY_TOKEN")
+    assert isinstance(resolve_auth(settings, {"MY_TOKEN": "t"}), TokenAuthStrategy)
+    with pytest.raises(ConfigError, match="MY_TOKEN"):
+        resolve_auth(settings, {})
+
+
+def test_github_app_auth_is_an_option() -> None:
+    settings = GitHubSettings(
+        repository="acme/widgets", app_id=1, app_installation_id=2, app_private_key_env="KEY"
+    )
+    assert isinstance(resolve_auth(settings, {"KEY": "pem"}), AppInstallationAuthStrategy)
+    with pytest.raises(ConfigError, match="app_installation_id"):
+        resolve_auth(GitHubSettings(repository="acme/widgets", app_id=1), {})

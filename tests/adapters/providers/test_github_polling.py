@@ -1,0 +1,144 @@
+"""Polling the GitHub provider: every polling read is conditional, so an idle poll costs no rate
+limit, and a poll after one change costs a few counted requests however many items are
+unchanged. Also: one connection for everything."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.github import GitHubProvider
+from tests.adapters.providers.edits import BASE_FILES, EDITS
+from tests.adapters.providers.github_harness import github_provider
+from tests.adapters.providers.gitrepo import isolate_git, make_patch
+from tests.fakes.github import FakeGitHub
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
+    isolate_git(monkeypatch)
+    with FakeGitHub(tmp_path / "github") as gh:
+        gh.seed(BASE_FILES)
+        yield gh
+
+
+@pytest.fixture
+def provider(fake: FakeGitHub) -> Iterator[GitHubProvider]:
+    with github_provider(fake) as made:
+        yield made
+
+
+def poll(provider: GitHubProvider) -> None:
+    provider.work_item_reader.list_work_items()
+    provider.revision_reader.list_revisions()
+
+
+def counted(fake: FakeGitHub) -> int:
+    return sum(1 for r in fake.requests if r.counted)
+
+
+def populate(fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path, issues: int) -> str:
+    """``issues`` issues, and one open revision with green CI; its head."""
+    for i in range(issues):
+        fake.add_issue(f"Issue {i}", labels=("status:pending",))
+    item = provider.work_item_writer.create_work_item("With a revision", "b")
+    patch = make_patch(fake.git.path, tmp_path / "patch", EDITS["modified"])
+    revision = provider.revision_writer.create_from_patch(item, "cpe/x", "X", "", patch)
+    fake.add_check_run(revision.head_sha, "tests")
+    fake.add_status(revision.head_sha, "lint", "success")
+    return revision.head_sha
+
+
+def test_an_idle_poll_is_answered_304_and_costs_no_rate_limit(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    populate(fake, provider, tmp_path, issues=250)
+    poll(provider)
+    poll(provider)
+    fake.clear_requests()
+    poll(provider)
+    assert fake.requests, "a poll asks GitHub"
+    assert all(r.if_none_match and r.status == 304 for r in fake.requests)
+    assert counted(fake) == 0
+
+
+def test_an_idle_poll_does_not_grow_with_unchanged_issues(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    populate(fake, provider, tmp_path, issues=5)
+    poll(provider)
+    poll(provider)
+    fake.clear_requests()
+    provider.work_item_reader.list_work_items()
+    small = len(fake.requests)
+    for i in range(300):
+        fake.add_issue(f"More {i}")
+    provider.work_item_reader.list_work_items()  # reads the 300 and moves its window on
+    provider.work_item_reader.list_work_items()  # the new window's first answer
+    fake.clear_requests()
+    provider.work_item_reader.list_work_items()
+    assert len(fake.requests) == small == 2  # the issues since the watermark, the pulls' top page
+    assert counted(fake) == 0
+
+
+def test_one_changed_issue_costs_one_counted_request(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    populate(fake, provider, tmp_path, issues=250)
+    poll(provider)
+    poll(provider)
+    fake.edit_issue(3, title="Renamed")
+    fake.clear_requests()
+    items = {i.id: i for i in provider.work_item_reader.list_work_items()}
+    assert items["3"].title == "Renamed"
+    assert counted(fake) == 1
+
+
+def test_a_running_pipeline_is_asked_about_every_poll(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    head = populate(fake, provider, tmp_path, issues=0)
+    fake.add_check_run(head, "tests", "in_progress", None)  # a re-run starts
+    provider.revision_reader.list_revisions()
+    fake.add_check_run(head, "tests", "completed", "failure")
+    [revision] = provider.revision_reader.list_revisions()
+    assert revision.pipeline.status == "failure"
+    assert revision.pipeline.reason == "failed: tests (failure)"
+
+
+def test_a_finished_pipeline_is_asked_about_again_within_the_recheck_cycles(
+    fake: FakeGitHub, tmp_path: Path
+) -> None:
+    with github_provider(fake, settled_recheck_cycles=3) as provider:
+        head = populate(fake, provider, tmp_path, issues=0)
+        [revision] = provider.revision_reader.list_revisions()
+        assert revision.pipeline.status == "success"
+        fake.add_check_run(head, "tests", "completed", "failure")  # a re-run failed
+        seen = [provider.revision_reader.list_revisions()[0].pipeline.status for _ in range(3)]
+    assert "failure" in seen
+
+
+def test_every_request_goes_over_one_connection(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    populate(fake, provider, tmp_path, issues=3)
+    poll(provider)
+    assert len({r.connection for r in fake.requests}) == 1
+
+
+def test_every_request_names_the_api_version_including_later_pages(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    populate(fake, provider, tmp_path, issues=250)  # three pages of issues
+    poll(provider)
+    pages = [r for r in fake.requests if r.path.endswith("/issues") and "page=3" in r.query]
+    assert pages
+    assert {r.api_version for r in fake.requests} == {"2026-03-10"}
+
+
+def test_every_call_has_a_timeout(fake: FakeGitHub) -> None:
+    with github_provider(fake, request_timeout=7.5) as provider:
+        timeout = provider.api.gh.config.timeout
+    assert (timeout.connect, timeout.read, timeout.write, timeout.pool) == (7.5, 7.5, 7.5, 7.5)

@@ -1,0 +1,223 @@
+"""More payloads of the fake GitHub: pull request files, reviews, CI and git data."""
+
+from __future__ import annotations
+
+import base64
+
+from tests.fakes.github.gitdata import CommitInfo, FileChange, TreeEntry
+from tests.fakes.github.payloads import Json, Urls, link, node_id, repository, user
+from tests.fakes.github.records import (
+    CheckRunRecord,
+    ReviewCommentRecord,
+    ReviewRecord,
+    StatusRecord,
+    iso,
+)
+
+
+def diff_entry(urls: Urls, change: FileChange, head: str) -> Json:
+    data: Json = {
+        "sha": change.sha,
+        "filename": change.filename,
+        "status": change.status,
+        "additions": change.additions,
+        "deletions": change.deletions,
+        "changes": change.additions + change.deletions,
+        "blob_url": f"{urls.html}/blob/{head}/{change.filename}",
+        "raw_url": f"{urls.html}/raw/{head}/{change.filename}",
+        "contents_url": f"{urls.api}/contents/{change.filename}?ref={head}",
+    }
+    if change.patch is not None:
+        data["patch"] = change.patch
+    if change.previous_filename is not None:
+        data["previous_filename"] = change.previous_filename
+    return data
+
+
+def review(urls: Urls, rec: ReviewRecord) -> Json:
+    pull_api = f"{urls.api}/pulls/{rec.pull}"
+    html = f"{urls.html}/pull/{rec.pull}#pullrequestreview-{rec.id}"
+    return {
+        "id": rec.id,
+        "node_id": node_id("PullRequestReview", rec.id),
+        "user": user(urls, rec.user),
+        "body": rec.body,
+        "state": rec.state,
+        "html_url": html,
+        "pull_request_url": pull_api,
+        "_links": {"html": link(html), "pull_request": link(pull_api)},
+        "submitted_at": iso(rec.submitted_at),
+        "commit_id": rec.commit_id,
+        "author_association": "OWNER",
+    }
+
+
+def review_comment(urls: Urls, rec: ReviewCommentRecord) -> Json:
+    api = f"{urls.api}/pulls/comments/{rec.id}"
+    pull_api = f"{urls.api}/pulls/{rec.pull}"
+    html = f"{urls.html}/pull/{rec.pull}#discussion_r{rec.id}"
+    return {
+        "url": api,
+        "pull_request_review_id": rec.review_id,
+        "id": rec.id,
+        "node_id": node_id("PullRequestReviewComment", rec.id),
+        "diff_hunk": rec.diff_hunk,
+        "path": rec.path,
+        "position": None,
+        "original_position": None,
+        "commit_id": rec.commit_id,
+        "original_commit_id": rec.commit_id,
+        "user": user(urls, rec.user),
+        "body": rec.body,
+        "created_at": iso(rec.created_at),
+        "updated_at": iso(rec.created_at),
+        "html_url": html,
+        "pull_request_url": pull_api,
+        "author_association": "OWNER",
+        "_links": {"self": link(api), "html": link(html), "pull_request": link(pull_api)},
+        "start_line": None,
+        "original_start_line": None,
+        "start_side": None,
+        "line": rec.line,
+        "original_line": rec.line,
+        "side": rec.side,
+        "subject_type": "line",
+    }
+
+
+def combined_status(
+    urls: Urls, sha: str, statuses: list[StatusRecord], default_branch: str
+) -> Json:
+    states = {s.state for s in statuses}
+    if not statuses:
+        overall = "pending"
+    elif states & {"failure", "error"}:
+        overall = "failure"
+    elif "pending" in states:
+        overall = "pending"
+    else:
+        overall = "success"
+    minimal = {k: v for k, v in repository(urls, default_branch).items() if k not in ("license",)}
+    return {
+        "state": overall,
+        "statuses": [
+            {
+                "url": f"{urls.api}/statuses/{s.sha}",
+                "avatar_url": None,
+                "id": s.id,
+                "node_id": node_id("StatusContext", s.id),
+                "state": s.state,
+                "description": s.description,
+                "target_url": s.target_url,
+                "context": s.context,
+                "created_at": iso(s.created_at),
+                "updated_at": iso(s.updated_at),
+            }
+            for s in statuses
+        ],
+        "sha": sha,
+        "total_count": len(statuses),
+        "repository": minimal,
+        "commit_url": f"{urls.api}/commits/{sha}",
+        "url": f"{urls.api}/commits/{sha}/status",
+    }
+
+
+def check_run(urls: Urls, rec: CheckRunRecord) -> Json:
+    api = f"{urls.api}/check-runs/{rec.id}"
+    return {
+        "id": rec.id,
+        "head_sha": rec.head_sha,
+        "node_id": node_id("CheckRun", rec.id),
+        "external_id": None,
+        "url": api,
+        "html_url": f"{urls.html}/runs/{rec.id}",
+        "details_url": rec.details_url,
+        "status": rec.status,
+        "conclusion": rec.conclusion,
+        "started_at": iso(rec.started_at),
+        "completed_at": iso(rec.completed_at),
+        "output": {
+            "title": None,
+            "summary": None,
+            "text": None,
+            "annotations_count": 0,
+            "annotations_url": f"{api}/annotations",
+        },
+        "name": rec.name,
+        "check_suite": {"id": rec.id},
+        "app": None,
+        "pull_requests": [],
+    }
+
+
+def git_commit(urls: Urls, info: CommitInfo) -> Json:
+    def person(who: tuple[str, str, int]) -> Json:
+        return {"name": who[0], "email": who[1], "date": iso(who[2])}
+
+    return {
+        "sha": info.sha,
+        "node_id": node_id("Commit", info.sha),
+        "url": f"{urls.api}/git/commits/{info.sha}",
+        "html_url": f"{urls.html}/commit/{info.sha}",
+        "author": person(info.author),
+        "committer": person(info.committer),
+        "message": info.message,
+        "tree": {"sha": info.tree, "url": f"{urls.api}/git/trees/{info.tree}"},
+        "parents": [
+            {
+                "sha": p,
+                "url": f"{urls.api}/git/commits/{p}",
+                "html_url": f"{urls.html}/commit/{p}",
+            }
+            for p in info.parents
+        ],
+        "verification": {
+            "verified": False,
+            "reason": "unsigned",
+            "signature": None,
+            "payload": None,
+            "verified_at": None,
+        },
+    }
+
+
+def git_tree(urls: Urls, sha: str, entries: list[TreeEntry]) -> Json:
+    items: list[Json] = []
+    for e in entries:
+        item: Json = {"path": e.path, "mode": e.mode, "type": e.type, "sha": e.sha}
+        kind = "blobs" if e.type == "blob" else "trees"
+        item["url"] = f"{urls.api}/git/{kind}/{e.sha}"
+        if e.size is not None:
+            item["size"] = e.size
+        items.append(item)
+    return {
+        "sha": sha,
+        "url": f"{urls.api}/git/trees/{sha}",
+        "truncated": False,
+        "tree": items,
+    }
+
+
+def git_ref(urls: Urls, ref: str, sha: str) -> Json:
+    return {
+        "ref": ref,
+        "node_id": node_id("Ref", ref),
+        "url": f"{urls.api}/git/{ref}",
+        "object": {"type": "commit", "sha": sha, "url": f"{urls.api}/git/commits/{sha}"},
+    }
+
+
+def blob(urls: Urls, sha: str, content: bytes) -> Json:
+    return {
+        "content": base64.encodebytes(content).decode(),
+        "encoding": "base64",
+        "url": f"{urls.api}/git/blobs/{sha}",
+        "sha": sha,
+        "size": len(content),
+        "node_id": node_id("Blob", sha),
+    }
+
+
+def short_blob(urls: Urls, sha: str) -> Json:
+    return {"url": f"{urls.api}/git/blobs/{sha}", "sha": sha}

@@ -1,0 +1,253 @@
+"""``FakeGitHub``: one repository's issues, pull requests, reviews, CI and git data, served on
+loopback. Tests drive it through the real provider and inspect it directly (its records, its
+bare repository, its request log); helpers play the parts of other people and of CI."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from tests.fakes.github import routes_git, routes_issues, routes_pulls
+from tests.fakes.github.gitdata import BareRepo
+from tests.fakes.github.payloads import Urls
+from tests.fakes.github.records import (
+    EPOCH_START,
+    CheckRunRecord,
+    Fault,
+    IssueRecord,
+    PullRecord,
+    RecordedRequest,
+    ReviewCommentRecord,
+    ReviewRecord,
+    StatusRecord,
+)
+from tests.fakes.github.server import HttpCore, HttpError, Router, serve
+
+CLOSING = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
+
+
+class FakeGitHub:
+    """Start with ``with FakeGitHub(tmp_path / "gh") as gh:``; ``gh.base_url`` is the API root.
+
+    ``tokens`` maps each accepted token to its user's login. ``allow_self_review`` lets the PR
+    author approve or request changes (GitHub refuses that with 422).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        owner: str = "acme",
+        repo: str = "widgets",
+        default_branch: str = "main",
+        tokens: Mapping[str, str] | None = None,
+        allow_self_review: bool = False,
+    ) -> None:
+        self.owner, self.repo, self.default_branch = owner, repo, default_branch
+        self.git = BareRepo.create(root / f"{repo}.git", default_branch)
+        self.allow_self_review = allow_self_review
+        self.lock = threading.RLock()
+        self.clock = EPOCH_START
+        self._ids = iter(range(1000, 10**9))
+        self.issues: dict[int, IssueRecord] = {}
+        self.pulls: dict[int, PullRecord] = {}
+        self.labels: dict[str, int] = {}
+        self.reviews: list[ReviewRecord] = []
+        self.review_comments: list[ReviewCommentRecord] = []
+        self.check_runs: list[CheckRunRecord] = []
+        self.statuses: list[StatusRecord] = []
+        router = Router()
+        prefix = f"/repos/{owner}/{repo}"
+        for module in (routes_issues, routes_pulls, routes_git):
+            module.register(router, prefix, self)
+        self.http = HttpCore(router, dict(tokens or {"test-token": "cpe-bot"}), self.lock)
+        self._server, self._thread = serve(self.http)
+        port = self._server.server_address[1]
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.http.base_url = self.base_url
+        self.urls = Urls(self.base_url, owner, repo)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> FakeGitHub:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ used by the routes
+
+    def tick(self) -> int:
+        self.clock += 1
+        return self.clock
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def next_number(self) -> int:
+        return max(self.issues, default=0) + 1
+
+    def issue(self, number: int) -> IssueRecord:
+        found = self.issues.get(number)
+        if found is None:
+            raise HttpError(404, "Not Found")
+        return found
+
+    def pull(self, number: int) -> PullRecord:
+        found = self.pulls.get(number)
+        if found is None:
+            raise HttpError(404, "Not Found")
+        return found
+
+    def label_id(self, name: str) -> int:
+        if name not in self.labels:
+            self.labels[name] = self.next_id()
+        return self.labels[name]
+
+    def ref_moved(self, branch: str, sha: str) -> None:
+        """A push to ``branch``: open pull requests from it follow (``synchronize``)."""
+        for pr in self.pulls.values():
+            if pr.head_ref == branch and self.issues[pr.number].state == "open":
+                pr.head_sha = sha
+                self.issues[pr.number].updated_at = self.tick()
+
+    def close_linked_issues(self, body: str | None) -> None:
+        for number in CLOSING.findall(body or ""):
+            linked = self.issues.get(int(number))
+            if linked is not None and linked.state == "open" and not linked.is_pull:
+                linked.state, linked.state_reason = "closed", "completed"
+                linked.closed_at = linked.updated_at = self.tick()
+
+    # ------------------------------------------------------------------ test helpers
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        return self.http.requests
+
+    def clear_requests(self) -> None:
+        with self.lock:
+            self.http.requests.clear()
+
+    def fail(self, fault: Fault) -> Fault:
+        with self.lock:
+            self.http.faults.append(fault)
+        return fault
+
+    def seed(self, files: Mapping[str, str | bytes], message: str = "initial") -> str:
+        """The first commit of the default branch."""
+        with self.lock:
+            tree = self._tree_with(None, files)
+            sha = self.git.commit(tree, [], message + "\n")
+            self.git.set_ref(f"refs/heads/{self.default_branch}", sha)
+            return sha
+
+    def commit_to_default(self, files: Mapping[str, str | bytes | None], message: str) -> str:
+        """Someone else pushes a commit to the default branch."""
+        with self.lock:
+            head = self.default_head()
+            tree = self._tree_with(self.git.line("rev-parse", f"{head}^{{tree}}"), files)
+            sha = self.git.commit(tree, [head], message + "\n")
+            self.git.set_ref(f"refs/heads/{self.default_branch}", sha, head)
+            self.ref_moved(self.default_branch, sha)
+            return sha
+
+    def default_head(self) -> str:
+        head = self.git.resolve(f"refs/heads/{self.default_branch}")
+        assert head is not None, "the fake's default branch has no commit: seed() it"
+        return head
+
+    def add_issue(
+        self,
+        title: str,
+        body: str = "",
+        labels: tuple[str, ...] = (),
+        state: str = "open",
+        user: str = "someone",
+    ) -> int:
+        """An issue someone else filed (no request is made or recorded)."""
+        with self.lock:
+            number, stamp = self.next_number(), self.tick()
+            for name in labels:
+                self.label_id(name)
+            self.issues[number] = IssueRecord(
+                number, title, body, user, stamp, stamp, list(labels), state,
+                "completed" if state == "closed" else None, stamp if state == "closed" else None,
+            )  # fmt: skip
+            return number
+
+    def add_pull(
+        self, branch: str, files: Mapping[str, str | bytes | None], title: str, body: str = ""
+    ) -> int:
+        """Someone else pushes ``branch`` (one commit on the default head) and opens a pull
+        request from it (no request is made or recorded)."""
+        with self.lock:
+            head = self.default_head()
+            tree = self._tree_with(self.git.line("rev-parse", f"{head}^{{tree}}"), files)
+            sha = self.git.commit(tree, [head], title + "\n")
+            self.git.set_ref(f"refs/heads/{branch}", sha)
+            number, stamp = self.next_number(), self.tick()
+            self.issues[number] = IssueRecord(
+                number, title, body, "someone", stamp, stamp, is_pull=True
+            )
+            self.pulls[number] = PullRecord(number, branch, sha, self.default_branch, head)
+            return number
+
+    def push(self, branch: str, files: Mapping[str, str | bytes | None], message: str) -> str:
+        """Someone else pushes a commit on top of ``branch``."""
+        with self.lock:
+            head = self.git.resolve(f"refs/heads/{branch}")
+            assert head is not None, f"no branch {branch}"
+            tree = self._tree_with(self.git.line("rev-parse", f"{head}^{{tree}}"), files)
+            sha = self.git.commit(tree, [head], message + "\n")
+            self.git.set_ref(f"refs/heads/{branch}", sha, head)
+            self.ref_moved(branch, sha)
+            return sha
+
+    def edit_issue(self, number: int, **changes: object) -> None:
+        with self.lock:
+            record = self.issue(number)
+            for name in changes.get("labels", []):  # type: ignore[attr-defined]
+                self.label_id(str(name))
+            for key, value in changes.items():
+                setattr(record, key, value)
+            record.updated_at = self.tick()
+
+    def add_check_run(
+        self, sha: str, name: str, status: str = "completed", conclusion: str | None = "success"
+    ) -> None:
+        with self.lock:
+            stamp = self.tick()
+            self.check_runs.append(
+                CheckRunRecord(
+                    self.next_id(), sha, name, status, conclusion,
+                    f"{self.base_url}/ci/{name}", stamp, stamp if status == "completed" else None,
+                )
+            )  # fmt: skip
+
+    def add_status(self, sha: str, context: str, state: str, url: str | None = None) -> None:
+        with self.lock:
+            stamp = self.tick()
+            self.statuses.append(
+                StatusRecord(self.next_id(), sha, context, state, f"{context} {state}", url,
+                             stamp, stamp)
+            )  # fmt: skip
+
+    def _tree_with(self, base: str | None, files: Mapping[str, str | bytes | None]) -> str:
+        entries: list[dict[str, object]] = []
+        for path, content in files.items():
+            if content is None:
+                entries.append({"path": path, "sha": None})
+                continue
+            data = content.encode() if isinstance(content, str) else content
+            entries.append({"path": path, "mode": "100644", "sha": self.git.write_blob(data)})
+        return self.git.build_tree(base, entries)

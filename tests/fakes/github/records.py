@@ -1,0 +1,145 @@
+"""What the fake GitHub stores: plain records, mutated only under the server's lock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+EPOCH_START = 1_767_225_600  # 2026-01-01T00:00:00Z: the fake's clock starts here
+
+
+def iso(stamp: int | None) -> str | None:
+    if stamp is None:
+        return None
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(text: str) -> int:
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+
+
+def database_id(number: int) -> int:
+    """Issue database ids differ from numbers, as on GitHub (the dependencies API wants ids)."""
+    return 9_000_000 + number * 17
+
+
+@dataclass
+class IssueRecord:
+    number: int
+    title: str
+    body: str | None
+    user: str
+    created_at: int
+    updated_at: int
+    labels: list[str] = field(default_factory=list)
+    state: str = "open"
+    state_reason: str | None = None
+    closed_at: int | None = None
+    blocked_by: list[int] = field(default_factory=list)  # issue numbers
+    is_pull: bool = False
+
+    @property
+    def id(self) -> int:
+        return database_id(self.number)
+
+
+@dataclass
+class PullRecord:
+    number: int
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    base_sha: str
+    draft: bool = False
+    merged: bool = False
+    merged_at: int | None = None
+    merge_commit_sha: str | None = None
+    merged_by: str | None = None
+    merge_base: str | None = None  # kept at merge time: the files of a merged PR stay its own
+
+    @property
+    def id(self) -> int:
+        return 7_000_000 + self.number * 13
+
+
+@dataclass
+class ReviewRecord:
+    id: int
+    pull: int
+    user: str
+    body: str
+    state: str
+    commit_id: str
+    submitted_at: int
+
+
+@dataclass
+class ReviewCommentRecord:
+    id: int
+    review_id: int
+    pull: int
+    user: str
+    path: str
+    line: int
+    side: str
+    body: str
+    commit_id: str
+    diff_hunk: str
+    created_at: int
+
+
+@dataclass
+class CheckRunRecord:
+    id: int
+    head_sha: str
+    name: str
+    status: str
+    conclusion: str | None
+    details_url: str | None
+    started_at: int
+    completed_at: int | None
+
+
+@dataclass
+class StatusRecord:
+    id: int
+    sha: str
+    context: str
+    state: str
+    description: str | None
+    target_url: str | None
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the fake saw it. ``counted``: it cost rate limit (a 304 does not)."""
+
+    method: str
+    path: str
+    query: str
+    status: int
+    counted: bool
+    connection: tuple[str, int]
+    if_none_match: bool
+    api_version: str | None = None
+
+
+@dataclass
+class Fault:
+    """An injected failure for requests matching ``method`` and the ``path`` regex (searched).
+
+    ``apply_first`` runs the real handler before failing, as a GitHub that did the write but
+    lost the response would ("apply then fail with 502"). ``times`` requests fail, then it is
+    spent. ``retry_after`` adds a ``Retry-After`` header (secondary rate limits, 429).
+    """
+
+    method: str
+    path: str
+    status: int
+    times: int = 1
+    apply_first: bool = False
+    retry_after: int | None = None
+    message: str = "Server Error"
+    hits: int = 0

@@ -1,0 +1,265 @@
+"""Pull request, review and CI endpoints of the fake GitHub."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from tests.fakes.github import detail_payloads, payloads
+from tests.fakes.github.gitdata import FileChange
+from tests.fakes.github.records import (
+    IssueRecord,
+    PullRecord,
+    ReviewCommentRecord,
+    ReviewRecord,
+)
+from tests.fakes.github.server import Call, HttpError, Reply, Router
+
+if TYPE_CHECKING:
+    from tests.fakes.github.fake import FakeGitHub
+
+N = r"(?P<number>\d+)"
+HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+REVIEW_STATES = {
+    "APPROVE": "APPROVED",
+    "REQUEST_CHANGES": "CHANGES_REQUESTED",
+    "COMMENT": "COMMENTED",
+}
+
+
+def hunks_by_line(patch: str | None) -> dict[int, str]:
+    """Each new-side line a patch shows (context or added), with the hunk text up to it."""
+    found: dict[int, str] = {}
+    line, hunk = 0, []
+    for text in (patch or "").split("\n"):
+        start = HUNK.match(text)
+        if start:
+            line, hunk = int(start.group(1)), [text]
+            continue
+        hunk.append(text)
+        if text.startswith((" ", "+")):
+            found[line] = "\n".join(hunk)
+            line += 1
+    return found
+
+
+def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
+    def files_of(pr: PullRecord) -> list[FileChange]:
+        base = pr.merge_base or gh.git.merge_base(gh.default_head(), pr.head_sha) or pr.base_sha
+        return gh.git.changed_files(base, pr.head_sha)
+
+    def render(pr: PullRecord, full: bool = False) -> dict[str, Any]:
+        issue = gh.issues[pr.number]
+        if not full:
+            return payloads.pull(gh.urls, issue, pr, gh.labels, gh.default_branch)
+        files = files_of(pr)
+        mergeable = None
+        if issue.state == "open":
+            head = gh.git.resolve(f"refs/heads/{pr.base_ref}") or pr.base_sha
+            mergeable = gh.git.merge_tree(head, pr.head_sha)[0] is not None
+        stats = (
+            sum(f.additions for f in files),
+            sum(f.deletions for f in files),
+            len(files),
+        )
+        return payloads.pull(
+            gh.urls, issue, pr, gh.labels, gh.default_branch,
+            full=True, mergeable=mergeable, stats=stats,
+        )  # fmt: skip
+
+    def list_pulls(call: Call) -> Reply:
+        q = call.query
+        state = q.get("state", "open")
+        found = [
+            p for p in gh.pulls.values() if state == "all" or gh.issues[p.number].state == state
+        ]
+        if "head" in q:
+            owner, _, branch = q["head"].partition(":")
+            found = [p for p in found if owner == gh.owner and p.head_ref == branch]
+        if "base" in q:
+            found = [p for p in found if p.base_ref == q["base"]]
+        sort = q.get("sort", "created")
+        default_direction = "desc" if sort == "created" else "asc"
+        if sort == "updated":
+            found.sort(key=lambda p: (gh.issues[p.number].updated_at, p.number))
+        else:
+            found.sort(key=lambda p: p.number)
+        if q.get("direction", default_direction) == "desc":
+            found.reverse()
+        return Reply(body=[render(p) for p in found], paginate="")
+
+    def create_pull(call: Call) -> Reply:
+        body = call.body or {}
+        head_ref, base_ref = str(body.get("head", "")), str(body.get("base", ""))
+        head_ref = head_ref.split(":", 1)[-1]
+        head = gh.git.resolve(f"refs/heads/{head_ref}")
+        base = gh.git.resolve(f"refs/heads/{base_ref}")
+        if head is None or base is None or not body.get("title"):
+            raise HttpError(422, "Validation Failed", [{"field": "head", "code": "invalid"}])
+        for other in gh.pulls.values():
+            if other.head_ref == head_ref and gh.issues[other.number].state == "open":
+                raise HttpError(422, f"A pull request already exists for {gh.owner}:{head_ref}.")
+        if gh.git.is_ancestor(head, base):
+            raise HttpError(422, f"No commits between {base_ref} and {head_ref}")
+        number, stamp = gh.next_number(), gh.tick()
+        gh.issues[number] = IssueRecord(
+            number, str(body["title"]), body.get("body"), call.login, stamp, stamp, is_pull=True
+        )
+        pr = PullRecord(number, head_ref, head, base_ref, base, draft=bool(body.get("draft")))
+        gh.pulls[number] = pr
+        return Reply(201, render(pr, full=True))
+
+    def get_pull(call: Call) -> Reply:
+        return Reply(body=render(gh.pull(int(call.params["number"])), full=True))
+
+    def update_pull(call: Call) -> Reply:
+        pr = gh.pull(int(call.params["number"]))
+        issue = gh.issues[pr.number]
+        body = call.body or {}
+        if "title" in body:
+            issue.title = str(body["title"])
+        if "body" in body:
+            issue.body = body["body"]
+        if "base" in body:
+            pr.base_ref = str(body["base"])
+        stamp = gh.tick()
+        if body.get("state") in ("open", "closed") and not pr.merged:
+            issue.state = body["state"]
+            issue.closed_at = stamp if issue.state == "closed" else None
+        issue.updated_at = stamp
+        return Reply(body=render(pr, full=True))
+
+    def merge_pull(call: Call) -> Reply:
+        pr = gh.pull(int(call.params["number"]))
+        issue = gh.issues[pr.number]
+        body = call.body or {}
+        if pr.merged or issue.state != "open":
+            raise HttpError(405, "Pull Request is not mergeable")
+        if body.get("sha") and body["sha"] != pr.head_sha:
+            raise HttpError(409, "Head branch was modified. Review and try the merge again.")
+        base_ref = f"refs/heads/{pr.base_ref}"
+        base_head = gh.git.resolve(base_ref)
+        assert base_head is not None
+        tree, _conflicts = gh.git.merge_tree(base_head, pr.head_sha)
+        if tree is None:
+            raise HttpError(405, "Pull Request is not mergeable")
+        title = body.get("commit_title") or (
+            f"Merge pull request #{pr.number} from {gh.owner}/{pr.head_ref}"
+        )
+        message = f"{title}\n\n{body.get('commit_message') or issue.title}\n"
+        sha = gh.git.commit(tree, [base_head, pr.head_sha], message)
+        pr.merge_base = gh.git.merge_base(base_head, pr.head_sha)
+        gh.git.set_ref(base_ref, sha, base_head)
+        stamp = gh.tick()
+        pr.merged, pr.merged_at, pr.merge_commit_sha, pr.merged_by = True, stamp, sha, call.login
+        issue.state, issue.closed_at, issue.updated_at = "closed", stamp, stamp
+        gh.ref_moved(pr.base_ref, sha)
+        gh.close_linked_issues(issue.body)
+        return Reply(
+            body={"sha": sha, "merged": True, "message": "Pull Request successfully merged"}
+        )
+
+    def list_files(call: Call) -> Reply:
+        pr = gh.pull(int(call.params["number"]))
+        entries = [detail_payloads.diff_entry(gh.urls, f, pr.head_sha) for f in files_of(pr)]
+        return Reply(body=entries, paginate="")
+
+    def list_reviews(call: Call) -> Reply:
+        number = int(call.params["number"])
+        gh.pull(number)
+        found = [detail_payloads.review(gh.urls, r) for r in gh.reviews if r.pull == number]
+        return Reply(body=found, paginate="")
+
+    def create_review(call: Call) -> Reply:
+        pr = gh.pull(int(call.params["number"]))
+        issue = gh.issues[pr.number]
+        body = call.body or {}
+        event = body.get("event", "COMMENT")
+        if event not in REVIEW_STATES:
+            raise HttpError(422, f"Unprocessable Entity: unknown event {event}")
+        if event != "COMMENT" and issue.user == call.login and not gh.allow_self_review:
+            verb = "approve" if event == "APPROVE" else "request changes on"
+            raise HttpError(422, f"Unprocessable Entity: Can not {verb} your own pull request")
+        if event != "APPROVE" and not body.get("body"):
+            raise HttpError(422, "Unprocessable Entity: body is required")
+        by_path = {f.filename: hunks_by_line(f.patch) for f in files_of(pr)}
+        comments = body.get("comments") or []
+        for comment in comments:
+            lines = by_path.get(str(comment.get("path")), {})
+            if comment.get("line") not in lines or comment.get("side", "RIGHT") != "RIGHT":
+                raise HttpError(
+                    422, "Unprocessable Entity: pull request review thread line must be part "
+                    "of the diff",
+                )  # fmt: skip
+        commit = str(body.get("commit_id") or pr.head_sha)
+        stamp = gh.tick()
+        review = ReviewRecord(
+            gh.next_id(), pr.number, call.login, str(body.get("body") or ""),
+            REVIEW_STATES[event], commit, stamp,
+        )  # fmt: skip
+        gh.reviews.append(review)
+        for comment in comments:
+            line = int(comment["line"])
+            gh.review_comments.append(
+                ReviewCommentRecord(
+                    gh.next_id(), review.id, pr.number, call.login, str(comment["path"]), line,
+                    "RIGHT", str(comment.get("body", "")), commit,
+                    by_path[str(comment["path"])][line], stamp,
+                )
+            )  # fmt: skip
+        issue.updated_at = stamp
+        return Reply(body=detail_payloads.review(gh.urls, review))
+
+    def list_comments(call: Call) -> Reply:
+        number = int(call.params["number"])
+        gh.pull(number)
+        found = [
+            detail_payloads.review_comment(gh.urls, c)
+            for c in gh.review_comments
+            if c.pull == number
+        ]
+        return Reply(body=found, paginate="")
+
+    def resolve_ref(ref: str) -> str:
+        if re.fullmatch(r"[0-9a-f]{40}", ref):
+            return ref
+        sha = gh.git.resolve(f"refs/heads/{ref}") or gh.git.resolve(ref)
+        if sha is None:
+            raise HttpError(422, f"No commit found for SHA: {ref}")
+        return sha
+
+    def combined_status(call: Call) -> Reply:
+        sha = resolve_ref(call.params["ref"])
+        latest: dict[str, Any] = {}
+        for status in gh.statuses:
+            if status.sha == sha:
+                latest[status.context] = status
+        body = detail_payloads.combined_status(
+            gh.urls, sha, list(latest.values()), gh.default_branch
+        )
+        return Reply(body=body, paginate="statuses")
+
+    def check_runs(call: Call) -> Reply:
+        sha = resolve_ref(call.params["ref"])
+        runs = [r for r in gh.check_runs if r.head_sha == sha]
+        if call.query.get("filter", "latest") == "latest":
+            newest = {r.name: r for r in runs}
+            runs = list(newest.values())
+        runs.sort(key=lambda r: r.id, reverse=True)
+        body = {
+            "total_count": len(runs),
+            "check_runs": [detail_payloads.check_run(gh.urls, r) for r in runs],
+        }
+        return Reply(body=body, paginate="check_runs")
+
+    router.add("GET", f"{prefix}/pulls", list_pulls)
+    router.add("POST", f"{prefix}/pulls", create_pull)
+    router.add("GET", f"{prefix}/pulls/{N}", get_pull)
+    router.add("PATCH", f"{prefix}/pulls/{N}", update_pull)
+    router.add("PUT", f"{prefix}/pulls/{N}/merge", merge_pull)
+    router.add("GET", f"{prefix}/pulls/{N}/files", list_files)
+    router.add("GET", f"{prefix}/pulls/{N}/reviews", list_reviews)
+    router.add("POST", f"{prefix}/pulls/{N}/reviews", create_review)
+    router.add("GET", f"{prefix}/pulls/{N}/comments", list_comments)
+    router.add("GET", f"{prefix}/commits/(?P<ref>[^/]+)/status", combined_status)
+    router.add("GET", f"{prefix}/commits/(?P<ref>[^/]+)/check-runs", check_runs)

@@ -1,0 +1,241 @@
+"""The fake GitHub's HTTP layer: a loopback ``ThreadingHTTPServer`` with GitHub's conventions.
+
+What a client sees is what api.github.com does for the same calls: token auth, JSON errors with
+``message``, weak ETags and ``304 Not Modified`` for a matching ``If-None-Match`` (a 304 does
+not count against the rate limit), ``Link`` pagination (``per_page`` up to 100), and
+``X-RateLimit-*`` headers on every response. Faults are injected per method and path
+(``FakeGitHub.fail``). Every request is recorded (``RecordedRequest``) so tests and the
+benchmark can count calls, conditional hits and connections.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+
+from tests.fakes.github.payloads import error
+from tests.fakes.github.records import Fault, RecordedRequest
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str, errors: list[dict[str, str]] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.errors = errors
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    params: dict[str, str]
+    query: dict[str, str]
+    body: Any
+    login: str
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    paginate: str | None = None  # "" paginates a list body; a key paginates body[key]
+
+
+Handler = Callable[[Call], Reply]
+
+
+class Router:
+    def __init__(self) -> None:
+        self.routes: list[tuple[str, re.Pattern[str], Handler]] = []
+
+    def add(self, method: str, pattern: str, handler: Handler) -> None:
+        self.routes.append((method, re.compile(pattern), handler))
+
+    def find(self, method: str, path: str) -> tuple[Handler, dict[str, str]]:
+        allowed = False
+        for route_method, pattern, handler in self.routes:
+            found = pattern.fullmatch(path)
+            if found:
+                if route_method == method:
+                    return handler, {k: unquote(v) for k, v in found.groupdict().items()}
+                allowed = True
+        raise HttpError(405 if allowed else 404, "Not Found")
+
+
+class HttpCore:
+    """Rate limits, ETags, pagination, faults and the request log around a ``Router``."""
+
+    def __init__(self, router: Router, tokens: dict[str, str], lock: threading.RLock) -> None:
+        self.router = router
+        self.tokens = tokens
+        self.lock = lock
+        self.faults: list[Fault] = []
+        self.requests: list[RecordedRequest] = []
+        self.rate_limit = 5000
+        self.rate_used = 0
+        self.rate_reset = int(time.time()) + 3600
+        self.base_url = ""
+
+    def handle(
+        self, method: str, target: str, headers: dict[str, str], raw: bytes, peer: tuple[str, int]
+    ) -> tuple[int, dict[str, str], bytes]:
+        split = urlsplit(target)
+        path, query = split.path, dict(parse_qsl(split.query))
+        with self.lock:
+            status, out_headers, body = self._dispatch(method, path, query, headers, raw)
+            if_none_match = headers.get("if-none-match")
+            if status == 200 and method == "GET":
+                etag = 'W/"' + hashlib.sha256(body).hexdigest()[:40] + '"'
+                out_headers["ETag"] = etag
+                if if_none_match == etag:
+                    status, body = 304, b""
+            counted = status != 304
+            if counted:
+                self.rate_used += 1
+            out_headers.update(self._rate_headers())
+            self.requests.append(
+                RecordedRequest(
+                    method,
+                    path,
+                    split.query,
+                    status,
+                    counted,
+                    peer,
+                    if_none_match is not None,
+                    headers.get("x-github-api-version"),
+                )
+            )
+        return status, out_headers, body
+
+    def _rate_headers(self) -> dict[str, str]:
+        return {
+            "X-RateLimit-Limit": str(self.rate_limit),
+            "X-RateLimit-Remaining": str(max(self.rate_limit - self.rate_used, 0)),
+            "X-RateLimit-Reset": str(self.rate_reset),
+            "X-RateLimit-Used": str(self.rate_used),
+            "X-RateLimit-Resource": "core",
+        }
+
+    def _dispatch(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], raw: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
+        try:
+            login = self._login(headers.get("authorization", ""))
+            if self.rate_used >= self.rate_limit:
+                raise HttpError(403, "API rate limit exceeded for user.")
+            body = json.loads(raw) if raw else None
+            handler, params = self.router.find(method, path)
+            call = Call(method, path, params, query, body, login)
+            fault = self._fault(method, path)
+            if fault is not None:
+                if fault.apply_first:
+                    handler(call)
+                return self._fault_reply(fault)
+            reply = handler(call)
+        except Exception as exc:  # a bug in the fake: answer 500 with it, keep serving
+            if not isinstance(exc, HttpError):
+                exc = HttpError(500, f"fake GitHub failed: {exc!r}")
+            payload = error(exc.message, exc.status)
+            if exc.errors:
+                payload["errors"] = exc.errors
+            return exc.status, {"Content-Type": "application/json"}, json.dumps(payload).encode()
+        out = dict(reply.headers)
+        data = reply.body
+        if reply.paginate is not None:
+            data, link = self._page(path, query, data, reply.paginate)
+            if link:
+                out["Link"] = link
+        out["Content-Type"] = "application/json; charset=utf-8"
+        encoded = b"" if data is None else json.dumps(data).encode()
+        return reply.status, out, encoded
+
+    def _login(self, authorization: str) -> str:
+        scheme, _, token = authorization.partition(" ")
+        login = self.tokens.get(token) if scheme.lower() in ("token", "bearer") else None
+        if login is None:
+            raise HttpError(401, "Bad credentials")
+        return login
+
+    def _fault(self, method: str, path: str) -> Fault | None:
+        for fault in self.faults:
+            if fault.hits < fault.times and fault.method == method and re.search(fault.path, path):
+                fault.hits += 1
+                return fault
+        return None
+
+    def _fault_reply(self, fault: Fault) -> tuple[int, dict[str, str], bytes]:
+        headers = {"Content-Type": "application/json"}
+        if fault.retry_after is not None:
+            headers["Retry-After"] = str(fault.retry_after)
+        return fault.status, headers, json.dumps(error(fault.message, fault.status)).encode()
+
+    def _page(
+        self, path: str, query: dict[str, str], data: Any, key: str
+    ) -> tuple[Any, str | None]:
+        items = data[key] if key else data
+        per_page = max(1, min(int(query.get("per_page", 30)), 100))
+        page = max(1, int(query.get("page", 1)))
+        last = max(1, -(-len(items) // per_page))
+        chunk = items[(page - 1) * per_page : page * per_page]
+        links = []
+
+        def url(number: int) -> str:
+            return f"{self.base_url}{path}?{urlencode({**query, 'page': str(number)})}"
+
+        if page < last:
+            links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
+        if page > 1:
+            links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
+        data = {**data, key: chunk} if key else chunk
+        return data, ", ".join(links) or None
+
+
+def serve(core: HttpCore) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    class RequestHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        timeout = 60
+
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body go out in two writes: without this, Nagle's algorithm and the
+            # client's delayed ACK add ~40 ms to every response on a kept-alive connection.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def _any(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, out, body = core.handle(
+                self.command, self.path, headers, raw, self.client_address[:2]
+            )
+            self.send_response(status)
+            for name, value in out.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if body:
+                self.wfile.write(body)
+
+        do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _any
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # the request log is core.requests
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), RequestHandler)
+    server.daemon_threads = True
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-github", daemon=True
+    )
+    thread.start()
+    return server, thread

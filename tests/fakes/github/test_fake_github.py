@@ -1,0 +1,213 @@
+"""The fake GitHub answers like GitHub: every payload parses with githubkit's own response
+models, and ETags, pagination, rate-limit headers and injected faults behave as documented."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from githubkit_schemas.v2026_03_10 import models
+from pydantic import TypeAdapter
+
+from tests.adapters.providers.edits import BASE_FILES
+from tests.fakes.github import FakeGitHub, Fault
+
+REPO = "/repos/acme/widgets"
+
+
+@pytest.fixture
+def gh(tmp_path: Path) -> Iterator[FakeGitHub]:
+    with FakeGitHub(tmp_path / "gh") as fake:
+        fake.seed(BASE_FILES)
+        yield fake
+
+
+@pytest.fixture
+def http(gh: FakeGitHub) -> Iterator[httpx.Client]:
+    headers = {"Authorization": "token test-token", "Accept": "application/vnd.github+json"}
+    with httpx.Client(base_url=gh.base_url, headers=headers, timeout=30) as client:
+        yield client
+
+
+def parse(model: Any, response: httpx.Response, status: int = 200) -> Any:
+    assert response.status_code == status, response.text
+    return TypeAdapter(model).validate_python(response.json())
+
+
+def make_pull(gh: FakeGitHub, http: httpx.Client, branch: str = "feature") -> dict[str, Any]:
+    head = gh.default_head()
+    blob = http.post(f"{REPO}/git/blobs", json={"content": "def answer():\n    return 42\n"})
+    tree = http.post(
+        f"{REPO}/git/trees",
+        json={
+            "base_tree": gh.git.line("rev-parse", f"{head}^{{tree}}"),
+            "tree": [{"path": "src/app.py", "mode": "100644", "type": "blob",
+                      "sha": blob.json()["sha"]}],
+        },
+    )  # fmt: skip
+    commit = http.post(
+        f"{REPO}/git/commits",
+        json={"message": "answer", "tree": tree.json()["sha"], "parents": [head]},
+    )
+    http.post(f"{REPO}/git/refs", json={"ref": f"refs/heads/{branch}", "sha": commit.json()["sha"]})
+    created = http.post(
+        f"{REPO}/pulls", json={"title": "Answer", "head": branch, "base": "main", "body": "x"}
+    )
+    assert created.status_code == 201, created.text
+    pull: dict[str, Any] = created.json()
+    return pull
+
+
+def test_issue_endpoints_parse_with_githubkit_models(gh: FakeGitHub, http: httpx.Client) -> None:
+    first = parse(
+        models.Issue, http.post(f"{REPO}/issues", json={"title": "A", "labels": ["x"]}), 201
+    )
+    second = parse(models.Issue, http.post(f"{REPO}/issues", json={"title": "B", "body": "b"}), 201)
+    parse(list[models.Issue], http.get(f"{REPO}/issues", params={"state": "all"}))
+    parse(models.Issue, http.get(f"{REPO}/issues/{first.number}"))
+    parse(
+        models.ReposOwnerRepoIssuesIssueNumberPatchResponse200,
+        http.patch(f"{REPO}/issues/{first.number}", json={"state": "closed"}),
+    )
+    parse(list[models.Label], http.post(f"{REPO}/issues/{second.number}/labels",
+                                        json={"labels": ["status:pending"]}))  # fmt: skip
+    parse(list[models.Label], http.delete(f"{REPO}/issues/{second.number}/labels/status:pending"))
+    parse(
+        models.Issue,
+        http.post(
+            f"{REPO}/issues/{second.number}/dependencies/blocked_by", json={"issue_id": first.id}
+        ),
+        201,
+    )
+    blockers = parse(
+        list[models.Issue], http.get(f"{REPO}/issues/{second.number}/dependencies/blocked_by")
+    )
+    assert [b.number for b in blockers] == [first.number]
+    parse(models.FullRepository, http.get(REPO))
+
+
+def test_pull_and_review_endpoints_parse_with_githubkit_models(
+    gh: FakeGitHub, http: httpx.Client
+) -> None:
+    gh.allow_self_review = True
+    pull = parse(models.PullRequest, httpx.Response(201, json=make_pull(gh, http)), 201)
+    number, head = pull.number, pull.head.sha
+    parse(list[models.PullRequestSimple], http.get(f"{REPO}/pulls", params={"state": "all"}))
+    parse(models.PullRequest, http.get(f"{REPO}/pulls/{number}"))
+    parse(models.PullRequest, http.patch(f"{REPO}/pulls/{number}", json={"body": "y"}))
+    files = parse(list[models.DiffEntry], http.get(f"{REPO}/pulls/{number}/files"))
+    assert [(f.filename, f.status) for f in files] == [("src/app.py", "modified")]
+    review = {
+        "commit_id": head,
+        "event": "REQUEST_CHANGES",
+        "body": "No.",
+        "comments": [{"path": "src/app.py", "line": 2, "side": "RIGHT", "body": "Hm."}],
+    }
+    parse(models.PullRequestReview, http.post(f"{REPO}/pulls/{number}/reviews", json=review))
+    parse(list[models.PullRequestReview], http.get(f"{REPO}/pulls/{number}/reviews"))
+    comments = parse(
+        list[models.PullRequestReviewComment], http.get(f"{REPO}/pulls/{number}/comments")
+    )
+    assert [(c.path, c.line) for c in comments] == [("src/app.py", 2)]
+    gh.add_check_run(head, "tests", "completed", "success")
+    gh.add_status(head, "lint", "success")
+    parse(
+        models.ReposOwnerRepoCommitsRefCheckRunsGetResponse200,
+        http.get(f"{REPO}/commits/{head}/check-runs"),
+    )
+    parse(models.CombinedCommitStatus, http.get(f"{REPO}/commits/{head}/status"))
+    parse(models.PullRequestMergeResult, http.put(f"{REPO}/pulls/{number}/merge", json={}))
+
+
+def test_git_data_endpoints_parse_with_githubkit_models(gh: FakeGitHub, http: httpx.Client) -> None:
+    content = b"\x00binary\xff"
+    blob = parse(
+        models.ShortBlob,
+        http.post(
+            f"{REPO}/git/blobs",
+            json={"content": base64.b64encode(content).decode(), "encoding": "base64"},
+        ),
+        201,
+    )
+    got = parse(models.Blob, http.get(f"{REPO}/git/blobs/{blob.sha}"))
+    assert base64.b64decode(got.content) == content
+    head = gh.default_head()
+    parse(models.GitTree, http.get(f"{REPO}/git/trees/{head}", params={"recursive": "1"}))
+    parse(models.GitCommit, http.get(f"{REPO}/git/commits/{head}"))
+    parse(models.GitRef, http.get(f"{REPO}/git/ref/heads/main"))
+    make_pull(gh, http, "other")
+    parse(models.GitRef, http.get(f"{REPO}/git/ref/heads/other"))
+    moved = parse(
+        models.GitRef,
+        http.patch(f"{REPO}/git/refs/heads/other", json={"sha": head, "force": True}),
+    )
+    assert moved.object_.sha == head
+
+
+def test_matching_etag_answers_304_that_does_not_count(gh: FakeGitHub, http: httpx.Client) -> None:
+    first = http.get(f"{REPO}/issues")
+    again = http.get(f"{REPO}/issues", headers={"If-None-Match": first.headers["ETag"]})
+    assert again.status_code == 304
+    assert again.headers["X-RateLimit-Used"] == first.headers["X-RateLimit-Used"]
+    assert [r.counted for r in gh.requests] == [True, False]
+    gh.add_issue("new")
+    changed = http.get(f"{REPO}/issues", headers={"If-None-Match": first.headers["ETag"]})
+    assert changed.status_code == 200
+
+
+def test_lists_are_paginated_with_link_headers(gh: FakeGitHub, http: httpx.Client) -> None:
+    for i in range(5):
+        gh.add_issue(f"issue {i}")
+    first = http.get(f"{REPO}/issues", params={"per_page": 2})
+    assert len(first.json()) == 2
+    assert 'rel="next"' in first.headers["Link"]
+    last = http.get(f"{REPO}/issues", params={"per_page": 2, "page": 3})
+    assert len(last.json()) == 1
+    assert 'rel="next"' not in last.headers["Link"]
+
+
+def test_apply_first_fault_applies_the_write_and_answers_502(
+    gh: FakeGitHub, http: httpx.Client
+) -> None:
+    gh.fail(Fault("POST", r"/issues$", 502, apply_first=True))
+    assert http.post(f"{REPO}/issues", json={"title": "A"}).status_code == 502
+    assert [i.title for i in gh.issues.values()] == ["A"]
+    assert http.post(f"{REPO}/issues", json={"title": "B"}).status_code == 201
+
+
+def test_rate_limit_fault_sends_retry_after(gh: FakeGitHub, http: httpx.Client) -> None:
+    gh.fail(Fault("GET", r"/issues$", 403, retry_after=7, message="secondary rate limit"))
+    refused = http.get(f"{REPO}/issues")
+    assert (refused.status_code, refused.headers["Retry-After"]) == (403, "7")
+    assert http.get(f"{REPO}/issues").status_code == 200
+
+
+def test_exhausted_rate_limit_answers_403_with_zero_remaining(
+    gh: FakeGitHub, http: httpx.Client
+) -> None:
+    gh.http.rate_limit = 1
+    assert http.get(f"{REPO}/issues").status_code == 200
+    refused = http.get(f"{REPO}/issues")
+    assert (refused.status_code, refused.headers["X-RateLimit-Remaining"]) == (403, "0")
+
+
+def test_unknown_token_is_refused(gh: FakeGitHub) -> None:
+    with httpx.Client(base_url=gh.base_url, timeout=30) as client:
+        assert client.get(f"{REPO}/issues").status_code == 401
+
+
+def test_approving_ones_own_pull_request_is_refused(gh: FakeGitHub, http: httpx.Client) -> None:
+    number = make_pull(gh, http)["number"]
+    refused = http.post(f"{REPO}/pulls/{number}/reviews", json={"event": "APPROVE"})
+    assert refused.status_code == 422
+    assert "own pull request" in refused.json()["message"]
+
+
+def test_merge_conflict_is_refused_with_405(gh: FakeGitHub, http: httpx.Client) -> None:
+    number = make_pull(gh, http)["number"]
+    gh.commit_to_default({"src/app.py": "def answer():\n    return 40\n"}, "theirs")
+    assert http.put(f"{REPO}/pulls/{number}/merge", json={}).status_code == 405
