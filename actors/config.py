@@ -52,6 +52,11 @@ class LocalProviderSection(_Section):
 
 
 class GitHubProviderSection(_Section):
+    """``[provider.github]``; keys beyond these (``base_url``, GitHub App auth, polling tuning)
+    are checked by the GitHub provider's own settings (adapters/github/config.py)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
     repository: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
     token_env: str = "GITHUB_TOKEN"
     request_timeout: float = Field(default=30, gt=0)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from actors.config import CpeConfig, load_config, parse_config
 from actors.engine import Engine, create_engine
 from adapters.runtime.bash_guard import BashGuardConfig
@@ -121,7 +123,8 @@ def _provider(
         github = config.provider.github
         if github is None:
             raise ConfigError("provider.github: missing", expected="repository and token_env")
-        if not os.environ.get(github.token_env):
+        settings = {**github.model_dump(), "default_branch": branch}
+        if settings.get("app_id") is None and not os.environ.get(github.token_env):
             raise ConfigError(
                 f"provider.github.token_env: the environment variable {github.token_env} is "
                 "not set",
@@ -137,7 +140,14 @@ def _provider(
         from adapters.specs.reader import GitSpecReader  # noqa: PLC0415
 
         specs = GitSpecReader(root, config.specs.globs, default_branch=branch)
-        provider, interfaces = create_github_provider(github.model_dump(), specs)
+        try:
+            provider, interfaces = create_github_provider(settings, specs)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"provider.github.{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                for e in exc.errors(include_url=False)
+            )
+            raise ConfigError(problems) from exc
         closers.append(provider.close)
         return interfaces
     from adapters.local.pipeline import LocalPipeline  # noqa: PLC0415
