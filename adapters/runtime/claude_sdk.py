@@ -30,7 +30,6 @@ from claude_agent_sdk import (
     HookMatcher,
     ResultMessage,
     TextBlock,
-    ToolUseBlock,
 )
 from claude_agent_sdk import ClaudeSDKError as _SDKError
 from pydantic import Field
@@ -42,11 +41,11 @@ from adapters.runtime.agents import (
     effective_tools,
     load_agent_definition,
 )
+from adapters.runtime.artifacts import RunArtifacts, Termination
 from adapters.runtime.bash_guard import BashGuardConfig, check_bash
 from adapters.runtime.context import assemble_prompt
 from adapters.runtime.launcher import is_agent_cli, kill_tree, read_pid, write_wrapper
 from adapters.runtime.patches import extract_patch
-from adapters.runtime.run_files import RunFiles
 from adapters.runtime.worktrees import Worktree, WorktreeManager, run_git
 from domain.errors import AgentFailure, InvalidAgentOutputError
 from domain.models import (
@@ -105,17 +104,31 @@ def create_claude_adapter(config: ClaudeAdapterConfig, deps: RuntimeAdapterDeps)
 class _Run:
     session_id: SessionId
     params: AgentStartParams
-    files: RunFiles
+    files: RunArtifacts
     loop: asyncio.AbstractEventLoop
     worktree: Worktree | None = None
     scope: anyio.CancelScope | None = None
     cancel_reason: str | None = None
+    timed_out: bool = False
+    kill_grace: float = 5.0
     output: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
     usage: RunUsage = field(default_factory=RunUsage)
-    denials: list[Any] = field(default_factory=list)
 
     def cancel(self, reason: str) -> None:  # on the run's loop
         self.cancel_reason = self.cancel_reason or reason
+        self._stop()
+
+    def expire(self) -> None:  # on the run's loop, at max_agent_duration
+        self.timed_out = True
+        self._stop()
+
+    def _stop(self) -> None:
+        # Kill the CLI's process tree first (in a thread: it waits out the grace): the SDK's
+        # own shielded close would otherwise wait on the CLI before signalling it.
+        pid = read_pid(self.files.run_dir / "cli.pid")
+        threading.Thread(
+            target=kill_tree, args=(pid,), kwargs={"grace": self.kill_grace}, daemon=True
+        ).start()
         if self.scope is not None:
             self.scope.cancel()
 
@@ -140,22 +153,34 @@ class ClaudeAdapter:
         session_id = params.session_id
         if session_id is None:
             raise ValueError("start_agent needs params with the executor's session_id")
-        files = RunFiles.create(Path(self.config.logging.logs_dir), session_id, self.config)
-        run = _Run(session_id, params, files, asyncio.get_running_loop())
+        worktree: Worktree | None = None
         try:
             if isinstance(params, ImplementorStartParams):
-                run.worktree = await anyio.to_thread.run_sync(
-                    self.worktrees.create, params.branch_name
-                )
+                worktree = await anyio.to_thread.run_sync(self.worktrees.create, params.branch_name)
             prompt = await anyio.to_thread.run_sync(self._prompt, params)
             spec = await anyio.to_thread.run_sync(
                 load_agent_definition, self.repo_root, params.role, self.config.context_paths
             )
         except BaseException:
-            await self._remove_worktree(run)
-            files.finish("error", None, None, RunUsage(), ["provisioning failed"])
+            if worktree is not None:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self.worktrees.remove, worktree)
             raise
-        files.record_prompt(prompt, role=params.role)
+        cwd = worktree.path if worktree is not None else self.repo_root
+        files = RunArtifacts.open(
+            Path(self.config.logging.logs_dir).parent,  # RunArtifacts adds runs/<session_id>
+            session_id,
+            agent_family="claude_sdk",
+            invocation_mode="sdk",
+            command=[self.config.cli_path or bundled_cli(), "--agent", params.role],
+            working_directory=cwd,
+            prompt=prompt,
+            prompt_reference=f".claude/agents/{params.role}.md",
+            requested_policy={"permission_mode": "bypassPermissions", "bash_guard": "deny"},
+            capture_format="sdk-messages",
+        )
+        run = _Run(session_id, params, files, asyncio.get_running_loop(), worktree)
+        run.kill_grace = self.config.kill_grace
         with self._lock:
             self._runs[session_id] = run
         result = asyncio.get_running_loop().create_task(self._drive(run, prompt, spec))
@@ -163,7 +188,7 @@ class ClaudeAdapter:
             session_id=session_id,
             output=_drain(run.output),
             result=result,
-            log_file_path=str(files.transcript_path),
+            log_file_path=str(files.transcript_log),
             usage=lambda: run.usage,
         )
 
@@ -199,20 +224,22 @@ class ClaudeAdapter:
         return assemble_prompt(params, self.deps, repo_root=self.repo_root, read_blob=read_blob)
 
     async def _drive(self, run: _Run, prompt: str, spec: AgentSpec) -> AgentResult:
-        termination, exit_code, final = "error", None, None
+        termination: Termination = "error"
+        exit_code: int | None = None
+        final: ResultMessage | None = None
+        deadline = run.loop.call_later(self.config.max_agent_duration, run.expire)
         try:
             with anyio.CancelScope() as scope:
                 run.scope = scope
-                if run.cancel_reason is not None:
+                if run.cancel_reason is not None or run.timed_out:
                     scope.cancel()
-                with anyio.move_on_after(self.config.max_agent_duration) as deadline:
-                    final = await self._session(run, prompt, spec)
-                if deadline.cancelled_caught:
-                    termination = "killed_timeout"
-                    raise AgentFailure(
-                        "timed-out",
-                        f"exceeded max_agent_duration ({self.config.max_agent_duration:g}s)",
-                    )
+                final = await self._session(run, prompt, spec)
+            if run.timed_out:
+                termination = "killed_timeout"
+                raise AgentFailure(
+                    "timed-out",
+                    f"exceeded max_agent_duration ({self.config.max_agent_duration:g}s)",
+                )
             if final is None:
                 termination = "killed_policy"
                 raise AgentFailure("cancelled", run.cancel_reason or "cancelled")
@@ -220,10 +247,11 @@ class ClaudeAdapter:
             termination, exit_code = "completed", 0
             return result
         finally:
-            pid = read_pid(run.files.pidfile)
+            deadline.cancel()
+            pid = read_pid(_pidfile(run))
             await anyio.to_thread.run_sync(partial(kill_tree, pid, grace=self.config.kill_grace))
             await self._remove_worktree(run)
-            run.files.finish(termination, exit_code, final, run.usage, run.denials)
+            run.files.finish(termination, exit_code, final_response=final, usage=run.usage)
             run.output.put_nowait(None)
             with self._lock:
                 self._runs.pop(run.session_id, None)
@@ -235,17 +263,14 @@ class ClaudeAdapter:
             async with ClaudeSDKClient(options) as client:
                 await client.query(prompt)
                 async for message in client.receive_response():
-                    run.files.record(message)
+                    run.files.record_native(message)
                     if isinstance(message, AssistantMessage):
                         for block in message.content:
                             if isinstance(block, TextBlock) and block.text:
                                 run.output.put_nowait(block.text)
-                            elif isinstance(block, ToolUseBlock):
-                                run.files.note(f"tool {block.name}: {_brief(block.input)}")
                     elif isinstance(message, ResultMessage):
                         final = message
                         run.usage = _usage(message)
-                        run.denials = list(message.permission_denials or [])
         except _SDKError as exc:
             if final is None:
                 raise AgentFailure("failed", f"the claude CLI failed: {exc}") from exc
@@ -326,12 +351,12 @@ class ClaudeAdapter:
         if os.geteuid() == 0:
             extra["IS_SANDBOX"] = "1"  # the CLI refuses bypassPermissions as root without it
         if self.config.isolated_home:
-            home = run.files.directory / "home"
+            home = run.files.run_dir / "home"
             home.mkdir(exist_ok=True)
             extra["HOME"] = str(home)
         env = build_agent_env(os.environ, extra=extra)
         cli = self.config.cli_path or bundled_cli()
-        return write_wrapper(run.files.directory / "claude.sh", cli, env, run.files.pidfile)
+        return write_wrapper(run.files.run_dir / "claude.sh", cli, env, _pidfile(run))
 
     async def _remove_worktree(self, run: _Run) -> None:
         worktree, run.worktree = run.worktree, None
@@ -359,9 +384,8 @@ def _list(values: Sequence[str] | None) -> list[str] | None:
     return None if values is None else list(values)
 
 
-def _brief(data: Mapping[str, Any]) -> str:
-    text = ", ".join(f"{k}={str(v)[:60]!r}" for k, v in data.items())
-    return text[:200]
+def _pidfile(run: _Run) -> Path:
+    return run.files.run_dir / "cli.pid"
 
 
 def bundled_cli() -> str:

@@ -141,7 +141,8 @@ def test_an_implementor_run_returns_a_patch_that_applies_and_leaves_nothing_behi
     # artifacts and the transcript are there
     run_dir = tmp_path / "runs" / "implementor-1"
     assert "assistant:" in (run_dir / "transcript.log").read_text()
-    assert (run_dir / "runner_metadata").exists()
+    for artifact in ("runner_metadata.json", "runner_transcript.jsonl", "manifest.json"):
+        assert (run_dir / artifact).exists(), artifact
 
 
 def test_the_agent_gets_no_secret_from_the_daemon_environment(
@@ -199,7 +200,7 @@ def test_a_denied_bash_command_is_denied_through_the_real_hook(
     transcript = (tmp_path / "runs" / "implementor-7" / "transcript.log").read_text()
     assert "denied Bash" in transcript
     assert "push" in transcript
-    metadata = (tmp_path / "runs" / "implementor-7" / "runner_metadata").read_text()
+    metadata = (tmp_path / "runs" / "implementor-7" / "runner_metadata.json").read_text()
     assert '"tool_name": "Bash"' in metadata
     assert result is not None
 
