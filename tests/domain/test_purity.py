@@ -97,3 +97,26 @@ def test_a_forbidden_import_in_domain_fails_the_lint_step(source: str) -> None:
 def test_the_same_import_outside_domain_passes_the_lint_step() -> None:
     result = _ruff("import subprocess\n\n__all__ = ('subprocess',)\n", "adapters/probe.py")
     assert result.returncode == 0, result.stdout
+
+
+def _importers(module: str) -> set[str]:
+    found = set()
+    for folder in ("domain", "actors", "adapters"):
+        for path in (ROOT / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text(), filename=str(path))
+            for node in ast.walk(tree):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                if any(n == module or n.startswith(module + ".") for n in names):
+                    found.add(str(path.relative_to(ROOT)))
+    return found
+
+
+@pytest.mark.spec("S001-43")
+def test_only_the_claude_sdk_adapter_imports_the_sdk_and_only_runtime_imports_frontmatter() -> None:
+    assert _importers("claude_agent_sdk") == {"adapters/runtime/claude_sdk.py"}
+    assert all(p.startswith("adapters/runtime/") for p in _importers("frontmatter"))
+    assert all(p.startswith("adapters/github/") for p in _importers("githubkit"))

@@ -119,6 +119,7 @@ def implementor(wid: str = "1", sid: str = "implementor-1") -> ImplementorStartP
 
 
 @pytest.mark.spec("S000-21")
+@pytest.mark.spec("S000-26")
 @pytest.mark.spec("S001-27")
 @pytest.mark.spec("S001-33")
 @pytest.mark.spec("S001-02")
@@ -159,6 +160,8 @@ def test_the_agent_gets_no_secret_from_the_daemon_environment(
 
 
 @pytest.mark.spec("S001-15")
+@pytest.mark.spec("S000-24")
+@pytest.mark.spec("S001-31")
 def test_a_planner_run_returns_a_typed_plan(
     repo: Path, server: ScriptedModelServer, tmp_path: Path
 ) -> None:
@@ -253,6 +256,8 @@ def test_a_run_past_its_duration_is_timed_out(
     assert not (repo / ".worktrees" / "cpe" / "8-x").exists()
 
 
+@pytest.mark.spec("S000-07")
+@pytest.mark.spec("S001-14")
 def test_cancel_of_an_unknown_session_is_a_no_op(
     repo: Path, server: ScriptedModelServer, tmp_path: Path
 ) -> None:
@@ -340,20 +345,33 @@ def test_a_failed_context_fetch_rejects_and_removes_the_worktree(
 
 @pytest.mark.spec("S001-05")
 @pytest.mark.spec("S000-10")
+@pytest.mark.spec("S000-11")
 @pytest.mark.spec("S000-08")
-def test_planner_works_in_the_repository_root_and_implementor_in_its_worktree(
+def test_planner_and_reviewer_work_in_the_repository_root_and_implementor_in_its_worktree(
     repo: Path, server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     rig = Rig(repo, server, tmp_path / "runs")
     rig.run(PlannerStartParams(session_id="planner-1", spec_paths=("specs/greeting.md",)))
     rig.run(implementor())
+    rig.state = rig.state.model_copy(
+        update={
+            "revisions": {
+                "r1": Revision(
+                    id="r1", title="Greeting", work_item_id="1", branch="cpe/1-x", head_sha="h"
+                )
+            }
+        }
+    )
+    rig.run(ReviewerStartParams(session_id="reviewer-1", work_item_id="1", revision_id="r1"))
     cwds = {r.conversation.role: r.conversation.cwd for r in server.requests if r.kind == "turn"}
     assert Path(cwds["planner"]).resolve() == repo.resolve()
+    assert Path(cwds["reviewer"]).resolve() == repo.resolve()
     assert Path(cwds["implementor"]).resolve() == (repo / ".worktrees" / "cpe" / "1-x").resolve()
 
 
 @pytest.mark.spec("S001-39")
 @pytest.mark.spec("S001-40")
+@pytest.mark.spec("S000-03")
 @pytest.mark.spec("S000-28")
 @pytest.mark.spec("S000-29")
 def test_the_output_stream_is_plain_text_only_and_ends_with_the_run(
