@@ -13,12 +13,12 @@ from actors.journal import Journal
 from actors.logs import configure_logging
 from actors.process import EXIT_CONFIG, run_engine
 from adapters.app import CONFIG_NAME, App, build_app, default_branch, resolve_config
+from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
 from adapters.notify import notify
 from domain.errors import ConfigError
 from domain.models import AgentRun, EngineState, WorkItemId
 from domain.state import ordered
 
-DEFAULTS = Path(__file__).resolve().parents[1]  # where the shipped .claude/ and supervisor.toml are
 IGNORED = (".worktrees/", ".cpe/")
 
 
@@ -93,8 +93,8 @@ def init(repo: Path) -> int:
 
 
 def _defaults(root: Path) -> list[tuple[Path, Path]]:
-    pairs = [(DEFAULTS / CONFIG_NAME, root / CONFIG_NAME)]
-    claude = DEFAULTS / ".claude"
+    pairs = [(SUPERVISOR_TOML, root / CONFIG_NAME)]
+    claude = CLAUDE_DIR
     for source in sorted(claude.rglob("*.md")):
         pairs.append((source, root / ".claude" / source.relative_to(claude)))
     missing = [str(s) for s, _ in pairs if not s.exists()]

@@ -25,6 +25,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from adapters.defaults import CLAUDE_DIR
 from domain.errors import CpeError
 
 __all__ = [
@@ -195,8 +196,8 @@ class SampleRepoError(CpeError):
 
 
 def agent_definitions_dir() -> Path:
-    """This project's ``.claude/`` (agent definitions and the project context)."""
-    return Path(__file__).resolve().parents[2] / ".claude"
+    """The shipped ``.claude/`` (agent definitions and the project context)."""
+    return CLAUDE_DIR
 
 
 def create_sample_repo(path: Path) -> Path:
