@@ -170,7 +170,7 @@ def test_the_sample_is_one_commit_on_main_with_its_own_identity_and_a_clean_tree
 
 def test_the_agent_definitions_are_this_project_s_own(sample: Path) -> None:
     source = ROOT / ".claude"
-    assert agent_definitions_dir() == source
+    assert agent_definitions_dir().resolve() == source  # the shipped copy is this one
     agents = sorted(p.name for p in (source / "agents").glob("*.md"))
     assert agents == ["implementor.md", "planner.md", "reviewer.md"]
     for relative in ["CLAUDE.md", *(f"agents/{name}" for name in agents)]:
