@@ -10,25 +10,14 @@ import pytest
 
 from adapters import commands
 from adapters.notify import notify
+from tests.repos import make_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for args in (
-        ["init", "-q", "-b", "main"],
-        ["config", "user.email", "t@example.com"],
-        ["config", "user.name", "t"],
-    ):
-        subprocess.run(["git", "-C", str(repo), *args], check=True, timeout=60)
-    (repo / ".gitignore").write_text("build/\n")
-    (repo / "README.md").write_text("x\n")
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, timeout=60)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "init"], check=True, timeout=60)
-    return repo
+    return make_repo(tmp_path / "repo", {".gitignore": "build/\n", "README.md": "x\n"})
 
 
 def test_init_writes_the_defaults_once_and_keeps_what_exists(

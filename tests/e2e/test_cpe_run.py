@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,8 +20,8 @@ import pytest
 from adapters.local.provider import LocalProvider
 from adapters.runtime.launcher import read_pid
 from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from tests.repos import make_repo
 
-ROOT = Path(__file__).resolve().parents[2]
 CPE = Path(sys.executable).parent / "cpe"
 
 CONFIG = """
@@ -41,26 +40,10 @@ backoff_initial = 0.1
 """
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "t")
-    shutil.copytree(ROOT / ".claude", repo / ".claude")
-    (repo / "supervisor.toml").write_text(CONFIG)
-    (repo / ".gitignore").write_text(".worktrees/\n.cpe/\n")
-    (repo / "README.md").write_text("demo\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "init")
-    return repo
+    files = {"supervisor.toml": CONFIG, ".gitignore": ".worktrees/\n.cpe/\n", "README.md": "demo\n"}
+    return make_repo(tmp_path / "repo", files, with_agents=True)
 
 
 def start_cpe(

@@ -3,8 +3,6 @@ in real worktrees, against the scripted model (only the model is scripted)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,30 +26,13 @@ from domain.models import (
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import ImplementorResult, PlannerResult, ReviewerResult
 from tests.fakes.provider import fake_provider
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
+from tests.repos import git, make_repo
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "t")
-    shutil.copytree(ROOT / ".claude", repo / ".claude")
-    (repo / "specs").mkdir()
-    (repo / "specs" / "greeting.md").write_text("# Greeting\nA greet(name) function.\n")
-    (repo / "README.md").write_text("demo\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "init")
-    return repo
+    files = {"specs/greeting.md": "# Greeting\nA greet(name) function.\n", "README.md": "demo\n"}
+    return make_repo(tmp_path / "repo", files, with_agents=True)
 
 
 class Rig:

@@ -5,8 +5,6 @@ is rejected, the output stream ends, and no process of the tree and no worktree 
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,27 +20,15 @@ from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import ImplementorResult
 from tests.fakes.claude_cli_fixture import FakeClaude
 from tests.fakes.provider import fake_provider
+from tests.repos import make_repo
 
-ROOT = Path(__file__).resolve().parents[3]
 PARAMS = ImplementorStartParams(session_id="implementor-f", work_item_id="1", branch_name="cpe/1-f")
 WORKTREE = Path(".worktrees") / "cpe" / "1-f"
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for args in (
-        ["init", "-q", "-b", "main"],
-        ["config", "user.email", "t@example.com"],
-        ["config", "user.name", "t"],
-    ):
-        subprocess.run(["git", "-C", str(repo), *args], check=True, timeout=60)
-    shutil.copytree(ROOT / ".claude", repo / ".claude")
-    (repo / "README.md").write_text("x\n")
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, timeout=60)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "init"], check=True, timeout=60)
-    return repo
+    return make_repo(tmp_path / "repo", with_agents=True)
 
 
 @pytest.fixture
