@@ -128,6 +128,29 @@ class Journal:
             raise JournalError("append: no sequence number")
         return seq
 
+    def append_and_mark(self, events: Sequence[EngineEvent], processed: int) -> list[int]:
+        """Append ``events`` and advance the cursor to ``processed`` in one transaction (the
+        end of an engine cycle: its result events and the fact that it finished)."""
+        rows = [(time.time(), e.type, EVENT_ADAPTER.dump_json(e).decode()) for e in events]
+        seqs: list[int] = []
+        with self._guard("finish a cycle"):
+            self._db.execute("BEGIN")
+            try:
+                for row in rows:
+                    cursor = self._db.execute(
+                        "INSERT INTO events (at, type, body) VALUES (?, ?, ?)", row
+                    )
+                    seqs.append(int(cursor.lastrowid or 0))
+                self._db.execute(
+                    "UPDATE cursor SET processed_seq = MAX(processed_seq, ?) WHERE id = 1",
+                    (processed,),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return seqs
+
     def mark_processed(self, seq: int) -> None:
         with self._guard("advance the cursor"):
             self._db.execute(

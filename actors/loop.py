@@ -44,10 +44,12 @@ class EngineLoop:
             log.debug("processing event", seq=seq, **identify(event))
         snapshot = self.store.apply(event)
         commands = run_handlers(self.handlers, event, snapshot)
+        results: list[EngineEvent] = []
         for command in commands:
-            for result in self.execute(command, snapshot):
-                self.inbox.put(result, internal=True)
-        self.inbox.finish(seq)
+            results.extend(self.execute(command, snapshot))
+        # The results and the end of this cycle are journaled together: a crash before it
+        # replays the event (its writes answer from their intents), never half of it.
+        self.inbox.finish(seq, results)
         self.processed += 1
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,13 +72,16 @@ class Inbox:
             self._in_flight = self._items.popleft()
             return self._in_flight
 
-    def finish(self, seq: int) -> None:
-        """The engine finished processing ``seq``: advance the journal's cursor."""
-        self.journal.mark_processed(seq)
-        with self._lock:
-            if self._in_flight is not None and self._in_flight[0] == seq:
-                self._in_flight = None
-            self._idle.notify_all()
+    def finish(self, seq: int, results: Sequence[EngineEvent] = ()) -> None:
+        """The engine finished processing ``seq``; ``results`` are the events its commands
+        produced. Both are journaled in one transaction, then the results are queued."""
+        with self._append:
+            seqs = self.journal.append_and_mark(results, seq)
+            with self._lock:
+                self._items.extend(zip(seqs, results, strict=True))
+                if self._in_flight is not None and self._in_flight[0] == seq:
+                    self._in_flight = None
+                self._idle.notify_all()
 
     def requeue_in_flight(self) -> None:
         """The engine died mid-event: that event goes back to the head of the queue."""

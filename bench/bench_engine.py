@@ -67,8 +67,8 @@ def bench_engine(n: int, directory: Path) -> dict[str, float]:
     latencies: list[float] = []
     finish = engine.inbox.finish
 
-    def timed_finish(seq: int) -> None:
-        finish(seq)
+    def timed_finish(seq: int, results: Any = ()) -> None:
+        finish(seq, results)
         start = enqueued.pop(seq, None)
         if start is not None:
             latencies.append(time.perf_counter() - start)
