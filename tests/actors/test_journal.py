@@ -74,3 +74,17 @@ def test_a_journal_from_a_future_version_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(JournalError, match="schema version 99"):
         Journal(path)
+
+
+def test_a_cycles_results_and_its_end_are_journaled_together(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.sqlite3")
+    seq = journal.append(StatusTransitioned(work_item_id="1", to="done"))
+    results = [
+        StatusTransitioned(work_item_id="2", to="done"),
+        StatusTransitioned(work_item_id="3", to="done"),
+    ]
+    seqs = journal.append_and_mark(results, seq)
+    assert seqs == [seq + 1, seq + 2]
+    assert journal.processed_seq() == seq
+    restored = journal.restore()
+    assert [e.event for e in restored.unprocessed] == results
