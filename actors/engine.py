@@ -310,11 +310,19 @@ class Engine:
                 )
 
     def _reap_runtime_leftovers(self) -> None:
+        """Let each runtime remove what a crashed run left (processes, worktrees, branches),
+        keeping the branches of open revisions (the local provider's share their names)."""
+        try:
+            revisions = self.provider.revision_reader.list_revisions()
+            keep = frozenset(r.branch for r in revisions if r.state == "open")
+        except Exception as exc:
+            log.error("cannot list revisions before reaping; keeping every branch", error=repr(exc))
+            return
         for adapter in {id(a): a for a in self.runtime_adapters.values()}.values():
             reap = getattr(adapter, "reap", None)
             if callable(reap):
                 try:
-                    reap()
+                    reap(keep)
                 except Exception:
                     log.exception("runtime reaper failed", runtime=type(adapter).__name__)
 

@@ -198,7 +198,7 @@ class ClaudeAdapter:
         if run is not None:
             run.loop.call_soon_threadsafe(run.cancel, "cancelled")
 
-    def reap(self) -> None:
+    def reap(self, keep_branches: frozenset[str] = frozenset()) -> None:
         """Startup: kill agent processes and remove worktrees and branches that a crashed
         daemon left behind (the CLI runs in its own session, so it outlives a kill -9)."""
         for pidfile in sorted(Path(self.config.logging.logs_dir).glob("*/cli.pid")):
@@ -207,7 +207,7 @@ class ClaudeAdapter:
                 log.warning("killing an agent process left by an earlier run", pid=pid)
                 kill_tree(pid, grace=self.config.kill_grace)
             pidfile.unlink(missing_ok=True)
-        report = self.worktrees.reap()
+        report = self.worktrees.reap(keep=keep_branches)
         if report.removed_worktrees or report.deleted_branches:
             log.info(
                 "removed leftovers of an earlier run",

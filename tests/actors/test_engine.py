@@ -445,3 +445,23 @@ def test_status_transitioned_results_are_journaled(harness: Harness) -> None:
         lambda: any(isinstance(e.event, StatusTransitioned) for e in journal(engine).entries()),
         engine,
     )
+
+
+def test_start_lets_the_runtime_reap_leftovers_but_keep_open_revision_branches(
+    harness: Harness,
+) -> None:
+    for rid, state in (("r1", "open"), ("r2", "merged")):
+        harness.tracker.revisions[rid] = Revision.model_validate(
+            {
+                "id": rid,
+                "title": "t",
+                "work_item_id": "1",
+                "branch": f"cpe/{rid}",
+                "head_sha": "h",
+                "state": state,
+            }
+        )
+    engine = harness.engine()
+    engine.start()
+    assert harness.runtime.reaped == 1
+    assert harness.runtime.kept == frozenset({"cpe/r1"})

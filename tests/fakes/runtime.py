@@ -158,8 +158,9 @@ class FakeRuntime:
         if run is not None:
             run.loop.call_soon_threadsafe(run._cancel)
 
-    def reap(self) -> None:
+    def reap(self, keep_branches: frozenset[str] = frozenset()) -> None:
         self.reaped += 1
+        self.kept = keep_branches
 
     def wait_run(
         self, predicate: Callable[[FakeRun], bool] = lambda r: True, timeout: float = 30.0
