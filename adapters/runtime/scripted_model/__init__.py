@@ -66,6 +66,51 @@ short text; non-streaming requests get the same turn as one JSON message; GET an
 probes ``HEAD /api/hello`` unless nonessential traffic is disabled) answer 200. Every request is
 recorded (``server.requests``: method, path, kind, status, model, tools, the conversation read
 from it, the tool results it carries, the scenario and turn played, what was replied).
+
+The OpenAI Responses side (``codex exec``): the same server and book also answer
+``POST /v1/responses`` (wire in ``responses_wire``, items in ``responses_items``), streamed
+(``"stream": true``: SSE, see ``responses_wire``) or as one ``response`` object. Point codex
+at it with ``responses_wire.codex_overrides(server.base_url)`` (``-c`` values: a ``scripted``
+entry in ``model_providers`` with ``base_url`` ``…/v1`` and ``wire_api = "responses"``).
+Reading the request:
+
+- turn: the number of runs of consecutive model-made ``input`` items (assistant ``message``,
+  ``function_call``, ``custom_tool_call``, ``reasoning``) — codex records a response's items
+  together, then their ``*_output`` items — so selection is stateless here too;
+- ``system`` rule: ``instructions``; ``prompt`` rule: the first user message, skipping the texts
+  codex adds (``<environment_context>``, ``<user_instructions>``, ``# AGENTS.md …``), or
+  ``input`` when it is a plain string; ``role``: ``text.format.schema`` (the
+  ``--output-schema``), pinned as for ``StructuredOutput``; ``{cwd}``: the
+  ``<cwd>…</cwd>`` of the environment context;
+- a request without ``tools`` is a side request (answered ``OK.``); tool results recorded are
+  the ``function_call_output``/``custom_tool_call_output`` items after the last turn.
+
+Blocks become output items (a response's calls get fresh ``call_id`` s):
+
+- ``{"text": t}`` → a ``message`` with one ``output_text`` part;
+- ``StructuredOutput`` → a ``message`` whose text is the input as JSON (codex has no such tool;
+  its final message is the output checked against ``--output-schema``), so put it last;
+- ``Bash`` → a ``function_call`` of the shell the request offers, by preference
+  ``exec_command`` (``{"cmd": c}``), ``shell_command`` (``{"command": c}``), else ``shell``
+  (``{"command": ["bash", "-lc", c]}``); ``description`` is dropped;
+- ``Write`` → ``apply_patch`` with ``*** Begin Patch`` / ``*** Add File: <path>`` / ``+`` lines
+  / ``*** End Patch`` (every line gets a newline); ``Edit`` → ``*** Update File: <path>`` and
+  one ``@@`` hunk, ``-`` the lines of ``old_string``, ``+`` those of ``new_string``: it is
+  line-wise, so ``old_string`` must be whole lines of the file (``replace_all`` is ignored).
+  Paths under ``{cwd}`` are made relative to it (codex wants relative paths). The call is a
+  ``custom_tool_call`` (``input``: the patch) unless the request offers ``apply_patch`` as a
+  ``function`` tool, then a ``function_call`` with ``{"input": patch}``;
+- any other tool → a ``function_call`` of that name with the input as its JSON ``arguments``
+  (a codex-only scenario can script ``update_plan``, ``exec_command`` … directly);
+- ``{"hang": true}`` → as on the Anthropic side; a streamed response is left without
+  ``response.completed``.
+
+``response.completed`` carries ``usage`` (``input_tokens``, ``output_tokens``,
+``total_tokens``, their ``*_details``, plus ``cache_write_input_tokens`` and
+``reasoning_output_tokens`` as codex reports them). A request no scenario matches, or a block
+it cannot map (an ``Edit`` without ``old_string``), gets a 400 OpenAI error body
+(``{"error": {"type": "invalid_request_error", "message": …}}``). ``reply`` records
+``"text"``, ``"function_call:<name>"``, ``"custom_tool_call:apply_patch"``, ``"hang"``.
 """
 
 from __future__ import annotations

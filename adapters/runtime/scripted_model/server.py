@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
-from adapters.runtime.scripted_model import wire
+from adapters.runtime.scripted_model import responses_wire, wire
 from adapters.runtime.scripted_model.scenario import (
     Block,
     Conversation,
@@ -248,12 +248,14 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
             body = None
-        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
+        if path not in ("/v1/messages", "/v1/messages/count_tokens", responses_wire.PATH):
             message = f"scripted model: no route {path}"
             self._refuse("unknown", 404, "not_found_error", message, body)
         elif not isinstance(body, dict):
             message = "scripted model: the request body is not a JSON object"
             self._refuse("turn", 400, "invalid_request_error", message, None)
+        elif path == responses_wire.PATH:
+            self._responses(body, raw)
         elif path.endswith("/count_tokens"):
             self._record("count_tokens", 200, body)
             self._send_json(200, {"input_tokens": wire.estimate_tokens(raw)})
@@ -298,6 +300,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.server.owner._hold(self.connection)
 
+    def _responses(self, body: dict[str, Any], raw: bytes) -> None:
+        # The OpenAI Responses API (codex): same book, wire in responses_wire.
+        got = responses_wire.answer(self.server.owner.book, body, raw, side_reply=SIDE_REPLY)
+        self._record(got.kind, got.status, body, **got.record_fields())
+        if got.stream is not None:
+            self._send_stream(got.stream)
+        elif got.payload is not None:
+            self._send_json(got.status, got.payload)
+        if got.hang:
+            self.close_connection = True
+            self.server.owner._hold(self.connection)
+
     def _probe(self) -> None:
         # The CLI probes reachability (observed: HEAD /api/hello); any 200 satisfies it.
         self._record("probe", 200, None)
@@ -326,10 +340,13 @@ class _Handler(BaseHTTPRequestHandler):
         scenario: str | None = None,
         reply: tuple[str, ...] = (),
         error: str | None = None,
+        tool_results: tuple[ToolResult, ...] | None = None,
     ) -> None:
         if not isinstance(body, dict):
             body = None
         max_tokens = body.get("max_tokens") if body else None
+        if tool_results is None:
+            tool_results = wire.last_tool_results(body) if body else ()
         self.server.owner._record(
             RecordedRequest(
                 method=self.command,
@@ -342,7 +359,7 @@ class _Handler(BaseHTTPRequestHandler):
                 max_tokens=max_tokens if isinstance(max_tokens, int) else None,
                 tools=wire.tool_names(body) if body else (),
                 conversation=conversation,
-                tool_results=wire.last_tool_results(body) if body else (),
+                tool_results=tool_results,
                 scenario=scenario,
                 turn=conversation.assistant_turns if conversation else None,
                 reply=reply,
