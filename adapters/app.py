@@ -25,6 +25,18 @@ from domain.models import AgentRole
 from domain.ports import ProviderInterfaces, RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
 
 CONFIG_NAME = "supervisor.toml"
+# The settings the claude-cli runtime shares with the SDK runtime's config.
+_CLI_FIELDS = {
+    "repo_root",
+    "default_branch",
+    "max_agent_duration",
+    "logging",
+    "context_paths",
+    "setup_command",
+    "agent_env",
+    "isolated_home",
+    "bash_guard",
+}
 
 
 @dataclass
@@ -177,15 +189,19 @@ def _runtime_factory(
     isolated_home: bool,
 ) -> Any:
     for role, kind in roles.items():
-        if kind != "claude-sdk":
+        if kind not in ("claude-sdk", "claude-cli"):
             raise ConfigError(
                 f"runtime.roles.{role}: the {kind} runtime is not available in this version",
-                expected="claude-sdk",
+                expected="claude-sdk or claude-cli",
             )
     from adapters.runtime.claude_sdk import (  # noqa: PLC0415
         ClaudeAdapterConfig,
         bundled_cli,
         create_claude_adapter,
+    )
+    from adapters.runtime.runners.runtime import (  # noqa: PLC0415
+        CliRuntimeConfig,
+        create_cli_runtime,
     )
 
     cli = bundled_cli()
@@ -213,7 +229,19 @@ def _runtime_factory(
     )
 
     def factory(deps: RuntimeAdapterDeps) -> dict[AgentRole, RuntimeAdapter]:
-        adapter = create_claude_adapter(adapter_config, deps)
-        return {"planner": adapter, "implementor": adapter, "reviewer": adapter}
+        built: dict[str, RuntimeAdapter] = {}  # one adapter per kind, shared by its roles
+        adapters: dict[AgentRole, RuntimeAdapter] = {}
+        for role in ("planner", "implementor", "reviewer"):
+            kind = roles[role]
+            if kind not in built:
+                built[kind] = (
+                    create_claude_adapter(adapter_config, deps)
+                    if kind == "claude-sdk"
+                    else create_cli_runtime(
+                        CliRuntimeConfig(**adapter_config.model_dump(include=_CLI_FIELDS)), deps
+                    )
+                )
+            adapters[role] = built[kind]
+        return adapters
 
     return factory

@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from adapters import commands
+from adapters.app import build_app
 from adapters.notify import notify
+from adapters.runtime.claude_sdk import ClaudeAdapter
+from adapters.runtime.runners.runtime import CliRuntime
+from domain.errors import ConfigError
 from tests.repos import make_repo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,3 +84,23 @@ def test_the_unit_restarts_on_failure_but_not_on_a_config_error() -> None:
         assert line in unit
     stop = int(unit.split("TimeoutStopSec=")[1].split()[0])
     assert stop > 300  # above the default shutdown_timeout
+
+
+def test_each_role_runs_on_the_runtime_the_config_names(repo: Path) -> None:
+    (repo / "supervisor.toml").write_text(
+        '[provider.local]\npipeline_command = []\n[runtime.roles]\nreviewer = "claude-cli"\n'
+    )
+    app = build_app(None, repo)
+    try:
+        adapters = app.engine.runtime_adapters
+        assert isinstance(adapters["planner"], ClaudeAdapter)
+        assert adapters["planner"] is adapters["implementor"]
+        assert isinstance(adapters["reviewer"], CliRuntime)
+    finally:
+        app.close()
+
+
+def test_a_runtime_not_available_yet_is_a_configuration_error(repo: Path) -> None:
+    (repo / "supervisor.toml").write_text('[runtime.roles]\nimplementor = "codex-cli"\n')
+    with pytest.raises(ConfigError, match=r"runtime\.roles\.implementor: the codex-cli runtime"):
+        build_app(None, repo)

@@ -1,0 +1,157 @@
+"""The runner layer of seeds 003 and 004: an agent CLI behind one agent-neutral interface.
+
+A :class:`RunRequest` says *what* a run needs (a worktree, a prompt, an optional model, the
+guarantees it requires); a runner translates that intent into its CLI's own flags, and refuses
+a request it cannot honour before anything runs (S003-03, S004-04). Capabilities are plain
+data (S003-02, S004-03) so an engine can choose a runner without knowing its flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
+
+from adapters.runtime.artifacts import Termination
+from adapters.runtime.bash_guard import BashGuardConfig
+
+__all__ = [
+    "GUARANTEES",
+    "AgentProfile",
+    "Guarantee",
+    "RunRequest",
+    "RunRejectedError",
+    "RunnerAdapter",
+    "RunnerCapabilities",
+    "Termination",
+    "check_request",
+    "is_worktree",
+]
+
+Guarantee = Literal[
+    "writable_workspace",
+    "sandboxed_execution",
+    "approval_controls",
+    "tool_allow_deny",
+    "structured_event_stream",
+    "interactive_prompt_suppression",
+]
+GUARANTEES: tuple[Guarantee, ...] = get_args(Guarantee)
+
+
+class RunRejectedError(ValueError):
+    """A request the runner cannot honour; raised before any process starts."""
+
+
+@dataclass(frozen=True)
+class RunnerCapabilities:
+    """What a runner supports (seed 003) and enforces natively (seed 004 §3a)."""
+
+    name: str
+    supports_model: bool
+    supports_non_interactive: bool
+    supports_prompt_file_inclusion: bool
+    available_models: tuple[str, ...] = ()
+    writable_workspace: bool = False
+    sandboxed_execution: bool = False
+    approval_controls: bool = False
+    tool_allow_deny: bool = False
+    structured_event_stream: bool = False
+    interactive_prompt_suppression: bool = False
+
+    def enforces(self, guarantee: Guarantee) -> bool:
+        return bool(getattr(self, guarantee))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "supports_model": self.supports_model,
+            "supports_non_interactive": self.supports_non_interactive,
+            "supports_prompt_file_inclusion": self.supports_prompt_file_inclusion,
+            "available_models": list(self.available_models),
+            "enforces": {g: self.enforces(g) for g in GUARANTEES},
+        }
+
+
+@dataclass(frozen=True)
+class AgentProfile:
+    """A named role the runner loads as its agent (instructions, tool allow and deny lists)."""
+
+    name: str
+    description: str
+    instructions: str
+    tools: tuple[str, ...] | None = None
+    disallowed_tools: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One run, agent-neutral (S003-04, S004-01/02): never a raw flag of some CLI."""
+
+    run_id: str
+    worktree_path: Path
+    prompt: str
+    env: Mapping[str, str] | None = None
+    model: str | None = None
+    requested_policy: frozenset[Guarantee] = frozenset()
+    prompt_reference: str | None = None
+    agent: AgentProfile | None = None
+    output_schema: Mapping[str, Any] | None = None
+    wall_timeout: float | None = None
+    idle_timeout: float | None = None
+    max_turns: int | None = None
+    bash_guard: BashGuardConfig | None = None  # check every shell command with cpe's guard
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def policy_dict(self) -> dict[str, Any]:
+        return {"require": sorted(self.requested_policy)}
+
+
+@runtime_checkable
+class RunnerAdapter(Protocol):
+    """Seed 003's runner interface (S003-01); ``start`` returns the runner's process handle."""
+
+    def start(self, run: RunRequest, prompt: str, env: Mapping[str, str] | None) -> Any: ...
+
+    def stop(self, handle: Any) -> None: ...
+
+    def get_capabilities(self) -> RunnerCapabilities: ...
+
+
+def is_worktree(path: Path) -> bool:
+    """``path`` is the top of a git working tree: a linked worktree (``.git`` file) or a main
+    one (``.git`` directory). Anything else — a subdirectory, a bare path — is not."""
+    try:
+        return path.is_dir() and (path / ".git").exists()
+    except OSError:
+        return False
+
+
+def check_request(caps: RunnerCapabilities, run: RunRequest) -> None:
+    """Refuse what ``caps`` cannot honour (S003-03/04/06, S004-04); run before start."""
+    if not run.run_id or any(c in run.run_id for c in "/\\\0") or run.run_id in (".", ".."):
+        raise RunRejectedError(f"run id {run.run_id!r} cannot name a run")
+    if not run.prompt.strip():
+        raise RunRejectedError("the prompt is empty")
+    if not is_worktree(Path(run.worktree_path)):
+        raise RunRejectedError(f"{run.worktree_path} is not a git worktree")
+    if not caps.supports_non_interactive:
+        raise RunRejectedError(f"{caps.name} cannot run non-interactively")
+    if run.model is not None:
+        if not caps.supports_model:
+            raise RunRejectedError(f"{caps.name} cannot choose a model (asked for {run.model!r})")
+        if caps.available_models and run.model not in caps.available_models:
+            raise RunRejectedError(
+                f"{caps.name} has no model {run.model!r} "
+                f"(available: {', '.join(caps.available_models)})"
+            )
+    unknown = [g for g in run.requested_policy if g not in GUARANTEES]
+    if unknown:
+        raise RunRejectedError(f"unknown guarantees: {', '.join(sorted(unknown))}")
+    missing = [g for g in sorted(run.requested_policy) if not caps.enforces(g)]
+    if missing:
+        raise RunRejectedError(f"{caps.name} cannot enforce: {', '.join(missing)}")
+    for name, value in (("wall_timeout", run.wall_timeout), ("idle_timeout", run.idle_timeout)):
+        if value is not None and value <= 0:
+            raise RunRejectedError(f"{name} must be positive")

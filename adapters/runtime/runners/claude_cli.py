@@ -1,0 +1,257 @@
+"""The ``claude-cli`` runner (S003-09, S004-09): ``claude -p`` in stream-json mode.
+
+The command, as the CLI really accepts it (agent-protocols.md §3)::
+
+    claude -p --output-format stream-json --verbose --permission-mode bypassPermissions
+           [--model M] [--json-schema S] [--agents J --agent NAME] [--max-turns N]
+           [--setting-sources ""] -- PROMPT
+
+``stream-json`` needs ``--verbose``; the variadic tool flags would swallow a positional prompt,
+so the prompt comes last, after ``--``; stdin is ``/dev/null`` (no PTY, no further input). A
+prompt too long for an argv string goes on stdin instead, from a file (never a pipe).
+Every stdout line is a JSON event, kept as ``runner_transcript``; the ``result`` event is the
+``runner_final_response``; the metadata, with the prompt, is written before the process starts
+(S003-05). A line that is not JSON, or a run without a ``result``, is a malformed required
+capture: ``error`` (S004-11), whatever the exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from adapters.runtime.artifacts import FinishedArtifacts, RunArtifacts, Termination
+from adapters.runtime.runners.base import (
+    RunnerCapabilities,
+    RunRequest,
+    check_request,
+)
+from adapters.runtime.runners.bash_hook import hook_settings
+from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
+
+__all__ = ["CLAUDE_CAPABILITIES", "ClaudeCliRun", "ClaudeCliRunner", "CliOutcome"]
+
+CLAUDE_CAPABILITIES = RunnerCapabilities(
+    name="claude-cli",
+    supports_model=True,
+    supports_non_interactive=True,
+    supports_prompt_file_inclusion=False,
+    available_models=("sonnet", "opus", "haiku"),
+    writable_workspace=True,
+    sandboxed_execution=False,  # the CLI's own sandbox is not switched on by a flag here
+    approval_controls=True,  # --permission-mode
+    tool_allow_deny=True,  # the agent definition's tools and disallowedTools
+    structured_event_stream=True,  # --output-format stream-json
+    interactive_prompt_suppression=True,  # --print, stdin /dev/null
+)
+ARGV_PROMPT_BYTES = 100_000  # an argv string is at most 128 KiB on Linux; longer: on stdin
+
+EventCallback = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class CliOutcome:
+    """How a CLI run ended: the termination, the ``result`` event, the finished artifacts."""
+
+    termination: Termination
+    exit_code: int | None
+    reason: str | None
+    result: dict[str, Any] | None
+    artifacts: FinishedArtifacts
+    process: ProcessOutcome | None
+
+
+@dataclass
+class ClaudeCliRun:
+    """The process handle of one ``claude-cli`` run."""
+
+    request: RunRequest
+    artifacts: RunArtifacts
+    process: ProcessHandle
+    on_event: EventCallback | None = None
+    result: dict[str, Any] | None = None
+    malformed: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _outcome: CliOutcome | None = None
+
+    def stop(self) -> None:
+        self.process.stop("killed_policy", "stopped by the engine")
+
+    def wait(self, timeout: float | None = None) -> CliOutcome:
+        ended = self.process.wait(timeout)
+        with self._lock:
+            if self._outcome is None:
+                self._outcome = self._finish(ended)
+            return self._outcome
+
+    def line(self, stream: Stream, text: str) -> None:  # a reader thread
+        if stream == "stderr":
+            self.artifacts.note(f"stderr: {text}")
+            return
+        if not text.strip():
+            return
+        try:
+            event = json.loads(text)
+        except ValueError:
+            event = None
+        if not isinstance(event, dict):
+            self.malformed.append(text[:200])
+            self.artifacts.note(f"not a stream-json event: {text[:200]}")
+            return
+        self.artifacts.record_native(event)
+        if event.get("type") == "result":
+            self.result = event
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _finish(self, ended: ProcessOutcome) -> CliOutcome:
+        termination, reason = ended.termination, ended.reason
+        if termination == "completed":
+            if self.malformed:
+                termination, reason = "error", f"{len(self.malformed)} malformed stdout line(s)"
+            elif self.result is None:
+                termination, reason = "error", "the CLI ended without a result event"
+            elif self.result.get("is_error") or self.result.get("subtype") != "success":
+                termination, reason = "error", f"result {self.result.get('subtype')}"
+        if ended.cancelled_at is not None:
+            self.artifacts.annotate(cancelled_at=ended.cancelled_at.isoformat())
+        finished = self.artifacts.finish(
+            termination, ended.exit_code, final_response=self.result, reason=reason
+        )
+        if finished.termination != termination:  # a required artifact was lost
+            termination = "error"
+            reason = reason or "required artifacts missing"
+        return CliOutcome(termination, ended.exit_code, reason, self.result, finished, ended)
+
+
+class ClaudeCliRunner:
+    """``RunnerAdapter`` for the ``claude`` CLI; runs land in ``<state_dir>/runs/<run_id>``."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        cli_path: str = "claude",
+        kill_grace: float = 5.0,
+        wall_timeout: float | None = None,
+        idle_timeout: float | None = None,
+        capabilities: RunnerCapabilities = CLAUDE_CAPABILITIES,
+        argv_prompt_bytes: int = ARGV_PROMPT_BYTES,
+    ) -> None:
+        self.argv_prompt_bytes = argv_prompt_bytes
+        self.state_dir = Path(state_dir)
+        self.cli_path = cli_path
+        self.kill_grace = kill_grace
+        self.wall_timeout = wall_timeout
+        self.idle_timeout = idle_timeout
+        self.capabilities = capabilities
+
+    def get_capabilities(self) -> RunnerCapabilities:
+        return self.capabilities
+
+    def command(self, run: RunRequest, prompt: str | None) -> list[str]:
+        """The argv; prompt None: the CLI reads it from stdin (a file, never a pipe)."""
+        argv = [self.cli_path, "-p", "--output-format", "stream-json", "--verbose"]
+        argv += ["--permission-mode", "bypassPermissions", "--setting-sources", ""]
+        if run.model is not None:
+            argv += ["--model", run.model]
+        if run.output_schema is not None:
+            argv += ["--json-schema", json.dumps(run.output_schema)]
+        if run.max_turns is not None:
+            argv += ["--max-turns", str(run.max_turns)]
+        if run.agent is not None:
+            definition: dict[str, Any] = {
+                "description": run.agent.description,
+                "prompt": run.agent.instructions,
+            }
+            if run.agent.tools is not None:
+                definition["tools"] = list(run.agent.tools)
+            if run.agent.disallowed_tools is not None:
+                definition["disallowedTools"] = list(run.agent.disallowed_tools)
+            argv += ["--agents", json.dumps({run.agent.name: definition})]
+            argv += ["--agent", run.agent.name]
+        if run.bash_guard is not None:
+            settings = hook_settings(Path(run.worktree_path), run.bash_guard)
+            argv += ["--settings", json.dumps(settings)]
+        return argv if prompt is None else [*argv, "--", prompt]
+
+    def start(
+        self,
+        run: RunRequest,
+        prompt: str | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        on_event: EventCallback | None = None,
+    ) -> ClaudeCliRun:
+        """Check, record, then start; raises ``RunRejectedError`` before anything runs."""
+        prompt = run.prompt if prompt is None else prompt
+        env = run.env if env is None else env
+        check_request(self.capabilities, run)
+        via_stdin = len(prompt.encode()) > self.argv_prompt_bytes
+        argv = self.command(run, None if via_stdin else prompt)
+        artifacts = RunArtifacts.open(
+            self.state_dir,
+            run.run_id,
+            agent_family="claude_cli",
+            invocation_mode="print",
+            command=argv if via_stdin else argv[:-1],  # the prompt is in the metadata
+            working_directory=Path(run.worktree_path),
+            prompt=prompt,
+            prompt_reference=run.prompt_reference,
+            requested_policy=run.policy_dict(),
+            effective_policy={
+                "permission_mode": "bypassPermissions",
+                "non_interactive": "--print, stdin "
+                + ("the prompt file" if via_stdin else "/dev/null"),
+                "enforced": sorted(run.requested_policy),
+                "bash_guard": "deny" if run.bash_guard is not None else "off",
+                **({"tools": list(run.agent.tools or [])} if run.agent else {}),
+            },
+            capture_format="claude_stream_json",
+        )
+        holder: list[ClaudeCliRun] = []
+        pending: list[tuple[Stream, str]] = []
+        gate = threading.Lock()
+
+        def on_line(stream: Stream, text: str) -> None:
+            with gate:
+                if not holder:
+                    pending.append((stream, text))
+                    return
+            holder[0].line(stream, text)
+
+        stdin = artifacts.run_dir / ".prompt-stdin" if via_stdin else None
+        if stdin is not None:
+            stdin.write_text(prompt)
+        try:
+            process = start_process(
+                argv,
+                cwd=Path(run.worktree_path),
+                env=dict(env or {}),
+                log_dir=artifacts.run_dir,
+                on_line=on_line,
+                wall_timeout=run.wall_timeout or self.wall_timeout,
+                idle_timeout=run.idle_timeout or self.idle_timeout,
+                kill_grace=self.kill_grace,
+                stdin=stdin,
+            )
+        except OSError as exc:  # command not found, not executable (S003-12)
+            artifacts.finish("error", None, reason=f"could not start {argv[0]}: {exc}")
+            raise
+        finally:
+            if stdin is not None:
+                stdin.unlink(missing_ok=True)  # the process holds it open; the metadata has it
+        handle = ClaudeCliRun(run, artifacts, process, on_event)
+        artifacts.annotate(pid=process.pid, pgid=process.pid)
+        with gate:
+            holder.append(handle)
+            for stream, text in pending:
+                handle.line(stream, text)
+        return handle
+
+    def stop(self, handle: ClaudeCliRun) -> None:
+        handle.stop()

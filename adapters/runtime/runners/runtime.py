@@ -1,0 +1,288 @@
+"""A ``RuntimeAdapter`` over a CLI runner, so any role can run on ``claude-cli`` (issue 7).
+
+It reuses the SDK runtime's pieces: the worktree (implementor), the context assembly, the
+agent definition, the allowlisted environment, the output-schema validation and the patch
+extraction. The runner does the rest: the process group, the timeouts (``max_agent_duration``
+is the wall-clock timeout), the normalized artifacts in ``<logs_dir>/../runs/<session_id>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+import structlog
+from pydantic import Field
+
+from adapters.runtime.agent_env import build_agent_env
+from adapters.runtime.agents import (
+    AgentSpec,
+    effective_disallowed_tools,
+    effective_tools,
+    load_agent_definition,
+)
+from adapters.runtime.bash_guard import BashGuardConfig
+from adapters.runtime.claude_sdk import MODEL_VARIABLES, bundled_cli
+from adapters.runtime.context import assemble_prompt
+from adapters.runtime.patches import extract_patch
+from adapters.runtime.runners.base import AgentProfile, RunRejectedError, RunRequest
+from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome, EventCallback
+from adapters.runtime.worktrees import Worktree, WorktreeManager, run_git
+from domain.errors import AgentFailure, AgentFailureKind, InvalidAgentOutputError
+from domain.models import AgentStartParams, ImplementorStartParams, RunUsage, SessionId
+from domain.ports import AgentRunHandle, RuntimeAdapterConfig, RuntimeAdapterDeps
+from domain.results import (
+    AgentResult,
+    ImplementorOutput,
+    ImplementorResult,
+    output_schema,
+    validate_output,
+)
+
+__all__ = ["CliRunHandle", "CliRunner", "CliRuntime", "CliRuntimeConfig", "create_cli_runtime"]
+
+log = structlog.get_logger("cpe.runtime.cli")
+
+_FAILURE_KIND: dict[str, AgentFailureKind] = {
+    "killed_timeout": "timed-out",
+    "killed_idle": "timed-out",
+    "killed_policy": "cancelled",
+}
+
+
+class CliRunHandle(Protocol):
+    def wait(self, timeout: float | None = None) -> CliOutcome: ...
+
+    def stop(self) -> None: ...
+
+
+class CliRunner(Protocol):
+    def start(
+        self,
+        run: RunRequest,
+        prompt: str | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        on_event: EventCallback | None = None,
+    ) -> CliRunHandle: ...
+
+
+class CliRuntimeConfig(RuntimeAdapterConfig):
+    repo_root: str
+    default_branch: str
+    context_paths: tuple[str, ...] = (".claude/CLAUDE.md",)
+    setup_command: str = ""
+    setup_timeout: float = Field(default=600, gt=0)
+    model: str | None = None
+    model_variables: tuple[str, ...] = MODEL_VARIABLES
+    agent_env: Mapping[str, str] = Field(default_factory=dict, description="added on purpose")
+    isolated_home: bool = False
+    idle_timeout: float | None = Field(default=None, gt=0)
+    bash_guard: BashGuardConfig = BashGuardConfig()
+
+
+def create_cli_runtime(
+    config: CliRuntimeConfig,
+    deps: RuntimeAdapterDeps,
+    *,
+    cli_path: str | None = None,
+    kill_grace: float = 5.0,
+) -> CliRuntime:
+    """The ``claude-cli`` runtime: the runs land where the SDK runtime puts its own."""
+    runner = ClaudeCliRunner(
+        Path(config.logging.logs_dir).parent,
+        cli_path=cli_path or bundled_cli(),
+        kill_grace=kill_grace,
+    )
+    return CliRuntime(runner, config, deps)
+
+
+@dataclass
+class _Run:
+    params: AgentStartParams
+    worktree: Worktree | None
+    loop: asyncio.AbstractEventLoop
+    handle: CliRunHandle | None = None
+    output: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
+    usage: RunUsage = field(default_factory=RunUsage)
+
+    def event(self, event: dict[str, Any]) -> None:  # a reader thread
+        if event.get("type") != "assistant":
+            return
+        for block in event.get("message", {}).get("content", []) or []:
+            if isinstance(block, dict) and block.get("type") == "text" and block.get("text"):
+                self.loop.call_soon_threadsafe(self.output.put_nowait, str(block["text"]))
+
+
+class CliRuntime:
+    def __init__(self, runner: CliRunner, config: CliRuntimeConfig, deps: RuntimeAdapterDeps):
+        self.runner = runner
+        self.config = config
+        self.deps = deps
+        self.repo_root = Path(config.repo_root)
+        self.worktrees = WorktreeManager(
+            self.repo_root,
+            config.default_branch,
+            config.setup_command or None,
+            config.setup_timeout,
+        )
+        self._runs: dict[SessionId, _Run] = {}
+        self._lock = threading.Lock()
+
+    async def start_agent(self, params: AgentStartParams) -> AgentRunHandle:
+        session_id = params.session_id
+        if session_id is None:
+            raise ValueError("start_agent needs params with the executor's session_id")
+        run = _Run(params, None, asyncio.get_running_loop())
+        try:
+            if isinstance(params, ImplementorStartParams):
+                run.worktree = await anyio.to_thread.run_sync(
+                    self.worktrees.create, params.branch_name
+                )
+            prompt = await anyio.to_thread.run_sync(self._prompt, params)
+            spec = await anyio.to_thread.run_sync(
+                load_agent_definition, self.repo_root, params.role, self.config.context_paths
+            )
+            request = self._request(run, session_id, prompt, spec)
+            run.handle = await anyio.to_thread.run_sync(self._start, run, request)
+        except BaseException:
+            await self._remove_worktree(run)
+            raise
+        with self._lock:
+            self._runs[session_id] = run
+        result = run.loop.create_task(self._drive(session_id, run))
+        return AgentRunHandle(
+            session_id=session_id,
+            output=_drain(run.output),
+            result=result,
+            log_file_path=str(
+                Path(self.config.logging.logs_dir).parent / "runs" / session_id / "transcript.log"
+            ),
+            usage=lambda: run.usage,
+        )
+
+    def cancel_agent(self, session_id: SessionId) -> None:
+        with self._lock:
+            run = self._runs.get(session_id)
+        if run is not None and run.handle is not None:
+            run.handle.stop()
+
+    # ------------------------------------------------------------------ the run
+
+    def _prompt(self, params: AgentStartParams) -> str:
+        def read_blob(sha: str) -> str:
+            return run_git(self.repo_root, "cat-file", "blob", sha, strip=False)
+
+        return assemble_prompt(params, self.deps, repo_root=self.repo_root, read_blob=read_blob)
+
+    def _request(self, run: _Run, session_id: str, prompt: str, spec: AgentSpec) -> RunRequest:
+        tools = effective_tools(spec, structured_output=True)
+        disallowed = effective_disallowed_tools(spec, structured_output=True)
+        return RunRequest(
+            run_id=session_id,
+            worktree_path=run.worktree.path if run.worktree is not None else self.repo_root,
+            prompt=prompt,
+            env=self._env(session_id),
+            model=self.config.model,
+            requested_policy=frozenset(
+                {"writable_workspace", "tool_allow_deny", "interactive_prompt_suppression"}
+            ),
+            prompt_reference=f".claude/agents/{spec.role}.md",
+            agent=AgentProfile(
+                name=spec.role,
+                description=spec.description,
+                instructions=spec.prompt,
+                tools=None if tools is None else tuple(tools),
+                disallowed_tools=None if disallowed is None else tuple(disallowed),
+            ),
+            output_schema=output_schema(run.params.role),
+            wall_timeout=self.config.max_agent_duration,
+            idle_timeout=self.config.idle_timeout,
+            max_turns=spec.max_turns,
+            bash_guard=self.config.bash_guard,
+        )
+
+    def _start(self, run: _Run, request: RunRequest) -> CliRunHandle:
+        try:
+            return self.runner.start(request, request.prompt, request.env, on_event=run.event)
+        except RunRejectedError as exc:
+            raise AgentFailure("failed", f"the runner refused the run: {exc}") from exc
+        except OSError as exc:
+            raise AgentFailure("failed", f"the CLI could not start: {exc}") from exc
+
+    def _env(self, session_id: str) -> dict[str, str]:
+        extra = {k: v for k in self.config.model_variables if (v := os.environ.get(k))}
+        extra.update(self.config.agent_env)
+        if os.geteuid() == 0:
+            extra["IS_SANDBOX"] = "1"  # the CLI refuses bypassPermissions as root without it
+        if self.config.isolated_home:
+            home = Path(self.config.logging.logs_dir).parent / "homes" / session_id
+            home.mkdir(parents=True, exist_ok=True)
+            extra["HOME"] = str(home)
+        return build_agent_env(os.environ, extra=extra)
+
+    async def _drive(self, session_id: SessionId, run: _Run) -> AgentResult:
+        assert run.handle is not None
+        try:
+            try:
+                outcome = await anyio.to_thread.run_sync(run.handle.wait, abandon_on_cancel=True)
+            except BaseException:  # the task was cancelled: the process goes first
+                run.handle.stop()
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(run.handle.wait)
+                raise
+            run.usage = _usage(outcome.result)
+            return await self._result(run, outcome)
+        finally:
+            await self._remove_worktree(run)
+            run.output.put_nowait(None)
+            with self._lock:
+                self._runs.pop(session_id, None)
+
+    async def _result(self, run: _Run, outcome: CliOutcome) -> AgentResult:
+        if outcome.termination != "completed" or outcome.result is None:
+            kind = _FAILURE_KIND.get(outcome.termination, "failed")
+            raise AgentFailure(kind, f"{outcome.termination}: {outcome.reason}")
+        try:
+            output = validate_output(run.params.role, outcome.result.get("structured_output"))
+        except InvalidAgentOutputError as exc:
+            raise AgentFailure("failed", str(exc)) from exc
+        if not isinstance(output, ImplementorOutput):
+            return output
+        patch = None
+        if output.outcome == "completed":
+            assert run.worktree is not None
+            patch = await anyio.to_thread.run_sync(
+                extract_patch, run.worktree.path, self.config.default_branch
+            )
+            if not patch:
+                raise AgentFailure("failed", "outcome completed, but the worktree has no changes")
+        return ImplementorResult(outcome=output.outcome, summary=output.summary, patch=patch)
+
+    async def _remove_worktree(self, run: _Run) -> None:
+        worktree, run.worktree = run.worktree, None
+        if worktree is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.worktrees.remove, worktree)
+
+
+async def _drain(queue: asyncio.Queue[str | None]) -> AsyncIterator[str]:
+    while (chunk := await queue.get()) is not None:
+        yield chunk
+
+
+def _usage(result: Mapping[str, Any] | None) -> RunUsage:
+    result = result or {}
+    usage = result.get("usage") or {}
+    return RunUsage(
+        cost_usd=result.get("total_cost_usd"),
+        turns=result.get("num_turns"),
+        input_tokens=usage.get("input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+    )

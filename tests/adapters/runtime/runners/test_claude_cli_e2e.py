@@ -1,0 +1,280 @@
+"""The ``claude-cli`` runtime end to end: the real bundled ``claude`` CLI in ``-p`` stream-json
+mode, in real worktrees, against the scripted model (only the model is scripted)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from adapters.runtime.runners.claude_cli import ClaudeCliRunner
+from adapters.runtime.runners.process import group_members
+from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig, create_cli_runtime
+from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from domain.errors import AgentFailure
+from domain.models import (
+    EngineState,
+    ImplementorStartParams,
+    PlannerStartParams,
+    SessionId,
+    WorkItemId,
+)
+from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
+from domain.results import ImplementorResult, PlannerResult
+from tests.fakes.provider import fake_provider
+from tests.repos import git, make_repo
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    files = {"specs/greeting.md": "# Greeting\nA greet(name) function.\n", "README.md": "demo\n"}
+    return make_repo(tmp_path / "repo", files, with_agents=True)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedModelServer]:
+    book = [
+        load_scenario("hang", match=Match(role="implementor", prompt=r"#8\b")),
+        load_scenario("denied_bash", match=Match(role="implementor", prompt=r"#7\b")),
+        load_scenario("implement"),
+        load_scenario("planner"),
+    ]
+    with ScriptedModelServer(book) as s:
+        yield s
+
+
+def runtime(repo: Path, server: ScriptedModelServer, logs: Path, **config: Any) -> CliRuntime:
+    tracker, provider = fake_provider()
+    tracker.add_item("1", "in-progress", title="Greeting", body="Add greet(name).")
+    tracker.add_item("8", "in-progress", title="Hang")
+    tracker.add_item("7", "in-progress", title="Push it")
+    state = EngineState.model_validate({"work_items": dict(tracker.work_items)})
+    deps = RuntimeAdapterDeps(
+        work_item_reader=provider.work_item_reader,
+        revision_reader=provider.revision_reader,
+        get_state=lambda: state,
+        get_review_history=provider.revision_reader.get_review_history,
+    )
+    settings: dict[str, Any] = {
+        "repo_root": str(repo),
+        "default_branch": "main",
+        "max_agent_duration": 180,
+        "logging": SessionLogging(logs_dir=str(logs)),
+        "agent_env": server.client_env(),
+        "isolated_home": True,
+    }
+    settings.update(config)
+    return create_cli_runtime(CliRuntimeConfig(**settings), deps, kill_grace=2)
+
+
+def drive(adapter: CliRuntime, params: Any) -> tuple[list[str], Any]:
+    async def main() -> tuple[list[str], Any]:
+        handle = await adapter.start_agent(params)
+        chunks = [chunk async for chunk in handle.output]
+        try:
+            return chunks, await handle.result
+        except AgentFailure as failure:
+            return chunks, failure
+
+    return anyio.run(main)
+
+
+def pgid_of(run_dir: Path) -> int:
+    meta = json.loads((run_dir / "runner_metadata.json").read_text())
+    pgid: int = meta["extra"]["pgid"]
+    return pgid
+
+
+@pytest.mark.spec("S003-09")
+@pytest.mark.spec("S004-09")
+@pytest.mark.spec("S004-05")
+@pytest.mark.spec("S004-06")
+@pytest.mark.spec("S004-16")
+@pytest.mark.spec("S003-15")
+def test_an_implementor_run_on_the_real_cli_returns_a_patch_that_applies(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    adapter = runtime(repo, server, tmp_path / "state" / "logs")
+    assert isinstance(adapter, RuntimeAdapter)
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-1"), work_item_id=WorkItemId("1"), branch_name="cpe/1-x"
+    )
+    chunks, result = drive(adapter, params)
+    assert isinstance(result, ImplementorResult), result
+    assert result.outcome == "completed"
+    assert "greeting.py" in (result.patch or "")
+    (tmp_path / "p.diff").write_text(result.patch or "")
+    git(repo, "apply", "--check", str(tmp_path / "p.diff"))
+    assert any("greeting module" in c for c in chunks)
+    # the worktree and its branch are gone, and so is every process of the run
+    assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
+    assert "cpe/1-x" not in git(repo, "branch", "--list")
+    run_dir = tmp_path / "state" / "runs" / "implementor-1"
+    assert not group_members(pgid_of(run_dir))
+    meta = json.loads((run_dir / "runner_metadata.json").read_text())
+    assert meta["agent_family"] == "claude_cli"
+    assert meta["termination"] == "completed"
+    assert meta["exit_code"] == 0
+    assert "--json-schema" in meta["command"]
+    assert "--verbose" in meta["command"]
+    assert "Work Item #1" in meta["prompt"] or "#1" in meta["prompt"]
+    assert meta["requested_policy"]
+    assert meta["effective_policy"]
+    events = [
+        json.loads(line) for line in (run_dir / "runner_transcript.jsonl").read_text().splitlines()
+    ]
+    assert events[0]["type"] == "system"
+    assert events[-1]["type"] == "result"
+    final = json.loads((run_dir / "runner_final_response.json").read_text())
+    assert "structured_output" in json.dumps(final)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert "runner_transcript" in json.dumps(manifest)
+
+
+@pytest.mark.spec("S003-04")
+def test_a_planner_runs_on_the_real_cli_in_the_repository_worktree(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    adapter = runtime(repo, server, tmp_path / "state" / "logs")
+    params = PlannerStartParams(
+        session_id=SessionId("planner-1"), spec_paths=("specs/greeting.md",)
+    )
+    _, result = drive(adapter, params)
+    assert isinstance(result, PlannerResult), result
+    assert len(result.create) == 2
+
+
+def test_the_real_cli_reads_a_long_prompt_from_stdin(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    adapter = runtime(repo, server, tmp_path / "state" / "logs")
+    assert isinstance(adapter.runner, ClaudeCliRunner)
+    adapter.runner.argv_prompt_bytes = 0  # every prompt goes on stdin
+    params = PlannerStartParams(
+        session_id=SessionId("planner-2"), spec_paths=("specs/greeting.md",)
+    )
+    _, result = drive(adapter, params)
+    assert isinstance(result, PlannerResult), result
+    meta = json.loads(
+        (tmp_path / "state" / "runs" / "planner-2" / "runner_metadata.json").read_text()
+    )
+    assert meta["command"][-1] != "--"
+    assert "greet" in meta["prompt"]
+    turns = [r.conversation for r in server.requests if r.kind == "turn"]
+    assert turns
+    assert turns[0] is not None
+    assert "greet(name)" in turns[0].prompt  # the model saw the prompt read from stdin
+
+
+@pytest.mark.spec("S003-03")
+def test_a_model_the_runner_cannot_honour_fails_before_the_cli_starts(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    adapter = runtime(repo, server, tmp_path / "state" / "logs", model="gpt-5-codex")
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-m"), work_item_id=WorkItemId("1"), branch_name="cpe/1-m"
+    )
+    with pytest.raises(AgentFailure, match="gpt-5-codex"):
+        drive(adapter, params)
+    assert not (tmp_path / "state" / "runs" / "implementor-m").exists()
+    assert not (repo / ".worktrees" / "cpe" / "1-m").exists()
+    assert "cpe/1-m" not in git(repo, "branch", "--list")
+    assert server.requests == ()  # the CLI never ran
+
+
+@pytest.mark.spec("S003-13")
+@pytest.mark.spec("S004-11")
+def test_a_hanging_model_is_killed_idle_and_nothing_survives(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    adapter = runtime(repo, server, tmp_path / "state" / "logs", idle_timeout=8)
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-8"), work_item_id=WorkItemId("8"), branch_name="cpe/8-x"
+    )
+    _, failure = drive(adapter, params)
+    assert isinstance(failure, AgentFailure)
+    assert failure.kind == "timed-out"
+    run_dir = tmp_path / "state" / "runs" / "implementor-8"
+    meta = json.loads((run_dir / "runner_metadata.json").read_text())
+    assert meta["termination"] == "killed_idle"
+    assert not group_members(pgid_of(run_dir))
+    assert not (repo / ".worktrees" / "cpe" / "8-x").exists()
+
+
+def test_the_bash_guard_denies_a_push_through_the_cli_hook(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    adapter = runtime(repo, server, tmp_path / "state" / "logs")
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-7"), work_item_id=WorkItemId("7"), branch_name="cpe/7-x"
+    )
+    _, result = drive(adapter, params)
+    assert isinstance(result, ImplementorResult), result
+    assert "NOTES.md" in (result.patch or "")
+    run_dir = tmp_path / "state" / "runs" / "implementor-7"
+    results = [
+        block
+        for line in (run_dir / "runner_transcript.jsonl").read_text().splitlines()
+        if (event := json.loads(line))["type"] == "user"
+        for block in event["message"]["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
+    push = [b for b in results if "push" in json.dumps(b)]
+    assert push, results
+    assert push[0]["is_error"] is True
+    assert "hook" in json.dumps(push[0]).lower()
+    assert "cannot check" not in json.dumps(push[0])  # the guard's verdict, not a hook failure
+    meta = json.loads((run_dir / "runner_metadata.json").read_text())
+    assert '"tool_name": "Bash"' in json.dumps(meta["permission_denials"])
+    assert meta["effective_policy"]["bash_guard"] == "deny"
+
+
+@pytest.mark.spec("S003-11")
+@pytest.mark.spec("S003-13")
+def test_cancel_and_the_wall_clock_timeout_kill_the_real_cli(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    adapter = runtime(repo, server, tmp_path / "state" / "logs")
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-8c"), work_item_id=WorkItemId("8"), branch_name="cpe/8-c"
+    )
+
+    async def cancel_while_hanging() -> AgentFailure:
+        handle = await adapter.start_agent(params)
+        hanging = await anyio.to_thread.run_sync(
+            lambda: server.wait_until(lambda s: s.hanging >= 1, timeout=120)
+        )
+        assert hanging
+        adapter.cancel_agent(SessionId("implementor-8c"))
+        chunks = [c async for c in handle.output]  # the stream ends
+        assert all(isinstance(c, str) for c in chunks)
+        with pytest.raises(AgentFailure) as caught:
+            await handle.result
+        return caught.value
+
+    failure = anyio.run(cancel_while_hanging)
+    assert failure.kind == "cancelled"
+    run_dir = tmp_path / "state" / "runs" / "implementor-8c"
+    meta = json.loads((run_dir / "runner_metadata.json").read_text())
+    assert meta["termination"] == "killed_policy"
+    assert meta["extra"]["cancelled_at"]
+    assert not group_members(pgid_of(run_dir))
+    assert not (repo / ".worktrees" / "cpe" / "8-c").exists()
+
+    timed = runtime(repo, server, tmp_path / "state" / "logs", max_agent_duration=6)
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-8t"), work_item_id=WorkItemId("8"), branch_name="cpe/8-t"
+    )
+    _, failure = drive(timed, params)
+    assert isinstance(failure, AgentFailure)
+    assert failure.kind == "timed-out"
+    run_dir = tmp_path / "state" / "runs" / "implementor-8t"
+    assert json.loads((run_dir / "runner_metadata.json").read_text())["termination"] == (
+        "killed_timeout"
+    )
+    assert not group_members(pgid_of(run_dir))
+    assert not (repo / ".worktrees" / "cpe" / "8-t").exists()
