@@ -1,0 +1,396 @@
+"""The ``codex-cli`` runner (S003-10, S004-10): ``codex exec --json``, headless.
+
+The command, as ``codex exec`` 0.169.0 really accepts it (agent-protocols.md §4)::
+
+    codex exec --json -c approval_policy="never" --sandbox SANDBOX -C WORKTREE
+               --output-schema SCHEMA_FILE --output-last-message LAST_FILE
+               [-m MODEL] [-c developer_instructions="…"] [-c OVERRIDE]… -- PROMPT
+
+``--approval-policy`` does not exist and ``exec -a`` is a usage error, so approvals go through
+``-c``. SANDBOX is ``workspace-write`` unless the runner is built with another mode (seed 003's
+``danger-full-access`` gives up the ``sandboxed_execution`` guarantee). The schema file holds
+the *strict* form of the requested schema (codex sends it with ``strict: true``).
+
+stdin is ``/dev/null``, never a pipe: codex reads a non-TTY stdin to EOF and an open pipe
+hangs it for ever (pitfall §5.2). A prompt too long for argv goes on stdin from a file, with
+``-`` as the prompt. Every stdout line is a JSON event, kept as ``runner_transcript``; the
+``--output-last-message`` file becomes ``runner_final_response`` (and is kept as the optional
+``codex_last_message``); the metadata, with the prompt, is written before the process starts
+(S003-05). Agent instructions go in as ``-c developer_instructions=…``.
+
+Termination (seed 004 §7): exit 0 with a ``turn.completed`` is ``completed``; a ``turn.failed``,
+a non-zero exit, an exit 0 without ``turn.completed`` or without the last-message file, and a
+stdout line that is not a JSON object are ``error``; the timeouts are the process layer's. The
+events are read leniently: unknown types are kept and ignored, ``error`` items are non-fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from adapters.runtime.artifacts import RunArtifacts
+from adapters.runtime.runners.base import (
+    RunnerCapabilities,
+    RunRejectedError,
+    RunRequest,
+    check_request,
+)
+from adapters.runtime.runners.claude_cli import CliOutcome, EventCallback
+from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
+from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
+from domain.ports import RuntimeAdapterDeps
+from domain.results import OUTPUT_MODELS, output_schema, strict_output_schema
+
+__all__ = [
+    "CODEX_CAPABILITIES",
+    "CodexCliRun",
+    "CodexCliRunner",
+    "SandboxMode",
+    "codex_schema",
+    "create_codex_runtime",
+    "toml_string",
+]
+
+SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
+
+CODEX_CAPABILITIES = RunnerCapabilities(
+    name="codex-cli",
+    supports_model=True,  # -m
+    supports_non_interactive=True,  # exec
+    supports_prompt_file_inclusion=False,
+    available_models=("gpt-5-codex", "gpt-5"),
+    writable_workspace=True,  # --sandbox workspace-write (the default; not read-only)
+    sandboxed_execution=True,  # --sandbox workspace-write (the default; not danger-full-access)
+    approval_controls=True,  # -c approval_policy="never"
+    tool_allow_deny=False,  # exec has no per-tool allow or deny list
+    structured_event_stream=True,  # --json
+    interactive_prompt_suppression=True,  # exec, approval never, stdin /dev/null
+)
+ARGV_PROMPT_BYTES = 100_000  # an argv string is at most 128 KiB on Linux; longer: on stdin
+SCHEMA_FILE = "codex-output-schema.json"  # attached: the strict schema codex was given
+LAST_MESSAGE_CAPTURE = ".codex-last-message"  # codex's -o file, attached at the end
+LAST_MESSAGE_FILE = "codex-last-message.txt"
+
+
+def toml_string(value: str) -> str:
+    """``value`` as a TOML basic string, for a ``-c key=value`` override."""
+    out = ['"']
+    for char in value:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\t":
+            out.append("\\t")
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def codex_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema codex gets: a role's output schema in its strict form, anything else as is."""
+    for role in OUTPUT_MODELS:
+        strict = strict_output_schema(role)
+        if schema == strict or schema == output_schema(role):
+            return strict
+    return dict(schema)
+
+
+@dataclass
+class CodexCliRun:
+    """The process handle of one ``codex-cli`` run."""
+
+    request: RunRequest
+    artifacts: RunArtifacts
+    process: ProcessHandle
+    last_message_path: Path
+    on_event: EventCallback | None = None
+    thread_id: str | None = None
+    turns_completed: int = 0
+    turn_failed: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    malformed: list[str] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _outcome: CliOutcome | None = None
+
+    def stop(self) -> None:
+        self.process.stop("killed_policy", "stopped by the engine")
+
+    def wait(self, timeout: float | None = None) -> CliOutcome:
+        ended = self.process.wait(timeout)
+        with self._lock:
+            if self._outcome is None:
+                self._outcome = self._finish(ended)
+            return self._outcome
+
+    def line(self, stream: Stream, text: str) -> None:  # a reader thread
+        if stream == "stderr":
+            self.artifacts.note(f"stderr: {text}")
+            return
+        if not text.strip():
+            return
+        try:
+            event = json.loads(text)
+        except ValueError:
+            event = None
+        if not isinstance(event, dict):
+            self.malformed.append(text[:200])
+            self.artifacts.note(f"not a codex JSONL event: {text[:200]}")
+            return
+        self.artifacts.record_native(event)
+        kind = event.get("type")
+        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
+            self.thread_id = event["thread_id"]
+        elif kind == "turn.completed":
+            self.turns_completed += 1
+            usage = event.get("usage")
+            for key, value in usage.items() if isinstance(usage, dict) else ():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    self.usage[key] = self.usage.get(key, 0) + value
+        elif kind == "turn.failed":
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            self.turn_failed = str(message or "turn failed")
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _last_message(self) -> str | None:
+        try:
+            text = self.last_message_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        self.artifacts.attach("codex_last_message", LAST_MESSAGE_FILE, text)
+        self.last_message_path.unlink(missing_ok=True)
+        return text
+
+    def _finish(self, ended: ProcessOutcome) -> CliOutcome:
+        termination, reason = ended.termination, ended.reason
+        last = self._last_message()
+        if termination == "completed":
+            if self.malformed:
+                termination, reason = "error", f"{len(self.malformed)} malformed stdout line(s)"
+            elif self.turn_failed is not None:
+                termination, reason = "error", f"turn.failed: {self.turn_failed}"
+            elif self.turns_completed == 0:
+                termination, reason = "error", "codex ended without a turn.completed event"
+            elif last is None:
+                termination, reason = "error", "codex wrote no --output-last-message file"
+        elif self.turn_failed is not None:
+            reason = f"{reason}; turn.failed: {self.turn_failed}"
+        if self.turns_completed or self.turn_failed is not None:
+            self.result = self._result(last, termination == "completed")
+        if ended.cancelled_at is not None:
+            self.artifacts.annotate(cancelled_at=ended.cancelled_at.isoformat())
+        finished = self.artifacts.finish(
+            termination,
+            ended.exit_code,
+            final_response=self.result if self.result is not None else last,
+            reason=reason,
+        )
+        if finished.termination != termination:  # a required artifact was lost
+            termination = "error"
+            reason = reason or "required artifacts missing"
+        return CliOutcome(termination, ended.exit_code, reason, self.result, finished, ended)
+
+    def _result(self, last: str | None, success: bool) -> dict[str, Any]:
+        """The run's result in the shape ``CliRuntime`` reads (``structured_output``, usage)."""
+        structured: Any = None
+        if last and self.request.output_schema is not None:
+            try:
+                structured = json.loads(last)
+            except ValueError:
+                self.artifacts.note("the last message is not the JSON the schema asks for")
+        return {
+            "type": "result",
+            "subtype": "success"
+            if success
+            else ("error_turn_failed" if self.turn_failed is not None else "error"),
+            "is_error": not success,
+            "result": last,
+            "structured_output": structured,
+            "num_turns": self.turns_completed,
+            "usage": dict(self.usage),
+            "session_id": self.thread_id,
+            "source": "codex exec --output-last-message",
+        }
+
+
+class CodexCliRunner:
+    """``RunnerAdapter`` for ``codex exec``; runs land in ``<state_dir>/runs/<run_id>``."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        cli_path: str = "codex",
+        kill_grace: float = 5.0,
+        wall_timeout: float | None = None,
+        idle_timeout: float | None = None,
+        models: Sequence[str] | None = None,
+        overrides: Sequence[str] = (),
+        sandbox: SandboxMode = "workspace-write",
+        argv_prompt_bytes: int = ARGV_PROMPT_BYTES,
+    ) -> None:
+        for override in overrides:
+            key, equals, _ = override.partition("=")
+            if not equals or not key.strip():
+                raise ValueError(f"a -c override must be key=value, not {override!r}")
+        self.state_dir = Path(state_dir).absolute()
+        self.cli_path = cli_path
+        self.kill_grace = kill_grace
+        self.wall_timeout = wall_timeout
+        self.idle_timeout = idle_timeout
+        self.overrides = tuple(overrides)
+        self.argv_prompt_bytes = argv_prompt_bytes
+        self.sandbox = sandbox
+        self.capabilities = replace(
+            CODEX_CAPABILITIES,
+            writable_workspace=sandbox != "read-only",
+            sandboxed_execution=sandbox != "danger-full-access",
+        )
+        if models is not None:
+            self.capabilities = replace(self.capabilities, available_models=tuple(models))
+
+    def get_capabilities(self) -> RunnerCapabilities:
+        return self.capabilities
+
+    def command(
+        self, run: RunRequest, prompt: str | None, run_dir: Path, schema_file: Path | None
+    ) -> list[str]:
+        """The argv; prompt None: codex reads it from stdin (a file, never a pipe)."""
+        argv = [self.cli_path, "exec", "--json", "-c", 'approval_policy="never"']
+        argv += ["--sandbox", self.sandbox, "-C", str(Path(run.worktree_path).absolute())]
+        if schema_file is not None:
+            argv += ["--output-schema", str(schema_file)]
+        argv += ["--output-last-message", str(run_dir / LAST_MESSAGE_CAPTURE)]
+        if run.model is not None:
+            argv += ["-m", run.model]
+        if run.agent is not None and run.agent.instructions.strip():
+            argv += ["-c", f"developer_instructions={toml_string(run.agent.instructions)}"]
+        for override in self.overrides:
+            argv += ["-c", override]
+        return [*argv, "-"] if prompt is None else [*argv, "--", prompt]
+
+    def start(
+        self,
+        run: RunRequest,
+        prompt: str | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        on_event: EventCallback | None = None,
+    ) -> CodexCliRun:
+        """Check, record, then start; raises ``RunRejectedError`` before anything runs."""
+        prompt = run.prompt if prompt is None else prompt
+        env = run.env if env is None else env
+        check_request(self.capabilities, run)
+        if run.bash_guard is not None:
+            raise RunRejectedError("codex-cli cannot run cpe's bash guard on its commands")
+        if run.max_turns is not None:
+            raise RunRejectedError("codex-cli has no turn limit (asked for max_turns)")
+        via_stdin = len(prompt.encode()) > self.argv_prompt_bytes
+        run_dir = self.state_dir / "runs" / run.run_id
+        schema_file = run_dir / SCHEMA_FILE if run.output_schema is not None else None
+        argv = self.command(run, None if via_stdin else prompt, run_dir, schema_file)
+        artifacts = RunArtifacts.open(
+            self.state_dir,
+            run.run_id,
+            agent_family="codex_cli",
+            invocation_mode="exec",
+            command=argv if via_stdin else argv[:-1],  # the prompt is in the metadata
+            working_directory=Path(run.worktree_path),
+            prompt=prompt,
+            prompt_reference=run.prompt_reference,
+            requested_policy=run.policy_dict(),
+            effective_policy={
+                "approval_policy": "never",
+                "sandbox": self.sandbox,
+                "non_interactive": "exec, stdin "
+                + ("the prompt file" if via_stdin else "/dev/null"),
+                "enforced": sorted(run.requested_policy),
+                "output_schema": "strict" if schema_file is not None else "none",
+            },
+            capture_format="codex_exec_jsonl",
+        )
+        if run.output_schema is not None:
+            artifacts.attach(
+                "codex_output_schema", SCHEMA_FILE, json.dumps(codex_schema(run.output_schema))
+            )
+        holder: list[CodexCliRun] = []
+        pending: list[tuple[Stream, str]] = []
+        gate = threading.Lock()
+
+        def on_line(stream: Stream, text: str) -> None:
+            with gate:
+                if not holder:
+                    pending.append((stream, text))
+                    return
+            holder[0].line(stream, text)
+
+        stdin = run_dir / ".prompt-stdin" if via_stdin else None
+        if stdin is not None:
+            stdin.write_text(prompt)
+        try:
+            process = start_process(
+                argv,
+                cwd=Path(run.worktree_path),
+                env=dict(env or {}),
+                log_dir=artifacts.run_dir,
+                on_line=on_line,
+                wall_timeout=run.wall_timeout or self.wall_timeout,
+                idle_timeout=run.idle_timeout or self.idle_timeout,
+                kill_grace=self.kill_grace,
+                stdin=stdin,
+            )
+        except OSError as exc:  # command not found, not executable (S003-12)
+            artifacts.finish("error", None, reason=f"could not start {argv[0]}: {exc}")
+            raise
+        finally:
+            if stdin is not None:
+                stdin.unlink(missing_ok=True)  # the process holds it open; the metadata has it
+        handle = CodexCliRun(run, artifacts, process, run_dir / LAST_MESSAGE_CAPTURE, on_event)
+        artifacts.annotate(pid=process.pid, pgid=process.pid)
+        with gate:
+            holder.append(handle)
+            for stream, text in pending:
+                handle.line(stream, text)
+        return handle
+
+    def stop(self, handle: CodexCliRun) -> None:
+        handle.stop()
+
+
+def create_codex_runtime(
+    config: CliRuntimeConfig,
+    deps: RuntimeAdapterDeps,
+    *,
+    cli_path: str = "codex",
+    overrides: Sequence[str] = (),
+    models: Sequence[str] | None = None,
+    sandbox: SandboxMode = "workspace-write",
+    kill_grace: float = 5.0,
+) -> CliRuntime:
+    """The ``codex-cli`` runtime: ``CliRuntime`` over this runner, runs where the SDK's land.
+
+    ``overrides`` are extra ``-c`` values (e.g. ``codex_overrides(base_url)`` for a custom
+    model provider). Note: ``CliRuntime`` as it stands asks every run for ``tool_allow_deny``
+    and cpe's bash guard, which codex cannot enforce, so this runner refuses its runs.
+    """
+    runner = CodexCliRunner(
+        Path(config.logging.logs_dir).parent,
+        cli_path=cli_path,
+        kill_grace=kill_grace,
+        idle_timeout=config.idle_timeout,
+        overrides=overrides,
+        models=models,
+        sandbox=sandbox,
+    )
+    return CliRuntime(runner, config, deps)
