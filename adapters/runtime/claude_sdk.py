@@ -39,18 +39,16 @@ from adapters.runtime.agents import (
     AgentSpec,
     effective_disallowed_tools,
     effective_tools,
-    load_agent_definition,
 )
 from adapters.runtime.artifacts import RunArtifacts, Termination
 from adapters.runtime.bash_guard import BashGuardConfig, check_bash
-from adapters.runtime.context import assemble_prompt
 from adapters.runtime.launcher import is_agent_cli, kill_tree, read_pid, write_wrapper
 from adapters.runtime.patches import extract_patch
-from adapters.runtime.worktrees import Worktree, WorktreeManager, run_git
+from adapters.runtime.provision import Provisioner
+from adapters.runtime.worktrees import Worktree
 from domain.errors import AgentFailure, InvalidAgentOutputError
 from domain.models import (
     AgentStartParams,
-    ImplementorStartParams,
     RunUsage,
     SessionId,
 )
@@ -138,11 +136,13 @@ class ClaudeAdapter:
         self.config = config
         self.deps = deps
         self.repo_root = Path(config.repo_root)
-        self.worktrees = WorktreeManager(
-            self.repo_root,
-            config.default_branch,
-            config.setup_command or None,
-            config.setup_timeout,
+        self.provisioner = Provisioner(
+            repo_root=self.repo_root,
+            default_branch=config.default_branch,
+            setup_command=config.setup_command,
+            setup_timeout=config.setup_timeout,
+            context_paths=config.context_paths,
+            deps=deps,
         )
         self._runs: dict[SessionId, _Run] = {}
         self._lock = threading.Lock()
@@ -153,19 +153,8 @@ class ClaudeAdapter:
         session_id = params.session_id
         if session_id is None:
             raise ValueError("start_agent needs params with the executor's session_id")
-        worktree: Worktree | None = None
-        try:
-            if isinstance(params, ImplementorStartParams):
-                worktree = await anyio.to_thread.run_sync(self.worktrees.create, params.branch_name)
-            prompt = await anyio.to_thread.run_sync(self._prompt, params)
-            spec = await anyio.to_thread.run_sync(
-                load_agent_definition, self.repo_root, params.role, self.config.context_paths
-            )
-        except BaseException:
-            if worktree is not None:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self.worktrees.remove, worktree)
-            raise
+        provisioned = await self.provisioner.provision(params)
+        worktree, prompt, spec = provisioned.worktree, provisioned.prompt, provisioned.spec
         cwd = worktree.path if worktree is not None else self.repo_root
         files = RunArtifacts.open(
             Path(self.config.logging.logs_dir).parent,  # RunArtifacts adds runs/<session_id>
@@ -207,7 +196,7 @@ class ClaudeAdapter:
                 log.warning("killing an agent process left by an earlier run", pid=pid)
                 kill_tree(pid, grace=self.config.kill_grace)
             pidfile.unlink(missing_ok=True)
-        report = self.worktrees.reap(keep=keep_branches)
+        report = self.provisioner.worktrees.reap(keep=keep_branches)
         if report.removed_worktrees or report.deleted_branches:
             log.info(
                 "removed leftovers of an earlier run",
@@ -216,12 +205,6 @@ class ClaudeAdapter:
             )
 
     # ------------------------------------------------------------------ the run
-
-    def _prompt(self, params: AgentStartParams) -> str:
-        def read_blob(sha: str) -> str:
-            return run_git(self.repo_root, "cat-file", "blob", sha, strip=False)
-
-        return assemble_prompt(params, self.deps, repo_root=self.repo_root, read_blob=read_blob)
 
     async def _drive(self, run: _Run, prompt: str, spec: AgentSpec) -> AgentResult:
         termination: Termination = "error"
@@ -360,9 +343,7 @@ class ClaudeAdapter:
 
     async def _remove_worktree(self, run: _Run) -> None:
         worktree, run.worktree = run.worktree, None
-        if worktree is not None:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self.worktrees.remove, worktree)
+        await self.provisioner.release(worktree)
 
 
 async def _drain(queue: asyncio.Queue[str | None]) -> AsyncIterator[str]:

@@ -25,17 +25,16 @@ from adapters.runtime.agents import (
     AgentSpec,
     effective_disallowed_tools,
     effective_tools,
-    load_agent_definition,
 )
 from adapters.runtime.bash_guard import BashGuardConfig
 from adapters.runtime.claude_sdk import MODEL_VARIABLES, bundled_cli
-from adapters.runtime.context import assemble_prompt
 from adapters.runtime.patches import extract_patch
+from adapters.runtime.provision import Provisioner
 from adapters.runtime.runners.base import AgentProfile, RunRejectedError, RunRequest
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome, EventCallback
-from adapters.runtime.worktrees import Worktree, WorktreeManager, run_git
+from adapters.runtime.worktrees import Worktree
 from domain.errors import AgentFailure, AgentFailureKind, InvalidAgentOutputError
-from domain.models import AgentStartParams, ImplementorStartParams, RunUsage, SessionId
+from domain.models import AgentStartParams, RunUsage, SessionId
 from domain.ports import AgentRunHandle, RuntimeAdapterConfig, RuntimeAdapterDeps
 from domain.results import (
     AgentResult,
@@ -126,11 +125,13 @@ class CliRuntime:
         self.config = config
         self.deps = deps
         self.repo_root = Path(config.repo_root)
-        self.worktrees = WorktreeManager(
-            self.repo_root,
-            config.default_branch,
-            config.setup_command or None,
-            config.setup_timeout,
+        self.provisioner = Provisioner(
+            repo_root=self.repo_root,
+            default_branch=config.default_branch,
+            setup_command=config.setup_command,
+            setup_timeout=config.setup_timeout,
+            context_paths=config.context_paths,
+            deps=deps,
         )
         self._runs: dict[SessionId, _Run] = {}
         self._lock = threading.Lock()
@@ -139,17 +140,10 @@ class CliRuntime:
         session_id = params.session_id
         if session_id is None:
             raise ValueError("start_agent needs params with the executor's session_id")
-        run = _Run(params, None, asyncio.get_running_loop())
+        provisioned = await self.provisioner.provision(params)
+        run = _Run(params, provisioned.worktree, asyncio.get_running_loop())
         try:
-            if isinstance(params, ImplementorStartParams):
-                run.worktree = await anyio.to_thread.run_sync(
-                    self.worktrees.create, params.branch_name
-                )
-            prompt = await anyio.to_thread.run_sync(self._prompt, params)
-            spec = await anyio.to_thread.run_sync(
-                load_agent_definition, self.repo_root, params.role, self.config.context_paths
-            )
-            request = self._request(run, session_id, prompt, spec)
+            request = self._request(run, session_id, provisioned.prompt, provisioned.spec)
             run.handle = await anyio.to_thread.run_sync(self._start, run, request)
         except BaseException:
             await self._remove_worktree(run)
@@ -174,12 +168,6 @@ class CliRuntime:
             run.handle.stop()
 
     # ------------------------------------------------------------------ the run
-
-    def _prompt(self, params: AgentStartParams) -> str:
-        def read_blob(sha: str) -> str:
-            return run_git(self.repo_root, "cat-file", "blob", sha, strip=False)
-
-        return assemble_prompt(params, self.deps, repo_root=self.repo_root, read_blob=read_blob)
 
     def _request(self, run: _Run, session_id: str, prompt: str, spec: AgentSpec) -> RunRequest:
         tools = effective_tools(spec, structured_output=True)
@@ -267,9 +255,7 @@ class CliRuntime:
 
     async def _remove_worktree(self, run: _Run) -> None:
         worktree, run.worktree = run.worktree, None
-        if worktree is not None:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self.worktrees.remove, worktree)
+        await self.provisioner.release(worktree)
 
 
 async def _drain(queue: asyncio.Queue[str | None]) -> AsyncIterator[str]:

@@ -1,0 +1,72 @@
+"""What every runtime does before its agent starts, and after it ends.
+
+The worktree (implementor only), the enriched prompt (context assembly) and the agent
+definition, in that order; any failure removes the worktree again before it propagates (seed
+001: no session is created). ``release`` removes the worktree and its branch, shielded from
+cancellation, on every ending. The Claude SDK adapter and the CLI runtime share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from adapters.runtime.agents import AgentSpec, load_agent_definition
+from adapters.runtime.context import assemble_prompt
+from adapters.runtime.worktrees import Worktree, WorktreeManager, run_git
+from domain.models import AgentStartParams, ImplementorStartParams
+from domain.ports import RuntimeAdapterDeps
+
+
+@dataclass(frozen=True)
+class Provisioned:
+    worktree: Worktree | None
+    prompt: str
+    spec: AgentSpec
+
+
+class Provisioner:
+    def __init__(
+        self,
+        *,
+        repo_root: Path,
+        default_branch: str,
+        setup_command: str,
+        setup_timeout: float,
+        context_paths: Sequence[str],
+        deps: RuntimeAdapterDeps,
+    ) -> None:
+        self.repo_root = repo_root
+        self.context_paths = tuple(context_paths)
+        self.deps = deps
+        self.worktrees = WorktreeManager(
+            repo_root, default_branch, setup_command or None, setup_timeout
+        )
+
+    async def provision(self, params: AgentStartParams) -> Provisioned:
+        worktree: Worktree | None = None
+        try:
+            if isinstance(params, ImplementorStartParams):
+                worktree = await anyio.to_thread.run_sync(self.worktrees.create, params.branch_name)
+            prompt = await anyio.to_thread.run_sync(self.prompt, params)
+            spec = await anyio.to_thread.run_sync(
+                load_agent_definition, self.repo_root, params.role, self.context_paths
+            )
+        except BaseException:
+            await self.release(worktree)
+            raise
+        return Provisioned(worktree, prompt, spec)
+
+    async def release(self, worktree: Worktree | None) -> None:
+        if worktree is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.worktrees.remove, worktree)
+
+    def prompt(self, params: AgentStartParams) -> str:
+        def read_blob(sha: str) -> str:
+            return run_git(self.repo_root, "cat-file", "blob", sha, strip=False)
+
+        return assemble_prompt(params, self.deps, repo_root=self.repo_root, read_blob=read_blob)
