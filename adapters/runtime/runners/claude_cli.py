@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import json
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from adapters.runtime.artifacts import FinishedArtifacts, RunArtifacts, Termination
 from adapters.runtime.runners.base import (
@@ -33,7 +34,7 @@ from adapters.runtime.runners.base import (
 from adapters.runtime.runners.bash_hook import hook_settings
 from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
 
-__all__ = ["CLAUDE_CAPABILITIES", "ClaudeCliRun", "ClaudeCliRunner", "CliOutcome"]
+__all__ = ["CLAUDE_CAPABILITIES", "ClaudeCliRun", "ClaudeCliRunner", "CliOutcome", "JsonlRun"]
 
 CLAUDE_CAPABILITIES = RunnerCapabilities(
     name="claude-cli",
@@ -65,18 +66,19 @@ class CliOutcome:
     process: ProcessOutcome | None
 
 
-@dataclass
-class ClaudeCliRun:
-    """The process handle of one ``claude-cli`` run."""
+class JsonlRun(ABC):
+    """What every CLI run shares: stop it, wait for its outcome once, and read its stdout as
+    JSON lines into the artifacts (stderr becomes transcript notes; a line that is not a JSON
+    object is kept as malformed). Subclasses say what an event means (``_event``) and what the
+    ending means (``_finish``)."""
 
-    request: RunRequest
-    artifacts: RunArtifacts
+    kind_of_event: ClassVar[str] = "JSON event"
     process: ProcessHandle
-    on_event: EventCallback | None = None
-    result: dict[str, Any] | None = None
-    malformed: list[str] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _outcome: CliOutcome | None = None
+    artifacts: RunArtifacts
+    on_event: EventCallback | None
+    malformed: list[str]
+    _lock: threading.Lock
+    _outcome: CliOutcome | None
 
     def stop(self) -> None:
         self.process.stop("killed_policy", "stopped by the engine")
@@ -100,13 +102,39 @@ class ClaudeCliRun:
             event = None
         if not isinstance(event, dict):
             self.malformed.append(text[:200])
-            self.artifacts.note(f"not a stream-json event: {text[:200]}")
+            self.artifacts.note(f"not a {self.kind_of_event}: {text[:200]}")
             return
         self.artifacts.record_native(event)
-        if event.get("type") == "result":
-            self.result = event
+        self._event(event)
         if self.on_event is not None:
             self.on_event(event)
+
+    @abstractmethod
+    def _event(self, event: dict[str, Any]) -> None:
+        """What one event means for the run."""
+
+    @abstractmethod
+    def _finish(self, ended: ProcessOutcome) -> CliOutcome: ...
+
+
+@dataclass
+class ClaudeCliRun(JsonlRun):
+    """The process handle of one ``claude-cli`` run."""
+
+    kind_of_event: ClassVar[str] = "stream-json event"
+
+    request: RunRequest
+    artifacts: RunArtifacts
+    process: ProcessHandle
+    on_event: EventCallback | None = None
+    result: dict[str, Any] | None = None
+    malformed: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _outcome: CliOutcome | None = None
+
+    def _event(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "result":
+            self.result = event
 
     def _finish(self, ended: ProcessOutcome) -> CliOutcome:
         termination, reason = ended.termination, ended.reason

@@ -31,7 +31,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from adapters.runtime.artifacts import RunArtifacts
 from adapters.runtime.runners.base import (
@@ -40,7 +40,7 @@ from adapters.runtime.runners.base import (
     RunRequest,
     check_request,
 )
-from adapters.runtime.runners.claude_cli import CliOutcome, EventCallback
+from adapters.runtime.runners.claude_cli import CliOutcome, EventCallback, JsonlRun
 from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from domain.ports import RuntimeAdapterDeps
@@ -105,8 +105,10 @@ def codex_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class CodexCliRun:
+class CodexCliRun(JsonlRun):
     """The process handle of one ``codex-cli`` run."""
+
+    kind_of_event: ClassVar[str] = "codex JSONL event"
 
     request: RunRequest
     artifacts: RunArtifacts
@@ -122,31 +124,7 @@ class CodexCliRun:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _outcome: CliOutcome | None = None
 
-    def stop(self) -> None:
-        self.process.stop("killed_policy", "stopped by the engine")
-
-    def wait(self, timeout: float | None = None) -> CliOutcome:
-        ended = self.process.wait(timeout)
-        with self._lock:
-            if self._outcome is None:
-                self._outcome = self._finish(ended)
-            return self._outcome
-
-    def line(self, stream: Stream, text: str) -> None:  # a reader thread
-        if stream == "stderr":
-            self.artifacts.note(f"stderr: {text}")
-            return
-        if not text.strip():
-            return
-        try:
-            event = json.loads(text)
-        except ValueError:
-            event = None
-        if not isinstance(event, dict):
-            self.malformed.append(text[:200])
-            self.artifacts.note(f"not a codex JSONL event: {text[:200]}")
-            return
-        self.artifacts.record_native(event)
+    def _event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
             self.thread_id = event["thread_id"]
@@ -160,8 +138,6 @@ class CodexCliRun:
             error = event.get("error")
             message = error.get("message") if isinstance(error, dict) else None
             self.turn_failed = str(message or "turn failed")
-        if self.on_event is not None:
-            self.on_event(event)
 
     def _last_message(self) -> str | None:
         try:
