@@ -95,11 +95,32 @@ class RolesSection(_Section):
     reviewer: RuntimeKind = "claude-sdk"
 
 
+class ClaudeCliSection(_Section):
+    """``[runtime.claude_cli]``: the ``claude -p`` runtime."""
+
+    cli_path: str = ""  # empty: the CLI bundled with claude-agent-sdk
+    model: str = ""  # empty: the CLI's default; else one of sonnet, opus, haiku
+    idle_timeout: float | None = Field(default=None, gt=0)  # no output for this long: killed
+
+
+class CodexCliSection(_Section):
+    """``[runtime.codex_cli]``: the ``codex exec`` runtime."""
+
+    cli_path: str = "codex"  # a name on PATH or a path
+    model: str = ""  # empty: codex's default model; else one of ``models``
+    models: list[str] = Field(default_factory=lambda: ["gpt-5-codex", "gpt-5"], min_length=1)
+    sandbox: Literal["workspace-write", "danger-full-access"] = "workspace-write"
+    overrides: list[str] = Field(default_factory=list)  # extra ``-c key=value`` (TOML values)
+    idle_timeout: float | None = Field(default=None, gt=0)
+
+
 class RuntimeSection(_Section):
     max_agent_duration: float = Field(default=1800, gt=0)
     context_paths: list[str] = Field(default_factory=lambda: [".claude/CLAUDE.md"])
     setup_command: str = ""
     roles: RolesSection = RolesSection()
+    claude_cli: ClaudeCliSection = ClaudeCliSection()
+    codex_cli: CodexCliSection = CodexCliSection()
 
 
 class BashGuardSection(_Section):

@@ -9,8 +9,9 @@ role, and the engine. Concrete adapters are imported here and nowhere in ``actor
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,7 @@ def build_app(
     *,
     agent_env: Mapping[str, str] | None = None,
     isolated_home: bool = False,
+    codex_overrides: Sequence[str] = (),
 ) -> App:
     config, root = resolve_config(config_path, repo)
     branch = default_branch(config, root)
@@ -122,7 +124,14 @@ def build_app(
     provider = _provider(config, root, branch, state_dir, closers)
     roles = config.runtime.roles.model_dump()
     factory = _runtime_factory(
-        config, root, branch, state_dir, roles, agent_env=agent_env, isolated_home=isolated_home
+        config,
+        root,
+        branch,
+        state_dir,
+        roles,
+        agent_env=agent_env,
+        isolated_home=isolated_home,
+        codex_overrides=codex_overrides,
     )
     engine = create_engine(config.engine_config(provider, factory, repo_root=root))
     return App(config, root, branch, state_dir, engine, closers)
@@ -187,29 +196,32 @@ def _runtime_factory(
     *,
     agent_env: Mapping[str, str] | None,
     isolated_home: bool,
+    codex_overrides: Sequence[str] = (),
 ) -> Any:
-    for role, kind in roles.items():
-        if kind not in ("claude-sdk", "claude-cli"):
-            raise ConfigError(
-                f"runtime.roles.{role}: the {kind} runtime is not available in this version",
-                expected="claude-sdk or claude-cli",
-            )
     from adapters.runtime.claude_sdk import (  # noqa: PLC0415
         ClaudeAdapterConfig,
         bundled_cli,
         create_claude_adapter,
     )
+    from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
     from adapters.runtime.runners.runtime import (  # noqa: PLC0415
         CliRuntimeConfig,
         create_cli_runtime,
     )
 
+    kinds = set(roles.values())
+    claude_cli = config.runtime.claude_cli
     cli = bundled_cli()
-    if not Path(cli).exists():
+    needs_bundled = "claude-sdk" in kinds or ("claude-cli" in kinds and not claude_cli.cli_path)
+    if needs_bundled and not Path(cli).exists():
         raise ConfigError(
             f"runtime claude-sdk: the claude CLI was not found at {cli}",
             expected="claude-agent-sdk installed with its bundled CLI",
         )
+    if "claude-cli" in kinds:
+        _check_claude_cli(claude_cli.cli_path, claude_cli.model)
+    codex = config.runtime.codex_cli
+    codex_path = _check_codex_cli(codex) if "codex-cli" in kinds else codex.cli_path
     try:
         guard = BashGuardConfig.model_validate(config.bash_guard.model_dump())
     except ValueError as exc:
@@ -227,6 +239,29 @@ def _runtime_factory(
         isolated_home=isolated_home,
         bash_guard=guard,
     )
+    shared = adapter_config.model_dump(include=_CLI_FIELDS)
+
+    def build(kind: str, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
+        if kind == "claude-sdk":
+            return create_claude_adapter(adapter_config, deps)
+        if kind == "claude-cli":
+            settings = CliRuntimeConfig(
+                **shared,
+                model=claude_cli.model or None,
+                idle_timeout=claude_cli.idle_timeout,
+            )
+            return create_cli_runtime(settings, deps, cli_path=claude_cli.cli_path or None)
+        settings = CliRuntimeConfig(
+            **shared, model=codex.model or None, idle_timeout=codex.idle_timeout
+        )
+        return create_codex_runtime(
+            settings,
+            deps,
+            cli_path=codex_path,
+            overrides=[*codex.overrides, *codex_overrides],
+            models=codex.models,
+            sandbox=codex.sandbox,
+        )
 
     def factory(deps: RuntimeAdapterDeps) -> dict[AgentRole, RuntimeAdapter]:
         built: dict[str, RuntimeAdapter] = {}  # one adapter per kind, shared by its roles
@@ -234,14 +269,61 @@ def _runtime_factory(
         for role in ("planner", "implementor", "reviewer"):
             kind = roles[role]
             if kind not in built:
-                built[kind] = (
-                    create_claude_adapter(adapter_config, deps)
-                    if kind == "claude-sdk"
-                    else create_cli_runtime(
-                        CliRuntimeConfig(**adapter_config.model_dump(include=_CLI_FIELDS)), deps
-                    )
-                )
+                built[kind] = build(kind, deps)
             adapters[role] = built[kind]
         return adapters
 
     return factory
+
+
+def _check_claude_cli(cli_path: str, model: str) -> None:
+    from adapters.runtime.runners.claude_cli import CLAUDE_CAPABILITIES  # noqa: PLC0415
+
+    if cli_path and not _executable(cli_path):
+        raise ConfigError(
+            f"runtime.claude_cli.cli_path: the claude CLI was not found at {cli_path!r}",
+            expected="an executable claude, or empty for the bundled one",
+        )
+    models = CLAUDE_CAPABILITIES.available_models
+    if model and model not in models:
+        raise ConfigError(
+            f"runtime.claude_cli.model: {model!r} is not a model the claude CLI runner offers",
+            expected=f"empty or one of {', '.join(models)}",
+        )
+
+
+def _check_codex_cli(codex: Any) -> str:
+    """The codex CLI's path; a ``ConfigError`` naming the key for what cannot work."""
+    path = _executable(codex.cli_path)
+    if path is None:
+        raise ConfigError(
+            f"runtime.codex_cli.cli_path: the codex CLI was not found ({codex.cli_path!r})",
+            expected="codex on PATH (npm install -g @openai/codex) or its path",
+        )
+    if codex.model and codex.model not in codex.models:
+        raise ConfigError(
+            f"runtime.codex_cli.model: {codex.model!r} is not in runtime.codex_cli.models",
+            expected=f"empty or one of {', '.join(codex.models)}",
+        )
+    if codex.sandbox == "danger-full-access":
+        raise ConfigError(
+            "runtime.codex_cli.sandbox: danger-full-access leaves the agent unconfined (codex "
+            "has no tool lists and no hook for cpe's Bash guard)",
+            expected="workspace-write",
+        )
+    for override in codex.overrides:
+        key, equals, _ = override.partition("=")
+        if not equals or not key.strip():
+            raise ConfigError(
+                f"runtime.codex_cli.overrides: {override!r} is not key=value",
+                expected='a codex -c value, e.g. model_reasoning_effort="high"',
+            )
+    return path
+
+
+def _executable(name: str) -> str | None:
+    """``name`` as a runnable path: a path that is an executable file, or a name on PATH."""
+    if os.sep in name:
+        candidate = Path(name).expanduser()
+        return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
+    return shutil.which(name)

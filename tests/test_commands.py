@@ -12,8 +12,10 @@ from adapters import commands
 from adapters.app import build_app
 from adapters.notify import notify
 from adapters.runtime.claude_sdk import ClaudeAdapter
+from adapters.runtime.runners.codex_cli import CodexCliRunner
 from adapters.runtime.runners.runtime import CliRuntime
 from domain.errors import ConfigError
+from tests.fakes.codex_cli_fixture import FakeCodex
 from tests.repos import make_repo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +102,58 @@ def test_each_role_runs_on_the_runtime_the_config_names(repo: Path) -> None:
         app.close()
 
 
-def test_a_runtime_not_available_yet_is_a_configuration_error(repo: Path) -> None:
-    (repo / "supervisor.toml").write_text('[runtime.roles]\nimplementor = "codex-cli"\n')
-    with pytest.raises(ConfigError, match=r"runtime\.roles\.implementor: the codex-cli runtime"):
+def test_a_role_can_run_on_codex_with_its_own_settings(repo: Path, tmp_path: Path) -> None:
+    """Teams mix agents: here the implementor runs on codex, the others on the claude SDK."""
+    fake = FakeCodex.install(tmp_path / "fake")
+    (repo / "supervisor.toml").write_text(
+        "[provider.local]\npipeline_command = []\n"
+        '[runtime.roles]\nimplementor = "codex-cli"\n'
+        f'[runtime.codex_cli]\ncli_path = "{fake.path}"\nmodel = "gpt-5"\n'
+        "overrides = ['model_reasoning_effort=\"high\"']\nidle_timeout = 300\n"
+    )
+    app = build_app(None, repo, codex_overrides=['model_provider="scripted"'])
+    try:
+        adapters = app.engine.runtime_adapters
+        assert isinstance(adapters["planner"], ClaudeAdapter)
+        codex = adapters["implementor"]
+        assert isinstance(codex, CliRuntime)
+        assert isinstance(codex.runner, CodexCliRunner)
+        assert codex.runner.cli_path == str(fake.path)
+        assert codex.runner.overrides == (
+            'model_reasoning_effort="high"',
+            'model_provider="scripted"',
+        )
+        assert codex.config.model == "gpt-5"
+        assert codex.config.idle_timeout == 300
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ('cli_path = "/nonexistent/codex"', r"runtime\.codex_cli\.cli_path: the codex CLI was not"),
+        ('model = "gpt-9"', r"runtime\.codex_cli\.model: 'gpt-9' is not in"),
+        ('sandbox = "danger-full-access"', r"runtime\.codex_cli\.sandbox: danger-full-access"),
+        ('overrides = ["no-equals"]', r"runtime\.codex_cli\.overrides: 'no-equals'"),
+        ('sandbox = "yolo"', r"runtime\.codex_cli\.sandbox"),
+    ],
+)
+def test_a_codex_setting_that_cannot_work_is_a_configuration_error_naming_the_key(
+    repo: Path, tmp_path: Path, settings: str, message: str
+) -> None:
+    fake = FakeCodex.install(tmp_path / "fake")
+    path = "" if settings.startswith("cli_path") else f'cli_path = "{fake.path}"\n'
+    (repo / "supervisor.toml").write_text(
+        f'[runtime.roles]\nreviewer = "codex-cli"\n[runtime.codex_cli]\n{path}{settings}\n'
+    )
+    with pytest.raises(ConfigError, match=message):
+        build_app(None, repo)
+
+
+def test_a_claude_cli_model_it_does_not_offer_is_a_configuration_error(repo: Path) -> None:
+    (repo / "supervisor.toml").write_text(
+        '[runtime.roles]\nplanner = "claude-cli"\n[runtime.claude_cli]\nmodel = "gpt-5"\n'
+    )
+    with pytest.raises(ConfigError, match=r"runtime\.claude_cli\.model: 'gpt-5'"):
         build_app(None, repo)

@@ -59,6 +59,8 @@ class RunnerCapabilities:
     tool_allow_deny: bool = False
     structured_event_stream: bool = False
     interactive_prompt_suppression: bool = False
+    command_guard: bool = False  # cpe's Bash guard can check every shell command (a hook)
+    supports_max_turns: bool = False  # a limit on the agent's turns
 
     def enforces(self, guarantee: Guarantee) -> bool:
         return bool(getattr(self, guarantee))
@@ -71,6 +73,8 @@ class RunnerCapabilities:
             "supports_prompt_file_inclusion": self.supports_prompt_file_inclusion,
             "available_models": list(self.available_models),
             "enforces": {g: self.enforces(g) for g in GUARANTEES},
+            "command_guard": self.command_guard,
+            "supports_max_turns": self.supports_max_turns,
         }
 
 
@@ -102,6 +106,7 @@ class RunRequest:
     idle_timeout: float | None = None
     max_turns: int | None = None
     bash_guard: BashGuardConfig | None = None  # check every shell command with cpe's guard
+    read_only: bool = False  # the run has no reason to change the workspace (planner, reviewer)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def policy_dict(self) -> dict[str, Any]:
@@ -152,6 +157,12 @@ def check_request(caps: RunnerCapabilities, run: RunRequest) -> None:
     missing = [g for g in sorted(run.requested_policy) if not caps.enforces(g)]
     if missing:
         raise RunRejectedError(f"{caps.name} cannot enforce: {', '.join(missing)}")
+    if run.read_only and "writable_workspace" in run.requested_policy:
+        raise RunRejectedError("a read-only run cannot also require a writable workspace")
+    if run.bash_guard is not None and not caps.command_guard:
+        raise RunRejectedError(f"{caps.name} cannot run cpe's bash guard on its commands")
+    if run.max_turns is not None and not caps.supports_max_turns:
+        raise RunRejectedError(f"{caps.name} has no turn limit (asked for max_turns)")
     for name, value in (("wall_timeout", run.wall_timeout), ("idle_timeout", run.idle_timeout)):
         if value is not None and value <= 0:
             raise RunRejectedError(f"{name} must be positive")

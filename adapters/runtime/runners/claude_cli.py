@@ -48,6 +48,8 @@ CLAUDE_CAPABILITIES = RunnerCapabilities(
     tool_allow_deny=True,  # the agent definition's tools and disallowedTools
     structured_event_stream=True,  # --output-format stream-json
     interactive_prompt_suppression=True,  # --print, stdin /dev/null
+    command_guard=True,  # a PreToolUse hook in --settings
+    supports_max_turns=True,  # --max-turns
 )
 ARGV_PROMPT_BYTES = 100_000  # an argv string is at most 128 KiB on Linux; longer: on stdin
 
@@ -237,6 +239,7 @@ class ClaudeCliRunner:
                 + ("the prompt file" if via_stdin else "/dev/null"),
                 "enforced": sorted(run.requested_policy),
                 "bash_guard": "deny" if run.bash_guard is not None else "off",
+                "workspace": "read-only by the agent's tools" if run.read_only else "writable",
                 **({"tools": list(run.agent.tools or [])} if run.agent else {}),
             },
             capture_format="claude_stream_json",

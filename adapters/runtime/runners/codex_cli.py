@@ -34,12 +34,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from adapters.runtime.artifacts import RunArtifacts
-from adapters.runtime.runners.base import (
-    RunnerCapabilities,
-    RunRejectedError,
-    RunRequest,
-    check_request,
-)
+from adapters.runtime.claude_sdk import MODEL_VARIABLES
+from adapters.runtime.runners.base import RunnerCapabilities, RunRequest, check_request
 from adapters.runtime.runners.claude_cli import CliOutcome, EventCallback, JsonlRun
 from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
@@ -48,6 +44,7 @@ from domain.results import OUTPUT_MODELS, output_schema, strict_output_schema
 
 __all__ = [
     "CODEX_CAPABILITIES",
+    "CODEX_MODEL_VARIABLES",
     "CodexCliRun",
     "CodexCliRunner",
     "SandboxMode",
@@ -71,6 +68,8 @@ CODEX_CAPABILITIES = RunnerCapabilities(
     structured_event_stream=True,  # --json
     interactive_prompt_suppression=True,  # exec, approval never, stdin /dev/null
 )
+# The model credentials and endpoint codex reads, passed to it on purpose (nothing else secret).
+CODEX_MODEL_VARIABLES = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
 ARGV_PROMPT_BYTES = 100_000  # an argv string is at most 128 KiB on Linux; longer: on stdin
 SCHEMA_FILE = "codex-output-schema.json"  # attached: the strict schema codex was given
 LAST_MESSAGE_CAPTURE = ".codex-last-message"  # codex's -o file, attached at the end
@@ -239,12 +238,17 @@ class CodexCliRunner:
     def get_capabilities(self) -> RunnerCapabilities:
         return self.capabilities
 
+    def sandbox_for(self, run: RunRequest) -> SandboxMode:
+        """``read-only`` for a run with no reason to write (a planner or reviewer runs in the
+        user's checkout), whatever the configured mode; the configured mode otherwise."""
+        return "read-only" if run.read_only else self.sandbox
+
     def command(
         self, run: RunRequest, prompt: str | None, run_dir: Path, schema_file: Path | None
     ) -> list[str]:
         """The argv; prompt None: codex reads it from stdin (a file, never a pipe)."""
         argv = [self.cli_path, "exec", "--json", "-c", 'approval_policy="never"']
-        argv += ["--sandbox", self.sandbox, "-C", str(Path(run.worktree_path).absolute())]
+        argv += ["--sandbox", self.sandbox_for(run), "-C", str(Path(run.worktree_path).absolute())]
         if schema_file is not None:
             argv += ["--output-schema", str(schema_file)]
         argv += ["--output-last-message", str(run_dir / LAST_MESSAGE_CAPTURE)]
@@ -268,10 +272,6 @@ class CodexCliRunner:
         prompt = run.prompt if prompt is None else prompt
         env = run.env if env is None else env
         check_request(self.capabilities, run)
-        if run.bash_guard is not None:
-            raise RunRejectedError("codex-cli cannot run cpe's bash guard on its commands")
-        if run.max_turns is not None:
-            raise RunRejectedError("codex-cli has no turn limit (asked for max_turns)")
         via_stdin = len(prompt.encode()) > self.argv_prompt_bytes
         run_dir = self.state_dir / "runs" / run.run_id
         schema_file = run_dir / SCHEMA_FILE if run.output_schema is not None else None
@@ -288,7 +288,7 @@ class CodexCliRunner:
             requested_policy=run.policy_dict(),
             effective_policy={
                 "approval_policy": "never",
-                "sandbox": self.sandbox,
+                "sandbox": self.sandbox_for(run),
                 "non_interactive": "exec, stdin "
                 + ("the prompt file" if via_stdin else "/dev/null"),
                 "enforced": sorted(run.requested_policy),
@@ -356,9 +356,11 @@ def create_codex_runtime(
 ) -> CliRuntime:
     """The ``codex-cli`` runtime: ``CliRuntime`` over this runner, runs where the SDK's land.
 
-    ``overrides`` are extra ``-c`` values (e.g. ``codex_overrides(base_url)`` for a custom
-    model provider). Note: ``CliRuntime`` as it stands asks every run for ``tool_allow_deny``
-    and cpe's bash guard, which codex cannot enforce, so this runner refuses its runs.
+    ``overrides`` are extra ``-c`` values (e.g. a ``model_providers`` entry; the scripted
+    model's is ``codex_overrides(base_url)``). codex has no per-tool lists and no hook for cpe's
+    Bash guard, so its runs are confined by its sandbox: ``workspace-write`` for an implementor,
+    ``read-only`` for a planner or reviewer; ``danger-full-access`` confines nothing and is
+    refused. The agent gets codex's own credentials (``CODEX_MODEL_VARIABLES``), no others.
     """
     runner = CodexCliRunner(
         Path(config.logging.logs_dir).parent,
@@ -369,4 +371,6 @@ def create_codex_runtime(
         models=models,
         sandbox=sandbox,
     )
+    if config.model_variables == MODEL_VARIABLES:  # the claude default: codex needs its own
+        config = config.model_copy(update={"model_variables": CODEX_MODEL_VARIABLES})
     return CliRuntime(runner, config, deps)

@@ -28,7 +28,18 @@ import psutil
 
 from adapters.runtime.artifacts import Termination
 
-__all__ = ["LineCallback", "ProcessHandle", "ProcessOutcome", "group_members", "start_process"]
+__all__ = [
+    "PIDFILE",
+    "LineCallback",
+    "ProcessHandle",
+    "ProcessOutcome",
+    "group_members",
+    "kill_group",
+    "live_group",
+    "start_process",
+]
+
+PIDFILE = "runner.pid"  # in the run's directory while its process group may be alive
 
 Stream = Literal["stdout", "stderr"]
 LineCallback = Callable[[Stream, str], None]
@@ -59,6 +70,46 @@ def group_members(pgid: int) -> list[psutil.Process]:
     return members
 
 
+def kill_group(pgid: int, grace: float) -> None:
+    """SIGTERM every process of group ``pgid``, wait up to ``grace``, SIGKILL what is left."""
+    members = group_members(pgid)
+    if not members:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    _, alive = psutil.wait_procs(members, timeout=grace)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    for process in alive:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(alive, timeout=grace)
+
+
+def live_group(pidfile: Path) -> int | None:
+    """The process group a run's pid file names, if it is still that run's and alive.
+
+    The file holds the leader's pid and start time. A leader that is alive with another start
+    time is a recycled pid: not ours. A leader that is gone while its group still has members
+    is ours: a process group id is not reused while the group exists (POSIX)."""
+    try:
+        pid_text, _, started_text = pidfile.read_text().strip().partition(" ")
+        pid, started = int(pid_text), float(started_text or 0)
+    except (OSError, ValueError):
+        return None
+    try:
+        leader = psutil.Process(pid)
+        if abs(leader.create_time() - started) > 0.01:
+            return None
+        if os.getpgid(pid) != pid:
+            return None
+    except (psutil.NoSuchProcess, ProcessLookupError):
+        pass  # the leader is gone; its group may not be
+    except psutil.Error:
+        return None
+    return pid if group_members(pid) else None
+
+
 class ProcessHandle:
     """A started CLI. ``wait`` blocks until it has ended and its group is gone."""
 
@@ -72,8 +123,10 @@ class ProcessHandle:
         wall_timeout: float | None,
         idle_timeout: float | None,
         kill_grace: float,
+        pidfile: Path | None = None,
     ) -> None:
         self.process = process
+        self.pidfile = pidfile
         self.pid = process.pid  # == its process group id (a new session)
         self.started_at = datetime.now(UTC)
         self.stdout_path = stdout_path
@@ -152,6 +205,9 @@ class ProcessHandle:
             for reader in self._readers:  # a process that escaped the group may hold a pipe
                 reader.join(timeout=max(self.kill_grace, 5.0))
         finally:
+            if self.pidfile is not None:
+                with contextlib.suppress(OSError):
+                    self.pidfile.unlink(missing_ok=True)
             self._outcome = self._conclude()
             self._done.set()
 
@@ -197,15 +253,7 @@ class ProcessHandle:
     def _sweep(self) -> None:
         """After the leader ended: whatever of its group is left goes too (S004: nothing
         outlives a run, whatever its end)."""
-        members = group_members(self.pid)
-        if not members:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGTERM)
-        _, alive = psutil.wait_procs(members, timeout=self.kill_grace)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
-        psutil.wait_procs(alive, timeout=self.kill_grace)
+        kill_group(self.pid, self.kill_grace)
 
     def _conclude(self) -> ProcessOutcome:
         code = self.process.returncode
@@ -253,6 +301,16 @@ def start_process(
             start_new_session=True,
             close_fds=True,
         )
+    # The startup reaper's clue, should the daemon die before the run ends.
+    pidfile: Path | None = log_dir / PIDFILE
+    try:
+        started = psutil.Process(process.pid).create_time()
+    except psutil.Error:
+        started = 0.0
+    try:
+        (log_dir / PIDFILE).write_text(f"{process.pid} {started!r}\n")
+    except OSError:
+        pidfile = None
     return ProcessHandle(
         process,
         stdout_path=log_dir / "stdout.log",
@@ -261,4 +319,5 @@ def start_process(
         wall_timeout=wall_timeout,
         idle_timeout=idle_timeout,
         kill_grace=kill_grace,
+        pidfile=pidfile,
     )

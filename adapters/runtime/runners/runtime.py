@@ -1,9 +1,19 @@
-"""A ``RuntimeAdapter`` over a CLI runner, so any role can run on ``claude-cli`` (issue 7).
+"""A ``RuntimeAdapter`` over a CLI runner, so any role can run on ``claude-cli`` or
+``codex-cli`` (issue 7).
 
 It reuses the SDK runtime's pieces: the worktree (implementor), the context assembly, the
 agent definition, the allowlisted environment, the output-schema validation and the patch
 extraction. The runner does the rest: the process group, the timeouts (``max_agent_duration``
 is the wall-clock timeout), the normalized artifacts in ``<logs_dir>/../runs/<session_id>``.
+
+What a run asks of its runner is intent, derived from the role and the runner's declared
+capabilities (seed 004 §3a), never a flag: every run needs a non-interactive structured event
+stream; an implementor needs a writable workspace, a planner or reviewer runs read-only
+(``read_only``: codex gets ``--sandbox read-only``). The agent must be confined one way or the
+other: by its definition's tool lists and cpe's Bash guard where the runner can enforce them
+(claude-cli), by the CLI's own sandbox otherwise (codex-cli); a runner that can do neither is
+refused when the runtime is built, and a guarantee the runner cannot give fails the run
+before anything starts (S004-04).
 """
 
 from __future__ import annotations
@@ -30,8 +40,15 @@ from adapters.runtime.bash_guard import BashGuardConfig
 from adapters.runtime.claude_sdk import MODEL_VARIABLES, bundled_cli
 from adapters.runtime.patches import extract_patch
 from adapters.runtime.provision import Provisioner
-from adapters.runtime.runners.base import AgentProfile, RunRejectedError, RunRequest
+from adapters.runtime.runners.base import (
+    AgentProfile,
+    Guarantee,
+    RunnerCapabilities,
+    RunRejectedError,
+    RunRequest,
+)
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome, EventCallback
+from adapters.runtime.runners.process import PIDFILE, kill_group, live_group
 from adapters.runtime.worktrees import Worktree
 from domain.errors import AgentFailure, AgentFailureKind, InvalidAgentOutputError
 from domain.models import AgentStartParams, RunUsage, SessionId
@@ -62,6 +79,8 @@ class CliRunHandle(Protocol):
 
 
 class CliRunner(Protocol):
+    def get_capabilities(self) -> RunnerCapabilities: ...
+
     def start(
         self,
         run: RunRequest,
@@ -112,11 +131,27 @@ class _Run:
     usage: RunUsage = field(default_factory=RunUsage)
 
     def event(self, event: dict[str, Any]) -> None:  # a reader thread
-        if event.get("type") != "assistant":
-            return
-        for block in event.get("message", {}).get("content", []) or []:
-            if isinstance(block, dict) and block.get("type") == "text" and block.get("text"):
-                self.loop.call_soon_threadsafe(self.output.put_nowait, str(block["text"]))
+        for text in text_chunks(event):
+            self.loop.call_soon_threadsafe(self.output.put_nowait, text)
+
+
+def text_chunks(event: Mapping[str, Any]) -> list[str]:
+    """What the agent said in one native event: the text blocks of a claude ``assistant``
+    message, or a codex ``agent_message`` item (the two formats' types do not collide)."""
+    kind = event.get("type")
+    if kind == "assistant":
+        message = event.get("message")
+        blocks = message.get("content") if isinstance(message, dict) else None
+        return [
+            str(block["text"])
+            for block in (blocks if isinstance(blocks, list) else ())
+            if isinstance(block, dict) and block.get("type") == "text" and block.get("text")
+        ]
+    if kind == "item.completed":
+        item = event.get("item")
+        if isinstance(item, dict) and item.get("type") == "agent_message" and item.get("text"):
+            return [str(item["text"])]
+    return []
 
 
 class CliRuntime:
@@ -135,6 +170,12 @@ class CliRuntime:
         )
         self._runs: dict[SessionId, _Run] = {}
         self._lock = threading.Lock()
+        caps = runner.get_capabilities()
+        if not (caps.tool_allow_deny and caps.command_guard) and not caps.sandboxed_execution:
+            raise ValueError(
+                f"{caps.name} can neither enforce the agents' tool lists and cpe's bash guard "
+                "nor sandbox the agent's commands: cpe will not run an unconfined agent"
+            )
 
     async def start_agent(self, params: AgentStartParams) -> AgentRunHandle:
         session_id = params.session_id
@@ -167,20 +208,50 @@ class CliRuntime:
         if run is not None and run.handle is not None:
             run.handle.stop()
 
+    def reap(self, keep_branches: frozenset[str] = frozenset()) -> None:
+        """Startup: kill the CLI process groups a crashed daemon left running (each runs in its
+        own session, so it outlives a kill -9) and remove their worktrees and branches."""
+        runs = Path(self.config.logging.logs_dir).parent / "runs"
+        for pidfile in sorted(runs.glob(f"*/{PIDFILE}")):
+            pgid = live_group(pidfile)
+            if pgid is not None:
+                log.warning("killing an agent CLI left by an earlier run", pgid=pgid)
+                kill_group(pgid, grace=5.0)
+            pidfile.unlink(missing_ok=True)
+        report = self.provisioner.worktrees.reap(keep=keep_branches)
+        if report.removed_worktrees or report.deleted_branches:
+            log.info(
+                "removed leftovers of an earlier run",
+                worktrees=[str(p) for p in report.removed_worktrees],
+                branches=list(report.deleted_branches),
+            )
+
     # ------------------------------------------------------------------ the run
+
+    def policy(self, role: str) -> tuple[frozenset[Guarantee], bool]:
+        """The guarantees a run of ``role`` requires of this runner, and whether cpe's Bash
+        guard goes with them (only where the runner can hook every shell command)."""
+        caps = self.runner.get_capabilities()
+        policy: set[Guarantee] = {"interactive_prompt_suppression", "structured_event_stream"}
+        if role == "implementor":
+            policy.add("writable_workspace")
+        confined_by_tools = caps.tool_allow_deny and caps.command_guard
+        policy.add("tool_allow_deny" if confined_by_tools else "sandboxed_execution")
+        return frozenset(policy), confined_by_tools
 
     def _request(self, run: _Run, session_id: str, prompt: str, spec: AgentSpec) -> RunRequest:
         tools = effective_tools(spec, structured_output=True)
         disallowed = effective_disallowed_tools(spec, structured_output=True)
+        policy, guarded = self.policy(run.params.role)
+        caps = self.runner.get_capabilities()
         return RunRequest(
             run_id=session_id,
             worktree_path=run.worktree.path if run.worktree is not None else self.repo_root,
             prompt=prompt,
             env=self._env(session_id),
             model=self.config.model,
-            requested_policy=frozenset(
-                {"writable_workspace", "tool_allow_deny", "interactive_prompt_suppression"}
-            ),
+            requested_policy=policy,
+            read_only=run.params.role != "implementor",
             prompt_reference=f".claude/agents/{spec.role}.md",
             agent=AgentProfile(
                 name=spec.role,
@@ -192,8 +263,8 @@ class CliRuntime:
             output_schema=output_schema(run.params.role),
             wall_timeout=self.config.max_agent_duration,
             idle_timeout=self.config.idle_timeout,
-            max_turns=spec.max_turns,
-            bash_guard=self.config.bash_guard,
+            max_turns=spec.max_turns if caps.supports_max_turns else None,
+            bash_guard=self.config.bash_guard if guarded else None,
         )
 
     def _start(self, run: _Run, request: RunRequest) -> CliRunHandle:

@@ -12,7 +12,6 @@ import tomllib
 from pathlib import Path
 from typing import Any, cast
 
-import anyio
 import psutil
 import pytest
 
@@ -28,12 +27,9 @@ from adapters.runtime.runners.codex_cli import (
 from adapters.runtime.runners.process import group_members
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.scripted_model.responses_wire import codex_overrides
-from domain.errors import AgentFailure
-from domain.models import EngineState, PlannerStartParams, SessionId
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import output_schema, strict_output_schema, validate_output
 from tests.fakes.codex_cli_fixture import FakeCodex
-from tests.fakes.provider import fake_provider
 from tests.repos import make_repo
 
 OUTPUT = {"role": "implementor", "outcome": "completed", "summary": "done"}
@@ -412,35 +408,3 @@ def test_create_codex_runtime_builds_a_cli_runtime_over_the_codex_runner(
     assert isinstance(runtime.runner, CodexCliRunner)
     assert runtime.runner.overrides == tuple(overrides)
     assert runtime.runner.state_dir == tmp_path.absolute()
-
-
-@pytest.mark.spec("S004-04")
-def test_the_cli_runtime_asks_for_guarantees_codex_cannot_give_so_its_runs_are_refused(
-    tmp_path: Path, fake: FakeCodex
-) -> None:
-    """``CliRuntime._request`` always requires tool_allow_deny and sets cpe's bash guard:
-    codex enforces neither, so the run fails fast, before any codex process starts."""
-    repo = make_repo(tmp_path / "repo", {"specs/a.md": "# A\n"}, with_agents=True)
-    tracker, provider = fake_provider()
-    state = EngineState.model_validate({"work_items": dict(tracker.work_items)})
-    deps = RuntimeAdapterDeps(
-        work_item_reader=provider.work_item_reader,
-        revision_reader=provider.revision_reader,
-        get_state=lambda: state,
-        get_review_history=provider.revision_reader.get_review_history,
-    )
-    config = CliRuntimeConfig(
-        repo_root=str(repo),
-        default_branch="main",
-        max_agent_duration=60,
-        logging=SessionLogging(logs_dir=str(tmp_path / "state" / "logs")),
-    )
-    runtime = create_codex_runtime(config, deps, cli_path=str(fake.path), models=("gpt-5",))
-    params = PlannerStartParams(session_id=SessionId("planner-1"), spec_paths=("specs/a.md",))
-
-    async def main() -> None:
-        await runtime.start_agent(params)
-
-    with pytest.raises(AgentFailure, match="cannot enforce: tool_allow_deny"):
-        anyio.run(main)
-    assert not fake.pid_file.exists()

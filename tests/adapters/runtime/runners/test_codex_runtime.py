@@ -1,0 +1,262 @@
+"""The ``codex-cli`` runtime: ``CliRuntime`` over the codex runner, driven like any runtime
+(``start_agent`` → output chunks → a validated result), against the fake ``codex``. The real
+binary's end-to-end runs are in ``test_codex_real.py``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from adapters.runtime.runners.base import RunRequest
+from adapters.runtime.runners.codex_cli import (
+    CODEX_MODEL_VARIABLES,
+    CodexCliRunner,
+    create_codex_runtime,
+)
+from adapters.runtime.runners.process import PIDFILE, group_members
+from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
+from domain.errors import AgentFailure
+from domain.models import (
+    EngineState,
+    ImplementorStartParams,
+    PlannerStartParams,
+    SessionId,
+    WorkItemId,
+)
+from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
+from domain.results import ImplementorResult, PlannerResult
+from tests.fakes.codex_cli_fixture import FakeCodex
+from tests.fakes.provider import fake_provider
+from tests.repos import git, make_repo
+
+PLAN = {
+    "role": "planner",
+    "create": [
+        {
+            "temp_id": "a",
+            "title": "Greeting",
+            "body": "Add greet(name).",
+            "labels": [],
+            "blocked_by": [],
+        }
+    ],
+    "close": [],
+    "update": [],
+}
+DONE = {"role": "implementor", "outcome": "completed", "summary": "added feature.py"}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    files = {"specs/greeting.md": "# Greeting\nA greet(name) function.\n", "README.md": "demo\n"}
+    return make_repo(tmp_path / "repo", files, with_agents=True)
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> FakeCodex:
+    return FakeCodex.install(tmp_path / "fake")
+
+
+def deps() -> RuntimeAdapterDeps:
+    tracker, provider = fake_provider()
+    tracker.add_item("1", "in-progress", title="Greeting", body="Add greet(name).")
+    state = EngineState.model_validate({"work_items": dict(tracker.work_items)})
+    return RuntimeAdapterDeps(
+        work_item_reader=provider.work_item_reader,
+        revision_reader=provider.revision_reader,
+        get_state=lambda: state,
+        get_review_history=provider.revision_reader.get_review_history,
+    )
+
+
+def runtime(repo: Path, fake: FakeCodex, state: Path, env: dict[str, str], **kw: Any) -> CliRuntime:
+    config = CliRuntimeConfig(
+        repo_root=str(repo),
+        default_branch="main",
+        max_agent_duration=120,
+        logging=SessionLogging(logs_dir=str(state / "logs")),
+        agent_env=env,
+    )
+    return create_codex_runtime(config, deps(), cli_path=str(fake.path), kill_grace=1, **kw)
+
+
+def drive(adapter: CliRuntime, params: Any) -> tuple[list[str], Any]:
+    async def main() -> tuple[list[str], Any]:
+        handle = await adapter.start_agent(params)
+        chunks = [chunk async for chunk in handle.output]
+        try:
+            return chunks, await handle.result
+        except AgentFailure as failure:
+            return chunks, failure
+
+    return anyio.run(main)
+
+
+def metadata(state: Path, session: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(
+        (state / "runs" / session / "runner_metadata.json").read_text()
+    )
+    return loaded
+
+
+def argv_value(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+@pytest.mark.spec("S004-01")
+@pytest.mark.spec("S004-02")
+@pytest.mark.spec("S004-04")
+@pytest.mark.spec("S003-15")
+def test_a_planner_on_codex_runs_read_only_confined_by_the_sandbox(
+    repo: Path, fake: FakeCodex, tmp_path: Path
+) -> None:
+    """The request is intent (S004-01/02): a planner needs no writable workspace, and codex,
+    which cannot enforce tool lists or cpe's Bash guard, is asked for its sandbox instead; the
+    runner turns that into ``--sandbox read-only``, not the configured workspace-write."""
+    state = tmp_path / "state"
+    adapter = runtime(repo, fake, state, fake.env("ok", output=PLAN, text="Reading the spec."))
+    assert isinstance(adapter, RuntimeAdapter)
+    params = PlannerStartParams(
+        session_id=SessionId("planner-1"), spec_paths=("specs/greeting.md",)
+    )
+    chunks, result = drive(adapter, params)
+    assert isinstance(result, PlannerResult), result
+    assert [item.title for item in result.create] == ["Greeting"]
+    assert "Reading the spec." in chunks  # agent_message items stream as output
+    (record,) = fake.records()
+    assert argv_value(record["argv"], "--sandbox") == "read-only"
+    assert Path(record["cwd"]).resolve() == repo.resolve()
+    meta = metadata(state, "planner-1")
+    assert meta["agent_family"] == "codex_cli"
+    required = meta["requested_policy"]["require"]
+    assert "sandboxed_execution" in required
+    assert "tool_allow_deny" not in required
+    assert "writable_workspace" not in required
+    assert meta["effective_policy"]["sandbox"] == "read-only"
+    assert not any(arg.startswith("--max-turns") for arg in record["argv"])
+    assert meta["usage"]["input_tokens"] > 0  # from turn.completed
+    assert meta["num_turns"] == 1
+
+
+@pytest.mark.spec("S004-04")
+def test_an_implementor_on_codex_writes_in_its_worktree_and_returns_the_patch(
+    repo: Path, fake: FakeCodex, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    env = fake.env("ok", output=DONE, file="feature.py", file_content="X = 1\n")
+    adapter = runtime(repo, fake, state, env)
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-1"), work_item_id=WorkItemId("1"), branch_name="cpe/1-x"
+    )
+    _, result = drive(adapter, params)
+    assert isinstance(result, ImplementorResult), result
+    assert result.outcome == "completed"
+    assert "+X = 1" in (result.patch or "")
+    (record,) = fake.records()
+    assert argv_value(record["argv"], "--sandbox") == "workspace-write"
+    assert Path(record["cwd"]).name == "1-x"  # the implementor's own worktree
+    assert "cpe/1-x" not in git(repo, "branch", "--list")  # cleaned up after the run
+    meta = metadata(state, "implementor-1")
+    assert "writable_workspace" in meta["requested_policy"]["require"]
+    assert meta["effective_policy"]["sandbox"] == "workspace-write"
+    assert meta["termination"] == "completed"
+
+
+def test_an_implementor_that_changed_nothing_fails_and_the_failure_names_it(
+    repo: Path, fake: FakeCodex, tmp_path: Path
+) -> None:
+    adapter = runtime(repo, fake, tmp_path / "state", fake.env("ok", output=DONE))
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-2"), work_item_id=WorkItemId("1"), branch_name="cpe/1-y"
+    )
+    _, result = drive(adapter, params)
+    assert isinstance(result, AgentFailure)
+    assert "no changes" in str(result)
+
+
+def test_a_failed_codex_turn_is_an_agent_failure_with_the_reason(
+    repo: Path, fake: FakeCodex, tmp_path: Path
+) -> None:
+    adapter = runtime(repo, fake, tmp_path / "state", fake.env("turn_failed", error="quota"))
+    params = PlannerStartParams(
+        session_id=SessionId("planner-2"), spec_paths=("specs/greeting.md",)
+    )
+    _, result = drive(adapter, params)
+    assert isinstance(result, AgentFailure)
+    assert result.kind == "failed"
+    assert "quota" in str(result)
+
+
+def test_codex_with_full_access_confines_nothing_and_is_refused_when_built(
+    repo: Path, fake: FakeCodex, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match="unconfined agent"):
+        runtime(repo, fake, tmp_path / "state", {}, sandbox="danger-full-access")
+
+
+def test_the_codex_runtime_passes_codex_credentials_and_no_claude_ones(
+    repo: Path, fake: FakeCodex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "a" * 36)
+    adapter = runtime(repo, fake, tmp_path / "state", fake.env("ok", output=PLAN))
+    assert adapter.config.model_variables == CODEX_MODEL_VARIABLES
+    env = adapter._env("planner-3")
+    assert env["OPENAI_API_KEY"] == "sk-test-openai"
+    assert "ANTHROPIC_API_KEY" not in env
+    assert "GITHUB_TOKEN" not in env
+
+
+def test_the_startup_reaper_kills_a_codex_group_a_crashed_daemon_left(
+    repo: Path, fake: FakeCodex, tmp_path: Path
+) -> None:
+    """A daemon killed mid-run leaves codex running in its own session; at the next start the
+    runtime's reaper finds it by its pid file and kills its whole group."""
+    state = tmp_path / "state"
+    orphan = CodexCliRunner(state, cli_path=str(fake.path), kill_grace=1).start(
+        RunRequest(
+            run_id="implementor-9",
+            worktree_path=repo,
+            prompt="p",
+            env={**fake.env("hang", hang_seconds=300), "PATH": "/usr/bin:/bin"},
+        )
+    )
+    pidfile = state / "runs" / "implementor-9" / PIDFILE
+    assert pidfile.read_text().split()[0] == str(orphan.process.pid)
+    adapter = runtime(repo, fake, state, {})
+    adapter.reap(frozenset())
+    outcome = orphan.wait(timeout=60)
+    assert outcome.termination == "error"  # killed from outside its runner
+    assert not group_members(orphan.process.pid)
+    assert not pidfile.exists()
+
+
+def test_the_reaper_leaves_a_recycled_pid_alone(
+    repo: Path, fake: FakeCodex, tmp_path: Path
+) -> None:
+    """The pid file names a live group leader with another start time: a recycled pid."""
+    state = tmp_path / "state"
+    bystander = CodexCliRunner(state, cli_path=str(fake.path), kill_grace=1).start(
+        RunRequest(
+            run_id="implementor-6",
+            worktree_path=repo,
+            prompt="p",
+            env={**fake.env("hang", hang_seconds=300), "PATH": "/usr/bin:/bin"},
+        )
+    )
+    try:
+        run_dir = state / "runs" / "implementor-7"
+        run_dir.mkdir(parents=True)
+        (run_dir / PIDFILE).write_text(f"{bystander.process.pid} 12345.0\n")
+        (state / "runs" / "implementor-6" / PIDFILE).unlink()
+        runtime(repo, fake, state, {}).reap(frozenset())
+        assert group_members(bystander.process.pid)  # not killed
+        assert not (run_dir / PIDFILE).exists()
+    finally:
+        bystander.stop()
+        assert bystander.wait(timeout=60).termination == "killed_policy"
