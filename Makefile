@@ -8,6 +8,7 @@ BIN := $(VENV)/bin
 install:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -e '.[dev]'
+	npm ci --prefix tests/tools --no-audit --no-fund  # the real codex CLI the tests run
 
 lint:
 	$(BIN)/ruff check .

@@ -28,7 +28,7 @@ from domain.models import (
     WorkItemId,
 )
 from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
-from domain.results import ImplementorResult, PlannerResult
+from domain.results import ImplementorResult, PlannerResult, output_schema
 from tests.fakes.codex_cli_fixture import FakeCodex
 from tests.fakes.provider import fake_provider
 from tests.repos import git, make_repo
@@ -260,3 +260,37 @@ def test_the_reaper_leaves_a_recycled_pid_alone(
     finally:
         bystander.stop()
         assert bystander.wait(timeout=60).termination == "killed_policy"
+
+
+@pytest.mark.spec("S004-15")
+@pytest.mark.spec("S004-11")
+def test_the_runner_reports_how_the_process_ended_not_whether_the_work_succeeded(
+    repo: Path, fake: FakeCodex, tmp_path: Path
+) -> None:
+    """A failing test command and an agent that reports a validation failure are still a
+    ``completed`` run: the termination is mechanical; judging the work is the caller's job."""
+    verdict = {"role": "implementor", "outcome": "validation-failure", "summary": "tests fail"}
+    env = {
+        **fake.env("ok", output=verdict, command="pytest -q", command_exit="1"),
+        "PATH": "/usr/bin:/bin",
+    }
+    runner = CodexCliRunner(tmp_path / "state", cli_path=str(fake.path), kill_grace=1)
+    schema = output_schema("implementor")
+    handle = runner.start(
+        RunRequest(run_id="r-judge", worktree_path=repo, prompt="p", env=env, output_schema=schema)
+    )
+    outcome = handle.wait(timeout=60)
+    assert outcome.termination == "completed"
+    assert outcome.exit_code == 0
+    assert outcome.result is not None
+    assert outcome.result["structured_output"] == verdict  # passed on as it is, not judged
+    events = [
+        json.loads(line)
+        for line in outcome.artifacts.path("runner_transcript").read_text().splitlines()  # type: ignore[union-attr]
+    ]
+    failed = [
+        e["item"]
+        for e in events
+        if e.get("type") == "item.completed" and e["item"].get("type") == "command_execution"
+    ]
+    assert failed[0]["exit_code"] == 1
