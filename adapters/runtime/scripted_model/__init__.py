@@ -76,14 +76,30 @@ Reading the request:
 
 - turn: the number of runs of consecutive model-made ``input`` items (assistant ``message``,
   ``function_call``, ``custom_tool_call``, ``reasoning``) — codex records a response's items
-  together, then their ``*_output`` items — so selection is stateless here too;
+  together, then their ``*_output`` items (code mode too: its ``exec`` calls come back as
+  ``custom_tool_call`` items, then ``custom_tool_call_output`` s) — so selection is stateless
+  here too;
 - ``system`` rule: ``instructions``; ``prompt`` rule: the first user message, skipping the texts
   codex adds (``<environment_context>``, ``<user_instructions>``, ``# AGENTS.md …``), or
   ``input`` when it is a plain string; ``role``: ``text.format.schema`` (the
   ``--output-schema``), pinned as for ``StructuredOutput``; ``{cwd}``: the
   ``<cwd>…</cwd>`` of the environment context;
-- a request without ``tools`` is a side request (answered ``OK.``); tool results recorded are
-  the ``function_call_output``/``custom_tool_call_output`` items after the last turn.
+- the offered tools: the top-level ``tools`` plus those of ``additional_tools`` input items
+  (where codex's *code mode* puts them), ``namespace`` entries flattened into their tools
+  (``responses_wire.offered_tools``); a request offering none is a side request (answered
+  ``OK.``); the recorded ``tools`` are these names (``exec``, ``wait`` … in code mode);
+- tool results recorded: the ``function_call_output``/``custom_tool_call_output`` items after
+  the last turn (an output given as a list of parts is their texts joined; ``is_error`` when
+  the output says ``success: false`` or, from code mode's ``exec``, starts ``Script failed``).
+
+What codex 0.169.0 offers depends on the model: with ``-m gpt-5-codex`` (or ``gpt-5``) the
+top-level ``exec_command``, ``write_stdin``, ``view_image`` … but no ``apply_patch``; with its
+default model, code mode: no top-level ``tools``, an ``additional_tools`` item whose
+``functions`` namespace holds the freeform (``custom``) tool ``exec``, which runs JavaScript
+with the nested tools on a global ``tools`` object (``tools.exec_command({cmd})``,
+``tools.apply_patch(patch)``), and returns its ``text(…)`` output after a ``Script completed``
+or ``Script failed`` header. *Code mode* below means: ``exec`` is offered as a custom tool and
+no shell function is.
 
 Blocks become output items (a response's calls get fresh ``call_id`` s):
 
@@ -92,14 +108,23 @@ Blocks become output items (a response's calls get fresh ``call_id`` s):
   its final message is the output checked against ``--output-schema``), so put it last;
 - ``Bash`` → a ``function_call`` of the shell the request offers, by preference
   ``exec_command`` (``{"cmd": c}``), ``shell_command`` (``{"command": c}``), else ``shell``
-  (``{"command": ["bash", "-lc", c]}``); ``description`` is dropped;
-- ``Write`` → ``apply_patch`` with ``*** Begin Patch`` / ``*** Add File: <path>`` / ``+`` lines
+  (``{"command": ["bash", "-lc", c]}``); ``description`` is dropped. In code mode: a
+  ``custom_tool_call`` ``exec`` whose input is
+  ``const r = await tools.exec_command({cmd: <c as a JSON string>}); text(JSON.stringify(r));``
+  (the result the model gets back is the JSON of ``output``, ``exit_code`` …);
+- ``Write`` → a patch with ``*** Begin Patch`` / ``*** Add File: <path>`` / ``+`` lines
   / ``*** End Patch`` (every line gets a newline); ``Edit`` → ``*** Update File: <path>`` and
   one ``@@`` hunk, ``-`` the lines of ``old_string``, ``+`` those of ``new_string``: it is
   line-wise, so ``old_string`` must be whole lines of the file (``replace_all`` is ignored).
-  Paths under ``{cwd}`` are made relative to it (codex wants relative paths). The call is a
-  ``custom_tool_call`` (``input``: the patch) unless the request offers ``apply_patch`` as a
-  ``function`` tool, then a ``function_call`` with ``{"input": patch}``;
+  Paths under ``{cwd}`` are made relative to it (codex wants relative paths). The patch goes
+  out as, in this order: a ``function_call`` ``apply_patch`` with ``{"input": patch}`` when
+  the request offers ``apply_patch`` as a ``function``; a ``custom_tool_call`` ``apply_patch``
+  (``input``: the patch) when it offers it otherwise; in code mode a ``custom_tool_call``
+  ``exec`` with ``const r = await tools.apply_patch(<patch as a JSON string>); text(r);``;
+  else (no ``apply_patch`` tool, as codex offers a custom provider with ``-m gpt-5-codex``)
+  the command ``apply_patch <<'PATCH'`` / the patch / ``PATCH`` through the shell function as
+  for ``Bash`` (the delimiter gets a ``_N`` suffix if a patch line equals it): codex
+  intercepts that heredoc and applies the patch itself (a ``file_change`` item, no process);
 - any other tool → a ``function_call`` of that name with the input as its JSON ``arguments``
   (a codex-only scenario can script ``update_plan``, ``exec_command`` … directly);
 - ``{"hang": true}`` → as on the Anthropic side; a streamed response is left without
@@ -110,7 +135,8 @@ Blocks become output items (a response's calls get fresh ``call_id`` s):
 ``reasoning_output_tokens`` as codex reports them). A request no scenario matches, or a block
 it cannot map (an ``Edit`` without ``old_string``), gets a 400 OpenAI error body
 (``{"error": {"type": "invalid_request_error", "message": …}}``). ``reply`` records
-``"text"``, ``"function_call:<name>"``, ``"custom_tool_call:apply_patch"``, ``"hang"``.
+``"text"``, ``"function_call:<name>"``, ``"custom_tool_call:apply_patch"``,
+``"custom_tool_call:exec"``, ``"hang"``.
 """
 
 from __future__ import annotations

@@ -47,6 +47,8 @@ _CONTEXT = (
 )
 _CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "reasoning"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
+_ADDITIONAL_TOOLS = "additional_tools"  # an input item offering tools (code mode)
+_SCRIPT_FAILED = "Script failed"
 _CHUNK = 48
 
 
@@ -88,7 +90,7 @@ def answer(
     results = last_tool_results(body)
     scenario: str | None = None
     try:
-        if not wire.tool_names(body):
+        if not offered_tool_names(body):
             # Not an agent loop (those always offer tools): a side request.
             kind: Literal["turn", "side"] = "side"
             blocks: tuple[Block, ...] = (TextBlock(text=side_reply),)
@@ -97,7 +99,7 @@ def answer(
             chosen, variables = select_scenario(book, conversation)
             blocks = next_turn(chosen, conversation, variables)
             scenario = chosen.name
-        items = output_items(blocks, tools=_tools(body), cwd=conversation.cwd)
+        items = output_items(blocks, tools=offered_tools(body), cwd=conversation.cwd)
     except ScriptError as exc:
         refusal = error_json("invalid_request_error", str(exc))
         return Answer("turn", 400, conversation, results, error=str(exc), payload=refusal)
@@ -143,6 +145,21 @@ def read_conversation(body: Mapping[str, Any]) -> Conversation:
     )
 
 
+def offered_tools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The tools a request offers: its top-level ``tools`` and those of its
+    ``additional_tools`` input items (codex's code mode), ``namespace`` s flattened."""
+    tools = list(_flatten(body.get("tools")))
+    for item in _items(body):
+        if item.get("type") == _ADDITIONAL_TOOLS:
+            tools.extend(_flatten(item.get("tools")))
+    return tools
+
+
+def offered_tool_names(body: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of ``offered_tools`` (a tool without a name, ``web_search``, has none)."""
+    return tuple(str(t["name"]) for t in offered_tools(body) if "name" in t)
+
+
 def last_tool_results(body: Mapping[str, Any]) -> tuple[ToolResult, ...]:
     """The tool outputs after the last assistant turn (the results of that turn)."""
     trailing: list[Mapping[str, Any]] = []
@@ -157,6 +174,8 @@ def last_tool_results(body: Mapping[str, Any]) -> tuple[ToolResult, ...]:
         if isinstance(output, dict):
             output = output.get("content", "")
         text = output if isinstance(output, str) else "\n".join(_texts(output))
+        # Code mode's exec reports a script that threw as "Script failed\n…" (codex 0.169.0).
+        failed = failed or text.startswith(_SCRIPT_FAILED)
         results.append(ToolResult(str(item.get("call_id", "")), failed, text))
     return tuple(results)
 
@@ -284,9 +303,14 @@ def _items(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
-def _tools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    tools = body.get("tools")
-    return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+def _flatten(tools: object) -> Iterator[Mapping[str, Any]]:
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "namespace":
+            yield from _flatten(tool.get("tools"))
+        else:
+            yield tool
 
 
 def _is_message(item: Mapping[str, Any], role: str) -> bool:

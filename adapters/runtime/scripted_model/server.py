@@ -347,17 +347,21 @@ class _Handler(BaseHTTPRequestHandler):
         max_tokens = body.get("max_tokens") if body else None
         if tool_results is None:
             tool_results = wire.last_tool_results(body) if body else ()
+        path = urlsplit(self.path).path
+        tool_names = (
+            responses_wire.offered_tool_names if path == responses_wire.PATH else wire.tool_names
+        )
         self.server.owner._record(
             RecordedRequest(
                 method=self.command,
-                path=urlsplit(self.path).path,
+                path=path,
                 kind=kind,
                 status=status,
                 body=body,
                 stream=bool(body and body.get("stream") is True),
                 model=str(body["model"]) if body and "model" in body else None,
                 max_tokens=max_tokens if isinstance(max_tokens, int) else None,
-                tools=wire.tool_names(body) if body else (),
+                tools=tool_names(body) if body else (),
                 conversation=conversation,
                 tool_results=tool_results,
                 scenario=scenario,

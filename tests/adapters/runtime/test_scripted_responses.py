@@ -25,8 +25,16 @@ from adapters.runtime.scripted_model import (
     load_scenario,
     parse_scenario,
 )
-from adapters.runtime.scripted_model.responses_items import add_file_patch, update_file_patch
-from adapters.runtime.scripted_model.responses_wire import codex_overrides
+from adapters.runtime.scripted_model.responses_items import (
+    add_file_patch,
+    apply_patch_heredoc,
+    update_file_patch,
+)
+from adapters.runtime.scripted_model.responses_wire import (
+    codex_overrides,
+    offered_tool_names,
+    offered_tools,
+)
 from domain.models import AgentRole
 from domain.results import output_schema, validate_output
 from tests.adapters.runtime.scripted_cli import WAIT, call, parse_sse
@@ -40,6 +48,11 @@ SHELL = {"type": "function", "name": "shell", "parameters": {"type": "object"}}
 SHELL_COMMAND = {"type": "function", "name": "shell_command", "parameters": {"type": "object"}}
 APPLY_PATCH = {"type": "custom", "name": "apply_patch", "format": {"type": "grammar"}}
 APPLY_PATCH_FUNCTION = {"type": "function", "name": "apply_patch", "parameters": {}}
+# codex 0.169.0's code mode (its default model): no top-level tools, one freeform JavaScript
+# ``exec`` tool (nested tools.exec_command, tools.apply_patch …) in an additional_tools item.
+EXEC = {"type": "custom", "name": "exec", "format": {"type": "grammar", "syntax": "lark"}}
+WAIT_TOOL = {"type": "function", "name": "wait", "parameters": {"type": "object"}}
+SLEEP = {"type": "function", "name": "sleep", "parameters": {"type": "object"}}
 
 
 @pytest.fixture
@@ -117,6 +130,49 @@ def codex_request(
             }
         }
     return body
+
+
+def code_mode_request(**kw: Any) -> dict[str, Any]:
+    """A request as codex's code mode sends it: the tools come in an ``additional_tools``
+    input item, in namespaces, and there are no top-level ``tools``."""
+    body = codex_request(tools=(), **kw)
+    del body["tools"]
+    offered = {
+        "type": "additional_tools",
+        "role": "developer",
+        "tools": [
+            {"type": "namespace", "name": "functions", "tools": [EXEC, WAIT_TOOL]},
+            {"type": "namespace", "name": "clock", "tools": [SLEEP]},
+        ],
+    }
+    body["input"].insert(0, offered)
+    return body
+
+
+def js_strings(source: str) -> list[str]:
+    """The JSON string literals of a scripted ``exec`` source, decoded."""
+    return [json.loads(m) for m in re.findall(r'"(?:[^"\\]|\\.)*"', source)]
+
+
+def patch_of(item: dict[str, Any]) -> str | None:
+    """The codex patch an output item carries, whichever way it goes (None: not a patch)."""
+    if item["type"] == "custom_tool_call" and item["name"] == "apply_patch":
+        return str(item["input"])
+    if item["type"] == "custom_tool_call" and item["name"] == "exec":
+        if "tools.apply_patch(" not in item["input"]:
+            return None
+        (patch,) = js_strings(item["input"])
+        return patch
+    if item["type"] == "function_call":
+        arguments = json.loads(item["arguments"])
+        if item["name"] == "apply_patch":
+            return str(arguments["input"])
+        command = arguments.get("cmd") or arguments.get("command")
+        if isinstance(command, list):
+            command = command[-1]
+        heredoc = re.fullmatch(r"apply_patch <<'(\w+)'\n(.*\n)\1", command, re.DOTALL)
+        return heredoc.group(2) if heredoc else None
+    return None
 
 
 def check_grammar(events: list[Event]) -> list[dict[str, Any]]:
@@ -287,6 +343,126 @@ def test_apply_patch_offered_as_a_function_gets_a_function_call(serve: Serve) ->
     assert summary(items) == [
         ("function_call", "apply_patch", {"input": add_file_patch("b.txt", "b\n")})
     ]
+
+
+EDIT = {"file_path": "/srv/repo/a.py", "old_string": "x = 1\n", "new_string": "x = 2\n"}
+
+
+@pytest.mark.parametrize(
+    ("tools", "shell", "wrap"),
+    [
+        ((EXEC_COMMAND, SHELL), "exec_command", lambda c: {"cmd": c}),
+        ((SHELL_COMMAND,), "shell_command", lambda c: {"command": c}),
+        ((SHELL, WAIT_TOOL), "shell", lambda c: {"command": ["bash", "-lc", c]}),
+    ],
+)
+def test_without_an_apply_patch_tool_patches_are_heredocs_through_the_shell(
+    serve: Serve, tools: tuple[dict[str, Any], ...], shell: str, wrap: Callable[[str], Any]
+) -> None:
+    # codex 0.169.0 offers no apply_patch tool to a custom provider, but intercepts
+    # ``apply_patch <<'PATCH'`` run through its shell and applies the patch itself.
+    write = {"file_path": "/srv/repo/a.py", "content": "x = 1\n"}
+    server = serve(scenario([[{"tool": "Write", "input": write}, {"tool": "Edit", "input": EDIT}]]))
+    _, items = play(server, codex_request(tools=tools, cwd="/srv/repo"))
+    added = (
+        "apply_patch <<'PATCH'\n*** Begin Patch\n*** Add File: a.py\n+x = 1\n*** End Patch\nPATCH"
+    )
+    updated = apply_patch_heredoc(update_file_patch("a.py", "x = 1\n", "x = 2\n"))
+    assert summary(items) == [
+        ("function_call", shell, wrap(added)),
+        ("function_call", shell, wrap(updated)),
+    ]
+    assert [patch_of(item) for item in items] == [
+        add_file_patch("a.py", "x = 1\n"),
+        update_file_patch("a.py", "x = 1\n", "x = 2\n"),
+    ]
+    assert server.requests[0].reply == (f"function_call:{shell}", f"function_call:{shell}")
+
+
+def test_the_heredoc_delimiter_is_no_line_of_the_patch() -> None:
+    assert apply_patch_heredoc("*** Begin Patch\n*** End Patch\n") == (
+        "apply_patch <<'PATCH'\n*** Begin Patch\n*** End Patch\nPATCH"
+    )
+    patch = "*** Begin Patch\nPATCH\nPATCH_1\n*** End Patch\n"
+    assert apply_patch_heredoc(patch) == f"apply_patch <<'PATCH_2'\n{patch}PATCH_2"
+
+
+def test_offered_tools_come_from_tools_and_additional_tools_with_namespaces_flattened() -> None:
+    assert offered_tool_names(code_mode_request()) == ("exec", "wait", "sleep")
+    body = codex_request(
+        tools=(
+            EXEC_COMMAND,
+            {"type": "namespace", "name": "multi_agent_v1", "tools": [WAIT_TOOL]},
+            {"type": "web_search", "external_web_access": False},  # no name
+        )
+    )
+    assert offered_tool_names(body) == ("exec_command", "wait")
+    assert [t["type"] for t in offered_tools(body)] == ["function", "function", "web_search"]
+    assert offered_tool_names(codex_request(tools=())) == ()
+
+
+def test_in_code_mode_bash_and_patches_become_exec_javascript(serve: Serve) -> None:
+    command = 'printf "%s\\n" \'a "quoted" line\'\nls -la'
+    write = {"file_path": "/srv/repo/pkg/a.py", "content": 'x = "1"\n'}
+    server = serve(
+        scenario(
+            [
+                [
+                    {"text": "Working."},
+                    {"tool": "Bash", "input": {"command": command, "description": "x"}},
+                    {"tool": "Write", "input": write},
+                    {"tool": "Edit", "input": EDIT},
+                ]
+            ]
+        )
+    )
+    _, items = play(server, code_mode_request(cwd="/srv/repo"))
+    assert server.requests[0].kind == "turn"  # not a tool-less side request
+    assert [(item["type"], item.get("name")) for item in items] == [
+        ("message", None),
+        ("custom_tool_call", "exec"),
+        ("custom_tool_call", "exec"),
+        ("custom_tool_call", "exec"),
+    ]
+    run, add, edit = (item["input"] for item in items[1:])
+    assert run == (
+        f"const r = await tools.exec_command({{cmd: {json.dumps(command)}}});\n"
+        "text(JSON.stringify(r));\n"
+    )
+    assert js_strings(run) == [command]
+    assert add.startswith("const r = await tools.apply_patch(")
+    assert js_strings(add) == [add_file_patch("pkg/a.py", 'x = "1"\n')]
+    assert js_strings(edit) == [update_file_patch("a.py", "x = 1\n", "x = 2\n")]
+    assert server.requests[0].reply == ("text", *["custom_tool_call:exec"] * 3)
+
+
+def test_code_mode_turns_and_exec_results_are_read(serve: Serve) -> None:
+    server = serve(scenario([[{"text": "a"}], [{"text": "b"}], [{"text": "c"}]]))
+    body = code_mode_request()
+
+    def output(call_id: str, head: str, text: str) -> dict[str, Any]:
+        # As codex 0.169.0 returns an exec call's result: a header part, then the text(...)s.
+        parts = [
+            {"type": "input_text", "text": f"{head}\nWall time 0.1 seconds\nOutput:\n"},
+            {"type": "input_text", "text": text},
+        ]
+        return {"type": "custom_tool_call_output", "call_id": call_id, "output": parts}
+
+    body["input"] += [
+        {"type": "message", "role": "assistant", "content": []},
+        {"type": "custom_tool_call", "name": "exec", "call_id": "e1", "input": "x"},
+        {"type": "custom_tool_call", "name": "exec", "call_id": "e2", "input": "y"},
+        output("e1", "Script completed", '{"exit_code":0,"output":"OK\\n"}'),
+        output("e2", "Script failed", "Script error:\napply_patch verification failed"),
+    ]
+    assert summary(play(server, body)[1]) == [("message", "b")]
+    (record,) = server.requests
+    assert (record.kind, record.turn) == ("turn", 1)
+    assert [(t.tool_use_id, t.is_error) for t in record.tool_results] == [
+        ("e1", False),
+        ("e2", True),
+    ]
+    assert record.tool_results[0].content.endswith('{"exit_code":0,"output":"OK\\n"}')
 
 
 def test_other_tools_pass_through_as_function_calls(serve: Serve) -> None:
@@ -496,6 +672,43 @@ def test_implement_plays_through_and_its_patches_apply(serve: Serve, tmp_path: P
     output = validate_output("implementor", json.loads(played[4][0][1]))
     assert getattr(output, "outcome", None) == "completed"
     assert played[5] == [("message", "Done.")]
+
+
+@pytest.mark.parametrize(
+    ("request_for", "call"),
+    [
+        (lambda **kw: codex_request(tools=(EXEC_COMMAND, WAIT_TOOL), **kw), "exec_command"),
+        (code_mode_request, "exec"),
+    ],
+    ids=["heredoc", "code-mode"],
+)
+def test_implement_plays_through_without_an_apply_patch_tool(
+    serve: Serve, tmp_path: Path, request_for: Callable[..., dict[str, Any]], call: str
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    server = serve(load_scenario("implement", match=Match(role="implementor")))
+    for turn in range(6):
+        _, items = play(server, request_for(turns_done=turn, cwd=str(repo)))
+        for item in items:
+            patch = patch_of(item)
+            if patch is not None:
+                apply_codex_patch(repo, patch)
+    tool = f"custom_tool_call:{call}" if call == "exec" else f"function_call:{call}"
+    assert [r.reply for r in server.requests] == [
+        ("text", tool, tool),
+        (tool,),
+        ("text", tool),
+        (tool,),
+        ("text",),
+        ("text",),
+    ]
+    assert [r.turn for r in server.requests] == list(range(6))
+    assert (repo / "greeting.py").read_text() == (
+        'def greet(name: str) -> str:\n    """A greeting for name."""\n'
+        '    return "Hello, " + name + "!"\n'
+    )
+    assert (repo / "test_greeting.py").read_text().startswith("import unittest\n")
 
 
 def test_update_patches_replace_whole_lines(tmp_path: Path) -> None:

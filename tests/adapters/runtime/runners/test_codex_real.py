@@ -1,0 +1,265 @@
+"""The ``codex-cli`` runner driving the REAL ``codex`` 0.169.0 (``npm ci --prefix tests/tools``)
+in a real git repository, offline, against the scripted model (only the model is scripted:
+codex applies the patches and runs the commands itself). Whatever the end of a run, no process
+of its group survives.
+
+codex picks its tools by model: ``gpt-5-codex`` is offered ``exec_command`` (Write/Edit go
+through it as ``apply_patch`` heredocs); the default model runs in code mode (one JavaScript
+``exec`` tool). Both are played here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from adapters.runtime.runners.base import RunRequest
+from adapters.runtime.runners.claude_cli import CliOutcome
+from adapters.runtime.runners.codex_cli import CodexCliRun, CodexCliRunner, SandboxMode
+from adapters.runtime.runners.process import group_members
+from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from adapters.runtime.scripted_model.responses_wire import codex_overrides
+from domain.models import AgentRole
+from domain.results import output_schema, validate_output
+from tests.real_clis import real_codex
+from tests.repos import make_repo
+
+WAIT = 90.0  # seconds; a scripted codex run takes one to three here
+IMPLEMENT = load_scenario("implement")
+GREETING = (
+    'def greet(name: str) -> str:\n    """A greeting for name."""\n'
+    '    return "Hello, " + name + "!"\n'
+)
+
+
+@pytest.fixture
+def worktree(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedModelServer]:
+    book = [
+        load_scenario("hang", match=Match(role="implementor", prompt=r"Work Item #8\b")),
+        IMPLEMENT,  # any other implementor
+    ]
+    with ScriptedModelServer(book) as s:
+        yield s
+
+
+def env(tmp_path: Path) -> dict[str, str]:
+    """An isolated HOME and CODEX_HOME; PATH with the system and node (codex is a node script);
+    no API key: the scripted provider entry names none."""
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True, exist_ok=True)
+    node = shutil.which("node")
+    assert node is not None, "the real codex needs node on PATH"
+    path = ["/usr/bin", "/bin", str(Path(node).parent)]
+    return {
+        "HOME": str(home),
+        "CODEX_HOME": str(home / ".codex"),
+        "PATH": ":".join(dict.fromkeys(path)),
+    }
+
+
+def runner(
+    tmp_path: Path, server: ScriptedModelServer, sandbox: SandboxMode = "workspace-write"
+) -> CodexCliRunner:
+    return CodexCliRunner(
+        tmp_path / "state",
+        cli_path=str(real_codex()),
+        kill_grace=2,
+        models=("gpt-5-codex",),
+        overrides=codex_overrides(server.base_url),
+        sandbox=sandbox,
+    )
+
+
+def request(
+    tmp_path: Path,
+    worktree: Path,
+    prompt: str,
+    *,
+    role: AgentRole = "implementor",
+    **kw: Any,
+) -> RunRequest:
+    return RunRequest(
+        run_id=kw.pop("run_id", "run-1"),
+        worktree_path=worktree,
+        prompt=prompt,
+        env=env(tmp_path),
+        output_schema=output_schema(role),
+        wall_timeout=WAIT,
+        **kw,
+    )
+
+
+def finish(handle: CodexCliRun) -> CliOutcome:
+    """Wait for the run; then assert that no process of its group is left."""
+    outcome = handle.wait(timeout=WAIT + 30)
+    pid = handle.process.pid
+    assert not group_members(pid)
+    with contextlib.suppress(psutil.NoSuchProcess):
+        assert psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    return outcome
+
+
+def transcript(outcome: CliOutcome) -> list[dict[str, Any]]:
+    path = outcome.artifacts.path("runner_transcript")
+    assert path is not None
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def completed_items(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [
+        e["item"]
+        for e in events
+        if e["type"] == "item.completed" and e.get("item", {}).get("type") == kind
+    ]
+
+
+@pytest.mark.spec("S003-10")
+@pytest.mark.spec("S004-10")
+@pytest.mark.spec("S004-11")
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("gpt-5-codex", "workspace-write", "function_call:exec_command"),
+        (None, "workspace-write", "custom_tool_call:exec"),  # code mode
+        ("gpt-5-codex", "danger-full-access", "function_call:exec_command"),
+    ],
+    ids=["gpt-5-codex", "default-model-code-mode", "full-access"],
+)
+def test_the_real_codex_plays_an_implementor_scenario_to_completion(
+    tmp_path: Path,
+    worktree: Path,
+    server: ScriptedModelServer,
+    case: tuple[str | None, SandboxMode, str],
+) -> None:
+    model, sandbox, call = case  # call: how the scripted model sends Bash, Write and Edit
+    codex = runner(tmp_path, server, sandbox)
+    req = request(tmp_path, worktree, "Implement Work Item #1: add greet(name).", model=model)
+    outcome = finish(codex.start(req, req.prompt, req.env))
+
+    assert (outcome.termination, outcome.exit_code, outcome.reason) == ("completed", 0, None)
+    # codex itself applied the scripted patches (Write, then Edit) in the worktree
+    assert (worktree / "greeting.py").read_text() == GREETING
+    written = IMPLEMENT.tool_inputs("Write")[1]["content"]
+    assert (worktree / "test_greeting.py").read_text() == written
+    # the last message is the structured output
+    assert outcome.result is not None
+    expected = IMPLEMENT.tool_inputs("StructuredOutput")[-1]
+    assert outcome.result["structured_output"] == expected
+    assert validate_output("implementor", outcome.result["structured_output"]).role == (
+        "implementor"
+    )
+    assert outcome.result["usage"]["input_tokens"] > 0
+    final_path = outcome.artifacts.path("runner_final_response")
+    assert final_path is not None
+    final = json.loads(final_path.read_text())
+    assert final["structured_output"] == expected
+    # the JSONL transcript holds codex's own items: the patches and the passing test runs
+    events = transcript(outcome)
+    assert events[0]["type"] == "thread.started"
+    assert events[-1]["type"] == "turn.completed"
+    changes = [c for item in completed_items(events, "file_change") for c in item["changes"]]
+    assert sorted((Path(c["path"]).name, c["kind"]) for c in changes) == [
+        ("greeting.py", "add"),
+        ("greeting.py", "update"),
+        ("test_greeting.py", "add"),
+    ]
+    assert all(item["status"] == "completed" for item in completed_items(events, "file_change"))
+    runs = completed_items(events, "command_execution")
+    assert len(runs) == 2
+    for item in runs:
+        assert "python3 -B -m unittest -v test_greeting" in item["command"]
+        assert item["exit_code"] == 0
+        assert item["aggregated_output"].rstrip().endswith("OK")
+    meta_path = outcome.artifacts.path("runner_metadata")
+    assert meta_path is not None
+    meta = json.loads(meta_path.read_text())
+    assert (meta["termination"], meta["exit_code"]) == ("completed", 0)
+    assert meta["command"][:2] == [str(real_codex()), "exec"]
+
+    # the model side: five turns, counted statelessly, the tools picked as codex offered them
+    turns = [r for r in server.requests if r.path == "/v1/responses"]
+    assert [(r.kind, r.status, r.scenario, r.turn) for r in turns] == [
+        ("turn", 200, "implement", n) for n in range(5)
+    ]
+    assert [r.reply for r in turns] == [
+        ("text", call, call),
+        (call,),
+        ("text", call),
+        (call,),
+        ("text",),
+    ]
+    first = turns[0].body
+    assert first is not None
+    if model is None:  # code mode: no top-level tools, an additional_tools input item
+        assert "tools" not in first
+        assert first["input"][0]["type"] == "additional_tools"
+        assert "exec" in turns[0].tools  # recorded from the additional_tools item
+    else:
+        assert {"exec_command"} <= {t.get("name") for t in first["tools"]}
+        assert "apply_patch" not in {t.get("name") for t in first["tools"]}
+    # the results the model got back: the patch applied, the test run passed
+    (test_run,) = turns[2].tool_results
+    assert not test_run.is_error
+    assert "OK" in test_run.content
+    assert all(not r.is_error for r in turns[1].tool_results)
+    assert len(turns[1].tool_results) == 2
+
+
+@pytest.mark.spec("S003-13")
+@pytest.mark.spec("S004-11")
+def test_a_model_api_error_ends_the_real_codex_run_as_an_error(
+    tmp_path: Path, worktree: Path, server: ScriptedModelServer
+) -> None:
+    # No scenario of the book plays a planner: the scripted model answers 400.
+    codex = runner(tmp_path, server)
+    req = request(tmp_path, worktree, "Plan the specs.", role="planner")
+    outcome = finish(codex.start(req, req.prompt, req.env))
+
+    assert outcome.termination == "error"
+    assert outcome.exit_code not in (0, None)
+    assert outcome.reason is not None
+    assert "turn.failed" in outcome.reason
+    assert "no scenario matches" in outcome.reason
+    assert [e["type"] for e in transcript(outcome)][-1] == "turn.failed"
+    refused = [r for r in server.requests if r.path == "/v1/responses"]
+    assert refused
+    assert all((r.status, r.scenario) == (400, None) for r in refused)
+    meta_path = outcome.artifacts.path("runner_metadata")
+    assert meta_path is not None
+    assert json.loads(meta_path.read_text())["termination"] == "error"
+    assert not (worktree / "greeting.py").exists()
+
+
+@pytest.mark.spec("S003-13")
+@pytest.mark.spec("S004-11")
+def test_a_hanging_model_gets_the_real_codex_killed_idle(
+    tmp_path: Path, worktree: Path, server: ScriptedModelServer
+) -> None:
+    codex = runner(tmp_path, server)
+    req = request(tmp_path, worktree, "Implement Work Item #8.", idle_timeout=3.0)
+    outcome = finish(codex.start(req, req.prompt, req.env))
+
+    assert outcome.termination == "killed_idle"
+    assert outcome.result is None
+    meta_path = outcome.artifacts.path("runner_metadata")
+    assert meta_path is not None
+    meta = json.loads(meta_path.read_text())
+    assert meta["termination"] == "killed_idle"
+    assert meta["extra"]["cancelled_at"]
+    held = [r for r in server.requests if r.path == "/v1/responses"]
+    assert held
+    assert all((r.scenario, r.reply) == ("hang", ("hang",)) for r in held)
+    # codex is gone, so the held response is let go
+    assert server.wait_until(lambda s: s.hanging == 0, WAIT)
