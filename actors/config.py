@@ -12,7 +12,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError
 
@@ -26,6 +26,7 @@ from domain.ports import ProviderInterfaces, RuntimeAdapterFactory
 
 LogLevel = Literal["debug", "info", "error"]
 RuntimeKind = Literal["claude-sdk", "claude-cli", "codex-cli"]
+RUNTIME_KINDS: tuple[str, ...] = get_args(RuntimeKind)
 
 
 class _Section(BaseModel):

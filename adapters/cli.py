@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from actors.config import RUNTIME_KINDS
 from domain.models import AGENT_ROLES
 from domain.results import output_schema, strict_output_schema
 from domain.workflow import render_table
@@ -105,6 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--dir", type=Path, default=None, help="where to create it (default: a temp dir)"
     )
+    demo.add_argument(
+        "--runtime",
+        action="append",
+        default=[],
+        metavar="ROLE=KIND",
+        type=_role_runtime,
+        help="run ROLE (planner, implementor, reviewer) on KIND (claude-sdk, claude-cli, "
+        "codex-cli: the codex CLI from PATH); repeatable",
+    )
     commands.add_parser("workflow", help="print the work item status table")
 
     check = commands.add_parser(
@@ -131,6 +141,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _role_runtime(text: str) -> tuple[str, str]:
+    role, equals, kind = text.partition("=")
+    if not equals or role not in AGENT_ROLES or kind not in RUNTIME_KINDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected ROLE=KIND, ROLE one of {', '.join(AGENT_ROLES)}, "
+            f"KIND one of {', '.join(RUNTIME_KINDS)}"
+        )
+    return role, kind
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -139,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from adapters.demo_run import demo  # noqa: PLC0415
 
-        return demo(args.dir)
+        return demo(args.dir, roles=dict(args.runtime))
     if args.command in ("run", "init", "status", "runs", "work", "replay"):
         return _engine_command(args)
     if args.command == "workflow":

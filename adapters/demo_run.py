@@ -9,11 +9,13 @@ tests pass; otherwise 1, saying what stalled and where.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -74,14 +76,31 @@ class Progress:
         print(f"  {time.monotonic() - self.started:6.1f}s  {text}", file=self.out, flush=True)
 
 
-def demo(directory: Path | None, out: TextIO = sys.stdout) -> int:
+def demo(
+    directory: Path | None,
+    out: TextIO = sys.stdout,
+    roles: Mapping[str, str] | None = None,
+) -> int:
+    """The demo; ``roles`` runs some roles on another runtime (``{"implementor": "codex-cli"}``:
+    the real ``codex`` from PATH, against the same scripted model's Responses API)."""
     from adapters.demo.book import demo_book  # noqa: PLC0415
     from adapters.demo.sample import create_sample_repo  # noqa: PLC0415
     from adapters.runtime.scripted_model import ScriptedModelServer  # noqa: PLC0415
+    from adapters.runtime.scripted_model.responses_wire import codex_overrides  # noqa: PLC0415
 
+    roles = dict(roles or {})
+    if "codex-cli" in roles.values() and shutil.which("codex") is None:
+        print(
+            "cpe demo: the codex CLI is not on PATH (npm install -g @openai/codex, or "
+            "npm ci --prefix tests/tools and add tests/tools/node_modules/.bin to PATH)",
+            file=out,
+        )
+        return 2
     base = directory or Path(tempfile.mkdtemp(prefix="cpe-demo-"))
     base.mkdir(parents=True, exist_ok=True)
-    repo = create_sample_repo(base / "sample")
+    repo = create_sample_repo(base / "sample", roles)
+    if roles:
+        print("cpe demo: " + ", ".join(f"{r} on {k}" for r, k in sorted(roles.items())), file=out)
     print(f"cpe demo: sample repository {repo}", file=out)
     log_file = (repo / ".cpe").resolve()
     log_file.mkdir(parents=True, exist_ok=True)
@@ -89,7 +108,11 @@ def demo(directory: Path | None, out: TextIO = sys.stdout) -> int:
         configure_logging("info", "json", log_stream)
         with ScriptedModelServer(demo_book()) as server:
             app = build_app(
-                repo / "supervisor.toml", repo, agent_env=server.client_env(), isolated_home=True
+                repo / "supervisor.toml",
+                repo,
+                agent_env=server.client_env(),
+                isolated_home=True,
+                codex_overrides=codex_overrides(server.base_url),
             )
             progress = Progress(out)
             app.engine.subscribe(progress)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from adapters.defaults import CLAUDE_DIR
@@ -200,8 +201,11 @@ def agent_definitions_dir() -> Path:
     return CLAUDE_DIR
 
 
-def create_sample_repo(path: Path) -> Path:
+def create_sample_repo(path: Path, roles: Mapping[str, str] | None = None) -> Path:
     """Create the sample repository at ``path`` (absent or an empty directory) and return it.
+
+    ``roles`` names another runtime for some roles (``{"implementor": "codex-cli"}``); the
+    sample's ``supervisor.toml`` then says so in its ``[runtime.roles]``.
 
     Raises ``SampleRepoError`` when ``path`` holds anything, the agent definitions cannot be
     found (``cpe`` installed without its ``.claude/``), or git fails.
@@ -216,7 +220,8 @@ def create_sample_repo(path: Path) -> Path:
             f"{claude}: no agent definitions (CLAUDE.md and agents/*.md) to copy into the sample"
         )
     repo.mkdir(parents=True, exist_ok=True)
-    for relative, text in FILES.items():
+    files = {**FILES, "supervisor.toml": with_roles(SUPERVISOR_TOML, roles or {})}
+    for relative, text in files.items():
         _write(repo / relative, text)
     for source in sources:
         target = repo / ".claude" / source.relative_to(claude)
@@ -233,6 +238,18 @@ def create_sample_repo(path: Path) -> Path:
         "-m", "Sample project: the greetings spec, an empty package and its test suite",
     )  # fmt: skip
     return repo
+
+
+def with_roles(toml: str, roles: Mapping[str, str]) -> str:
+    """``toml`` (the sample's) with ``[runtime.roles]`` naming ``roles``' runtimes."""
+    for role, kind in roles.items():
+        line = f'{role} = "claude-sdk"'
+        if role not in ("planner", "implementor", "reviewer") or line not in toml:
+            raise SampleRepoError(f"no role {role!r} in the sample's [runtime.roles]")
+        if kind not in ("claude-sdk", "claude-cli", "codex-cli"):
+            raise SampleRepoError(f"unknown runtime {kind!r} for {role}")
+        toml = toml.replace(line, f'{role} = "{kind}"', 1)
+    return toml
 
 
 def _write(target: Path, text: str) -> None:

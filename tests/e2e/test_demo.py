@@ -3,6 +3,7 @@ repository in the state it claims."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,24 +12,77 @@ from pathlib import Path
 import pytest
 
 from actors.journal import Journal
+from tests.real_clis import real_codex
 
 CPE = Path(sys.executable).parent / "cpe"
 
 
-@pytest.mark.timeout(600)
-def test_cpe_demo_exits_0_and_the_sample_repository_is_done(tmp_path: Path) -> None:
+def run_demo(tmp_path: Path, *options: str, path: str | None = None) -> Path:
+    """``cpe demo`` in a subprocess; it must exit 0 and say OK. Returns the sample repo."""
     result = subprocess.run(
-        [str(CPE), "demo", "--dir", str(tmp_path)],
+        [str(CPE), "demo", "--dir", str(tmp_path), *options],
         capture_output=True,
         text=True,
         timeout=580,
         check=False,
         cwd=tmp_path,
-        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
+        env={"PATH": path or os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "cpe demo: OK" in result.stdout
-    repo = tmp_path / "sample"
+    return tmp_path / "sample"
+
+
+@pytest.mark.timeout(600)
+def test_cpe_demo_exits_0_and_the_sample_repository_is_done(tmp_path: Path) -> None:
+    repo = run_demo(tmp_path)
+    assert_loop_done(repo)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.spec("S003-15")
+def test_the_demo_loop_runs_with_codex_implementing_and_claude_cli_reviewing(
+    tmp_path: Path,
+) -> None:
+    """Teams mix agents: the real codex implements (its default model, code mode), the real
+    claude CLI in -p mode reviews, the SDK plans; the engine is the same."""
+    codex_bin = real_codex().parent
+    repo = run_demo(
+        tmp_path,
+        "--runtime",
+        "implementor=codex-cli",
+        "--runtime",
+        "reviewer=claude-cli",
+        path=f"{codex_bin}{os.pathsep}{os.environ['PATH']}",
+    )
+    assert_loop_done(repo)
+    families: dict[str, set[str]] = {}
+    for metadata in (repo / ".cpe" / "runs").glob("*/runner_metadata.json"):
+        meta = json.loads(metadata.read_text())
+        families.setdefault(metadata.parent.name.split("-")[0], set()).add(meta["agent_family"])
+        assert meta["termination"] == "completed"
+    assert families == {
+        "planner": {"claude_sdk"},
+        "implementor": {"codex_cli"},
+        "reviewer": {"claude_cli"},
+    }
+
+
+def test_a_codex_demo_without_codex_says_how_to_install_it(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [str(CPE), "demo", "--dir", str(tmp_path), "--runtime", "implementor=codex-cli"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"},
+    )
+    assert result.returncode == 2
+    assert "codex CLI is not on PATH" in result.stdout
+    assert not (tmp_path / "sample").exists()
+
+
+def assert_loop_done(repo: Path) -> None:
     journal = Journal(repo / ".cpe" / "journal.sqlite3")
     try:
         state = journal.replay()

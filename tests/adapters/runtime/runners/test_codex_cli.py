@@ -300,6 +300,7 @@ def test_stop_kills_the_group_as_killed_policy(
 @pytest.mark.spec("S003-08")
 @pytest.mark.spec("S003-13")
 @pytest.mark.spec("S004-11")
+@pytest.mark.spec("S004-12")  # no_output: no transcript, no last message, exit 0 → error
 @pytest.mark.parametrize(
     "case",
     [

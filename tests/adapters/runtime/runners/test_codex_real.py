@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,12 @@ from adapters.runtime.runners.base import RunRequest
 from adapters.runtime.runners.claude_cli import CliOutcome
 from adapters.runtime.runners.codex_cli import CodexCliRun, CodexCliRunner, SandboxMode
 from adapters.runtime.runners.process import group_members
-from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from adapters.runtime.scripted_model import (
+    Match,
+    ScriptedModelServer,
+    load_scenario,
+    parse_scenario,
+)
 from adapters.runtime.scripted_model.responses_wire import codex_overrides
 from domain.models import AgentRole
 from domain.results import output_schema, validate_output
@@ -263,3 +269,56 @@ def test_a_hanging_model_gets_the_real_codex_killed_idle(
     assert all((r.scenario, r.reply) == ("hang", ("hang",)) for r in held)
     # codex is gone, so the held response is let go
     assert server.wait_until(lambda s: s.hanging == 0, WAIT)
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A directory outside the worktree and outside /tmp (which codex's workspace-write
+    sandbox leaves writable)."""
+    directory = Path(tempfile.mkdtemp(prefix="cpe-sandbox-", dir="/var/tmp"))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.mark.spec("S004-04")
+@pytest.mark.parametrize(
+    ("read_only", "inside_written"), [(False, True), (True, False)], ids=["write", "read-only"]
+)
+def test_the_codex_sandbox_confines_the_agents_writes(
+    tmp_path: Path, worktree: Path, outside: Path, read_only: bool, inside_written: bool
+) -> None:
+    """What cpe relies on instead of tool lists and the Bash guard: an implementor's codex
+    (workspace-write) can write in its worktree and nowhere else; a planner's or reviewer's
+    (read-only) cannot write at all."""
+    target = outside / "escaped.txt"
+    command = f"touch {{cwd}}/inside.txt; echo inside=$?; touch {target}; echo outside=$?"
+    scenario = parse_scenario(
+        {
+            "name": "sandbox",
+            "turns": [
+                [{"tool": "Bash", "input": {"command": command}}],
+                [
+                    {
+                        "tool": "StructuredOutput",
+                        "input": {"role": "implementor", "outcome": "blocked", "summary": "x"},
+                    }
+                ],
+            ],
+        }
+    )
+    with ScriptedModelServer([scenario]) as server:
+        handle = runner(tmp_path, server).start(
+            request(tmp_path, worktree, "try the sandbox", model="gpt-5-codex", read_only=read_only)
+        )
+        outcome = finish(handle)
+    assert outcome.termination == "completed", outcome.reason
+    (ran,) = completed_items(transcript(outcome), "command_execution")
+    assert "outside=1" in ran["aggregated_output"]
+    assert not target.exists()
+    assert (worktree / "inside.txt").exists() is inside_written
+    meta_path = outcome.artifacts.path("runner_metadata")
+    assert meta_path is not None
+    sandbox = json.loads(meta_path.read_text())["effective_policy"]["sandbox"]
+    assert sandbox == ("read-only" if read_only else "workspace-write")
