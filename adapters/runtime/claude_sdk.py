@@ -196,13 +196,7 @@ class ClaudeAdapter:
                 log.warning("killing an agent process left by an earlier run", pid=pid)
                 kill_tree(pid, grace=self.config.kill_grace)
             pidfile.unlink(missing_ok=True)
-        report = self.provisioner.worktrees.reap(keep=keep_branches)
-        if report.removed_worktrees or report.deleted_branches:
-            log.info(
-                "removed leftovers of an earlier run",
-                worktrees=[str(p) for p in report.removed_worktrees],
-                branches=list(report.deleted_branches),
-            )
+        self.provisioner.reap_worktrees(keep_branches)
 
     # ------------------------------------------------------------------ the run
 

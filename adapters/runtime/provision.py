@@ -13,12 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import structlog
 
 from adapters.runtime.agents import AgentSpec, load_agent_definition
 from adapters.runtime.context import assemble_prompt
 from adapters.runtime.worktrees import Worktree, WorktreeManager, run_git
 from domain.models import AgentStartParams, ImplementorStartParams
 from domain.ports import RuntimeAdapterDeps
+
+log = structlog.get_logger("cpe.runtime.provision")
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,17 @@ class Provisioner:
         if worktree is not None:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.worktrees.remove, worktree)
+
+    def reap_worktrees(self, keep_branches: frozenset[str]) -> None:
+        """Startup: remove the worktrees and branches a crashed run left, but ``keep_branches``
+        (those of open revisions)."""
+        report = self.worktrees.reap(keep=keep_branches)
+        if report.removed_worktrees or report.deleted_branches:
+            log.info(
+                "removed leftovers of an earlier run",
+                worktrees=[str(p) for p in report.removed_worktrees],
+                branches=list(report.deleted_branches),
+            )
 
     def prompt(self, params: AgentStartParams) -> str:
         def read_blob(sha: str) -> str:

@@ -218,13 +218,7 @@ class CliRuntime:
                 log.warning("killing an agent CLI left by an earlier run", pgid=pgid)
                 kill_group(pgid, grace=5.0)
             pidfile.unlink(missing_ok=True)
-        report = self.provisioner.worktrees.reap(keep=keep_branches)
-        if report.removed_worktrees or report.deleted_branches:
-            log.info(
-                "removed leftovers of an earlier run",
-                worktrees=[str(p) for p in report.removed_worktrees],
-                branches=list(report.deleted_branches),
-            )
+        self.provisioner.reap_worktrees(keep_branches)
 
     # ------------------------------------------------------------------ the run
 

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import psutil
 import pytest
 
@@ -18,6 +17,7 @@ from domain.errors import AgentFailure
 from domain.models import EngineState, ImplementorStartParams
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import ImplementorResult
+from tests.adapters.runtime.driving import drive
 from tests.fakes.claude_cli_fixture import FakeClaude
 from tests.fakes.provider import fake_provider
 from tests.repos import make_repo
@@ -61,18 +61,7 @@ def adapter(repo: Path, tmp_path: Path, fake: FakeClaude, env: dict[str, str], *
 
 
 def run(runtime: Any, *, cancel_when: Any = None) -> tuple[list[str], Any]:
-    async def main() -> tuple[list[str], Any]:
-        handle = await runtime.start_agent(PARAMS)
-        if cancel_when is not None:
-            await anyio.to_thread.run_sync(cancel_when)
-            runtime.cancel_agent(PARAMS.session_id)
-        chunks = [chunk async for chunk in handle.output]
-        try:
-            return chunks, await handle.result
-        except AgentFailure as failure:
-            return chunks, failure
-
-    return anyio.run(main)
+    return drive(runtime, PARAMS, cancel_when=cancel_when)
 
 
 def wait_for_file(path: Path, timeout: float = 30) -> None:

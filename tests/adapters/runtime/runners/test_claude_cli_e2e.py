@@ -17,15 +17,14 @@ from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig, creat
 from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
 from domain.errors import AgentFailure
 from domain.models import (
-    EngineState,
     ImplementorStartParams,
     PlannerStartParams,
     SessionId,
     WorkItemId,
 )
-from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
+from domain.ports import RuntimeAdapter, SessionLogging
 from domain.results import ImplementorResult, PlannerResult
-from tests.fakes.provider import fake_provider
+from tests.adapters.runtime.driving import drive, provider_deps
 from tests.repos import git, make_repo
 
 
@@ -48,16 +47,10 @@ def server() -> Iterator[ScriptedModelServer]:
 
 
 def runtime(repo: Path, server: ScriptedModelServer, logs: Path, **config: Any) -> CliRuntime:
-    tracker, provider = fake_provider()
-    tracker.add_item("1", "in-progress", title="Greeting", body="Add greet(name).")
-    tracker.add_item("8", "in-progress", title="Hang")
-    tracker.add_item("7", "in-progress", title="Push it")
-    state = EngineState.model_validate({"work_items": dict(tracker.work_items)})
-    deps = RuntimeAdapterDeps(
-        work_item_reader=provider.work_item_reader,
-        revision_reader=provider.revision_reader,
-        get_state=lambda: state,
-        get_review_history=provider.revision_reader.get_review_history,
+    deps = provider_deps(
+        ("1", "in-progress", "Greeting", "Add greet(name)."),
+        ("8", "in-progress", "Hang", ""),
+        ("7", "in-progress", "Push it", ""),
     )
     settings: dict[str, Any] = {
         "repo_root": str(repo),
@@ -69,18 +62,6 @@ def runtime(repo: Path, server: ScriptedModelServer, logs: Path, **config: Any) 
     }
     settings.update(config)
     return create_cli_runtime(CliRuntimeConfig(**settings), deps, kill_grace=2)
-
-
-def drive(adapter: CliRuntime, params: Any) -> tuple[list[str], Any]:
-    async def main() -> tuple[list[str], Any]:
-        handle = await adapter.start_agent(params)
-        chunks = [chunk async for chunk in handle.output]
-        try:
-            return chunks, await handle.result
-        except AgentFailure as failure:
-            return chunks, failure
-
-    return anyio.run(main)
 
 
 def pgid_of(run_dir: Path) -> int:

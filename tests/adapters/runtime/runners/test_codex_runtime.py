@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from adapters.runtime.runners.base import RunRequest
@@ -21,7 +20,6 @@ from adapters.runtime.runners.process import PIDFILE, group_members
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from domain.errors import AgentFailure
 from domain.models import (
-    EngineState,
     ImplementorStartParams,
     PlannerStartParams,
     SessionId,
@@ -29,8 +27,8 @@ from domain.models import (
 )
 from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
 from domain.results import ImplementorResult, PlannerResult, output_schema
+from tests.adapters.runtime.driving import drive, provider_deps
 from tests.fakes.codex_cli_fixture import FakeCodex
-from tests.fakes.provider import fake_provider
 from tests.repos import git, make_repo
 
 PLAN = {
@@ -62,15 +60,7 @@ def fake(tmp_path: Path) -> FakeCodex:
 
 
 def deps() -> RuntimeAdapterDeps:
-    tracker, provider = fake_provider()
-    tracker.add_item("1", "in-progress", title="Greeting", body="Add greet(name).")
-    state = EngineState.model_validate({"work_items": dict(tracker.work_items)})
-    return RuntimeAdapterDeps(
-        work_item_reader=provider.work_item_reader,
-        revision_reader=provider.revision_reader,
-        get_state=lambda: state,
-        get_review_history=provider.revision_reader.get_review_history,
-    )
+    return provider_deps(("1", "in-progress", "Greeting", "Add greet(name)."))
 
 
 def runtime(repo: Path, fake: FakeCodex, state: Path, env: dict[str, str], **kw: Any) -> CliRuntime:
@@ -82,18 +72,6 @@ def runtime(repo: Path, fake: FakeCodex, state: Path, env: dict[str, str], **kw:
         agent_env=env,
     )
     return create_codex_runtime(config, deps(), cli_path=str(fake.path), kill_grace=1, **kw)
-
-
-def drive(adapter: CliRuntime, params: Any) -> tuple[list[str], Any]:
-    async def main() -> tuple[list[str], Any]:
-        handle = await adapter.start_agent(params)
-        chunks = [chunk async for chunk in handle.output]
-        try:
-            return chunks, await handle.result
-        except AgentFailure as failure:
-            return chunks, failure
-
-    return anyio.run(main)
 
 
 def metadata(state: Path, session: str) -> dict[str, Any]:
