@@ -293,6 +293,11 @@ class CodexCliRunner:
                 + ("the prompt file" if via_stdin else "/dev/null"),
                 "enforced": sorted(run.requested_policy),
                 "output_schema": "strict" if schema_file is not None else "none",
+                **(
+                    {"not_enforced": run.extra["not_enforced"]}
+                    if "not_enforced" in run.extra
+                    else {}
+                ),
             },
             capture_format="codex_exec_jsonl",
         )

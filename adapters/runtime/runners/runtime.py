@@ -238,6 +238,12 @@ class CliRuntime:
         disallowed = effective_disallowed_tools(spec, structured_output=True)
         policy, guarded = self.policy(run.params.role)
         caps = self.runner.get_capabilities()
+        unenforced: dict[str, Any] = {}  # what the agent definition asks and the runner lacks
+        if spec.max_turns is not None and not caps.supports_max_turns:
+            unenforced["max_turns"] = spec.max_turns
+        if not guarded:
+            unenforced["tools"] = None if tools is None else list(tools)
+            unenforced["bash_guard"] = "the runner's sandbox confines commands instead"
         return RunRequest(
             run_id=session_id,
             worktree_path=run.worktree.path if run.worktree is not None else self.repo_root,
@@ -259,6 +265,7 @@ class CliRuntime:
             idle_timeout=self.config.idle_timeout,
             max_turns=spec.max_turns if caps.supports_max_turns else None,
             bash_guard=self.config.bash_guard if guarded else None,
+            extra={"not_enforced": unenforced} if unenforced else {},
         )
 
     def _start(self, run: _Run, request: RunRequest) -> CliRunHandle:

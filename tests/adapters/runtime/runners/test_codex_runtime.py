@@ -115,6 +115,10 @@ def test_a_planner_on_codex_runs_read_only_confined_by_the_sandbox(
     assert "tool_allow_deny" not in required
     assert "writable_workspace" not in required
     assert meta["effective_policy"]["sandbox"] == "read-only"
+    # what the agent definition asks and codex cannot enforce is recorded, not dropped silently
+    not_enforced = meta["effective_policy"]["not_enforced"]
+    assert not_enforced["max_turns"] == 30  # .claude/agents/planner.md
+    assert "Read" in not_enforced["tools"]
     assert not any(arg.startswith("--max-turns") for arg in record["argv"])
     assert meta["usage"]["input_tokens"] > 0  # from turn.completed
     assert meta["num_turns"] == 1
