@@ -84,6 +84,7 @@ from domain.models import (
 from domain.state import (
     dependents_of,
     has_run_in_flight,
+    planner_failures,
     planner_in_flight,
     revision_for,
     specs_to_plan,
@@ -97,7 +98,9 @@ _DEFAULT_CONCURRENCY: Mapping[AgentRole, int] = MappingProxyType(
 class HandlerOptions(Frozen):
     """Workflow options from ``supervisor.toml`` (``[workflow]``)."""
 
-    max_attempts: int = Field(default=3, ge=1, description="implementor runs per work item")
+    max_attempts: int = Field(
+        default=3, ge=1, description="implementor runs per work item; planner runs per spec version"
+    )
     auto_merge: bool = Field(default=False, description="merge a revision once approved")
     branch_prefix: str = Field(default="cpe/", pattern=r"^[A-Za-z0-9._-]+/$")
     max_concurrent: Mapping[AgentRole, int] = Field(
@@ -127,10 +130,16 @@ def plan(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[Engi
     if isinstance(event, SpecChanged | PlanApplied):
         skip: Mapping[str, str] = {}
     elif isinstance(event, AgentFailed) and event.role == "planner":
-        # Specs that changed while the failed run was going still get planned; the failed ones
-        # wait for their next change (or a restart) instead of failing in a loop.
+        # A failed planner is run again on the same spec versions (an API blip, a timeout) until
+        # ``max_attempts`` runs failed on them; then those wait for their next change (or a
+        # restart) instead of failing in a loop. Specs changed meanwhile are planned anyway.
         run = state.agent_runs.get(event.session_id)
-        skip = run.spec_shas if run is not None else {}
+        tried = run.spec_shas if run is not None else {}
+        skip = {
+            path: sha
+            for path, sha in tried.items()
+            if planner_failures(state, path, sha) >= o.max_attempts
+        }
     else:
         return []
     if planner_in_flight(state):

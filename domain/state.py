@@ -150,6 +150,18 @@ def active_runs(state: EngineState, role: AgentRole | None = None) -> list[Agent
     ]
 
 
+def planner_failures(state: EngineState, path: str, blob_sha: str) -> int:
+    """Planner runs that failed or timed out on this version of the spec (a cancelled run, e.g.
+    at shutdown, does not count: recovery plans again)."""
+    return sum(
+        1
+        for run in state.agent_runs.values()
+        if run.role == "planner"
+        and run.status in ("failed", "timed-out")
+        and run.spec_shas.get(path) == blob_sha
+    )
+
+
 def planner_in_flight(state: EngineState) -> bool:
     return any(run.in_flight for run in state.agent_runs.values() if run.role == "planner")
 

@@ -147,10 +147,35 @@ def test_plan_applied_plans_a_spec_that_changed_during_the_run() -> None:
     assert start.spec_shas == {"specs/b.md": "b1"}
 
 
-def test_a_failed_planner_is_not_retried_on_the_same_blobs() -> None:
+def test_a_failed_planner_is_retried_on_the_same_blobs() -> None:
     before = state(specs=[spec("specs/a.md", "a1")], runs=[planner_run("p1", {"specs/a.md": "a1"})])
-    _, commands = step(before, failed("p1", role="planner"))
+    _, commands = step(before, failed("p1", role="planner", kind="timed-out"))
+    [start] = starts(commands, "planner")
+    assert start.spec_shas == {"specs/a.md": "a1"}
+
+
+def test_a_planner_that_failed_max_attempts_times_waits_for_the_next_change() -> None:
+    """Three runs (max_attempts) failed on a1: no fourth; a cancelled run did not count."""
+    earlier = [
+        planner_run("p0", {"specs/a.md": "a1"}, status="failed"),
+        planner_run("p1", {"specs/a.md": "a1"}, status="timed-out"),
+        planner_run("px", {"specs/a.md": "a1"}, status="cancelled"),
+    ]
+    before = state(
+        specs=[spec("specs/a.md", "a1")], runs=[*earlier, planner_run("p2", {"specs/a.md": "a1"})]
+    )
+    _, commands = step(before, failed("p2", role="planner"))
     assert starts(commands, "planner") == []
+    # with one more attempt allowed, it is retried
+    _, commands = step(before, failed("p2", role="planner"), HandlerOptions(max_attempts=4))
+    assert len(starts(commands, "planner")) == 1
+    # a new version of the spec is planned again
+    changed = state(
+        specs=[spec("specs/a.md", "a2")], runs=[*earlier, planner_run("p2", {"specs/a.md": "a1"})]
+    )
+    _, commands = step(changed, failed("p2", role="planner"))
+    [start] = starts(commands, "planner")
+    assert start.spec_shas == {"specs/a.md": "a2"}
 
 
 def test_a_failed_planner_lets_specs_changed_meanwhile_be_planned() -> None:
@@ -158,9 +183,14 @@ def test_a_failed_planner_lets_specs_changed_meanwhile_be_planned() -> None:
         specs=[spec("specs/a.md", "a1"), spec("specs/b.md", "b1")],
         runs=[planner_run("p1", {"specs/a.md": "a1"})],
     )
-    _, commands = step(before, failed("p1", role="planner"))
+    # a1 has had its last attempt; b1 changed while that run went
+    _, commands = step(before, failed("p1", role="planner"), HandlerOptions(max_attempts=1))
     [start] = starts(commands, "planner")
     assert start.params.spec_paths == ("specs/b.md",)
+    # with attempts left, the retry takes both
+    _, commands = step(before, failed("p1", role="planner"))
+    [start] = starts(commands, "planner")
+    assert start.params.spec_paths == ("specs/a.md", "specs/b.md")
 
 
 # ---------------------------------------------------------------------------- 2. apply plan
