@@ -42,13 +42,16 @@ daemon (architecture §6: "Agents never see provider credentials"). The rule, in
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
+from pathlib import Path
 from types import MappingProxyType
 
 __all__ = [
+    "run_env",
     "DEFAULT_ALLOW",
     "build_agent_env",
     "is_secret_name",
@@ -184,3 +187,22 @@ def build_agent_env(
     }
     env.update(extra)
     return env
+
+
+def run_env(
+    model_variables: Sequence[str],
+    agent_env: Mapping[str, str],
+    home: Path | None = None,
+) -> dict[str, str]:
+    """One agent run's environment: the allowlisted part of ours, the model's own credentials
+    and endpoint (``model_variables``, passed on purpose), what the config adds on purpose,
+    ``IS_SANDBOX=1`` as root (the claude CLI refuses bypassPermissions as root without it),
+    and ``home`` as HOME when given (created)."""
+    extra = {name: value for name in model_variables if (value := os.environ.get(name))}
+    extra.update(agent_env)
+    if os.geteuid() == 0:
+        extra["IS_SANDBOX"] = "1"
+    if home is not None:
+        home.mkdir(parents=True, exist_ok=True)
+        extra["HOME"] = str(home)
+    return build_agent_env(os.environ, extra=extra)

@@ -12,7 +12,6 @@ so the SDK's own shielded teardown runs; the CLI runs in its own process group (
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from claude_agent_sdk import (
 from claude_agent_sdk import ClaudeSDKError as _SDKError
 from pydantic import Field
 
-from adapters.runtime.agent_env import build_agent_env
+from adapters.runtime.agent_env import run_env
 from adapters.runtime.agents import (
     AgentSpec,
     effective_disallowed_tools,
@@ -323,15 +322,8 @@ class ClaudeAdapter:
         return options
 
     def _wrapper(self, run: _Run) -> Path:
-        extra = {k: v for k in self.config.model_variables if (v := os.environ.get(k))}
-        extra.update(self.config.agent_env)
-        if os.geteuid() == 0:
-            extra["IS_SANDBOX"] = "1"  # the CLI refuses bypassPermissions as root without it
-        if self.config.isolated_home:
-            home = run.files.run_dir / "home"
-            home.mkdir(exist_ok=True)
-            extra["HOME"] = str(home)
-        env = build_agent_env(os.environ, extra=extra)
+        home = run.files.run_dir / "home" if self.config.isolated_home else None
+        env = run_env(self.config.model_variables, self.config.agent_env, home)
         cli = self.config.cli_path or bundled_cli()
         return write_wrapper(run.files.run_dir / "claude.sh", cli, env, _pidfile(run))
 

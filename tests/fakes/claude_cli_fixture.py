@@ -16,37 +16,21 @@ pytest-free, so any test module or conftest can build its own fixture on it::
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from tests.fakes.wrapper import install_wrapper
+
 FAKE_CLI = Path(__file__).with_name("claude_cli.py")
 GRANDCHILD_MARKER = "fake-claude-grandchild"  # claude_cli.GRANDCHILD_MARKER
-
-_WRAPPER = """\
-#!{python}
-# Written by tests/fakes/claude_cli_fixture.py: run the fake claude CLI in this process.
-import os
-import sys
-
-os.execv(sys.executable, [sys.executable, {fake!r}, *sys.argv[1:]])
-"""
 
 
 def install_fake_cli(directory: Path) -> Path:
     """Write an executable ``claude`` wrapper in ``directory`` and return its path."""
-    python = sys.executable
-    if len(python) > 120 or any(c.isspace() for c in python):
-        # A shebang line is cut at 127 bytes on older kernels and split on blanks.
-        raise ValueError(f"cannot use {python!r} in a shebang line")
-    directory.mkdir(parents=True, exist_ok=True)
-    wrapper = directory / "claude"
-    wrapper.write_text(_WRAPPER.format(python=python, fake=str(FAKE_CLI)))
-    wrapper.chmod(0o755)
-    return wrapper
+    return install_wrapper(directory, "claude", FAKE_CLI)
 
 
 @dataclass(frozen=True)

@@ -14,34 +14,18 @@ pytest-free, so any test module or conftest can build its own fixture on it::
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.fakes.wrapper import install_wrapper
+
 FAKE_CODEX = Path(__file__).with_name("codex_cli.py")
-
-_WRAPPER = """\
-#!{python}
-# Written by tests/fakes/codex_cli_fixture.py: run the fake codex CLI in this process.
-import os
-import sys
-
-os.execv(sys.executable, [sys.executable, {fake!r}, *sys.argv[1:]])
-"""
 
 
 def install_fake_codex(directory: Path) -> Path:
     """Write an executable ``codex`` wrapper in ``directory`` and return its path."""
-    python = sys.executable
-    if len(python) > 120 or any(c.isspace() for c in python):
-        # A shebang line is cut at 127 bytes on older kernels and split on blanks.
-        raise ValueError(f"cannot use {python!r} in a shebang line")
-    directory.mkdir(parents=True, exist_ok=True)
-    wrapper = directory / "codex"
-    wrapper.write_text(_WRAPPER.format(python=python, fake=str(FAKE_CODEX)))
-    wrapper.chmod(0o755)
-    return wrapper
+    return install_wrapper(directory, "codex", FAKE_CODEX)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from adapters.runtime.artifacts import FinishedArtifacts, RunArtifacts, Termination
 from adapters.runtime.runners.base import (
@@ -34,7 +34,14 @@ from adapters.runtime.runners.base import (
 from adapters.runtime.runners.bash_hook import hook_settings
 from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
 
-__all__ = ["CLAUDE_CAPABILITIES", "ClaudeCliRun", "ClaudeCliRunner", "CliOutcome", "JsonlRun"]
+__all__ = [
+    "CLAUDE_CAPABILITIES",
+    "ClaudeCliRun",
+    "ClaudeCliRunner",
+    "CliOutcome",
+    "JsonlRun",
+    "launch",
+]
 
 CLAUDE_CAPABILITIES = RunnerCapabilities(
     name="claude-cli",
@@ -117,6 +124,67 @@ class JsonlRun(ABC):
 
     @abstractmethod
     def _finish(self, ended: ProcessOutcome) -> CliOutcome: ...
+
+
+R = TypeVar("R", bound=JsonlRun)
+
+
+def launch(
+    argv: list[str],
+    run: RunRequest,
+    env: Mapping[str, str] | None,
+    artifacts: RunArtifacts,
+    make_handle: Callable[[ProcessHandle], R],
+    *,
+    stdin_prompt: str | None,
+    wall_timeout: float | None,
+    idle_timeout: float | None,
+    kill_grace: float,
+) -> R:
+    """Start a CLI run whose artifacts are open: the process in its own group, its stdout and
+    stderr lines fed to the handle ``make_handle`` builds (lines that come before the handle
+    exists are held, then replayed in order). ``stdin_prompt``: a prompt too long for argv,
+    given on stdin from a file that is gone once the process holds it. A CLI that cannot start
+    ends its artifacts as ``error`` and raises ``OSError`` (S003-12)."""
+    holder: list[R] = []
+    pending: list[tuple[Stream, str]] = []
+    gate = threading.Lock()
+
+    def on_line(stream: Stream, text: str) -> None:
+        with gate:
+            if not holder:
+                pending.append((stream, text))
+                return
+        holder[0].line(stream, text)
+
+    stdin = artifacts.run_dir / ".prompt-stdin" if stdin_prompt is not None else None
+    if stdin is not None:
+        stdin.write_text(stdin_prompt or "")
+    try:
+        process = start_process(
+            argv,
+            cwd=Path(run.worktree_path),
+            env=dict(env or {}),
+            log_dir=artifacts.run_dir,
+            on_line=on_line,
+            wall_timeout=wall_timeout,
+            idle_timeout=idle_timeout,
+            kill_grace=kill_grace,
+            stdin=stdin,
+        )
+    except OSError as exc:  # command not found, not executable (S003-12)
+        artifacts.finish("error", None, reason=f"could not start {argv[0]}: {exc}")
+        raise
+    finally:
+        if stdin is not None:
+            stdin.unlink(missing_ok=True)  # the process holds it open; the metadata has it
+    handle = make_handle(process)
+    artifacts.annotate(pid=process.pid, pgid=process.pid)
+    with gate:
+        holder.append(handle)
+        for stream, text in pending:
+            handle.line(stream, text)
+    return handle
 
 
 @dataclass
@@ -244,45 +312,17 @@ class ClaudeCliRunner:
             },
             capture_format="claude_stream_json",
         )
-        holder: list[ClaudeCliRun] = []
-        pending: list[tuple[Stream, str]] = []
-        gate = threading.Lock()
-
-        def on_line(stream: Stream, text: str) -> None:
-            with gate:
-                if not holder:
-                    pending.append((stream, text))
-                    return
-            holder[0].line(stream, text)
-
-        stdin = artifacts.run_dir / ".prompt-stdin" if via_stdin else None
-        if stdin is not None:
-            stdin.write_text(prompt)
-        try:
-            process = start_process(
-                argv,
-                cwd=Path(run.worktree_path),
-                env=dict(env or {}),
-                log_dir=artifacts.run_dir,
-                on_line=on_line,
-                wall_timeout=run.wall_timeout or self.wall_timeout,
-                idle_timeout=run.idle_timeout or self.idle_timeout,
-                kill_grace=self.kill_grace,
-                stdin=stdin,
-            )
-        except OSError as exc:  # command not found, not executable (S003-12)
-            artifacts.finish("error", None, reason=f"could not start {argv[0]}: {exc}")
-            raise
-        finally:
-            if stdin is not None:
-                stdin.unlink(missing_ok=True)  # the process holds it open; the metadata has it
-        handle = ClaudeCliRun(run, artifacts, process, on_event)
-        artifacts.annotate(pid=process.pid, pgid=process.pid)
-        with gate:
-            holder.append(handle)
-            for stream, text in pending:
-                handle.line(stream, text)
-        return handle
+        return launch(
+            argv,
+            run,
+            env,
+            artifacts,
+            lambda process: ClaudeCliRun(run, artifacts, process, on_event),
+            stdin_prompt=prompt if via_stdin else None,
+            wall_timeout=run.wall_timeout or self.wall_timeout,
+            idle_timeout=run.idle_timeout or self.idle_timeout,
+            kill_grace=self.kill_grace,
+        )
 
     def stop(self, handle: ClaudeCliRun) -> None:
         handle.stop()

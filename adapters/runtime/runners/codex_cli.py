@@ -36,8 +36,8 @@ from typing import Any, ClassVar, Literal
 from adapters.runtime.artifacts import RunArtifacts
 from adapters.runtime.claude_sdk import MODEL_VARIABLES
 from adapters.runtime.runners.base import RunnerCapabilities, RunRequest, check_request
-from adapters.runtime.runners.claude_cli import CliOutcome, EventCallback, JsonlRun
-from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
+from adapters.runtime.runners.claude_cli import CliOutcome, EventCallback, JsonlRun, launch
+from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from domain.ports import RuntimeAdapterDeps
 from domain.results import OUTPUT_MODELS, output_schema, strict_output_schema
@@ -305,45 +305,18 @@ class CodexCliRunner:
             artifacts.attach(
                 "codex_output_schema", SCHEMA_FILE, json.dumps(codex_schema(run.output_schema))
             )
-        holder: list[CodexCliRun] = []
-        pending: list[tuple[Stream, str]] = []
-        gate = threading.Lock()
-
-        def on_line(stream: Stream, text: str) -> None:
-            with gate:
-                if not holder:
-                    pending.append((stream, text))
-                    return
-            holder[0].line(stream, text)
-
-        stdin = run_dir / ".prompt-stdin" if via_stdin else None
-        if stdin is not None:
-            stdin.write_text(prompt)
-        try:
-            process = start_process(
-                argv,
-                cwd=Path(run.worktree_path),
-                env=dict(env or {}),
-                log_dir=artifacts.run_dir,
-                on_line=on_line,
-                wall_timeout=run.wall_timeout or self.wall_timeout,
-                idle_timeout=run.idle_timeout or self.idle_timeout,
-                kill_grace=self.kill_grace,
-                stdin=stdin,
-            )
-        except OSError as exc:  # command not found, not executable (S003-12)
-            artifacts.finish("error", None, reason=f"could not start {argv[0]}: {exc}")
-            raise
-        finally:
-            if stdin is not None:
-                stdin.unlink(missing_ok=True)  # the process holds it open; the metadata has it
-        handle = CodexCliRun(run, artifacts, process, run_dir / LAST_MESSAGE_CAPTURE, on_event)
-        artifacts.annotate(pid=process.pid, pgid=process.pid)
-        with gate:
-            holder.append(handle)
-            for stream, text in pending:
-                handle.line(stream, text)
-        return handle
+        last = run_dir / LAST_MESSAGE_CAPTURE
+        return launch(
+            argv,
+            run,
+            env,
+            artifacts,
+            lambda process: CodexCliRun(run, artifacts, process, last, on_event),
+            stdin_prompt=prompt if via_stdin else None,
+            wall_timeout=run.wall_timeout or self.wall_timeout,
+            idle_timeout=run.idle_timeout or self.idle_timeout,
+            kill_grace=self.kill_grace,
+        )
 
     def stop(self, handle: CodexCliRun) -> None:
         handle.stop()

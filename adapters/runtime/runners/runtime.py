@@ -19,7 +19,6 @@ before anything starts (S004-04).
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ import anyio
 import structlog
 from pydantic import Field
 
-from adapters.runtime.agent_env import build_agent_env
+from adapters.runtime.agent_env import run_env
 from adapters.runtime.agents import (
     AgentSpec,
     effective_disallowed_tools,
@@ -277,15 +276,9 @@ class CliRuntime:
             raise AgentFailure("failed", f"the CLI could not start: {exc}") from exc
 
     def _env(self, session_id: str) -> dict[str, str]:
-        extra = {k: v for k in self.config.model_variables if (v := os.environ.get(k))}
-        extra.update(self.config.agent_env)
-        if os.geteuid() == 0:
-            extra["IS_SANDBOX"] = "1"  # the CLI refuses bypassPermissions as root without it
-        if self.config.isolated_home:
-            home = Path(self.config.logging.logs_dir).parent / "homes" / session_id
-            home.mkdir(parents=True, exist_ok=True)
-            extra["HOME"] = str(home)
-        return build_agent_env(os.environ, extra=extra)
+        homes = Path(self.config.logging.logs_dir).parent / "homes"
+        home = homes / session_id if self.config.isolated_home else None
+        return run_env(self.config.model_variables, self.config.agent_env, home)
 
     async def _drive(self, session_id: SessionId, run: _Run) -> AgentResult:
         assert run.handle is not None
