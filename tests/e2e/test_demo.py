@@ -41,31 +41,27 @@ def test_cpe_demo_exits_0_and_the_sample_repository_is_done(tmp_path: Path) -> N
 
 @pytest.mark.timeout(600)
 @pytest.mark.spec("S003-15")
-def test_the_demo_loop_runs_with_codex_implementing_and_claude_cli_reviewing(
-    tmp_path: Path,
-) -> None:
-    """Teams mix agents: the real codex implements (its default model, code mode), the real
-    claude CLI in -p mode reviews, the SDK plans; the engine is the same."""
+@pytest.mark.parametrize(
+    "roles",
+    [
+        {"planner": "claude-sdk", "implementor": "codex-cli", "reviewer": "claude-cli"},
+        {"planner": "codex-cli", "implementor": "codex-cli", "reviewer": "codex-cli"},
+    ],
+    ids=["mixed", "all-codex"],
+)
+def test_the_demo_loop_runs_on_other_runtimes(tmp_path: Path, roles: dict[str, str]) -> None:
+    """Teams mix agents: the real codex (its default model, code mode) and the real claude CLI
+    in -p mode take roles in the same loop; the engine does not change."""
+    options = [arg for role, kind in roles.items() for arg in ("--runtime", f"{role}={kind}")]
     codex_bin = real_codex().parent
-    repo = run_demo(
-        tmp_path,
-        "--runtime",
-        "implementor=codex-cli",
-        "--runtime",
-        "reviewer=claude-cli",
-        path=f"{codex_bin}{os.pathsep}{os.environ['PATH']}",
-    )
+    repo = run_demo(tmp_path, *options, path=f"{codex_bin}{os.pathsep}{os.environ['PATH']}")
     assert_loop_done(repo)
     families: dict[str, set[str]] = {}
     for metadata in (repo / ".cpe" / "runs").glob("*/runner_metadata.json"):
         meta = json.loads(metadata.read_text())
         families.setdefault(metadata.parent.name.split("-")[0], set()).add(meta["agent_family"])
         assert meta["termination"] == "completed"
-    assert families == {
-        "planner": {"claude_sdk"},
-        "implementor": {"codex_cli"},
-        "reviewer": {"claude_cli"},
-    }
+    assert families == {role: {kind.replace("-", "_")} for role, kind in roles.items()}
 
 
 def test_a_codex_demo_without_codex_says_how_to_install_it(tmp_path: Path) -> None:
