@@ -13,6 +13,14 @@ is never made again, it answers with the recorded result.
 One connection, guarded by a lock: the queue (appends), the engine (cursor) and the executor
 (intents) use it from their own threads. WAL with ``synchronous=NORMAL`` keeps a commit cheap
 while surviving a process crash.
+
+**Snapshots** keep a start quick however long the journal grows: the replayed state at some
+processed ``seq`` is stored, and a replay starts from the newest snapshot at or before where it
+must end, then applies only the events after it (read in pages, never all at once). Once
+``snapshot_every`` events were processed past the newest snapshot, a background thread takes a
+new one (off the engine's path), and ``restore`` takes one when it replayed that many; the
+newest ``KEEP_SNAPSHOTS`` are kept. The events themselves are never deleted (``cpe replay`` can
+still show any point).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+import structlog
 from pydantic import TypeAdapter
 
 from domain.commands import COMMAND_ADAPTER, EngineCommand
@@ -34,7 +43,12 @@ from domain.events import EVENT_ADAPTER, EngineEvent
 from domain.models import EngineState
 from domain.state import apply_event, engine_owned
 
-SCHEMA_VERSION = 1
+log = structlog.get_logger("cpe.journal")
+
+SCHEMA_VERSION = 1  # snapshots were added without a bump: an older cpe ignores their table
+SNAPSHOT_EVERY = 10_000  # processed events past the newest snapshot before another is taken
+KEEP_SNAPSHOTS = 3
+_PAGE = 2_000  # events read per query during a replay
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -47,6 +61,11 @@ CREATE TABLE IF NOT EXISTS cursor (
     processed_seq INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO cursor (id, processed_seq) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS snapshots (
+    seq INTEGER PRIMARY KEY,
+    at REAL NOT NULL,
+    state TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS intents (
     key TEXT PRIMARY KEY,
     command TEXT NOT NULL,
@@ -95,8 +114,13 @@ def _now() -> str:
 
 
 class Journal:
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, *, snapshot_every: int = SNAPSHOT_EVERY):
+        if snapshot_every < 1:
+            raise ValueError("snapshot_every must be at least 1")
         self.path = str(path)
+        self.snapshot_every = snapshot_every
+        self._snapshotter: threading.Thread | None = None
+        self._closing = False
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -111,8 +135,10 @@ class Journal:
                 )
             self._db.executescript(_SCHEMA)
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            row = self._db.execute("SELECT MAX(seq) FROM snapshots").fetchone()
         except sqlite3.Error as exc:
             raise JournalError(f"{self.path}: cannot open the journal: {exc}") from exc
+        self._snapshot_seq = int(row[0] or 0)  # the newest snapshot's seq
 
     # ------------------------------------------------------------------ events
 
@@ -149,6 +175,7 @@ class Journal:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+        self._maybe_snapshot(processed)
         return seqs
 
     def mark_processed(self, seq: int) -> None:
@@ -163,30 +190,117 @@ class Journal:
         return int(row[0])
 
     def entries(self, after: int = 0, until: int | None = None) -> Iterator[JournalEntry]:
-        """Events with ``after < seq <= until``, in order."""
-        query = "SELECT seq, at, body FROM events WHERE seq > ?"
-        args: list[int] = [after]
-        if until is not None:
-            query += " AND seq <= ?"
-            args.append(until)
-        with self._guard("read events"):
-            rows = self._db.execute(query + " ORDER BY seq", args).fetchall()
-        for seq, at, body in rows:
-            yield JournalEntry(seq, at, EVENT_ADAPTER.validate_json(body))
+        """Events with ``after < seq <= until``, in order, read a page at a time."""
+        while True:
+            query = "SELECT seq, at, body FROM events WHERE seq > ?"
+            args: list[int] = [after]
+            if until is not None:
+                query += " AND seq <= ?"
+                args.append(until)
+            with self._guard("read events"):
+                rows = self._db.execute(query + " ORDER BY seq LIMIT ?", [*args, _PAGE]).fetchall()
+            for seq, at, body in rows:
+                yield JournalEntry(seq, at, EVENT_ADAPTER.validate_json(body))
+            if len(rows) < _PAGE:
+                return
+            after = rows[-1][0]
 
     def replay(self, until: int | None = None) -> EngineState:
         """The full state after the processed events up to ``until`` (``cpe replay``)."""
-        limit = self.processed_seq() if until is None else min(until, self.processed_seq())
-        state = EngineState()
-        for entry in self.entries(until=limit):
-            state = apply_event(state, entry.event)
-        return state
+        return self._replay(until)[0]
 
     def restore(self) -> Restored:
         processed = self.processed_seq()
-        state = engine_owned(self.replay(processed))
+        full, replayed = self._replay(processed)
+        if replayed >= self.snapshot_every:
+            self._store_snapshot(processed, full)
         unprocessed = tuple(self.entries(after=processed))
-        return Restored(state=state, unprocessed=unprocessed, processed_seq=processed)
+        return Restored(state=engine_owned(full), unprocessed=unprocessed, processed_seq=processed)
+
+    # ------------------------------------------------------------------ snapshots
+
+    def snapshots(self) -> list[int]:
+        """The seqs that have a snapshot, oldest first."""
+        with self._guard("list snapshots"):
+            rows = self._db.execute("SELECT seq FROM snapshots ORDER BY seq").fetchall()
+        return [int(row[0]) for row in rows]
+
+    def take_snapshot(self) -> int:
+        """Store the replayed state at the processed cursor now; returns its seq."""
+        processed = self.processed_seq()
+        state, _ = self._replay(processed)
+        self._store_snapshot(processed, state)
+        return processed
+
+    def _replay(self, until: int | None) -> tuple[EngineState, int]:
+        """The state at ``until`` (at most the cursor) and how many events were applied to the
+        newest snapshot at or before it to get there."""
+        limit = self.processed_seq() if until is None else min(until, self.processed_seq())
+        start, state = self._newest_snapshot(limit)
+        applied = 0
+        for entry in self.entries(after=start, until=limit):
+            if self._closing:
+                raise JournalError(f"{self.path}: closed during a replay")
+            state = apply_event(state, entry.event)
+            applied += 1
+        return state, applied
+
+    def _newest_snapshot(self, limit: int) -> tuple[int, EngineState]:
+        """The newest snapshot at or before ``limit`` that reads back as a state; one that does
+        not (damaged, or written by a version whose state had another shape) is dropped and the
+        next older one tried: the events are all there, a snapshot only saves time."""
+        while True:
+            with self._guard("read a snapshot"):
+                row = self._db.execute(
+                    "SELECT seq, state FROM snapshots WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
+                    (limit,),
+                ).fetchone()
+            if row is None:
+                return 0, EngineState()
+            try:
+                return int(row[0]), EngineState.model_validate_json(row[1])
+            except ValueError as exc:
+                log.warning(
+                    "dropping a journal snapshot that does not read",
+                    seq=row[0],
+                    error=str(exc)[:200],
+                )
+                with self._guard("drop a snapshot"):
+                    self._db.execute("DELETE FROM snapshots WHERE seq = ?", (row[0],))
+
+    def _store_snapshot(self, seq: int, state: EngineState) -> None:
+        body = state.model_dump_json()
+        with self._guard("store a snapshot"):
+            self._db.execute(
+                "INSERT OR REPLACE INTO snapshots (seq, at, state) VALUES (?, ?, ?)",
+                (seq, time.time(), body),
+            )
+            self._db.execute(
+                "DELETE FROM snapshots WHERE seq NOT IN "
+                "(SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)",
+                (KEEP_SNAPSHOTS,),
+            )
+            self._snapshot_seq = max(self._snapshot_seq, seq)
+
+    def _maybe_snapshot(self, processed: int) -> None:
+        """Start a background snapshot when enough events were processed past the newest."""
+        if processed - self._snapshot_seq < self.snapshot_every or self._closing:
+            return
+        with self._lock:
+            if self._snapshotter is not None and self._snapshotter.is_alive():
+                return
+            self._snapshotter = threading.Thread(
+                target=self._snapshot_in_background, name="journal-snapshot", daemon=True
+            )
+            self._snapshotter.start()
+
+    def _snapshot_in_background(self) -> None:
+        try:
+            seq = self.take_snapshot()
+            log.debug("journal snapshot taken", seq=seq)
+        except JournalError as exc:
+            if not self._closing:  # a snapshot is an optimisation: the events are all there
+                log.warning("journal snapshot failed", error=str(exc))
 
     # ------------------------------------------------------------------ intents
 
@@ -250,6 +364,10 @@ class Journal:
     # ------------------------------------------------------------------ plumbing
 
     def close(self) -> None:
+        self._closing = True
+        snapshotter = self._snapshotter
+        if snapshotter is not None:
+            snapshotter.join(timeout=60)
         with self._lock:
             self._db.close()
 

@@ -6,13 +6,17 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from actors.journal import Journal
 from domain.commands import TransitionStatus
 from domain.errors import JournalError
-from domain.events import AgentFailed, StatusTransitioned, WorkItemChanged
-from domain.models import ImplementorStartParams, WorkItem
+from domain.events import AgentFailed, EngineEvent, StatusTransitioned, WorkItemChanged
+from domain.models import EngineState, ImplementorStartParams, WorkItem
+from domain.state import apply_event, engine_owned
 from tests.domain.builders import requested
+from tests.domain.test_properties import Simulation
 
 
 def test_restore_gives_engine_owned_facts_and_the_unprocessed_tail(tmp_path: Path) -> None:
@@ -88,3 +92,98 @@ def test_a_cycles_results_and_its_end_are_journaled_together(tmp_path: Path) -> 
     assert journal.processed_seq() == seq
     restored = journal.restore()
     assert [e.event for e in restored.unprocessed] == results
+
+
+class _Recording(Simulation):
+    """The domain property test's simulated engine, keeping every event it processed."""
+
+    def __init__(self, data: st.DataObject) -> None:
+        super().__init__(data)
+        self.events: list[EngineEvent] = []
+
+    def process(self, event: EngineEvent) -> None:
+        self.events.append(event)
+        super().process(event)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_replay_from_snapshots_gives_the_same_state_as_a_replay_from_the_start(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Realistic event sequences (the domain simulation's), snapshots every few events: the
+    state at any point, and what ``restore`` gives, match a fold over all the events."""
+    sim = _Recording(data)
+    for _ in range(data.draw(st.integers(5, 40), label="steps")):
+        if sim.queue and data.draw(st.booleans(), label="deliver a queued result"):
+            sim.process(sim.queue.popleft())
+        else:
+            sim.process(sim.external())
+    every = data.draw(st.integers(1, 8), label="snapshot every")
+    path = tmp_path_factory.mktemp("journal") / "journal.sqlite3"
+    journal = Journal(path, snapshot_every=every)
+    try:
+        for event in sim.events:
+            seq = journal.append(event)
+            journal.append_and_mark([], seq)  # each cycle ends: the background snapshots
+        journal.close()  # waits for a snapshot in progress
+        reopened = Journal(path, snapshot_every=every)
+        try:
+            restored = reopened.restore()
+            if len(sim.events) >= every:  # one was taken in the background, or by restore
+                assert reopened.snapshots()
+            folded = EngineState()
+            for n, event in enumerate(sim.events, start=1):
+                folded = apply_event(folded, event)
+                if n % 3 == 0 or n == len(sim.events):
+                    assert reopened.replay(until=n) == folded
+            assert restored.state == engine_owned(folded)
+            assert restored.unprocessed == ()
+        finally:
+            reopened.close()
+    finally:
+        journal.close()
+
+
+def test_restore_starts_from_the_newest_snapshot_and_keeps_only_the_newest_few(
+    tmp_path: Path,
+) -> None:
+    journal = Journal(tmp_path / "journal.sqlite3", snapshot_every=1_000_000)
+    try:
+        for n in range(1, 11):
+            item = WorkItem.model_validate({"id": "1", "title": f"v{n}", "status": "pending"})
+            seq = journal.append(WorkItemChanged(work_item=item))
+            journal.mark_processed(seq)
+            journal.take_snapshot()
+        assert journal.snapshots() == [8, 9, 10]  # KEEP_SNAPSHOTS
+        assert journal.replay(until=9).work_items["1"].title == "v9"
+        assert journal.replay(until=5).work_items["1"].title == "v5"  # before any snapshot kept
+    finally:
+        journal.close()
+
+
+def test_a_snapshot_that_does_not_read_is_dropped_and_the_events_replayed(
+    tmp_path: Path,
+) -> None:
+    """A damaged snapshot, or one from a version whose state had another shape, costs time,
+    not the start: restore falls back to an older snapshot or the events themselves."""
+    path = tmp_path / "journal.sqlite3"
+    journal = Journal(path)
+    try:
+        item = WorkItem.model_validate({"id": "1", "title": "t", "status": "pending"})
+        journal.mark_processed(journal.append(WorkItemChanged(work_item=item)))
+        journal.mark_processed(journal.append(StatusTransitioned(work_item_id="1", to="blocked")))
+        journal.take_snapshot()
+        expected = journal.replay()
+    finally:
+        journal.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE snapshots SET state = '{\"work_items\": 5}'")
+    db.close()
+    reopened = Journal(path)
+    try:
+        assert reopened.replay() == expected
+        assert reopened.snapshots() == []  # dropped
+        assert reopened.restore().state == engine_owned(expected)
+    finally:
+        reopened.close()
