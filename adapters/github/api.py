@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import base64
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 import httpx
 from githubkit import GitHub, Response
+from githubkit.cache import MemCacheStrategy
+from githubkit.cache.mem_cache import MemCache
 from githubkit_schemas.latest.models import (
     CheckRun,
     DiffEntry,
@@ -32,7 +35,7 @@ from githubkit_schemas.latest.models import (
 from adapters.github.config import GitHubSettings, resolve_auth
 from adapters.github.errors import translated
 from adapters.github.transport import NOT_MODIFIED, ConditionalTransport
-from domain.errors import NotFoundError
+from domain.errors import NotFoundError, ProviderError
 
 T = TypeVar("T")
 PER_PAGE = 100
@@ -62,6 +65,22 @@ def _page(response: Response[list[T], Any], known_etag: str | None) -> Page[T]:
     )
 
 
+class AuthCache(MemCacheStrategy):
+    """This provider's own cache of GitHub App JWTs and installation tokens. githubkit's default
+    is one per process, keyed by app id (and installation) alone: a second provider with the
+    same app id but another key or host would use the first one's tokens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._storage = MemCache()  # type: ignore[no-untyped-call]  # githubkit: untyped init
+
+    def get_cache_storage(self) -> MemCache:
+        return self._storage
+
+    def forget(self) -> None:
+        self._storage = MemCache()  # type: ignore[no-untyped-call]  # githubkit: untyped init
+
+
 class GitHubApi:
     def __init__(
         self,
@@ -71,6 +90,7 @@ class GitHubApi:
     ) -> None:
         self.settings = settings
         self.owner, self.repo = settings.owner, settings.name
+        self.auth_cache = AuthCache()
         self.transport = transport
         self.gh = GitHub(
             resolve_auth(settings, environ),
@@ -79,6 +99,7 @@ class GitHubApi:
             transport=transport,
             http_cache=False,
             auto_retry=False,
+            cache_strategy=self.auth_cache,
             user_agent="control-plane-engine",
         )
         self._commits: dict[str, GitCommit] = {}
@@ -88,11 +109,24 @@ class GitHubApi:
     def close(self) -> None:
         self.transport.shutdown()
 
+    @contextmanager
+    def translated(self, what: str) -> Iterator[None]:
+        """``errors.translated``; a 401 also drops the cached App token and JWT, so the next
+        call gets new ones (GitHub may reject a token before the expiry githubkit counts on:
+        revoked, the App suspended and resumed, a skewed clock)."""
+        try:
+            with translated(what):
+                yield
+        except ProviderError as exc:
+            if exc.status == 401:
+                self.auth_cache.forget()
+            raise
+
     def all_pages(self, what: str, fetch: Callable[[int], Response[list[T], Any]]) -> list[T]:
         found: list[T] = []
         number = 1
         while True:
-            with translated(what):
+            with self.translated(what):
                 page = _page(fetch(number), None)
                 found += page.items or []
             if not page.has_next:
@@ -102,13 +136,13 @@ class GitHubApi:
     def page(
         self, what: str, fetch: Callable[[], Response[list[T], Any]], known_etag: str | None
     ) -> Page[T]:
-        with translated(what):
+        with self.translated(what):
             return _page(fetch(), known_etag)
 
     # ------------------------------------------------------------------ repository
 
     def default_branch(self) -> str:
-        with translated("get repository"):
+        with self.translated("get repository"):
             return self.gh.rest.repos.get(self.owner, self.repo).parsed_data.default_branch
 
     # ------------------------------------------------------------------ issues
@@ -138,28 +172,28 @@ class GitHubApi:
         )
 
     def get_issue(self, number: int) -> Issue:
-        with translated(f"get issue #{number}"):
+        with self.translated(f"get issue #{number}"):
             return self.gh.rest.issues.get(self.owner, self.repo, number).parsed_data
 
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> Issue:
-        with translated("create issue"):
+        with self.translated("create issue"):
             return self.gh.rest.issues.create(
                 self.owner, self.repo, title=title, body=body, labels=list(labels)
             ).parsed_data
 
     def update_issue(self, number: int, **fields: Any) -> None:
-        with translated(f"update issue #{number}"):
+        with self.translated(f"update issue #{number}"):
             self.gh.rest.issues.update(self.owner, self.repo, number, **fields)
 
     def add_labels(self, number: int, labels: Sequence[str]) -> list[Label]:
-        with translated(f"label issue #{number}"):
+        with self.translated(f"label issue #{number}"):
             return self.gh.rest.issues.add_labels(
                 self.owner, self.repo, number, labels=list(labels)
             ).parsed_data
 
     def remove_label(self, number: int, name: str) -> None:
         try:
-            with translated(f"unlabel issue #{number}"):
+            with self.translated(f"unlabel issue #{number}"):
                 self.gh.rest.issues.remove_label(self.owner, self.repo, number, name)
         except NotFoundError:
             pass  # already gone: what we wanted
@@ -174,7 +208,7 @@ class GitHubApi:
 
     def add_blocked_by(self, number: int, blocker_database_id: int) -> None:
         # The dependencies API takes the blocker's database id, not its number (field notes).
-        with translated(f"add a dependency to #{number}"):
+        with self.translated(f"add a dependency to #{number}"):
             self.gh.rest.issues.add_blocked_by_dependency(
                 self.owner, self.repo, number, issue_id=blocker_database_id
             )
@@ -208,20 +242,20 @@ class GitHubApi:
     def get_pull(self, number: int) -> tuple[PullRequest, str | None]:
         """The pull request, and its merge commit: ``merge_commit_sha`` is sent by GitHub but
         not in githubkit's model for this API version, so it is read from the raw answer."""
-        with translated(f"get pull request #{number}"):
+        with self.translated(f"get pull request #{number}"):
             response = self.gh.rest.pulls.get(self.owner, self.repo, number)
             raw: object = response.raw_response.json()
             merge_sha = raw.get("merge_commit_sha") if isinstance(raw, dict) else None
             return response.parsed_data, merge_sha if isinstance(merge_sha, str) else None
 
     def create_pull(self, title: str, head: str, base: str, body: str) -> PullRequest:
-        with translated(f"open a pull request from {head}"):
+        with self.translated(f"open a pull request from {head}"):
             return self.gh.rest.pulls.create(
                 self.owner, self.repo, title=title, head=head, base=base, body=body
             ).parsed_data
 
     def merge_pull(self, number: int, sha: str) -> str:
-        with translated(f"merge pull request #{number}"):
+        with self.translated(f"merge pull request #{number}"):
             return self.gh.rest.pulls.merge(
                 self.owner, self.repo, number, sha=sha, merge_method="merge"
             ).parsed_data.sha
@@ -255,7 +289,7 @@ class GitHubApi:
     ) -> PullRequestReview:
         # Typed as Any: githubkit's TypedDict wants the event as a Literal the caller picked.
         payload: Any = {"commit_id": commit, "event": event, "body": body, "comments": comments}
-        with translated(f"review pull request #{number}"):
+        with self.translated(f"review pull request #{number}"):
             return self.gh.rest.pulls.create_review(
                 self.owner, self.repo, number, data=payload
             ).parsed_data
@@ -264,7 +298,7 @@ class GitHubApi:
 
     def check_runs(self, sha: str) -> tuple[list[CheckRun], bool]:
         """The latest check run per name, and whether GitHub answered 304."""
-        with translated(f"list check runs of {sha[:12]}"):
+        with self.translated(f"list check runs of {sha[:12]}"):
             response = self.gh.rest.checks.list_for_ref(
                 self.owner, self.repo, sha, filter_="latest", per_page=PER_PAGE
             )
@@ -273,7 +307,7 @@ class GitHubApi:
 
     def statuses(self, sha: str) -> tuple[list[SimpleCommitStatus], bool]:
         """The latest status per context (the combined status), and whether it was a 304."""
-        with translated(f"get the combined status of {sha[:12]}"):
+        with self.translated(f"get the combined status of {sha[:12]}"):
             response = self.gh.rest.repos.get_combined_status_for_ref(
                 self.owner, self.repo, sha, per_page=PER_PAGE
             )
@@ -284,7 +318,7 @@ class GitHubApi:
 
     def branch_head(self, branch: str) -> str | None:
         try:
-            with translated(f"get branch {branch}"):
+            with self.translated(f"get branch {branch}"):
                 return self.gh.rest.git.get_ref(
                     self.owner, self.repo, f"heads/{branch}"
                 ).parsed_data.object_.sha
@@ -292,17 +326,17 @@ class GitHubApi:
             return None
 
     def create_branch(self, branch: str, sha: str) -> None:
-        with translated(f"create branch {branch}"):
+        with self.translated(f"create branch {branch}"):
             self.gh.rest.git.create_ref(self.owner, self.repo, ref=f"refs/heads/{branch}", sha=sha)
 
     def move_branch(self, branch: str, sha: str, *, force: bool = False) -> None:
-        with translated(f"move branch {branch}"):
+        with self.translated(f"move branch {branch}"):
             self.gh.rest.git.update_ref(
                 self.owner, self.repo, f"heads/{branch}", sha=sha, force=force
             )
 
     def create_blob(self, content: bytes) -> str:
-        with translated("create a blob"):
+        with self.translated("create a blob"):
             return self.gh.rest.git.create_blob(
                 self.owner,
                 self.repo,
@@ -311,7 +345,7 @@ class GitHubApi:
             ).parsed_data.sha
 
     def blob(self, sha: str) -> bytes:
-        with translated(f"get blob {sha[:12]}"):
+        with self.translated(f"get blob {sha[:12]}"):
             data = self.gh.rest.git.get_blob(self.owner, self.repo, sha).parsed_data
         return base64.b64decode(data.content)
 
@@ -320,7 +354,7 @@ class GitHubApi:
         with self._lock:
             cached = self._trees.get(sha)
         if cached is None:
-            with translated(f"get tree {sha[:12]}"):
+            with self.translated(f"get tree {sha[:12]}"):
                 cached = self.gh.rest.git.get_tree(self.owner, self.repo, sha).parsed_data.tree
             with self._lock:
                 self._trees[sha] = cached
@@ -328,7 +362,7 @@ class GitHubApi:
 
     def create_tree(self, base_tree: str, entries: list[dict[str, Any]]) -> str:
         payload: Any = {"base_tree": base_tree, "tree": entries}  # sha None deletes: see patches
-        with translated("create a tree"):
+        with self.translated("create a tree"):
             return self.gh.rest.git.create_tree(self.owner, self.repo, data=payload).parsed_data.sha
 
     def commit(self, sha: str) -> GitCommit:
@@ -336,14 +370,14 @@ class GitHubApi:
         with self._lock:
             cached = self._commits.get(sha)
         if cached is None:
-            with translated(f"get commit {sha[:12]}"):
+            with self.translated(f"get commit {sha[:12]}"):
                 cached = self.gh.rest.git.get_commit(self.owner, self.repo, sha).parsed_data
             with self._lock:
                 self._commits[sha] = cached
         return cached
 
     def create_commit(self, message: str, tree: str, parents: Sequence[str]) -> str:
-        with translated("create a commit"):
+        with self.translated("create a commit"):
             made = self.gh.rest.git.create_commit(
                 self.owner, self.repo, message=message, tree=tree, parents=list(parents)
             ).parsed_data

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from githubkit import AppInstallationAuthStrategy, TokenAuthStrategy
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -81,6 +83,7 @@ def resolve_auth(
                 f"environment variable {key_env} (the App's private key) is not set",
                 key_path="provider.github.app_private_key_env",
             )
+        _check_private_key(key, key_env)
         return AppInstallationAuthStrategy(app_id, key, installation)
     token = env.get(settings.token_env)
     if not token:
@@ -90,3 +93,23 @@ def resolve_auth(
             expected="the name of a variable that holds a GitHub token",
         )
     return TokenAuthStrategy(token)
+
+
+def _check_private_key(key: str, key_env: str) -> None:
+    """A key that cannot sign is a configuration error at start, not a failure on every call.
+    The message never quotes the key."""
+    try:
+        loaded = serialization.load_pem_private_key(key.encode(), password=None)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(
+            f"environment variable {key_env} does not hold a PEM private key "
+            f"({type(exc).__name__})",
+            key_path="provider.github.app_private_key_env",
+            expected="the GitHub App's private key, as GitHub gave it (-----BEGIN ... KEY-----)",
+        ) from None
+    if not isinstance(loaded, rsa.RSAPrivateKey):
+        raise ConfigError(
+            f"environment variable {key_env} holds a {type(loaded).__name__}, not an RSA key",
+            key_path="provider.github.app_private_key_env",
+            expected="the GitHub App's RSA private key",
+        )

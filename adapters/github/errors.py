@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 import httpx
 from githubkit.exception import GitHubException, RequestError, RequestFailed, RequestTimeout
+from jwt import PyJWTError
 from pydantic import ValidationError
 
 from adapters.github.transport import is_rate_limited, rate_limit_wait
@@ -46,6 +47,18 @@ def translate(exc: Exception, what: str, clock: Callable[[], float] = time.time)
         return ProviderError(message, status=status, retry_after=retry_after, transient=transient)
     if isinstance(exc, RequestTimeout):
         return ProviderError(f"{what}: GitHub did not answer in time", transient=True)
+    if isinstance(exc, RequestError) and isinstance(exc.exc, RequestFailed):
+        # githubkit wraps what fails while it gets a GitHub App installation token
+        failed = translate(exc.exc, f"{what}: GitHub App auth", clock)
+        if isinstance(failed, NotFoundError):  # the installation, not the thing asked for
+            return ProviderError(str(failed), status=failed.status, transient=False)
+        return failed
+    if isinstance(exc, RequestError) and isinstance(exc.exc, PyJWTError):
+        return ProviderError(
+            f"{what}: GitHub App auth: the private key cannot sign a token "
+            f"({type(exc.exc).__name__})",
+            transient=False,
+        )
     if isinstance(exc, RequestError):
         return ProviderError(f"{what}: cannot reach GitHub: {exc.exc}", transient=True)
     if isinstance(exc, ValidationError):

@@ -18,7 +18,7 @@ from domain.results import AgentReview, AgentReviewComment
 from tests.adapters.providers.edits import BASE_FILES, EDITS
 from tests.adapters.providers.github_harness import github_provider
 from tests.adapters.providers.gitrepo import isolate_git, make_patch
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGitHub, rsa_key_pair
 
 
 @pytest.fixture
@@ -220,6 +220,9 @@ def test_github_app_auth_is_an_option() -> None:
     settings = GitHubSettings(
         repository="acme/widgets", app_id=1, app_installation_id=2, app_private_key_env="KEY"
     )
-    assert isinstance(resolve_auth(settings, {"KEY": "pem"}), AppInstallationAuthStrategy)
+    private_key, _ = rsa_key_pair()
+    assert isinstance(resolve_auth(settings, {"KEY": private_key}), AppInstallationAuthStrategy)
+    with pytest.raises(ConfigError, match="KEY does not hold a PEM private key"):
+        resolve_auth(settings, {"KEY": "pem"})
     with pytest.raises(ConfigError, match="app_installation_id"):
         resolve_auth(GitHubSettings(repository="acme/widgets", app_id=1), {})

@@ -1,6 +1,15 @@
 """A stateful fake GitHub for the GitHub provider's tests and benchmark (see ``fake.py``)."""
 
+from tests.fakes.github.app import FakeApp, ManualClock, TokenGrant, rsa_key_pair
 from tests.fakes.github.fake import FakeGitHub
 from tests.fakes.github.records import Fault, RecordedRequest
 
-__all__ = ["FakeGitHub", "Fault", "RecordedRequest"]
+__all__ = [
+    "FakeApp",
+    "FakeGitHub",
+    "Fault",
+    "ManualClock",
+    "RecordedRequest",
+    "TokenGrant",
+    "rsa_key_pair",
+]

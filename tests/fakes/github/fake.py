@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from tests.fakes.github import app as app_routes
 from tests.fakes.github import routes_git, routes_issues, routes_pulls
+from tests.fakes.github.app import FakeApp
 from tests.fakes.github.gitdata import BareRepo
 from tests.fakes.github.payloads import Urls
 from tests.fakes.github.records import (
@@ -33,7 +35,8 @@ class FakeGitHub:
     """Start with ``with FakeGitHub(tmp_path / "gh") as gh:``; ``gh.base_url`` is the API root.
 
     ``tokens`` maps each accepted token to its user's login. ``allow_self_review`` lets the PR
-    author approve or request changes (GitHub refuses that with 422).
+    author approve or request changes (GitHub refuses that with 422). ``app``: a GitHub App
+    installed on the repository, whose installation tokens are accepted too (``app.py``).
     """
 
     def __init__(
@@ -45,6 +48,7 @@ class FakeGitHub:
         default_branch: str = "main",
         tokens: Mapping[str, str] | None = None,
         allow_self_review: bool = False,
+        app: FakeApp | None = None,
     ) -> None:
         self.owner, self.repo, self.default_branch = owner, repo, default_branch
         self.git = BareRepo.create(root / f"{repo}.git", default_branch)
@@ -63,7 +67,11 @@ class FakeGitHub:
         prefix = f"/repos/{owner}/{repo}"
         for module in (routes_issues, routes_pulls, routes_git):
             module.register(router, prefix, self)
+        self.app = app
+        if app is not None:
+            app_routes.register(router, self, app)
         self.http = HttpCore(router, dict(tokens or {"test-token": "cpe-bot"}), self.lock)
+        self.http.app = app
         self._server, self._thread = serve(self.http)
         port = self._server.server_address[1]
         self.base_url = f"http://127.0.0.1:{port}"

@@ -21,6 +21,8 @@ from tests.fakes.github.records import (
 
 Json = dict[str, Any]
 
+REPOSITORY_ID = 424242
+
 _REPO_URL_KEYS = [
     "archive",
     "assignees",
@@ -108,8 +110,8 @@ def user(urls: Urls, login: str) -> Json:
 
 def repository(urls: Urls, default_branch: str, full: bool = False) -> Json:
     data: Json = {
-        "id": 424242,
-        "node_id": node_id("Repository", 424242),
+        "id": REPOSITORY_ID,
+        "node_id": node_id("Repository", REPOSITORY_ID),
         "name": urls.repo,
         "full_name": f"{urls.owner}/{urls.repo}",
         "license": None,

@@ -114,7 +114,8 @@ class StatusRecord:
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request as the fake saw it. ``counted``: it cost rate limit (a 304 does not)."""
+    """One request as the fake saw it. ``counted``: it cost rate limit (a 304 does not).
+    ``authorization``: the header as sent (the fake's tokens are test values)."""
 
     method: str
     path: str
@@ -124,6 +125,7 @@ class RecordedRequest:
     connection: tuple[str, int]
     if_none_match: bool
     api_version: str | None = None
+    authorization: str = ""
 
 
 @dataclass

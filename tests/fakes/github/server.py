@@ -1,6 +1,7 @@
 """The fake GitHub's HTTP layer: a loopback ``ThreadingHTTPServer`` with GitHub's conventions.
 
-What a client sees is what api.github.com does for the same calls: token auth, JSON errors with
+What a client sees is what api.github.com does for the same calls: token auth (and, with a
+``FakeApp``, GitHub App JWTs and installation tokens: ``app.py``), JSON errors with
 ``message``, weak ETags and ``304 Not Modified`` for a matching ``If-None-Match`` (a 304 does
 not count against the rate limit), ``Link`` pagination (``per_page`` up to 100), and
 ``X-RateLimit-*`` headers on every response. Faults are injected per method and path
@@ -19,11 +20,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from tests.fakes.github.payloads import error
 from tests.fakes.github.records import Fault, RecordedRequest
+
+if TYPE_CHECKING:
+    from tests.fakes.github.app import FakeApp
+
+# The App's own endpoints: authenticated by the App's JWT (their handlers check it), not a token.
+APP_PATHS = re.compile(r"/app(?:/.*)?")
 
 
 class HttpError(Exception):
@@ -41,7 +48,8 @@ class Call:
     params: dict[str, str]
     query: dict[str, str]
     body: Any
-    login: str
+    login: str  # "" on the App's own endpoints, whose handlers check ``authorization``
+    authorization: str = ""
 
 
 @dataclass
@@ -86,6 +94,7 @@ class HttpCore:
         self.rate_used = 0
         self.rate_reset = int(time.time()) + 3600
         self.base_url = ""
+        self.app: FakeApp | None = None
 
     def handle(
         self, method: str, target: str, headers: dict[str, str], raw: bytes, peer: tuple[str, int]
@@ -114,6 +123,7 @@ class HttpCore:
                     peer,
                     if_none_match is not None,
                     headers.get("x-github-api-version"),
+                    headers.get("authorization", ""),
                 )
             )
         return status, out_headers, body
@@ -131,12 +141,14 @@ class HttpCore:
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], raw: bytes
     ) -> tuple[int, dict[str, str], bytes]:
         try:
-            login = self._login(headers.get("authorization", ""))
+            authorization = headers.get("authorization", "")
+            app_route = self.app is not None and APP_PATHS.fullmatch(path) is not None
+            login = "" if app_route else self._login(authorization)
             if self.rate_used >= self.rate_limit:
                 raise HttpError(403, "API rate limit exceeded for user.")
             body = json.loads(raw) if raw else None
             handler, params = self.router.find(method, path)
-            call = Call(method, path, params, query, body, login)
+            call = Call(method, path, params, query, body, login, authorization)
             fault = self._fault(method, path)
             if fault is not None:
                 if fault.apply_first:
@@ -162,7 +174,11 @@ class HttpCore:
 
     def _login(self, authorization: str) -> str:
         scheme, _, token = authorization.partition(" ")
-        login = self.tokens.get(token) if scheme.lower() in ("token", "bearer") else None
+        if scheme.lower() not in ("token", "bearer"):
+            raise HttpError(401, "Bad credentials")
+        login = self.tokens.get(token)
+        if login is None and self.app is not None:
+            login = self.app.login(token)  # a live installation token
         if login is None:
             raise HttpError(401, "Bad credentials")
         return login
