@@ -18,7 +18,8 @@ while surviving a process crash.
 processed ``seq`` is stored, and a replay starts from the newest snapshot at or before where it
 must end, then applies only the events after it (read in pages, never all at once). Once
 ``snapshot_every`` events were processed past the newest snapshot, a background thread takes a
-new one (off the engine's path), and ``restore`` takes one when it replayed that many; the
+new one (off the engine's path; at most one a ``snapshot_interval``, so a burst pays the extra
+replay once), and ``restore`` takes one when it replayed that many; the
 newest ``KEEP_SNAPSHOTS`` are kept. The events themselves are never deleted (``cpe replay`` can
 still show any point).
 """
@@ -47,6 +48,7 @@ log = structlog.get_logger("cpe.journal")
 
 SCHEMA_VERSION = 1  # snapshots were added without a bump: an older cpe ignores their table
 SNAPSHOT_EVERY = 10_000  # processed events past the newest snapshot before another is taken
+SNAPSHOT_INTERVAL = 60.0  # seconds at least between two background snapshots
 KEEP_SNAPSHOTS = 3
 _PAGE = 2_000  # events read per query during a replay
 _SCHEMA = """
@@ -114,11 +116,19 @@ def _now() -> str:
 
 
 class Journal:
-    def __init__(self, path: Path | str, *, snapshot_every: int = SNAPSHOT_EVERY):
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        snapshot_every: int = SNAPSHOT_EVERY,
+        snapshot_interval: float = SNAPSHOT_INTERVAL,
+    ):
         if snapshot_every < 1:
             raise ValueError("snapshot_every must be at least 1")
         self.path = str(path)
         self.snapshot_every = snapshot_every
+        self.snapshot_interval = snapshot_interval
+        self._last_snapshot_started = -float("inf")
         self._snapshotter: threading.Thread | None = None
         self._closing = False
         if self.path != ":memory:":
@@ -289,6 +299,10 @@ class Journal:
         with self._lock:
             if self._snapshotter is not None and self._snapshotter.is_alive():
                 return
+            now = time.monotonic()
+            if now - self._last_snapshot_started < self.snapshot_interval:
+                return  # a burst of events: its replay cost is paid once a minute at most
+            self._last_snapshot_started = now
             self._snapshotter = threading.Thread(
                 target=self._snapshot_in_background, name="journal-snapshot", daemon=True
             )

@@ -121,13 +121,13 @@ def test_a_replay_from_snapshots_gives_the_same_state_as_a_replay_from_the_start
             sim.process(sim.external())
     every = data.draw(st.integers(1, 8), label="snapshot every")
     path = tmp_path_factory.mktemp("journal") / "journal.sqlite3"
-    journal = Journal(path, snapshot_every=every)
+    journal = Journal(path, snapshot_every=every, snapshot_interval=0)
     try:
         for event in sim.events:
             seq = journal.append(event)
             journal.append_and_mark([], seq)  # each cycle ends: the background snapshots
         journal.close()  # waits for a snapshot in progress
-        reopened = Journal(path, snapshot_every=every)
+        reopened = Journal(path, snapshot_every=every, snapshot_interval=0)
         try:
             restored = reopened.restore()
             if len(sim.events) >= every:  # one was taken in the background, or by restore
@@ -185,5 +185,23 @@ def test_a_snapshot_that_does_not_read_is_dropped_and_the_events_replayed(
         assert reopened.replay() == expected
         assert reopened.snapshots() == []  # dropped
         assert reopened.restore().state == engine_owned(expected)
+    finally:
+        reopened.close()
+
+
+def test_a_burst_of_events_pays_for_one_background_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    journal = Journal(path, snapshot_every=5, snapshot_interval=3600)
+    try:
+        for n in range(1, 51):
+            item = WorkItem.model_validate({"id": "1", "title": f"v{n}", "status": "pending"})
+            seq = journal.append(WorkItemChanged(work_item=item))
+            journal.append_and_mark([], seq)
+    finally:
+        journal.close()  # waits for the snapshot in progress
+    reopened = Journal(path)
+    try:
+        (taken,) = reopened.snapshots()  # one, not ten
+        assert 5 <= taken <= 50
     finally:
         reopened.close()
