@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 import httpx
-from githubkit import GitHub, Response
+from githubkit import AppInstallationAuthStrategy, GitHub, Response
 from githubkit.cache import MemCacheStrategy
 from githubkit.cache.mem_cache import MemCache
+from githubkit.exception import RequestFailed
 from githubkit_schemas.latest.models import (
     CheckRun,
     DiffEntry,
@@ -91,9 +92,11 @@ class GitHubApi:
         self.settings = settings
         self.owner, self.repo = settings.owner, settings.name
         self.auth_cache = AuthCache()
+        auth = resolve_auth(settings, environ)
+        self.app_auth = isinstance(auth, AppInstallationAuthStrategy)
         self.transport = transport
         self.gh = GitHub(
-            resolve_auth(settings, environ),
+            auth,
             base_url=settings.base_url,
             timeout=httpx.Timeout(settings.request_timeout),
             transport=transport,
@@ -113,13 +116,18 @@ class GitHubApi:
     def translated(self, what: str) -> Iterator[None]:
         """``errors.translated``; a 401 also drops the cached App token and JWT, so the next
         call gets new ones (GitHub may reject a token before the expiry githubkit counts on:
-        revoked, the App suspended and resumed, a skewed clock)."""
+        revoked, the App suspended and resumed, a skewed clock). Under App auth, an API call
+        refused that way is worth retrying (transient: the executor retries a write); a refused
+        token exchange (a wrong key, an unknown installation) is not."""
         try:
             with translated(what):
                 yield
         except ProviderError as exc:
-            if exc.status == 401:
-                self.auth_cache.forget()
+            if exc.status != 401:
+                raise
+            self.auth_cache.forget()
+            if self.app_auth and isinstance(exc.__cause__, RequestFailed):
+                raise ProviderError(str(exc), status=401, transient=True) from exc.__cause__
             raise
 
     def all_pages(self, what: str, fetch: Callable[[int], Response[list[T], Any]]) -> list[T]:

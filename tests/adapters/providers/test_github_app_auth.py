@@ -282,6 +282,7 @@ def test_a_token_github_revokes_early_is_dropped_after_one_refused_call(
         with pytest.raises(ProviderError) as refused:
             poll(interfaces)
         assert refused.value.status == 401
+        assert refused.value.transient  # worth retrying: the executor retries a write
         poll(interfaces)  # recovered: a new token
     assert app.grants[0].token == first.token
     assert len(app.grants) == 2
