@@ -76,16 +76,22 @@ def kill_tree(pid: int | None, *, grace: float = 5.0) -> list[int]:
         victims = [leader, *leader.children(recursive=True)]
     except psutil.NoSuchProcess:
         victims = []
+    terminate(pid, victims, grace=grace)
+    return [p.pid for p in victims]
+
+
+def terminate(pgid: int, victims: list[psutil.Process], *, grace: float) -> None:
+    """SIGTERM process group ``pgid`` and each of ``victims`` (some may have left the group),
+    wait up to ``grace`` seconds, then SIGKILL the group and whoever of them is left."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGTERM)
+        os.killpg(pgid, signal.SIGTERM)
     for process in victims:
-        with contextlib.suppress(psutil.NoSuchProcess):
+        with contextlib.suppress(psutil.Error):
             process.terminate()
     _, alive = psutil.wait_procs(victims, timeout=grace)
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGKILL)
     for process in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
+        with contextlib.suppress(psutil.Error):
             process.kill()
     psutil.wait_procs(alive, timeout=grace)
-    return [p.pid for p in victims]

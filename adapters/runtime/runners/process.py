@@ -27,6 +27,7 @@ from typing import IO, Literal
 import psutil
 
 from adapters.runtime.artifacts import Termination
+from adapters.runtime.launcher import terminate
 
 __all__ = [
     "PIDFILE",
@@ -73,17 +74,8 @@ def group_members(pgid: int) -> list[psutil.Process]:
 def kill_group(pgid: int, grace: float) -> None:
     """SIGTERM every process of group ``pgid``, wait up to ``grace``, SIGKILL what is left."""
     members = group_members(pgid)
-    if not members:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    _, alive = psutil.wait_procs(members, timeout=grace)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    for process in alive:
-        with contextlib.suppress(psutil.Error):
-            process.kill()
-    psutil.wait_procs(alive, timeout=grace)
+    if members:
+        terminate(pgid, members, grace=grace)
 
 
 def live_group(pidfile: Path) -> int | None:
