@@ -124,7 +124,7 @@ def status(config_path: Path | None, repo: Path | None) -> int:
         finally:
             provider.close()
     state = _journal_state(state_dir)
-    _print_runs(state)
+    _print_runs(state, state_dir)
     return 0
 
 
@@ -150,25 +150,38 @@ def _print_revisions(revisions: Any) -> None:
         )
 
 
-def _print_runs(state: EngineState) -> None:
+def _print_runs(state: EngineState, state_dir: Path) -> None:
     print("\nagent runs (newest last)")
     runs = list(state.agent_runs.values())
     if not runs:
         print("  (none)")
     for run in runs[-20:]:
-        print("  " + describe_run(run))
+        print("  " + describe_run(run, run_runtime(state_dir, run.session_id)))
 
 
-def describe_run(run: AgentRun) -> str:
+def describe_run(run: AgentRun, runtime: str = "") -> str:
     duration = ""
     if run.started_at and run.ended_at:
         duration = f"{(run.ended_at - run.started_at).total_seconds():.1f}s"
     cost = f"${run.cost_usd:.4f}" if run.cost_usd is not None else ""
     outcome = run.outcome or run.failure_reason or ""
     return (
-        f"{run.session_id:<26} {run.role:<12} {run.subject:<12} {run.status:<10} "
+        f"{run.session_id:<26} {run.role:<12} {runtime:<10} {run.subject:<12} {run.status:<10} "
         f"{duration:>7} {cost:>9}  {outcome[:60]}"
     )
+
+
+def run_runtime(state_dir: Path, session_id: str) -> str:
+    """The runtime a run ran on (``claude-sdk``, ``claude-cli``, ``codex-cli``), from its
+    metadata; empty when it has none (never started, or its files are gone)."""
+    try:
+        metadata = json.loads(
+            (state_dir / "runs" / session_id / "runner_metadata.json").read_text()
+        )
+    except (OSError, ValueError):
+        return ""
+    family = metadata.get("agent_family") if isinstance(metadata, dict) else None
+    return family.replace("_", "-") if isinstance(family, str) else ""
 
 
 def _journal_state(state_dir: Path) -> EngineState:

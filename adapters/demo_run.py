@@ -22,7 +22,7 @@ from typing import TextIO
 from actors.journal import Journal
 from actors.logs import configure_logging
 from adapters.app import build_app
-from adapters.commands import describe_run
+from adapters.commands import describe_run, run_runtime
 from domain.events import (
     AgentRequested,
     PlanApplied,
@@ -179,4 +179,4 @@ def _timeline(state_dir: Path, out: TextIO) -> None:
             print(f"  {entry.at - start:6.1f}s  {text}", file=out)
     print("\nagent runs", file=out)
     for run in state.agent_runs.values():
-        print("  " + describe_run(run), file=out)
+        print("  " + describe_run(run, run_runtime(state_dir, run.session_id)), file=out)

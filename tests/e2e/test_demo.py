@@ -17,8 +17,9 @@ from tests.real_clis import real_codex
 CPE = Path(sys.executable).parent / "cpe"
 
 
-def run_demo(tmp_path: Path, *options: str, path: str | None = None) -> Path:
-    """``cpe demo`` in a subprocess; it must exit 0 and say OK. Returns the sample repo."""
+def run_demo(tmp_path: Path, *options: str, path: str | None = None) -> tuple[Path, str]:
+    """``cpe demo`` in a subprocess; it must exit 0 and say OK. Returns the sample repo and
+    what the demo printed."""
     result = subprocess.run(
         [str(CPE), "demo", "--dir", str(tmp_path), *options],
         capture_output=True,
@@ -30,12 +31,12 @@ def run_demo(tmp_path: Path, *options: str, path: str | None = None) -> Path:
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "cpe demo: OK" in result.stdout
-    return tmp_path / "sample"
+    return tmp_path / "sample", result.stdout
 
 
 @pytest.mark.timeout(600)
 def test_cpe_demo_exits_0_and_the_sample_repository_is_done(tmp_path: Path) -> None:
-    repo = run_demo(tmp_path)
+    repo, _ = run_demo(tmp_path)
     assert_loop_done(repo)
 
 
@@ -54,7 +55,7 @@ def test_the_demo_loop_runs_on_other_runtimes(tmp_path: Path, roles: dict[str, s
     in -p mode take roles in the same loop; the engine does not change."""
     options = [arg for role, kind in roles.items() for arg in ("--runtime", f"{role}={kind}")]
     codex_bin = real_codex().parent
-    repo = run_demo(tmp_path, *options, path=f"{codex_bin}{os.pathsep}{os.environ['PATH']}")
+    repo, stdout = run_demo(tmp_path, *options, path=f"{codex_bin}{os.pathsep}{os.environ['PATH']}")
     assert_loop_done(repo)
     families: dict[str, set[str]] = {}
     for metadata in (repo / ".cpe" / "runs").glob("*/runner_metadata.json"):
@@ -62,6 +63,12 @@ def test_the_demo_loop_runs_on_other_runtimes(tmp_path: Path, roles: dict[str, s
         families.setdefault(metadata.parent.name.split("-")[0], set()).add(meta["agent_family"])
         assert meta["termination"] == "completed"
     assert families == {role: {kind.replace("-", "_")} for role, kind in roles.items()}
+    # the timeline names the runtime of every run
+    timeline = stdout.split("\nagent runs\n", 1)[1]
+    for line in timeline.splitlines():
+        if line.startswith("  ") and "-" in line.split()[0]:
+            role, runtime = line.split()[1:3]
+            assert runtime == roles[role], line
 
 
 def test_a_codex_demo_without_codex_says_how_to_install_it(tmp_path: Path) -> None:
