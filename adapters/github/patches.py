@@ -4,9 +4,11 @@
 and CRLF), in a throwaway repository that holds only what the patch touches: the blobs of those
 paths at the base commit are fetched through the Git Data API, staged in a temporary index as a
 stand-in base, and the patch is applied there (``GitRepo.tree_with_patch``, shared with the
-local provider). What changed between the stand-in and the result becomes a ``create_tree``
-over the real base tree: new blobs uploaded, deleted paths sent with ``sha: null``. Blob ids are
-git's own hashes, so each uploaded blob must come back with the id computed here.
+local provider). When the base has moved under the patch, the blobs the patch was made against
+are fetched too, so the three-way apply can merge as it does locally. What changed between the
+stand-in and the result becomes a ``create_tree`` over the real base tree: new blobs uploaded,
+deleted paths sent with ``sha: null``. Blob ids are git's own hashes, so each uploaded blob must
+come back with the id computed here.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ import git
 
 from adapters.git_plumbing import GitRepo
 from adapters.github.api import GitHubApi
-from domain.errors import PatchError, ProviderError
+from domain.errors import NotFoundError, PatchError, ProviderError
 
 _SUBMODULE = "160000"
 _SOURCES = re.compile(r"^(?:rename|copy) from (.+)$", re.MULTILINE)
+# ``index <pre-image>..<post-image>``: full ids (cpe's patches are made with --full-index)
+_PREIMAGE = re.compile(r"^index ([0-9a-f]{40})\.\.[0-9a-f]{40}", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -87,11 +91,36 @@ class TreeBuilder:
                 if (e := self._lookup(base_tree, p))
             }
             stand_in = self._stand_in(repo, known)
-            result = repo.tree_with_patch(stand_in, patch)
+            try:
+                result = repo.tree_with_patch(stand_in, patch)
+            except PatchError:
+                # The base moved under the patch: fetch the blobs it was made against (its
+                # ``index`` lines name them) so ``git apply --3way`` can merge, as locally.
+                if not self._fetch_preimages(repo, patch, known):
+                    raise
+                result = repo.tree_with_patch(stand_in, patch)
             entries = self._changes(repo, repo.tree_of(stand_in), result, known)
         if not entries:
             return base_tree
         return self._api.create_tree(base_tree, entries)
+
+    def _fetch_preimages(self, repo: GitRepo, patch: str, known: dict[str, _Entry]) -> bool:
+        """Write into ``repo`` the pre-image blobs the patch names and the stand-in lacks;
+        whether any was fetched. A blob GitHub does not have is skipped."""
+        have = {entry.sha for entry in known.values()}
+        fetched = False
+        for sha in dict.fromkeys(_PREIMAGE.findall(patch)):
+            if sha in have or set(sha) == {"0"}:
+                continue
+            try:
+                content = self._api.blob(sha)
+            except NotFoundError:
+                continue
+            blob = repo.root / ".git" / "cpe-preimage"
+            blob.write_bytes(content)
+            if repo.run("hash-object", "-w", "--no-filters", str(blob)).line == sha:
+                fetched = True
+        return fetched
 
     def _lookup(self, tree: str, path: str) -> _Entry | None:
         *dirs, name = path.split("/")

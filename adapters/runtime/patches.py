@@ -38,6 +38,7 @@ __all__ = ["apply_patch_check", "extract_patch"]
 
 _DIFF_OPTIONS = (
     "--binary",
+    "--full-index",  # whole blob ids: a provider can fetch the pre-images for a 3-way apply
     "-M",
     "--no-color",
     "--no-ext-diff",

@@ -125,11 +125,14 @@ def make_patch(
     source: Path, scratch: Path, edit: Callable[[Repo], None], branch: str = "main"
 ) -> str:
     """The patch an implementor would hand over: ``edit`` applied to a clone of ``branch``,
-    everything staged, diffed against the branch with ``--binary`` (binary files need it)."""
+    everything staged, diffed against the branch with ``--binary`` (binary files need it) and
+    ``--full-index``, as ``adapters/runtime/patches.py`` does."""
     work = clone(source, scratch, branch)
     edit(work)
     work.git("add", "--all")
-    raw = git_bytes(work.root, "diff", "--cached", "--binary", "-M", "--no-color", "HEAD")
+    raw = git_bytes(
+        work.root, "diff", "--cached", "--binary", "--full-index", "-M", "--no-color", "HEAD"
+    )
     return raw.decode("utf-8", "surrogateescape")
 
 

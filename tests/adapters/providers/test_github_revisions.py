@@ -10,11 +10,16 @@ from pathlib import Path
 import pytest
 
 from adapters.github import GitHubProvider
-from domain.errors import ConflictError, NotFoundError
+from domain.errors import ConflictError, NotFoundError, PatchError
 from domain.models import WorkItemId
 from tests.adapters.providers.edits import BASE_FILES, EDITS, every_edit
 from tests.adapters.providers.github_harness import github_provider
-from tests.adapters.providers.gitrepo import isolate_git, make_patch, tree_from_git_apply
+from tests.adapters.providers.gitrepo import (
+    Repo,
+    isolate_git,
+    make_patch,
+    tree_from_git_apply,
+)
 from tests.fakes.github import FakeGitHub
 
 
@@ -120,3 +125,42 @@ def test_the_same_patch_again_makes_no_commit(
     patch = make_patch(fake.git.path, tmp_path / "p", EDITS["added"])
     first = writer.create_from_patch(item, "cpe/1-t", "T", "", patch)
     assert writer.update_from_patch(first.id, patch).head_sha == first.head_sha
+
+
+def test_a_patch_from_before_the_default_branch_moved_applies_three_way(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    """As the local provider does: the blobs the patch was made against are fetched through
+    the API, and ``git apply --3way`` merges a change made to the same file meanwhile."""
+    lines = [f"line {i}\n" for i in range(12)]
+    fake.commit_to_default({"numbers.txt": "".join(lines)}, "numbers")
+
+    def change_line_6(work: Repo) -> None:
+        work.write("numbers.txt", "".join([*lines[:6], "line six\n", *lines[7:]]))
+
+    patch = make_patch(fake.git.path, tmp_path / "p", change_line_6)
+    # Line 4 is context of the patch's hunk: a plain apply now fails, a three-way one merges.
+    fake.commit_to_default(
+        {"numbers.txt": "".join([*lines[:4], "line four\n", *lines[5:]])}, "line 4"
+    )
+    item = provider.work_item_writer.create_work_item("T", "b")
+    revision = provider.revision_writer.create_from_patch(item, "cpe/3way", "T", "", patch)
+    merged = fake.git.line("show", f"{revision.head_sha}:numbers.txt")
+    assert "line four" in merged
+    assert "line six" in merged
+
+
+def test_a_patch_that_conflicts_with_the_moved_default_branch_is_refused(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    lines = [f"line {i}\n" for i in range(12)]
+    fake.commit_to_default({"numbers.txt": "".join(lines)}, "numbers")
+
+    def change_line_6(work: Repo) -> None:
+        work.write("numbers.txt", "".join([*lines[:6], "line six\n", *lines[7:]]))
+
+    patch = make_patch(fake.git.path, tmp_path / "p", change_line_6)
+    fake.commit_to_default({"numbers.txt": "".join([*lines[:6], "SIX\n", *lines[7:]])}, "six")
+    item = provider.work_item_writer.create_work_item("T", "b")
+    with pytest.raises(PatchError, match="does not apply"):
+        provider.revision_writer.create_from_patch(item, "cpe/conflict", "T", "", patch)

@@ -312,3 +312,17 @@ def test_a_split_index_in_the_worktree_still_gives_the_full_patch(
     patch = roundtrip(repo, worktree, tmp_path)
 
     assert "+++ b/staged.txt" in patch
+
+
+def test_the_patch_names_whole_blob_ids_so_a_provider_can_apply_it_three_way(
+    repo: Path, worktree: Worktree, tmp_path: Path
+) -> None:
+    """The GitHub provider fetches the pre-image blobs by id through its API when the default
+    branch moved under the patch: abbreviated ids could not be fetched."""
+    readme = (worktree.path / "README.md").read_text()
+    write(worktree.path, "README.md", readme + "one more line\n")
+    patch = roundtrip(repo, worktree, tmp_path)
+    (index,) = [line for line in patch.splitlines() if line.startswith("index ")]
+    before, after = index.split()[1].split("..")
+    assert len(before) == len(after) == 40
+    assert before == git(repo, "rev-parse", "main:README.md")
