@@ -135,14 +135,7 @@ class ClaudeAdapter:
         self.config = config
         self.deps = deps
         self.repo_root = Path(config.repo_root)
-        self.provisioner = Provisioner(
-            repo_root=self.repo_root,
-            default_branch=config.default_branch,
-            setup_command=config.setup_command,
-            setup_timeout=config.setup_timeout,
-            context_paths=config.context_paths,
-            deps=deps,
-        )
+        self.provisioner = Provisioner.for_config(config, deps)
         self._runs: dict[SessionId, _Run] = {}
         self._lock = threading.Lock()
 

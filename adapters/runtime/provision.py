@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 import structlog
@@ -31,7 +32,33 @@ class Provisioned:
     spec: AgentSpec
 
 
+class WorkspaceSettings(Protocol):
+    """What a runtime's config says about where and how its agents run."""
+
+    @property
+    def repo_root(self) -> str: ...
+    @property
+    def default_branch(self) -> str: ...
+    @property
+    def setup_command(self) -> str: ...
+    @property
+    def setup_timeout(self) -> float: ...
+    @property
+    def context_paths(self) -> tuple[str, ...]: ...
+
+
 class Provisioner:
+    @classmethod
+    def for_config(cls, config: WorkspaceSettings, deps: RuntimeAdapterDeps) -> Provisioner:
+        return cls(
+            repo_root=Path(config.repo_root),
+            default_branch=config.default_branch,
+            setup_command=config.setup_command,
+            setup_timeout=config.setup_timeout,
+            context_paths=config.context_paths,
+            deps=deps,
+        )
+
     def __init__(
         self,
         *,
