@@ -42,10 +42,9 @@ from adapters.runtime.agents import (
 from adapters.runtime.artifacts import RunArtifacts, Termination
 from adapters.runtime.bash_guard import BashGuardConfig, check_bash
 from adapters.runtime.launcher import is_agent_cli, kill_tree, read_pid, write_wrapper
-from adapters.runtime.patches import extract_patch
 from adapters.runtime.provision import Provisioner
 from adapters.runtime.worktrees import Worktree
-from domain.errors import AgentFailure, InvalidAgentOutputError
+from domain.errors import AgentFailure
 from domain.models import (
     AgentStartParams,
     RunUsage,
@@ -54,10 +53,7 @@ from domain.models import (
 from domain.ports import AgentRunHandle, RuntimeAdapterConfig, RuntimeAdapterDeps
 from domain.results import (
     AgentResult,
-    ImplementorOutput,
-    ImplementorResult,
     output_schema,
-    validate_output,
 )
 
 log = structlog.get_logger("cpe.runtime.claude")
@@ -256,21 +252,7 @@ class ClaudeAdapter:
             raise AgentFailure("failed", f"{final.subtype}: {detail}")
         if final.structured_output is None:
             raise AgentFailure("failed", "the run succeeded without structured output")
-        try:
-            output = validate_output(role, final.structured_output)
-        except InvalidAgentOutputError as exc:
-            raise AgentFailure("failed", str(exc)) from exc
-        if not isinstance(output, ImplementorOutput):
-            return output
-        patch = None
-        if output.outcome == "completed":
-            assert run.worktree is not None
-            patch = await anyio.to_thread.run_sync(
-                extract_patch, run.worktree.path, self.config.default_branch
-            )
-            if not patch:
-                raise AgentFailure("failed", "outcome completed, but the worktree has no changes")
-        return ImplementorResult(outcome=output.outcome, summary=output.summary, patch=patch)
+        return await self.provisioner.result(role, final.structured_output, run.worktree)
 
     def _options(self, run: _Run, spec: AgentSpec) -> ClaudeAgentOptions:
         cwd = run.worktree.path if run.worktree is not None else self.repo_root

@@ -18,9 +18,12 @@ import structlog
 
 from adapters.runtime.agents import AgentSpec, load_agent_definition
 from adapters.runtime.context import assemble_prompt
+from adapters.runtime.patches import extract_patch
 from adapters.runtime.worktrees import Worktree, WorktreeManager, run_git
-from domain.models import AgentStartParams, ImplementorStartParams
+from domain.errors import AgentFailure, InvalidAgentOutputError
+from domain.models import AgentRole, AgentStartParams, ImplementorStartParams
 from domain.ports import RuntimeAdapterDeps
+from domain.results import AgentResult, ImplementorOutput, ImplementorResult, validate_output
 
 log = structlog.get_logger("cpe.runtime.provision")
 
@@ -94,6 +97,28 @@ class Provisioner:
         if worktree is not None:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.worktrees.remove, worktree)
+
+    async def result(
+        self, role: AgentRole, structured_output: object, worktree: Worktree | None
+    ) -> AgentResult:
+        """The run's result from the agent's structured output: validated against the role's
+        model; an implementor's ``completed`` gets the worktree's patch, and no changes are a
+        failure. Raises ``AgentFailure``."""
+        try:
+            output = validate_output(role, structured_output)
+        except InvalidAgentOutputError as exc:
+            raise AgentFailure("failed", str(exc)) from exc
+        if not isinstance(output, ImplementorOutput):
+            return output
+        patch = None
+        if output.outcome == "completed":
+            assert worktree is not None
+            patch = await anyio.to_thread.run_sync(
+                extract_patch, worktree.path, self.worktrees.default_branch
+            )
+            if not patch:
+                raise AgentFailure("failed", "outcome completed, but the worktree has no changes")
+        return ImplementorResult(outcome=output.outcome, summary=output.summary, patch=patch)
 
     def reap_worktrees(self, keep_branches: frozenset[str]) -> None:
         """Startup: remove the worktrees and branches a crashed run left, but ``keep_branches``

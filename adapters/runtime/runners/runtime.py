@@ -37,7 +37,6 @@ from adapters.runtime.agents import (
 )
 from adapters.runtime.bash_guard import BashGuardConfig
 from adapters.runtime.claude_sdk import MODEL_VARIABLES, bundled_cli
-from adapters.runtime.patches import extract_patch
 from adapters.runtime.provision import Provisioner
 from adapters.runtime.runners.base import (
     AgentProfile,
@@ -49,15 +48,12 @@ from adapters.runtime.runners.base import (
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome, EventCallback
 from adapters.runtime.runners.process import PIDFILE, kill_group, live_group
 from adapters.runtime.worktrees import Worktree
-from domain.errors import AgentFailure, AgentFailureKind, InvalidAgentOutputError
+from domain.errors import AgentFailure, AgentFailureKind
 from domain.models import AgentStartParams, RunUsage, SessionId
 from domain.ports import AgentRunHandle, RuntimeAdapterConfig, RuntimeAdapterDeps
 from domain.results import (
     AgentResult,
-    ImplementorOutput,
-    ImplementorResult,
     output_schema,
-    validate_output,
 )
 
 __all__ = ["CliRunHandle", "CliRunner", "CliRuntime", "CliRuntimeConfig", "create_cli_runtime"]
@@ -295,21 +291,8 @@ class CliRuntime:
         if outcome.termination != "completed" or outcome.result is None:
             kind = _FAILURE_KIND.get(outcome.termination, "failed")
             raise AgentFailure(kind, f"{outcome.termination}: {outcome.reason}")
-        try:
-            output = validate_output(run.params.role, outcome.result.get("structured_output"))
-        except InvalidAgentOutputError as exc:
-            raise AgentFailure("failed", str(exc)) from exc
-        if not isinstance(output, ImplementorOutput):
-            return output
-        patch = None
-        if output.outcome == "completed":
-            assert run.worktree is not None
-            patch = await anyio.to_thread.run_sync(
-                extract_patch, run.worktree.path, self.config.default_branch
-            )
-            if not patch:
-                raise AgentFailure("failed", "outcome completed, but the worktree has no changes")
-        return ImplementorResult(outcome=output.outcome, summary=output.summary, patch=patch)
+        structured = outcome.result.get("structured_output")
+        return await self.provisioner.result(run.params.role, structured, run.worktree)
 
     async def _remove_worktree(self, run: _Run) -> None:
         worktree, run.worktree = run.worktree, None
