@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -18,10 +19,11 @@ from typing import Any
 import pykka
 import structlog
 
+from actors.base import tell
 from actors.config import EngineConfig
 from actors.executor import CommandExecutor, Execute, ExecutorActor
 from actors.journal import Journal
-from actors.loop import EngineActor, EngineLoop
+from actors.loop import EngineActor, EngineLoop, Ping
 from actors.pollers import (
     Poll,
     Poller,
@@ -66,6 +68,7 @@ from domain.state import apply_event
 
 log = structlog.get_logger("cpe.engine")
 
+DRAIN_GRACE = 5.0  # seconds the drain of shutdown step 5 always gets, whatever step 3 took
 EXECUTE_TIMEOUT = 900.0  # seconds; a write with all its retries fits well inside
 _PORTS: Mapping[str, type] = {
     "work_item_reader": WorkProviderReader,
@@ -203,6 +206,13 @@ class Engine:
             if ref is not None:
                 ref.tell(Poll())
 
+    def ping(self) -> threading.Event:
+        """Tell the engine actor a ``Ping``; the event is set once it answered (see
+        ``actors.process.Watchdog``). Unset for good when the engine actor is not running."""
+        ping = Ping()
+        tell(self._ref("engine"), ping)
+        return ping.answered
+
     def pause(self) -> None:
         """Hold the processing loop: events are still accepted and journaled, not processed."""
         self._paused = True
@@ -250,6 +260,7 @@ class Engine:
                     ref.ask(Poll(), timeout=self.config.shutdown_timeout)
             except Exception as exc:
                 log.error("first poll failed", poller=poller.name, error=repr(exc))
+        first_poll_seq = self.journal.last_seq()
         # 2. interval polling. The flag lives on the poller's shared state, so an actor that is
         # being restarted right now (its first poll crashed) starts ticking when it comes back.
         for poller in self.pollers:
@@ -260,6 +271,11 @@ class Engine:
         # 3. the processing loop
         if not self._paused:
             self.resume()
+            # start() resolves once the first poll's events are in the store (S002-05/07):
+            # they went through the queue like every event, so wait for the loop to get past
+            # them. Their handlers ran too, so recovery needs no phase of its own (S002-06).
+            if not self.inbox.wait_processed(first_poll_seq, self.config.shutdown_timeout):
+                log.error("the first poll's events were not processed in time; started anyway")
 
     def _child_specs(self) -> list[ChildSpec]:
         sup = self.supervisor
@@ -383,6 +399,10 @@ class Engine:
                 return
         log.info("shutdown initiated", reason=reason)
         timeout = self.config.shutdown_timeout
+        # One budget for steps 3 and 5 together, so a stop takes shutdown_timeout plus
+        # DRAIN_GRACE at most (and the children's stop timeouts): systemd's TimeoutStopSec
+        # is set above that.
+        deadline = time.monotonic() + timeout
         # 1. reject new events (agent terminal events still come in) and new runs
         self.inbox.close()
         self.executor.no_new_agents.set()
@@ -397,7 +417,7 @@ class Engine:
             for poller in self.pollers:
                 self.supervisor.stop_child(f"poller:{poller.name}")
         # 5. drain the queue (the terminal events of step 3 among them)
-        if not self.inbox.wait_idle(timeout):
+        if not self.inbox.wait_idle(max(DRAIN_GRACE, deadline - time.monotonic())):
             log.error("queue not drained in time", left=len(self.inbox))
         # 6. stop the processing loop and everything else
         self.executor.stopping.set()

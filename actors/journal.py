@@ -188,6 +188,12 @@ class Journal:
         self._maybe_snapshot(processed)
         return seqs
 
+    def last_seq(self) -> int:
+        """The newest event's sequence number (0 for an empty journal)."""
+        with self._guard("read the newest event"):
+            row = self._db.execute("SELECT MAX(seq) FROM events").fetchone()
+        return int(row[0] or 0)
+
     def mark_processed(self, seq: int) -> None:
         with self._guard("advance the cursor"):
             self._db.execute(

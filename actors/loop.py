@@ -9,8 +9,9 @@ next one taken.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pykka
@@ -53,6 +54,14 @@ class EngineLoop:
         self.processed += 1
 
 
+@dataclass(frozen=True)
+class Ping:
+    """Are you there? The engine sets ``answered`` when it gets to it: between two events,
+    never in the middle of one, so an engine stuck on one event leaves it unset."""
+
+    answered: threading.Event = field(default_factory=threading.Event)
+
+
 class EngineActor(SupervisedActor):
     def __init__(
         self, loop: EngineLoop, queue: Callable[[], pykka.ActorRef[Any] | None], **base: Any
@@ -68,3 +77,5 @@ class EngineActor(SupervisedActor):
         if isinstance(message, Process):
             self.loop.process(message.seq, message.event)
             tell(self._queue(), Wake())
+        elif isinstance(message, Ping):
+            message.answered.set()

@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 
@@ -26,6 +27,45 @@ EXIT_CONFIG = 78
 EXIT_FORCED = 130
 
 log = structlog.get_logger("cpe.process")
+
+
+class Watchdog:
+    """Whether to tell systemd ``WATCHDOG=1`` now: only while the engine answers.
+
+    Each ``healthy`` call pings the engine actor (a tell, never an ask) unless a ping is still
+    out. The engine answers between events, so an answered ping proves the actor is alive and
+    not stuck; an unanswered one is tolerated for ``stall_timeout`` seconds (one event may
+    legitimately take that long, e.g. a provider write waiting out a ``Retry-After``), after
+    which the watchdog is withheld and systemd restarts the process (``WatchdogSec``). The queue
+    actor must be alive too: without it nothing reaches the engine.
+    """
+
+    def __init__(self, stall_timeout: float, clock: Callable[[], float] = time.monotonic):
+        self.stall_timeout = stall_timeout
+        self._clock = clock
+        self.ping: threading.Event | None = None
+        self._sent = 0.0
+        self._withheld = False
+
+    def healthy(self, engine: Engine) -> bool:
+        sup = engine.supervisor
+        if sup is None or sup.ref("event_queue") is None or sup.ref("engine") is None:
+            return False
+        now = self._clock()
+        if self.ping is None or self.ping.is_set():
+            self.ping, self._sent = engine.ping(), now
+            self._withheld = False
+            return True
+        if now - self._sent <= self.stall_timeout:
+            return True
+        if not self._withheld:
+            self._withheld = True
+            log.error(
+                "the engine has not answered; withholding the watchdog",
+                waited_s=round(now - self._sent, 1),
+                stall_timeout=self.stall_timeout,
+            )
+        return False
 
 
 def run_engine(

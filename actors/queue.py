@@ -107,6 +107,19 @@ class Inbox:
         with self._lock:
             return len(self._items) + (self._in_flight is not None)
 
+    def wait_processed(self, seq: int, timeout: float) -> bool:
+        """Wait until every event up to ``seq`` was processed. The queue is in journal order
+        (a requeued event goes back to the head), so it is enough that neither the event in
+        flight nor the head of the queue is at or before ``seq``."""
+
+        def done() -> bool:
+            head = self._items[0][0] if self._items else None
+            flight = self._in_flight[0] if self._in_flight is not None else None
+            return all(s is None or s > seq for s in (head, flight))
+
+        with self._idle:
+            return self._idle.wait_for(done, timeout=timeout)
+
     def wait_idle(self, timeout: float) -> bool:
         """Wait until nothing is queued or in flight (the drain of shutdown step 5)."""
         with self._idle:

@@ -168,13 +168,10 @@ def test_start_returns_after_the_first_poll_of_all_three_pollers(harness: Harnes
     )
     harness.tracker.add_spec("specs/a.md", "b1")
     engine = harness.engine()
-    engine.pause()
     engine.start()
+    # no waiting: when start() returns, the first poll of each poller is done and what it
+    # detected is in the store
     assert [p.cycles for p in engine.pollers] == [1, 1, 1]
-    # the events of the first poll are journaled before start() returns; the store fills as
-    # the loop processes them
-    engine.resume()
-    wait_until(lambda: bool(engine.get_state().specs), engine)
     state = engine.get_state()
     assert set(state.work_items) == {"1"}
     assert set(state.revisions) == {"r1"}
@@ -220,15 +217,27 @@ def test_stop_cancels_active_runs_first_and_processes_their_terminal_events(
 
 
 @pytest.mark.spec("S002-09")
-def test_stop_abandons_runs_that_do_not_end_within_the_shutdown_timeout(harness: Harness) -> None:
+def test_stop_abandons_runs_that_do_not_end_within_the_shutdown_timeout(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
     harness.tracker.add_item("1")
     harness.script(ignore_cancel=lambda p: True)
-    engine = harness.engine(shutdown_timeout=0.5, cancel_grace=1)
+    # the session's own cancel grace is far beyond the shutdown timeout: only the shutdown
+    # timeout can end the wait
+    engine = harness.engine(shutdown_timeout=0.5, cancel_grace=120)
     engine.start()
-    harness.runtime.wait_run()
+    run = harness.runtime.wait_run()
     engine.stop()
     assert engine.stopped
     assert engine.wait(0) == 0
+    abandoned = [
+        r.msg
+        for r in caplog.records
+        if isinstance(r.msg, dict) and r.msg.get("event", "").endswith("abandoned")
+    ]
+    assert [a["runs"] for a in abandoned] == [[run.session_id]], "abandoned, not awaited"
+    assert engine.supervisor is not None
+    assert engine.supervisor.ref("engine") is None, "the processing loop terminated"
 
 
 @pytest.mark.spec("S002-10")

@@ -129,6 +129,10 @@ def test_a_restart_with_the_same_journal_replans_nothing_already_planned(harness
     second.start()
     assert second.inbox.wait_idle(30)
     assert second.get_state().last_planned_shas == {"specs/a.md": "b1"}
+    # A dispatch would have queued its AgentRequested while its event was processed, so after
+    # wait_idle the state holds every planner run there is: the one restored from the journal.
+    planners = [r for r in second.get_state().agent_runs.values() if r.role == "planner"]
+    assert [r.session_id for r in planners] == [planner_runs[0].session_id]
     assert [r for r in harness.runtime.runs.values() if r.params.role == "planner"] == planner_runs
     assert harness.tracker.calls["create_work_item"] == created
 

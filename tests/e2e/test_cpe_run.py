@@ -4,73 +4,50 @@ scripted model on loopback. A kill -9 in the middle of an implementor run, then 
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
 
 import psutil
 import pytest
 
-from adapters.local.provider import LocalProvider
 from adapters.runtime.launcher import read_pid
-from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
-from tests.repos import make_repo
+from adapters.runtime.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
+from tests.e2e.running import (
+    add_work_item,
+    agent_branches,
+    make_cpe_repo,
+    revisions,
+    start_cpe,
+    wait_for,
+    work_items,
+    worktrees,
+)
+from tests.repos import git
 
-CPE = Path(sys.executable).parent / "cpe"
-
-CONFIG = """
-[engine]
-shutdown_timeout = 30
-[provider.local]
-pipeline_command = []
-[pollers]
-work_items_interval = 0.3
-revisions_interval = 0.3
-specs_interval = 0.3
-[runtime]
-max_agent_duration = 120
-[supervisor]
-backoff_initial = 0.1
-"""
+# The killed run: it writes a file of its own, then its model never answers again.
+WRITE_THEN_HANG = Scenario.model_validate(
+    {
+        "name": "write_then_hang",
+        "description": "an implementor that writes leftover.txt, then hangs",
+        "match": {"role": "implementor"},
+        "turns": [
+            [
+                {
+                    "tool": "Write",
+                    "input": {"file_path": "{cwd}/leftover.txt", "content": "half done\n"},
+                }
+            ],
+            [{"hang": True}],
+        ],
+    }
+)
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    files = {"supervisor.toml": CONFIG, ".gitignore": ".worktrees/\n.cpe/\n", "README.md": "demo\n"}
-    return make_repo(tmp_path / "repo", files, with_agents=True)
-
-
-def start_cpe(
-    repo: Path, server: ScriptedModelServer, home: Path, log: TextIO
-) -> subprocess.Popen[str]:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        **server.client_env(),
-    }
-    return subprocess.Popen(
-        [str(CPE), "run", "--repo", str(repo)],
-        cwd=home,  # not the repository: paths must not depend on the working directory
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
-def revisions(repo: Path) -> list[object]:
-    provider = LocalProvider(repo, repo / ".cpe", "main")
-    try:
-        return list(provider.revision_reader.list_revisions())
-    finally:
-        provider.close()
+    return make_cpe_repo(tmp_path / "repo")
 
 
 @pytest.fixture
@@ -93,46 +70,39 @@ def test_kill_9_during_an_implementor_run_then_restart_completes_with_one_revisi
 def _kill_9_then_restart(
     repo: Path, tmp_path: Path, processes: list[subprocess.Popen[str]], stack: contextlib.ExitStack
 ) -> None:
-    provider = LocalProvider(repo, repo / ".cpe", "main")
-    provider.work_item_writer.create_work_item("Greeting", "Add greet(name) with a test.")
-    provider.close()
+    add_work_item(repo, "Greeting", "Add greet(name) with a test.")
     home = tmp_path / "home"
     home.mkdir()
     log = stack.enter_context((home / "cpe.log").open("a"))  # read it when this test fails
 
-    hang = [load_scenario("hang", match=Match(role="implementor"))]
-    with ScriptedModelServer(hang) as first:
-        cpe = start_cpe(repo, first, home, log)
+    with ScriptedModelServer([WRITE_THEN_HANG]) as first:
+        cpe = start_cpe(repo, home, log, first.client_env())
         processes.append(cpe)
         assert first.wait_until(lambda s: s.hanging >= 1, timeout=120), "no implementor started"
         [pidfile] = (repo / ".cpe" / "runs").glob("*/cli.pid")
         orphan = read_pid(pidfile)
         assert orphan is not None
         assert psutil.pid_exists(orphan)
+        [killed_worktree] = worktrees(repo)
+        assert (killed_worktree / "leftover.txt").exists()  # the run was at work
         cpe.send_signal(signal.SIGKILL)
         cpe.wait(30)
-        assert (repo / ".worktrees").exists()  # the killed run left its worktree behind
+        assert killed_worktree.exists()  # the killed run left its worktree behind
 
-        with ScriptedModelServer([load_scenario("implement")]) as second:
-            restarted = start_cpe(repo, second, home, log)
+        book = [load_scenario("implement"), load_scenario("approve", match=Match(role="reviewer"))]
+        with ScriptedModelServer(book) as second:
+            restarted = start_cpe(repo, home, log, second.client_env())
             processes.append(restarted)
-            deadline_ok = _wait_for_revision(repo)
+            done = wait_for(lambda: [i.status for i in work_items(repo)] == ["done"])
             restarted.send_signal(signal.SIGTERM)
             assert restarted.wait(120) == 0
-    assert deadline_ok
-    revs = revisions(repo)
-    assert len(revs) == 1
+    assert done, "the work item did not complete after the restart"
+    [revision] = revisions(repo)  # exactly one revision for the item
+    assert revision.state == "merged"
     assert (repo / ".cpe" / "journal.sqlite3").exists()  # state lives in the repository
     assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == "zombie"
-    assert not any((repo / ".worktrees").rglob("greeting.py"))
-
-
-def _wait_for_revision(repo: Path, timeout: float = 120) -> bool:
-    """The revision is written by another process: re-check its database until it shows."""
-    pause = threading.Event()  # never set: a bounded pause between checks of another process
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if revisions(repo):
-            return True
-        pause.wait(0.2)
-    return False
+    assert worktrees(repo) == [], "no worktree is left, the killed run's included"
+    assert set(agent_branches(repo)) <= {revision.branch}, "no branch but the revision's"
+    merged = git(repo, "ls-tree", "-r", "--name-only", "main").split()
+    assert "greeting.py" in merged
+    assert "leftover.txt" not in merged, "nothing of the killed run reached the revision"

@@ -1,0 +1,144 @@
+"""`cpe run` as a real process, for the end-to-end tests: its configuration, its start, a
+systemd notify socket to listen on, and reads of the state it leaves in the repository."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TextIO
+
+from actors.journal import Journal
+from adapters.local.provider import LocalProvider
+from domain.models import AgentRun, Revision, WorkItem
+from tests.repos import git, make_repo
+
+CPE = Path(sys.executable).parent / "cpe"
+
+CONFIG = """
+[engine]
+shutdown_timeout = {shutdown_timeout}
+[provider.local]
+pipeline_command = []
+[workflow]
+auto_merge = true
+[pollers]
+work_items_interval = 0.3
+revisions_interval = 0.3
+specs_interval = 0.3
+[runtime]
+max_agent_duration = 120
+[supervisor]
+backoff_initial = 0.1
+"""
+
+
+def make_cpe_repo(path: Path, *, shutdown_timeout: float = 30, extra: str = "") -> Path:
+    files = {
+        "supervisor.toml": CONFIG.format(shutdown_timeout=shutdown_timeout) + extra,
+        ".gitignore": ".worktrees/\n.cpe/\n",
+        "README.md": "demo\n",
+    }
+    return make_repo(path, files, with_agents=True)
+
+
+def add_work_item(repo: Path, title: str = "Greeting", body: str = "Add greet(name).") -> None:
+    provider = LocalProvider(repo, repo / ".cpe", "main")
+    try:
+        provider.work_item_writer.create_work_item(title, body)
+    finally:
+        provider.close()
+
+
+def start_cpe(repo: Path, home: Path, log: TextIO, env: Mapping[str, str]) -> subprocess.Popen[str]:
+    """``cpe run --repo REPO`` with a minimal environment plus ``env``."""
+    return subprocess.Popen(
+        [str(CPE), "run", "--repo", str(repo)],
+        cwd=home,  # not the repository: paths must not depend on the working directory
+        env={"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", **env},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def revisions(repo: Path) -> list[Revision]:
+    provider = LocalProvider(repo, repo / ".cpe", "main")
+    try:
+        return list(provider.revision_reader.list_revisions())
+    finally:
+        provider.close()
+
+
+def work_items(repo: Path) -> list[WorkItem]:
+    provider = LocalProvider(repo, repo / ".cpe", "main")
+    try:
+        return list(provider.work_item_reader.list_work_items())
+    finally:
+        provider.close()
+
+
+def agent_runs(repo: Path) -> list[AgentRun]:
+    """The runs the journal holds; read it only once the process has exited."""
+    journal = Journal(repo / ".cpe" / "journal.sqlite3")
+    try:
+        return list(journal.restore().state.agent_runs.values())
+    finally:
+        journal.close()
+
+
+def worktrees(repo: Path) -> list[Path]:
+    root = repo / ".worktrees"
+    return sorted(p for p in root.rglob("*") if (p / ".git").exists()) if root.exists() else []
+
+
+def agent_branches(repo: Path) -> list[str]:
+    return git(repo, "branch", "--list", "--format=%(refname:short)", "cpe/*").split()
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 120) -> bool:
+    """Re-check ``condition`` (state another process writes) until it holds or time is up."""
+    pause = threading.Event()  # never set: a bounded pause between checks of another process
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        pause.wait(0.2)
+    return condition()
+
+
+class NotifySocket:
+    """A ``$NOTIFY_SOCKET`` as systemd offers one: a datagram socket the test reads."""
+
+    def __init__(self) -> None:
+        # A short path: a unix socket's path is limited to 107 bytes, tmp_path can be longer.
+        self._dir = tempfile.TemporaryDirectory(prefix="cpe-notify-")
+        self.path = str(Path(self._dir.name) / "notify")
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.bind(self.path)
+        self.received: list[str] = []
+
+    def wait_for(self, message: str, timeout: float = 120) -> bool:
+        """Read datagrams until ``message`` arrives (True) or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        while message not in self.received:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._sock.settimeout(left)
+            try:
+                data = self._sock.recv(4096)
+            except TimeoutError:
+                return False
+            self.received.extend(data.decode().split("\n"))
+        return True
+
+    def close(self) -> None:
+        self._sock.close()
+        self._dir.cleanup()

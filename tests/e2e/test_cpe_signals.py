@@ -1,0 +1,152 @@
+"""`cpe run` under a process supervisor: SIGTERM/SIGINT while an agent is at work, a second
+SIGINT, and the systemd notify messages (READY=1, WATCHDOG=1, STOPPING=1). A real process on a
+real repository: the real `claude` CLI against the scripted model, or the fake `codex` CLI where
+a fault (an agent that ignores SIGTERM) is needed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from adapters.runtime.launcher import read_pid
+from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from tests.e2e.running import (
+    NotifySocket,
+    add_work_item,
+    agent_branches,
+    agent_runs,
+    make_cpe_repo,
+    start_cpe,
+    wait_for,
+    worktrees,
+)
+
+SHUTDOWN_TIMEOUT = 60  # generous for a loaded machine; a cancel takes about a second here
+FAKE_CODEX = Path(__file__).resolve().parents[1] / "fakes" / "codex_cli.py"
+
+
+@pytest.fixture
+def notify_socket() -> Iterator[NotifySocket]:
+    sock = NotifySocket()
+    yield sock
+    sock.close()
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_while_a_run_is_active_cancels_it_and_exits_0(
+    signum: signal.Signals,
+    tmp_path: Path,
+    notify_socket: NotifySocket,
+    processes: list[subprocess.Popen[str]],
+) -> None:
+    repo = make_cpe_repo(tmp_path / "repo", shutdown_timeout=SHUTDOWN_TIMEOUT)
+    add_work_item(repo)
+    home = tmp_path / "home"
+    home.mkdir()
+    with contextlib.ExitStack() as stack:
+        log = stack.enter_context((home / "cpe.log").open("a"))  # read it when this fails
+        server = stack.enter_context(
+            ScriptedModelServer([load_scenario("hang", match=Match(role="implementor"))])
+        )
+        cpe = start_cpe(
+            repo, home, log, {**server.client_env(), "NOTIFY_SOCKET": notify_socket.path}
+        )
+        processes.append(cpe)
+        assert notify_socket.wait_for("READY=1"), "no READY=1"
+        assert server.wait_until(lambda s: s.hanging >= 1, timeout=120), "no implementor started"
+        [pidfile] = (repo / ".cpe" / "runs").glob("*/cli.pid")
+        agent = read_pid(pidfile)
+        assert agent is not None
+        assert psutil.pid_exists(agent)
+        assert len(worktrees(repo)) == 1
+        # the watchdog is fed while the engine answers (a tick every 5 s)
+        assert notify_socket.wait_for("WATCHDOG=1", timeout=60), "no WATCHDOG=1"
+
+        cpe.send_signal(signum)
+        assert cpe.wait(SHUTDOWN_TIMEOUT) == 0  # within the shutdown timeout, exit 0
+    assert "STOPPING=1" in notify_socket.received or notify_socket.wait_for("STOPPING=1", 5)
+    assert [run.status for run in agent_runs(repo)] == ["cancelled"]
+    assert worktrees(repo) == [], "the cancelled run's worktree was removed"
+    assert agent_branches(repo) == [], "and its branch"
+    assert not _alive(agent), "the agent process is gone"
+
+
+def test_a_second_sigint_while_stopping_exits_at_once_with_130(
+    tmp_path: Path, notify_socket: NotifySocket, processes: list[subprocess.Popen[str]]
+) -> None:
+    """The first SIGINT starts the graceful stop; an agent that ignores SIGTERM holds it up for
+    its kill grace; a second SIGINT ends the process at once (exit 130)."""
+    state = tmp_path / "codex-state"
+    state.mkdir()
+    codex = _fake_codex(tmp_path / "bin", mode="ignore_sigterm", pid_file=state / "codex.pid")
+    extra = f"""
+[runtime.roles]
+implementor = "codex-cli"
+[runtime.codex_cli]
+cli_path = "{codex}"
+"""
+    repo = make_cpe_repo(tmp_path / "repo", shutdown_timeout=SHUTDOWN_TIMEOUT, extra=extra)
+    add_work_item(repo)
+    home = tmp_path / "home"
+    home.mkdir()
+    agent: int | None = None
+    try:
+        with (home / "cpe.log").open("a") as log:
+            cpe = start_cpe(repo, home, log, {"NOTIFY_SOCKET": notify_socket.path})
+            processes.append(cpe)
+            assert notify_socket.wait_for("READY=1"), "no READY=1"
+            assert _wait_for_file(state / "codex.pid"), "the agent never started"
+            agent = int((state / "codex.pid").read_text())
+
+            cpe.send_signal(signal.SIGINT)
+            assert notify_socket.wait_for("STOPPING=1"), "the first SIGINT did not start a stop"
+            cpe.send_signal(signal.SIGINT)
+            assert cpe.wait(30) == 130
+    finally:
+        if agent is not None and _alive(agent):  # cpe was not allowed to wait for it
+            os.kill(agent, signal.SIGKILL)
+
+
+def _fake_codex(directory: Path, *, mode: str, pid_file: Path) -> Path:
+    """An executable ``codex`` that runs the fake in ``mode``: cpe gives agents an allowlisted
+    environment, so the fake's settings are written into the wrapper itself."""
+    directory.mkdir(parents=True, exist_ok=True)
+    wrapper = directory / "codex"
+    wrapper.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        f"os.environ['FAKE_CODEX_MODE'] = {mode!r}\n"
+        f"os.environ['FAKE_CODEX_PID_FILE'] = {str(pid_file)!r}\n"
+        f"os.execv(sys.executable, [sys.executable, {str(FAKE_CODEX)!r}, *sys.argv[1:]])\n"
+    )
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def _wait_for_file(path: Path, timeout: float = 120) -> bool:
+    return wait_for(lambda: path.exists() and path.read_text().strip() != "", timeout)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
