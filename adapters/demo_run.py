@@ -15,14 +15,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from actors.journal import Journal
 from actors.logs import configure_logging
+from actors.process import EXIT_CONFIG
 from adapters.app import build_app
 from adapters.commands import describe_run, run_runtime
+from adapters.demo.sample import DEFAULT_BRANCH
+from domain.errors import ConfigError
 from domain.events import (
     AgentRequested,
     PlanApplied,
@@ -34,8 +37,18 @@ from domain.events import (
 )
 from domain.models import EngineState
 
-STALL_SECONDS = 600
+if TYPE_CHECKING:
+    from adapters.runtime.scripted_model import Scenario
+
+MAX_SECONDS = 480  # the whole loop takes about 15 s here; this is for a very slow machine
+IDLE_SECONDS = 180  # nothing changed for this long while nothing ran: it will not finish
 TEST_COMMAND = ["python3", "-m", "unittest", "discover", "-s", "tests", "-t", "."]
+# What each of the two work items adds to the default branch: file → what it must contain.
+FEATURES = {
+    "greetings/greet.py": ("def greet(", "def greet_all("),
+    "tests/test_greet.py": ("greet",),
+    "tests/test_greet_all.py": ("greet_all",),
+}
 
 
 class Progress:
@@ -46,11 +59,15 @@ class Progress:
         self.started = time.monotonic()
         self.previous = EngineState()
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
         self.finished = threading.Event()
+        self.last_change = time.monotonic()
 
     def __call__(self, state: EngineState) -> None:
         with self.lock:
             before, self.previous = self.previous, state
+            self.last_change = time.monotonic()
+            self.changed.notify_all()
             for wid, item in state.work_items.items():
                 old = before.work_items.get(wid)
                 if old is None or old.status != item.status:
@@ -75,14 +92,33 @@ class Progress:
     def say(self, text: str) -> None:
         print(f"  {time.monotonic() - self.started:6.1f}s  {text}", file=self.out, flush=True)
 
+    def wait(self) -> str | None:
+        """Wait until both items are done (None) or the loop cannot get there: why not."""
+        deadline = self.started + MAX_SECONDS
+        with self.changed:
+            while not self.finished.is_set():
+                state, now = self.previous, time.monotonic()
+                blocked = [i for i in state.work_items.values() if i.status == "blocked"]
+                if blocked:  # only a person takes an item out of blocked
+                    return "a work item is blocked"
+                running = any(r.is_active for r in state.agent_runs.values())
+                if not running and now - self.last_change > IDLE_SECONDS:
+                    return f"nothing happened for {IDLE_SECONDS} s"
+                if now > deadline:
+                    return f"not done after {MAX_SECONDS} s"
+                self.changed.wait(min(5.0, deadline - now + 0.1))
+        return None
+
 
 def demo(
     directory: Path | None,
     out: TextIO = sys.stdout,
     roles: Mapping[str, str] | None = None,
+    book: Sequence[Scenario] | None = None,
 ) -> int:
     """The demo; ``roles`` runs some roles on another runtime (``{"implementor": "codex-cli"}``:
-    the real ``codex`` from PATH, against the same scripted model's Responses API)."""
+    the real ``codex`` from PATH, against the same scripted model's Responses API). ``book``
+    replaces the scripted model's scenarios (a test plays a loop that cannot finish)."""
     from adapters.demo.book import demo_book  # noqa: PLC0415
     from adapters.demo.sample import create_sample_repo  # noqa: PLC0415
     from adapters.runtime.scripted_model import ScriptedModelServer  # noqa: PLC0415
@@ -106,23 +142,27 @@ def demo(
     log_file.mkdir(parents=True, exist_ok=True)
     with (log_file / "cpe.log").open("a") as log_stream:
         configure_logging("info", "json", log_stream)
-        with ScriptedModelServer(demo_book()) as server:
-            app = build_app(
-                repo / "supervisor.toml",
-                repo,
-                agent_env=server.client_env(),
-                isolated_home=True,
-                codex_overrides=codex_overrides(server.base_url),
-            )
+        with ScriptedModelServer(book or demo_book()) as server:
+            try:
+                app = build_app(
+                    repo / "supervisor.toml",
+                    repo,
+                    agent_env=server.client_env(),
+                    isolated_home=True,
+                    codex_overrides=codex_overrides(server.base_url),
+                )
+            except ConfigError as exc:
+                print(f"cpe demo: configuration error: {exc}", file=out)
+                return EXIT_CONFIG
             progress = Progress(out)
             app.engine.subscribe(progress)
             try:
                 app.engine.start()
-                done = progress.finished.wait(STALL_SECONDS)
+                stalled = progress.wait()
             finally:
                 app.engine.stop(reason="demo finished")
                 app.close()
-    ok, verdict = _verify(repo, app.state_dir, done)
+    ok, verdict = _verify(repo, app.state_dir, stalled)
     _timeline(app.state_dir, out)
     print(f"\ntranscripts: {app.state_dir / 'runs'}/<session>/transcript.log", file=out)
     print(f"logs: {log_file / 'cpe.log'}", file=out)
@@ -130,15 +170,17 @@ def demo(
     return 0 if ok else 1
 
 
-def _verify(repo: Path, state_dir: Path, finished: bool) -> tuple[bool, str]:
+def _verify(repo: Path, state_dir: Path, stalled: str | None) -> tuple[bool, str]:
     journal = Journal(state_dir / "journal.sqlite3")
     try:
         state = journal.replay()
     finally:
         journal.close()
-    if not finished:
-        stuck = [f"#{i.id} {i.status}" for i in state.work_items.values() if i.status != "done"]
-        return False, f"stalled after {STALL_SECONDS}s: {', '.join(stuck) or 'no work items'}"
+    if stalled is not None:
+        return False, f"stalled ({stalled}):\n" + _where(state, state_dir)
+    missing = _missing_features(repo)
+    if missing:
+        return False, f"the default branch lacks the changes: {'; '.join(missing)}"
     tests = subprocess.run(
         TEST_COMMAND, cwd=repo, capture_output=True, text=True, timeout=300, check=False
     )
@@ -146,6 +188,48 @@ def _verify(repo: Path, state_dir: Path, finished: bool) -> tuple[bool, str]:
         return False, f"the default branch's tests fail:\n{tests.stdout}{tests.stderr}"
     merged = sum(1 for r in state.revisions.values() if r.state == "merged")
     return True, f"{len(state.work_items)} work items done, {merged} revisions merged, tests pass"
+
+
+def _missing_features(repo: Path) -> list[str]:
+    """What of the two features the default branch (not just the checkout) does not hold."""
+    missing = []
+    for path, needles in FEATURES.items():
+        shown = subprocess.run(
+            ["git", "-C", str(repo), "show", f"{DEFAULT_BRANCH}:{path}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if shown.returncode != 0:
+            missing.append(f"{path} does not exist")
+            continue
+        missing += [f"{path} has no {n!r}" for n in needles if n not in shown.stdout]
+    return missing
+
+
+def _where(state: EngineState, state_dir: Path) -> str:
+    """Each unfinished item, its status and its last agent run, with that run's transcript."""
+    lines = []
+    for item in state.work_items.values():
+        if item.status == "done":
+            continue
+        lines.append(f"  work item #{item.id} {item.title!r} is {item.status}")
+        runs = [
+            r for r in state.agent_runs.values() if r.role != "planner" and r.subject == item.id
+        ]
+        if runs:
+            last = runs[-1]
+            why = last.outcome or last.failure_reason or last.status
+            lines.append(f"    last run {last.session_id} ({last.role}): {last.status}, {why}")
+            lines.append(f"    transcript {state_dir / 'runs' / last.session_id}/transcript.log")
+    if not state.work_items:
+        lines.append("  no work items: the planner never delivered a plan")
+        planners = [r for r in state.agent_runs.values() if r.role == "planner"]
+        for run in planners[-1:]:
+            why = run.failure_reason or run.outcome or run.status
+            lines.append(f"    last planner run {run.session_id}: {run.status}, {why}")
+    return "\n".join(lines)
 
 
 def _timeline(state_dir: Path, out: TextIO) -> None:

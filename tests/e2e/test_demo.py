@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from actors.journal import Journal
+from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE
 from tests.real_clis import real_codex
 
 CPE = Path(sys.executable).parent / "cpe"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_demo(tmp_path: Path, *options: str, path: str | None = None) -> tuple[Path, str]:
@@ -36,8 +38,51 @@ def run_demo(tmp_path: Path, *options: str, path: str | None = None) -> tuple[Pa
 
 @pytest.mark.timeout(600)
 def test_cpe_demo_exits_0_and_the_sample_repository_is_done(tmp_path: Path) -> None:
-    repo, _ = run_demo(tmp_path)
+    repo, stdout = run_demo(tmp_path)
     assert_loop_done(repo)
+    # progress as it goes, then the timeline, the agent runs and where the transcripts are
+    assert f"work item #1 {ITEM_ONE_TITLE!r}: new, pending" in stdout
+    assert "revision 1: open, pipeline success" in stdout
+    timeline = stdout.split("\ntimeline\n", 1)[1]
+    assert "review posted on 1: needs-changes" in timeline
+    assert "revision 2 merged" in timeline
+    transcripts = repo / ".cpe" / "runs"
+    assert f"transcripts: {transcripts}/<session>/transcript.log" in stdout
+    assert len(list(transcripts.glob("*/transcript.log"))) >= 6  # 1 plan, 3 implement, 3 review
+
+
+@pytest.mark.timeout(600)
+def test_a_demo_that_cannot_finish_fails_saying_what_stalled_and_where(tmp_path: Path) -> None:
+    """The implementor reports ``blocked`` on the first item: only a person can unblock it,
+    so the demo stops at once, exits 1 and names the item, its last run and its transcript."""
+    script = f"""
+import sys
+from pathlib import Path
+from adapters.demo.book import demo_book
+from adapters.demo_run import demo
+from adapters.runtime.scripted_model import Match, load_scenario
+book = [s for s in demo_book() if s.match is not None and s.match.role == "planner"]
+book.append(load_scenario("blocked", match=Match(role="implementor")))
+sys.exit(demo(Path({str(tmp_path)!r}), book=book))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=580,
+        check=False,
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
+    )
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert "cpe demo: FAILED — stalled (a work item is blocked):" in out
+    assert f"work item #1 {ITEM_ONE_TITLE!r} is blocked" in out
+    assert f"work item #2 {ITEM_TWO_TITLE!r} is pending" in out
+    [where] = [line.split()[-1] for line in out.splitlines() if "transcript /" in line]
+    assert Path(where).is_file(), "the transcript named is there to read"
+    [last_run] = [line for line in out.splitlines() if "last run implementor-" in line]
+    assert "completed, blocked" in last_run  # the run completed with the outcome "blocked"
 
 
 @pytest.mark.timeout(600)
@@ -93,17 +138,23 @@ def assert_loop_done(repo: Path) -> None:
         journal.close()
     assert sorted(i.status for i in state.work_items.values()) == ["done", "done"]
     assert sorted(r.state for r in state.revisions.values()) == ["merged", "merged"]
-    verdicts = [r.outcome for r in state.agent_runs.values() if r.role == "reviewer"]
-    assert verdicts.count("needs-changes") == 1  # one round of refinement on the first item
-    # both features are on the default branch and its tests pass
-    log = subprocess.run(
-        ["git", "-C", str(repo), "log", "--oneline", "main"],
+    titles = {i.id: i.title for i in state.work_items.values()}
+    changes = [
+        titles[r.subject]
+        for r in state.agent_runs.values()
+        if r.role == "reviewer" and r.outcome == "needs-changes"
+    ]
+    assert changes == [ITEM_ONE_TITLE]  # one round of refinement, on the first item
+    # both features are on the default branch itself, not only in the checkout
+    greet = subprocess.run(
+        ["git", "-C", str(repo), "show", "main:greetings/greet.py"],
         capture_output=True,
         text=True,
         check=True,
         timeout=60,
     ).stdout
-    assert log.count("\n") >= 3
+    assert "def greet(" in greet
+    assert "def greet_all(" in greet
     tests = subprocess.run(
         ["python3", "-m", "unittest", "discover", "-s", "tests", "-t", "."],
         cwd=repo,
