@@ -91,9 +91,12 @@ class IssueIndex:
         summary = issue.issue_dependencies_summary
         body = issue.body if isinstance(issue.body, str) else ""
         total = getattr(summary, "total_blocked_by", 0) or 0
-        listed = markers.blocked_by(body)
-        if total and total != len(listed):
-            # Dependencies added on GitHub itself, beyond the body's lines.
+        if total:
+            # The summary counts native dependencies but does not name them: a body naming #A
+            # and a native #B count the same as a body and a native both naming #A, so any
+            # native one means asking which. The list is a conditional read: when it is as it
+            # was, GitHub answers 304 and this costs no rate limit; and an idle poll notes no
+            # issue at all (its listing is a 304 too).
             native = tuple(str(b.number) for b in self._api.blocked_by(issue.number))
         view = IssueView(
             number=issue.number,

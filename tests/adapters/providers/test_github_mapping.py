@@ -18,7 +18,7 @@ from domain.results import AgentReview, AgentReviewComment
 from tests.adapters.providers.edits import BASE_FILES, EDITS
 from tests.adapters.providers.github_harness import github_provider
 from tests.adapters.providers.gitrepo import isolate_git, make_patch
-from tests.fakes.github import FakeGitHub, rsa_key_pair
+from tests.fakes.github import FakeGitHub, Fault, rsa_key_pair
 
 
 @pytest.fixture
@@ -91,6 +91,44 @@ def test_a_dependency_added_on_github_is_a_blocker(
     blocked = fake.add_issue("Blocked")
     fake.edit_issue(blocked, blocked_by=[blocker])
     assert items(provider)[str(blocked)].blocked_by == (str(blocker),)
+
+
+@pytest.mark.parametrize("status", [404, 422, 502])
+def test_a_work_item_is_made_with_its_body_line_when_native_dependencies_fail(
+    fake: FakeGitHub, provider: GitHubProvider, status: int
+) -> None:
+    first = provider.work_item_writer.create_work_item("First", "b")
+    fake.fail(Fault("POST", r"/dependencies/blocked_by$", status))
+    second = provider.work_item_writer.create_work_item("Second", "b", blocked_by=[first])
+    assert fake.http.faults[0].hits == 1  # the native dependency was asked for, and refused
+    assert fake.issues[int(second)].blocked_by == []
+    assert f"Blocked by #{first}" in (fake.issues[int(second)].body or "")
+    assert items(provider)[second].blocked_by == (first,)
+    assert provider.work_item_reader.get_work_item_body(second) == "b"
+
+
+def test_a_native_blocker_beside_a_different_body_line_is_read(
+    fake: FakeGitHub, provider: GitHubProvider
+) -> None:
+    named = fake.add_issue("Named in the body")
+    native = fake.add_issue("Native only")
+    blocked = fake.add_issue("Blocked", body=f"Blocked by #{named}")
+    fake.edit_issue(blocked, blocked_by=[native])  # one line, one native: the counts agree
+    assert items(provider)[str(blocked)].blocked_by == (str(named), str(native))
+
+
+def test_re_reading_an_issue_with_native_blockers_costs_no_rate_limit(
+    fake: FakeGitHub, provider: GitHubProvider
+) -> None:
+    blocker = fake.add_issue("Blocker")
+    blocked = fake.add_issue("Blocked")
+    fake.edit_issue(blocked, blocked_by=[blocker])
+    provider.work_item_reader.get_work_item_body(WorkItemId(str(blocked)))
+    fake.clear_requests()
+    provider.work_item_reader.get_work_item_body(WorkItemId(str(blocked)))
+    paths = {r.path.rsplit("/", 2)[-1] for r in fake.requests}
+    assert paths == {str(blocked), "blocked_by"}  # the issue and its native blockers
+    assert all(r.if_none_match and r.status == 304 and not r.counted for r in fake.requests)
 
 
 def test_a_closed_blocker_is_listed_as_done(fake: FakeGitHub, provider: GitHubProvider) -> None:

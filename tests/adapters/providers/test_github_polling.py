@@ -120,6 +120,35 @@ def test_a_finished_pipeline_is_asked_about_again_within_the_recheck_cycles(
     assert "failure" in seen
 
 
+def test_staggered_pipeline_rechecks_are_conditional_and_cost_no_rate_limit(
+    fake: FakeGitHub, tmp_path: Path
+) -> None:
+    with github_provider(fake, settled_recheck_cycles=3) as provider:
+        populate(fake, provider, tmp_path, issues=0)
+        [revision] = provider.revision_reader.list_revisions()
+        assert revision.pipeline.status == "success"  # settled: re-checked every 3rd cycle
+        fake.clear_requests()
+        for _ in range(3):
+            provider.revision_reader.list_revisions()
+    rechecks = [r for r in fake.requests if r.path.endswith(("/check-runs", "/status"))]
+    assert sorted(r.path.rsplit("/", 1)[-1] for r in rechecks) == ["check-runs", "status"]
+    assert all(r.if_none_match and r.status == 304 for r in fake.requests)
+    assert counted(fake) == 0
+
+
+def test_reviews_re_read_for_a_pull_request_that_moved_are_a_conditional_request(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    populate(fake, provider, tmp_path, issues=0)
+    [revision] = provider.revision_reader.list_revisions()
+    fake.edit_issue(int(revision.id), title="Renamed")  # the pull request moves, its reviews not
+    fake.clear_requests()
+    [renamed] = provider.revision_reader.list_revisions()
+    assert renamed.title == "Renamed"
+    [reviews] = [r for r in fake.requests if r.path.endswith("/reviews")]
+    assert (reviews.if_none_match, reviews.status, reviews.counted) == (True, 304, False)
+
+
 def test_every_request_goes_over_one_connection(
     fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:

@@ -1,5 +1,6 @@
 """The GitHub provider under failure: reads are retried (5xx, 429, rate-limit 403) honouring
-Retry-After; writes are sent once, and a write GitHub applied before failing with a 502 is found
+Retry-After and a near rate-limit reset; a GitHub that does not answer fails a call within its
+timeout; writes are sent once, and a write GitHub applied before failing with a 502 is found
 again instead of being made twice."""
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ from domain.errors import NotFoundError, ProviderError
 from domain.models import WorkItemId
 from domain.results import AgentReview, AgentReviewComment
 from tests.adapters.providers.edits import BASE_FILES, EDITS
-from tests.adapters.providers.github_harness import Sleeps, github_provider
+from tests.adapters.providers.github_harness import (
+    TOKEN_ENV,
+    Sleeps,
+    github_provider,
+    settings_for,
+)
 from tests.adapters.providers.gitrepo import isolate_git, make_patch
-from tests.fakes.github import FakeGitHub, Fault
+from tests.fakes.github import FakeGitHub, Fault, Stall
 
 
 @pytest.fixture
@@ -80,6 +86,56 @@ def test_an_exhausted_primary_rate_limit_is_not_slept_through(
     assert raised.value.retry_after is not None
     assert raised.value.retry_after > 60
     assert sleeps.waits == []
+
+
+def test_a_read_waits_for_a_near_rate_limit_reset_and_is_then_answered(
+    fake: FakeGitHub,
+) -> None:
+    now = 2_000_000_000
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the reset comes while the provider sleeps
+        waits.append(seconds)
+        fake.restore_rate_limit()
+
+    settings = settings_for(fake, default_branch=fake.default_branch)
+    with GitHubProvider(
+        settings, environ={TOKEN_ENV: "test-token"}, sleep=sleep, clock=lambda: float(now)
+    ) as provider:
+        fake.add_issue("After the reset")
+        fake.exhaust_rate_limit(reset=now + 2)
+        titles = [i.title for i in provider.work_item_reader.list_work_items()]
+    assert titles == ["After the reset"]
+    assert waits == [3.0]  # until the reset, and a second's margin for clock skew
+    assert [(r.path.rsplit("/", 1)[-1], r.status) for r in fake.requests[:2]] == [
+        ("issues", 403),
+        ("issues", 200),
+    ]
+
+
+def test_a_read_github_does_not_answer_fails_within_the_timeout_as_transient(
+    fake: FakeGitHub, sleeps: Sleeps
+) -> None:
+    with github_provider(
+        fake, sleeps, default_branch=fake.default_branch, request_timeout=0.5, read_attempts=2
+    ) as provider:
+        fake.stall(Stall("GET", r"/issues$", times=2))  # held until the fake closes
+        with pytest.raises(ProviderError) as raised:
+            provider.work_item_reader.list_work_items()
+    assert raised.value.transient
+    assert "did not answer in time" in str(raised.value)
+    assert len(sleeps.waits) == 1  # two attempts, as for any failed read
+
+
+def test_a_read_answered_after_one_timeout_succeeds_on_its_retry(
+    fake: FakeGitHub, sleeps: Sleeps
+) -> None:
+    with github_provider(fake, sleeps, request_timeout=0.5) as provider:
+        fake.add_issue("Slow, then not")
+        fake.stall(Stall("GET", r"/issues$"))
+        titles = [i.title for i in provider.work_item_reader.list_work_items()]
+    assert titles == ["Slow, then not"]
+    assert len(sleeps.waits) == 1
 
 
 def test_a_read_that_keeps_failing_raises_a_transient_provider_error(

@@ -2,7 +2,7 @@
 
 from tests.fakes.github.app import FakeApp, ManualClock, TokenGrant, rsa_key_pair
 from tests.fakes.github.fake import FakeGitHub
-from tests.fakes.github.records import Fault, RecordedRequest
+from tests.fakes.github.records import Fault, RecordedRequest, Stall
 
 __all__ = [
     "FakeApp",
@@ -10,6 +10,7 @@ __all__ = [
     "Fault",
     "ManualClock",
     "RecordedRequest",
+    "Stall",
     "TokenGrant",
     "rsa_key_pair",
 ]

@@ -24,6 +24,7 @@ from tests.fakes.github.records import (
     RecordedRequest,
     ReviewCommentRecord,
     ReviewRecord,
+    Stall,
     StatusRecord,
 )
 from tests.fakes.github.server import HttpCore, HttpError, Router, serve
@@ -81,6 +82,7 @@ class FakeGitHub:
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
+        self.http.released.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=10)
@@ -150,6 +152,24 @@ class FakeGitHub:
         with self.lock:
             self.http.faults.append(fault)
         return fault
+
+    def stall(self, stall: Stall) -> Stall:
+        with self.lock:
+            self.http.stalls.append(stall)
+        return stall
+
+    def exhaust_rate_limit(self, reset: int) -> None:
+        """No requests left until ``reset`` (epoch seconds): every request is refused with a
+        403 and ``X-RateLimit-Remaining: 0`` until ``restore_rate_limit``."""
+        with self.lock:
+            self.http.rate_limit = self.http.rate_used
+            self.http.rate_reset = reset
+
+    def restore_rate_limit(self) -> None:
+        """The reset came: a fresh allowance."""
+        with self.lock:
+            self.http.rate_limit = 5000
+            self.http.rate_used = 0
 
     def seed(self, files: Mapping[str, str | bytes], message: str = "initial") -> str:
         """The first commit of the default branch."""

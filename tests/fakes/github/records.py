@@ -145,3 +145,16 @@ class Fault:
     retry_after: int | None = None
     message: str = "Server Error"
     hits: int = 0
+
+
+@dataclass
+class Stall:
+    """A slow GitHub for requests matching ``method`` and the ``path`` regex (searched): the
+    response is held for ``seconds`` (or until the fake closes), then served as usual. ``times``
+    requests are held, then it is spent."""
+
+    method: str
+    path: str
+    seconds: float = 60.0
+    times: int = 1
+    hits: int = 0

@@ -5,8 +5,9 @@ What a client sees is what api.github.com does for the same calls: token auth (a
 ``message``, weak ETags and ``304 Not Modified`` for a matching ``If-None-Match`` (a 304 does
 not count against the rate limit), ``Link`` pagination (``per_page`` up to 100), and
 ``X-RateLimit-*`` headers on every response. Faults are injected per method and path
-(``FakeGitHub.fail``). Every request is recorded (``RecordedRequest``) so tests and the
-benchmark can count calls, conditional hits and connections.
+(``FakeGitHub.fail``), and so are slow answers (``FakeGitHub.stall``). Every request is
+recorded (``RecordedRequest``) so tests and the benchmark can count calls, conditional hits and
+connections.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from tests.fakes.github.payloads import error
-from tests.fakes.github.records import Fault, RecordedRequest
+from tests.fakes.github.records import Fault, RecordedRequest, Stall
 
 if TYPE_CHECKING:
     from tests.fakes.github.app import FakeApp
@@ -89,6 +90,8 @@ class HttpCore:
         self.tokens = tokens
         self.lock = lock
         self.faults: list[Fault] = []
+        self.stalls: list[Stall] = []
+        self.released = threading.Event()  # set at close: stalled requests are answered
         self.requests: list[RecordedRequest] = []
         self.rate_limit = 5000
         self.rate_used = 0
@@ -101,6 +104,9 @@ class HttpCore:
     ) -> tuple[int, dict[str, str], bytes]:
         split = urlsplit(target)
         path, query = split.path, dict(parse_qsl(split.query))
+        stall = self._stall(method, path)
+        if stall is not None:
+            self.released.wait(stall.seconds)  # outside the lock: other requests go on
         with self.lock:
             status, out_headers, body = self._dispatch(method, path, query, headers, raw)
             if_none_match = headers.get("if-none-match")
@@ -190,6 +196,15 @@ class HttpCore:
                 return fault
         return None
 
+    def _stall(self, method: str, path: str) -> Stall | None:
+        with self.lock:
+            for stall in self.stalls:
+                matches = stall.method == method and re.search(stall.path, path) is not None
+                if matches and stall.hits < stall.times:
+                    stall.hits += 1
+                    return stall
+        return None
+
     def _fault_reply(self, fault: Fault) -> tuple[int, dict[str, str], bytes]:
         headers = {"Content-Type": "application/json"}
         if fault.retry_after is not None:
@@ -239,9 +254,13 @@ def serve(core: HttpCore) -> tuple[ThreadingHTTPServer, threading.Thread]:
             for name, value in out.items():
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if body:
-                self.wfile.write(body)
+            try:
+                self.end_headers()
+                if body:
+                    self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                # A stalled answer whose client gave up (timed out) and hung up.
+                self.close_connection = True
 
         do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _any
 

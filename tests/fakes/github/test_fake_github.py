@@ -14,7 +14,7 @@ from githubkit_schemas.v2026_03_10 import models
 from pydantic import TypeAdapter
 
 from tests.adapters.providers.edits import BASE_FILES
-from tests.fakes.github import FakeGitHub, Fault
+from tests.fakes.github import FakeGitHub, Fault, Stall
 
 REPO = "/repos/acme/widgets"
 
@@ -193,6 +193,26 @@ def test_exhausted_rate_limit_answers_403_with_zero_remaining(
     assert http.get(f"{REPO}/issues").status_code == 200
     refused = http.get(f"{REPO}/issues")
     assert (refused.status_code, refused.headers["X-RateLimit-Remaining"]) == (403, "0")
+
+
+def test_an_exhausted_rate_limit_names_its_reset_until_restored(
+    gh: FakeGitHub, http: httpx.Client
+) -> None:
+    gh.exhaust_rate_limit(reset=2_000_000_000)
+    refused = http.get(f"{REPO}/issues")
+    assert refused.status_code == 403
+    assert refused.headers["X-RateLimit-Reset"] == "2000000000"
+    gh.restore_rate_limit()
+    assert http.get(f"{REPO}/issues").status_code == 200
+
+
+def test_a_stalled_answer_times_the_client_out_and_the_next_is_served(
+    gh: FakeGitHub, http: httpx.Client
+) -> None:
+    gh.stall(Stall("GET", r"/issues$"))  # held until the fake closes
+    with pytest.raises(httpx.ReadTimeout):
+        http.get(f"{REPO}/issues", timeout=0.3)
+    assert http.get(f"{REPO}/issues").status_code == 200
 
 
 def test_unknown_token_is_refused(gh: FakeGitHub) -> None:
