@@ -86,6 +86,11 @@ def _ruff(source: str, filename: str) -> subprocess.CompletedProcess[str]:
         "from adapters import cli\n",
         "import threading\n",
         "from os import environ\n",
+        "import logging\n",
+        "import sys\n",
+        "from concurrent.futures import ThreadPoolExecutor\n",
+        "import importlib\n",
+        "from datetime import datetime\n\nNOW = datetime.now()\n",
     ],
 )
 def test_a_forbidden_import_in_domain_fails_the_lint_step(source: str) -> None:
