@@ -10,9 +10,9 @@ engine-owned part of the file to the composition root.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError
 
@@ -39,6 +39,9 @@ class _Section(BaseModel):
 class EngineSection(_Section):
     log_level: LogLevel = "info"
     shutdown_timeout: float = Field(default=300, gt=0)
+    stall_timeout: float = Field(
+        default=300, gt=0, description="seconds one event may take before the watchdog stops"
+    )
     state_dir: str = ".cpe"
 
 
@@ -195,7 +198,13 @@ def load_config(path: Path | str) -> CpeConfig:
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: no such file", expected="a supervisor.toml") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+        raise ConfigError(f"{path}: not valid TOML: {exc}", expected="TOML syntax") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason})", expected="TOML") from exc
+    except OSError as exc:  # a directory, no permission: still one line, not a traceback
+        raise ConfigError(
+            f"{path}: cannot read it ({exc.strerror or exc})", expected="a readable file"
+        ) from exc
     return parse_config(data, source=str(path))
 
 
@@ -207,16 +216,43 @@ def parse_config(data: Mapping[str, Any], *, source: str = "supervisor.toml") ->
 
 
 def _config_error(exc: ValidationError, source: str) -> ConfigError:
+    return ConfigError(f"{source}: " + validation_problems(exc, CpeConfig))
+
+
+def validation_problems(
+    exc: ValidationError, model: type[BaseModel] | None = None, prefix: str = ""
+) -> str:
+    """One line for a ``ValidationError`` of ``model``: each problem's key path (after
+    ``prefix``) and what was expected there (for an unknown key, the keys that are known)."""
     problems = []
     for error in exc.errors(include_url=False):
-        key_path = ".".join(str(part) for part in error["loc"])
+        loc = [part for part in error["loc"] if part != "[key]"]  # a bad dict key: its path
+        key_path = prefix + ".".join(str(part) for part in loc)
         if error["type"] == "extra_forbidden":
-            problems.append(f"{key_path}: unknown key")
+            known = _known_keys(model, loc[:-1])
+            expected = f"; expected one of {', '.join(known)}" if known else ""
+            problems.append(f"{key_path}: unknown key{expected}")
         elif error["type"] == "missing":
             problems.append(f"{key_path}: missing")
         else:
-            problems.append(f"{key_path}: {error['msg']} (got {error.get('input')!r})")
-    return ConfigError(f"{source}: " + "; ".join(problems))
+            message = error["msg"].replace("Input should be ", "expected ", 1)
+            problems.append(f"{key_path}: {message} (got {error.get('input')!r})")
+    return "; ".join(problems).replace("\n", " ")
+
+
+def _known_keys(model: type[BaseModel] | None, path: Sequence[int | str]) -> list[str]:
+    for part in path:
+        field = model.model_fields.get(str(part)) if model is not None else None
+        model = _model_in(field.annotation) if field is not None else None
+    return sorted(model.model_fields) if model is not None else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model a field holds (``Section`` or ``Section | None``), if any."""
+    if get_origin(annotation) is None:
+        is_model = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+        return annotation if is_model else None
+    return next(filter(None, map(_model_in, get_args(annotation))), None)
 
 
 # ---------------------------------------------------------------------------- EngineConfig

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from actors.config import CpeConfig, load_config, parse_config
+from actors.config import CpeConfig, load_config, parse_config, validation_problems
 from actors.engine import Engine, create_engine
 from adapters.runtime.bash_guard import BashGuardConfig
 from domain.errors import ConfigError, CpeError
@@ -55,21 +55,37 @@ class App:
 
 
 def resolve_config(config_path: Path | None, repo: Path | None) -> tuple[CpeConfig, Path]:
-    """The configuration and the repository it applies to."""
+    """The configuration and the repository it applies to.
+
+    ``[repository] path`` is relative to the config file: ``--config``'s, else the one in the
+    repository (``--repo`` or the current directory, or the top of its repository when run
+    from a subdirectory)."""
+    hint = "--repo PATH"
     if config_path is not None:
         config = load_config(config_path)
         base = config_path.resolve().parent
+        hint = f"[repository] path in {config_path}, or --repo PATH"
     else:
-        candidate = (repo or Path.cwd()) / CONFIG_NAME
-        config = load_config(candidate) if candidate.exists() else parse_config({})
         base = (repo or Path.cwd()).resolve()
+        if not (base / CONFIG_NAME).exists() and base.is_dir():
+            base = _toplevel(base) or base  # a subdirectory: the repository's own config
+        candidate = base / CONFIG_NAME
+        config = load_config(candidate) if candidate.exists() else parse_config({})
     root = repo or (base / config.repository.path)
-    return config, git_toplevel(root)
+    return config, git_toplevel(root, hint if repo is None else "")
 
 
-def git_toplevel(path: Path) -> Path:
+def git_toplevel(path: Path, hint: str = "") -> Path:
+    expected = "a git repository (git init)" + (f", or {hint}" if hint else "")
     if not path.is_dir():
-        raise ConfigError(f"{path}: no such directory", expected="a git repository")
+        raise ConfigError(f"{path}: no such directory", expected=expected)
+    top = _toplevel(path)
+    if top is None:
+        raise ConfigError(f"{path}: not a git repository", expected=expected)
+    return top
+
+
+def _toplevel(path: Path) -> Path | None:
     result = subprocess.run(
         ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
         capture_output=True,
@@ -77,9 +93,7 @@ def git_toplevel(path: Path) -> Path:
         check=False,
         timeout=60,
     )
-    if result.returncode != 0:
-        raise ConfigError(f"{path}: not a git repository", expected="a repository (git init)")
-    return Path(result.stdout.strip())
+    return Path(result.stdout.strip()) if result.returncode == 0 else None
 
 
 def default_branch(config: CpeConfig, repo: Path) -> str:
@@ -144,7 +158,12 @@ def _provider(
         github = config.provider.github
         if github is None:
             raise ConfigError("provider.github: missing", expected="repository and token_env")
-        settings = {**github.model_dump(), "default_branch": branch}
+        settings = {
+            **github.model_dump(),
+            "default_branch": branch,
+            # The implementors' branches are named with it: how a PR finds its work item.
+            "branch_prefix": config.workflow.branch_prefix,
+        }
         if settings.get("app_id") is None and not os.environ.get(github.token_env):
             raise ConfigError(
                 f"provider.github.token_env: the environment variable {github.token_env} is "
@@ -152,7 +171,7 @@ def _provider(
                 expected="a GitHub token in that variable",
             )
         try:
-            from adapters.github import create_github_provider  # noqa: PLC0415
+            from adapters.github import GitHubSettings, create_github_provider  # noqa: PLC0415
         except ImportError as exc:
             raise ConfigError(
                 "provider.kind: the GitHub provider is not available in this version",
@@ -164,11 +183,9 @@ def _provider(
         try:
             provider, interfaces = create_github_provider(settings, specs)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"provider.github.{'.'.join(map(str, e['loc']))}: {e['msg']}"
-                for e in exc.errors(include_url=False)
-            )
-            raise ConfigError(problems) from exc
+            raise ConfigError(
+                validation_problems(exc, GitHubSettings, prefix="provider.github.")
+            ) from exc
         closers.append(provider.close)
         return interfaces
     from adapters.local.pipeline import LocalPipeline  # noqa: PLC0415
@@ -224,8 +241,8 @@ def _runtime_factory(
     codex_path = _check_codex_cli(codex) if "codex-cli" in kinds else codex.cli_path
     try:
         guard = BashGuardConfig.model_validate(config.bash_guard.model_dump())
-    except ValueError as exc:
-        raise ConfigError(f"bash_guard: {exc}") from exc
+    except ValidationError as exc:  # pydantic's own text spans lines: one line per key path
+        raise ConfigError(validation_problems(exc, BashGuardConfig, prefix="bash_guard.")) from exc
     adapter_config = ClaudeAdapterConfig(
         repo_root=str(root),
         default_branch=branch,

@@ -27,7 +27,9 @@ def _version() -> str:
 
 
 def _check_bash(args: argparse.Namespace) -> int:
-    from actors.config import load_config  # noqa: PLC0415 - keep `cpe --help` fast
+    from pydantic import ValidationError  # noqa: PLC0415 - keep `cpe --help` fast
+
+    from actors.config import load_config, validation_problems  # noqa: PLC0415
     from adapters.runtime.bash_guard import BashGuardConfig, check_bash_main  # noqa: PLC0415
     from domain.errors import ConfigError  # noqa: PLC0415
 
@@ -36,8 +38,12 @@ def _check_bash(args: argparse.Namespace) -> int:
         try:
             section = load_config(args.config).bash_guard.model_dump()
             config = BashGuardConfig.model_validate(section)
-        except (ConfigError, ValueError) as exc:
+        except ConfigError as exc:
             print(f"cpe: configuration error: {exc}", file=sys.stderr)
+            return 78
+        except ValidationError as exc:
+            problems = validation_problems(exc, BashGuardConfig, prefix="bash_guard.")
+            print(f"cpe: configuration error: {args.config}: {problems}", file=sys.stderr)
             return 78
     words = list(args.words)
     return check_bash_main(["--worktree", args.worktree, *words], config=config)
@@ -75,7 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--config", type=Path, help="supervisor.toml (default: REPO/supervisor.toml)"
     )
-    where.add_argument("--repo", type=Path, help="the git repository (default: the current one)")
+    where.add_argument(
+        "--repo",
+        type=Path,
+        help="the git repository (default: [repository] path in the config, relative to the "
+        "config file; without --config, the current repository)",
+    )
 
     commands.add_parser(
         "run", parents=[where], help="run the engine on a repository until stopped (SIGTERM)"
@@ -83,7 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     init = commands.add_parser(
         "init", help="prepare a repository: supervisor.toml, .claude/ agents, .gitignore"
     )
-    init.add_argument("--repo", type=Path, default=Path("."))
+    init.add_argument(
+        "--repo", type=Path, default=Path("."), help="the git repository (default: this one)"
+    )
     commands.add_parser("status", parents=[where], help="work items, revisions and agent runs")
     runs = commands.add_parser("runs", help="agent runs")
     runs_commands = runs.add_subparsers(dest="runs_command", metavar="COMMAND", required=True)

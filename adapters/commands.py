@@ -3,27 +3,37 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from actors.config import load_config, parse_config
 from actors.journal import Journal
 from actors.logs import configure_logging
-from actors.process import EXIT_CONFIG, run_engine
-from adapters.app import CONFIG_NAME, App, build_app, default_branch, resolve_config
+from actors.process import EXIT_CONFIG, Watchdog, run_engine
+from adapters.app import (
+    CONFIG_NAME,
+    App,
+    build_app,
+    default_branch,
+    git_toplevel,
+    resolve_config,
+)
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
 from adapters.notify import notify
 from domain.errors import ConfigError
-from domain.models import AgentRun, EngineState, WorkItemId
+from domain.models import ACTIVE_RUN_STATUSES, AgentRun, EngineState, SessionId, WorkItemId
 from domain.state import ordered
 
-IGNORED = (".worktrees/", ".cpe/")
+WORKTREES_IGNORED = ".worktrees/"
 
 
 def fail(message: str, code: int = EXIT_CONFIG) -> int:
-    print(f"cpe: {message}", file=sys.stderr)
+    """One line on stderr (a journal or a terminal shows it whole), then ``code``."""
+    print("cpe: " + " ".join(message.split()), file=sys.stderr)
     return code
 
 
@@ -43,9 +53,10 @@ def run(config_path: Path | None, repo: Path | None) -> int:
         apps.append(app)
         return app.engine
 
+    health = Watchdog(config.engine.stall_timeout)
+
     def watchdog(engine: Any) -> None:
-        sup = engine.supervisor
-        if sup is not None and sup.ref("engine") is not None and sup.ref("event_queue"):
+        if health.healthy(engine):
             notify("WATCHDOG=1")
 
     def ready(engine: Any) -> None:
@@ -65,9 +76,16 @@ def run(config_path: Path | None, repo: Path | None) -> int:
 
 
 def init(repo: Path) -> int:
-    root = repo.resolve()
-    if not (root / ".git").exists():
-        return fail(f"{root}: not a git repository (run git init first)")
+    try:
+        root = git_toplevel(repo.resolve(), "--repo PATH")
+        existing = root / CONFIG_NAME  # its [engine] state_dir is the one to ignore
+        config = load_config(existing) if existing.exists() else parse_config({})
+    except ConfigError as exc:
+        return fail(f"configuration error: {exc}")
+    ignored = [WORKTREES_IGNORED]
+    state_entry = _ignore_entry(root, config.engine.state_dir)
+    if state_entry is not None:
+        ignored.append(state_entry)
     written: list[str] = []
     for source, target in _defaults(root):
         if target.exists():
@@ -77,7 +95,8 @@ def init(repo: Path) -> int:
         written.append(str(target.relative_to(root)))
     gitignore = root / ".gitignore"
     lines = gitignore.read_text().splitlines() if gitignore.exists() else []
-    missing = [entry for entry in IGNORED if entry not in lines and entry.rstrip("/") not in lines]
+    present = {line.strip().strip("/") for line in lines}
+    missing = [entry for entry in ignored if entry.strip("/") not in present]
     if missing:
         with gitignore.open("a") as out:
             if lines and lines[-1].strip():
@@ -90,6 +109,16 @@ def init(repo: Path) -> int:
     if not written:
         print("nothing to do: the repository is already set up")
     return 0
+
+
+def _ignore_entry(root: Path, state_dir: str) -> str | None:
+    """The ``.gitignore`` line for the state dir; None when it is not inside the repository."""
+    path = Path(os.path.normpath(root / state_dir))  # an absolute state_dir stays as it is
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return None
+    return None if relative == Path(".") else f"{relative.as_posix()}/"
 
 
 def _defaults(root: Path) -> list[tuple[Path, Path]]:
@@ -114,6 +143,7 @@ def status(config_path: Path | None, repo: Path | None) -> int:
         return fail(f"configuration error: {exc}")
     state_dir = root / config.engine.state_dir
     print(f"repository {root} (default branch {branch}), state in {state_dir}")
+    state = _journal_state(state_dir)
     if config.provider.kind == "local":
         from adapters.local.provider import LocalProvider  # noqa: PLC0415
 
@@ -123,7 +153,11 @@ def status(config_path: Path | None, repo: Path | None) -> int:
             _print_revisions(provider.revision_reader.list_revisions())
         finally:
             provider.close()
-    state = _journal_state(state_dir)
+    else:  # no token needed to look: the engine's last view of GitHub, from its journal
+        github = config.provider.github
+        print(f"\n(GitHub {github.repository if github else ''}: as the engine last saw it)")
+        _print_items(state.work_items.values())
+        _print_revisions(list(state.revisions.values()))
     _print_runs(state, state_dir)
     return 0
 
@@ -135,7 +169,8 @@ def _print_items(items: Any) -> None:
         print("  (none)")
     for wid in ordered(by_id):
         item = by_id[wid]
-        blocked = f"  blocked by {', '.join(item.blocked_by)}" if item.blocked_by else ""
+        blockers = ", ".join(f"#{b}" for b in item.blocked_by)
+        blocked = f"  blocked by {blockers}" if blockers else ""
         print(f"  #{item.id:<4} {item.status:<17} {item.title}{blocked}")
 
 
@@ -150,25 +185,48 @@ def _print_revisions(revisions: Any) -> None:
         )
 
 
+RECENT_RUNS = 20
+
+
 def _print_runs(state: EngineState, state_dir: Path) -> None:
-    print("\nagent runs (newest last)")
     runs = list(state.agent_runs.values())
-    if not runs:
-        print("  (none)")
-    for run in runs[-20:]:
-        print("  " + describe_run(run, run_runtime(state_dir, run.session_id)))
+    active = [run for run in runs if run.status in ACTIVE_RUN_STATUSES]
+    ended = [run for run in runs if run.status not in ACTIVE_RUN_STATUSES]
+    now = datetime.now(UTC)
+    for title, shown in (
+        ("active agent runs (duration so far)", active),
+        (f"recent agent runs (the last {RECENT_RUNS}, newest last)", ended[-RECENT_RUNS:]),
+    ):
+        print(f"\n{title}")
+        if not shown:
+            print("  (none)")
+        for run in shown:
+            print("  " + describe_run(run, run_runtime(state_dir, run.session_id), now=now))
 
 
-def describe_run(run: AgentRun, runtime: str = "") -> str:
+def describe_run(run: AgentRun, runtime: str = "", *, now: datetime | None = None) -> str:
+    """One line: session, role, runtime, subject, status, duration, cost, outcome. A run that
+    has not ended shows its duration so far (until ``now``) when ``now`` is given."""
     duration = ""
-    if run.started_at and run.ended_at:
-        duration = f"{(run.ended_at - run.started_at).total_seconds():.1f}s"
+    end = run.ended_at or (now if run.status in ACTIVE_RUN_STATUSES else None)
+    if run.started_at and end:
+        duration = _duration((end - run.started_at).total_seconds())
     cost = f"${run.cost_usd:.4f}" if run.cost_usd is not None else ""
     outcome = run.outcome or run.failure_reason or ""
     return (
         f"{run.session_id:<26} {run.role:<12} {runtime:<10} {run.subject:<12} {run.status:<10} "
         f"{duration:>7} {cost:>9}  {outcome[:60]}"
     )
+
+
+def _duration(seconds: float) -> str:
+    """``12.5s`` under a minute, ``3m05s`` under an hour, ``26h04m`` beyond."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
 
 
 def run_runtime(state_dir: Path, session_id: str) -> str:
@@ -203,10 +261,25 @@ def runs_show(session_id: str, config_path: Path | None, repo: Path | None) -> i
         config, root = resolve_config(config_path, repo)
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
-    transcript = root / config.engine.state_dir / "runs" / session_id / "transcript.log"
-    if not transcript.exists():
-        return fail(f"no transcript for session {session_id} at {transcript}", 1)
-    print(transcript.read_text(), end="")
+    state_dir = root / config.engine.state_dir
+    if Path(session_id).name != session_id or session_id in ("", ".", ".."):
+        return fail(f"{session_id!r} is not a session id; expected one cpe status lists", 1)
+    run = _journal_state(state_dir).agent_runs.get(SessionId(session_id))
+    transcript = state_dir / "runs" / session_id / "transcript.log"
+    if run is not None and run.log_file_path:
+        transcript = root / run.log_file_path  # absolute as journaled; else under the repo
+    if run is None and not transcript.exists():
+        return fail(
+            f"unknown session {session_id!r}: no such agent run in {state_dir}; "
+            "expected a session id that cpe status lists",
+            1,
+        )
+    if not transcript.is_file():
+        why = "" if run is None else f" (the run is {run.status})"
+        return fail(f"session {session_id}: no transcript at {transcript}{why}", 1)
+    if run is not None:
+        print("run " + " ".join(describe_run(run, run_runtime(state_dir, session_id)).split()))
+    print(transcript.read_text(encoding="utf-8", errors="replace"), end="")
     return 0
 
 
@@ -217,7 +290,12 @@ def work_add(title: str, body: str, config_path: Path | None, repo: Path | None)
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
     if config.provider.kind != "local":
-        return fail("cpe work add is for the local provider; on GitHub, open an issue", 1)
+        github = config.provider.github
+        where = f" in {github.repository}" if github else ""
+        return fail(
+            f"work add: provider.kind is {config.provider.kind!r}; expected 'local' "
+            f"(on GitHub, open an issue{where} instead)"
+        )
     from adapters.local.provider import LocalProvider  # noqa: PLC0415
 
     provider = LocalProvider(root, root / config.engine.state_dir, branch)

@@ -1,4 +1,4 @@
-"""cpe init, cpe status and the systemd notify protocol."""
+"""cpe init, cpe status, the runtimes a config builds and the systemd notify protocol."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from adapters.runtime.runners.runtime import CliRuntime
 from domain.errors import ConfigError
 from tests.fakes.codex_cli_fixture import FakeCodex
 from tests.repos import make_repo
+from tests.test_cli import cpe, one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -157,3 +158,72 @@ def test_a_claude_cli_model_it_does_not_offer_is_a_configuration_error(repo: Pat
     )
     with pytest.raises(ConfigError, match=r"runtime\.claude_cli\.model: 'gpt-5'"):
         build_app(None, repo)
+
+
+# ---------------------------------------------------------------------------- cpe init, as a user
+
+
+def snapshot(repo: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(repo)): path.read_bytes()
+        for path in sorted(repo.rglob("*"))
+        if path.is_file() and ".git" not in path.relative_to(repo).parts
+    }
+
+
+def test_cpe_init_sets_up_a_fresh_repository_then_writes_nothing(tmp_path: Path) -> None:
+    fresh = make_repo(tmp_path / "fresh", {"README.md": "x\n"})
+    first = cpe("init", cwd=fresh)
+    assert first.returncode == 0, first.stderr
+    agents = [f".claude/agents/{role}.md" for role in ("planner", "implementor", "reviewer")]
+    for path in ["supervisor.toml", ".claude/CLAUDE.md", *agents, ".gitignore"]:
+        assert f"wrote {path}\n" in first.stdout
+        assert (fresh / path).read_text().strip(), path
+    toml = (fresh / "supervisor.toml").read_text()
+    assert toml == (ROOT / "supervisor.toml").read_text()
+    assert toml.startswith("# supervisor.toml")  # the commented default
+    assert {".worktrees/", ".cpe/"} <= set((fresh / ".gitignore").read_text().splitlines())
+    before = snapshot(fresh)
+    second = cpe("init", cwd=fresh)
+    assert (second.returncode, second.stdout) == (
+        0,
+        "nothing to do: the repository is already set up\n",
+    )
+    assert snapshot(fresh) == before
+
+
+def test_cpe_init_ignores_the_state_dir_an_existing_config_names(tmp_path: Path) -> None:
+    config = '[engine]\nstate_dir = "var/cpe-state"\n'
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": config, ".gitignore": "build\n"})
+    result = cpe("init", "--repo", str(repo), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (repo / "supervisor.toml").read_text() == config  # kept as it was
+    lines = (repo / ".gitignore").read_text().splitlines()
+    assert lines[0] == "build"
+    assert "var/cpe-state/" in lines
+    assert ".worktrees/" in lines
+    assert ".cpe/" not in lines
+
+
+def test_cpe_init_adds_no_entry_for_a_state_dir_outside_the_repository(tmp_path: Path) -> None:
+    config = f'[engine]\nstate_dir = "{tmp_path / "state"}"\n'
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": config})
+    result = cpe("init", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert (repo / ".gitignore").read_text().splitlines()[-1] == ".worktrees/"
+
+
+def test_cpe_init_from_a_subdirectory_sets_up_the_repository_root(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"src/app.py": ""})
+    result = cpe("init", cwd=repo / "src")
+    assert result.returncode == 0, result.stderr
+    assert (repo / "supervisor.toml").exists()
+    assert not (repo / "src" / "supervisor.toml").exists()
+
+
+def test_cpe_init_with_a_bad_config_names_it_and_writes_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": "[engine]\nstate_dri = 'x'\n"})
+    before = snapshot(repo)
+    line = one_line_error(cpe("init", cwd=repo))
+    assert f"{repo / 'supervisor.toml'}: engine.state_dri: unknown key; expected one of" in line
+    assert snapshot(repo) == before

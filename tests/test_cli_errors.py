@@ -1,0 +1,272 @@
+"""Each configuration mistake a user can make, from the command line: exit 78 (systemd does not
+restart it) and ONE line on stderr naming what was wrong and what was expected."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.repos import make_repo
+from tests.test_cli import cpe, one_line_error
+
+GOOD = "[provider.local]\npipeline_command = []\n"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {"README.md": "x\n"})
+
+
+def write_config(repo: Path, text: str) -> Path:
+    path = repo / "supervisor.toml"
+    path.write_text(text)
+    return path
+
+
+# ---------------------------------------------------------------------------- the repository
+
+
+@pytest.mark.parametrize("command", ["run", "init", "status"])
+def test_a_directory_that_is_not_a_repository_is_named_with_what_is_expected(
+    tmp_path: Path, command: str
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    # git must not find a repository above tmp_path either
+    result = cpe(command, cwd=plain, env={"GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    line = one_line_error(result)
+    assert f"{plain}: not a git repository" in line
+    assert "expected a git repository (git init)" in line
+
+
+def test_a_repo_option_naming_no_directory_says_so(tmp_path: Path) -> None:
+    line = one_line_error(cpe("status", "--repo", str(tmp_path / "missing"), cwd=tmp_path))
+    assert f"{tmp_path / 'missing'}: no such directory" in line
+    assert "expected a git repository" in line
+
+
+@pytest.mark.parametrize("command", ["run", "status"])
+def test_a_repository_without_commits_has_no_default_branch(tmp_path: Path, command: str) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
+    line = one_line_error(cpe(command, cwd=tmp_path))
+    assert "no default branch" in line
+    assert "expected a first commit" in line
+
+
+def test_a_configured_default_branch_that_does_not_exist_is_named(repo: Path) -> None:
+    write_config(repo, GOOD + '[repository]\ndefault_branch = "trunk"\n')
+    line = one_line_error(cpe("run", cwd=repo))
+    assert "no default branch: 'trunk' (repository.default_branch)" in line
+    assert "expected a first commit on it, or repository.default_branch naming a branch" in line
+
+
+# ---------------------------------------------------------------------------- the provider
+
+
+@pytest.mark.parametrize(
+    ("token_line", "variable"),
+    [("", "GITHUB_TOKEN"), ('token_env = "CPE_TEST_TOKEN"\n', "CPE_TEST_TOKEN")],
+)
+def test_a_missing_github_token_names_the_variable(
+    repo: Path, token_line: str, variable: str
+) -> None:
+    write_config(
+        repo, f'[provider]\nkind = "github"\n[provider.github]\nrepository = "o/r"\n{token_line}'
+    )
+    line = one_line_error(cpe("run", cwd=repo))  # the clean environment has no token
+    assert f"provider.github.token_env: the environment variable {variable} is not set" in line
+    assert "expected a GitHub token in that variable" in line
+
+
+def test_a_github_setting_the_provider_does_not_know_lists_the_known_ones(repo: Path) -> None:
+    write_config(
+        repo, '[provider]\nkind = "github"\n[provider.github]\nrepository = "o/r"\nbase_ulr = "x"\n'
+    )
+    line = one_line_error(cpe("run", cwd=repo, env={"GITHUB_TOKEN": "not-used"}))
+    assert "provider.github.base_ulr: unknown key; expected one of" in line
+    assert "base_url" in line
+
+
+# ---------------------------------------------------------------------------- supervisor.toml
+
+
+def test_an_unknown_runtime_names_the_role_and_the_runtimes_there_are(repo: Path) -> None:
+    write_config(repo, GOOD + '[runtime.roles]\nimplementor = "nope"\n')
+    line = one_line_error(cpe("run", cwd=repo))
+    assert "runtime.roles.implementor: expected 'claude-sdk', 'claude-cli' or 'codex-cli'" in line
+    assert "(got 'nope')" in line
+
+
+@pytest.mark.parametrize(
+    ("toml", "fragments"),
+    [
+        pytest.param(
+            '[engine]\nshutdown_timeout = "soon"\n',
+            ["engine.shutdown_timeout: expected a valid number", "(got 'soon')"],
+            id="wrong-type",
+        ),
+        pytest.param(
+            "[engine]\nshutdwn_timeout = 3\n",
+            ["engine.shutdwn_timeout: unknown key; expected one of", "shutdown_timeout"],
+            id="unknown-key",
+        ),
+        pytest.param(
+            "[engin]\nlog_level = 'info'\n",
+            ["engin: unknown key; expected one of", "engine, logging"],
+            id="unknown-section",
+        ),
+        pytest.param(
+            "[workflow.max_concurrent]\nimplementer = 2\n",
+            ["workflow.max_concurrent.implementer: expected 'planner', 'implementor' or"],
+            id="unknown-role-key",
+        ),
+        pytest.param(
+            "[engine\nlog_level = 'info'\n",
+            ["not valid TOML", "line 1", "expected TOML syntax"],
+            id="toml-syntax",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["run", "status"])
+def test_a_bad_supervisor_toml_names_the_file_the_key_path_and_what_was_expected(
+    repo: Path, command: str, toml: str, fragments: list[str]
+) -> None:
+    path = write_config(repo, toml)
+    line = one_line_error(cpe(command, cwd=repo))
+    assert f"configuration error: {path}: " in line
+    for fragment in fragments:
+        assert fragment in line
+
+
+def test_a_bad_bash_guard_key_stops_run_with_the_keys_there_are(repo: Path) -> None:
+    """[bash_guard] is checked when the agents' runtime is built (run), as one line too."""
+    write_config(repo, GOOD + '[bash_guard]\ndeny_comands = ["make deploy"]\n')
+    line = one_line_error(cpe("run", cwd=repo))
+    assert "bash_guard.deny_comands: unknown key; expected one of" in line
+    assert "deny_commands" in line
+
+
+def test_a_config_that_is_not_a_file_is_one_line_not_a_traceback(
+    repo: Path, tmp_path: Path
+) -> None:
+    line = one_line_error(cpe("run", "--config", str(tmp_path), cwd=repo))
+    assert f"{tmp_path}: cannot read it" in line
+    assert "expected a readable file" in line
+
+
+def test_a_config_that_is_not_text_is_one_line_not_a_traceback(repo: Path, tmp_path: Path) -> None:
+    path = tmp_path / "binary.toml"
+    path.write_bytes(b"\xff\xfe[engine]\n")
+    line = one_line_error(cpe("status", "--config", str(path), cwd=repo))
+    assert f"{path}: not UTF-8 text" in line
+
+
+# ---------------------------------------------------------------------------- runtime CLIs
+
+
+def test_a_codex_cli_path_pointing_nowhere_is_named(repo: Path) -> None:
+    write_config(
+        repo,
+        GOOD + '[runtime.roles]\nimplementor = "codex-cli"\n'
+        '[runtime.codex_cli]\ncli_path = "/nonexistent/bin/codex"\n',
+    )
+    line = one_line_error(cpe("run", cwd=repo))
+    assert "runtime.codex_cli.cli_path: the codex CLI was not found ('/nonexistent/bin/codex')" in (
+        line
+    )
+    assert "expected codex on PATH" in line
+
+
+def test_codex_missing_from_path_is_named(repo: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"  # a PATH with git and nothing else: no codex on it
+    bin_dir.mkdir()
+    git = shutil.which("git")
+    assert git is not None
+    (bin_dir / "git").symlink_to(git)
+    write_config(repo, GOOD + '[runtime.roles]\nreviewer = "codex-cli"\n')
+    line = one_line_error(cpe("run", cwd=repo, env={"PATH": str(bin_dir)}))
+    assert "runtime.codex_cli.cli_path: the codex CLI was not found ('codex')" in line
+    assert "expected codex on PATH (npm install -g @openai/codex) or its path" in line
+
+
+def test_a_claude_cli_path_pointing_nowhere_is_named(repo: Path) -> None:
+    write_config(
+        repo,
+        GOOD + '[runtime.roles]\nplanner = "claude-cli"\n'
+        '[runtime.claude_cli]\ncli_path = "/nonexistent/bin/claude"\n',
+    )
+    line = one_line_error(cpe("run", cwd=repo))
+    assert (
+        "runtime.claude_cli.cli_path: the claude CLI was not found at '/nonexistent/bin/claude'"
+        in (line)
+    )
+    assert "expected an executable claude, or empty for the bundled one" in line
+
+
+def test_a_claude_cli_path_that_is_not_executable_is_named(repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "claude"
+    script.write_text("#!/bin/sh\n")  # there, but not executable
+    write_config(
+        repo,
+        f'{GOOD}[runtime.roles]\nreviewer = "claude-cli"\n'
+        f'[runtime.claude_cli]\ncli_path = "{script}"\n',
+    )
+    line = one_line_error(cpe("run", cwd=repo))
+    assert f"runtime.claude_cli.cli_path: the claude CLI was not found at '{script}'" in line
+
+
+# ---------------------------------------------------------------------------- --config PATH
+
+
+def test_run_reads_the_config_given_with_config_not_the_repositorys(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The repository's own supervisor.toml is fine; the one passed with --config, outside the
+    repository, is what run uses (and so what it reports)."""
+    write_config(repo, GOOD)
+    outside = tmp_path / "etc" / "supervisor.toml"
+    outside.parent.mkdir()
+    outside.write_text("[workflow]\nmax_attempts = 0\n")
+    line = one_line_error(cpe("run", "--config", str(outside), "--repo", str(repo), cwd=tmp_path))
+    assert f"{outside}: workflow.max_attempts: expected greater than or equal to 1" in line
+
+
+def test_run_builds_the_runtimes_the_config_given_with_config_names(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A config outside the repository, naming the repository with [repository] path: run
+    takes its runtime settings (here a codex that is not there, so it stops before starting)."""
+    outside = tmp_path / "etc" / "supervisor.toml"
+    outside.parent.mkdir()
+    outside.write_text(
+        f'[repository]\npath = "../repo"\n{GOOD}[runtime.roles]\nplanner = "codex-cli"\n'
+        '[runtime.codex_cli]\ncli_path = "/from/the/outside/config/codex"\n'
+    )
+    line = one_line_error(cpe("run", "--config", str(outside), cwd=tmp_path))
+    assert "'/from/the/outside/config/codex'" in line
+
+
+def test_a_config_outside_the_repository_without_a_repository_says_how_to_name_one(
+    repo: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "etc" / "supervisor.toml"
+    outside.parent.mkdir()
+    outside.write_text(GOOD)
+    result = cpe(
+        "status",
+        "--config",
+        str(outside),
+        cwd=repo,
+        env={"GIT_CEILING_DIRECTORIES": str(tmp_path)},
+    )
+    line = one_line_error(result)
+    assert f"{outside.parent}: not a git repository" in line
+    assert f"[repository] path in {outside}, or --repo PATH" in line
+
+
+def test_a_missing_config_file_is_named(repo: Path, tmp_path: Path) -> None:
+    line = one_line_error(cpe("run", "--config", str(tmp_path / "nope.toml"), cwd=repo))
+    assert f"{tmp_path / 'nope.toml'}: no such file; expected a supervisor.toml" in line
