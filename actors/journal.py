@@ -14,6 +14,17 @@ One connection, guarded by a lock: the queue (appends), the engine (cursor) and 
 (intents) use it from their own threads. WAL with ``synchronous=NORMAL`` keeps a commit cheap
 while surviving a process crash.
 
+**Deferred commits.** Two kinds of record may wait for the next transaction instead of paying a
+commit of their own: the end of an engine cycle (its result events and the cursor,
+``append_and_mark(defer=True)``) and the result of a write that is harmless to make twice
+(``finish_intent(defer=True)``: a status transition). Every other write commits them first, in
+its own transaction: an event appended from outside, an intent recorded before a provider write
+(so no write is ever made while earlier results are uncommitted), a failed intent; so do reads,
+an idle engine (``flush``) and ``close``. A crash loses at most deferred records, and what they
+recorded is redone from the committed journal exactly as a crash just before them would be: the
+cycle is processed again (its other writes answer from their intents) and a transition is made
+again. The committed journal is always a prefix of what happened, never a part of a cycle.
+
 **Snapshots** keep a start quick however long the journal grows: the replayed state at some
 processed ``seq`` is stored, and a replay starts from the newest snapshot at or before where it
 must end, then applies only the events after it (read in pages, never all at once). Once
@@ -51,6 +62,7 @@ SNAPSHOT_EVERY = 10_000  # processed events past the newest snapshot before anot
 SNAPSHOT_INTERVAL = 60.0  # seconds at least between two background snapshots
 KEEP_SNAPSHOTS = 3
 _PAGE = 2_000  # events read per query during a replay
+_MAX_DEFERRED = 1_000  # deferred statements held before they are committed anyway
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -149,59 +161,104 @@ class Journal:
         except sqlite3.Error as exc:
             raise JournalError(f"{self.path}: cannot open the journal: {exc}") from exc
         self._snapshot_seq = int(row[0] or 0)  # the newest snapshot's seq
+        # Deferred statements (see "Deferred commits" in the module docstring), run first in
+        # the next transaction; and the next event's seq, so a deferred append knows its own.
+        self._deferred: list[tuple[str, tuple[object, ...]]] = []
+        with self._guard("read the newest event"):
+            newest = self._db.execute("SELECT MAX(seq) FROM events").fetchone()[0]
+            known = self._db.execute(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'events'"
+            ).fetchone()
+        self._next_seq = max(int(newest or 0), int(known[0] if known else 0)) + 1
 
     # ------------------------------------------------------------------ events
 
     def append(self, event: EngineEvent) -> int:
+        """Journal ``event`` now (committed when this returns); its sequence number."""
         body = EVENT_ADAPTER.dump_json(event).decode()
         with self._guard("append an event"):
-            cursor = self._db.execute(
-                "INSERT INTO events (at, type, body) VALUES (?, ?, ?)",
-                (time.time(), event.type, body),
+            seq = self._take_seq()
+            self._commit(
+                [
+                    (
+                        "INSERT INTO events (seq, at, type, body) VALUES (?, ?, ?, ?)",
+                        (seq, time.time(), event.type, body),
+                    )
+                ]
             )
-            seq = cursor.lastrowid
-        if seq is None:  # pragma: no cover - sqlite always sets it for an INSERT
-            raise JournalError("append: no sequence number")
         return seq
 
-    def append_and_mark(self, events: Sequence[EngineEvent], processed: int) -> list[int]:
+    def append_and_mark(
+        self, events: Sequence[EngineEvent], processed: int, *, defer: bool = False
+    ) -> list[int]:
         """Append ``events`` and advance the cursor to ``processed`` in one transaction (the
-        end of an engine cycle: its result events and the fact that it finished)."""
-        rows = [(time.time(), e.type, EVENT_ADAPTER.dump_json(e).decode()) for e in events]
-        seqs: list[int] = []
+        end of an engine cycle: its result events and the fact that it finished). With
+        ``defer`` the transaction is the next one anyone makes (see "Deferred commits")."""
+        at = time.time()
+        rows = [(e.type, EVENT_ADAPTER.dump_json(e).decode()) for e in events]
         with self._guard("finish a cycle"):
-            self._db.execute("BEGIN")
-            try:
-                for row in rows:
-                    cursor = self._db.execute(
-                        "INSERT INTO events (at, type, body) VALUES (?, ?, ?)", row
-                    )
-                    seqs.append(int(cursor.lastrowid or 0))
-                self._db.execute(
+            seqs = [self._take_seq() for _ in rows]
+            statements: list[tuple[str, tuple[object, ...]]] = [
+                ("INSERT INTO events (seq, at, type, body) VALUES (?, ?, ?, ?)", (seq, at, *row))
+                for seq, row in zip(seqs, rows, strict=True)
+            ]
+            statements.append(
+                (
                     "UPDATE cursor SET processed_seq = MAX(processed_seq, ?) WHERE id = 1",
                     (processed,),
                 )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+            )
+            if defer:
+                self._deferred += statements
+                if len(self._deferred) > _MAX_DEFERRED:
+                    self._commit([])
+            else:
+                self._commit(statements)
         self._maybe_snapshot(processed)
         return seqs
 
     def last_seq(self) -> int:
         """The newest event's sequence number (0 for an empty journal)."""
-        with self._guard("read the newest event"):
-            row = self._db.execute("SELECT MAX(seq) FROM events").fetchone()
-        return int(row[0] or 0)
+        with self._lock:
+            return self._next_seq - 1
+
+    def flush(self) -> None:
+        """Commit the deferred statements now (an idle engine, a stop)."""
+        with self._guard("commit deferred writes"):
+            if self._deferred:
+                self._commit([])
+
+    def _take_seq(self) -> int:
+        seq = self._next_seq
+        self._next_seq += 1
+        return seq
+
+    def _commit(
+        self, statements: Sequence[tuple[str, tuple[object, ...]]]
+    ) -> tuple[object, ...] | None:
+        """One transaction: the deferred statements, then ``statements``; the last statement's
+        first row (for a ``RETURNING``). The caller holds the lock (``_guard``). On a failure
+        nothing is committed and the deferred statements stay deferred."""
+        row = None
+        self._db.execute("BEGIN")
+        try:
+            for sql, args in [*self._deferred, *statements]:
+                row = self._db.execute(sql, args).fetchone()
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._deferred.clear()
+        return row
 
     def mark_processed(self, seq: int) -> None:
         with self._guard("advance the cursor"):
-            self._db.execute(
-                "UPDATE cursor SET processed_seq = MAX(processed_seq, ?) WHERE id = 1", (seq,)
+            self._commit(
+                [("UPDATE cursor SET processed_seq = MAX(processed_seq, ?) WHERE id = 1", (seq,))]
             )
 
     def processed_seq(self) -> int:
-        with self._guard("read the cursor"):
+        with self._guard("read the cursor", flush=True):
             row = self._db.execute("SELECT processed_seq FROM cursor WHERE id = 1").fetchone()
         return int(row[0])
 
@@ -213,7 +270,7 @@ class Journal:
             if until is not None:
                 query += " AND seq <= ?"
                 args.append(until)
-            with self._guard("read events"):
+            with self._guard("read events", flush=True):
                 rows = self._db.execute(query + " ORDER BY seq LIMIT ?", [*args, _PAGE]).fetchall()
             for seq, at, body in rows:
                 yield JournalEntry(seq, at, EVENT_ADAPTER.validate_json(body))
@@ -324,40 +381,62 @@ class Journal:
 
     # ------------------------------------------------------------------ intents
 
-    def begin_intent(self, key: str, command: EngineCommand) -> Intent | None:
+    def begin_intent(
+        self, key: str, command: EngineCommand, *, answer: bool = True
+    ) -> Intent | None:
         """Record that ``command`` is about to be written. Returns the intent when it is already
-        done (the caller must not write again), else None."""
+        done (the caller must not write again), else None; without ``answer`` (a write the
+        caller makes again anyway) always None, and the done intent is not read back."""
         body = COMMAND_ADAPTER.dump_json(command).decode()
         now = _now()
         with self._guard("record an intent"):
             # One statement: a new or retried intent returns a row; a done one is left as it
-            # is and returns none.
-            row = self._db.execute(
-                "INSERT INTO intents (key, command, status, attempts, created_at, updated_at) "
-                "VALUES (?, ?, 'pending', 1, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-                "status = 'pending', attempts = attempts + 1, error = NULL, updated_at = ? "
-                "WHERE status != 'done' RETURNING status",
-                (key, body, now, now, now),
-            ).fetchone()
-        return self.intent(key) if row is None else None
-
-    def finish_intent(self, key: str, result: Sequence[EngineEvent]) -> None:
-        body = _EVENT_LIST.dump_json(list(result)).decode()
-        with self._guard("finish an intent"):
-            self._db.execute(
-                "UPDATE intents SET status = 'done', result = ?, updated_at = ? WHERE key = ?",
-                (body, _now(), key),
+            # is and returns none. The deferred statements go first, in the same transaction:
+            # nothing the engine did is left uncommitted when a write is about to be made.
+            row = self._commit(
+                [
+                    (
+                        "INSERT INTO intents "
+                        "(key, command, status, attempts, created_at, updated_at) "
+                        "VALUES (?, ?, 'pending', 1, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+                        "status = 'pending', attempts = attempts + 1, error = NULL, "
+                        "updated_at = ? WHERE status != 'done' RETURNING status",
+                        (key, body, now, now, now),
+                    )
+                ]
             )
+        return self.intent(key) if row is None and answer else None
+
+    def finish_intent(
+        self, key: str, result: Sequence[EngineEvent], *, defer: bool = False
+    ) -> None:
+        """Mark the intent done with its result events. With ``defer`` (for a write that is
+        harmless to make twice) it is committed with the next transaction instead."""
+        body = _EVENT_LIST.dump_json(list(result)).decode()
+        statement = (
+            "UPDATE intents SET status = 'done', result = ?, updated_at = ? WHERE key = ?",
+            (body, _now(), key),
+        )
+        with self._guard("finish an intent"):
+            if defer:
+                self._deferred.append(statement)
+            else:
+                self._commit([statement])
 
     def fail_intent(self, key: str, error: str) -> None:
         with self._guard("fail an intent"):
-            self._db.execute(
-                "UPDATE intents SET status = 'failed', error = ?, updated_at = ? WHERE key = ?",
-                (error, _now(), key),
+            self._commit(
+                [
+                    (
+                        "UPDATE intents SET status = 'failed', error = ?, updated_at = ? "
+                        "WHERE key = ?",
+                        (error, _now(), key),
+                    )
+                ]
             )
 
     def intent(self, key: str) -> Intent | None:
-        with self._guard("read an intent"):
+        with self._guard("read an intent", flush=True):
             row = self._db.execute(
                 "SELECT key, command, status, result, error, attempts FROM intents WHERE key = ?",
                 (key,),
@@ -366,7 +445,7 @@ class Journal:
 
     def intents(self, status: IntentStatus | None = None) -> list[Intent]:
         query = "SELECT key, command, status, result, error, attempts FROM intents"
-        with self._guard("read intents"):
+        with self._guard("read intents", flush=True):
             if status is None:
                 rows = self._db.execute(query + " ORDER BY created_at").fetchall()
             else:
@@ -389,23 +468,40 @@ class Journal:
         if snapshotter is not None:
             snapshotter.join(timeout=60)
         with self._lock:
-            self._db.close()
+            try:
+                if self._deferred:
+                    self._commit([])
+            except sqlite3.Error as exc:
+                log.error("deferred journal writes lost at close", error=str(exc))
+            finally:
+                self._db.close()
 
-    def _guard(self, what: str) -> _Guard:
-        return _Guard(self._lock, f"{self.path}: cannot {what}")
+    def _guard(self, what: str, *, flush: bool = False) -> _Guard:
+        """The lock, with sqlite errors turned into ``JournalError``; with ``flush`` (a read)
+        the deferred statements are committed first, so the read sees them."""
+        return _Guard(self, f"{self.path}: cannot {what}", flush)
 
 
 class _Guard:
-    """Holds the lock and turns sqlite errors into ``JournalError``."""
+    """Holds the journal's lock and turns sqlite errors into ``JournalError``."""
 
-    def __init__(self, lock: threading.Lock, message: str):
-        self._lock = lock
+    def __init__(self, journal: Journal, message: str, flush: bool):
+        self._journal = journal
         self._message = message
+        self._flush = flush
 
     def __enter__(self) -> None:
-        self._lock.acquire()
+        self._journal._lock.acquire()
+        if self._flush and self._journal._deferred:
+            try:
+                self._journal._commit([])
+            except BaseException as exc:
+                self._journal._lock.release()
+                if isinstance(exc, sqlite3.Error):
+                    raise JournalError(f"{self._message}: {exc}") from exc
+                raise
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
-        self._lock.release()
+        self._journal._lock.release()
         if isinstance(exc, sqlite3.Error):
             raise JournalError(f"{self._message}: {exc}") from exc

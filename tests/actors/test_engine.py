@@ -73,6 +73,7 @@ def test_an_event_is_fully_processed_before_the_next_and_results_come_after(
     assert order == ["write 1"]
     gate.set()
     wait_until(lambda: engine.get_state().work_items["2"].status == "done", engine)
+    assert engine.inbox.wait_idle(30)  # the last cycle's results are journaled too
     assert order == ["write 1", "write 2"]
     tail = [
         t for t in journal_types(engine) if t in ("UserTransitionedStatus", "StatusTransitioned")
@@ -187,6 +188,7 @@ def test_an_in_progress_item_without_a_run_goes_back_to_pending_through_the_loop
     engine = harness.engine()
     engine.start()
     wait_until(lambda: ("transition_status", ("1", "pending")) in harness.tracker.log, engine)
+    assert engine.inbox.wait_idle(30)  # every cycle's results are journaled
     types = journal_types(engine)
     assert types.index("WorkItemChanged") < types.index("StatusTransitioned")
 

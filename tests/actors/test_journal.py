@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,8 @@ from domain.models import EngineState, ImplementorStartParams, WorkItem
 from domain.state import apply_event, engine_owned
 from tests.domain.builders import requested
 from tests.domain.test_properties import Simulation
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_restore_gives_engine_owned_facts_and_the_unprocessed_tail(tmp_path: Path) -> None:
@@ -205,3 +210,119 @@ def test_a_burst_of_events_pays_for_one_background_snapshot(tmp_path: Path) -> N
         assert 5 <= taken <= 50
     finally:
         reopened.close()
+
+
+# ---------------------------------------------------------------------------- deferred commits
+
+
+def _committed_types(path: Path) -> list[str]:
+    """What another connection (another process) sees: the committed journal only."""
+    with sqlite3.connect(path) as db:
+        return [row[0] for row in db.execute("SELECT type FROM events ORDER BY seq")]
+
+
+def _committed_cursor(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT processed_seq FROM cursor").fetchone()[0])
+
+
+def _transition(wid: str = "1") -> StatusTransitioned:
+    return StatusTransitioned(work_item_id=wid, to="pending")
+
+
+def test_a_deferred_cycle_end_is_committed_with_the_next_intent(tmp_path: Path) -> None:
+    """No provider write is made while an earlier cycle's results are uncommitted: recording
+    the write's intent commits them first, in the same transaction."""
+    path = tmp_path / "j.sqlite3"
+    journal = Journal(path)
+    first = journal.append(WorkItemChanged(work_item=WorkItem(id="1", title="t", status="done")))
+    [result] = journal.append_and_mark([_transition()], first, defer=True)
+    assert result == first + 1  # its seq is known before it is stored
+    assert _committed_types(path) == ["WorkItemChanged"]
+    assert _committed_cursor(path) == 0
+
+    command = TransitionStatus(work_item_id="1", to="pending")
+    assert journal.begin_intent("k", command) is None
+    assert _committed_types(path) == ["WorkItemChanged", "StatusTransitioned"]
+    assert _committed_cursor(path) == first
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT status FROM intents").fetchall() == [("pending",)]
+    journal.close()
+
+
+def test_a_deferred_intent_result_is_committed_before_the_next_write(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    journal = Journal(path)
+    command = TransitionStatus(work_item_id="1", to="pending")
+    journal.begin_intent("a", command)
+    journal.finish_intent("a", [_transition()], defer=True)
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT status FROM intents WHERE key = 'a'").fetchone() == ("pending",)
+    journal.begin_intent("b", TransitionStatus(work_item_id="2", to="pending"))
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT status FROM intents WHERE key = 'a'").fetchone() == ("done",)
+    journal.close()
+
+
+def test_reads_an_event_from_outside_an_idle_flush_and_close_commit_what_was_deferred(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "j.sqlite3"
+    journal = Journal(path)
+    seq = journal.append(_transition("1"))
+    journal.append_and_mark([_transition("2")], seq, defer=True)
+    # the journal's own reads see the deferred records (and commit them)
+    assert [e.event.type for e in journal.entries()] == ["StatusTransitioned"] * 2
+    assert _committed_cursor(path) == seq
+
+    journal.append_and_mark([_transition("3")], seq + 1, defer=True)
+    journal.append(_transition("4"))  # an event from outside: one transaction with them
+    assert len(_committed_types(path)) == 4
+    journal.append_and_mark([], seq + 3, defer=True)
+    journal.flush()
+    assert _committed_cursor(path) == seq + 3
+    journal.append_and_mark([_transition("5")], seq + 3, defer=True)
+    journal.close()
+    assert len(_committed_types(path)) == 5
+
+
+def test_sequence_numbers_keep_growing_across_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    journal = Journal(path)
+    seqs = [journal.append(_transition()) for _ in range(3)]
+    journal.close()
+    journal = Journal(path)
+    assert journal.last_seq() == seqs[-1]
+    assert journal.append(_transition()) == seqs[-1] + 1
+    journal.close()
+
+
+KILLED_WITH_DEFERRED = """
+import os, signal, sys
+from actors.journal import Journal
+from domain.events import StatusTransitioned, UserTransitionedStatus
+journal = Journal(sys.argv[1])
+first = journal.append(UserTransitionedStatus(work_item_id="1", to="done"))
+journal.append_and_mark([StatusTransitioned(work_item_id="1", to="done")], first, defer=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_crash_loses_at_most_the_deferred_cycle_which_is_then_processed_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "j.sqlite3"
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_WITH_DEFERRED, str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    restored = Journal(path).restore()
+    # the committed journal is a prefix: the event is there, its cycle is not, so it is
+    # processed again (its writes answer from their intents)
+    assert restored.processed_seq == 0
+    assert [e.event.type for e in restored.unprocessed] == ["UserTransitionedStatus"]
