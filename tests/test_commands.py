@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import inspect
 import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from actors.config import CpeConfig
+from actors.engine import DRAIN_GRACE
 from adapters import commands
 from adapters.app import build_app
 from adapters.notify import notify
 from adapters.runtime.claude_sdk import ClaudeAdapter
+from adapters.runtime.launcher import kill_tree
 from adapters.runtime.runners.codex_cli import CodexCliRunner
 from adapters.runtime.runners.runtime import CliRuntime
 from domain.errors import ConfigError
@@ -86,7 +90,17 @@ def test_the_unit_restarts_on_failure_but_not_on_a_config_error() -> None:
     ):
         assert line in unit
     stop = int(unit.split("TimeoutStopSec=")[1].split()[0])
-    assert stop > 300  # above the default shutdown_timeout
+    # A stop takes the shutdown timeout (cancelled runs reporting, then the drain) plus the
+    # drain's own grace, a child that will not stop, and an agent's SIGTERM-to-SIGKILL grace:
+    # systemd must not SIGKILL cpe before that.
+    defaults = CpeConfig()
+    longest = (
+        defaults.engine.shutdown_timeout
+        + DRAIN_GRACE
+        + defaults.supervisor.child_shutdown_timeout
+        + inspect.signature(kill_tree).parameters["grace"].default
+    )
+    assert stop > longest
 
 
 def test_each_role_runs_on_the_runtime_the_config_names(repo: Path) -> None:

@@ -193,14 +193,17 @@ def run_env(
     model_variables: Sequence[str],
     agent_env: Mapping[str, str],
     home: Path | None = None,
+    *,
+    euid: int | None = None,
 ) -> dict[str, str]:
     """One agent run's environment: the allowlisted part of ours, the model's own credentials
     and endpoint (``model_variables``, passed on purpose), what the config adds on purpose,
     ``IS_SANDBOX=1`` as root (the claude CLI refuses bypassPermissions as root without it),
-    and ``home`` as HOME when given (created)."""
+    and ``home`` as HOME when given (created). ``euid`` is the user the agent runs as (default:
+    ours, ``os.geteuid()``)."""
     extra = {name: value for name in model_variables if (value := os.environ.get(name))}
     extra.update(agent_env)
-    if os.geteuid() == 0:
+    if (os.geteuid() if euid is None else euid) == 0:
         extra["IS_SANDBOX"] = "1"
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,8 @@
 
 ::
 
-    transcript.log              human-readable, appended as the run goes (role transcript_log)
+    transcript.log              human-readable, appended as the run goes (role transcript_log),
+                                only when session transcripts are on ([logging] agent_transcripts)
     runner_transcript.jsonl     runner_transcript: every native message, redacted, one per line
     runner_final_response.json  runner_final_response: the final text and structured output
     runner_metadata.json        runner_metadata: invocation, capture, outcome, usage, policy
@@ -16,6 +17,10 @@ evidence through the manifest and its roles only (:func:`resolve_artifact`, S004
 **The three normalized artifacts exist from the start.** ``open`` writes an empty transcript,
 a final response marked unavailable, and the metadata with the prompt *before* the agent runs
 (seed 003), so a run that dies half-way still has its evidence. ``finish`` completes them.
+
+**The human-readable transcript is optional** (seed 000/001: written only when
+``logging.agentSessions`` is on; ``open(..., transcript_log=False)`` leaves it out, and the
+manifest does not list it). The normalized artifacts are written either way (seed 004 §5).
 
 **Writing never raises** (seed 000: log failures are non-fatal). The first failure of each file
 is logged once, later writes to a broken append-only file are dropped (a transcript with holes
@@ -31,6 +36,7 @@ An existing run directory (a reused session id) is overwritten, with a warning.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import threading
@@ -129,10 +135,18 @@ class FinishedArtifacts:
 class RunArtifacts:
     """The files of one run; thread-safe. Build it with :meth:`open`."""
 
-    def __init__(self, run_dir: Path, metadata: dict[str, Any], clock: Callable[[], datetime]):
+    def __init__(
+        self,
+        run_dir: Path,
+        metadata: dict[str, Any],
+        clock: Callable[[], datetime],
+        *,
+        transcript_log: bool = True,
+    ):
         self.run_dir = run_dir
         self._metadata = metadata
         self._clock = clock
+        self._human_log = transcript_log
         self._lock = threading.RLock()
         self._files = SafeFiles(run_dir)
         self._attached: dict[str, str] = {}  # optional role → file name
@@ -156,8 +170,10 @@ class RunArtifacts:
         effective_policy: Mapping[str, Any] | None = None,
         capture_format: str | None = None,
         clock: Callable[[], datetime] = _utcnow,
+        transcript_log: bool = True,
     ) -> RunArtifacts:
-        """Create the run directory and its pre-run artifacts. Raises only on a bad id."""
+        """Create the run directory and its pre-run artifacts. Raises only on a bad id.
+        ``transcript_log``: whether to keep the human-readable ``transcript.log`` too."""
         if session_id in ("", ".", "..") or any(c in session_id for c in "/\\\0"):
             raise ValueError(f"session id {session_id!r} cannot name a directory")
         run_dir = Path(state_dir) / "runs" / session_id
@@ -188,7 +204,7 @@ class RunArtifacts:
             "artifact_errors": [],
             "extra": {},
         }
-        artifacts = cls(run_dir, metadata, clock)
+        artifacts = cls(run_dir, metadata, clock, transcript_log=transcript_log)
         artifacts._start(len(prompt))
         return artifacts
 
@@ -240,8 +256,13 @@ class RunArtifacts:
 
     @property
     def transcript_log(self) -> Path:
-        """The human-readable log (an ``AgentRun.log_file_path``)."""
+        """Where the human-readable log is (or would be, when it is off)."""
         return self.run_dir / TRANSCRIPT_LOG[1]
+
+    @property
+    def log_file_path(self) -> str | None:
+        """The human-readable log when it is kept, else None (``AgentRunHandle.log_file_path``)."""
+        return str(self.transcript_log) if self._human_log else None
 
     def missing_required(self) -> tuple[str, ...]:
         """Required roles whose file is absent or lost a write."""
@@ -349,7 +370,10 @@ class RunArtifacts:
         meta = self._metadata
         if self.run_dir.exists():
             log.warning("run directory exists; overwriting it", run_dir=str(self.run_dir))
-        self._files.make_dir(_JSONL, TRANSCRIPT_LOG[1])
+        self._files.make_dir(_JSONL, *([TRANSCRIPT_LOG[1]] if self._human_log else []))
+        if not self._human_log:  # a reused run directory must not keep an earlier run's log
+            with contextlib.suppress(OSError):
+                (self.run_dir / TRANSCRIPT_LOG[1]).unlink(missing_ok=True)
         self._files.write_json(_FINAL, self._digest.final_response(None))
         self._files.write_json(_METADATA, meta)
         self._log(
@@ -371,11 +395,14 @@ class RunArtifacts:
         return True
 
     def _log(self, text: str) -> None:
+        if not self._human_log:
+            return
         stamp = self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         first, *rest = text.splitlines() or [""]
         lines = [f"{stamp} {first}", *(f"{' ' * len(stamp)}   {line}" for line in rest)]
         self._files.append(TRANSCRIPT_LOG[1], "\n".join(lines) + "\n")
 
     def _write_manifest(self, state: str) -> dict[str, Path]:
-        roles = [*CANONICAL_FILES.items(), TRANSCRIPT_LOG, *self._attached.items()]
+        human = [TRANSCRIPT_LOG] if self._human_log else []
+        roles = [*CANONICAL_FILES.items(), *human, *self._attached.items()]
         return self._files.write_manifest(self._metadata["session_id"], state, roles)

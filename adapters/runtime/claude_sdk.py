@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import anyio
 import structlog
@@ -26,6 +26,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    HookCallback,
     HookMatcher,
     ResultMessage,
     TextBlock,
@@ -41,8 +42,16 @@ from adapters.runtime.agents import (
 )
 from adapters.runtime.artifacts import RunArtifacts, Termination
 from adapters.runtime.bash_guard import BashGuardConfig, check_bash
-from adapters.runtime.launcher import is_agent_cli, kill_tree, read_pid, write_wrapper
+from adapters.runtime.launcher import (
+    is_agent_cli,
+    kill_group,
+    kill_tree,
+    read_pid,
+    wait_for_exit,
+    write_wrapper,
+)
 from adapters.runtime.provision import Provisioner
+from adapters.runtime.runners.bash_hook import BashCheck, sdk_hook
 from adapters.runtime.worktrees import Worktree
 from domain.errors import AgentFailure
 from domain.models import (
@@ -89,8 +98,12 @@ class ClaudeAdapterConfig(RuntimeAdapterConfig):
     kill_grace: float = Field(default=5, gt=0)
 
 
-def create_claude_adapter(config: ClaudeAdapterConfig, deps: RuntimeAdapterDeps) -> ClaudeAdapter:
-    return ClaudeAdapter(config, deps)
+def create_claude_adapter(
+    config: ClaudeAdapterConfig, deps: RuntimeAdapterDeps, *, bash_check: BashCheck = check_bash
+) -> ClaudeAdapter:
+    """``bash_check`` is the guard's verdict function; only tests give another one (one that
+    fails, to show that the hook fails closed)."""
+    return ClaudeAdapter(config, deps, bash_check=bash_check)
 
 
 @dataclass
@@ -127,9 +140,16 @@ class _Run:
 
 
 class ClaudeAdapter:
-    def __init__(self, config: ClaudeAdapterConfig, deps: RuntimeAdapterDeps):
+    def __init__(
+        self,
+        config: ClaudeAdapterConfig,
+        deps: RuntimeAdapterDeps,
+        *,
+        bash_check: BashCheck = check_bash,
+    ):
         self.config = config
         self.deps = deps
+        self.bash_check = bash_check
         self.repo_root = Path(config.repo_root)
         self.provisioner = Provisioner.for_config(config, deps)
         self._runs: dict[SessionId, _Run] = {}
@@ -155,6 +175,7 @@ class ClaudeAdapter:
             prompt_reference=f".claude/agents/{params.role}.md",
             requested_policy={"permission_mode": "bypassPermissions", "bash_guard": "deny"},
             capture_format="sdk-messages",
+            transcript_log=self.config.logging.agent_sessions,
         )
         run = _Run(session_id, params, files, asyncio.get_running_loop(), worktree)
         run.kill_grace = self.config.kill_grace
@@ -165,7 +186,7 @@ class ClaudeAdapter:
             session_id=session_id,
             output=_drain(run.output),
             result=result,
-            log_file_path=str(files.transcript_log),
+            log_file_path=files.log_file_path,
             usage=lambda: run.usage,
         )
 
@@ -226,16 +247,21 @@ class ClaudeAdapter:
         final: ResultMessage | None = None
         try:
             async with ClaudeSDKClient(options) as client:
-                await client.query(prompt)
-                async for message in client.receive_response():
-                    run.files.record_native(message)
-                    if isinstance(message, AssistantMessage):
-                        for block in message.content:
-                            if isinstance(block, TextBlock) and block.text:
-                                run.output.put_nowait(block.text)
-                    elif isinstance(message, ResultMessage):
-                        final = message
-                        run.usage = _usage(message)
+                leftovers = self._kill_leftovers_on_exit(run)
+                try:
+                    await client.query(prompt)
+                    async for message in client.receive_response():
+                        run.files.record_native(message)
+                        if isinstance(message, AssistantMessage):
+                            for block in message.content:
+                                if isinstance(block, TextBlock) and block.text:
+                                    run.output.put_nowait(block.text)
+                        elif isinstance(message, ResultMessage):
+                            final = message
+                            run.usage = _usage(message)
+                finally:
+                    if leftovers is not None:
+                        leftovers.cancel()
         except _SDKError as exc:
             if final is None:
                 raise AgentFailure("failed", f"the claude CLI failed: {exc}") from exc
@@ -244,6 +270,25 @@ class ClaudeAdapter:
         if final is None:
             raise AgentFailure("failed", "the claude CLI ended without a result")
         return final
+
+    def _kill_leftovers_on_exit(self, run: _Run) -> asyncio.Task[None] | None:
+        """Once the CLI has ended, kill what is left of its process group. A command it started
+        (a crash left it running) may hold the CLI's stdout open, and the SDK reads until EOF:
+        without this the session would end only at ``max_agent_duration``. The wrapper has
+        written the pid file before the CLI answered ``initialize``, so it is there now."""
+        pid = read_pid(_pidfile(run))
+        if pid is None:
+            return None
+        grace = self.config.kill_grace
+
+        async def watch() -> None:
+            try:
+                await wait_for_exit(pid)
+                await anyio.to_thread.run_sync(partial(kill_group, pid, grace))
+            except Exception:  # the run's own teardown kills the tree anyway
+                log.exception("watching the claude CLI failed", pid=pid)
+
+        return run.loop.create_task(watch())
 
     async def _result(self, run: _Run, final: ResultMessage) -> AgentResult:
         role = run.params.role
@@ -256,22 +301,11 @@ class ClaudeAdapter:
 
     def _options(self, run: _Run, spec: AgentSpec) -> ClaudeAgentOptions:
         cwd = run.worktree.path if run.worktree is not None else self.repo_root
-        guard, guard_config = run, self.config.bash_guard
-
-        async def bash_hook(hook_input: Any, tool_use_id: str | None, context: Any) -> Any:
-            command = str(hook_input.get("tool_input", {}).get("command", ""))
-            verdict = check_bash(command, worktree=cwd, config=guard_config)
-            if verdict.allowed:
-                return {}
-            guard.files.note(f"denied Bash: {verdict.reason}")
-            return {
-                "hookSpecificOutput": {
-                    "hookEventName": "PreToolUse",
-                    "permissionDecision": "deny",
-                    "permissionDecisionReason": verdict.reason,
-                }
-            }
-
+        # sdk_hook answers plain dicts of the shape HookJSONOutput describes
+        bash_hook = cast(
+            HookCallback,
+            sdk_hook(cwd, self.config.bash_guard, run.files.note, check=self.bash_check),
+        )
         definition = AgentDefinition(
             description=spec.description,
             prompt=spec.prompt,
@@ -285,7 +319,11 @@ class ClaudeAdapter:
             cwd=str(cwd),
             output_format={"type": "json_schema", "schema": output_schema(run.params.role)},
             setting_sources=[],
-            hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[bash_hook])]},
+            # on_failure="block": should the callback ever fail (it catches everything itself),
+            # the CLI blocks the command; a CLI too old to honour it refuses to connect.
+            hooks={
+                "PreToolUse": [HookMatcher(matcher="Bash", hooks=[bash_hook], on_failure="block")]
+            },
             permission_mode="bypassPermissions",
             cli_path=str(self._wrapper(run)),
             stderr=lambda line: run.files.note(f"stderr: {line}"),

@@ -17,6 +17,7 @@ import signal
 from collections.abc import Mapping
 from pathlib import Path
 
+import anyio
 import psutil
 
 # Variables the SDK sets for the CLI (transport/subprocess_cli.py); they carry no secret.
@@ -68,7 +69,12 @@ def is_agent_cli(pid: int, run_dir: Path) -> bool:
 
 def kill_tree(pid: int | None, *, grace: float = 5.0) -> list[int]:
     """SIGTERM the process group led by ``pid`` and every descendant, wait ``grace`` seconds,
-    then SIGKILL whatever is left. Returns the pids that were still alive at the start."""
+    then SIGKILL whatever is left; return once they are gone. Returns the pids that were still
+    alive at the start.
+
+    The leader may have ended already (a CLI that crashed): what it started is then found by
+    its process group, which outlives its leader and whose id is not reused while it exists.
+    """
     if pid is None:
         return []
     try:
@@ -76,8 +82,53 @@ def kill_tree(pid: int | None, *, grace: float = 5.0) -> list[int]:
         victims = [leader, *leader.children(recursive=True)]
     except psutil.NoSuchProcess:
         victims = []
+    known = {p.pid for p in victims}
+    victims += [p for p in group_members(pid) if p.pid not in known]
     terminate(pid, victims, grace=grace)
     return [p.pid for p in victims]
+
+
+def kill_group(pgid: int, grace: float) -> None:
+    """SIGTERM every process of group ``pgid``, wait up to ``grace``, SIGKILL what is left."""
+    members = group_members(pgid)
+    if members:
+        terminate(pgid, members, grace=grace)
+
+
+async def wait_for_exit(pid: int, *, poll: float = 0.2) -> None:
+    """Return once process ``pid`` has ended, without reaping it (it is another's child): a
+    pidfd where Linux offers one, else polling every ``poll`` seconds."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except (AttributeError, OSError):  # no pidfd here
+        while _running(pid):
+            await anyio.sleep(poll)
+        return
+    try:
+        await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    """Every live (non-zombie) process whose process group is ``pgid``."""
+    members = []
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
+                members.append(process)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return members
 
 
 def terminate(pgid: int, victims: list[psutil.Process], *, grace: float) -> None:

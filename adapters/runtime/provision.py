@@ -20,7 +20,7 @@ from adapters.runtime.agents import AgentSpec, load_agent_definition
 from adapters.runtime.context import assemble_prompt
 from adapters.runtime.patches import extract_patch
 from adapters.runtime.worktrees import Worktree, WorktreeManager, run_git
-from domain.errors import AgentFailure, InvalidAgentOutputError
+from domain.errors import AgentFailure, InvalidAgentOutputError, PatchError
 from domain.models import AgentRole, AgentStartParams, ImplementorStartParams
 from domain.ports import RuntimeAdapterDeps
 from domain.results import AgentResult, ImplementorOutput, ImplementorResult, validate_output
@@ -113,9 +113,12 @@ class Provisioner:
         patch = None
         if output.outcome == "completed":
             assert worktree is not None
-            patch = await anyio.to_thread.run_sync(
-                extract_patch, worktree.path, self.worktrees.default_branch
-            )
+            try:
+                patch = await anyio.to_thread.run_sync(
+                    extract_patch, worktree.path, self.worktrees.default_branch
+                )
+            except PatchError as exc:
+                raise AgentFailure("failed", f"cannot extract the patch: {exc}") from exc
             if not patch:
                 raise AgentFailure("failed", "outcome completed, but the worktree has no changes")
         return ImplementorResult(outcome=output.outcome, summary=output.summary, patch=patch)

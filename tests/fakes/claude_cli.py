@@ -24,10 +24,18 @@ Behaviour comes from the environment (the SDK passes ``ClaudeAgentOptions.env`` 
     until killed. ``ignore_sigterm``: ignores SIGTERM from the start, then as ``hang``.
     ``grandchild``: starts a sleeping child (stdin from /dev/null, stdout and stderr inherited,
     as a backgrounded shell command would), records its pid, then as ``hang``.
+    ``crash_grandchild``: starts that child, then as ``crash``: the CLI is gone, its child not.
 ``FAKE_CLAUDE_OUTPUT``
     A JSON file holding the structured output of the result (none when unset).
 ``FAKE_CLAUDE_TEXT`` / ``FAKE_CLAUDE_BASH``
     The assistant's text (default ``Working on it.``) and the Bash command it "runs" (``ls``).
+``FAKE_CLAUDE_BASH_RUN``
+    When ``1``, the Bash command really runs (``/bin/sh -c`` in the cwd) once the hooks allow
+    it, and its output is the tool result; otherwise the result is a canned ``a.txt``.
+``FAKE_CLAUDE_NO_HOOK_ON_FAILURE``
+    When ``1``, ``initialize`` is answered like a CLI that predates ``onFailure`` on hook
+    matchers (no ``hook_on_failure_supported``); otherwise like 2.1.330, which honours it: a
+    hook callback that fails blocks the tool when its matcher says ``onFailure: "block"``.
 ``FAKE_CLAUDE_PID_FILE`` / ``FAKE_CLAUDE_GRANDCHILD_PID_FILE``
     Files that receive this process's pid and the grandchild's, written before ``system/init``
     so a reader that has seen init can read them without waiting.
@@ -68,6 +76,7 @@ MODES = (
     "hang",
     "ignore_sigterm",
     "grandchild",
+    "crash_grandchild",
 )
 
 
@@ -154,7 +163,10 @@ class FakeCli:
         subtype = request.get("subtype")
         if subtype == "initialize":
             self.hooks = request.get("hooks") or {}
-            self.answer(message["request_id"], {})
+            answer: dict[str, Any] = {"claude_code_version": VERSION, "pid": os.getpid()}
+            if _env("FAKE_CLAUDE_NO_HOOK_ON_FAILURE") != "1":
+                answer.update(hook_on_failure_supported=True, hooks_applied=True)
+            self.answer(message["request_id"], answer)
         elif subtype == "interrupt":
             self.answer(message["request_id"], {"still_queued": []})
         else:
@@ -162,14 +174,14 @@ class FakeCli:
 
     def turn(self) -> int | None:
         """Play the turn for the user message; an int ends the process with that status."""
-        if self.mode == "grandchild":
+        if self.mode in ("grandchild", "crash_grandchild"):
             self.start_grandchild()
         self.emit(self.init_message())
         if self.mode in ("hang", "ignore_sigterm", "grandchild"):
             threading.Event().wait(_hang_seconds())
             return 124
         self.assistant({"type": "text", "text": _env("FAKE_CLAUDE_TEXT", "Working on it.")})
-        if self.mode == "crash":
+        if self.mode in ("crash", "crash_grandchild"):
             sys.stderr.write("fake claude: simulated crash\n")
             sys.stderr.flush()
             return int(_env("FAKE_CLAUDE_EXIT_CODE", "3"))
@@ -221,8 +233,11 @@ class FakeCli:
         tool_input = {"command": _env("FAKE_CLAUDE_BASH", "ls"), "description": "Run it"}
         self.assistant({"type": "tool_use", "id": tool_id, "name": "Bash", "input": tool_input})
         reason = self.pre_tool_use("Bash", tool_input, tool_id)
-        if reason is None:
-            content, is_error, denials = "a.txt", False, []
+        denials: list[dict[str, Any]] = []
+        if reason is None and _env("FAKE_CLAUDE_BASH_RUN") == "1":
+            content, is_error = self.run_bash(tool_input["command"])
+        elif reason is None:
+            content, is_error = "a.txt", False
         else:
             content, is_error = f"PreToolUse:Bash hook error: {reason}", True
             denials = [{"tool_name": "Bash", "tool_use_id": tool_id, "tool_input": tool_input}]
@@ -246,14 +261,31 @@ class FakeCli:
         )
         return denials
 
+    def run_bash(self, command: str) -> tuple[str, bool]:
+        done = subprocess.run(
+            ["/bin/sh", "-c", command],
+            cwd=self.cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=_hang_seconds(),
+            check=False,
+        )
+        return done.stdout + done.stderr, done.returncode != 0
+
     def pre_tool_use(self, tool: str, tool_input: dict[str, Any], tool_id: str) -> str | None:
-        """Ask every matching SDK hook; the first denial's reason, or None when allowed."""
+        """Ask every matching SDK hook; the first denial's reason, or None when allowed. A
+        callback that fails blocks the tool when its matcher has ``onFailure: "block"``."""
         for matcher in self.hooks.get("PreToolUse") or []:
             pattern = matcher.get("matcher")
             if pattern and not re.fullmatch(pattern, tool):
                 continue
             for callback_id in matcher.get("hookCallbackIds") or []:
                 reply = self.hook_callback(callback_id, tool, tool_input, tool_id)
+                if reply is None:  # the callback failed
+                    if matcher.get("onFailure") == "block":
+                        return "hook callback failed"
+                    continue
                 specific = reply.get("hookSpecificOutput") or {}
                 if specific.get("permissionDecision") == "deny":
                     return str(specific.get("permissionDecisionReason") or "denied by hook")
@@ -263,7 +295,8 @@ class FakeCli:
 
     def hook_callback(
         self, callback_id: str, tool: str, tool_input: dict[str, Any], tool_id: str
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
+        """The callback's answer; None when it failed (an error reply)."""
         request_id = str(uuid.uuid4())
         hook_input = {
             "session_id": SESSION,
@@ -296,7 +329,7 @@ class FakeCli:
                 response.get("request_id") == request_id
             ):
                 if response.get("subtype") == "error":
-                    return {}
+                    return None
                 body = response.get("response")
                 return body if isinstance(body, dict) else {}
         return {}

@@ -68,8 +68,12 @@ class FakeClaude:
         bash: str | None = None,
         exit_code: int | None = None,
         hang_seconds: float | None = None,
+        bash_run: bool = False,
+        hook_on_failure: bool = True,
     ) -> dict[str, str]:
-        """The environment selecting ``mode``; ``output`` is the structured output (JSON)."""
+        """The environment selecting ``mode``; ``output`` is the structured output (JSON).
+        ``bash_run``: the Bash command really runs when the hooks allow it;
+        ``hook_on_failure=False``: answer ``initialize`` like a CLI without ``onFailure``."""
         env = {
             "FAKE_CLAUDE_MODE": mode,
             "FAKE_CLAUDE_PID_FILE": str(self.pid_file),
@@ -89,6 +93,10 @@ class FakeClaude:
             env["FAKE_CLAUDE_EXIT_CODE"] = str(exit_code)
         if hang_seconds is not None:
             env["FAKE_CLAUDE_HANG_SECONDS"] = str(hang_seconds)
+        if bash_run:
+            env["FAKE_CLAUDE_BASH_RUN"] = "1"
+        if not hook_on_failure:
+            env["FAKE_CLAUDE_NO_HOOK_ON_FAILURE"] = "1"
         return env
 
     def pid(self) -> int:

@@ -107,6 +107,7 @@ class RunRequest:
     max_turns: int | None = None
     bash_guard: BashGuardConfig | None = None  # check every shell command with cpe's guard
     read_only: bool = False  # the run has no reason to change the workspace (planner, reviewer)
+    transcript_log: bool = True  # keep a human-readable transcript.log besides the normalized set
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def policy_dict(self) -> dict[str, Any]:

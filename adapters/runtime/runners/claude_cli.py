@@ -311,6 +311,7 @@ class ClaudeCliRunner:
                 **({"tools": list(run.agent.tools or [])} if run.agent else {}),
             },
             capture_format="claude_stream_json",
+            transcript_log=run.transcript_log,
         )
         return launch(
             argv,

@@ -300,6 +300,7 @@ class CodexCliRunner:
                 ),
             },
             capture_format="codex_exec_jsonl",
+            transcript_log=run.transcript_log,
         )
         if run.output_schema is not None:
             artifacts.attach(

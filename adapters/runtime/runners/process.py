@@ -27,7 +27,7 @@ from typing import IO, Literal
 import psutil
 
 from adapters.runtime.artifacts import Termination
-from adapters.runtime.launcher import terminate
+from adapters.runtime.launcher import group_members, kill_group
 
 __all__ = [
     "PIDFILE",
@@ -57,25 +57,6 @@ class ProcessOutcome:
     cancelled_at: datetime | None
     stdout_path: Path
     stderr_path: Path
-
-
-def group_members(pgid: int) -> list[psutil.Process]:
-    """Every live (non-zombie) process whose process group is ``pgid``."""
-    members = []
-    for process in psutil.process_iter():
-        try:
-            if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
-                members.append(process)
-        except (ProcessLookupError, psutil.Error):
-            continue
-    return members
-
-
-def kill_group(pgid: int, grace: float) -> None:
-    """SIGTERM every process of group ``pgid``, wait up to ``grace``, SIGKILL what is left."""
-    members = group_members(pgid)
-    if members:
-        terminate(pgid, members, grace=grace)
 
 
 def live_group(pidfile: Path) -> int | None:

@@ -184,9 +184,7 @@ class CliRuntime:
             session_id=session_id,
             output=_drain(run.output),
             result=result,
-            log_file_path=str(
-                Path(self.config.logging.logs_dir).parent / "runs" / session_id / "transcript.log"
-            ),
+            log_file_path=self._log_file_path(session_id),
             usage=lambda: run.usage,
         )
 
@@ -254,6 +252,16 @@ class CliRuntime:
             max_turns=spec.max_turns if caps.supports_max_turns else None,
             bash_guard=self.config.bash_guard if guarded else None,
             extra={"not_enforced": unenforced} if unenforced else {},
+            transcript_log=self.config.logging.agent_sessions,
+        )
+
+    def _log_file_path(self, session_id: str) -> str | None:
+        """Where the runner keeps the run's human-readable transcript (seed 000: None when
+        session transcripts are off)."""
+        if not self.config.logging.agent_sessions:
+            return None
+        return str(
+            Path(self.config.logging.logs_dir).parent / "runs" / session_id / "transcript.log"
         )
 
     def _start(self, run: _Run, request: RunRequest) -> CliRunHandle:

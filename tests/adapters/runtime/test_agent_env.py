@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
 import string
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -14,6 +16,7 @@ from adapters.runtime.agent_env import (
     build_agent_env,
     is_secret_name,
     looks_like_token,
+    run_env,
 )
 
 ORDINARY = {
@@ -230,3 +233,40 @@ def test_every_passed_variable_is_allowed_and_clean(base: dict[str, str], allow:
     for name, value in result.items():
         assert not is_secret_name(name)
         assert not looks_like_token(value)
+
+
+# ---------------------------------------------------------------------------- run_env
+
+
+def test_run_env_as_root_sets_is_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the claude CLI refuses bypassPermissions as root unless IS_SANDBOX=1
+    monkeypatch.delenv("IS_SANDBOX", raising=False)
+    env = run_env((), {}, euid=0)
+    assert env["IS_SANDBOX"] == "1"
+
+
+def test_run_env_as_another_user_sets_no_is_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    # not even when the daemon's own environment has it: it is not on the allowlist
+    monkeypatch.setenv("IS_SANDBOX", "1")
+    env = run_env((), {}, euid=1000)
+    assert "IS_SANDBOX" not in env
+
+
+def test_run_env_defaults_to_our_own_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("IS_SANDBOX", raising=False)
+    env = run_env((), {})
+    assert ("IS_SANDBOX" in env) == (os.geteuid() == 0)
+
+
+def test_run_env_passes_the_model_variables_the_agent_env_and_the_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "Z" * 36)
+    home = tmp_path / "home"
+    env = run_env(("ANTHROPIC_BASE_URL",), {"EXTRA": "yes"}, home, euid=1000)
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+    assert env["EXTRA"] == "yes"
+    assert env["HOME"] == str(home)
+    assert home.is_dir()
+    assert "GITHUB_TOKEN" not in env

@@ -178,6 +178,38 @@ def test_a_final_text_given_to_finish_is_the_final_response(tmp_path: Path) -> N
     assert final["text"] == '{"ok": true, "summary": "done"}'
 
 
+def test_without_the_transcript_log_the_normalized_artifacts_are_still_written(
+    tmp_path: Path,
+) -> None:
+    # seed 001: the human-readable transcript only when session logging is on; seed 004 §5:
+    # the normalized set always
+    artifacts = open_run(tmp_path, transcript_log=False)
+    play(artifacts)
+    artifacts.note("a note nobody asked for")
+    finished = artifacts.finish("completed", 0)
+
+    assert artifacts.log_file_path is None
+    assert not artifacts.transcript_log.exists()
+    assert finished.termination == "completed"
+    assert set(finished.paths) == set(REQUIRED_ROLES)
+    assert finished.missing == ()
+    roles = {entry["role"] for entry in load_manifest(artifacts.run_dir)["artifacts"]}
+    assert roles == set(REQUIRED_ROLES)
+    lines = (artifacts.run_dir / "runner_transcript.jsonl").read_text().splitlines()
+    assert len(lines) == len(STREAM)
+    assert metadata(artifacts)["num_turns"] == 2
+
+
+def test_a_reused_run_directory_keeps_no_earlier_transcript_log(tmp_path: Path) -> None:
+    first = open_run(tmp_path)
+    first.finish("completed", 0)
+    assert first.log_file_path == str(first.transcript_log)
+    assert first.transcript_log.exists()
+
+    second = open_run(tmp_path, transcript_log=False)
+    assert not second.transcript_log.exists()
+
+
 def test_transcript_log_is_a_timestamped_human_readable_account(tmp_path: Path) -> None:
     artifacts = open_run(tmp_path)
     play(artifacts)

@@ -3,6 +3,8 @@ in real worktrees, against the scripted model (only the model is scripted)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,8 +13,10 @@ import anyio
 import psutil
 import pytest
 
+from adapters.runtime.bash_guard import BashGuardConfig, BashVerdict, check_bash
 from adapters.runtime.claude_sdk import ClaudeAdapter, ClaudeAdapterConfig, create_claude_adapter
-from adapters.runtime.launcher import read_pid
+from adapters.runtime.launcher import group_members, read_pid
+from adapters.runtime.runners.bash_hook import BashCheck
 from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
 from domain.errors import AgentDefinitionError, AgentFailure, ContextError, WorktreeError
 from domain.models import (
@@ -21,10 +25,12 @@ from domain.models import (
     PlannerStartParams,
     ReviewerStartParams,
     Revision,
+    SessionId,
     WorkItem,
 )
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import ImplementorResult, PlannerResult, ReviewerResult
+from tests.adapters.runtime.fake_sdk import still_running
 from tests.fakes.provider import fake_provider
 from tests.repos import git, make_repo
 
@@ -36,7 +42,15 @@ def repo(tmp_path: Path) -> Path:
 
 
 class Rig:
-    def __init__(self, repo: Path, server: ScriptedModelServer, logs: Path, **config: Any):
+    def __init__(
+        self,
+        repo: Path,
+        server: ScriptedModelServer,
+        logs: Path,
+        *,
+        bash_check: BashCheck = check_bash,
+        **config: Any,
+    ):
         self.repo = repo
         self.tracker, provider = fake_provider()
         self.tracker.add_item("1", "in-progress", title="Greeting", body="Add greet(name).")
@@ -62,7 +76,9 @@ class Rig:
             "kill_grace": 2,
         }
         settings.update(config)
-        self.adapter: ClaudeAdapter = create_claude_adapter(ClaudeAdapterConfig(**settings), deps)
+        self.adapter: ClaudeAdapter = create_claude_adapter(
+            ClaudeAdapterConfig(**settings), deps, bash_check=bash_check
+        )
 
     def run(self, params: Any, *, cancel_after_output: bool = False) -> tuple[list[str], Any]:
         async def main() -> tuple[list[str], Any]:
@@ -125,6 +141,12 @@ def test_an_implementor_run_returns_a_patch_that_applies_and_leaves_nothing_behi
     assert "assistant:" in (run_dir / "transcript.log").read_text()
     for artifact in ("runner_metadata.json", "runner_transcript.jsonl", "manifest.json"):
         assert (run_dir / artifact).exists(), artifact
+    # what the CLI reported of the run's cost, turns and tokens is recorded
+    meta = json.loads((run_dir / "runner_metadata.json").read_text())
+    assert meta["num_turns"] >= 5  # the implement scenario's five model turns
+    assert meta["cost_usd"] is not None
+    assert meta["usage"]["input_tokens"] > 0
+    assert meta["usage"]["output_tokens"] > 0
 
 
 def test_the_agent_gets_no_secret_from_the_daemon_environment(
@@ -181,12 +203,22 @@ def test_a_denied_bash_command_is_denied_through_the_real_hook(
     rig.tracker.add_item("7", "in-progress", title="Push it")
     rig.state = rig.state.model_copy(update={"work_items": {"7": rig.tracker.work_items["7"]}})
     _, result = rig.run(implementor("7", "implementor-7"))
+    # the run goes on after the denial: the agent reports completed with the file it wrote
+    assert isinstance(result, ImplementorResult), result
+    assert result.outcome == "completed"
+    assert "NOTES.md" in (result.patch or "")
+    # the model was told, as an error tool result, that the hook denied the command
+    denied = [t for r in server.requests for t in r.tool_results if t.is_error]
+    assert len(denied) == 1
+    assert "hook error" in denied[0].content
+    assert "push" in denied[0].content
     transcript = (tmp_path / "runs" / "implementor-7" / "transcript.log").read_text()
     assert "denied Bash" in transcript
     assert "push" in transcript
-    metadata = (tmp_path / "runs" / "implementor-7" / "runner_metadata.json").read_text()
-    assert '"tool_name": "Bash"' in metadata
-    assert result is not None
+    meta = json.loads((tmp_path / "runs" / "implementor-7" / "runner_metadata.json").read_text())
+    assert [(d["tool_name"], d["tool_input"]["command"]) for d in meta["permission_denials"]] == [
+        ("Bash", "git push origin main")
+    ]
 
 
 @pytest.mark.spec("S001-12")
@@ -228,13 +260,35 @@ def test_cancel_ends_the_run_kills_the_cli_and_removes_the_worktree(
 def test_a_run_past_its_duration_is_timed_out(
     repo: Path, server: ScriptedModelServer, tmp_path: Path
 ) -> None:
-    rig = Rig(repo, server, tmp_path / "runs", max_agent_duration=5)
-    rig.tracker.add_item("8", "in-progress", title="Hang")
-    rig.state = rig.state.model_copy(update={"work_items": {"8": rig.tracker.work_items["8"]}})
-    _, failure = rig.run(implementor("8", "implementor-8"))
-    assert isinstance(failure, AgentFailure)
+    rig = Rig(repo, server, tmp_path / "runs", max_agent_duration=10)
+    _with_item(rig, "8", "Hang")
+    params = implementor("8", "implementor-8")
+    pidfile = tmp_path / "runs" / "implementor-8" / "cli.pid"
+    tree: list[int] = []
+
+    async def main() -> Any:
+        handle = await rig.adapter.start_agent(params)
+        result = handle.result
+        assert isinstance(result, asyncio.Future)
+        # the model holds the request: the CLI and whatever it started are running now
+        hanging = await anyio.to_thread.run_sync(
+            lambda: server.wait_until(lambda s: s.hanging >= 1 or result.done(), timeout=60)
+        )
+        assert hanging, "the CLI never reached the model"
+        assert not result.done(), "the run ended before the CLI reached the model"
+        tree.extend(process_tree(read_pid(pidfile)))
+        chunks = [c async for c in handle.output]
+        with pytest.raises(AgentFailure) as caught:
+            await handle.result
+        return chunks, caught.value
+
+    _, failure = anyio.run(main)
     assert failure.kind == "timed-out"
+    assert tree, "no process of the run was seen"
+    assert still_running(tree) == []
+    assert not group_members(tree[0])  # nothing left in the CLI's process group either
     assert not (repo / ".worktrees" / "cpe" / "8-x").exists()
+    assert "cpe/8-x" not in git(repo, "branch", "--list")
 
 
 @pytest.mark.spec("S000-07")
@@ -243,7 +297,36 @@ def test_cancel_of_an_unknown_session_is_a_no_op(
     repo: Path, server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     rig = Rig(repo, server, tmp_path / "runs")
-    rig.adapter.cancel_agent("nobody")  # S001-14: nothing happens, nothing raises
+    rig.adapter.cancel_agent(SessionId("nobody"))  # no run at all: nothing raises
+
+    async def main() -> tuple[list[str], Any]:
+        handle = await rig.adapter.start_agent(implementor())
+        chunks = []
+        async for chunk in handle.output:
+            chunks.append(chunk)
+            rig.adapter.cancel_agent(SessionId("nobody"))  # while another run streams
+        return chunks, await handle.result
+
+    chunks, result = anyio.run(main)
+    # the running session was not touched: it streamed to its end and completed
+    assert isinstance(result, ImplementorResult), result
+    assert result.outcome == "completed"
+    assert len(chunks) == 2
+    meta = json.loads((tmp_path / "runs" / "implementor-1" / "runner_metadata.json").read_text())
+    assert meta["termination"] == "completed"
+    assert not (tmp_path / "runs" / "nobody").exists()
+    rig.adapter.cancel_agent(SessionId("implementor-1"))  # it has ended: unknown now, no-op
+
+
+def process_tree(pid: int | None) -> list[int]:
+    """``pid`` and its descendants, as they are now."""
+    if pid is None:
+        return []
+    try:
+        leader = psutil.Process(pid)
+        return [pid, *(p.pid for p in leader.children(recursive=True))]
+    except psutil.NoSuchProcess:
+        return []
 
 
 def _with_item(rig: Rig, wid: str, title: str = "Item") -> None:
@@ -359,9 +442,43 @@ def test_the_output_stream_is_plain_text_only_and_ends_with_the_run(
     repo: Path, server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     rig = Rig(repo, server, tmp_path / "runs")
-    chunks, result = rig.run(implementor())
+    pending_while_streaming: list[bool] = []
+
+    async def main() -> tuple[list[str], Any]:
+        handle = await rig.adapter.start_agent(implementor())
+        result = handle.result
+        assert isinstance(result, asyncio.Future)
+        chunks = []
+        async for chunk in handle.output:
+            chunks.append(chunk)
+            pending_while_streaming.append(not result.done())  # S000-03
+        return chunks, await result
+
+    chunks, result = anyio.run(main)
     assert isinstance(result, ImplementorResult)
+    assert pending_while_streaming == [True, True]
     assert chunks == [
         "I'll add a small greeting module with a unit test.",
         "The tests pass. The module needs a docstring.",
     ]
+
+
+def exploding_check(
+    command: str, *, worktree: Path | None, config: BashGuardConfig, cwd: Path | None
+) -> BashVerdict:
+    raise RuntimeError("the guard exploded")
+
+
+def test_a_guard_that_raises_denies_bash_through_the_real_cli(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    rig = Rig(repo, server, tmp_path / "runs", bash_check=exploding_check)
+    _, result = rig.run(implementor())
+    # the implement scenario runs its tests twice with Bash: neither ran
+    assert isinstance(result, ImplementorResult), result
+    errors = [t.content for r in server.requests for t in r.tool_results if t.is_error]
+    assert len(errors) == 2
+    assert all("cannot check the command" in e and "the guard exploded" in e for e in errors)
+    assert not any("Ran 1 test" in t.content for r in server.requests for t in r.tool_results)
+    meta = json.loads((tmp_path / "runs" / "implementor-1" / "runner_metadata.json").read_text())
+    assert [d["tool_name"] for d in meta["permission_denials"]] == ["Bash", "Bash"]

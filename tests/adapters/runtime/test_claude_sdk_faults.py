@@ -1,29 +1,28 @@
 """Faults the real CLI will not produce on demand, through the real adapter and the real SDK,
 with fake `claude` CLIs that speak the SDK's protocol: a hang, a CLI ignoring SIGTERM, a
-grandchild that outlives its parent, a crash, garbage, no result. Whatever happens, the result
-is rejected, the output stream ends, and no process of the tree and no worktree is left."""
+grandchild that outlives its parent, a crash (also one that leaves its grandchild running),
+garbage, no result. Whatever happens, the result is rejected, the output stream ends, and no
+process of the tree and no worktree is left."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import psutil
 import pytest
 
-from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter
 from domain.errors import AgentFailure
-from domain.models import EngineState, ImplementorStartParams
-from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import ImplementorResult
-from tests.adapters.runtime.driving import drive
+from tests.adapters.runtime.fake_sdk import (
+    WORKTREE,
+    fake_adapter,
+    gone,
+    run,
+    still_running,
+    wait_for_file,
+)
 from tests.fakes.claude_cli_fixture import FakeClaude
-from tests.fakes.provider import fake_provider
-from tests.repos import make_repo
-
-PARAMS = ImplementorStartParams(session_id="implementor-f", work_item_id="1", branch_name="cpe/1-f")
-WORKTREE = Path(".worktrees") / "cpe" / "1-f"
+from tests.repos import git, make_repo
 
 
 @pytest.fixture
@@ -38,46 +37,7 @@ def fake(tmp_path: Path) -> Iterator[FakeClaude]:
     cli.reap()  # nothing should be left; this only keeps a failing test from leaking
 
 
-def adapter(repo: Path, tmp_path: Path, fake: FakeClaude, env: dict[str, str], **kw: Any) -> Any:
-    tracker, provider = fake_provider()
-    tracker.add_item("1", "in-progress", title="Fault")
-    state = EngineState.model_validate({"work_items": {"1": tracker.work_items["1"]}})
-    deps = RuntimeAdapterDeps(
-        work_item_reader=provider.work_item_reader,
-        revision_reader=provider.revision_reader,
-        get_state=lambda: state,
-        get_review_history=provider.revision_reader.get_review_history,
-    )
-    config = ClaudeAdapterConfig(
-        repo_root=str(repo),
-        default_branch="main",
-        max_agent_duration=kw.get("max_agent_duration", 60),
-        logging=SessionLogging(logs_dir=str(tmp_path / "runs")),
-        cli_path=str(fake.path),
-        agent_env=env,
-        kill_grace=1,
-    )
-    return create_claude_adapter(config, deps)
-
-
-def run(runtime: Any, *, cancel_when: Any = None) -> tuple[list[str], Any]:
-    return drive(runtime, PARAMS, cancel_when=cancel_when)
-
-
-def wait_for_file(path: Path, timeout: float = 30) -> None:
-    pause = __import__("threading").Event()  # never set: a bounded pause between checks
-    for _ in range(int(timeout / 0.05)):
-        if path.exists() and path.read_text().strip():
-            return
-        pause.wait(0.05)
-    raise AssertionError(f"{path} never appeared")
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+adapter = fake_adapter
 
 
 @pytest.mark.parametrize("mode", ["hang", "ignore_sigterm", "grandchild"])
@@ -98,17 +58,41 @@ def test_cancel_kills_the_whole_tree_and_ends_the_stream(
     assert not (repo / WORKTREE).exists()
 
 
-@pytest.mark.parametrize("mode", ["hang", "grandchild"])
+@pytest.mark.parametrize("mode", ["hang", "ignore_sigterm", "grandchild"])
+@pytest.mark.spec("S000-27")
 def test_a_timeout_kills_the_whole_tree(
     repo: Path, tmp_path: Path, fake: FakeClaude, mode: str
 ) -> None:
+    # ignore_sigterm: only the SIGKILL after the grace period can end the CLI
     runtime = adapter(repo, tmp_path, fake, fake.env(mode), max_agent_duration=3)
-    _, failure = run(runtime)
+    chunks, failure = run(runtime)
     assert isinstance(failure, AgentFailure)
     assert failure.kind == "timed-out"
-    assert gone(fake.pid())
+    assert isinstance(chunks, list)  # the stream ended
+    started = fake.recorded_pids()  # the CLI's pid, and the grandchild's in that mode
+    assert fake.pid() in started
     if mode == "grandchild":
-        assert gone(fake.grandchild_pid())
+        assert fake.grandchild_pid() in started
+    assert still_running(started) == []
+    assert not (repo / WORKTREE).exists()
+    assert "cpe/1-f" not in git(repo, "branch", "--list")
+
+
+@pytest.mark.spec("S000-05")
+@pytest.mark.spec("S000-09")
+def test_a_crashed_cli_leaves_no_grandchild_behind(
+    repo: Path, tmp_path: Path, fake: FakeClaude
+) -> None:
+    # The CLI exits on its own while a command it started still runs: no signal ever reached
+    # the CLI, so only killing its process group can end the grandchild.
+    runtime = adapter(repo, tmp_path, fake, fake.env("crash_grandchild", exit_code=3))
+    _, failure = run(runtime)
+    assert isinstance(failure, AgentFailure), failure
+    assert (failure.kind, "the claude CLI failed" in failure.reason) == ("failed", True)
+    assert gone(fake.pid())
+    grandchild = fake.grandchild_pid()
+    assert grandchild != fake.pid()
+    assert still_running([grandchild]) == []
     assert not (repo / WORKTREE).exists()
 
 

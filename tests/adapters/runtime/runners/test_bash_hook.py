@@ -1,4 +1,5 @@
-"""The CLI's bash-guard hook, in process: its verdicts and failing closed."""
+"""The bash-guard hooks, in process: the CLI's command hook and the SDK's callback, their
+verdicts, and failing closed."""
 
 from __future__ import annotations
 
@@ -6,11 +7,21 @@ import io
 import json
 import shlex
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
-from adapters.runtime.bash_guard import BashGuardConfig
-from adapters.runtime.runners.bash_hook import decide, hook_command, hook_settings, main
+from adapters.runtime.bash_guard import BashGuardConfig, BashVerdict
+from adapters.runtime.runners.bash_hook import (
+    SdkHook,
+    decide,
+    denial_reason,
+    hook_command,
+    hook_settings,
+    main,
+    sdk_hook,
+)
 
 
 def run_main(
@@ -69,3 +80,56 @@ def test_the_settings_run_this_module_with_quoted_words(tmp_path: Path) -> None:
     assert words[2:4] == ["-m", "adapters.runtime.runners.bash_hook"]
     assert str(worktree) in words
     assert hook["hooks"][0]["command"] == hook_command(worktree, BashGuardConfig())
+
+
+# ---------------------------------------------------------------------------- the SDK's callback
+
+
+def exploding_check(
+    command: str, *, worktree: Path | None, config: BashGuardConfig, cwd: Path | None
+) -> BashVerdict:
+    raise RuntimeError("the guard exploded")
+
+
+def call(hook: SdkHook, hook_input: Any) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        return await hook(hook_input, "toolu_1", {"signal": None})
+
+    return anyio.run(main)
+
+
+def test_the_sdk_hook_denies_when_the_check_raises(tmp_path: Path) -> None:
+    notes: list[str] = []
+    hook = sdk_hook(tmp_path, BashGuardConfig(), notes.append, check=exploding_check)
+    answer = call(hook, {"tool_input": {"command": "ls"}, "cwd": str(tmp_path)})
+    decision = answer["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny"
+    assert "RuntimeError: the guard exploded" in decision["permissionDecisionReason"]
+    assert notes == [f"denied Bash: {decision['permissionDecisionReason']}"]
+
+
+@pytest.mark.parametrize(
+    "hook_input",
+    [None, "ls", ["ls"], {}, {"tool_input": "ls"}, {"tool_input": {"command": ["ls"]}}],
+)
+def test_the_sdk_hook_denies_an_input_it_cannot_read(tmp_path: Path, hook_input: Any) -> None:
+    hook = sdk_hook(tmp_path, BashGuardConfig(), lambda _: None)
+    assert denial_reason(call(hook, hook_input)) is not None
+
+
+def test_the_sdk_hook_denies_a_push_and_allows_a_plain_command(tmp_path: Path) -> None:
+    notes: list[str] = []
+    hook = sdk_hook(tmp_path, BashGuardConfig(), notes.append)
+    assert call(hook, {"tool_input": {"command": "ls -la"}}) == {}
+    assert notes == []
+    denied = call(hook, {"tool_input": {"command": "git push origin main"}})
+    assert "push" in (denial_reason(denied) or "")
+    assert len(notes) == 1
+
+
+def test_a_failing_note_does_not_undo_the_denial(tmp_path: Path) -> None:
+    def broken_note(text: str) -> None:
+        raise OSError("disk full")
+
+    hook = sdk_hook(tmp_path, BashGuardConfig(), broken_note)
+    assert denial_reason(call(hook, {"tool_input": {"command": "sudo ls"}})) is not None

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from adapters.runtime.artifacts import load_manifest
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner
 from adapters.runtime.runners.process import group_members
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig, create_cli_runtime
@@ -127,6 +128,42 @@ def test_a_planner_runs_on_the_real_cli_in_the_repository_worktree(
     _, result = drive(adapter, params)
     assert isinstance(result, PlannerResult), result
     assert len(result.create) == 2
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.spec("S004-06")
+def test_the_human_transcript_follows_the_logging_switch_on_the_real_cli(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path, enabled: bool
+) -> None:
+    logging = SessionLogging(agent_sessions=enabled, logs_dir=str(tmp_path / "state" / "logs"))
+    adapter = runtime(repo, server, tmp_path / "state" / "logs", logging=logging)
+    params = PlannerStartParams(
+        session_id=SessionId("planner-1"), spec_paths=("specs/greeting.md",)
+    )
+
+    async def main() -> tuple[str | None, Any]:
+        handle = await adapter.start_agent(params)
+        _ = [chunk async for chunk in handle.output]
+        return handle.log_file_path, await handle.result
+
+    log_file_path, result = anyio.run(main)
+    assert isinstance(result, PlannerResult), result
+    run_dir = tmp_path / "state" / "runs" / "planner-1"
+    transcript = run_dir / "transcript.log"
+    roles = {entry["role"] for entry in load_manifest(run_dir)["artifacts"]}
+    if enabled:
+        assert log_file_path == str(transcript)
+        assert "assistant:" in transcript.read_text()
+        assert "transcript_log" in roles
+    else:
+        assert log_file_path is None  # seed 000: logFilePath is null when logging is off
+        assert not transcript.exists()
+        assert "transcript_log" not in roles
+    # seed 004 §5: the normalized artifacts are written either way
+    assert {"runner_transcript", "runner_final_response", "runner_metadata"} <= roles
+    assert (run_dir / "runner_transcript.jsonl").read_text().strip()
+    meta = json.loads((run_dir / "runner_metadata.json").read_text())
+    assert meta["termination"] == "completed"
 
 
 def test_the_real_cli_reads_a_long_prompt_from_stdin(

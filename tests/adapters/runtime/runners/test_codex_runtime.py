@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from adapters.runtime.artifacts import load_manifest
 from adapters.runtime.runners.base import RunRequest
 from adapters.runtime.runners.codex_cli import (
     CODEX_MODEL_VARIABLES,
@@ -63,12 +65,20 @@ def deps() -> RuntimeAdapterDeps:
     return provider_deps(("1", "in-progress", "Greeting", "Add greet(name)."))
 
 
-def runtime(repo: Path, fake: FakeCodex, state: Path, env: dict[str, str], **kw: Any) -> CliRuntime:
+def runtime(
+    repo: Path,
+    fake: FakeCodex,
+    state: Path,
+    env: dict[str, str],
+    *,
+    agent_sessions: bool = True,
+    **kw: Any,
+) -> CliRuntime:
     config = CliRuntimeConfig(
         repo_root=str(repo),
         default_branch="main",
         max_agent_duration=120,
-        logging=SessionLogging(logs_dir=str(state / "logs")),
+        logging=SessionLogging(agent_sessions=agent_sessions, logs_dir=str(state / "logs")),
         agent_env=env,
     )
     return create_codex_runtime(config, deps(), cli_path=str(fake.path), kill_grace=1, **kw)
@@ -122,6 +132,42 @@ def test_a_planner_on_codex_runs_read_only_confined_by_the_sandbox(
     assert not any(arg.startswith("--max-turns") for arg in record["argv"])
     assert meta["usage"]["input_tokens"] > 0  # from turn.completed
     assert meta["num_turns"] == 1
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.spec("S004-06")
+def test_the_human_transcript_follows_the_logging_switch_and_the_normalized_set_is_kept(
+    repo: Path, fake: FakeCodex, tmp_path: Path, enabled: bool
+) -> None:
+    state = tmp_path / "state"
+    env = fake.env("ok", output=PLAN, text="Reading the spec.")
+    adapter = runtime(repo, fake, state, env, agent_sessions=enabled)
+    params = PlannerStartParams(
+        session_id=SessionId("planner-1"), spec_paths=("specs/greeting.md",)
+    )
+
+    async def main() -> tuple[str | None, Any]:
+        handle = await adapter.start_agent(params)
+        _ = [chunk async for chunk in handle.output]
+        return handle.log_file_path, await handle.result
+
+    log_file_path, result = anyio.run(main)
+    assert isinstance(result, PlannerResult), result
+    run_dir = state / "runs" / "planner-1"
+    transcript = run_dir / "transcript.log"
+    roles = {entry["role"] for entry in load_manifest(run_dir)["artifacts"]}
+    if enabled:
+        assert log_file_path == str(transcript)
+        assert "Reading the spec." in transcript.read_text()
+        assert "transcript_log" in roles
+    else:
+        assert log_file_path is None  # seed 000: logFilePath is null when logging is off
+        assert not transcript.exists()
+        assert "transcript_log" not in roles
+    assert {"runner_transcript", "runner_final_response", "runner_metadata"} <= roles
+    events = (run_dir / "runner_transcript.jsonl").read_text()
+    assert "Reading the spec." in events
+    assert metadata(state, "planner-1")["termination"] == "completed"
 
 
 @pytest.mark.spec("S004-04")
