@@ -8,8 +8,14 @@ exception, the actor stops (its queued asks fail with ``ActorDeadError``), ``rel
 and the crash is reported to the supervisor, which decides about a restart. Nothing ever
 reaches ``ActorRegistry.stop_all``.
 
-The loop relies on pykka 4's ``_actor_loop_setup``/``_actor_loop_running`` and envelope shape;
-pyproject pins pykka below 5, and tests/actors/test_base.py covers each path.
+An actor that ends without crashing (it stopped itself, or someone stopped it) reports that too,
+with ``None`` for the exception: the supervisor restarts a ``permanent`` child whatever the
+reason it ended, and tells a normal exit (no restart for ``transient``) from a crash. A
+``release()`` that raises during a normal stop makes the exit abnormal.
+
+The loop relies on pykka 4's ``_actor_loop_setup``/``_actor_loop_running``/
+``_actor_loop_teardown`` and envelope shape; pyproject pins pykka below 5, and
+tests/actors/test_supervision.py covers each failure path.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from typing import Any
 import pykka
 import structlog
 
-CrashReport = Callable[[str, int, BaseException], None]
-"""``(child_id, generation, exception)``; must not block."""
+CrashReport = Callable[[str, int, BaseException | None], None]
+"""``(child_id, generation, exception)``, the exception None for a normal exit; must not
+block."""
 
 
 class SupervisedActor(pykka.ThreadingActor):
@@ -32,6 +39,8 @@ class SupervisedActor(pykka.ThreadingActor):
         self.child_id = child_id
         self.generation = generation
         self._report = report
+        self._crashed = False
+        self._stop_error: BaseException | None = None
         self.log = structlog.get_logger("cpe.actor").bind(actor=child_id)
 
     # -- hooks for subclasses
@@ -43,7 +52,11 @@ class SupervisedActor(pykka.ThreadingActor):
 
     # -- pykka's loop, with every failure path turned into a crash
     def on_stop(self) -> None:
-        self.release()
+        try:
+            self.release()
+        except Exception as exc:  # an exit that did not clean up is not a normal one
+            self.log.exception("release failed while stopping")
+            self._stop_error = exc
 
     def _actor_loop_setup(self) -> None:
         try:
@@ -64,7 +77,14 @@ class SupervisedActor(pykka.ThreadingActor):
             if envelope.reply_to is not None:
                 envelope.reply_to.set(response)
 
+    def _actor_loop_teardown(self) -> None:
+        super()._actor_loop_teardown()
+        # A crash was reported by _crash; any other end of the loop is a stop.
+        if not self._crashed and self._report is not None:
+            self._report(self.child_id, self.generation, self._stop_error)
+
     def _crash(self, exc: BaseException) -> None:
+        self._crashed = True
         self.log.error("actor crashed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
         pykka.ActorRegistry.unregister(self.actor_ref)
         self.actor_stopped.set()

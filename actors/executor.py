@@ -81,6 +81,7 @@ class CommandExecutor:
         spawn_session: SpawnSession,
         max_concurrent: Mapping[AgentRole, int],
         retry: RetrySettings | None = None,
+        wait: Callable[[float], bool] | None = None,
     ):
         self.work_item_writer = work_item_writer
         self.revision_writer = revision_writer
@@ -93,6 +94,9 @@ class CommandExecutor:
         self.retry = retry or RetrySettings()
         self.no_new_agents = threading.Event()  # shutdown step 1: StartAgent is rejected
         self.stopping = threading.Event()  # shutdown step 6: retry waits give up
+        # Waits between retries: ``wait(seconds)`` is True when the wait was cut short (we are
+        # stopping). Injectable, so a test can record the backoff without waiting for it.
+        self.wait: Callable[[float], bool] = wait or self.stopping.wait
         self.executed = 0
 
     def execute(self, command: EngineCommand, snapshot: EngineState) -> list[EngineEvent]:
@@ -158,8 +162,11 @@ class CommandExecutor:
 
     def _write(self, command: EngineCommand, snapshot: EngineState) -> list[EngineEvent]:
         key = idempotency_key(command)
-        done = self.journal.begin_intent(key, command)
-        if done is not None and not isinstance(command, TransitionStatus):
+        # A transition is made again even when an intent with its key is done: the same one
+        # recurs (pending → in-progress → pending …), and making it twice is harmless.
+        repeatable = isinstance(command, TransitionStatus)
+        done = self.journal.begin_intent(key, command, answer=not repeatable)
+        if done is not None:
             log.info("write already made; answering from the journal", key=key)
             return list(done.result)
         try:
@@ -169,7 +176,8 @@ class CommandExecutor:
             self.journal.fail_intent(key, error)
             log.error("command execution failed", command=command.type, error=error)
             return [CommandFailed(command=command, error=error, at=_now())]
-        self.journal.finish_intent(key, events)
+        # Harmless to make twice, a transition's result may wait for the next commit.
+        self.journal.finish_intent(key, events, defer=repeatable)
         return events
 
     def _with_retry(
@@ -190,7 +198,7 @@ class CommandExecutor:
                     retry_in_s=wait,
                     error=str(exc),
                 )
-                if self.stopping.wait(wait):
+                if self.wait(wait):
                     raise
                 delay *= 2
         raise AssertionError("unreachable: the last attempt returns or raises")

@@ -68,7 +68,11 @@ def configure_logging(
     ]
     renderer: Processor
     if console:
-        renderer = structlog.dev.ConsoleRenderer(colors=stream.isatty())
+        # plain_traceback, not the default (rich's, when rich is installed), which shows
+        # frame locals
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=stream.isatty(), exception_formatter=structlog.dev.plain_traceback
+        )
         final: list[Processor] = [redact, renderer]
     else:
         exceptions = structlog.processors.ExceptionRenderer(

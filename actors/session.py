@@ -156,13 +156,20 @@ class AgentSession(SupervisedActor):
             concurrent.futures.wait([self._future], timeout=self.cancel_grace)
         if not self._emitted:
             self._emit(self._terminal_event())
-        if self._portal_cm is not None and (self._future is None or self._future.done()):
+        portal_cm, self._portal_cm = self._portal_cm, None
+        if portal_cm is not None:
             # Closing the loop waits for the runtime's executor threads; that must not hold
-            # the actor (or a shutdown) hostage, so it happens beside it.
-            portal_cm, self._portal_cm = self._portal_cm, None
-            threading.Thread(
-                target=portal_cm.__exit__, args=(None, None, None), daemon=True
-            ).start()
+            # the actor (or a shutdown) hostage, so it happens beside it. A run that was
+            # abandoned (it ignored every cancel) gets its loop closed when it ends at last.
+            def close(_: object = None) -> None:
+                threading.Thread(
+                    target=portal_cm.__exit__, args=(None, None, None), daemon=True
+                ).start()
+
+            if self._future is None:
+                close()
+            else:
+                self._future.add_done_callback(close)
         if self._on_finished is not None:
             self._on_finished()
 

@@ -1,12 +1,15 @@
 """Supervision with Erlang/OTP semantics (architecture §5).
 
-Children start in order. When one crashes the strategy says who restarts: ``one_for_one`` the
-child alone, ``one_for_all`` every child, ``rest_for_one`` the child and every child started
-after it (the others are stopped in reverse order first). ``permanent`` and ``transient``
-children are restarted after a crash, ``temporary`` ones (agent sessions) never. Each restart
-waits an exponential backoff with jitter. More than ``max_restarts`` restarts within
-``within_seconds`` means something is deeply wrong: the supervisor stops everything and gives
-up with exit code 75, so the process supervisor above (systemd) restarts the whole process.
+Children start in order. When one must be restarted the strategy says who restarts:
+``one_for_one`` the child alone, ``one_for_all`` every child, ``rest_for_one`` the child and
+every child started after it (the others are stopped in reverse order first). Restart types: a
+``permanent`` child is restarted whenever it ends, crash or not; a ``transient`` one only when
+it crashed (a normal stop is final); a ``temporary`` one (an agent session) never. A child that
+ends for good leaves the tree. Stops the supervisor makes itself (a group restart,
+``stop_child``, ``stop``) are not exits to act on. Each restart waits an exponential backoff
+with jitter. More than ``max_restarts`` restarts within ``within_seconds`` means something is
+deeply wrong: the supervisor stops everything and gives up with exit code 75, so the process
+supervisor above (systemd) restarts the whole process.
 
 The supervisor is a plain thread-safe object with one worker thread, not an actor: actors
 report crashes to it without blocking, and it never waits on an actor that could be waiting on
@@ -67,6 +70,7 @@ class _Child:
     ref: pykka.ActorRef[Any] | None = None
     generation: int = 0
     restarts: deque[float] = field(default_factory=deque)
+    stopping: int | None = None  # the generation the supervisor itself is stopping
 
 
 class Supervisor:
@@ -86,7 +90,7 @@ class Supervisor:
         self._changed = threading.Condition(self._lock)
         self._children: dict[str, _Child] = {}  # insertion order is start order
         self._restarts: deque[float] = deque()
-        self._reports: queue.SimpleQueue[tuple[str, int, BaseException] | None] = (
+        self._reports: queue.SimpleQueue[tuple[str, int, BaseException | None] | None] = (
             queue.SimpleQueue()
         )
         self._stopping = threading.Event()
@@ -115,13 +119,15 @@ class Supervisor:
 
     def wait_ref(self, child_id: str, timeout: float) -> pykka.ActorRef[Any] | None:
         """The child's live ref, waiting up to ``timeout`` while it is being restarted."""
-        deadline = self._clock() + timeout
+        # Real time, not self._clock: the injected clock measures restart intensity only, and a
+        # test's frozen clock must not turn this wait into an endless one.
+        deadline = time.monotonic() + timeout
         with self._changed:
             while True:
                 ref = self.ref(child_id)
                 if ref is not None or self._stopping.is_set() or child_id not in self._children:
                     return ref
-                remaining = deadline - self._clock()
+                remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return None
                 self._changed.wait(min(remaining, 0.5))
@@ -139,8 +145,9 @@ class Supervisor:
         with self._changed:
             return self._changed.wait_for(predicate, timeout)
 
-    def report(self, child_id: str, generation: int, exc: BaseException) -> None:
-        """A child crashed. Non-blocking: the worker thread decides what to do."""
+    def report(self, child_id: str, generation: int, exc: BaseException | None) -> None:
+        """A child ended: crashed (``exc``) or stopped (None). Non-blocking: the worker thread
+        decides what to do."""
         self._reports.put((child_id, generation, exc))
 
     def stop_child(self, child_id: str) -> None:
@@ -180,10 +187,16 @@ class Supervisor:
             if ref is None or not ref.is_alive():
                 continue
             limit = timeout or child.spec.shutdown_timeout or self.settings.child_shutdown_timeout
+            with self._lock:
+                child.stopping = child.generation
             try:
                 ref.stop(block=False).get(timeout=limit)
             except pykka.Timeout:
-                log.error("child did not stop in time; abandoned", child=child.spec.child_id)
+                log.error(
+                    "child did not stop in time; abandoned",
+                    child=child.spec.child_id,
+                    timeout_s=limit,
+                )
             except pykka.ActorDeadError:
                 pass
 
@@ -201,38 +214,51 @@ class Supervisor:
                 self._give_up(exc)
                 return
 
-    def _handle(self, child_id: str, generation: int, exc: BaseException) -> None:
+    def _handle(self, child_id: str, generation: int, exc: BaseException | None) -> None:
         with self._lock:
             child = self._children.get(child_id)
             if child is None or child.generation != generation:
-                return  # a crash of an instance already replaced
-            if child.spec.restart == "temporary":
+                return  # an instance already replaced or removed
+            if child.stopping == generation:
+                return  # the supervisor stopped it itself
+            restart = child.spec.restart
+            if restart == "temporary" or (restart == "transient" and exc is None):
                 self._children.pop(child_id, None)
                 self._changed.notify_all()
-                log.info("temporary child crashed; not restarted", child=child_id)
+                log.info(
+                    f"{restart} child {'stopped' if exc is None else 'crashed'}; not restarted",
+                    child=child_id,
+                )
                 return
+            if exc is None:
+                exc = RuntimeError(f"the {restart} child {child_id} stopped")
             now = self._clock()
             window = self.settings.within_seconds
             while self._restarts and now - self._restarts[0] > window:
                 self._restarts.popleft()
-            if len(self._restarts) >= self.settings.max_restarts:
-                log.error(
-                    "restart intensity exceeded; stopping everything",
-                    child=child_id,
-                    max_restarts=self.settings.max_restarts,
-                    within_seconds=window,
-                )
-                self._give_up(exc)
-                return
-            self._restarts.append(now)
-            while child.restarts and now - child.restarts[0] > window:
-                child.restarts.popleft()
-            child.restarts.append(now)
-            delay = self._backoff(len(child.restarts))
-            group = self._restart_group(child_id)
+            exceeded = len(self._restarts) >= self.settings.max_restarts
+            if not exceeded:
+                self._restarts.append(now)
+                while child.restarts and now - child.restarts[0] > window:
+                    child.restarts.popleft()
+                child.restarts.append(now)
+                delay = self._backoff(len(child.restarts))
+                group = self._restart_group(child_id)
+        if exceeded:
+            # Outside the lock: stopping the children must not wait on an actor that is
+            # itself waiting for the lock (to look up a sibling's ref).
+            log.error(
+                "restart intensity exceeded; stopping everything",
+                child=child_id,
+                max_restarts=self.settings.max_restarts,
+                within_seconds=window,
+            )
+            self._give_up(exc)
+            return
         log.warning(
-            "restarting after a crash",
+            "restarting",
             child=child_id,
+            reason=f"{type(exc).__name__}: {exc}",
             strategy=self.settings.strategy,
             group=[c.spec.child_id for c in group],
             backoff_s=round(delay, 3),

@@ -20,10 +20,12 @@ from domain.events import (
     PlanApplied,
     RevisionCreated,
     StatusTransitioned,
+    UserTransitionedStatus,
 )
 from domain.models import EngineState, ImplementorStartParams, PlannerStartParams
 from domain.policy import AllowAll, DenyCommands
 from domain.results import PlannedWorkItem, PlannerResult
+from tests.actors.conftest import Harness
 from tests.fakes.provider import FakeTracker, fake_provider
 
 
@@ -31,10 +33,12 @@ class Rig:
     def __init__(self, tmp_path: Path, **kw: Any):
         self.tracker = FakeTracker()
         _, provider = fake_provider(self.tracker)
-        self.journal = Journal(tmp_path / "j.sqlite3")
+        self.journal_path = tmp_path / "j.sqlite3"
+        self.journal = Journal(self.journal_path)
         self.inbox = Inbox(self.journal)
         self.sessions = SessionManager()
         self.spawned: list[str] = []
+        self.waits: list[float] = []  # the retry waits, recorded instead of waited
         self.executor = CommandExecutor(
             work_item_writer=provider.work_item_writer,
             revision_writer=provider.revision_writer,
@@ -44,7 +48,8 @@ class Rig:
             sessions=self.sessions,
             spawn_session=lambda sid, params: self.spawned.append(sid),
             max_concurrent={"planner": 1, "implementor": 2, "reviewer": 1},
-            retry=RetrySettings(attempts=3, initial_delay=0, max_delay=0),
+            retry=kw.get("retry", RetrySettings(attempts=3, initial_delay=0, max_delay=0)),
+            wait=lambda seconds: self.waits.append(seconds) or False,
         )
 
     def run(self, command: Any) -> list[Any]:
@@ -110,17 +115,84 @@ def test_a_transient_failure_is_retried(rig: Rig) -> None:
     assert rig.tracker.work_items["1"].status == "blocked"
 
 
-def test_retry_after_is_honoured(rig: Rig) -> None:
-    waits: list[float] = []
-    rig.executor.stopping.wait = lambda t: waits.append(t) or False  # type: ignore[method-assign]
-    rig.executor.retry = RetrySettings(attempts=3, initial_delay=0.1, max_delay=60)
+def test_retry_after_is_honoured(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, retry=RetrySettings(attempts=3, initial_delay=0.1, max_delay=60))
     rig.tracker.add_item("1")
     rig.tracker.fail_next(
         "transition_status", ProviderError("slow down", status=429, retry_after=7)
     )
     [event] = rig.run(TransitionStatus(work_item_id="1", to="blocked"))
     assert isinstance(event, StatusTransitioned)
-    assert waits == [7]
+    assert rig.waits == [7]
+
+
+def test_the_retry_backoff_doubles_up_to_its_cap(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, retry=RetrySettings(attempts=6, initial_delay=1, max_delay=10))
+    rig.tracker.add_item("1")
+    rig.tracker.fail_next(
+        "transition_status", *(ProviderError("unavailable", status=503) for _ in range(5))
+    )
+    [event] = rig.run(TransitionStatus(work_item_id="1", to="blocked"))
+    assert isinstance(event, StatusTransitioned)
+    assert rig.waits == [1, 2, 4, 8, 10]
+    assert rig.tracker.calls["transition_status"] == 6
+
+
+def test_a_retry_wait_cut_short_by_shutdown_fails_the_command(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, retry=RetrySettings(attempts=4, initial_delay=1, max_delay=10))
+    rig.executor.wait = lambda seconds: True  # stopping: the wait returns at once
+    rig.tracker.add_item("1")
+    rig.tracker.fail_next("transition_status", ProviderError("unavailable", status=503))
+    [failed] = rig.run(TransitionStatus(work_item_id="1", to="blocked"))
+    assert isinstance(failed, CommandFailed)
+    assert rig.tracker.calls["transition_status"] == 1
+
+
+def test_the_intent_is_pending_in_the_journal_when_the_write_is_made(rig: Rig) -> None:
+    rig.tracker.add_item("1")
+    seen: list[Any] = []
+    writer = rig.executor.work_item_writer
+    real_transition = writer.transition_status
+
+    def transition_status(work_item_id: Any, to: Any) -> None:
+        # another connection, as a restarted process would read it: committed, not just written
+        other = Journal(rig.journal_path)
+        try:
+            seen.append(other.intent("transition:1:blocked"))
+        finally:
+            other.close()
+        real_transition(work_item_id, to)
+
+    writer.transition_status = transition_status  # type: ignore[method-assign]
+    [event] = rig.run(TransitionStatus(work_item_id="1", to="blocked"))
+    assert isinstance(event, StatusTransitioned)
+    [intent] = seen
+    assert intent is not None
+    assert intent.status == "pending"
+    assert intent.command == TransitionStatus(work_item_id="1", to="blocked")
+    done = rig.journal.intent("transition:1:blocked")
+    assert done is not None
+    assert (done.status, done.result) == ("done", (event,))
+
+
+def test_a_create_revision_intent_is_pending_when_the_provider_is_called(rig: Rig) -> None:
+    command = CreateRevision(
+        session_id="s1", work_item_id="1", branch_name="cpe/1", title="t", body="b", patch="p"
+    )
+    seen: list[tuple[str | None, Any]] = []
+    writer = rig.executor.revision_writer
+    real_create = writer.create_from_patch
+
+    def create_from_patch(*args: Any, idempotency_key: str | None = None) -> Any:
+        intent = rig.journal.intent(idempotency_key) if idempotency_key else None
+        seen.append((idempotency_key, intent.status if intent else None))
+        return real_create(*args, idempotency_key=idempotency_key)
+
+    writer.create_from_patch = create_from_patch  # type: ignore[method-assign]
+    rig.run(command)
+    [(key, status)] = seen
+    assert key is not None
+    assert status == "pending"
 
 
 def test_a_persistent_failure_is_command_failed_and_the_intent_failed(rig: Rig) -> None:
@@ -205,3 +277,24 @@ def test_no_agent_starts_once_shutdown_began(rig: Rig) -> None:
     [rejected] = rig.run(implementor())
     assert "shutting down" in rejected.reason
     assert rig.spawned == []
+
+
+# ---------------------------------------------------------------------------- in a real engine
+
+
+@pytest.mark.spec("S002-23")
+def test_without_a_policy_commands_are_executed(harness: Harness) -> None:
+    harness.tracker.add_item("1", "blocked")
+    engine = harness.engine()
+    assert engine.config.policy is None
+    engine.start()
+    engine.enqueue(UserTransitionedStatus.model_validate({"work_item_id": "1", "to": "pending"}))
+    # TransitionStatus was executed against the provider; the pending item then got a run
+    # (StartAgent executed too)
+    run = harness.runtime.wait_run()
+    assert ("transition_status", ("1", "pending")) in harness.tracker.log
+    assert run.params.work_item_id == "1"
+    journaled = [e.event for e in engine.journal.entries()]  # its own connection sees it all
+    assert any(isinstance(e, StatusTransitioned) for e in journaled)
+    assert any(isinstance(e, AgentRequested) for e in journaled)
+    assert not [e for e in journaled if isinstance(e, CommandRejected)]

@@ -1,42 +1,141 @@
-"""Logging: JSON lines off a TTY, secrets redacted, stdlib routed, tracebacks without locals."""
+"""Logging: JSON lines off a TTY, the console renderer on one, secrets redacted, stdlib routed,
+tracebacks without locals, and the fields real actors bind."""
 
 from __future__ import annotations
 
 import io
 import json
 import logging
-from collections.abc import Iterator
+import os
+import select
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
+from structlog.tracebacks import ExceptionDictTransformer
 
+from actors.base import SupervisedActor
+from actors.journal import Journal
 from actors.logs import REDACTED, configure_logging, redact_value
+from actors.queue import Inbox
+from actors.session import AgentSession
+from actors.sessions import SessionManager
+from actors.streams import StreamRegistry
+from domain.models import ImplementorStartParams, SessionId
+from tests.fakes.runtime import FakeRuntime, Script
+
+
+class Lines(io.TextIOBase):
+    """A log stream (not a TTY) that keeps what is written and lets a test wait for a line;
+    thread-safe, unlike ``structlog.testing.capture_logs``."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._text = ""
+
+    def write(self, text: str) -> int:
+        with self._cond:
+            self._text += text
+            self._cond.notify_all()
+        return len(text)
+
+    def writable(self) -> bool:
+        return True
+
+    def getvalue(self) -> str:
+        with self._cond:
+            return self._text
+
+    def lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.getvalue().splitlines() if line.strip()]
+
+    def wait_for(self, match: Callable[[dict[str, Any]], bool], timeout: float = 30) -> Any:
+        found: list[dict[str, Any]] = []
+
+        def seen() -> bool:
+            found[:] = [line for line in self.lines() if match(line)]
+            return bool(found)
+
+        with self._cond:
+            assert self._cond.wait_for(seen, timeout), "the log line did not come"
+        return found[0]
+
+
+class _Discard(io.TextIOBase):
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def writable(self) -> bool:
+        return True
+
+
+def _quiet() -> None:
+    """Back to what tests/conftest.py set up for the session: JSON into a sink."""
+    configure_logging("info", "json", _Discard())
 
 
 @pytest.fixture
-def stream() -> Iterator[io.StringIO]:
-    out = io.StringIO()
-    configure_logging("debug", "auto", out)
-    yield out
-    structlog.reset_defaults()
-    logging.getLogger().handlers.clear()
+def configure() -> Iterator[Callable[..., None]]:
+    yield configure_logging
+    _quiet()
 
 
-def lines(stream: io.StringIO) -> list[dict[str, object]]:
-    return [json.loads(line) for line in stream.getvalue().splitlines() if line.strip()]
+@pytest.fixture
+def stream(configure: Callable[..., None]) -> Lines:
+    out = Lines()
+    configure("debug", "auto", out)
+    return out
 
 
-def test_off_a_tty_every_line_is_json_with_bound_context(stream: io.StringIO) -> None:
+def test_off_a_tty_every_line_is_json_with_bound_context(stream: Lines) -> None:
     log = structlog.get_logger("cpe.test").bind(actor="engine", work_item_id="7")
     log.info("agent dispatched", session_id="s1")
-    [line] = lines(stream)
+    [line] = stream.lines()
     assert line["event"] == "agent dispatched"
     assert (line["actor"], line["work_item_id"], line["session_id"]) == ("engine", "7", "s1")
     assert line["level"] == "info"
     assert "timestamp" in line
 
 
-def test_secrets_are_redacted_by_key_and_by_shape(stream: io.StringIO) -> None:
+def _read_tty(master: int) -> str:
+    text = b""
+    while not text.endswith(b"\n"):
+        ready, _, _ = select.select([master], [], [], 30)
+        assert ready, "nothing was written to the terminal"
+        text += os.read(master, 65536)
+    return text.decode()
+
+
+def test_on_a_tty_the_console_renderer_is_used(configure: Callable[..., None]) -> None:
+    master, slave = os.openpty()
+    try:
+        with os.fdopen(slave, "w") as tty:
+            assert tty.isatty()
+            configure("info", "auto", tty)
+            structlog.get_logger("cpe.test").info("agent dispatched", work_item_id="7")
+            _quiet()  # before the terminal closes
+        text = _read_tty(master)
+    finally:
+        os.close(master)
+    assert "agent dispatched" in text
+    assert "work_item_id" in text
+    assert "\x1b[" in text  # coloured, for a person
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+
+
+def test_off_a_tty_the_same_line_is_json(stream: Lines) -> None:
+    assert not stream.isatty()
+    structlog.get_logger("cpe.test").info("agent dispatched", work_item_id="7")
+    assert "\x1b[" not in stream.getvalue()
+    [line] = stream.lines()
+    assert (line["event"], line["work_item_id"]) == ("agent dispatched", "7")
+
+
+def test_secrets_are_redacted_by_key_and_by_shape(stream: Lines) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     structlog.get_logger("t").info(
         "calling github",
@@ -47,31 +146,95 @@ def test_secrets_are_redacted_by_key_and_by_shape(stream: io.StringIO) -> None:
     text = stream.getvalue()
     assert token not in text
     assert "plain-value" not in text
-    [line] = lines(stream)
+    [line] = stream.lines()
     assert line["github_token"] == REDACTED
     assert line["nested"] == {"api_key": REDACTED, "ok": "fine"}
 
 
-def test_stdlib_logging_goes_through_the_same_pipeline(stream: io.StringIO) -> None:
+def test_stdlib_logging_goes_through_the_same_pipeline(stream: Lines) -> None:
     logging.getLogger("httpx").warning("retrying %s with sk-%s", "POST", "x" * 30)
-    [line] = lines(stream)
+    [line] = stream.lines()
     assert line["logger"] == "httpx"
     assert line["event"] == f"retrying POST with {REDACTED}"
 
 
-def test_tracebacks_carry_no_frame_locals(stream: io.StringIO) -> None:
+# Built at run time, so that no source line a traceback quotes contains it: it can only reach
+# the output as the value of a frame local.
+MARKER = "-".join(["plain", "marker", "4711"])
+
+
+@pytest.mark.parametrize("fmt", ["json", "console"])
+def test_tracebacks_carry_no_frame_locals(configure: Callable[..., None], fmt: str) -> None:
+    out = Lines()
+    configure("debug", fmt, out)
+
     def fail() -> None:
-        password_in_a_local = "hunter2-very-secret"  # noqa: F841 - the test looks for it
-        raise RuntimeError("boom")
+        harmless = MARKER  # an innocent name and value: nothing redacts it
+        raise RuntimeError(f"boom ({len(harmless)})")
 
     try:
         fail()
-    except RuntimeError:
+    except RuntimeError as exc:
         structlog.get_logger("t").exception("it failed")
-    assert "hunter2-very-secret" not in stream.getvalue()
-    [line] = lines(stream)
-    assert "RuntimeError" in json.dumps(line["exception"])
+        caught = exc
+    text = out.getvalue()
+    assert "RuntimeError" in text
+    assert "boom (17)" in text
+    assert "fail" in text  # the frame is there, only without its locals
+    assert MARKER not in text
+    # the test can fail: the local is there to be shown, and redaction would let it through
+    assert redact_value(MARKER) == MARKER
+    with_locals = ExceptionDictTransformer(show_locals=True)(
+        (type(caught), caught, caught.__traceback__)
+    )
+    assert MARKER in json.dumps(with_locals, default=str)
 
 
 def test_redact_value_leaves_plain_text_alone() -> None:
     assert redact_value("work item 12 is done") == "work item 12 is done"
+
+
+# ---------------------------------------------------------------------------- real actors
+
+
+class Crashing(SupervisedActor):
+    def on_receive(self, message: Any) -> Any:
+        raise RuntimeError("injected")
+
+
+def test_an_actors_lines_carry_its_name(stream: Lines) -> None:
+    reported = threading.Event()
+    ref = Crashing.start(child_id="poller:work_items", report=lambda c, g, e: reported.set())
+    ref.tell("go")
+    line = stream.wait_for(lambda line: line["event"] == "actor crashed")
+    assert reported.wait(30)
+    assert line["actor"] == "poller:work_items"
+    assert line["level"] == "error"
+
+
+def test_a_sessions_lines_carry_its_session_and_work_item(stream: Lines, tmp_path: Path) -> None:
+    sid = SessionId("implementor-9")
+    params = ImplementorStartParams(session_id=sid, work_item_id="42", branch_name="cpe/42")
+    journal = Journal(tmp_path / "j.sqlite3")
+    sessions = SessionManager()
+    sessions.add(sid, params)
+    finished = threading.Event()
+    AgentSession.start(
+        session_id=sid,
+        params=params,
+        adapter=FakeRuntime(Script(auto=lambda p: None)),
+        max_duration=60,
+        inbox=Inbox(journal),
+        sessions=sessions,
+        streams=StreamRegistry(),
+        on_finished=finished.set,
+        child_id=f"session:{sid}",
+    )
+    line = stream.wait_for(lambda line: line["event"] == "agent run ended")
+    assert finished.wait(30)
+    assert (line["actor"], line["session_id"], line["work_item_id"]) == (
+        f"session:{sid}",
+        sid,
+        "42",
+    )
+    assert line["outcome"] == "ImplementorCompleted"

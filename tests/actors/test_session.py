@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 
 from actors.journal import Journal
@@ -15,22 +19,34 @@ from actors.session import AgentSession, Cancel
 from actors.sessions import SessionManager
 from actors.streams import OutputBuffer, StreamRegistry
 from domain.errors import AgentFailure
-from domain.events import AgentFailed, AgentStarted, ImplementorCompleted, is_agent_terminal
-from domain.models import ImplementorStartParams, SessionId
-from tests.fakes.runtime import FakeRuntime, Script
+from domain.events import (
+    AgentFailed,
+    AgentStarted,
+    ImplementorCompleted,
+    UserCancelledRun,
+    is_agent_terminal,
+)
+from domain.models import AgentStartParams, ImplementorStartParams, RunUsage, SessionId
+from domain.ports import AgentRunHandle
+from tests.actors.conftest import Harness, wait_until
+from tests.fakes.runtime import FakeRuntime, Script, default_result
 
 SID = SessionId("implementor-1")
 PARAMS = ImplementorStartParams(session_id=SID, work_item_id="1", branch_name="cpe/1-x")
 
 
 class Rig:
-    def __init__(self, tmp_path: Path, runtime: FakeRuntime, **kw: Any):
+    def __init__(self, tmp_path: Path, runtime: Any, **kw: Any):
         self.journal = Journal(tmp_path / "j.sqlite3")
         self.inbox = Inbox(self.journal)
         self.sessions = SessionManager()
         self.streams = StreamRegistry()
         self.runtime = runtime
         self.crashes: list[BaseException] = []
+        self.finished = threading.Event()
+        # Nobody takes from this inbox, so it calls wake() after every event it journals.
+        self.queued = threading.Condition()
+        self.inbox.wake = self._queued
         self.sessions.add(SID, PARAMS)
         self.ref = AgentSession.start(
             session_id=SID,
@@ -41,16 +57,34 @@ class Rig:
             inbox=self.inbox,
             sessions=self.sessions,
             streams=self.streams,
+            on_finished=self.finished.set,
             child_id=f"session:{SID}",
-            report=lambda c, g, e: self.crashes.append(e),
+            report=self._report,
         )
 
-    def ended(self) -> list[Any]:
-        assert self.sessions.wait_all_ended(30), "the session did not end"
+    def _queued(self) -> None:
+        with self.queued:
+            self.queued.notify_all()
+
+    def _report(self, child_id: str, generation: int, exc: BaseException | None) -> None:
+        if exc is not None:  # None: the session stopped normally
+            self.crashes.append(exc)
+
+    def terminal(self) -> list[Any]:
         return [e.event for e in self.journal.entries() if is_agent_terminal(e.event)]
 
+    def ended(self) -> list[Any]:
+        """The terminal events, once one is journaled and the session is over (its release
+        ran: from then on nothing can emit another)."""
+        with self.queued:
+            assert self.queued.wait_for(lambda: bool(self.terminal()), 30), "no terminal event"
+        assert self.finished.wait(30), "the session did not finish"
+        return self.terminal()
+
     def close(self) -> None:
-        self.runtime.release_start.set()
+        release = getattr(self.runtime, "release_start", None)
+        if release is not None:
+            release.set()
         if self.ref.is_alive():
             self.ref.stop(block=True, timeout=30)
 
@@ -125,7 +159,7 @@ def test_a_run_past_its_duration_is_timed_out_and_the_runtime_told(rig_for: Any)
     [event] = rig.ended()
     assert (event.kind, event.type) == ("timed-out", "AgentFailed")
     assert runtime.cancels == [SID]
-    assert run.cancelled.is_set()
+    assert run.cancelled.wait(30)  # cancel_agent reaches the run on its loop
 
 
 @pytest.mark.spec("S000-06")
@@ -192,3 +226,184 @@ def test_output_buffer_gives_the_past_then_live_chunks_to_threads_and_asyncio() 
     reader.join(30)
     assert from_thread == ["a", "b", "c"]
     assert list(buffer.subscribe()) == ["a", "b", "c"]  # a late subscriber sees it all
+
+
+# ---------------------------------------------------------------------------- misbehaving runtimes
+
+
+class Unstoppable:
+    """A runtime whose run waits in a worker thread, shielded from cancellation, and whose
+    ``cancel_agent`` does nothing: neither the adapter nor the run's cancel scope can end it."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.waiting = threading.Event()
+        self.cancels: list[SessionId] = []
+
+    async def start_agent(self, params: AgentStartParams) -> AgentRunHandle:
+        assert params.session_id is not None
+
+        async def output() -> AsyncIterator[str]:
+            yield "starting"
+
+        async def result() -> Any:
+            with anyio.CancelScope(shield=True):
+                self.waiting.set()
+                await anyio.to_thread.run_sync(self.release.wait, 60)
+            return default_result(params)
+
+        return AgentRunHandle(session_id=params.session_id, output=output(), result=result())
+
+    def cancel_agent(self, session_id: SessionId) -> None:
+        self.cancels.append(session_id)
+
+
+@pytest.mark.spec("S000-06")
+def test_a_run_that_ignores_even_its_cancel_scope_is_abandoned_with_one_terminal_event(
+    rig_for: Any,
+) -> None:
+    runtime = Unstoppable()
+    earlier = set(threading.enumerate())  # an earlier test's loop may still be closing
+    rig = rig_for(runtime, cancel_grace=0.2)
+    assert runtime.waiting.wait(30)
+    [loop_thread] = [
+        t for t in threading.enumerate() if t.name == f"cpe-{SID}" and t not in earlier
+    ]
+    rig.ref.tell(Cancel("a person asked"))
+    [event] = rig.ended()
+    assert isinstance(event, AgentFailed)
+    assert (event.kind, event.reason) == ("cancelled", "a person asked; the runtime did not stop")
+    assert runtime.cancels  # it was asked first
+    assert not rig.crashes
+    assert loop_thread.is_alive()  # the run is still going, abandoned
+    # when the run ends at last, its loop is closed, and nothing more is reported
+    runtime.release.set()
+    loop_thread.join(30)
+    assert not loop_thread.is_alive()
+    assert rig.terminal() == [event]
+
+
+class CancelRaises(FakeRuntime):
+    def cancel_agent(self, session_id: SessionId) -> None:
+        with self._cond:
+            self.cancels.append(session_id)
+        raise RuntimeError("the runtime's cancel is broken")
+
+
+class UsageRaises(FakeRuntime):
+    async def start_agent(self, params: AgentStartParams) -> AgentRunHandle:
+        handle = await super().start_agent(params)
+
+        def usage() -> RunUsage:
+            raise RuntimeError("no usage today")
+
+        return dataclasses.replace(handle, usage=usage)
+
+
+class OutputNotAStream(FakeRuntime):
+    async def start_agent(self, params: AgentStartParams) -> AgentRunHandle:
+        handle = await super().start_agent(params)
+        return dataclasses.replace(handle, output=42)  # type: ignore[arg-type] # garbage on purpose
+
+
+@pytest.mark.spec("S000-06")
+def test_a_cancel_agent_that_raises_still_ends_the_run_once(rig_for: Any) -> None:
+    runtime = CancelRaises()
+    rig = rig_for(runtime, cancel_grace=0.2)
+    run = runtime.wait_run()
+    rig.ref.tell(Cancel("stop"))
+    [event] = rig.ended()  # the run's cancel scope ended it
+    assert (event.kind, event.reason) == ("cancelled", "stop")
+    assert runtime.cancels[0] == SID
+    assert not run.cancelled.is_set()  # the adapter's cancel never reached the run
+    assert not rig.crashes
+
+
+@pytest.mark.parametrize("finish", ["complete", "fail"])
+def test_a_usage_that_raises_gives_one_terminal_event_without_cost(
+    rig_for: Any, finish: str
+) -> None:
+    runtime = UsageRaises()
+    rig = rig_for(runtime)
+    run = runtime.wait_run()
+    getattr(run, finish)()
+    [event] = rig.ended()
+    assert type(event) is (ImplementorCompleted if finish == "complete" else AgentFailed)
+    assert (event.cost_usd, event.turns) == (None, None)
+    assert not rig.crashes
+
+
+@pytest.mark.spec("S000-28")
+def test_output_chunks_that_are_not_text_are_dropped(rig_for: Any) -> None:
+    runtime = FakeRuntime()
+    rig = rig_for(runtime)
+    run = runtime.wait_run()
+    stream = rig.streams.wait_subscribe(SID, timeout=30)
+    assert stream is not None
+    for chunk in (b"bytes", None, 42, {"text": "x"}, "", "text"):
+        run.say(chunk)
+    run.complete()
+    assert list(stream) == ["text"]
+    [event] = rig.ended()
+    assert isinstance(event, ImplementorCompleted)
+    assert not rig.crashes
+
+
+def test_an_output_that_is_not_a_stream_does_not_spoil_the_result(rig_for: Any) -> None:
+    runtime = OutputNotAStream()
+    rig = rig_for(runtime)
+    runtime.wait_run().complete()
+    [event] = rig.ended()
+    assert isinstance(event, ImplementorCompleted)
+    assert not rig.crashes
+
+
+# ---------------------------------------------------------------------------- in the engine
+
+
+def _cancel_it(engine: Any, run: Any) -> None:
+    engine.enqueue(UserCancelledRun.model_validate({"session_id": run.session_id}))
+
+
+def _garbage_then_complete(engine: Any, run: Any) -> None:
+    for chunk in (b"bytes", None, 42):
+        run.say(chunk)
+    run.complete()
+
+
+@pytest.mark.parametrize(
+    ("runtime", "act", "outcome"),
+    [
+        (CancelRaises, _cancel_it, "AgentFailed"),
+        (UsageRaises, lambda engine, run: run.complete(), "ImplementorCompleted"),
+        (FakeRuntime, _garbage_then_complete, "ImplementorCompleted"),
+        (OutputNotAStream, lambda engine, run: run.complete(), "ImplementorCompleted"),
+    ],
+)
+def test_a_misbehaving_runtime_does_not_crash_the_engine(
+    harness: Harness, runtime: type[FakeRuntime], act: Any, outcome: str
+) -> None:
+    harness.runtime = runtime()
+    harness.tracker.add_item("1")
+    engine = harness.engine(cancel_grace=0.2)
+    engine.start()
+    run = harness.runtime.wait_run()
+    act(engine, run)
+
+    def terminal() -> list[Any]:
+        return [
+            e.event
+            for e in Journal(engine.config.journal_path).entries()
+            if is_agent_terminal(e.event) and e.event.session_id == run.session_id
+        ]
+
+    def ended() -> bool:
+        state = engine.get_state().agent_runs.get(run.session_id)
+        return state is not None and state.is_terminal
+
+    wait_until(ended, engine)
+    assert [e.type for e in terminal()] == [outcome]
+    sup = engine.supervisor
+    assert sup is not None
+    assert sup.restart_count == 0
+    assert [sup.generation(c) for c in ("event_queue", "executor", "engine")] == [1, 1, 1]

@@ -10,8 +10,9 @@ from typing import Any, ClassVar
 
 import pykka
 import pytest
+from structlog.testing import capture_logs
 
-from actors.base import SupervisedActor
+from actors.base import CrashReport, SupervisedActor
 from actors.supervisor import ChildSpec, Supervisor, SupervisorSettings
 
 FAST = SupervisorSettings(backoff_initial=0, jitter=0, max_restarts=10, within_seconds=60)
@@ -22,10 +23,13 @@ class Boom(Exception):
 
 
 class Worker(SupervisedActor):
-    """A test actor: ``tell``/``ask`` ``"boom"`` raises, ``"base"`` raises a BaseException."""
+    """A test actor: ``tell``/``ask`` ``"boom"`` raises, ``"base"`` raises a BaseException,
+    ``"stop"`` stops it normally (its ``release`` raises for the ``(id, generation)`` pairs in
+    ``fail_release``)."""
 
     started: ClassVar[dict[str, int]] = {}
     fail_on_start: ClassVar[set[str]] = set()
+    fail_release: ClassVar[set[tuple[str, int]]] = set()
     lock = threading.Lock()
 
     def on_start(self) -> None:
@@ -42,13 +46,21 @@ class Worker(SupervisedActor):
             raise KeyboardInterrupt("a BaseException")
         if message == "exit":
             raise SystemExit(3)
+        if message == "stop":
+            self.stop()
+            return None
         return ("ok", self.child_id, self.generation)
+
+    def release(self) -> None:
+        if (self.child_id, self.generation) in Worker.fail_release:
+            raise Boom("release")
 
 
 @pytest.fixture(autouse=True)
 def _reset() -> None:
     Worker.started = {}
     Worker.fail_on_start = set()
+    Worker.fail_release = set()
 
 
 def spec(child_id: str, restart: str = "permanent") -> ChildSpec:
@@ -185,3 +197,183 @@ def test_the_restart_waits_its_backoff() -> None:
     finally:
         sup.stop()
     assert waited >= 0.3  # a lower bound: load can only make it longer
+
+
+# ---------------------------------------------------------------------------- restart types
+
+
+def _stop_from_inside(sup: Supervisor, child_id: str) -> None:
+    sup.ref(child_id).tell("stop")
+
+
+def _stop_from_outside(sup: Supervisor, child_id: str) -> None:
+    sup.ref(child_id).stop(block=True, timeout=10)
+
+
+@pytest.mark.parametrize("stop", [_stop_from_inside, _stop_from_outside])
+def test_a_permanent_child_that_stops_normally_is_restarted(sup: Supervisor, stop: Any) -> None:
+    sup.start_child(spec("p", restart="permanent"))
+    stop(sup, "p")
+    wait_generation(sup, "p", 2)
+    assert sup.ref("p").ask("hi", timeout=10) == ("ok", "p", 2)
+
+
+@pytest.mark.parametrize("stop", [_stop_from_inside, _stop_from_outside])
+def test_a_transient_child_that_stops_normally_is_not_restarted(sup: Supervisor, stop: Any) -> None:
+    sup.start_child(spec("t", restart="transient"))
+    other = sup.start_child(spec("p"))
+    stop(sup, "t")
+    assert sup.wait_until(lambda: "t" not in sup.child_ids(), timeout=30)
+    assert Worker.started["t"] == 1
+    assert sup.ref("t") is None
+    assert sup.restart_count == 0
+    assert other.is_alive()
+
+
+@pytest.mark.parametrize("message", ["boom", "base"])
+def test_a_transient_child_that_crashes_is_restarted(sup: Supervisor, message: str) -> None:
+    sup.start_child(spec("t", restart="transient"))
+    sup.ref("t").tell(message)
+    wait_generation(sup, "t", 2)
+    assert sup.ref("t").ask("hi", timeout=10) == ("ok", "t", 2)
+
+
+def test_a_transient_child_whose_stop_fails_to_clean_up_is_restarted(sup: Supervisor) -> None:
+    # a release() that raises makes the exit abnormal
+    Worker.fail_release = {("t", 1)}
+    sup.start_child(spec("t", restart="transient"))
+    sup.ref("t").tell("stop")
+    wait_generation(sup, "t", 2)
+
+
+@pytest.mark.parametrize("message", ["stop", "boom"])
+def test_a_temporary_child_is_never_restarted(sup: Supervisor, message: str) -> None:
+    ref = sup.start_child(spec("s", restart="temporary"))
+    ref.tell(message)
+    assert sup.wait_until(lambda: "s" not in sup.child_ids(), timeout=30)
+    assert Worker.started["s"] == 1
+    assert sup.restart_count == 0
+
+
+def test_a_child_stopped_with_stop_child_is_not_restarted(sup: Supervisor) -> None:
+    sup.start_child(spec("a"))
+    sup.start_child(spec("b"))
+    sup.stop_child("a")
+    # reports are handled in order: once b's crash was handled, so was a's stop
+    sup.ref("b").tell("boom")
+    wait_generation(sup, "b", 2)
+    assert "a" not in sup.child_ids()
+    assert Worker.started["a"] == 1
+
+
+def test_siblings_stopped_by_a_group_restart_are_restarted_once() -> None:
+    sup = Supervisor(FAST.model_copy(update={"strategy": "rest_for_one"}))
+    try:
+        for name in "abc":
+            sup.start_child(spec(name))
+        sup.ref("b").tell("boom")
+        wait_generation(sup, "c", 2)
+        # c's stop (by the group restart) was reported after that restart; once a later crash
+        # was handled, so was that report
+        sup.ref("a").tell("boom")  # rest_for_one from a: a, b and c again
+        for name in "abc":
+            wait_generation(sup, name, {"a": 2, "b": 3, "c": 3}[name])
+        assert [Worker.started[n] for n in "abc"] == [2, 3, 3]
+    finally:
+        sup.stop(timeout=10)
+
+
+# ---------------------------------------------------------------------------- shutdown timeout
+
+
+class Stuck(SupervisedActor):
+    """A child whose stop does not finish until ``gate`` is set."""
+
+    def __init__(self, gate: threading.Event, threads: list[threading.Thread], **base: Any):
+        super().__init__(**base)
+        self.gate = gate
+        self.threads = threads
+
+    def on_start(self) -> None:
+        self.threads.append(threading.current_thread())
+
+    def release(self) -> None:
+        self.gate.wait(60)
+
+
+def test_a_child_that_does_not_stop_within_its_shutdown_timeout_is_abandoned() -> None:
+    # the supervisor-wide default is far beyond the test's own timeout: only the child's own
+    # shutdown_timeout can end the wait
+    sup = Supervisor(FAST.model_copy(update={"child_shutdown_timeout": 600}))
+    gate = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def start_stuck(generation: int, report: CrashReport) -> pykka.ActorRef[Any]:
+        return Stuck.start(gate, threads, child_id="stuck", generation=generation, report=report)
+
+    first = sup.start_child(spec("first"))
+    sup.start_child(ChildSpec("stuck", start_stuck, shutdown_timeout=0.2))
+    last = sup.start_child(spec("last"))
+    try:
+        with capture_logs() as logs:
+            sup.stop()  # returns although one child never stopped
+        abandoned = [e for e in logs if e["event"] == "child did not stop in time; abandoned"]
+        assert [(e["child"], e["timeout_s"]) for e in abandoned] == [("stuck", 0.2)]
+        assert not first.is_alive()  # stopped after the stuck one was given up on
+        assert not last.is_alive()
+        assert threads[0].is_alive(), "the stuck child is still in its release: abandoned"
+    finally:
+        gate.set()
+        threads[0].join(30)
+    assert not threads[0].is_alive()
+
+
+# ---------------------------------------------------------------------------- intensity window
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _crash_every(seconds: float, crashes: int, clock: FakeClock, sup: Supervisor) -> None:
+    for generation in range(1, crashes + 1):
+        wait_generation(sup, "a", generation)
+        clock.now += seconds
+        sup.ref("a").tell("boom")
+
+
+def test_restarts_spread_beyond_the_window_do_not_trip_the_intensity() -> None:
+    clock = FakeClock()
+    gave_up = threading.Event()
+    settings = FAST.model_copy(update={"max_restarts": 2, "within_seconds": 10})
+    sup = Supervisor(settings, clock=clock, on_give_up=lambda exc: gave_up.set())
+    try:
+        sup.start_child(spec("a"))
+        # 6 s apart: two restarts are always within 10 s, never three
+        _crash_every(6, 5, clock, sup)
+        wait_generation(sup, "a", 6)
+        assert not gave_up.is_set()
+        assert sup.restart_count == 5
+        assert sup.exit_code == 0
+    finally:
+        sup.stop(timeout=10)
+
+
+def test_the_same_restarts_inside_the_window_trip_the_intensity() -> None:
+    clock = FakeClock()
+    gave_up = threading.Event()
+    settings = FAST.model_copy(update={"max_restarts": 2, "within_seconds": 10})
+    sup = Supervisor(settings, clock=clock, on_give_up=lambda exc: gave_up.set())
+    try:
+        sup.start_child(spec("a"))
+        _crash_every(1, 3, clock, sup)  # three crashes within 3 s
+        assert gave_up.wait(30)
+        assert sup.restart_count == 2
+        assert sup.exit_code == 75
+        assert sup.ref("a") is None
+    finally:
+        sup.stop(timeout=10)
