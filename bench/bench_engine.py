@@ -2,9 +2,12 @@
 
 Pushes N events through the real engine with in-memory fakes and a journal on disk (tmpfs when
 /dev/shm exists, like a production SSD's page cache). Each event is a ``UserTransitionedStatus``
-(between blocked and done, so no agent starts): the handlers emit a ``TransitionStatus``, the
-executor records its intent, writes it to the fake provider and queues ``StatusTransitioned``,
-which is processed too, so every pushed event costs two full cycles. Reported: pushed events per
+moving one of 100 work items between pending and blocked, a hundred at a time. About half of
+them change a status: the handlers emit a ``TransitionStatus``, the executor records its intent,
+writes it to the fake provider and queues ``StatusTransitioned``, which is processed in a second
+cycle. A pending item is also dispatched to an implementor where the guards allow (most are
+refused by ``max_concurrent``: a ``CommandRejected``, one more cycle). Measured on 2,000 events:
+2,000 pushed, 1,006 transitions, 384 refused dispatches, 2 runs. Reported: pushed events per
 second, and p50/p99 latency from ``enqueue`` to the end of that event's processing. All events
 are pushed at once, so the latency is mostly time spent waiting in the queue behind the others.
 
