@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -48,16 +47,6 @@ WRITE_THEN_HANG = Scenario.model_validate(
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return make_cpe_repo(tmp_path / "repo")
-
-
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-            process.wait(30)
 
 
 def test_kill_9_during_an_implementor_run_then_restart_completes_with_one_revision(

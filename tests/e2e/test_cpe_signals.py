@@ -40,16 +40,6 @@ def notify_socket() -> Iterator[NotifySocket]:
     sock.close()
 
 
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-            process.wait(30)
-
-
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stop_signal_while_a_run_is_active_cancels_it_and_exits_0(
     signum: signal.Signals,

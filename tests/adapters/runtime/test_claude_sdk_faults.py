@@ -6,7 +6,6 @@ process of the tree and no worktree is left."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,13 +27,6 @@ from tests.repos import git, make_repo
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo", with_agents=True)
-
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeClaude]:
-    cli = FakeClaude.install(tmp_path / "fake")
-    yield cli
-    cli.reap()  # nothing should be left; this only keeps a failing test from leaking
 
 
 adapter = fake_adapter

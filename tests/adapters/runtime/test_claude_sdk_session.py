@@ -6,14 +6,12 @@ a patch that cannot be extracted."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from adapters.runtime.artifacts import load_manifest
 from adapters.runtime.bash_guard import BashGuardConfig, BashVerdict
 from domain.errors import AgentFailure
 from domain.models import RunUsage
@@ -28,6 +26,7 @@ from tests.adapters.runtime.fake_sdk import (
     run,
     run_dir,
 )
+from tests.adapters.runtime.transcripts import assert_transcript_switch
 from tests.fakes.claude_cli_fixture import FakeClaude
 from tests.repos import git, make_repo
 
@@ -35,13 +34,6 @@ from tests.repos import git, make_repo
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo", with_agents=True)
-
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeClaude]:
-    cli = FakeClaude.install(tmp_path / "fake")
-    yield cli
-    cli.reap()  # nothing should be left; this only keeps a failing test from leaking
 
 
 def metadata(tmp_path: Path) -> dict[str, Any]:
@@ -219,18 +211,7 @@ def test_the_human_transcript_follows_the_logging_switch_and_the_normalized_set_
     log_file_path, result = anyio.run(main)
     assert isinstance(result, ImplementorResult), result
     directory = run_dir(tmp_path)
-    transcript = directory / "transcript.log"
-    roles = {entry["role"] for entry in load_manifest(directory)["artifacts"]}
-    if enabled:
-        assert log_file_path == str(transcript)
-        assert "Looking around." in transcript.read_text()
-        assert "transcript_log" in roles
-    else:
-        assert log_file_path is None  # seed 000: logFilePath is null when logging is off
-        assert not transcript.exists()
-        assert "transcript_log" not in roles
-    # seed 004 §5: the normalized artifacts do not depend on the switch
-    assert {"runner_transcript", "runner_final_response", "runner_metadata"} <= roles
+    assert_transcript_switch(directory, log_file_path, enabled, "Looking around.")
     lines = (directory / "runner_transcript.jsonl").read_text().splitlines()
     assert any("Looking around." in line for line in lines)
     final = json.loads((directory / "runner_final_response.json").read_text())

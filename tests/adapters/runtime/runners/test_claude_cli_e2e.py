@@ -11,7 +11,6 @@ from typing import Any
 import anyio
 import pytest
 
-from adapters.runtime.artifacts import load_manifest
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner
 from adapters.runtime.runners.process import group_members
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig, create_cli_runtime
@@ -26,6 +25,7 @@ from domain.models import (
 from domain.ports import RuntimeAdapter, SessionLogging
 from domain.results import ImplementorResult, PlannerResult
 from tests.adapters.runtime.driving import drive, provider_deps
+from tests.adapters.runtime.transcripts import assert_transcript_switch
 from tests.repos import git, make_repo
 
 
@@ -149,19 +149,7 @@ def test_the_human_transcript_follows_the_logging_switch_on_the_real_cli(
     log_file_path, result = anyio.run(main)
     assert isinstance(result, PlannerResult), result
     run_dir = tmp_path / "state" / "runs" / "planner-1"
-    transcript = run_dir / "transcript.log"
-    roles = {entry["role"] for entry in load_manifest(run_dir)["artifacts"]}
-    if enabled:
-        assert log_file_path == str(transcript)
-        assert "assistant:" in transcript.read_text()
-        assert "transcript_log" in roles
-    else:
-        assert log_file_path is None  # seed 000: logFilePath is null when logging is off
-        assert not transcript.exists()
-        assert "transcript_log" not in roles
-    # seed 004 §5: the normalized artifacts are written either way
-    assert {"runner_transcript", "runner_final_response", "runner_metadata"} <= roles
-    assert (run_dir / "runner_transcript.jsonl").read_text().strip()
+    assert_transcript_switch(run_dir, log_file_path, enabled, "assistant:")
     meta = json.loads((run_dir / "runner_metadata.json").read_text())
     assert meta["termination"] == "completed"
 

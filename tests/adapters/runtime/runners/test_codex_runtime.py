@@ -11,7 +11,6 @@ from typing import Any
 import anyio
 import pytest
 
-from adapters.runtime.artifacts import load_manifest
 from adapters.runtime.runners.base import RunRequest
 from adapters.runtime.runners.codex_cli import (
     CODEX_MODEL_VARIABLES,
@@ -30,6 +29,7 @@ from domain.models import (
 from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
 from domain.results import ImplementorResult, PlannerResult, output_schema
 from tests.adapters.runtime.driving import drive, provider_deps
+from tests.adapters.runtime.transcripts import assert_transcript_switch
 from tests.fakes.codex_cli_fixture import FakeCodex
 from tests.repos import git, make_repo
 
@@ -154,17 +154,7 @@ def test_the_human_transcript_follows_the_logging_switch_and_the_normalized_set_
     log_file_path, result = anyio.run(main)
     assert isinstance(result, PlannerResult), result
     run_dir = state / "runs" / "planner-1"
-    transcript = run_dir / "transcript.log"
-    roles = {entry["role"] for entry in load_manifest(run_dir)["artifacts"]}
-    if enabled:
-        assert log_file_path == str(transcript)
-        assert "Reading the spec." in transcript.read_text()
-        assert "transcript_log" in roles
-    else:
-        assert log_file_path is None  # seed 000: logFilePath is null when logging is off
-        assert not transcript.exists()
-        assert "transcript_log" not in roles
-    assert {"runner_transcript", "runner_final_response", "runner_metadata"} <= roles
+    assert_transcript_switch(run_dir, log_file_path, enabled, "Reading the spec.")
     events = (run_dir / "runner_transcript.jsonl").read_text()
     assert "Reading the spec." in events
     assert metadata(state, "planner-1")["termination"] == "completed"
