@@ -2,7 +2,8 @@
 
 Exit codes follow sysexits and systemd's expectations (field notes): 0 after a clean stop, 75
 (EX_TEMPFAIL) when supervision gave up (restart me), 78 (EX_CONFIG) for a configuration error
-(do not restart me: ``RestartPreventExitStatus=78``). SIGTERM and SIGINT run the graceful stop;
+(do not restart me: ``RestartPreventExitStatus=78``), 65 (EX_DATAERR) for a journal that
+cannot be read (a restart would not fix it either). SIGTERM and SIGINT run the graceful stop;
 a second SIGINT while stopping exits at once.
 """
 
@@ -19,9 +20,10 @@ from types import FrameType
 import structlog
 
 from actors.engine import Engine
-from domain.errors import ConfigError
+from domain.errors import ConfigError, JournalError
 
 EXIT_OK = 0
+EXIT_DATAERR = 65  # the journal cannot be read: a restart will not fix it either
 EXIT_TEMPFAIL = 75
 EXIT_CONFIG = 78
 EXIT_FORCED = 130
@@ -83,6 +85,9 @@ def run_engine(
     except ConfigError as exc:
         print(f"cpe: configuration error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except JournalError as exc:
+        print(f"cpe: journal error: {exc}", file=sys.stderr)
+        return EXIT_DATAERR
     stopping = threading.Event()
 
     def stop_in_background(reason: str) -> None:
@@ -104,7 +109,12 @@ def run_engine(
     if install_signals:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-    engine.start()
+    try:
+        engine.start()
+    except JournalError as exc:
+        print(f"cpe: journal error: {exc}", file=sys.stderr)
+        engine.stop(reason="the journal cannot be read")
+        return EXIT_DATAERR
     if on_ready is not None:
         on_ready(engine)
     while True:

@@ -50,7 +50,18 @@ def _check_bash(args: argparse.Namespace) -> int:
 
 
 def _engine_command(args: argparse.Namespace) -> int:
-    from adapters import commands  # noqa: PLC0415 - keep `cpe --help` fast
+    from actors.process import EXIT_DATAERR  # noqa: PLC0415 - keep `cpe --help` fast
+    from adapters import commands  # noqa: PLC0415
+    from domain.errors import JournalError  # noqa: PLC0415
+
+    try:
+        return _dispatch(args)
+    except JournalError as exc:  # damaged, or written by a newer cpe: one line, no traceback
+        return commands.fail(f"journal error: {exc}", EXIT_DATAERR)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from adapters import commands  # noqa: PLC0415
 
     if args.command == "run":
         return commands.run(args.config, args.repo)

@@ -4,6 +4,7 @@ restart it) and ONE line on stderr naming what was wrong and what was expected."
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -270,3 +271,33 @@ def test_a_config_outside_the_repository_without_a_repository_says_how_to_name_o
 def test_a_missing_config_file_is_named(repo: Path, tmp_path: Path) -> None:
     line = one_line_error(cpe("run", "--config", str(tmp_path / "nope.toml"), cwd=repo))
     assert f"{tmp_path / 'nope.toml'}: no such file; expected a supervisor.toml" in line
+
+
+# ---------------------------------------------------------------------------- the journal
+
+
+@pytest.mark.parametrize(
+    "command", [("run",), ("status",), ("replay",), ("runs", "show", "implementor-1")]
+)
+def test_a_journal_that_cannot_be_read_is_one_line_and_exit_65(
+    repo: Path, command: tuple[str, ...]
+) -> None:
+    """A damaged journal (or one from a newer cpe) will not heal on a restart: exit 65
+    (EX_DATAERR, which the systemd unit does not restart either), naming the file."""
+    write_config(repo, GOOD)
+    journal = repo / ".cpe" / "journal.sqlite3"
+    journal.parent.mkdir()
+    journal.write_bytes(b"this is not a sqlite database, " * 100)
+    line = one_line_error(cpe(*command, cwd=repo), code=65)
+    assert line.startswith("cpe: journal error: ")
+    assert str(journal) in line
+
+
+def test_a_journal_from_a_newer_cpe_is_refused_in_one_line(repo: Path) -> None:
+    write_config(repo, GOOD)
+    journal = repo / ".cpe" / "journal.sqlite3"
+    journal.parent.mkdir()
+    with sqlite3.connect(journal) as db:
+        db.execute("PRAGMA user_version = 99")
+    line = one_line_error(cpe("status", cwd=repo), code=65)
+    assert "journal schema version 99" in line
