@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.repos import make_repo
-from tests.test_cli import cpe, one_line_error
+from tests.test_cli import ROOT, cpe, one_line_error
 
 GOOD = "[provider.local]\npipeline_command = []\n"
 
@@ -217,6 +217,33 @@ def test_a_claude_cli_path_that_is_not_executable_is_named(repo: Path, tmp_path:
     )
     line = one_line_error(cpe("run", cwd=repo))
     assert f"runtime.claude_cli.cli_path: the claude CLI was not found at '{script}'" in line
+
+
+# The real claude-agent-sdk, seen from a directory that lacks its bundled CLI: the same package
+# (its code runs from its own directory), as if installed without the CLI.
+SDK_WITHOUT_CLI = """\
+import pathlib
+_real = pathlib.Path({real!r})
+__path__.append(str(_real))
+exec(compile((_real / "__init__.py").read_text(), str(_real / "__init__.py"), "exec"))
+"""
+
+
+def test_a_missing_bundled_claude_cli_is_named(repo: Path, tmp_path: Path) -> None:
+    import claude_agent_sdk  # noqa: PLC0415 - only to find the installed package
+
+    real = Path(claude_agent_sdk.__file__).parent
+    shadow = tmp_path / "shadow" / "claude_agent_sdk"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(SDK_WITHOUT_CLI.format(real=str(real)))
+    write_config(repo, GOOD)  # every role on claude-sdk, the default
+    result = cpe("run", cwd=repo, env={"PYTHONPATH": f"{shadow.parent}:{ROOT}"})
+    line = one_line_error(result)
+    assert (
+        f"runtime claude-sdk: the claude CLI was not found at {shadow / '_bundled' / 'claude'}"
+        in line
+    )
+    assert "expected claude-agent-sdk installed with its bundled CLI" in line
 
 
 # ---------------------------------------------------------------------------- --config PATH
