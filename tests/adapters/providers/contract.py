@@ -186,6 +186,7 @@ class RevisionContract(WorkItemContract):
             "src/app.py": "modified",
             "docs/obsolete.txt": "removed",
             "src/new_name.py": "renamed",
+            "src/modern.py": "renamed",
             "assets/logo.bin": "modified",
             "assets/new.bin": "added",
             "scripts/run.sh": "modified",

@@ -1,6 +1,6 @@
 """The repository every provider contract test starts from, and the edits its patches make:
-one per kind of change a patch must carry (added, modified, deleted, renamed, binary,
-mode-changed, CRLF)."""
+one per kind of change a patch must carry (added, modified, deleted, renamed, renamed with
+changes, binary, mode-changed, CRLF)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ BASE_FILES: dict[str, Content] = {
     "README.md": "# Sample project\n",
     "src/app.py": "def answer():\n    return 41\n",
     "src/old_name.py": OLD_MODULE,
+    "src/legacy.py": OLD_MODULE.replace("CONSTANT", "LEGACY"),
     "docs/obsolete.txt": "nobody reads this any more\n",
     "assets/logo.bin": bytes(range(256)) * 4,
     "scripts/run.sh": "#!/bin/sh\necho run\n",
@@ -23,6 +24,12 @@ BASE_FILES: dict[str, Content] = {
 }
 
 Edit = Callable[[Repo], None]
+
+
+def _renamed_with_changes(repo: Repo) -> None:
+    repo.move("src/legacy.py", "src/modern.py")
+    text = (repo.root / "src/modern.py").read_text()
+    repo.write("src/modern.py", text.replace("LEGACY_7 = 7", "LEGACY_7 = 'seven'"))
 
 
 def _binary(repo: Repo) -> None:
@@ -35,6 +42,7 @@ EDITS: dict[str, Edit] = {
     "modified": lambda r: r.write("src/app.py", "def answer():\n    return 42\n"),
     "deleted": lambda r: r.remove("docs/obsolete.txt"),
     "renamed": lambda r: r.move("src/old_name.py", "src/new_name.py"),
+    "renamed-with-changes": _renamed_with_changes,
     "binary": _binary,
     "mode-changed": lambda r: r.make_executable("scripts/run.sh"),
     "crlf": lambda r: r.write("data/windows.txt", b"one\r\nTWO\r\nthree\r\n"),
