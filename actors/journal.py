@@ -239,6 +239,9 @@ class Journal:
         """One transaction: the deferred statements, then ``statements``; the last statement's
         first row (for a ``RETURNING``). The caller holds the lock (``_guard``). On a failure
         nothing is committed and the deferred statements stay deferred."""
+        if not self._deferred and len(statements) == 1:  # one statement commits by itself
+            sql, args = statements[0]
+            return self._db.execute(sql, args).fetchone()  # type: ignore[no-any-return]
         row = None
         self._db.execute("BEGIN")
         try:
