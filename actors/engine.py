@@ -40,7 +40,7 @@ from actors.store import Listener, StateStore, Unsubscribe
 from actors.streams import AgentStream, StreamRegistry
 from actors.supervisor import ChildSpec, Supervisor
 from domain.commands import EngineCommand
-from domain.errors import ConfigError
+from domain.errors import ConfigError, JournalError
 from domain.events import AgentFailed, CommandFailed, EngineEvent
 from domain.handlers import create_handlers
 from domain.models import (
@@ -435,6 +435,10 @@ class Engine:
         self.executor.no_new_agents.set()
         self.executor.stopping.set()
         self.sessions.cancel_all()
+        try:  # what the journal deferred is committed before the process exits
+            self.journal.flush()
+        except JournalError as error:
+            log.error("cannot commit the journal's deferred records", error=str(error))
         self._stopped.set()
 
     def wait(self, timeout: float | None = None) -> int | None:
