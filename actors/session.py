@@ -291,9 +291,17 @@ class AgentSession(SupervisedActor):
             if self._emitted:
                 return
             self._emitted = True
-        self._streams.close(self.session_id)
-        self._sessions.ended(self.session_id)
-        self._inbox.put(event, internal=True)
+        # The terminal event must reach the queue whatever else fails here: it is put last,
+        # in a finally, after the stream and the concurrency slot are released.
+        try:
+            try:
+                self._streams.close(self.session_id)
+            finally:
+                self._sessions.ended(self.session_id)
+        except Exception:
+            self.log.exception("releasing the run's stream or slot failed")
+        finally:
+            self._inbox.put(event, internal=True)
         self.log.info("agent run ended", outcome=event.type, kind=getattr(event, "kind", None))
 
     # ------------------------------------------------------------------ plumbing

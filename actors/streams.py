@@ -12,7 +12,11 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 
+import structlog
+
 from domain.models import SessionId
+
+log = structlog.get_logger("cpe.streams")
 
 
 class OutputBuffer:
@@ -29,16 +33,24 @@ class OutputBuffer:
             self._chunks.append(chunk)
             self._cond.notify_all()
             wakers = list(self._wakers)
-        for wake in wakers:
-            wake()
+        self._wake(wakers)
 
     def close(self) -> None:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
             wakers = list(self._wakers)
+        self._wake(wakers)
+
+    def _wake(self, wakers: list[Callable[[], None]]) -> None:
+        """Wake asyncio subscribers. A subscriber can never break the run that feeds it: one
+        whose event loop is gone (closed with a read pending) is dropped."""
         for wake in wakers:
-            wake()
+            try:
+                wake()
+            except Exception:
+                log.warning("dropping an output subscriber that cannot be woken", exc_info=True)
+                self._remove_waker(wake)
 
     @property
     def closed(self) -> bool:

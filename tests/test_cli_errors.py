@@ -3,6 +3,7 @@ restart it) and ONE line on stderr naming what was wrong and what was expected."
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sqlite3
 import subprocess
@@ -230,9 +231,10 @@ exec(compile((_real / "__init__.py").read_text(), str(_real / "__init__.py"), "e
 
 
 def test_a_missing_bundled_claude_cli_is_named(repo: Path, tmp_path: Path) -> None:
-    import claude_agent_sdk  # noqa: PLC0415 - only to find the installed package
-
-    real = Path(claude_agent_sdk.__file__).parent
+    spec = importlib.util.find_spec("claude_agent_sdk")  # where it is, without importing it
+    assert spec is not None
+    assert spec.origin is not None
+    real = Path(spec.origin).parent
     shadow = tmp_path / "shadow" / "claude_agent_sdk"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text(SDK_WITHOUT_CLI.format(real=str(real)))
