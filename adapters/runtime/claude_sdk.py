@@ -43,10 +43,11 @@ from adapters.runtime.agents import (
 from adapters.runtime.artifacts import RunArtifacts, Termination
 from adapters.runtime.bash_guard import BashGuardConfig, check_bash
 from adapters.runtime.launcher import (
-    is_agent_cli,
     kill_group,
     kill_tree,
+    live_group,
     read_pid,
+    stamp_pid,
     wait_for_exit,
     write_wrapper,
 )
@@ -200,10 +201,13 @@ class ClaudeAdapter:
         """Startup: kill agent processes and remove worktrees and branches that a crashed
         daemon left behind (the CLI runs in its own session, so it outlives a kill -9)."""
         for pidfile in sorted(Path(self.config.logging.logs_dir).glob("*/cli.pid")):
-            pid = read_pid(pidfile)
-            if pid is not None and is_agent_cli(pid, pidfile.parent):
-                log.warning("killing an agent process left by an earlier run", pid=pid)
-                kill_tree(pid, grace=self.config.kill_grace)
+            # Only a group the file proves is that run's: its leader with the start time
+            # stamped during the run, or no leader but members left (a group id is not reused
+            # while the group lives). A recycled pid, or a file never stamped, is left alone.
+            pgid = live_group(pidfile)
+            if pgid is not None:
+                log.warning("killing an agent process group left by an earlier run", pgid=pgid)
+                kill_tree(pgid, grace=self.config.kill_grace)
             pidfile.unlink(missing_ok=True)
         self.provisioner.reap_worktrees(keep_branches)
 
@@ -279,6 +283,7 @@ class ClaudeAdapter:
         pid = read_pid(_pidfile(run))
         if pid is None:
             return None
+        stamp_pid(_pidfile(run), pid)  # for the reaper of a later start (see reap)
         grace = self.config.kill_grace
 
         async def watch() -> None:

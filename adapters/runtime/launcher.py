@@ -50,21 +50,45 @@ def write_wrapper(path: Path, cli: str | Path, env: Mapping[str, str], pidfile: 
 
 
 def read_pid(pidfile: Path) -> int | None:
+    """The pid a pid file names (its first word; ``stamp_pid`` adds the start time)."""
     try:
-        return int(pidfile.read_text().strip())
-    except (OSError, ValueError):
+        return int(pidfile.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
         return None
 
 
-def is_agent_cli(pid: int, run_dir: Path) -> bool:
-    """``pid`` is still the agent CLI a wrapper in ``run_dir`` started (not a recycled pid)."""
+def stamp_pid(pidfile: Path, pid: int) -> None:
+    """Rewrite ``pidfile`` as ``pid start-time``, while ``pid`` is certainly our process (it is
+    running the session now): the reaper of a later start tells it from a recycled pid."""
     try:
-        process = psutil.Process(pid)
-        return process.status() != psutil.STATUS_ZOMBIE and any(
-            "claude" in part for part in process.cmdline()
-        )
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
+        started = psutil.Process(pid).create_time()
+    except psutil.Error:
+        return
+    pidfile.write_text(f"{pid} {started!r}\n")
+
+
+def live_group(pidfile: Path) -> int | None:
+    """The process group a run's pid file names, if it is still that run's and alive.
+
+    The file holds the leader's pid and start time. A leader that is alive with another start
+    time is a recycled pid: not ours. A leader that is gone while its group still has members
+    is ours: a process group id is not reused while the group exists (POSIX)."""
+    try:
+        pid_text, _, started_text = pidfile.read_text().strip().partition(" ")
+        pid, started = int(pid_text), float(started_text or 0)
+    except (OSError, ValueError):
+        return None
+    try:
+        leader = psutil.Process(pid)
+        if abs(leader.create_time() - started) > 0.01:
+            return None
+        if os.getpgid(pid) != pid:
+            return None
+    except (psutil.NoSuchProcess, ProcessLookupError):
+        pass  # the leader is gone; its group may not be
+    except psutil.Error:
+        return None
+    return pid if group_members(pid) else None
 
 
 def kill_tree(pid: int | None, *, grace: float = 5.0) -> list[int]:

@@ -27,7 +27,7 @@ from typing import IO, Literal
 import psutil
 
 from adapters.runtime.artifacts import Termination
-from adapters.runtime.launcher import group_members, kill_group
+from adapters.runtime.launcher import group_members, kill_group, live_group
 
 __all__ = [
     "PIDFILE",
@@ -57,30 +57,6 @@ class ProcessOutcome:
     cancelled_at: datetime | None
     stdout_path: Path
     stderr_path: Path
-
-
-def live_group(pidfile: Path) -> int | None:
-    """The process group a run's pid file names, if it is still that run's and alive.
-
-    The file holds the leader's pid and start time. A leader that is alive with another start
-    time is a recycled pid: not ours. A leader that is gone while its group still has members
-    is ours: a process group id is not reused while the group exists (POSIX)."""
-    try:
-        pid_text, _, started_text = pidfile.read_text().strip().partition(" ")
-        pid, started = int(pid_text), float(started_text or 0)
-    except (OSError, ValueError):
-        return None
-    try:
-        leader = psutil.Process(pid)
-        if abs(leader.create_time() - started) > 0.01:
-            return None
-        if os.getpgid(pid) != pid:
-            return None
-    except (psutil.NoSuchProcess, ProcessLookupError):
-        pass  # the leader is gone; its group may not be
-    except psutil.Error:
-        return None
-    return pid if group_members(pid) else None
 
 
 class ProcessHandle:

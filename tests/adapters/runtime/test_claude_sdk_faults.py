@@ -6,10 +6,14 @@ process of the tree and no worktree is left."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
+from adapters.runtime.launcher import stamp_pid
 from domain.errors import AgentFailure
 from domain.results import ImplementorResult
 from tests.adapters.runtime.fake_sdk import (
@@ -131,3 +135,49 @@ def test_a_validation_failure_outcome_has_no_patch(
     _, result = run(runtime)
     assert isinstance(result, ImplementorResult)
     assert (result.outcome, result.patch) == ("validation-failure", None)
+
+
+def _session_leader(*argv: str) -> subprocess.Popen[bytes]:
+    """A process in a session (and process group) of its own, like the wrapped claude CLI."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "import threading; threading.Event().wait(300)", *argv],
+        start_new_session=True,
+    )
+
+
+def test_the_reaper_kills_a_group_its_stamped_pid_file_proves_is_an_earlier_runs(
+    repo: Path, tmp_path: Path, fake: FakeClaude
+) -> None:
+    orphan = _session_leader("claude")
+    try:
+        pidfile = tmp_path / "runs" / "implementor-old" / "cli.pid"
+        pidfile.parent.mkdir(parents=True)
+        pidfile.write_text(f"{orphan.pid}\n")
+        stamp_pid(pidfile, orphan.pid)  # what a run does once its CLI answered
+        adapter(repo, tmp_path, fake, fake.env("ok")).reap()
+        orphan.wait(60)  # ended (the reaper may have collected its status already)
+        assert not psutil.pid_exists(orphan.pid)
+        assert not pidfile.exists()
+    finally:
+        orphan.kill()
+        orphan.wait(60)
+
+
+@pytest.mark.parametrize("stamp", ["12345.0", ""], ids=["other-start-time", "never-stamped"])
+def test_the_reaper_leaves_a_process_its_pid_file_does_not_prove_is_ours(
+    repo: Path, tmp_path: Path, fake: FakeClaude, stamp: str
+) -> None:
+    """A recycled pid: a live process, even one whose command line says claude, that started
+    at another time than the run's CLI (or a file the run never stamped) is not killed."""
+    bystander = _session_leader("--notes", "claude-notes.md")
+    try:
+        pidfile = tmp_path / "runs" / "implementor-old" / "cli.pid"
+        pidfile.parent.mkdir(parents=True)
+        pidfile.write_text(f"{bystander.pid} {stamp}\n")
+        adapter(repo, tmp_path, fake, fake.env("ok")).reap()
+        assert bystander.poll() is None, "a process that is not ours was killed"
+        assert psutil.Process(bystander.pid).status() != psutil.STATUS_ZOMBIE
+        assert not pidfile.exists()
+    finally:
+        bystander.kill()
+        bystander.wait(60)
