@@ -209,9 +209,16 @@ class Journal:
                 )
             )
             if defer:
+                mark = len(self._deferred)
                 self._deferred += statements
                 if len(self._deferred) > _MAX_DEFERRED:
-                    self._commit([])
+                    try:
+                        self._commit([])
+                    except BaseException:
+                        # This cycle is not recorded: the caller fails and the event is
+                        # processed again, so its statements must not stay deferred.
+                        del self._deferred[mark:]
+                        raise
             else:
                 self._commit(statements)
         self._maybe_snapshot(processed)

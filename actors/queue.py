@@ -31,6 +31,7 @@ import structlog
 
 from actors.base import SupervisedActor, tell
 from actors.journal import Journal, JournalEntry
+from domain.errors import JournalError
 from domain.events import EngineEvent, identify, is_agent_terminal
 
 log = structlog.get_logger("cpe.queue")
@@ -106,7 +107,13 @@ class Inbox:
             with self._lock:
                 idle = not results and not self._items
             if idle:
-                self.journal.flush()
+                try:
+                    self.journal.flush()
+                except JournalError as exc:
+                    # The cycle is done and its records stay deferred: the next transaction
+                    # commits them. Failing here would process the event again and record
+                    # its results twice.
+                    log.error("cannot commit the journal's deferred records", error=str(exc))
             with self._lock:
                 self._items.extend(zip(seqs, results, strict=True))
                 if self._in_flight is not None and self._in_flight[0] == seq:

@@ -13,9 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors.journal import Journal
+from actors.queue import Inbox
 from domain.commands import TransitionStatus
 from domain.errors import JournalError
-from domain.events import AgentFailed, EngineEvent, StatusTransitioned, WorkItemChanged
+from domain.events import (
+    AgentFailed,
+    EngineEvent,
+    StatusTransitioned,
+    UserTransitionedStatus,
+    WorkItemChanged,
+)
 from domain.models import EngineState, ImplementorStartParams, WorkItem
 from domain.state import apply_event, engine_owned
 from tests.domain.builders import requested
@@ -326,3 +333,56 @@ def test_a_crash_loses_at_most_the_deferred_cycle_which_is_then_processed_again(
     # processed again (its writes answer from their intents)
     assert restored.processed_seq == 0
     assert [e.event.type for e in restored.unprocessed] == ["UserTransitionedStatus"]
+
+
+def _lock_out(path: Path) -> sqlite3.Connection:
+    """Another connection holding the write lock: the journal's next commit fails."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    return other
+
+
+def test_a_cycle_whose_forced_commit_fails_is_not_left_deferred(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine fails on it and processes the event again: the first attempt's results must
+    not be committed later beside the second's."""
+    monkeypatch.setattr("actors.journal._MAX_DEFERRED", 1)
+    path = tmp_path / "j.sqlite3"
+    journal = Journal(path)
+    journal._db.execute("PRAGMA busy_timeout = 50")
+    first = journal.append(UserTransitionedStatus(work_item_id="1", to="done"))
+    other = _lock_out(path)
+    with pytest.raises(JournalError):
+        journal.append_and_mark([_transition(), _transition("2")], first, defer=True)
+    other.execute("ROLLBACK")
+    other.close()
+    journal.append_and_mark([_transition(), _transition("2")], first, defer=True)  # again
+    journal.flush()
+    assert _committed_types(path) == [
+        "UserTransitionedStatus",
+        "StatusTransitioned",
+        "StatusTransitioned",
+    ]
+    journal.close()
+
+
+def test_an_idle_flush_that_fails_leaves_the_cycle_done_and_commits_it_once_later(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "j.sqlite3"
+    journal = Journal(path)
+    journal._db.execute("PRAGMA busy_timeout = 50")
+    inbox = Inbox(journal)
+    seq = inbox.put(UserTransitionedStatus(work_item_id="1", to="done"))
+    assert seq is not None
+    assert inbox.take() == (seq, UserTransitionedStatus(work_item_id="1", to="done"))
+    other = _lock_out(path)
+    inbox.finish(seq)  # the queue goes idle; its flush fails and is logged, not raised
+    assert not inbox.busy
+    other.execute("ROLLBACK")
+    other.close()
+    inbox.put(_transition())  # the next transaction commits the deferred cycle end
+    assert _committed_cursor(path) == seq
+    assert _committed_types(path) == ["UserTransitionedStatus", "StatusTransitioned"]
+    journal.close()
