@@ -68,12 +68,12 @@ def configure_logging(
     ]
     renderer: Processor
     if console:
-        # plain_traceback, not the default (rich's, when rich is installed), which shows
-        # frame locals
+        # The traceback is rendered to text before redaction (a token in an exception's
+        # message is redacted like any other), plainly: rich's formatter shows frame locals.
         renderer = structlog.dev.ConsoleRenderer(
             colors=stream.isatty(), exception_formatter=structlog.dev.plain_traceback
         )
-        final: list[Processor] = [redact, renderer]
+        final: list[Processor] = [structlog.processors.format_exc_info, redact, renderer]
     else:
         exceptions = structlog.processors.ExceptionRenderer(
             structlog.tracebacks.ExceptionDictTransformer(show_locals=False)

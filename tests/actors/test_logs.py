@@ -190,6 +190,28 @@ def test_tracebacks_carry_no_frame_locals(configure: Callable[..., None], fmt: s
     assert MARKER in json.dumps(with_locals, default=str)
 
 
+@pytest.mark.parametrize("fmt", ["json", "console"])
+@pytest.mark.parametrize("via", ["structlog", "stdlib"])
+def test_a_token_in_an_exception_message_is_redacted(
+    configure: Callable[..., None], fmt: str, via: str
+) -> None:
+    """On a terminal too: the traceback is rendered after redaction would be too late."""
+    token = "ghp_" + "A1b2C3d4" * 5  # built here: no source line a traceback quotes holds it
+    out = Lines()
+    configure("debug", fmt, out)
+    try:
+        raise RuntimeError(f"GitHub refused {token}")
+    except RuntimeError:
+        if via == "structlog":
+            structlog.get_logger("t").exception("it failed")
+        else:
+            logging.getLogger("t").exception("it failed")
+    text = out.getvalue()
+    assert "GitHub refused" in text
+    assert token not in text
+    assert "[redacted]" in text
+
+
 def test_redact_value_leaves_plain_text_alone() -> None:
     assert redact_value("work item 12 is done") == "work item 12 is done"
 
