@@ -22,7 +22,7 @@ import structlog
 from actors.base import tell
 from actors.config import EngineConfig
 from actors.executor import CommandExecutor, Execute, ExecutorActor
-from actors.journal import Journal
+from actors.journal import InstanceLock, Journal
 from actors.loop import EngineActor, EngineLoop, Ping
 from actors.pollers import (
     Poll,
@@ -69,6 +69,7 @@ from domain.state import apply_event
 log = structlog.get_logger("cpe.engine")
 
 DRAIN_GRACE = 5.0  # seconds the drain of shutdown step 5 always gets, whatever step 3 took
+CHILDREN_STOP_BUDGET = 10.0  # seconds steps 4 and 6 each wait for actors to stop, at most
 EXECUTE_TIMEOUT = 900.0  # seconds; a write with all its retries fits well inside
 _PORTS: Mapping[str, type] = {
     "work_item_reader": WorkProviderReader,
@@ -114,6 +115,7 @@ class Engine:
         self.config = config
         self.provider = provider
         self.journal = Journal(config.journal_path)
+        self._instance = InstanceLock(config.journal_path)
         self.store = StateStore()
         self.inbox = Inbox(self.journal)
         self.sessions = SessionManager()
@@ -229,6 +231,7 @@ class Engine:
         with self._lifecycle:
             if self._started:
                 return
+            self._instance.acquire()  # JournalError: another engine has this state
             self._started = True
         restored = self.journal.restore()
         self.store.set_state(restored.state)
@@ -395,13 +398,15 @@ class Engine:
         """Graceful shutdown, seed 002's six steps."""
         with self._lifecycle:
             if self._stopped.is_set() or not self._started:
+                if not self._stopped.is_set():
+                    self.journal.close()  # never started: nothing else to stop
                 self._stopped.set()
                 return
         log.info("shutdown initiated", reason=reason)
         timeout = self.config.shutdown_timeout
-        # One budget for steps 3 and 5 together, so a stop takes shutdown_timeout plus
-        # DRAIN_GRACE at most (and the children's stop timeouts): systemd's TimeoutStopSec
-        # is set above that.
+        # One budget for steps 3 and 5 together, so a stop takes at most shutdown_timeout +
+        # DRAIN_GRACE + twice CHILDREN_STOP_BUDGET (steps 4 and 6): systemd's TimeoutStopSec is
+        # set above that (deploy/cpe.service, checked by a test).
         deadline = time.monotonic() + timeout
         # 1. reject new events (agent terminal events still come in) and new runs
         self.inbox.close()
@@ -414,16 +419,18 @@ class Engine:
             log.error("agent runs did not end in time; abandoned", runs=self.sessions.active())
         # 4. stop the pollers
         if self.supervisor is not None:
+            pollers_by = time.monotonic() + CHILDREN_STOP_BUDGET
             for poller in self.pollers:
-                self.supervisor.stop_child(f"poller:{poller.name}")
+                self.supervisor.stop_child(f"poller:{poller.name}", deadline=pollers_by)
         # 5. drain the queue (the terminal events of step 3 among them)
         if not self.inbox.wait_idle(max(DRAIN_GRACE, deadline - time.monotonic())):
             log.error("queue not drained in time", left=len(self.inbox))
         # 6. stop the processing loop and everything else
         self.executor.stopping.set()
         if self.supervisor is not None:
-            self.supervisor.stop()
+            self.supervisor.stop(deadline=time.monotonic() + CHILDREN_STOP_BUDGET)
         self.journal.close()
+        self._instance.release()
         self.exit_code = 0 if self.exit_code is None else self.exit_code
         self._stopped.set()
         log.info("shutdown complete", runs_cancelled=cancelled)

@@ -37,6 +37,8 @@ still show any point).
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 import threading
 import time
@@ -490,6 +492,42 @@ class Journal:
         """The lock, with sqlite errors turned into ``JournalError``; with ``flush`` (a read)
         the deferred statements are committed first, so the read sees them."""
         return _Guard(self, f"{self.path}: cannot {what}", flush)
+
+
+class InstanceLock:
+    """One engine per journal: an exclusive ``flock`` on ``<journal>.lock``, held from start to
+    stop (the kernel drops it when the process dies, even by ``kill -9``). A second engine on
+    the same state would assign the same sequence numbers and do the same work twice."""
+
+    def __init__(self, journal_path: str):
+        # an in-memory journal is this process's alone: nothing to lock
+        self.path = None if journal_path == ":memory:" else Path(f"{journal_path}.lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock; ``JournalError`` naming the holder's pid when another process (or
+        another engine of this one) has it."""
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise JournalError(
+                f"{self.path.with_suffix('')}: in use by another cpe (pid {holder}); one engine "
+                "per state directory"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the lock
+            self._fd = None
 
 
 class _Guard:

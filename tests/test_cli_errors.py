@@ -4,6 +4,7 @@ restart it) and ONE line on stderr naming what was wrong and what was expected."
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from actors.journal import InstanceLock
 from tests.repos import make_repo
 from tests.test_cli import ROOT, cpe, one_line_error
 
@@ -330,3 +332,15 @@ def test_a_journal_from_a_newer_cpe_is_refused_in_one_line(repo: Path) -> None:
         db.execute("PRAGMA user_version = 99")
     line = one_line_error(cpe("status", cwd=repo), code=65)
     assert "journal schema version 99" in line
+
+
+def test_a_second_cpe_run_on_the_same_state_is_refused_naming_the_first(repo: Path) -> None:
+    write_config(repo, GOOD)
+    first = InstanceLock(str(repo / ".cpe" / "journal.sqlite3"))
+    first.acquire()  # what a running cpe holds
+    try:
+        line = one_line_error(cpe("run", cwd=repo), code=65)
+    finally:
+        first.release()
+    assert f"in use by another cpe (pid {os.getpid()})" in line
+    assert "one engine per state directory" in line

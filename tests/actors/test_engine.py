@@ -3,6 +3,7 @@ handles, wiring and configuration. Fakes stand in for the provider and the runti
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from actors.config import EngineConfig
 from actors.engine import create_engine
 from actors.journal import Journal
-from domain.errors import ConfigError
+from domain.errors import ConfigError, JournalError
 from domain.events import (
     AgentFailed,
     CommandRejected,
@@ -476,3 +477,17 @@ def test_start_lets_the_runtime_reap_leftovers_but_keep_open_revision_branches(
     engine.start()
     assert harness.runtime.reaped == 1
     assert harness.runtime.kept == frozenset({"cpe/r1"})
+
+
+def test_a_second_engine_on_the_same_journal_is_refused_until_the_first_stops(
+    harness: Harness,
+) -> None:
+    first = harness.engine()
+    first.start()
+    second = harness.engine()
+    with pytest.raises(JournalError, match=rf"in use by another cpe \(pid {os.getpid()}\)"):
+        second.start()
+    first.stop()
+    third = harness.engine()
+    third.start()  # the lock went with the first engine's stop
+    assert third.inbox.wait_idle(30)
