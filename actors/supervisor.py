@@ -150,12 +150,13 @@ class Supervisor:
         decides what to do."""
         self._reports.put((child_id, generation, exc))
 
-    def stop_child(self, child_id: str) -> None:
-        """Stop a child for good (shutdown step 4 stops the pollers before the drain)."""
+    def stop_child(self, child_id: str, deadline: float | None = None) -> None:
+        """Stop a child for good (shutdown step 4 stops the pollers before the drain); waiting
+        for it at most until ``deadline`` (``time.monotonic()``) when one is given."""
         with self._lock:
             child = self._children.pop(child_id, None)
         if child is not None:
-            self._stop_children([child])
+            self._stop_children([child], deadline=deadline)
 
     def remove_child(self, child_id: str) -> None:
         """Forget a child that stopped on its own (a finished session)."""
@@ -165,12 +166,14 @@ class Supervisor:
 
     # ------------------------------------------------------------------ stopping
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop every child in reverse start order; no restart happens from here on."""
+    def stop(self, timeout: float | None = None, deadline: float | None = None) -> None:
+        """Stop every child in reverse start order; no restart happens from here on. Each child
+        gets its own stop timeout, and none is waited for past ``deadline`` (monotonic): a stop
+        as a whole stays inside the budget the process supervisor above allows."""
         self._stopping.set()
         with self._lock:
             children = list(self._children.values())
-        self._stop_children(reversed(children), timeout)
+        self._stop_children(reversed(children), timeout, deadline)
         self._reports.put(None)
         with self._changed:
             self._changed.notify_all()
@@ -179,14 +182,19 @@ class Supervisor:
     def stopping(self) -> bool:
         return self._stopping.is_set()
 
-    def _stop_children(self, children: Any, timeout: float | None = None) -> None:
+    def _stop_children(
+        self, children: Any, timeout: float | None = None, deadline: float | None = None
+    ) -> None:
         # Stop them one at a time (reverse order matters: the engine before the queue it
-        # drains), each against its own deadline; one that does not stop is abandoned.
+        # drains), each against its own timeout and the overall deadline; one that does not
+        # stop in time is abandoned.
         for child in children:
             ref = child.ref
             if ref is None or not ref.is_alive():
                 continue
             limit = timeout or child.spec.shutdown_timeout or self.settings.child_shutdown_timeout
+            if deadline is not None:
+                limit = max(0.0, min(limit, deadline - time.monotonic()))
             with self._lock:
                 child.stopping = child.generation
             try:

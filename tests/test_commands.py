@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from actors.config import CpeConfig
-from actors.engine import DRAIN_GRACE
+from actors.engine import CHILDREN_STOP_BUDGET, DRAIN_GRACE
 from adapters import commands
 from adapters.app import build_app
 from adapters.notify import notify
@@ -97,7 +97,7 @@ def test_the_unit_restarts_on_failure_but_not_on_a_config_error() -> None:
     longest = (
         defaults.engine.shutdown_timeout
         + DRAIN_GRACE
-        + defaults.supervisor.child_shutdown_timeout
+        + 2 * CHILDREN_STOP_BUDGET  # steps 4 (the pollers) and 6 (every other actor)
         + inspect.signature(kill_tree).parameters["grace"].default
     )
     assert stop > longest

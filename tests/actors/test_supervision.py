@@ -328,6 +328,31 @@ def test_a_child_that_does_not_stop_within_its_shutdown_timeout_is_abandoned() -
     assert not threads[0].is_alive()
 
 
+def test_a_stop_deadline_cuts_every_childs_wait_short() -> None:
+    """The engine's stop gives its actors one overall budget: a child whose own timeout is far
+    longer is abandoned when the deadline passes, and the stop returns."""
+    sup = Supervisor(FAST.model_copy(update={"child_shutdown_timeout": 600}))
+    gate = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def start_stuck(generation: int, report: CrashReport) -> pykka.ActorRef[Any]:
+        return Stuck.start(gate, threads, child_id="stuck", generation=generation, report=report)
+
+    sup.start_child(ChildSpec("stuck", start_stuck, shutdown_timeout=600))
+    last = sup.start_child(spec("last"))
+    try:
+        with capture_logs() as logs:
+            sup.stop(deadline=time.monotonic() + 0.2)
+        [abandoned] = [e for e in logs if e["event"] == "child did not stop in time; abandoned"]
+        assert abandoned["child"] == "stuck"
+        assert abandoned["timeout_s"] <= 0.2  # the deadline, not the child's 600 s
+        assert not last.is_alive()
+        assert threads[0].is_alive()
+    finally:
+        gate.set()
+        threads[0].join(30)
+
+
 # ---------------------------------------------------------------------------- intensity window
 
 
