@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import anyio
 import structlog
@@ -175,6 +175,7 @@ class ClaudeAdapter:
             prompt=prompt,
             prompt_reference=f".claude/agents/{params.role}.md",
             requested_policy={"permission_mode": "bypassPermissions", "bash_guard": "deny"},
+            effective_policy=_effective_policy(params.role, spec),
             capture_format="sdk-messages",
             transcript_log=self.config.logging.agent_sessions,
         )
@@ -367,6 +368,21 @@ def _usage(result: ResultMessage) -> RunUsage:
 
 def _list(values: Sequence[str] | None) -> list[str] | None:
     return None if values is None else list(values)
+
+
+def _effective_policy(role: str, spec: AgentSpec) -> dict[str, Any]:
+    """What this runtime enforces for the run (the same keys as the CLI runtimes record)."""
+    tools = effective_tools(spec, structured_output=True)
+    disallowed = effective_disallowed_tools(spec, structured_output=True)
+    return {
+        "permission_mode": "bypassPermissions",
+        "setting_sources": [],
+        "bash_guard": "deny: an in-process PreToolUse hook that blocks when it fails",
+        "tools": None if tools is None else list(tools),
+        "disallowed_tools": None if disallowed is None else list(disallowed),
+        "max_turns": spec.max_turns,
+        "workspace": "writable" if role == "implementor" else "read-only by the agent's tools",
+    }
 
 
 def _pidfile(run: _Run) -> Path:

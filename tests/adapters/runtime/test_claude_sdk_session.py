@@ -86,6 +86,14 @@ def test_the_cli_gets_the_agent_no_setting_sources_max_turns_model_and_bypass(
     (initialize,) = stdin_requests(fake, "initialize")
     assert set(initialize["agents"]) == {"implementor"}
     assert "StructuredOutput" in initialize["agents"]["implementor"]["tools"]
+    # and the run records what it enforced: the same tools, turns and guard
+    meta = json.loads((run_dir(tmp_path) / "runner_metadata.json").read_text())
+    effective = meta["effective_policy"]
+    assert effective["tools"] == initialize["agents"]["implementor"]["tools"]
+    assert effective["max_turns"] == 7
+    assert effective["permission_mode"] == "bypassPermissions"
+    assert effective["bash_guard"].startswith("deny")
+    assert effective["workspace"] == "writable"
 
 
 @pytest.mark.spec("S001-35")
