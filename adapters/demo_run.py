@@ -181,13 +181,37 @@ def _verify(repo: Path, state_dir: Path, stalled: str | None) -> tuple[bool, str
     missing = _missing_features(repo)
     if missing:
         return False, f"the default branch lacks the changes: {'; '.join(missing)}"
-    tests = subprocess.run(
-        TEST_COMMAND, cwd=repo, capture_output=True, text=True, timeout=300, check=False
-    )
+    tests = _test_default_branch(repo)
     if tests.returncode != 0:
         return False, f"the default branch's tests fail:\n{tests.stdout}{tests.stderr}"
     merged = sum(1 for r in state.revisions.values() if r.state == "merged")
     return True, f"{len(state.work_items)} work items done, {merged} revisions merged, tests pass"
+
+
+def _test_default_branch(repo: Path) -> subprocess.CompletedProcess[str]:
+    """The sample's tests on a fresh checkout of the default branch (not the user's checkout,
+    which could differ from it), in a throwaway worktree."""
+    with tempfile.TemporaryDirectory(prefix="cpe-demo-check-") as tmp:
+        checkout = Path(tmp) / "main"
+        git = ["git", "-C", str(repo)]
+        subprocess.run(
+            [*git, "worktree", "add", "--detach", str(checkout), DEFAULT_BRANCH],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        try:
+            return subprocess.run(
+                TEST_COMMAND, cwd=checkout, capture_output=True, text=True, timeout=300, check=False
+            )
+        finally:
+            subprocess.run(
+                [*git, "worktree", "remove", "--force", str(checkout)],
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
 
 
 def _missing_features(repo: Path) -> list[str]:

@@ -92,6 +92,8 @@ def _kill_9_then_restart(
     assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == "zombie"
     assert worktrees(repo) == [], "no worktree is left, the killed run's included"
     assert set(agent_branches(repo)) <= {revision.branch}, "no branch but the revision's"
+    for branch in agent_branches(repo):  # the same name as the killed run's: the revision's
+        assert git(repo, "rev-parse", branch).strip() == revision.head_sha
     merged = git(repo, "ls-tree", "-r", "--name-only", "main").split()
     assert "greeting.py" in merged
     assert "leftover.txt" not in merged, "nothing of the killed run reached the revision"
