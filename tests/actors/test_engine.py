@@ -61,8 +61,17 @@ def test_an_event_is_fully_processed_before_the_next_and_results_come_after(
         real(wid, to)
 
     writer.transition_status = gated
+    applied: list[str] = []  # the order the loop applies events in: its processing order
+    apply = engine.store.apply
+
+    def recording_apply(event: Any) -> Any:
+        applied.append(f"{event.type} {getattr(event, 'work_item_id', '')}")
+        return apply(event)
+
+    engine.store.apply = recording_apply  # type: ignore[method-assign]
     engine.start()
     assert engine.inbox.wait_idle(30)
+    applied.clear()
     engine.enqueue(UserTransitionedStatus.model_validate({"work_item_id": "1", "to": "done"}))
     wait_until(lambda: order == ["write 1"], engine)
     second = engine.inbox.put(
@@ -78,6 +87,14 @@ def test_an_event_is_fully_processed_before_the_next_and_results_come_after(
     assert order == ["write 1", "write 2"]
     tail = [
         t for t in journal_types(engine) if t in ("UserTransitionedStatus", "StatusTransitioned")
+    ]
+    # a result is processed in a later cycle, behind what was already queued: never inside
+    # the cycle of the event whose command produced it
+    assert applied == [
+        "UserTransitionedStatus 1",
+        "UserTransitionedStatus 2",
+        "StatusTransitioned 1",
+        "StatusTransitioned 2",
     ]
     # both user events were processed before either result: results come in later cycles
     assert tail == [
