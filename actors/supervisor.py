@@ -18,6 +18,8 @@ it.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import queue
 import random
 import threading
@@ -64,6 +66,19 @@ class ChildSpec:
     shutdown_timeout: float | None = None
 
 
+@dataclass(order=True)
+class _Due:
+    """A restart waiting out its backoff: the group's members, each with the generation it
+    had when the restart was decided (one restarted meanwhile by another group is skipped)."""
+
+    at: float
+    order: int
+    members: list[tuple[_Child, int]] = field(compare=False)
+
+
+_TICK = object()  # the worker woke for a due restart, not for a report
+
+
 @dataclass
 class _Child:
     spec: ChildSpec
@@ -97,6 +112,8 @@ class Supervisor:
         self.gave_up = threading.Event()
         self.give_up_reason: BaseException | None = None
         self.restart_count = 0
+        self._due: list[_Due] = []  # a heap; only the worker thread touches it
+        self._order = itertools.count()
         self._worker = threading.Thread(target=self._work, name="cpe-supervisor", daemon=True)
         self._worker.start()
 
@@ -211,16 +228,37 @@ class Supervisor:
     # ------------------------------------------------------------------ the worker
 
     def _work(self) -> None:
+        # Restarts wait out their backoff here, scheduled, not slept through: a child in a
+        # crash loop with a long backoff never delays another child's restart.
         while True:
-            report = self._reports.get()
+            wait = max(0.0, self._due[0].at - time.monotonic()) if self._due else None
+            report: object
+            try:
+                report = self._reports.get(timeout=wait)
+            except queue.Empty:
+                report = _TICK
             if report is None or self._stopping.is_set():
                 return
             try:
-                self._handle(*report)
+                if isinstance(report, tuple):
+                    child_id, generation, exc = report
+                    self._handle(child_id, generation, exc)
+                self._start_due()
             except Exception as exc:  # the supervisor itself must not die silently
                 log.exception("supervisor failed to handle a crash")
                 self._give_up(exc)
                 return
+
+    def _start_due(self) -> None:
+        while self._due and self._due[0].at <= time.monotonic():
+            due = heapq.heappop(self._due)
+            with self._lock:
+                for member, generation in due.members:
+                    current = self._children.get(member.spec.child_id)
+                    if current is member and member.generation == generation:
+                        self._start(member)
+                self.restart_count += 1
+                self._changed.notify_all()
 
     def _handle(self, child_id: str, generation: int, exc: BaseException | None) -> None:
         with self._lock:
@@ -272,12 +310,10 @@ class Supervisor:
             backoff_s=round(delay, 3),
         )
         self._stop_children(reversed([c for c in group if c.spec.child_id != child_id]))
-        if self._stopping.wait(delay):
-            return
         with self._lock:
-            for member in group:
-                self._start(member)
-            self.restart_count += 1
+            members = [(member, member.generation) for member in group]
+        heapq.heappush(self._due, _Due(time.monotonic() + delay, next(self._order), members))
+        with self._changed:  # a waiter may be watching for the crash to be taken in hand
             self._changed.notify_all()
 
     def _restart_group(self, child_id: str) -> list[_Child]:

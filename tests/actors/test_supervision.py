@@ -353,6 +353,27 @@ def test_a_stop_deadline_cuts_every_childs_wait_short() -> None:
         threads[0].join(30)
 
 
+def test_a_child_waiting_out_a_long_backoff_does_not_delay_another_childs_restart() -> None:
+    """Backoffs are scheduled, not slept through by the one worker: ``a`` crashes twice (its
+    second backoff is 2 s), then ``b`` once (1 s): ``b`` is back before ``a``."""
+    settings = FAST.model_copy(update={"backoff_initial": 1.0, "backoff_max": 60})
+    sup = Supervisor(settings)
+    try:
+        for name in "ab":
+            sup.start_child(spec(name))
+        sup.ref("a").tell("boom")
+        wait_generation(sup, "a", 2)
+        second = sup.ref("a")
+        second.tell("boom")  # now waiting 2 s
+        assert sup.wait_until(lambda: not second.is_alive(), timeout=30)
+        sup.ref("b").tell("boom")  # waiting 1 s
+        wait_generation(sup, "b", 2)
+        assert sup.generation("a") == 2, "a's longer backoff is still running"
+        wait_generation(sup, "a", 3)
+    finally:
+        sup.stop()
+
+
 # ---------------------------------------------------------------------------- intensity window
 
 
