@@ -7,9 +7,10 @@ every child started after it (the others are stopped in reverse order first). Re
 it crashed (a normal stop is final); a ``temporary`` one (an agent session) never. A child that
 ends for good leaves the tree. Stops the supervisor makes itself (a group restart,
 ``stop_child``, ``stop``) are not exits to act on. Each restart waits an exponential backoff
-with jitter, on a schedule (a child in a crash loop never delays another's restart). More than ``max_restarts`` restarts within ``within_seconds`` means something is
-deeply wrong: the supervisor stops everything and gives up with exit code 75, so the process
-supervisor above (systemd) restarts the whole process.
+with jitter, on a schedule (a child in a crash loop never delays another's restart). More
+than ``max_restarts`` restarts within ``within_seconds`` means something is deeply wrong: the
+supervisor stops everything and gives up with exit code 75, so the process supervisor above
+(systemd) restarts the whole process.
 
 The supervisor is a plain thread-safe object with one worker thread, not an actor: actors
 report crashes to it without blocking, and it never waits on an actor that could be waiting on
