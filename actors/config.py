@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError
 
 from actors.executor import RetrySettings
+from actors.journal import JOURNAL_NAME
 from actors.supervisor import SupervisorSettings
 from domain.errors import ConfigError
 from domain.handlers import HandlerOptions
@@ -175,7 +176,7 @@ class CpeConfig(_Section):
             revision_poller=PollerSettings(poll_interval=self.pollers.revisions_interval),
             spec_poller=PollerSettings(poll_interval=self.pollers.specs_interval),
             handlers=self.handler_options(),
-            journal_path=str(state_dir / "journal.sqlite3"),
+            journal_path=str(state_dir / JOURNAL_NAME),
             max_agent_duration=self.runtime.max_agent_duration,
             supervisor=self.supervisor,
         )

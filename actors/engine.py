@@ -115,6 +115,8 @@ class Engine:
         self.config = config
         self.provider = provider
         self.journal = Journal(config.journal_path)
+        self.journal.on_io_error = self._journal_refused
+        self.fatal_error: str | None = None  # why the engine stopped on its own, in one line
         self._instance = InstanceLock(config.journal_path)
         self.store = StateStore()
         self.inbox = Inbox(self.journal)
@@ -233,8 +235,17 @@ class Engine:
                 return
             self._instance.acquire()  # JournalError: another engine has this state
             self._started = True
-        restored = self.journal.restore()
+        try:
+            restored = self.journal.restore()
+        except JournalError:  # nothing was started: the caller says why and exits
+            with self._lifecycle:
+                self._started = False
+            self._instance.release()
+            raise
         self.store.set_state(restored.state)
+        # Before anything is dispatched: the writes a crash interrupted are made (again, with
+        # their keys) and recorded; the cycles that made them are processed again below.
+        resumed = self.executor.resume_pending(restored.state)
         self.inbox.restore(restored.unprocessed)
         # Runs are judged on everything the journal holds, processed or not: a run whose
         # AgentRequested was queued but never processed was interrupted too.
@@ -254,13 +265,14 @@ class Engine:
             roles={role: type(a).__name__ for role, a in self.runtime_adapters.items()},
             restored_events=restored.processed_seq,
             unprocessed_events=len(restored.unprocessed),
+            resumed_writes=resumed,
         )
         # 1. the first poll cycle of every poller, awaited
         for poller in self.pollers:
             ref = self._ref(f"poller:{poller.name}")
             try:
                 if ref is not None:
-                    ref.ask(Poll(), timeout=self.config.shutdown_timeout)
+                    ref.ask(Poll(full=True), timeout=self.config.shutdown_timeout)
             except Exception as exc:
                 log.error("first poll failed", poller=poller.name, error=repr(exc))
         first_poll_seq = self.journal.last_seq()
@@ -277,7 +289,9 @@ class Engine:
             # start() resolves once the first poll's events are in the store (S002-05/07):
             # they went through the queue like every event, so wait for the loop to get past
             # them. Their handlers ran too, so recovery needs no phase of its own (S002-06).
-            if not self.inbox.wait_processed(first_poll_seq, self.config.shutdown_timeout):
+            if self.inbox.wait_processed(first_poll_seq, self.config.shutdown_timeout):
+                self.executor.deliver_resumed()  # the restored events were processed too
+            else:
                 log.error("the first poll's events were not processed in time; started anyway")
 
     def _child_specs(self) -> list[ChildSpec]:
@@ -434,6 +448,24 @@ class Engine:
         self.exit_code = 0 if self.exit_code is None else self.exit_code
         self._stopped.set()
         log.info("shutdown complete", runs_cancelled=cancelled)
+
+    def _journal_refused(self, error: JournalError) -> None:
+        """The disk refused the journal (full, read-only): nothing the engine does from now
+        on could be recorded, so it stops, exit 74 (EX_IOERR), naming the path."""
+        if self.fatal_error is not None or self._stopped.is_set():
+            return
+        self.fatal_error = (
+            f"journal error: {error} (a full or read-only disk?); nothing more could be "
+            "recorded, so cpe stopped: free space or fix the state directory, then start it again"
+        )
+        self.exit_code = 74
+        log.error("the journal cannot be written; stopping", error=str(error))
+        threading.Thread(
+            target=self.stop,
+            args=("the journal cannot be written",),
+            name="cpe-stop-io",
+            daemon=True,
+        ).start()
 
     def _gave_up(self, exc: BaseException) -> None:
         log.error("supervision gave up; stopping", error=repr(exc))

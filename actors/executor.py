@@ -10,6 +10,7 @@ failing). A write whose intent is already done is not made again: its recorded r
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +22,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from actors.base import SupervisedActor
+from actors.crashpoints import crashpoint
 from actors.journal import Journal
 from actors.queue import Inbox
 from actors.sessions import SessionManager
@@ -98,6 +100,11 @@ class CommandExecutor:
         # stopping). Injectable, so a test can record the backoff without waiting for it.
         self.wait: Callable[[float], bool] = wait or self.stopping.wait
         self.executed = 0
+        # Writes ``resume_pending`` made at start, by key: their results go out with the cycle
+        # that answers them, or with ``deliver_resumed`` when no cycle did.
+        self._resumed: dict[str, list[EngineEvent]] = {}
+        self._stale_transitions: set[str] = set()  # pending at start: settled by deliver_resumed
+        self._resumed_lock = threading.Lock()
 
     def execute(self, command: EngineCommand, snapshot: EngineState) -> list[EngineEvent]:
         self.executed += 1
@@ -166,9 +173,12 @@ class CommandExecutor:
         # recurs (pending → in-progress → pending …), and making it twice is harmless.
         repeatable = isinstance(command, TransitionStatus)
         done = self.journal.begin_intent(key, command, answer=not repeatable)
+        with self._resumed_lock:
+            self._resumed.pop(key, None)  # answered by this cycle, below
         if done is not None:
             log.info("write already made; answering from the journal", key=key)
             return list(done.result)
+        crashpoint(f"write.{command.type}.before")
         try:
             events = self._with_retry(command, lambda: self._perform(command, snapshot, key))
         except Exception as exc:
@@ -176,9 +186,59 @@ class CommandExecutor:
             self.journal.fail_intent(key, error)
             log.error("command execution failed", command=command.type, error=error)
             return [CommandFailed(command=command, error=error, at=_now())]
+        crashpoint(f"write.{command.type}.after")
         # Harmless to make twice, a transition's result may wait for the next commit.
         self.journal.finish_intent(key, events, defer=repeatable)
         return events
+
+    # ------------------------------------------------------------------ recovery at start
+
+    def resume_pending(self, snapshot: EngineState) -> int:
+        """At start, before anything is dispatched: make again, with its idempotency key, every
+        write whose intent a crash left pending (the provider finds one that was applied but not
+        acknowledged), and record its result. Returns how many were resumed.
+
+        A pending intent's cycle was never committed (its end is journaled after its writes),
+        so that cycle is processed again: meeting the same state, it makes the same command and
+        is answered from the intent now done, and its results are journaled with it. Should it
+        not (``deliver_resumed``), the results are queued then. A status transition is not made
+        here: it is derived from the state, and the cycle makes it again if it is still due."""
+        resumed = 0
+        for intent in self.journal.intents("pending"):
+            command = intent.command
+            if isinstance(command, TransitionStatus):
+                self._stale_transitions.add(intent.key)
+                continue
+            log.info("resuming a write a crash interrupted", command=command.type, key=intent.key)
+            try:
+                events = self._with_retry(
+                    command, functools.partial(self._perform, command, snapshot, intent.key)
+                )
+            except Exception as exc:  # left to the cycle that made it, processed again
+                error = f"{type(exc).__name__}: {exc}"
+                self.journal.fail_intent(intent.key, error)
+                log.error("resuming a write failed", command=command.type, error=error)
+                continue
+            self.journal.finish_intent(intent.key, events)
+            with self._resumed_lock:
+                self._resumed[intent.key] = events
+            resumed += 1
+        return resumed
+
+    def deliver_resumed(self) -> None:
+        """Once the restored events are processed: queue the results of resumed writes that no
+        cycle answered, and settle transitions still pending (no cycle found them due)."""
+        with self._resumed_lock:
+            unanswered, self._resumed = self._resumed, {}
+        for key, events in unanswered.items():
+            log.warning("queueing the results of a resumed write no cycle answered", key=key)
+            for event in events:
+                self.inbox.put(event, internal=True)
+        stale, self._stale_transitions = self._stale_transitions, set()
+        for intent in self.journal.intents("pending"):
+            if intent.key in stale:
+                log.info("settling a transition no cycle made again", key=intent.key)
+                self.journal.finish_intent(intent.key, [])
 
     def _with_retry(
         self, command: EngineCommand, perform: Callable[[], list[EngineEvent]]
@@ -252,7 +312,9 @@ class CommandExecutor:
                     )
                 ]
             case PostReview():
-                r.post_review(command.revision_id, command.head_sha, command.review)
+                r.post_review(
+                    command.revision_id, command.head_sha, command.review, idempotency_key=key
+                )
                 return [
                     ReviewPosted(
                         session_id=command.session_id,

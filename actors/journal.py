@@ -37,28 +37,32 @@ still show any point).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import structlog
 from pydantic import TypeAdapter
 
+from actors.crashpoints import crashpoint
 from domain.commands import COMMAND_ADAPTER, EngineCommand
-from domain.errors import JournalError
+from domain.errors import JournalError, JournalIOError
 from domain.events import EVENT_ADAPTER, EngineEvent
 from domain.models import EngineState
-from domain.state import apply_event, engine_owned
+from domain.state import apply_event
 
 log = structlog.get_logger("cpe.journal")
 
+JOURNAL_NAME = "journal.sqlite3"  # in the state directory
 SCHEMA_VERSION = 1  # snapshots were added without a bump: an older cpe ignores their table
 SNAPSHOT_EVERY = 10_000  # processed events past the newest snapshot before another is taken
 SNAPSHOT_INTERVAL = 60.0  # seconds at least between two background snapshots
@@ -96,6 +100,11 @@ CREATE TABLE IF NOT EXISTS intents (
 
 IntentStatus = Literal["pending", "done", "failed"]
 _EVENT_LIST: TypeAdapter[list[EngineEvent]] = TypeAdapter(list[EngineEvent])
+_KNOWN_TYPES = frozenset(  # every event and command type this cpe reads
+    member.model_fields["type"].default
+    for union in (EngineEvent, EngineCommand)
+    for member in get_args(get_args(union)[0])
+)
 
 
 @dataclass(frozen=True)
@@ -117,8 +126,14 @@ class Intent:
 
 @dataclass(frozen=True)
 class Restored:
-    """What a journal gives back on start: the engine-owned facts, and the events that were
-    enqueued but whose processing never finished (in order)."""
+    """What a journal gives back on start: the state after the processed events, and the
+    events that were enqueued but whose processing never finished (in order).
+
+    The state is whole, the provider's facts as last observed included: an unprocessed event
+    is processed again against exactly the state it first met, so its handlers make the same
+    commands, with the same idempotency keys, as before the crash (a revision for a completed
+    run, the review of a finished reviewer). The first poll after the start then reports
+    every entity it observes, and every one that is gone (``Poll(full=True)``)."""
 
     state: EngineState
     unprocessed: tuple[JournalEntry, ...]
@@ -145,10 +160,13 @@ class Journal:
         self._last_snapshot_started = -float("inf")
         self._snapshotter: threading.Thread | None = None
         self._closing = False
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        # Told once of a disk that refuses the journal (the engine stops: nothing it does
+        # after that could be recorded).
+        self.on_io_error: Callable[[JournalIOError], None] | None = None
         try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -161,7 +179,9 @@ class Journal:
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             row = self._db.execute("SELECT MAX(seq) FROM snapshots").fetchone()
         except sqlite3.Error as exc:
-            raise JournalError(f"{self.path}: cannot open the journal: {exc}") from exc
+            raise journal_error(f"{self.path}: cannot open the journal", exc) from exc
+        except OSError as exc:  # its directory cannot be made (a file is in the way, read-only)
+            raise JournalIOError(f"{self.path}: cannot open the journal: {exc}") from exc
         self._snapshot_seq = int(row[0] or 0)  # the newest snapshot's seq
         # Deferred statements (see "Deferred commits" in the module docstring), run first in
         # the next transaction; and the next event's seq, so a deferred append knows its own.
@@ -188,6 +208,7 @@ class Journal:
                     )
                 ]
             )
+        crashpoint("journal.after_append")
         return seq
 
     def append_and_mark(
@@ -223,6 +244,7 @@ class Journal:
                         raise
             else:
                 self._commit(statements)
+        crashpoint("journal.after_cycle")  # committed, or deferred to the next commit
         self._maybe_snapshot(processed)
         return seqs
 
@@ -258,7 +280,10 @@ class Journal:
                 row = self._db.execute(sql, args).fetchone()
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # sqlite has rolled back by itself after some failures (a full disk): the error
+            # that matters is the one that got us here, not the rollback's.
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
             raise
         self._deferred.clear()
         return row
@@ -285,7 +310,7 @@ class Journal:
             with self._guard("read events", flush=True):
                 rows = self._db.execute(query + " ORDER BY seq LIMIT ?", [*args, _PAGE]).fetchall()
             for seq, at, body in rows:
-                yield JournalEntry(seq, at, EVENT_ADAPTER.validate_json(body))
+                yield JournalEntry(seq, at, self._event(seq, body))
             if len(rows) < _PAGE:
                 return
             after = rows[-1][0]
@@ -300,7 +325,7 @@ class Journal:
         if replayed >= self.snapshot_every:
             self._store_snapshot(processed, full)
         unprocessed = tuple(self.entries(after=processed))
-        return Restored(state=engine_owned(full), unprocessed=unprocessed, processed_seq=processed)
+        return Restored(state=full, unprocessed=unprocessed, processed_seq=processed)
 
     # ------------------------------------------------------------------ snapshots
 
@@ -466,11 +491,26 @@ class Journal:
                 ).fetchall()
         return [self._intent(row) for row in rows]
 
-    @staticmethod
-    def _intent(row: tuple[str, str, IntentStatus, str | None, str | None, int]) -> Intent:
+    def _event(self, seq: int, body: str) -> EngineEvent:
+        try:
+            return EVENT_ADAPTER.validate_json(body)
+        except ValueError:  # pydantic's ValidationError: damaged, or a newer cpe's type
+            raise JournalError(
+                f"{self.path}: event {seq} cannot be read: {_why_unreadable(body)} (damaged, "
+                "or written by a newer cpe)"
+            ) from None
+
+    def _intent(self, row: tuple[str, str, IntentStatus, str | None, str | None, int]) -> Intent:
         key, command, status, result, error, attempts = row
-        events = tuple(_EVENT_LIST.validate_json(result)) if result else ()
-        return Intent(key, COMMAND_ADAPTER.validate_json(command), status, events, error, attempts)
+        try:
+            events = tuple(_EVENT_LIST.validate_json(result)) if result else ()
+            parsed = COMMAND_ADAPTER.validate_json(command)
+        except ValueError:
+            raise JournalError(
+                f"{self.path}: intent {key!r} cannot be read: {_why_unreadable(command)} "
+                "(damaged, or written by a newer cpe)"
+            ) from None
+        return Intent(key, parsed, status, events, error, attempts)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -488,10 +528,94 @@ class Journal:
             finally:
                 self._db.close()
 
+    def _failed(self, error: JournalError) -> JournalError:
+        if isinstance(error, JournalIOError) and self.on_io_error is not None:
+            notify, self.on_io_error = self.on_io_error, None
+            notify(error)
+        return error
+
     def _guard(self, what: str, *, flush: bool = False) -> _Guard:
         """The lock, with sqlite errors turned into ``JournalError``; with ``flush`` (a read)
         the deferred statements are committed first, so the read sees them."""
         return _Guard(self, f"{self.path}: cannot {what}", flush)
+
+
+def check_journal(path: Path, *, start_over: bool = False) -> Path | None:
+    """Refuse to start on a journal that was lost: missing or holding no event while agent runs
+    of an earlier engine are on disk (``runs/`` beside it). Starting afresh would plan the specs
+    again and forget every attempt; the journal cannot be rebuilt from the tracker alone.
+
+    With ``start_over`` (``cpe run --new-journal``) the journal files are set aside (renamed
+    with a ``.old-<time>`` suffix) and a new one is started; returns where they went."""
+    _writable_directory(path.parent)
+    worked = any((path.parent / "runs").glob("*"))
+    if start_over:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        moved = None
+        for suffix in ("", "-wal", "-shm"):
+            old = Path(f"{path}{suffix}")
+            if old.exists():
+                moved = old.rename(Path(f"{path}.old-{stamp}{suffix}"))
+        return moved
+    if not worked:
+        return None
+    if _holds_no_event(path):
+        raise JournalError(
+            f"{path}: the journal is missing or empty, but agent runs of an earlier engine are "
+            f"in {path.parent / 'runs'}; starting afresh would plan the specs again. Restore "
+            "the journal, or start over deliberately with cpe run --new-journal"
+        )
+    return None
+
+
+def _holds_no_event(path: Path) -> bool:
+    """Whether the journal at ``path`` is missing or holds no event; read only, it changes
+    nothing (a damaged one is left to ``Journal`` to report)."""
+    if not path.exists() or (path.stat().st_size == 0 and not Path(f"{path}-wal").exists()):
+        return True
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT MAX(seq) FROM events").fetchone()[0] is None
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return "no such table" in str(exc)
+
+
+def _writable_directory(directory: Path) -> None:
+    """``JournalIOError`` naming ``directory`` unless it is (or can be made) a directory that
+    takes a new file: the disk is full, it is read-only, or a file is in the way."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".cpe-write-check-{os.getpid()}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        raise JournalIOError(
+            f"{directory}: the state directory cannot be written: {exc.strerror or exc}"
+        ) from None
+
+
+def _why_unreadable(body: str) -> str:
+    try:
+        kind = json.loads(body).get("type")
+    except (ValueError, AttributeError):
+        return "not a JSON object"
+    if not isinstance(kind, str) or kind not in _KNOWN_TYPES:
+        return f"unknown type {kind!r}"
+    return f"its fields do not match {kind}'s"
+
+
+# sqlite's words for a disk that refuses a write (SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY,
+# SQLITE_CANTOPEN): freeing space or fixing the path fixes them, unlike a damaged file.
+_IO_WORDS = ("disk is full", "disk i/o error", "readonly database", "unable to open")
+
+
+def journal_error(message: str, exc: sqlite3.Error) -> JournalError:
+    """``exc`` as the journal error it is: ``JournalIOError`` when the disk refused."""
+    kind = JournalIOError if any(w in str(exc).lower() for w in _IO_WORDS) else JournalError
+    return kind(f"{message}: {exc}")
 
 
 class InstanceLock:
@@ -546,10 +670,10 @@ class _Guard:
             except BaseException as exc:
                 self._journal._lock.release()
                 if isinstance(exc, sqlite3.Error):
-                    raise JournalError(f"{self._message}: {exc}") from exc
+                    raise self._journal._failed(journal_error(self._message, exc)) from exc
                 raise
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         self._journal._lock.release()
         if isinstance(exc, sqlite3.Error):
-            raise JournalError(f"{self._message}: {exc}") from exc
+            raise self._journal._failed(journal_error(self._message, exc)) from exc

@@ -56,8 +56,10 @@ class Poller(Generic[T]):
     cycles: int = 0
     ticking: threading.Event = field(default_factory=threading.Event)
 
-    def poll(self) -> int:
-        """One cycle; the number of events queued."""
+    def poll(self, *, full: bool = False) -> int:
+        """One cycle; the number of events queued. A ``full`` cycle (the first after a start)
+        reports every entity it observes, changed or not, so every handler sees each of them
+        once against the state the journal restored."""
         self.cycles += 1
         log.debug("poller cycle start", poller=self.name, cycle=self.cycles)
         snapshot = self.known(self.get_state())
@@ -72,7 +74,7 @@ class Poller(Generic[T]):
             key = self.key(entity)
             seen.add(key)
             before = snapshot.get(key)
-            if self.merge(before, entity) != before:
+            if full or self.merge(before, entity) != before:
                 events.append(self.changed(entity))
                 log.info("change detected", poller=self.name, change="changed", id=str(key))
         for key in snapshot:
@@ -157,6 +159,8 @@ def spec_poller(
 class Poll:
     """Poll now (``ask`` it to wait for the cycle: the first poll of ``start()``, refresh)."""
 
+    full: bool = False  # report every entity observed (``Poller.poll``)
+
 
 @dataclass(frozen=True)
 class StartTicking:
@@ -176,7 +180,7 @@ class PollerActor(SupervisedActor):
 
     def on_receive(self, message: Any) -> Any:
         if isinstance(message, Poll):
-            return self.poller.poll()
+            return self.poller.poll(full=message.full)
         if isinstance(message, StartTicking):
             self.poller.ticking.set()
             self._start_ticker()

@@ -20,10 +20,11 @@ from types import FrameType
 import structlog
 
 from actors.engine import Engine
-from domain.errors import ConfigError, JournalError
+from domain.errors import ConfigError, JournalError, JournalIOError
 
 EXIT_OK = 0
 EXIT_DATAERR = 65  # the journal cannot be read: a restart will not fix it either
+EXIT_IOERR = 74  # the disk refused the journal (full, read-only): fix the disk, then restart
 EXIT_TEMPFAIL = 75
 EXIT_CONFIG = 78
 EXIT_FORCED = 130
@@ -70,6 +71,48 @@ class Watchdog:
         return False
 
 
+def journal_exit(exc: JournalError) -> int:
+    """The exit code of a journal error: 74 when the disk refused it, 65 when it is damaged."""
+    return EXIT_IOERR if isinstance(exc, JournalIOError) else EXIT_DATAERR
+
+
+class _Stopper:
+    """The stop a signal asks for. Handlers are in place before anything is built and stay
+    until the process exits: a SIGTERM or SIGINT while cpe builds or starts the engine stops it
+    cleanly (exit 0) once the start returns, and a second SIGINT at any time, even after the
+    stop finished, exits 130 at once (never by the signal itself)."""
+
+    def __init__(self, on_stopping: Callable[[], None] | None) -> None:
+        self.requested = threading.Event()
+        self.started = threading.Event()
+        self.engine: Engine | None = None
+        self._on_stopping = on_stopping
+        self._sent = threading.Lock()
+
+    def on_signal(self, signum: int, _: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.requested.is_set():
+            if signum == signal.SIGINT:
+                log.error("second interrupt: exiting without waiting", signal=name)
+                os._exit(EXIT_FORCED)
+            return
+        self.requested.set()
+        log.info("signal received; stopping", signal=name)
+        if self.started.is_set():
+            self.stop(f"signal {name}")
+
+    def stop(self, reason: str) -> None:
+        """Stop the started engine in the background, once (the handler and the main thread
+        may both get here)."""
+        if self.engine is None or not self._sent.acquire(blocking=False):
+            return
+        if self._on_stopping is not None:
+            self._on_stopping()
+        threading.Thread(
+            target=self.engine.stop, args=(reason,), name="cpe-stop", daemon=True
+        ).start()
+
+
 def run_engine(
     build: Callable[[], Engine],
     *,
@@ -78,48 +121,44 @@ def run_engine(
     on_tick: Callable[[Engine], None] | None = None,
     on_stopping: Callable[[], None] | None = None,
     tick_seconds: float = 5.0,
+    stop_requested: threading.Event | None = None,
 ) -> int:
-    """Build, start and run an engine until it stops; the process exit code."""
+    """Build, start and run an engine until it stops; the process exit code.
+    ``stop_requested`` is set when a stop signal came before this was called."""
+    stopper = _Stopper(on_stopping)
+    if install_signals:
+        signal.signal(signal.SIGTERM, stopper.on_signal)
+        signal.signal(signal.SIGINT, stopper.on_signal)
+        if stop_requested is not None and stop_requested.is_set():
+            stopper.requested.set()
+            log.info("signal received while starting; stopping")
     try:
-        engine = build()
+        engine = stopper.engine = build()
     except ConfigError as exc:
         print(f"cpe: configuration error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except JournalError as exc:
         print(f"cpe: journal error: {exc}", file=sys.stderr)
-        return EXIT_DATAERR
-    stopping = threading.Event()
-
-    def stop_in_background(reason: str) -> None:
-        stopping.set()
-        if on_stopping is not None:
-            on_stopping()
-        threading.Thread(target=engine.stop, args=(reason,), name="cpe-stop", daemon=True).start()
-
-    def on_signal(signum: int, _: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        if stopping.is_set():
-            if signum == signal.SIGINT:
-                log.error("second interrupt: exiting without waiting", signal=name)
-                os._exit(EXIT_FORCED)
-            return
-        log.info("signal received; stopping", signal=name)
-        stop_in_background(f"signal {name}")
-
-    if install_signals:
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        return journal_exit(exc)
+    if stopper.requested.is_set():  # stopped while it was being built: nothing was started
+        engine.stop(reason="stopped before it started")
+        return EXIT_OK
     try:
         engine.start()
     except JournalError as exc:
         print(f"cpe: journal error: {exc}", file=sys.stderr)
         engine.stop(reason="the journal cannot be read")
-        return EXIT_DATAERR
-    if on_ready is not None:
+        return journal_exit(exc)
+    stopper.started.set()
+    if stopper.requested.is_set():  # a signal came while it started: stop now
+        stopper.stop("a signal during the start")
+    elif on_ready is not None:
         on_ready(engine)
     while True:
         code = engine.wait(tick_seconds)
         if code is not None:
+            if engine.fatal_error is not None:
+                print(f"cpe: {engine.fatal_error}", file=sys.stderr)
             return code
-        if on_tick is not None and not stopping.is_set():
+        if on_tick is not None and not stopper.requested.is_set():
             on_tick(engine)

@@ -24,6 +24,7 @@ import anyio
 import anyio.from_thread
 
 from actors.base import SupervisedActor, tell
+from actors.crashpoints import crashpoint
 from actors.queue import Inbox
 from actors.sessions import SessionManager
 from actors.streams import OutputBuffer, StreamRegistry
@@ -301,7 +302,9 @@ class AgentSession(SupervisedActor):
         except Exception:
             self.log.exception("releasing the run's stream or slot failed")
         finally:
+            crashpoint("session.before_terminal")
             self._inbox.put(event, internal=True)
+            crashpoint("session.after_terminal")
         self.log.info("agent run ended", outcome=event.type, kind=getattr(event, "kind", None))
 
     # ------------------------------------------------------------------ plumbing

@@ -16,14 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import structlog
 from pydantic import ValidationError
 
 from actors.config import CpeConfig, load_config, parse_config, validation_problems
 from actors.engine import Engine, create_engine
+from actors.journal import JOURNAL_NAME, check_journal
 from adapters.runtime.bash_guard import BashGuardConfig
 from domain.errors import ConfigError, CpeError
 from domain.models import AgentRole
 from domain.ports import ProviderInterfaces, RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
+
+log = structlog.get_logger("cpe.app")
 
 CONFIG_NAME = "supervisor.toml"
 # The settings the claude-cli runtime shares with the SDK runtime's config.
@@ -130,10 +134,14 @@ def build_app(
     agent_env: Mapping[str, str] | None = None,
     isolated_home: bool = False,
     codex_overrides: Sequence[str] = (),
+    new_journal: bool = False,
 ) -> App:
     config, root = resolve_config(config_path, repo)
     branch = default_branch(config, root)
     state_dir = root / config.engine.state_dir
+    set_aside = check_journal(state_dir / JOURNAL_NAME, start_over=new_journal)
+    if set_aside is not None:
+        log.warning("the old journal is set aside; starting a new one", old=str(set_aside))
     closers: list[Any] = []
     provider = _provider(config, root, branch, state_dir, closers)
     roles = config.runtime.roles.model_dump()

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import NoReturn
 
 from actors.config import RUNTIME_KINDS
 from domain.models import AGENT_ROLES
@@ -50,21 +53,23 @@ def _check_bash(args: argparse.Namespace) -> int:
 
 
 def _engine_command(args: argparse.Namespace) -> int:
-    from actors.process import EXIT_DATAERR  # noqa: PLC0415 - keep `cpe --help` fast
+    from actors.process import journal_exit  # noqa: PLC0415 - keep `cpe --help` fast
     from adapters import commands  # noqa: PLC0415
     from domain.errors import JournalError  # noqa: PLC0415
 
     try:
         return _dispatch(args)
-    except JournalError as exc:  # damaged, or written by a newer cpe: one line, no traceback
-        return commands.fail(f"journal error: {exc}", EXIT_DATAERR)
+    except JournalError as exc:  # damaged, newer, or the disk refused it: one line, no traceback
+        return commands.fail(f"journal error: {exc}", journal_exit(exc))
 
 
 def _dispatch(args: argparse.Namespace) -> int:
     from adapters import commands  # noqa: PLC0415
 
     if args.command == "run":
-        return commands.run(args.config, args.repo)
+        return commands.run(
+            args.config, args.repo, new_journal=args.new_journal, stop_requested=_early_stop
+        )
     if args.command == "init":
         return commands.init(args.repo)
     if args.command == "status":
@@ -99,8 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
         "config file; without --config, the current repository)",
     )
 
-    commands.add_parser(
+    run = commands.add_parser(
         "run", parents=[where], help="run the engine on a repository until stopped (SIGTERM)"
+    )
+    run.add_argument(
+        "--new-journal",
+        action="store_true",
+        help="set the journal aside (renamed .old-<time>) and start a new one: the specs are "
+        "planned again and attempts start from zero",
     )
     init = commands.add_parser(
         "init", help="prepare a repository: supervisor.toml, .claude/ agents, .gitignore"
@@ -175,6 +186,37 @@ def _role_runtime(text: str) -> tuple[str, str]:
     return role, kind
 
 
+_early_stop = threading.Event()
+
+
+def _catch_stop_signals_early() -> None:
+    """Remember a SIGTERM or SIGINT that comes before ``run_engine`` installs its handlers
+    (while the rest of cpe imports, the configuration loads, the engine is built): it then
+    stops cleanly, exit 0, instead of dying of the signal."""
+
+    def remember(signum: int, frame: object) -> None:
+        _early_stop.set()
+
+    signal.signal(signal.SIGTERM, remember)
+    signal.signal(signal.SIGINT, remember)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End ``cpe run`` with ``code`` now that its engine has stopped. Python's finalization
+    would first put the default signal handlers back, and a SIGINT arriving then (a second
+    Ctrl-C just after the stop finished) would end the process by the signal (-2) instead of
+    130; the engine, its journal and its logs are closed and flushed by now."""
+    import contextlib  # noqa: PLC0415
+    import logging  # noqa: PLC0415
+    import os  # noqa: PLC0415
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken pipe
+            stream.flush()
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -184,6 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from adapters.demo_run import demo  # noqa: PLC0415
 
         return demo(args.dir, roles=dict(args.runtime))
+    if args.command == "run" and argv is None:  # the process itself: see _exit_now
+        _catch_stop_signals_early()
+        _exit_now(_engine_command(args))
     if args.command in ("run", "init", "status", "runs", "work", "replay"):
         return _engine_command(args)
     if args.command == "workflow":

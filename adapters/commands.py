@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,13 @@ def fail(message: str, code: int = EXIT_CONFIG) -> int:
 # ---------------------------------------------------------------------------- run
 
 
-def run(config_path: Path | None, repo: Path | None) -> int:
+def run(
+    config_path: Path | None,
+    repo: Path | None,
+    *,
+    new_journal: bool = False,
+    stop_requested: threading.Event | None = None,
+) -> int:
     try:
         config, _ = resolve_config(config_path, repo)
     except ConfigError as exc:
@@ -49,7 +56,7 @@ def run(config_path: Path | None, repo: Path | None) -> int:
     apps: list[App] = []
 
     def build() -> Any:
-        app = build_app(config_path, repo)
+        app = build_app(config_path, repo, new_journal=new_journal)
         apps.append(app)
         return app.engine
 
@@ -66,7 +73,13 @@ def run(config_path: Path | None, repo: Path | None) -> int:
         notify("STOPPING=1")
 
     try:
-        return run_engine(build, on_ready=ready, on_tick=watchdog, on_stopping=stopping)
+        return run_engine(
+            build,
+            on_ready=ready,
+            on_tick=watchdog,
+            on_stopping=stopping,
+            stop_requested=stop_requested,
+        )
     finally:
         for app in apps:
             app.close()

@@ -20,7 +20,8 @@ the fields a caller needs to decide what to do (a status code, a retry delay, a 
     ├── ContextError             a run's context could not be assembled (spec, body, files)
     ├── WorktreeError            a worktree could not be created, set up or removed
     ├── PatchError               a patch could not be extracted or applied
-    ├── JournalError             the event journal could not be read or written
+    ├── JournalError             the event journal cannot be read (damaged, newer: exit 65)
+    │   └── JournalIOError           the disk refused it (full, read-only, not a directory: exit 74)
     └── SupervisionError         an actor tree gave up past its restart intensity (exit 75)
 """
 
@@ -141,6 +142,11 @@ class PatchError(CpeError):
 
 class JournalError(CpeError):
     """The event journal could not be read or written."""
+
+
+class JournalIOError(JournalError):
+    """The disk refused the journal: full, read-only, or its directory is not one. Unlike a
+    damaged journal, freeing space or fixing the path fixes it (exit 74, EX_IOERR)."""
 
 
 class SupervisionError(CpeError):

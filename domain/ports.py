@@ -87,7 +87,18 @@ class RevisionProviderWriter(Protocol):
     def update_from_patch(
         self, revision_id: RevisionId, patch: str, *, idempotency_key: str | None = None
     ) -> Revision: ...
-    def post_review(self, revision_id: RevisionId, head_sha: str, review: AgentReview) -> None: ...
+    def post_review(
+        self,
+        revision_id: RevisionId,
+        head_sha: str,
+        review: AgentReview,
+        *,
+        idempotency_key: str | None = None,
+    ) -> None:
+        """Post ``review`` of ``head_sha``; posting it again with the same key (a retry of a
+        write whose answer was lost) adds nothing."""
+        ...
+
     def merge(self, revision_id: RevisionId) -> str:
         """Merge into the default branch and return the merge commit; merging an already merged
         revision returns its merge commit (idempotent); a conflict raises ``ConflictError``."""

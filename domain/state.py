@@ -228,16 +228,6 @@ def review_is_current(state: EngineState, run: AgentRun) -> bool:
     )
 
 
-def engine_owned(state: EngineState) -> EngineState:
-    """Only the facts the engine owns (restored from the journal); provider facts come from
-    the first poll."""
-    return EngineState(
-        last_planned_shas=state.last_planned_shas,
-        agent_runs=state.agent_runs,
-        attempts=state.attempts,
-    )
-
-
 # ---------------------------------------------------------------------------- reducers
 
 

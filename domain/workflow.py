@@ -62,6 +62,14 @@ WORKFLOW: tuple[Transition, ...] = (
     ),
     Transition(
         source="in-progress",
+        trigger="implementor-requested",
+        target="in-progress",
+        why="a new run while the status an earlier run's ending queued (pending, after it "
+        "failed at once or was interrupted by a crash) is still on its way: said again, so it "
+        "is what the provider holds last",
+    ),
+    Transition(
+        source="in-progress",
         trigger="revision-delivered",
         target="in-review",
         why="the run's patch became a revision (created or updated)",

@@ -344,3 +344,57 @@ def test_a_second_cpe_run_on_the_same_state_is_refused_naming_the_first(repo: Pa
         first.release()
     assert f"in use by another cpe (pid {os.getpid()})" in line
     assert "one engine per state directory" in line
+
+
+def _journal_with_one_bad_row(repo: Path, body: str) -> Path:
+    from actors.journal import Journal  # noqa: PLC0415
+    from domain.events import StatusTransitioned  # noqa: PLC0415
+
+    path = repo / ".cpe" / "journal.sqlite3"
+    journal = Journal(path)
+    seq = journal.append(StatusTransitioned(work_item_id="1", to="done"))
+    journal.mark_processed(seq)
+    journal.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE events SET body = ? WHERE seq = ?", (body, seq))
+    db.close()
+    return path
+
+
+@pytest.mark.parametrize("command", ["run", "status", "replay"])
+@pytest.mark.parametrize(
+    "body",
+    ['{"type": "EventFromTheFuture", "at": "2026-01-01T00:00:00Z"}', "{not json"],
+    ids=["unknown type", "unparsable"],
+)
+def test_one_journal_row_that_cannot_be_read_is_one_line_and_exit_65(
+    repo: Path, command: str, body: str
+) -> None:
+    write_config(repo, GOOD)
+    journal = _journal_with_one_bad_row(repo, body)
+    line = one_line_error(cpe(command, cwd=repo), code=65)
+    assert f"{journal}: event 1 cannot be read" in line
+
+
+@pytest.mark.parametrize("journal", ["missing", "empty"])
+def test_a_lost_journal_beside_earlier_agent_runs_is_refused_saying_how_to_start_over(
+    repo: Path, journal: str
+) -> None:
+    """Starting afresh would plan the specs again and forget every attempt: refuse, exit 65."""
+    write_config(repo, GOOD)
+    (repo / ".cpe" / "runs" / "planner-1").mkdir(parents=True)
+    path = repo / ".cpe" / "journal.sqlite3"
+    if journal == "empty":
+        path.write_bytes(b"")
+    line = one_line_error(cpe("run", cwd=repo), code=65)
+    assert f"{path}: the journal is missing or empty" in line
+    assert "cpe run --new-journal" in line
+    assert not path.exists() or path.stat().st_size == 0  # refused without touching it
+
+
+def test_a_state_directory_that_cannot_be_written_is_one_line_and_exit_74(repo: Path) -> None:
+    """A file where the state directory should be (or a full or read-only disk): EX_IOERR."""
+    write_config(repo, GOOD)
+    (repo / ".cpe").write_text("in the way\n")
+    line = one_line_error(cpe("run", cwd=repo), code=74)
+    assert f"{repo / '.cpe'}: the state directory cannot be written" in line

@@ -225,7 +225,16 @@ class GitHubRevisionWriter:
             raise NotFoundError(f"branch {branch!r} does not exist on GitHub")
         return sha
 
-    def post_review(self, revision_id: RevisionId, head_sha: str, review: AgentReview) -> None:
+    def post_review(
+        self,
+        revision_id: RevisionId,
+        head_sha: str,
+        review: AgentReview,
+        *,
+        idempotency_key: str | None = None,
+    ) -> None:
+        # The review's own digest (head and content, in a hidden marker) is its key on GitHub:
+        # a review already posted with it is not posted again (``ReviewPoster.post``).
         number = pull_number(revision_id)
         self._pulls.view(number)
         self._reviews.post(number, head_sha, review)

@@ -19,6 +19,7 @@ How the default branch moves:
 
 from __future__ import annotations
 
+from actors.crashpoints import crashpoint
 from adapters.git_plumbing import GitRepo
 from adapters.local.db import now
 from adapters.local.store import RevisionStore
@@ -59,6 +60,7 @@ def merge_revision(store: RevisionStore, revision_id: RevisionId) -> str:
             )
             merge_sha = repo.commit_tree(tree, [target, head], message)
             if _advance(store, target, merge_sha):
+                crashpoint("local.merge.after_ref")
                 _record(store, row["id"], merge_sha, base)
                 return merge_sha
         raise ConflictError(

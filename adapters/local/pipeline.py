@@ -24,7 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import structlog
+
+from actors.crashpoints import crashpoint
 from adapters.git_plumbing import GitRepo
+from adapters.runtime.launcher import kill_group, live_group, stamp_pid
 from domain.errors import ConfigError, ProviderError
 
 PipelineOutcome = Literal["success", "failure", "cancelled"]
@@ -37,6 +41,9 @@ ENV_ALLOWLIST = (
 )  # fmt: skip
 
 WORKDIR_PREFIX = "cpe-pipeline-"
+PID_FILE = "pipeline.pid"  # in the workdir: the test command's pid and start time
+
+_log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -140,6 +147,10 @@ class LocalPipeline:
             except OSError as exc:
                 log.write(f"{exc}\n".encode())
                 return PipelineResult("failure", f"could not start {self.display}: {exc}", log_path)
+            # A kill -9 of cpe leaves the group running: the next start's recovery kills the
+            # group this file proves is ours (pid and start time), then removes the workdir.
+            stamp_pid(checkout.parent / PID_FILE, proc.pid)
+            crashpoint("local.pipeline.after_start")
             ending = self._wait(proc, started, cancel)
         elapsed = time.monotonic() - started
         if ending == "cancelled":
@@ -191,7 +202,12 @@ class LocalPipeline:
 
 
 def remove_workdir(repo: GitRepo, workdir: Path) -> None:
-    """Remove a pipeline's worktree and its directory; safe on a half-made or missing one."""
+    """Remove a pipeline's worktree and its directory; safe on a half-made or missing one.
+    A test command an earlier cpe left running there (killed with it) is killed first."""
+    group = live_group(workdir / PID_FILE)
+    if group is not None:
+        _log.warning("killing a pipeline an earlier run left", pgid=group, workdir=str(workdir))
+        kill_group(group, grace=5.0)
     checkout = workdir / "checkout"
     if repo.run_status("worktree", "remove", "--force", "--force", str(checkout)).status != 0:
         shutil.rmtree(checkout, ignore_errors=True)

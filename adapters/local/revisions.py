@@ -11,10 +11,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from actors.crashpoints import crashpoint
 from adapters.local.db import now
 from adapters.local.files import changed_files
 from adapters.local.merge import merge_revision
-from adapters.local.store import REVISION_KEYS, REVISION_UPDATE_KEYS, RevisionStore
+from adapters.local.store import REVIEW_KEYS, REVISION_KEYS, REVISION_UPDATE_KEYS, RevisionStore
 from adapters.local.work_items import require_work_item
 from domain.errors import ConflictError
 from domain.models import (
@@ -130,6 +131,7 @@ class LocalRevisionWriter:
                 _record_key(conn, REVISION_KEYS, idempotency_key, revision)
                 store.queue_pipeline(conn, revision, head)
                 store.publish(revision, branch_name, head)
+                crashpoint("local.revision.after_branch")  # the row is not committed yet
         store.on_new_head()
         return store.get(str(revision))
 
@@ -178,9 +180,18 @@ class LocalRevisionWriter:
         if changed:
             store.on_new_head()
 
-    def post_review(self, revision_id: RevisionId, head_sha: str, review: AgentReview) -> None:
+    def post_review(
+        self,
+        revision_id: RevisionId,
+        head_sha: str,
+        review: AgentReview,
+        *,
+        idempotency_key: str | None = None,
+    ) -> None:
         with self._store.db.write() as conn:
             row = self._store.load(conn, revision_id)
+            if _seen_key(conn, REVIEW_KEYS, idempotency_key) is not None:
+                return  # posted before a crash or a lost answer: not twice
             cursor = conn.execute(
                 "INSERT INTO reviews (revision_id, head_sha, author, state, body, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -192,6 +203,8 @@ class LocalRevisionWriter:
                 "VALUES (?, ?, ?, ?, ?)",
                 [(cursor.lastrowid, c.path, c.line, REVIEWER, c.body) for c in review.comments],
             )
+            assert cursor.lastrowid is not None  # an INSERT always sets it
+            _record_key(conn, REVIEW_KEYS, idempotency_key, cursor.lastrowid)
             conn.execute(
                 "UPDATE revisions SET reviewed_sha = ?, updated_at = ? WHERE id = ?",
                 (head_sha, now(), row["id"]),

@@ -26,6 +26,7 @@ log = structlog.get_logger(__name__)
 
 REVISION_KEYS = "revision"
 REVISION_UPDATE_KEYS = "revision-update"
+REVIEW_KEYS = "review"
 
 
 def hidden_ref(revision_id: int) -> str:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import git
 
+from actors.crashpoints import crashpoint
 from adapters.runtime.agent_env import build_agent_env
 from domain.errors import CpeError, WorktreeError
 
@@ -184,8 +185,10 @@ class WorktreeManager:
             # Never remove a path we did not derive ourselves: rmtree on a caller's path is how
             # a bug deletes a home directory.
             raise WorktreeError(f"{worktree.path} is not the worktree of {worktree.branch!r}")
+        crashpoint("worktree.before_remove")
         with self._lock:
             self._remove_worktree(path, self._entries())
+            crashpoint("worktree.after_remove")
             self._delete_branch(worktree.branch)
             self._remove_empty_parents(path)
 

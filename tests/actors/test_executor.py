@@ -11,7 +11,16 @@ from actors.executor import CommandExecutor, RetrySettings
 from actors.journal import Journal
 from actors.queue import Inbox
 from actors.sessions import SessionManager
-from domain.commands import ApplyPlan, CreateRevision, MergeRevision, StartAgent, TransitionStatus
+from domain.commands import (
+    ApplyPlan,
+    CreateRevision,
+    MergeRevision,
+    PostReview,
+    StartAgent,
+    TransitionStatus,
+    UpdateRevision,
+    idempotency_key,
+)
 from domain.errors import ProviderError
 from domain.events import (
     AgentRequested,
@@ -24,7 +33,8 @@ from domain.events import (
 )
 from domain.models import EngineState, ImplementorStartParams, PlannerStartParams
 from domain.policy import AllowAll, DenyCommands
-from domain.results import PlannedWorkItem, PlannerResult
+from domain.ports import RevisionProviderWriter, WorkProviderWriter
+from domain.results import AgentReview, PlannedWorkItem, PlannerResult
 from tests.actors.conftest import Harness
 from tests.fakes.provider import FakeTracker, fake_provider
 
@@ -298,3 +308,131 @@ def test_without_a_policy_commands_are_executed(harness: Harness) -> None:
     assert any(isinstance(e, StatusTransitioned) for e in journaled)
     assert any(isinstance(e, AgentRequested) for e in journaled)
     assert not [e for e in journaled if isinstance(e, CommandRejected)]
+
+
+# ------------------------------------------------------------------ intents by construction
+
+_METHOD_COMMANDS = {  # writer method → the command whose intent covers it
+    "create_work_item": "ApplyPlan",
+    "update_work_item": "ApplyPlan",
+    "close_work_item": "ApplyPlan",
+    "transition_status": "TransitionStatus",
+    "create_from_patch": "CreateRevision",
+    "update_from_patch": "UpdateRevision",
+    "post_review": "PostReview",
+    "merge": "MergeRevision",
+}
+
+
+def _protocol_methods(protocol: type) -> set[str]:
+    return {
+        name
+        for name in vars(protocol)
+        if not name.startswith("_") and callable(vars(protocol)[name])
+    }
+
+
+def test_no_provider_write_is_made_before_its_intent_is_committed(rig: Rig) -> None:
+    """Every method of both writer ports, wrapped: when it is called, another connection (as a
+    restarted process would) must already see a pending intent of the command that makes it."""
+    methods = _protocol_methods(WorkProviderWriter) | _protocol_methods(RevisionProviderWriter)
+    assert methods == set(_METHOD_COMMANDS), "a writer method without its command in this test"
+    seen: dict[str, list[list[str]]] = {name: [] for name in methods}
+    depth: list[str] = []
+    for writer in (rig.executor.work_item_writer, rig.executor.revision_writer):
+        for name in methods:
+            real = getattr(writer, name, None)
+            if real is None:
+                continue
+
+            def wrapped(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+                if depth:  # the provider calling itself inside a write: that write's intent
+                    return _real(*args, **kw)
+                other = Journal(rig.journal_path)
+                try:
+                    pending = [i.command.type for i in other.intents("pending")]
+                finally:
+                    other.close()
+                seen[_name].append(pending)
+                depth.append(_name)
+                try:
+                    return _real(*args, **kw)
+                finally:
+                    depth.pop()
+
+            setattr(writer, name, wrapped)
+    rig.tracker.add_item("1")
+    plan = PlannerResult(
+        create=(PlannedWorkItem(temp_id="a", title="A", body="a"),),
+        update=({"work_item_id": "1", "body": "new", "labels": ["x"]},),
+        close=("1",),
+    )
+    rig.run(ApplyPlan(session_id="p", result=plan, spec_shas={"s.md": "x"}))
+    rig.run(TransitionStatus(work_item_id="2", to="blocked"))
+    [created] = rig.run(
+        CreateRevision(
+            session_id="s1", work_item_id="2", branch_name="cpe/2", title="t", body="b", patch="p"
+        )
+    )
+    rid = created.revision.id
+    rig.run(UpdateRevision(session_id="s2", work_item_id="2", revision_id=rid, patch="q"))
+    review = AgentReview(verdict="approve", summary="ok")
+    rig.run(
+        PostReview(session_id="r", work_item_id="2", revision_id=rid, head_sha="h", review=review)
+    )
+    rig.run(MergeRevision(work_item_id="2", revision_id=rid))
+    for name, calls in seen.items():
+        assert calls, f"{name} was never called"
+        for pending in calls:
+            assert _METHOD_COMMANDS[name] in pending, f"{name} called with no intent: {pending}"
+
+
+# ---------------------------------------------------------------------------- recovery at start
+
+
+def _crashed_create(rig: Rig) -> CreateRevision:
+    """A create-revision whose write reached the provider but whose intent a crash left
+    pending (the answer, and the cycle's end, were lost)."""
+    command = CreateRevision(
+        session_id="s1", work_item_id="1", branch_name="cpe/1", title="t", body="b", patch="p"
+    )
+    key = idempotency_key(command)
+    rig.journal.begin_intent(key, command)
+    rig.executor.revision_writer.create_from_patch("1", "cpe/1", "t", "b", "p", idempotency_key=key)
+    return command
+
+
+def test_at_start_a_pending_write_is_made_again_with_its_key_and_answers_its_cycle(
+    rig: Rig,
+) -> None:
+    command = _crashed_create(rig)
+    assert rig.executor.resume_pending(EngineState()) == 1
+    assert rig.tracker.calls["create_from_patch"] == 2  # made again, with its key
+    assert len(rig.tracker.revisions) == 1  # the provider found the first one
+    assert rig.journal.intents("pending") == []
+    [answer] = rig.run(command)  # the cycle that made it, processed again
+    assert isinstance(answer, RevisionCreated)
+    assert rig.tracker.calls["create_from_patch"] == 2  # answered from the journal
+    rig.executor.deliver_resumed()
+    assert rig.queued() == []  # the cycle carries the results: not queued twice
+
+
+def test_the_results_of_a_resumed_write_no_cycle_answered_are_queued(rig: Rig) -> None:
+    _crashed_create(rig)
+    rig.executor.resume_pending(EngineState())
+    rig.executor.deliver_resumed()
+    [queued] = rig.queued()
+    assert isinstance(queued, RevisionCreated)
+
+
+def test_a_pending_transition_is_left_to_its_cycle_and_settled_when_none_makes_it(
+    rig: Rig,
+) -> None:
+    rig.tracker.add_item("1")
+    command = TransitionStatus(work_item_id="1", to="blocked")
+    rig.journal.begin_intent(idempotency_key(command), command, answer=False)
+    assert rig.executor.resume_pending(EngineState()) == 0
+    assert rig.tracker.calls["transition_status"] == 0  # derived from the state: not made here
+    rig.executor.deliver_resumed()
+    assert rig.journal.intents("pending") == []
+    assert rig.queued() == []

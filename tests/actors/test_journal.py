@@ -24,14 +24,14 @@ from domain.events import (
     WorkItemChanged,
 )
 from domain.models import EngineState, ImplementorStartParams, WorkItem
-from domain.state import apply_event, engine_owned
+from domain.state import apply_event
 from tests.domain.builders import requested
 from tests.domain.test_properties import Simulation
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_restore_gives_engine_owned_facts_and_the_unprocessed_tail(tmp_path: Path) -> None:
+def test_restore_gives_the_processed_state_and_the_unprocessed_tail(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.sqlite3")
     params = ImplementorStartParams(work_item_id="1", branch_name="b")
     first = journal.append(WorkItemChanged(work_item=WorkItem(id="1", title="t", status="pending")))
@@ -44,7 +44,8 @@ def test_restore_gives_engine_owned_facts_and_the_unprocessed_tail(tmp_path: Pat
 
     restored = Journal(tmp_path / "j.sqlite3").restore()
     assert restored.processed_seq == second
-    assert restored.state.work_items == {}  # provider-owned: comes from the first poll
+    # the provider's facts as last observed too: an unprocessed event meets the state it met
+    assert restored.state.work_items == {"1": WorkItem(id="1", title="t", status="pending")}
     assert restored.state.agent_runs["s1"].status == "requested"
     assert [e.seq for e in restored.unprocessed] == [third]
     assert first < second < third
@@ -149,7 +150,7 @@ def test_a_replay_from_snapshots_gives_the_same_state_as_a_replay_from_the_start
                 folded = apply_event(folded, event)
                 if n % 3 == 0 or n == len(sim.events):
                     assert reopened.replay(until=n) == folded
-            assert restored.state == engine_owned(folded)
+            assert restored.state == folded
             assert restored.unprocessed == ()
         finally:
             reopened.close()
@@ -196,7 +197,7 @@ def test_a_snapshot_that_does_not_read_is_dropped_and_the_events_replayed(
     try:
         assert reopened.replay() == expected
         assert reopened.snapshots() == []  # dropped
-        assert reopened.restore().state == engine_owned(expected)
+        assert reopened.restore().state == expected
     finally:
         reopened.close()
 

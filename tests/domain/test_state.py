@@ -29,7 +29,7 @@ from domain.events import (
 )
 from domain.models import EngineState, ImplementorStartParams
 from domain.results import AgentReview, PlannerResult
-from domain.state import apply_event, engine_owned, natural_key, ordered
+from domain.state import apply_event, natural_key, ordered
 from tests.domain.builders import (
     implemented,
     implementor_run,
@@ -197,13 +197,6 @@ def test_status_transitioned_for_an_unknown_item_changes_nothing() -> None:
     before = state()
     event = StatusTransitioned.model_validate({"work_item_id": "9", "to": "done"})
     assert apply_event(before, event) == before
-
-
-def test_engine_owned_keeps_only_the_engine_facts() -> None:
-    owned = engine_owned(_full_state())
-    assert (owned.work_items, owned.revisions, owned.specs) == ({}, {}, {})
-    assert set(owned.agent_runs) == {"s1", "v1", "p1"}
-    assert owned.attempts == {"1": 1}
 
 
 def test_events_round_trip_through_json() -> None:

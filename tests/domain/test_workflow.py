@@ -114,6 +114,7 @@ SCENARIOS: dict[str, Scenario] = {
         "needs-refinement"
     ),
     "blocked--implementor-requested--in-progress": lambda: _requested_from("blocked"),
+    "in-progress--implementor-requested--in-progress": lambda: _requested_from("in-progress"),
     "in-progress--revision-delivered--in-review": _delivered,
     "in-progress--outcome-blocked--blocked": _outcome_blocked,
     "in-progress--run-failed--pending": _failed(0),

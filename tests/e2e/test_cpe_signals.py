@@ -140,3 +140,53 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler for ``signum`` (its ``SigCgt`` mask says so)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(mask.split()[1], 16) & (1 << (signum - 1)))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_during_startup_exits_0_after_a_clean_stop(
+    tmp_path: Path, processes: list[subprocess.Popen[str]], signum: int
+) -> None:
+    """The signal arrives the moment ``cpe run`` can catch it: while it imports, loads its
+    configuration and builds the engine. It stops cleanly instead of dying of the signal."""
+    repo = make_cpe_repo(tmp_path / "repo")
+    home = tmp_path / "home"
+    home.mkdir()
+    with (home / "cpe.log").open("a") as log:
+        cpe = start_cpe(repo, home, log, {})
+        processes.append(cpe)
+        # SIGTERM's handler is cpe's own from its first moment (Python has one for SIGINT)
+        assert wait_for(lambda: _catches(cpe.pid, signal.SIGTERM) or cpe.poll() is not None, 60)
+        cpe.send_signal(signum)
+        code = cpe.wait(120)
+    text = (home / "cpe.log").read_text()
+    assert code == 0, text
+    assert "Traceback" not in text
+
+
+def test_a_second_sigint_just_after_the_stop_finished_never_kills_by_the_signal(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    """Once stopped, cpe exits with its own code: a second Ctrl-C then is 130 if it lands
+    before the exit, never death by SIGINT (-2) in Python's finalization."""
+    repo = make_cpe_repo(tmp_path / "repo")
+    home = tmp_path / "home"
+    home.mkdir()
+    with (home / "cpe.log").open("a") as log:
+        cpe = start_cpe(repo, home, log, {})
+        processes.append(cpe)
+        assert wait_for(lambda: "engine starting" in (home / "cpe.log").read_text(), 60)
+        cpe.send_signal(signal.SIGINT)
+        assert wait_for(lambda: "shutdown complete" in (home / "cpe.log").read_text(), 60)
+        with contextlib.suppress(ProcessLookupError):
+            cpe.send_signal(signal.SIGINT)
+        assert cpe.wait(60) in (0, 130)

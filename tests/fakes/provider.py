@@ -37,6 +37,7 @@ class FakeTracker:
     revisions: dict[str, Revision] = field(default_factory=dict)
     files: dict[str, list[RevisionFile]] = field(default_factory=dict)
     reviews: dict[str, ReviewHistory] = field(default_factory=dict)
+    review_keys: set[str] = field(default_factory=set)
     specs: dict[str, Spec] = field(default_factory=dict)
     blobs: dict[str, str] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)
@@ -241,9 +242,20 @@ class FakeRevisionWriter:
         self.t._done()
         return revision
 
-    def post_review(self, revision_id: RevisionId, head_sha: str, review: AgentReview) -> None:
+    def post_review(
+        self,
+        revision_id: RevisionId,
+        head_sha: str,
+        review: AgentReview,
+        *,
+        idempotency_key: str | None = None,
+    ) -> None:
         self.t._call("post_review", revision_id, head_sha, review.verdict)
         with self.t.lock:
+            if idempotency_key is not None and idempotency_key in self.t.review_keys:
+                return
+            if idempotency_key is not None:
+                self.t.review_keys.add(idempotency_key)
             history = self.t.reviews.get(revision_id, ReviewHistory())
             self.t.reviews[revision_id] = ReviewHistory(
                 reviews=(

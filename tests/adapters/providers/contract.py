@@ -303,6 +303,26 @@ class RevisionContract(WorkItemContract):
         [comment] = history.inline_comments
         assert (comment.path, comment.line, comment.body) == ("src/app.py", 2, "Off by one.")
 
+    def test_posting_a_review_again_with_its_key_adds_nothing(
+        self, harness: ProviderHarness, tmp_path: Path
+    ) -> None:
+        """A retry of a review whose answer was lost (or made before a crash) with its key."""
+        revision = harness.revision_writer.create_from_patch(
+            self.item(harness), "cpe/rk", "T", "", self.patch(harness, tmp_path, EDITS["modified"])
+        )
+        review = AgentReview(
+            verdict="approve",
+            summary="Fine.",
+            comments=(AgentReviewComment(path="src/app.py", line=2, body="Nice."),),
+        )
+        for _ in range(2):
+            harness.revision_writer.post_review(
+                revision.id, revision.head_sha, review, idempotency_key="post-review:s9"
+            )
+        history = harness.revision_reader.get_review_history(revision.id)
+        assert len(history.reviews) == 1
+        assert len(history.inline_comments) == 1
+
     # ------------------------------------------------------------------ merge
 
     def test_merge_lands_the_revision_on_the_default_branch(

@@ -1,0 +1,213 @@
+"""The crash suite's harness: the demo's loop as real ``cpe run`` processes, killed at a named
+crashpoint, restarted on the same state, and checked for what must hold after any crash."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from actors.crashpoints import POINTS
+from actors.journal import Journal
+from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE, demo_book
+from adapters.demo.sample import create_sample_repo
+from adapters.demo_run import FEATURES, TEST_COMMAND
+from adapters.runtime.launcher import live_group
+from adapters.runtime.scripted_model import ScriptedModelServer
+from tests.e2e.running import CPE, revisions, wait_for, work_items
+from tests.repos import git
+
+CRASH_TIMEOUT = 240.0  # seconds for a run to reach its crashpoint (the loop takes ~15 s)
+FINISH_TIMEOUT = 180.0  # seconds for a restarted run to finish the loop
+CI_SUBSET = 6  # points the default run covers, chosen by the commit; make crash-all runs all
+
+
+@dataclass(frozen=True)
+class Crash:
+    """Die at the ``nth`` hit of ``point``."""
+
+    point: str
+    nth: int = 1
+
+    def __str__(self) -> str:
+        return self.point if self.nth == 1 else f"{self.point}:{self.nth}"
+
+
+def cases() -> list[Crash]:
+    """Every registered point at its first hit, and the hits that matter beyond the first:
+    the first implementor's and the first reviewer's terminal events (the planner's is the
+    first hit)."""
+    return [
+        *(Crash(point) for point in POINTS),
+        Crash("session.before_terminal", 2),
+        Crash("session.after_terminal", 2),
+        Crash("session.after_terminal", 3),
+    ]
+
+
+def selected(all_cases: Sequence[Crash]) -> list[Crash]:
+    """All cases with ``CPE_CRASH_ALL=1`` (``make crash-all``); otherwise ``CI_SUBSET`` of them
+    chosen by the checkout's commit, so that every case runs as commits go by."""
+    if os.environ.get("CPE_CRASH_ALL") == "1":
+        return list(all_cases)
+    try:
+        commit = git(Path(__file__).resolve().parents[2], "rev-parse", "HEAD").strip()
+    except Exception:
+        commit = "0"
+    start = int(hashlib.sha256(commit.encode()).hexdigest(), 16) % len(all_cases)
+    return [all_cases[(start + i) % len(all_cases)] for i in range(CI_SUBSET)]
+
+
+class Loop:
+    """The demo's sample repository, the scripted model, and ``cpe run`` on them."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.repo = create_sample_repo(base / "sample")
+        self.home = base / "home"
+        self.home.mkdir()
+        self.trace = base / "crash-trace"
+        self.server = ScriptedModelServer(demo_book()).start()
+        self.log_path = base / "cpe.log"
+        self.processes: list[subprocess.Popen[str]] = []
+
+    def start(self, crash: Crash | None = None, *, trace: bool = False) -> subprocess.Popen[str]:
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+            **self.server.client_env(),
+        }
+        if crash is not None:
+            env["CPE_CRASH_AT"] = str(crash)
+        if trace:
+            env["CPE_CRASH_TRACE"] = str(self.trace)
+        with self.log_path.open("a") as log:
+            log.write(f"\n===== cpe run (crash at {crash}) =====\n")
+            process = subprocess.Popen(
+                [str(CPE), "run", "--repo", str(self.repo)],
+                cwd=self.home,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        self.processes.append(process)
+        return process
+
+    def crash_at(self, crash: Crash) -> None:
+        """Run until ``crash`` kills the process; fail if the loop ends without reaching it."""
+        process = self.start(crash)
+        died = wait_for(lambda: process.poll() is not None or self.done(), CRASH_TIMEOUT)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(120)
+        assert died, f"{crash}: neither crashed nor finished in {CRASH_TIMEOUT:g} s\n{self.tail()}"
+        assert process.returncode == -signal.SIGKILL, (
+            f"{crash}: the loop ended (exit {process.returncode}) without reaching the point\n"
+            + self.tail()
+        )
+
+    def finish(self, *, trace: bool = False) -> None:
+        """Run until the loop is done, then stop with SIGTERM; it must exit 0."""
+        process = self.start(trace=trace)
+        done = wait_for(lambda: self.done() or process.poll() is not None, FINISH_TIMEOUT)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        code = process.wait(120)
+        assert done, f"the loop did not finish: {self.state()}\n{self.tail()}"
+        assert self.done(), f"cpe run exited before the loop finished: {self.state()}"
+        assert code == 0, f"cpe run exited {code} after a clean stop\n{self.tail()}"
+
+    def done(self) -> bool:
+        items = work_items(self.repo)
+        return len(items) >= 2 and all(i.status == "done" for i in items)
+
+    def state(self) -> str:
+        items = ", ".join(f"#{i.id} {i.status}" for i in work_items(self.repo))
+        revs = ", ".join(f"{r.id} {r.state} {r.pipeline.status}" for r in revisions(self.repo))
+        return f"work items: {items or 'none'}; revisions: {revs or 'none'}"
+
+    def tail(self, lines: int = 60) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def close(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait(30)
+        self.server.close()
+
+    # ------------------------------------------------------------------ the invariants
+
+    def check_invariants(self) -> None:
+        repo = self.repo
+        items = work_items(repo)
+        titles = sorted(i.title for i in items)
+        assert titles == sorted([ITEM_ONE_TITLE, ITEM_TWO_TITLE]), f"planned once: {titles}"
+        assert all(i.status == "done" for i in items), self.state()
+        revs = revisions(repo)
+        by_item = sorted(r.work_item_id or "" for r in revs)
+        assert by_item == sorted(i.id for i in items), f"one revision per item: {self.state()}"
+        assert all(r.state == "merged" for r in revs), self.state()
+        merges = git(repo, "log", "--merges", "--format=%s", "main").splitlines()
+        for rev in revs:
+            mine = [m for m in merges if m.startswith(f"Merge revision #{rev.id} ")]
+            assert len(mine) <= 1, f"revision {rev.id} merged {len(mine)} times: {merges}"
+        for path, needles in FEATURES.items():
+            text = git(repo, "show", f"main:{path}")
+            for needle in needles:
+                assert needle in text, f"main's {path} lacks {needle!r}"
+        greet = git(repo, "show", "main:greetings/greet.py")
+        assert greet.count("def greet(") == 1, greet
+        assert greet.count("def greet_all(") == 1, greet
+        self._check_tests_pass()
+        journal = Journal(repo / ".cpe" / "journal.sqlite3")
+        try:
+            pending = journal.intents("pending")
+        finally:
+            journal.close()
+        assert pending == [], f"intents left pending: {[i.key for i in pending]}"
+        listed = git(repo, "worktree", "list", "--porcelain").splitlines()
+        trees = [line for line in listed if line.startswith("worktree ")]
+        assert trees == [f"worktree {repo}"], f"worktrees left: {trees}"
+        self._check_no_process_left()
+
+    def _check_tests_pass(self) -> None:
+        with tempfile.TemporaryDirectory(prefix="cpe-crash-check-") as tmp:
+            checkout = Path(tmp) / "main"
+            git(self.repo, "worktree", "add", "--detach", str(checkout), "main")
+            try:
+                result = subprocess.run(
+                    TEST_COMMAND,
+                    cwd=checkout,
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                    check=False,
+                )
+            finally:
+                git(self.repo, "worktree", "remove", "--force", str(checkout))
+        assert result.returncode == 0, f"main's tests fail:\n{result.stdout}{result.stderr}"
+
+    def _check_no_process_left(self) -> None:
+        state = self.repo / ".cpe"
+        for pidfile in [
+            *state.glob("runs/*/*.pid"),
+            *Path(tempfile.gettempdir()).glob("cpe-pipeline-*/pipeline.pid"),
+        ]:
+            assert live_group(pidfile) is None, f"{pidfile} names a live process group"
+        left = []
+        for process in psutil.process_iter(["pid", "cwd", "cmdline"]):
+            cwd = process.info.get("cwd") or ""
+            if cwd.startswith(str(self.base)) and process.pid != os.getpid():
+                left.append(f"{process.pid} {process.info.get('cmdline')}")
+        assert not left, f"processes left in the test's directories: {left}"

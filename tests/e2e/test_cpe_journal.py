@@ -1,0 +1,87 @@
+"""`cpe run` and its journal from the command line: a disk that fills up under a running
+engine, and starting over deliberately on a lost journal."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+from adapters.local.provider import LocalProvider
+from tests.e2e.running import CPE, make_cpe_repo, wait_for
+
+
+def test_a_disk_that_fills_up_under_a_running_engine_stops_it_with_one_line_and_exit_74(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    """The journal cannot grow past a file-size limit (what a full disk does to a write): cpe
+    stops, exit 74 (EX_IOERR), with one line naming the journal, not a crash loop (75)."""
+    repo = make_cpe_repo(tmp_path / "repo")
+    provider = LocalProvider(repo, repo / ".cpe", "main")
+    ids = [provider.work_item_writer.create_work_item(f"item {n}", "b") for n in range(3)]
+    for wid in ids:  # never dispatched: only the journal grows, one change at a time
+        provider.work_item_writer.transition_status(wid, "blocked")
+    provider.close()  # the tracker's log is folded in: cpe's own writes to it stay small
+
+    def limit_file_size() -> None:  # Python ignores SIGXFSZ: a write past it fails (EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, 300_000))
+
+    cpe = subprocess.Popen(
+        [str(CPE), "run", "--repo", str(repo)],
+        preexec_fn=limit_file_size,  # noqa: PLW1509 - the child only sets a limit
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
+    )
+    processes.append(cpe)
+    provider = LocalProvider(repo, repo / ".cpe", "main")
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(cpe.stdout or ()), daemon=True)
+    reader.start()
+    changes = 0
+    try:
+        # every change of a label is an event the engine journals
+        while cpe.poll() is None and changes < 2_000:
+            provider.work_item_writer.update_work_item(ids[changes % 3], labels=[f"n{changes}"])
+            changes += 1
+            wait_for(lambda: cpe.poll() is not None, 0.1)
+    finally:
+        provider.close()
+    code = cpe.wait(120)
+    reader.join(30)
+    if cpe.stdout is not None:
+        cpe.stdout.close()
+    assert code == 74, "".join(output[-20:])
+    journal = repo / ".cpe" / "journal.sqlite3"
+    [line] = [text for text in output if text.startswith("cpe: ")]
+    assert line.startswith(f"cpe: journal error: {journal}: ")
+    assert "free space or fix the state directory" in line
+    assert not any("restart intensity exceeded" in text for text in output)
+
+
+def test_cpe_run_new_journal_sets_a_lost_one_aside_and_starts(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    repo = make_cpe_repo(tmp_path / "repo")
+    state = repo / ".cpe"
+    (state / "runs" / "planner-1").mkdir(parents=True)
+    (state / "journal.sqlite3").write_bytes(b"")
+    log = tmp_path / "cpe.log"
+    with log.open("w") as out:
+        cpe = subprocess.Popen(
+            [str(CPE), "run", "--repo", str(repo), "--new-journal"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
+        )
+        processes.append(cpe)
+        assert wait_for(lambda: "engine starting" in log.read_text(), 60), log.read_text()
+        cpe.send_signal(signal.SIGTERM)
+        assert cpe.wait(120) == 0, log.read_text()
+    assert [p.name for p in state.glob("journal.sqlite3.old-*")], "the old journal is kept"
+    assert "the old journal is set aside" in log.read_text()
