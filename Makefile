@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install lint format typecheck test bench ci
+.PHONY: install lint format typecheck test crash-all bench ci
 
 install:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ typecheck:
 
 test:
 	$(BIN)/python -m pytest -q
+
+# The crash suite at every crashpoint (the test target runs a subset chosen by the commit).
+crash-all:
+	CPE_CRASH_ALL=1 $(BIN)/python -m pytest -q tests/e2e/test_crash_consistency.py
 
 # Benchmarks are measurements, not tests: each script prints its figures (see README).
 bench:
