@@ -127,24 +127,21 @@ class Handler:
 
 
 def plan(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
-    if isinstance(event, SpecChanged | PlanApplied):
-        skip: Mapping[str, str] = {}
-    elif isinstance(event, AgentFailed) and event.role == "planner":
-        # A failed planner is run again on the same spec versions (an API blip, a timeout) until
-        # ``max_attempts`` runs failed on them; then those wait for their next change (or a
-        # restart) instead of failing in a loop. Specs changed meanwhile are planned anyway.
-        run = state.agent_runs.get(event.session_id)
-        tried = run.spec_shas if run is not None else {}
-        skip = {
-            path: sha
-            for path, sha in tried.items()
-            if planner_failures(state, path, sha) >= o.max_attempts
-        }
-    else:
+    if not isinstance(event, SpecChanged | PlanApplied) and not (
+        isinstance(event, AgentFailed) and event.role == "planner"
+    ):
         return []
     if planner_in_flight(state):
         return []
-    wanted = {p: sha for p, sha in specs_to_plan(state).items() if skip.get(p) != sha}
+    # A failed planner is run again on the same spec versions (an API blip, a timeout) until
+    # ``max_attempts`` runs failed on a version, however the runs grouped the specs; then that
+    # version waits for the spec's next change instead of failing in a loop. The failures are
+    # journaled, so a restart does not start the count again.
+    wanted = {
+        path: sha
+        for path, sha in specs_to_plan(state).items()
+        if planner_failures(state, path, sha) < o.max_attempts
+    }
     if not wanted:
         return []
     return [StartAgent(params=PlannerStartParams(spec_paths=tuple(wanted)), spec_shas=wanted)]

@@ -20,6 +20,7 @@ from domain.events import (
     AgentFailed,
     AgentRequested,
     CommandFailed,
+    EngineEvent,
     PlanApplied,
     PlannerCompleted,
     ReviewPosted,
@@ -39,6 +40,7 @@ from tests.domain.builders import (
     implementor_run,
     item,
     planner_run,
+    requested,
     reviewed,
     reviewer_run,
     revision,
@@ -191,6 +193,28 @@ def test_a_failed_planner_lets_specs_changed_meanwhile_be_planned() -> None:
     _, commands = step(before, failed("p1", role="planner"))
     [start] = starts(commands, "planner")
     assert start.params.spec_paths == ("specs/a.md", "specs/b.md")
+
+
+def test_specs_failing_in_separate_planner_runs_get_at_most_max_attempts_runs_each() -> None:
+    """Every planner run fails, and each spec changes at a moment that splits the runs: the
+    loop stops by itself, with no more than ``max_attempts`` runs on each spec version."""
+    options = HandlerOptions(max_attempts=3)
+    current = state()
+    pending: list[EngineEvent] = [SpecChanged(spec=spec("specs/a.md", "a1"))]
+    runs: list[dict[str, str]] = []
+    later = [SpecChanged(spec=spec("specs/b.md", "b1"))]  # b arrives after a's first run
+    while pending and len(runs) < 50:
+        current, commands = step(current, pending.pop(0), options)
+        for start in starts(commands, "planner"):
+            sid = f"p{len(runs)}"
+            runs.append(dict(start.spec_shas))
+            current, _ = step(current, requested(start.params, sid=sid, spec_shas=start.spec_shas))
+            pending.append(failed(sid, role="planner"))
+            pending += later
+            later = []
+    assert pending == [], "the planner loop did not stop"
+    for path, sha in (("specs/a.md", "a1"), ("specs/b.md", "b1")):
+        assert sum(1 for shas in runs if shas.get(path) == sha) == 3, runs
 
 
 # ---------------------------------------------------------------------------- 2. apply plan
