@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SkipValidation,
+    ValidationError,
+    field_validator,
+)
 
 from actors.executor import RetrySettings
 from actors.journal import JOURNAL_NAME
@@ -34,16 +41,37 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+# Every duration is finite and bounded: an infinite or huge one passes a "> 0" check, then
+# overflows a timer (a SIGTERM could no longer stop cpe).
+DAY = 86_400.0
+Seconds = Annotated[float, Field(gt=0, le=DAY, allow_inf_nan=False)]
+Interval = Annotated[float, Field(ge=0, le=DAY, allow_inf_nan=False)]
+Concurrency = Annotated[int, Field(ge=1, le=256)]
+
+
 # ---------------------------------------------------------------------------- supervisor.toml
 
 
 class EngineSection(_Section):
     log_level: LogLevel = "info"
-    shutdown_timeout: float = Field(default=300, gt=0)
-    stall_timeout: float = Field(
-        default=300, gt=0, description="seconds one event may take before the watchdog stops"
+    shutdown_timeout: float = Field(default=300, gt=0, le=3600, allow_inf_nan=False)
+    stall_timeout: Seconds = Field(
+        default=300, description="seconds one event may take before the watchdog stops"
     )
     state_dir: str = ".cpe"
+
+    @field_validator("state_dir")
+    @classmethod
+    def _inside_the_repository(cls, value: str) -> str:
+        parts = PurePosixPath(value).parts
+        if not value.strip() or value.startswith(("/", "~")) or ".." in parts:
+            raise ValueError(
+                "expected a directory inside the repository (a relative path without '..'), "
+                "e.g. .cpe"
+            )
+        if not parts or parts[0] == ".git":
+            raise ValueError("expected a directory of its own, not .git or the repository's top")
+        return value
 
 
 class RepositorySection(_Section):
@@ -53,7 +81,7 @@ class RepositorySection(_Section):
 
 class LocalProviderSection(_Section):
     pipeline_command: list[str] = Field(default_factory=lambda: ["python", "-m", "pytest", "-q"])
-    pipeline_timeout: float = Field(default=900, gt=0)
+    pipeline_timeout: Seconds = 900
 
 
 class GitHubProviderSection(_Section):
@@ -64,7 +92,7 @@ class GitHubProviderSection(_Section):
 
     repository: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
     token_env: str = "GITHUB_TOKEN"
-    request_timeout: float = Field(default=30, gt=0)
+    request_timeout: Seconds = 30
 
 
 class ProviderSection(_Section):
@@ -81,17 +109,40 @@ def _default_concurrency() -> dict[AgentRole, int]:
     return {"planner": 1, "implementor": 2, "reviewer": 2}
 
 
+_REF_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
 class WorkflowSection(_Section):
-    max_attempts: int = Field(default=3, ge=1)
+    max_attempts: int = Field(default=3, ge=1, le=100)
     auto_merge: bool = False
-    branch_prefix: str = Field(default="cpe/", pattern=r"^[A-Za-z0-9._-]+/$")
-    max_concurrent: dict[AgentRole, int] = Field(default_factory=_default_concurrency)
+    branch_prefix: str = "cpe/"
+    max_concurrent: dict[AgentRole, Concurrency] = Field(default_factory=_default_concurrency)
+
+    @field_validator("branch_prefix")
+    @classmethod
+    def _safe_ref_prefix(cls, value: str) -> str:
+        """One path component of letters, digits, '.', '_' or '-', then '/'; not starting with
+        '.' or '-', no '..', not ending in '.lock' (what git check-ref-format refuses)."""
+        name = value[:-1]
+        if (
+            not value.endswith("/")
+            or not name
+            or any(c not in _REF_CHARS for c in name)
+            or name.startswith((".", "-"))
+            or ".." in name
+            or name.endswith(".lock")
+        ):
+            raise ValueError(
+                "expected one safe name then '/' (letters, digits, '.', '_', '-'; not starting "
+                "with '.' or '-', no '..', not ending in '.lock'), e.g. cpe/"
+            )
+        return value
 
 
 class PollersSection(_Section):
-    work_items_interval: float = Field(default=30, ge=0)
-    revisions_interval: float = Field(default=30, ge=0)
-    specs_interval: float = Field(default=60, ge=0)
+    work_items_interval: Interval = 30
+    revisions_interval: Interval = 30
+    specs_interval: Interval = 60
 
 
 class RolesSection(_Section):
@@ -105,7 +156,7 @@ class ClaudeCliSection(_Section):
 
     cli_path: str = ""  # empty: the CLI bundled with claude-agent-sdk
     model: str = ""  # empty: the CLI's default; else one of sonnet, opus, haiku
-    idle_timeout: float | None = Field(default=None, gt=0)  # no output for this long: killed
+    idle_timeout: Seconds | None = None  # no output for this long: killed
 
 
 class CodexCliSection(_Section):
@@ -116,11 +167,11 @@ class CodexCliSection(_Section):
     models: list[str] = Field(default_factory=lambda: ["gpt-5-codex", "gpt-5"], min_length=1)
     sandbox: Literal["workspace-write", "danger-full-access"] = "workspace-write"
     overrides: list[str] = Field(default_factory=list)  # extra ``-c key=value`` (TOML values)
-    idle_timeout: float | None = Field(default=None, gt=0)
+    idle_timeout: Seconds | None = None
 
 
 class RuntimeSection(_Section):
-    max_agent_duration: float = Field(default=1800, gt=0)
+    max_agent_duration: Seconds = 1800
     context_paths: list[str] = Field(default_factory=lambda: [".claude/CLAUDE.md"])
     setup_command: str = ""
     roles: RolesSection = RolesSection()
@@ -237,6 +288,7 @@ def validation_problems(
             problems.append(f"{key_path}: missing")
         else:
             message = error["msg"].replace("Input should be ", "expected ", 1)
+            message = message.removeprefix("Value error, ")
             problems.append(f"{key_path}: {message} (got {error.get('input')!r})")
     return "; ".join(problems).replace("\n", " ")
 

@@ -95,10 +95,7 @@ def init(repo: Path) -> int:
         config = load_config(existing) if existing.exists() else parse_config({})
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
-    ignored = [WORKTREES_IGNORED]
-    state_entry = _ignore_entry(root, config.engine.state_dir)
-    if state_entry is not None:
-        ignored.append(state_entry)
+    ignored = [WORKTREES_IGNORED, _ignore_entry(root, config.engine.state_dir)]
     written: list[str] = []
     for source, target in _defaults(root):
         if target.exists():
@@ -124,14 +121,10 @@ def init(repo: Path) -> int:
     return 0
 
 
-def _ignore_entry(root: Path, state_dir: str) -> str | None:
-    """The ``.gitignore`` line for the state dir; None when it is not inside the repository."""
-    path = Path(os.path.normpath(root / state_dir))  # an absolute state_dir stays as it is
-    try:
-        relative = path.relative_to(root)
-    except ValueError:
-        return None
-    return None if relative == Path(".") else f"{relative.as_posix()}/"
+def _ignore_entry(root: Path, state_dir: str) -> str:
+    """The ``.gitignore`` line for the state dir (inside the repository: the config says so)."""
+    relative = Path(os.path.normpath(root / state_dir)).relative_to(root)
+    return f"{relative.as_posix()}/"
 
 
 def _defaults(root: Path) -> list[tuple[Path, Path]]:

@@ -398,3 +398,37 @@ def test_a_state_directory_that_cannot_be_written_is_one_line_and_exit_74(repo: 
     (repo / ".cpe").write_text("in the way\n")
     line = one_line_error(cpe("run", cwd=repo), code=74)
     assert f"{repo / '.cpe'}: the state directory cannot be written" in line
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "expected"),
+    [
+        ("[workflow.max_concurrent]\nimplementor = 0", "workflow.max_concurrent.implementor",
+         "greater than or equal to 1"),
+        ("[workflow.max_concurrent]\nimplementor = -1", "workflow.max_concurrent.implementor",
+         "greater than or equal to 1"),
+        ("[workflow.max_concurrent]\nimplementor = 1e11", "workflow.max_concurrent.implementor",
+         "less than or equal to 256"),
+        ('[workflow]\nbranch_prefix = "../"', "workflow.branch_prefix", "one safe name"),
+        ('[workflow]\nbranch_prefix = "-x/"', "workflow.branch_prefix", "one safe name"),
+        ('[workflow]\nbranch_prefix = ".git/"', "workflow.branch_prefix", "one safe name"),
+        ('[workflow]\nbranch_prefix = "x.lock/"', "workflow.branch_prefix", "one safe name"),
+        ('[engine]\nstate_dir = ""', "engine.state_dir", "inside the repository"),
+        ('[engine]\nstate_dir = "../x"', "engine.state_dir", "inside the repository"),
+        ('[engine]\nstate_dir = "/tmp/x"', "engine.state_dir", "inside the repository"),
+        ('[engine]\nstate_dir = ".git"', "engine.state_dir", "not .git"),
+        ('[engine]\nstate_dir = "."', "engine.state_dir", "not .git"),
+        ("[engine]\nshutdown_timeout = 1e400", "engine.shutdown_timeout", "a finite number"),
+        ("[engine]\nshutdown_timeout = 1e9", "engine.shutdown_timeout", "less than or equal"),
+        ("[runtime]\nmax_agent_duration = nan", "runtime.max_agent_duration", "a finite number"),
+        ("[pollers]\nspecs_interval = inf", "pollers.specs_interval", "a finite number"),
+    ],
+)  # fmt: skip
+def test_a_hostile_value_is_refused_at_start_naming_the_key_the_value_and_what_is_allowed(
+    repo: Path, toml: str, key: str, expected: str
+) -> None:
+    write_config(repo, GOOD + toml + "\n")
+    line = one_line_error(cpe("run", cwd=repo))
+    assert f"{key}: expected " in line
+    assert expected in line
+    assert "(got " in line

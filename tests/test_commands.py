@@ -219,12 +219,15 @@ def test_cpe_init_ignores_the_state_dir_an_existing_config_names(tmp_path: Path)
     assert ".cpe/" not in lines
 
 
-def test_cpe_init_adds_no_entry_for_a_state_dir_outside_the_repository(tmp_path: Path) -> None:
+def test_cpe_init_refuses_a_state_dir_outside_the_repository_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
     config = f'[engine]\nstate_dir = "{tmp_path / "state"}"\n'
     repo = make_repo(tmp_path / "repo", {"supervisor.toml": config})
-    result = cpe("init", cwd=repo)
-    assert result.returncode == 0, result.stderr
-    assert (repo / ".gitignore").read_text().splitlines()[-1] == ".worktrees/"
+    before = snapshot(repo)
+    line = one_line_error(cpe("init", cwd=repo))
+    assert "engine.state_dir: expected a directory inside the repository" in line
+    assert snapshot(repo) == before
 
 
 def test_cpe_init_from_a_subdirectory_sets_up_the_repository_root(tmp_path: Path) -> None:
