@@ -218,6 +218,19 @@ def _exit_now(code: int) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`cpe status | head`): end quietly, as `git log | head` does.
+        # Python would report the failed flush of stdout at exit: point it at /dev/null.
+        import os  # noqa: PLC0415
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "check-bash":

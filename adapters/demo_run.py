@@ -120,7 +120,7 @@ def demo(
     the real ``codex`` from PATH, against the same scripted model's Responses API). ``book``
     replaces the scripted model's scenarios (a test plays a loop that cannot finish)."""
     from adapters.demo.book import demo_book  # noqa: PLC0415
-    from adapters.demo.sample import create_sample_repo  # noqa: PLC0415
+    from adapters.demo.sample import SampleRepoError, create_sample_repo  # noqa: PLC0415
     from adapters.runtime.scripted_model import ScriptedModelServer  # noqa: PLC0415
     from adapters.runtime.scripted_model.responses_wire import codex_overrides  # noqa: PLC0415
 
@@ -133,8 +133,19 @@ def demo(
         )
         return 2
     base = directory or Path(tempfile.mkdtemp(prefix="cpe-demo-"))
-    base.mkdir(parents=True, exist_ok=True)
-    repo = create_sample_repo(base / "sample", roles)
+    sample = base / "sample"
+    if (base.exists() and not base.is_dir()) or sample.exists():
+        taken = sample if base.is_dir() else base
+        print(
+            f"cpe demo: {taken} exists; --dir needs a directory without a sample/ in it", file=out
+        )
+        return 2
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        repo = create_sample_repo(sample, roles)
+    except (OSError, SampleRepoError) as exc:
+        print(f"cpe demo: cannot create the sample repository: {exc}", file=out)
+        return 2
     if roles:
         print("cpe demo: " + ", ".join(f"{r} on {k}" for r, k in sorted(roles.items())), file=out)
     print(f"cpe demo: sample repository {repo}", file=out)

@@ -8,6 +8,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -432,3 +433,66 @@ def test_a_hostile_value_is_refused_at_start_naming_the_key_the_value_and_what_i
     assert f"{key}: expected " in line
     assert expected in line
     assert "(got " in line
+
+
+# ---------------------------------------------------------------------------- pipes and the demo
+
+
+def _read_one_line_then_close(*args: str, cwd: Path) -> tuple[int, str]:
+    """``cpe ARGS | head -1``: the reader takes one line and goes away."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "adapters.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    process.stdout.readline()
+    process.stdout.close()
+    code = process.wait(120)
+    errors = process.stderr.read().decode()
+    process.stderr.close()
+    return code, errors
+
+
+@pytest.mark.parametrize("command", ["status", "replay"])
+def test_a_reader_that_goes_away_ends_the_output_quietly_with_exit_0(
+    repo: Path, command: str
+) -> None:
+    from actors.journal import Journal  # noqa: PLC0415
+    from adapters.local.provider import LocalProvider  # noqa: PLC0415
+    from domain.events import WorkItemChanged  # noqa: PLC0415
+    from domain.models import WorkItem  # noqa: PLC0415
+
+    write_config(repo, GOOD)
+    provider = LocalProvider(repo, repo / ".cpe", "main")
+    journal = Journal(repo / ".cpe" / "journal.sqlite3")
+    try:
+        for n in range(1, 3001):  # far more output than a pipe holds
+            wid = provider.work_item_writer.create_work_item(f"item {n} " + "x" * 60, "b")
+            item = WorkItem(id=wid, title=f"item {n}", status="pending")
+            journal.append(WorkItemChanged(work_item=item))
+        journal.mark_processed(journal.last_seq())
+    finally:
+        journal.close()
+        provider.close()
+    code, errors = _read_one_line_then_close(command, cwd=repo)
+    assert (code, errors) == (0, "")
+
+
+@pytest.mark.parametrize("taken", ["sample", "file"])
+def test_cpe_demo_refuses_a_dir_that_is_taken_in_one_line(tmp_path: Path, taken: str) -> None:
+    target = tmp_path / "demo"
+    if taken == "sample":
+        (target / "sample").mkdir(parents=True)
+        (target / "sample" / "x").write_text("mine\n")
+    else:
+        target.write_text("a file\n")
+    result = cpe("demo", "--dir", str(target), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout.strip().startswith("cpe demo: ")
+    assert "exists" in result.stdout
+    assert len(result.stdout.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
