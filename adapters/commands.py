@@ -118,7 +118,19 @@ def init(repo: Path) -> int:
         print(f"wrote {path}")
     if not written:
         print("nothing to do: the repository is already set up")
+    tops = dict.fromkeys(Path(path).parts[0] for path in written)  # .claude/…: .claude
+    print(_NEXT_STEPS.format(paths=" ".join(tops) or "supervisor.toml .claude .gitignore"))
     return 0
+
+
+_NEXT_STEPS = """
+next steps:
+  1. read supervisor.toml (pipeline_command: your test command; auto_merge; concurrency)
+  2. git add {paths} && git commit -m "cpe"   (agents see the committed default branch)
+  3. give the agents a model: export ANTHROPIC_API_KEY=... (or a Claude login: claude login);
+     for codex-cli roles, OPENAI_API_KEY or codex login
+  4. cpe work add "a title" --body "what to do"   (or write specs under specs/)
+  5. cpe run   (Ctrl-C stops it; cpe status shows where things are)"""
 
 
 def _ignore_entry(root: Path, state_dir: str) -> str:

@@ -197,12 +197,15 @@ def test_cpe_init_sets_up_a_fresh_repository_then_writes_nothing(tmp_path: Path)
     assert toml == (ROOT / "supervisor.toml").read_text()
     assert toml.startswith("# supervisor.toml")  # the commented default
     assert {".worktrees/", ".cpe/"} <= set((fresh / ".gitignore").read_text().splitlines())
+    # what to do next: commit what it wrote, credentials, a work item, run
+    steps = first.stdout.split("next steps:", 1)[1]
+    assert "git add supervisor.toml .claude .gitignore && git commit" in steps
+    for needle in ("ANTHROPIC_API_KEY", "cpe work add", "cpe run"):
+        assert needle in steps
     before = snapshot(fresh)
     second = cpe("init", cwd=fresh)
-    assert (second.returncode, second.stdout) == (
-        0,
-        "nothing to do: the repository is already set up\n",
-    )
+    assert second.returncode == 0
+    assert second.stdout.startswith("nothing to do: the repository is already set up\n")
     assert snapshot(fresh) == before
 
 
