@@ -38,6 +38,7 @@ from domain.commands import (
     UpdateRevision,
     idempotency_key,
 )
+from domain.decisions import explain_transition
 from domain.errors import CpeError, ProviderError
 from domain.events import (
     AgentFailed,
@@ -271,6 +272,7 @@ class CommandExecutor:
         match command:
             case TransitionStatus(work_item_id=wid, to=to):
                 w.transition_status(wid, to)
+                log.info("status changed", change=explain_transition(snapshot, wid, to))
                 return [StatusTransitioned(work_item_id=wid, to=to, at=at)]
             case ApplyPlan():
                 created = self._apply_plan(command, key)

@@ -305,7 +305,12 @@ class AgentSession(SupervisedActor):
             crashpoint("session.before_terminal")
             self._inbox.put(event, internal=True)
             crashpoint("session.after_terminal")
-        self.log.info("agent run ended", outcome=event.type, kind=getattr(event, "kind", None))
+        if isinstance(event, AgentFailed):
+            self.log.warning(
+                "agent run failed", outcome=event.type, kind=event.kind, reason=event.reason
+            )
+        else:
+            self.log.info("agent run ended", outcome=event.type)
 
     # ------------------------------------------------------------------ plumbing
 

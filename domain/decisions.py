@@ -17,6 +17,7 @@ from domain.models import (
     ImplementorStartParams,
     ReviewerStartParams,
     Revision,
+    Status,
     WorkItem,
     WorkItemId,
 )
@@ -67,6 +68,30 @@ def run_end_trigger(state: EngineState, item: WorkItem, max_attempts: int) -> Tr
             return "revision-delivered"
         return failed  # validation-failure, no patch, or the revision write failed
     return "run-interrupted"  # requested or running but not in flight cannot happen; be safe
+
+
+def explain_transition(state: EngineState, work_item_id: WorkItemId, to: Status) -> str:
+    """Why the engine moves an item to ``to``, in words for the log: ``#2 in-progress →
+    blocked: attempts exhausted (3 runs); last failure: authentication refused``."""
+    item = state.work_items.get(work_item_id)
+    source = item.status if item is not None else "unknown"
+    head = f"#{work_item_id} {source} → {to}"
+    run = latest_implementor_run(state, work_item_id)
+    if source != "in-progress" or run is None or run.in_flight or to == "in-review":
+        return head
+    attempts = state.attempts.get(work_item_id, 0)
+    last = run.failure_reason or (f"outcome {run.outcome}" if run.outcome else run.status)
+    if to == "blocked" and run.outcome == "blocked":
+        why = "the implementor reported it cannot proceed"
+    elif to == "blocked" and run.status == "cancelled":
+        why = "its run was cancelled"
+    elif to == "blocked":
+        why = f"attempts exhausted ({attempts} runs)"
+    elif run.status == "cancelled":
+        why = "its run was interrupted; it will be run again"
+    else:
+        why = f"attempt {attempts} failed; it will be run again"
+    return f"{head}: {why}; last run: {' '.join(last.split())[:300]}"
 
 
 def settle(state: EngineState, item: WorkItem, max_attempts: int) -> list[EngineCommand]:

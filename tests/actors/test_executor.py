@@ -436,3 +436,26 @@ def test_a_pending_transition_is_left_to_its_cycle_and_settled_when_none_makes_i
     rig.executor.deliver_resumed()
     assert rig.journal.intents("pending") == []
     assert rig.queued() == []
+
+
+def test_a_status_change_the_engine_makes_is_logged_with_why(rig: Rig) -> None:
+    from structlog.testing import capture_logs  # noqa: PLC0415
+
+    from domain.models import AgentRun, WorkItem  # noqa: PLC0415
+
+    rig.tracker.add_item("1", "in-progress")
+    params = ImplementorStartParams(session_id="s1", work_item_id="1", branch_name="cpe/1")
+    run = AgentRun.model_validate(
+        {"session_id": "s1", "params": params, "status": "failed", "failure_reason": "no key"}
+    )
+    snapshot = EngineState(
+        work_items={"1": WorkItem(id="1", title="t", status="in-progress")},
+        agent_runs={"s1": run},
+        attempts={"1": 3},
+    )
+    with capture_logs() as logs:
+        rig.executor.execute(TransitionStatus(work_item_id="1", to="blocked"), snapshot)
+    [line] = [entry for entry in logs if entry["event"] == "status changed"]
+    assert line["change"] == (
+        "#1 in-progress → blocked: attempts exhausted (3 runs); last run: no key"
+    )

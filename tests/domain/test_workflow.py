@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from domain.commands import TransitionStatus
+from domain.decisions import explain_transition
 from domain.events import (
     AgentFailed,
     EngineEvent,
@@ -188,3 +189,34 @@ def test_a_trigger_without_a_row_emits_no_transition() -> None:
 
 def test_every_trigger_is_used_by_a_row() -> None:
     assert {row.trigger for row in WORKFLOW} == set(TRIGGERS)
+
+
+# ---------------------------------------------------------------------------- why, in the log
+
+
+def test_a_transition_to_blocked_after_the_last_attempt_says_so_with_the_last_failure() -> None:
+    before = state(
+        item("1", "in-progress"),
+        runs=[implementor_run("s1", status="failed", failure_reason="authentication refused")],
+        attempts={"1": 3},
+    )
+    text = explain_transition(before, "1", "blocked")
+    assert text == (
+        "#1 in-progress → blocked: attempts exhausted (3 runs); last run: authentication refused"
+    )
+
+
+def test_a_retry_after_a_failed_attempt_says_which_attempt_and_why() -> None:
+    before = state(
+        item("1", "in-progress"),
+        runs=[implementor_run("s1", status="timed-out", failure_reason="exceeded 1800s")],
+        attempts={"1": 1},
+    )
+    assert explain_transition(before, "1", "pending") == (
+        "#1 in-progress → pending: attempt 1 failed; it will be run again; last run: exceeded 1800s"
+    )
+
+
+def test_a_transition_with_a_run_in_flight_names_only_the_move() -> None:
+    before = state(item("1", "pending"), runs=[implementor_run("s1", status="running")])
+    assert explain_transition(before, "1", "in-progress") == "#1 pending → in-progress"
