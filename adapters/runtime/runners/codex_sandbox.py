@@ -1,9 +1,10 @@
 """A codex run whose sandbox could not run its commands, told from one whose commands failed.
 
-codex 0.169.0 reports a command its sandbox could not start to the model only: no
-``command_execution`` item reaches ``exec --json``'s stdout, and the run still ends with
-``turn.completed`` and exit 0, the model having concluded what it liked (observed with a system
-bubblewrap and no helper alias: see ``codex_home``). The evidence is in codex's own session log,
+codex 0.169.0 reports a command its sandbox could not start to the model, and on ``exec
+--json``'s stdout only now and then (a ``command_execution`` item whose output is the error, or
+nothing at all); the run still ends with ``turn.completed`` and exit 0, the model having
+concluded what it liked (observed with a system bubblewrap and no helper alias: see
+``codex_home``). The evidence is in codex's own session log,
 ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``: the outputs of the tool
 calls, as the model got them (a ``function_call_output`` text, or in code mode a
 ``custom_tool_call_output`` whose texts may be JSON with an ``output``).
@@ -87,12 +88,13 @@ def sandbox_failure(
 ) -> SandboxFailure | None:
     """The run's sandbox failure, or None. ``commands``: its completed ``command_execution``
     items from stdout; ``stderr``: what codex printed there."""
-    ran = [c for c in commands if not sandbox_errors(str(c.get("aggregated_output") or ""))]
-    if ran:
-        return None
-    outputs = [str(c.get("aggregated_output") or "") for c in commands]
-    outputs += list(_tool_outputs(session_log)) if session_log is not None else []
-    failing = [errors for errors in map(sandbox_errors, outputs) if errors]
+    shown = [str(c.get("aggregated_output") or "") for c in commands]
+    if any(not sandbox_errors(output) for output in shown):
+        return None  # a command ran
+    # The session log has every tool output; stdout shows some of them (when codex reports a
+    # command it could not start there at all, which depends on timing): one or the other.
+    logged = list(_tool_outputs(session_log)) if session_log is not None else []
+    failing = [errors for errors in map(sandbox_errors, logged or shown) if errors]
     if not failing:
         return None
     distinct = tuple(dict.fromkeys(error for errors in failing for error in errors))

@@ -119,6 +119,14 @@ def test_commands_that_all_failed_in_the_sandbox_are_a_failure_naming_the_error_
     )
 
 
+def test_a_command_both_on_stdout_and_in_the_session_log_counts_once(tmp_path: Path) -> None:
+    """codex prints a command it could not start on stdout only now and then (timing)."""
+    log = session_log(tmp_path, "t", EXEC_COMMAND)
+    failure = sandbox_failure(log, [ran(f"{NO_HELPER}\n", 1)], WARNING)
+    assert failure is not None
+    assert (failure.failed, failure.errors) == (1, (NO_HELPER,))
+
+
 def test_a_run_in_which_a_command_ran_is_no_sandbox_failure(tmp_path: Path) -> None:
     log = session_log(tmp_path, "t", EXEC_COMMAND)
     assert sandbox_failure(log, [ran("ok\n")], WARNING) is None
