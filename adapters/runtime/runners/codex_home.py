@@ -3,15 +3,14 @@
 Why the place matters. At every start codex makes its helper aliases (``codex-linux-sandbox``,
 ``apply_patch``: links to its own binary) in a private directory under ``CODEX_HOME`` and puts
 that directory first on ``PATH``. It refuses to when ``CODEX_HOME`` lies under the temporary
-directory as Rust's ``std::env::temp_dir()`` reads it, ``$TMPDIR`` or else ``/tmp``
-(``prepend_path_entry_for_codex_aliases`` in codex's ``codex-rs/arg0``: a ``PATH`` entry in a
-shared temporary directory is what it guards against), warns "Refusing to create helper
-binaries under temporary dir" and goes on without them. Its Linux sandbox then breaks wherever
-a system ``bwrap`` older than 0.9.0 is on ``PATH`` (Debian 12, Ubuntu 22.04; every Flatpak
-user has one): such a bwrap has no ``--argv0``, so codex tells it to exec the helper by its
-alias name, and every command fails with ``bwrap: execvp codex-linux-sandbox: No such file or
-directory`` (``codex_sandbox`` turns that into the run's failure). Without a system bwrap codex
-runs its bundled one, which needs no alias.
+directory as Rust's ``std::env::temp_dir()`` reads it, ``$TMPDIR`` or else ``/tmp`` (a ``PATH``
+entry in a shared temporary directory is what it guards against), warns "Refusing to create
+helper binaries under temporary dir" and goes on without them. Its Linux sandbox then breaks
+wherever a system ``bwrap`` older than 0.9.0 is on ``PATH`` (Debian 12, Ubuntu 22.04; every
+Flatpak user has one): such a bwrap has no ``--argv0``, so codex tells it to exec the helper by
+its alias name, and every command fails with ``bwrap: execvp codex-linux-sandbox: No such file
+or directory`` (``codex_sandbox`` turns that into the run's failure). Without a system bwrap
+codex runs its bundled one, which needs no alias.
 
 So an isolated home (the demo's, the tests': their state directory is under ``/tmp``) goes to
 the first of these places that is not under codex's temporary directory:
@@ -21,9 +20,10 @@ the first of these places that is not under codex's temporary directory:
 2. A private directory (``mkdtemp``: 0700, a name nobody can guess) in ``$XDG_CACHE_HOME/cpe/
    codex-homes`` (``~/.cache/cpe/codex-homes``), or else in ``/var/tmp`` (on every Linux,
    and not what codex calls temporary; a home of ours there is no more exposed than in the
-   cache), removed when the run ends. A run holds an ``flock`` on its home's lock file while
-   it lives; a home whose lock nobody holds belongs to a run whose cpe was killed, and the next
-   home made in the same place removes it (codex cleans its own alias directories that way).
+   cache), removed when the run ends (codex's session log is kept with the run's artifacts,
+   ``codex_run.py``). A run holds an ``flock`` on its home's lock file while it lives; a home
+   whose lock nobody holds belongs to a run whose cpe was killed, and the next home made in the
+   same place removes it (codex cleans its own alias directories that way).
 3. None: the state directory anyway, marked ``accepted=False``; codex will not make its
    helpers there, and the run's metadata says so.
 

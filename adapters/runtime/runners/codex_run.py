@@ -11,6 +11,7 @@ released when the run ends.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from dataclasses import dataclass, field
@@ -21,12 +22,13 @@ from adapters.runtime.artifacts import RunArtifacts
 from adapters.runtime.runners.base import RunRequest
 from adapters.runtime.runners.claude_cli import CliOutcome, EventCallback, JsonlRun
 from adapters.runtime.runners.codex_home import CodexHome
-from adapters.runtime.runners.codex_sandbox import INFRASTRUCTURE, check_run
+from adapters.runtime.runners.codex_sandbox import INFRASTRUCTURE, check_run, find_session_log
 from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome
 
-__all__ = ["LAST_MESSAGE_FILE", "CodexCliRun"]
+__all__ = ["LAST_MESSAGE_FILE", "SESSION_LOG_FILE", "CodexCliRun"]
 
 LAST_MESSAGE_FILE = "codex-last-message.txt"
+SESSION_LOG_FILE = "codex-session.jsonl"  # attached when the run's home is removed
 
 
 @dataclass
@@ -85,10 +87,26 @@ class CodexCliRun(JsonlRun):
             if self.isolated_home is not None:
                 self.isolated_home.release()
 
+    def _session_log(self) -> Path | None:
+        """codex's own log of this run, in its ``CODEX_HOME``."""
+        if self.codex_home is None or self.thread_id is None:
+            return None
+        return find_session_log(self.codex_home, self.thread_id)
+
+    def _keep_session_log(self, log: Path | None) -> None:
+        """A home removed at the end would take codex's session log (the tool outputs the
+        model got) with it: keep a copy with the run's artifacts."""
+        if log is None or self.isolated_home is None or not self.isolated_home.removable:
+            return
+        with contextlib.suppress(OSError):
+            text = log.read_text(encoding="utf-8", errors="replace")
+            self.artifacts.attach("codex_session_log", SESSION_LOG_FILE, text)
+
     def _conclude(self, ended: ProcessOutcome) -> CliOutcome:
         termination, reason = ended.termination, ended.reason
         infrastructure: str | None = None
         last = self._last_message()
+        session_log = self._session_log()
         if termination == "completed":
             if self.malformed:
                 termination, reason = "error", f"{len(self.malformed)} malformed stdout line(s)"
@@ -98,9 +116,7 @@ class CodexCliRun(JsonlRun):
                 termination, reason = "error", "codex ended without a turn.completed event"
             elif last is None:
                 termination, reason = "error", "codex wrote no --output-last-message file"
-            elif (
-                sandbox := check_run(self.codex_home, self.thread_id, self.commands, ended)
-            ) is not None:
+            elif (sandbox := check_run(session_log, self.commands, ended)) is not None:
                 termination, reason, infrastructure = "error", sandbox.reason, INFRASTRUCTURE
                 self.artifacts.annotate(infrastructure_failure=INFRASTRUCTURE)
         elif self.turn_failed is not None:
@@ -109,6 +125,7 @@ class CodexCliRun(JsonlRun):
             self.result = self._result(last, termination == "completed")
         if ended.cancelled_at is not None:
             self.artifacts.annotate(cancelled_at=ended.cancelled_at.isoformat())
+        self._keep_session_log(session_log)
         finished = self.artifacts.finish(
             termination,
             ended.exit_code,

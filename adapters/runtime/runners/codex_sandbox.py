@@ -103,21 +103,14 @@ def sandbox_failure(
 
 
 def check_run(
-    codex_home: Path | None,
-    thread_id: str | None,
-    commands: Sequence[Mapping[str, Any]],
-    ended: ProcessOutcome,
+    session_log: Path | None, commands: Sequence[Mapping[str, Any]], ended: ProcessOutcome
 ) -> SandboxFailure | None:
-    """:func:`sandbox_failure` of a finished run: its session log found in ``codex_home`` by
-    its thread id, its stderr read from the process's log."""
-    log = None
-    if codex_home is not None and thread_id is not None:
-        log = find_session_log(codex_home, thread_id)
+    """:func:`sandbox_failure` of a finished run, its stderr read from the process's log."""
     try:
         stderr = ended.stderr_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         stderr = ""
-    return sandbox_failure(log, commands, stderr)
+    return sandbox_failure(session_log, commands, stderr)
 
 
 def _tool_outputs(session_log: Path) -> Iterator[str]:

@@ -172,7 +172,9 @@ def test_an_isolated_run_gets_its_own_codex_home_and_leaves_nothing_outside_its_
         True,
     )
     assert list(users.iterdir()) == []  # the CODEX_HOME it was given stayed untouched
-    assert list(outside.iterdir()) == []  # the run's home is gone
+    assert list(outside.iterdir()) == []  # the run's home is gone...
+    kept = tmp / "state" / "runs" / "run-1" / "codex-session.jsonl"  # ...its session log is not
+    assert '"function_call_output"' in kept.read_text()
     # the session log was read before the home went: a broken sandbox is still told apart
     assert (outcome.termination, outcome.infrastructure) == (
         ("completed", None) if mode == "ok" else ("error", "sandbox")
