@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from actors.journal import Journal
 from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE
-from tests.real_clis import real_codex
+from tests.real_clis import bwrap_variants, codex_path, real_codex
 
 CPE = Path(sys.executable).parent / "cpe"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_demo(tmp_path: Path, *options: str, path: str | None = None) -> tuple[Path, str]:
+def run_demo(
+    tmp_path: Path, *options: str, path: str | None = None, env: dict[str, str] | None = None
+) -> tuple[Path, str]:
     """``cpe demo`` in a subprocess; it must exit 0 and say OK. Returns the sample repo and
     what the demo printed."""
     result = subprocess.run(
@@ -29,7 +34,12 @@ def run_demo(tmp_path: Path, *options: str, path: str | None = None) -> tuple[Pa
         timeout=580,
         check=False,
         cwd=tmp_path,
-        env={"PATH": path or os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
+        env={
+            "PATH": path or os.environ["PATH"],
+            "HOME": str(tmp_path),
+            "LANG": "C.UTF-8",
+            **(env or {}),
+        },
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "cpe demo: OK" in result.stdout
@@ -85,8 +95,19 @@ sys.exit(demo(Path({str(tmp_path)!r}), book=book))
     assert "completed, blocked" in last_run  # the run completed with the outcome "blocked"
 
 
+@pytest.fixture
+def cache() -> Iterator[Path]:
+    """The demo's ``XDG_CACHE_HOME``, outside the temporary directory (its ``HOME`` is not)."""
+    directory = Path(tempfile.mkdtemp(prefix="cpe-demo-cache-", dir="/var/tmp"))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.spec("S003-15")
+@pytest.mark.parametrize("bwrap", bwrap_variants())
 @pytest.mark.parametrize(
     "roles",
     [
@@ -95,13 +116,19 @@ sys.exit(demo(Path({str(tmp_path)!r}), book=book))
     ],
     ids=["mixed", "all-codex"],
 )
-def test_the_demo_loop_runs_on_other_runtimes(tmp_path: Path, roles: dict[str, str]) -> None:
+def test_the_demo_loop_runs_on_other_runtimes(
+    tmp_path: Path, cache: Path, roles: dict[str, str], bwrap: str
+) -> None:
     """Teams mix agents: the real codex (its default model, code mode) and the real claude CLI
-    in -p mode take roles in the same loop; the engine does not change."""
+    in -p mode take roles in the same loop; the engine does not change. codex runs with the
+    system ``bwrap`` on its PATH (where there is one) and without; the demo's state is under
+    the temporary directory, so each codex run's home is made in the cache and removed."""
     options = [arg for role, kind in roles.items() for arg in ("--runtime", f"{role}={kind}")]
-    codex_bin = real_codex().parent
-    repo, stdout = run_demo(tmp_path, *options, path=f"{codex_bin}{os.pathsep}{os.environ['PATH']}")
+    path = f"{real_codex().parent}{os.pathsep}{os.environ['PATH']}"
+    path = codex_path(bwrap, path, tmp_path / "path")
+    repo, stdout = run_demo(tmp_path, *options, path=path, env={"XDG_CACHE_HOME": str(cache)})
     assert_loop_done(repo)
+    assert list((cache / "cpe" / "codex-homes").iterdir()) == []  # made there, then removed
     families: dict[str, set[str]] = {}
     for metadata in (repo / ".cpe" / "runs").glob("*/runner_metadata.json"):
         meta = json.loads(metadata.read_text())

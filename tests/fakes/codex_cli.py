@@ -45,7 +45,13 @@ Behaviour comes from the environment:
     ``FAKE_CODEX_EXIT_CODE`` (default 101, Rust's panic status). ``no_output``: exit 0 having
     printed nothing and written no ``-o`` file. ``garbage``: ``thread.started`` and
     ``turn.started``, a non-JSON line and a line that starts with ``{`` but is not JSON, then
-    exit 0 without a turn end.
+    exit 0 without a turn end. ``sandbox_broken``: as ``ok``, but as with a system bubblewrap
+    and no helper alias, stderr says codex could not create its PATH aliases and the command
+    never starts: no ``command_execution`` item, the model gets ``NO_HELPER``; exit 0.
+``CODEX_HOME``
+    Where a run leaves its session log, as the real one (which defaults to ``~/.codex``; the
+    fake does not): ``sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl``, the command's call
+    and the output the model got.
 ``FAKE_CODEX_PID_FILE`` / ``FAKE_CODEX_RECORD``
     A file that receives this process's pid (before any output), and a JSONL file that
     receives ``{"argv", "cwd", "prompt", "config", "output_schema", …}`` once arguments parse.
@@ -63,6 +69,7 @@ import shlex
 import signal
 import sys
 import threading
+import time
 import tomllib
 import uuid
 from pathlib import Path
@@ -70,6 +77,8 @@ from typing import Any, NoReturn
 
 VERSION = "0.169.0"
 MODES = ("ok", "turn_failed", "hang", "ignore_sigterm", "crash", "no_output", "garbage")
+MODES += ("sandbox_broken",)  # the sandbox cannot start a command
+NO_HELPER = "bwrap: execvp codex-linux-sandbox: No such file or directory\n"
 USAGE = {
     "input_tokens": 200,
     "cached_input_tokens": 40,
@@ -215,6 +224,7 @@ class Run:
         self.last_message_file: str | None = options.output_last_message
         self.ids = 0
         self.final = ""
+        self.session_log: Path | None = None
 
     def emit(self, event: dict[str, Any]) -> None:
         if self.json:
@@ -238,17 +248,36 @@ class Run:
         self.emit({"type": "item.completed", "item": item})
 
     def start(self) -> None:
-        self.emit({"type": "thread.started", "thread_id": str(uuid.uuid4())})
+        thread = str(uuid.uuid4())
+        self.emit({"type": "thread.started", "thread_id": thread})
         self.emit({"type": "turn.started"})
+        if _env("CODEX_HOME"):
+            day = Path(_env("CODEX_HOME"), "sessions", time.strftime("%Y/%m/%d"))
+            day.mkdir(parents=True, exist_ok=True)
+            self.session_log = day / f"rollout-{time.strftime('%Y-%m-%dT%H-%M-%S')}-{thread}.jsonl"
 
-    def command(self) -> None:
+    def log_call(self, command: str, output: str, code: int) -> None:
+        """The call and its output, in the shapes of codex's session log."""
+        if self.session_log is not None:
+            text = f"Process exited with code {code}\nOutput:\n{output}"
+            call = {"type": "function_call", "name": "exec_command", "arguments": command}
+            result = {"type": "function_call_output", "output": text}
+            with self.session_log.open("a", encoding="utf-8") as log:
+                for payload in (call, result):
+                    log.write(json.dumps({"type": "response_item", "payload": payload}) + "\n")
+
+    def command(self, started: bool = True) -> None:
         command = f"/bin/bash -lc {shlex.quote(_env('FAKE_CODEX_COMMAND', 'echo hello'))}"
+        if not started:  # the sandbox could not start it: only the model hears of it
+            self.log_call(command, NO_HELPER, 1)
+            return
         fields: dict[str, Any] = {"command": command, "aggregated_output": ""}
         self.item("command_execution", True, **fields, exit_code=None, status="in_progress")
         code = int(_env("FAKE_CODEX_COMMAND_EXIT", "0"))
         fields["aggregated_output"] = _env("FAKE_CODEX_COMMAND_OUTPUT", "hello\n")
         status = "completed" if code == 0 else "failed"
         self.item("command_execution", False, **fields, exit_code=code, status=status)
+        self.log_call(command, fields["aggregated_output"], code)
 
     def file_change(self, relative: str) -> None:
         target = (Path.cwd() / relative).resolve()
@@ -302,7 +331,7 @@ def play(mode: str, options: argparse.Namespace, config: dict[str, Any]) -> int:
     if mode == "crash":
         _say("thread 'main' panicked at codex-rs/exec/src/lib.rs: fake codex: simulated crash")
         return int(_env("FAKE_CODEX_EXIT_CODE", "101"))
-    run.command()
+    run.command(started=mode != "sandbox_broken")
     if _env("FAKE_CODEX_FILE"):
         run.file_change(_env("FAKE_CODEX_FILE"))
     output = _env("FAKE_CODEX_OUTPUT")
@@ -323,6 +352,12 @@ def main(argv: list[str]) -> int:
         return 2
     if mode == "ignore_sigterm":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if mode == "sandbox_broken":
+        _say(
+            "WARNING: proceeding, even though we could not create PATH aliases: Refusing to "
+            'create helper binaries under temporary dir "/tmp" (codex_home: '
+            f'AbsolutePathBuf("{_env("CODEX_HOME")}"))'
+        )
     if _env("FAKE_CODEX_PID_FILE"):
         Path(_env("FAKE_CODEX_PID_FILE")).write_text(f"{os.getpid()}\n")
     if argv in (["--version"], ["-V"]):

@@ -65,7 +65,10 @@ EventCallback = Callable[[dict[str, Any]], None]
 
 @dataclass(frozen=True)
 class CliOutcome:
-    """How a CLI run ended: the termination, the ``result`` event, the finished artifacts."""
+    """How a CLI run ended: the termination, the ``result`` event, the finished artifacts.
+
+    ``infrastructure`` names what failed under the agent when that, not the agent's work,
+    ended the run (``"sandbox"``: codex's sandbox could not run commands); None otherwise."""
 
     termination: Termination
     exit_code: int | None
@@ -73,6 +76,7 @@ class CliOutcome:
     result: dict[str, Any] | None
     artifacts: FinishedArtifacts
     process: ProcessOutcome | None
+    infrastructure: str | None = None
 
 
 class JsonlRun(ABC):

@@ -18,26 +18,26 @@ hangs it for ever (pitfall §5.2). A prompt too long for argv goes on stdin from
 ``codex_last_message``); the metadata, with the prompt, is written before the process starts
 (S003-05). Agent instructions go in as ``-c developer_instructions=…``.
 
-Termination (seed 004 §7): exit 0 with a ``turn.completed`` is ``completed``; a ``turn.failed``,
-a non-zero exit, an exit 0 without ``turn.completed`` or without the last-message file, and a
-stdout line that is not a JSON object are ``error``; the timeouts are the process layer's. The
-events are read leniently: unknown types are kept and ignored, ``error`` items are non-fatal.
+How a run ends, and what its events mean, is ``codex_run.CodexCliRun``'s.
+
+A runner built with ``isolated_home`` gives each run its own ``CODEX_HOME`` (never the user's),
+placed where codex accepts it and removed or kept as ``codex_home`` explains.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from adapters.runtime.artifacts import RunArtifacts
 from adapters.runtime.claude_sdk import MODEL_VARIABLES
 from adapters.runtime.runners.base import RunnerCapabilities, RunRequest, check_request
-from adapters.runtime.runners.claude_cli import CliOutcome, EventCallback, JsonlRun, launch
-from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome
+from adapters.runtime.runners.claude_cli import EventCallback, launch
+from adapters.runtime.runners.codex_home import CodexHome, codex_home_of
+from adapters.runtime.runners.codex_run import CodexCliRun
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from domain.ports import RuntimeAdapterDeps
 from domain.results import OUTPUT_MODELS, output_schema, strict_output_schema
@@ -73,7 +73,6 @@ CODEX_MODEL_VARIABLES = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "
 ARGV_PROMPT_BYTES = 100_000  # an argv string is at most 128 KiB on Linux; longer: on stdin
 SCHEMA_FILE = "codex-output-schema.json"  # attached: the strict schema codex was given
 LAST_MESSAGE_CAPTURE = ".codex-last-message"  # codex's -o file, attached at the end
-LAST_MESSAGE_FILE = "codex-last-message.txt"
 
 
 def toml_string(value: str) -> str:
@@ -103,102 +102,6 @@ def codex_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return dict(schema)
 
 
-@dataclass
-class CodexCliRun(JsonlRun):
-    """The process handle of one ``codex-cli`` run."""
-
-    kind_of_event: ClassVar[str] = "codex JSONL event"
-
-    request: RunRequest
-    artifacts: RunArtifacts
-    process: ProcessHandle
-    last_message_path: Path
-    on_event: EventCallback | None = None
-    thread_id: str | None = None
-    turns_completed: int = 0
-    turn_failed: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
-    malformed: list[str] = field(default_factory=list)
-    result: dict[str, Any] | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _outcome: CliOutcome | None = None
-
-    def _event(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
-            self.thread_id = event["thread_id"]
-        elif kind == "turn.completed":
-            self.turns_completed += 1
-            usage = event.get("usage")
-            for key, value in usage.items() if isinstance(usage, dict) else ():
-                if isinstance(value, int) and not isinstance(value, bool):
-                    self.usage[key] = self.usage.get(key, 0) + value
-        elif kind == "turn.failed":
-            error = event.get("error")
-            message = error.get("message") if isinstance(error, dict) else None
-            self.turn_failed = str(message or "turn failed")
-
-    def _last_message(self) -> str | None:
-        try:
-            text = self.last_message_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-        self.artifacts.attach("codex_last_message", LAST_MESSAGE_FILE, text)
-        self.last_message_path.unlink(missing_ok=True)
-        return text
-
-    def _finish(self, ended: ProcessOutcome) -> CliOutcome:
-        termination, reason = ended.termination, ended.reason
-        last = self._last_message()
-        if termination == "completed":
-            if self.malformed:
-                termination, reason = "error", f"{len(self.malformed)} malformed stdout line(s)"
-            elif self.turn_failed is not None:
-                termination, reason = "error", f"turn.failed: {self.turn_failed}"
-            elif self.turns_completed == 0:
-                termination, reason = "error", "codex ended without a turn.completed event"
-            elif last is None:
-                termination, reason = "error", "codex wrote no --output-last-message file"
-        elif self.turn_failed is not None:
-            reason = f"{reason}; turn.failed: {self.turn_failed}"
-        if self.turns_completed or self.turn_failed is not None:
-            self.result = self._result(last, termination == "completed")
-        if ended.cancelled_at is not None:
-            self.artifacts.annotate(cancelled_at=ended.cancelled_at.isoformat())
-        finished = self.artifacts.finish(
-            termination,
-            ended.exit_code,
-            final_response=self.result if self.result is not None else last,
-            reason=reason,
-        )
-        if finished.termination != termination:  # a required artifact was lost
-            termination = "error"
-            reason = reason or "required artifacts missing"
-        return CliOutcome(termination, ended.exit_code, reason, self.result, finished, ended)
-
-    def _result(self, last: str | None, success: bool) -> dict[str, Any]:
-        """The run's result in the shape ``CliRuntime`` reads (``structured_output``, usage)."""
-        structured: Any = None
-        if last and self.request.output_schema is not None:
-            try:
-                structured = json.loads(last)
-            except ValueError:
-                self.artifacts.note("the last message is not the JSON the schema asks for")
-        return {
-            "type": "result",
-            "subtype": "success"
-            if success
-            else ("error_turn_failed" if self.turn_failed is not None else "error"),
-            "is_error": not success,
-            "result": last,
-            "structured_output": structured,
-            "num_turns": self.turns_completed,
-            "usage": dict(self.usage),
-            "session_id": self.thread_id,
-            "source": "codex exec --output-last-message",
-        }
-
-
 class CodexCliRunner:
     """``RunnerAdapter`` for ``codex exec``; runs land in ``<state_dir>/runs/<run_id>``."""
 
@@ -214,6 +117,8 @@ class CodexCliRunner:
         overrides: Sequence[str] = (),
         sandbox: SandboxMode = "workspace-write",
         argv_prompt_bytes: int = ARGV_PROMPT_BYTES,
+        isolated_home: bool = False,
+        home_roots: Sequence[Path] | None = None,
     ) -> None:
         for override in overrides:
             key, equals, _ = override.partition("=")
@@ -227,6 +132,8 @@ class CodexCliRunner:
         self.overrides = tuple(overrides)
         self.argv_prompt_bytes = argv_prompt_bytes
         self.sandbox = sandbox
+        self.isolated_home = isolated_home
+        self.home_roots = None if home_roots is None else tuple(home_roots)  # codex_home's
         self.capabilities = replace(
             CODEX_CAPABILITIES,
             writable_workspace=sandbox != "read-only",
@@ -307,17 +214,34 @@ class CodexCliRunner:
                 "codex_output_schema", SCHEMA_FILE, json.dumps(codex_schema(run.output_schema))
             )
         last = run_dir / LAST_MESSAGE_CAPTURE
-        return launch(
-            argv,
-            run,
-            env,
-            artifacts,
-            lambda process: CodexCliRun(run, artifacts, process, last, on_event),
-            stdin_prompt=prompt if via_stdin else None,
-            wall_timeout=run.wall_timeout or self.wall_timeout,
-            idle_timeout=run.idle_timeout or self.idle_timeout,
-            kill_grace=self.kill_grace,
-        )
+        env = dict(env or {})
+        home = None
+        if self.isolated_home:
+            home = CodexHome.isolated(self.state_dir, run.run_id, env, self.home_roots)
+            env["CODEX_HOME"] = str(home.path)
+            artifacts.annotate(
+                codex_home=str(home.path),
+                codex_home_kept=not home.removable,
+                codex_home_accepted=home.accepted,  # False: codex makes no helper aliases
+            )
+        try:
+            return launch(
+                argv,
+                run,
+                env,
+                artifacts,
+                lambda process: CodexCliRun(
+                    run, artifacts, process, last, on_event, codex_home_of(env), home
+                ),
+                stdin_prompt=prompt if via_stdin else None,
+                wall_timeout=run.wall_timeout or self.wall_timeout,
+                idle_timeout=run.idle_timeout or self.idle_timeout,
+                kill_grace=self.kill_grace,
+            )
+        except BaseException:
+            if home is not None:
+                home.release()
+            raise
 
     def stop(self, handle: CodexCliRun) -> None:
         handle.stop()
@@ -349,6 +273,7 @@ def create_codex_runtime(
         overrides=overrides,
         models=models,
         sandbox=sandbox,
+        isolated_home=config.isolated_home,
     )
     if config.model_variables == MODEL_VARIABLES:  # the claude default: codex needs its own
         config = config.model_copy(update={"model_variables": CODEX_MODEL_VARIABLES})

@@ -297,7 +297,16 @@ class CliRuntime:
 
     async def _result(self, run: _Run, outcome: CliOutcome) -> AgentResult:
         if outcome.termination != "completed" or outcome.result is None:
+            # A run that failed under the agent (outcome.infrastructure, e.g. codex's sandbox
+            # could not run commands) is "failed" too, until the domain has a kind for it.
             kind = _FAILURE_KIND.get(outcome.termination, "failed")
+            if outcome.infrastructure is not None:
+                log.warning(
+                    "the agent run failed under the agent",
+                    cause=outcome.infrastructure,
+                    session_id=run.params.session_id,
+                    reason=outcome.reason,
+                )
             raise AgentFailure(kind, f"{outcome.termination}: {outcome.reason}")
         structured = outcome.result.get("structured_output")
         return await self.provisioner.result(run.params.role, structured, run.worktree)

@@ -6,6 +6,11 @@ of its group survives.
 codex picks its tools by model: ``gpt-5-codex`` is offered ``exec_command`` (Write/Edit go
 through it as ``apply_patch`` heredocs); the default model runs in code mode (one JavaScript
 ``exec`` tool). Both are played here.
+
+Every test runs codex twice where bubblewrap is installed (always in CI): with ``bwrap`` on its
+PATH, and with a PATH that hides it; codex's sandbox then runs on the system bubblewrap or on
+the one codex bundles, and each broke in its own way (``tests/real_clis.py``). The runs get an
+isolated ``CODEX_HOME`` as the demo's do, and leave none behind.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +40,13 @@ from adapters.runtime.scripted_model import (
 from adapters.runtime.scripted_model.responses_wire import codex_overrides
 from domain.models import AgentRole
 from domain.results import output_schema, validate_output
-from tests.real_clis import real_codex
+from tests.real_clis import (
+    WITH_BWRAP,
+    bwrap_needs_codex_helper_alias,
+    bwrap_variants,
+    codex_path,
+    real_codex,
+)
 from tests.repos import make_repo
 
 WAIT = 90.0  # seconds; a scripted codex run takes one to three here
@@ -60,51 +72,62 @@ def server() -> Iterator[ScriptedModelServer]:
         yield s
 
 
-def env(tmp_path: Path) -> dict[str, str]:
-    """An isolated HOME and CODEX_HOME; PATH with the system and node (codex is a node script);
-    no API key: the scripted provider entry names none."""
-    home = tmp_path / "home"
-    (home / ".codex").mkdir(parents=True, exist_ok=True)
-    node = shutil.which("node")
-    assert node is not None, "the real codex needs node on PATH"
-    path = ["/usr/bin", "/bin", str(Path(node).parent)]
-    return {
-        "HOME": str(home),
-        "CODEX_HOME": str(home / ".codex"),
-        "PATH": ":".join(dict.fromkeys(path)),
-    }
+@dataclass(frozen=True)
+class Codex:
+    """The real codex as a test runs it: ``bwrap`` on its PATH or hidden (``with-bwrap``,
+    ``without-bwrap``), an isolated HOME, its isolated homes made in ``homes``."""
+
+    tmp_path: Path
+    bwrap: str
+    homes: Path
+
+    def env(self) -> dict[str, str]:
+        """HOME; PATH with the system and node (codex is a node script); no API key: the
+        scripted provider entry names none."""
+        home = self.tmp_path / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        node = shutil.which("node")
+        assert node is not None, "the real codex needs node on PATH"
+        path = ":".join(dict.fromkeys(["/usr/bin", "/bin", str(Path(node).parent)]))
+        return {"HOME": str(home), "PATH": codex_path(self.bwrap, path, self.tmp_path)}
+
+    def runner(
+        self, server: ScriptedModelServer, sandbox: SandboxMode = "workspace-write", **kw: Any
+    ) -> CodexCliRunner:
+        return CodexCliRunner(
+            self.tmp_path / "state",
+            cli_path=str(real_codex()),
+            kill_grace=2,
+            models=("gpt-5-codex",),
+            overrides=codex_overrides(server.base_url),
+            sandbox=sandbox,
+            **{"isolated_home": True, "home_roots": [self.homes], **kw},
+        )
+
+    def request(
+        self, worktree: Path, prompt: str, *, role: AgentRole = "implementor", **kw: Any
+    ) -> RunRequest:
+        return RunRequest(
+            run_id=kw.pop("run_id", "run-1"),
+            worktree_path=worktree,
+            prompt=prompt,
+            env=kw.pop("env", None) or self.env(),
+            output_schema=output_schema(role),
+            wall_timeout=WAIT,
+            **kw,
+        )
 
 
-def runner(
-    tmp_path: Path, server: ScriptedModelServer, sandbox: SandboxMode = "workspace-write"
-) -> CodexCliRunner:
-    return CodexCliRunner(
-        tmp_path / "state",
-        cli_path=str(real_codex()),
-        kill_grace=2,
-        models=("gpt-5-codex",),
-        overrides=codex_overrides(server.base_url),
-        sandbox=sandbox,
-    )
-
-
-def request(
-    tmp_path: Path,
-    worktree: Path,
-    prompt: str,
-    *,
-    role: AgentRole = "implementor",
-    **kw: Any,
-) -> RunRequest:
-    return RunRequest(
-        run_id=kw.pop("run_id", "run-1"),
-        worktree_path=worktree,
-        prompt=prompt,
-        env=env(tmp_path),
-        output_schema=output_schema(role),
-        wall_timeout=WAIT,
-        **kw,
-    )
+@pytest.fixture(params=bwrap_variants())
+def codex(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Codex]:
+    """Each test once per way codex finds bubblewrap. The homes' directory is outside the
+    temporary directory, as codex wants; each run must have removed its home by the end."""
+    homes = Path(tempfile.mkdtemp(prefix="cpe-codex-homes-", dir="/var/tmp"))
+    try:
+        yield Codex(tmp_path, str(request.param), homes)
+        assert list(homes.iterdir()) == [], "a codex home was left behind"
+    finally:
+        shutil.rmtree(homes, ignore_errors=True)
 
 
 def finish(handle: CodexCliRun) -> CliOutcome:
@@ -144,15 +167,14 @@ def completed_items(events: list[dict[str, Any]], kind: str) -> list[dict[str, A
     ids=["gpt-5-codex", "default-model-code-mode", "full-access"],
 )
 def test_the_real_codex_plays_an_implementor_scenario_to_completion(
-    tmp_path: Path,
     worktree: Path,
     server: ScriptedModelServer,
+    codex: Codex,
     case: tuple[str | None, SandboxMode, str],
 ) -> None:
     model, sandbox, call = case  # call: how the scripted model sends Bash, Write and Edit
-    codex = runner(tmp_path, server, sandbox)
-    req = request(tmp_path, worktree, "Implement Work Item #1: add greet(name).", model=model)
-    outcome = finish(codex.start(req, req.prompt, req.env))
+    req = codex.request(worktree, "Implement Work Item #1: add greet(name).", model=model)
+    outcome = finish(codex.runner(server, sandbox).start(req, req.prompt, req.env))
 
     assert (outcome.termination, outcome.exit_code, outcome.reason) == ("completed", 0, None)
     # codex itself applied the scripted patches (Write, then Edit) in the worktree
@@ -226,12 +248,11 @@ def test_the_real_codex_plays_an_implementor_scenario_to_completion(
 @pytest.mark.spec("S003-13")
 @pytest.mark.spec("S004-11")
 def test_a_model_api_error_ends_the_real_codex_run_as_an_error(
-    tmp_path: Path, worktree: Path, server: ScriptedModelServer
+    worktree: Path, server: ScriptedModelServer, codex: Codex
 ) -> None:
     # No scenario of the book plays a planner: the scripted model answers 400.
-    codex = runner(tmp_path, server)
-    req = request(tmp_path, worktree, "Plan the specs.", role="planner")
-    outcome = finish(codex.start(req, req.prompt, req.env))
+    req = codex.request(worktree, "Plan the specs.", role="planner")
+    outcome = finish(codex.runner(server).start(req, req.prompt, req.env))
 
     assert outcome.termination == "error"
     assert outcome.exit_code not in (0, None)
@@ -251,11 +272,10 @@ def test_a_model_api_error_ends_the_real_codex_run_as_an_error(
 @pytest.mark.spec("S003-13")
 @pytest.mark.spec("S004-11")
 def test_a_hanging_model_gets_the_real_codex_killed_idle(
-    tmp_path: Path, worktree: Path, server: ScriptedModelServer
+    worktree: Path, server: ScriptedModelServer, codex: Codex
 ) -> None:
-    codex = runner(tmp_path, server)
-    req = request(tmp_path, worktree, "Implement Work Item #8.", idle_timeout=3.0)
-    outcome = finish(codex.start(req, req.prompt, req.env))
+    req = codex.request(worktree, "Implement Work Item #8.", idle_timeout=3.0)
+    outcome = finish(codex.runner(server).start(req, req.prompt, req.env))
 
     assert outcome.termination == "killed_idle"
     assert outcome.result is None
@@ -287,7 +307,7 @@ def outside() -> Iterator[Path]:
     ("read_only", "inside_written"), [(False, True), (True, False)], ids=["write", "read-only"]
 )
 def test_the_codex_sandbox_confines_the_agents_writes(
-    tmp_path: Path, worktree: Path, outside: Path, read_only: bool, inside_written: bool
+    worktree: Path, outside: Path, codex: Codex, read_only: bool, inside_written: bool
 ) -> None:
     """What cpe relies on instead of tool lists and the Bash guard: an implementor's codex
     (workspace-write) can write in its worktree and nowhere else; a planner's or reviewer's
@@ -308,11 +328,9 @@ def test_the_codex_sandbox_confines_the_agents_writes(
             ],
         }
     )
+    req = codex.request(worktree, "try the sandbox", model="gpt-5-codex", read_only=read_only)
     with ScriptedModelServer([scenario]) as server:
-        handle = runner(tmp_path, server).start(
-            request(tmp_path, worktree, "try the sandbox", model="gpt-5-codex", read_only=read_only)
-        )
-        outcome = finish(handle)
+        outcome = finish(codex.runner(server).start(req))
     assert outcome.termination == "completed", outcome.reason
     (ran,) = completed_items(transcript(outcome), "command_execution")
     assert "outside=1" in ran["aggregated_output"]
@@ -322,3 +340,51 @@ def test_the_codex_sandbox_confines_the_agents_writes(
     assert meta_path is not None
     sandbox = json.loads(meta_path.read_text())["effective_policy"]["sandbox"]
     assert sandbox == ("read-only" if read_only else "workspace-write")
+
+
+@pytest.mark.spec("S004-11")
+def test_with_its_home_under_the_temporary_directory_codex_runs_commands_or_the_run_says_why(
+    tmp_path: Path, worktree: Path, codex: Codex
+) -> None:
+    """Why isolated homes stay out of the temporary directory (``codex_home.py``): there codex
+    makes no helper aliases. Its bundled bubblewrap does without them; a system one older than
+    0.9.0 (Debian 12's) does not, and then no command runs: the run ends as an error that says
+    so and why, not as the "completed" the model reports."""
+    home = tmp_path / "home" / ".codex"
+    home.mkdir(parents=True)
+    env = {**codex.env(), "CODEX_HOME": str(home), "TMPDIR": str(tmp_path)}
+    scenario = parse_scenario(
+        {
+            "name": "one-command",
+            "turns": [
+                [{"tool": "Bash", "input": {"command": "echo ran=yes"}}],
+                [
+                    {
+                        "tool": "StructuredOutput",
+                        "input": IMPLEMENT.tool_inputs("StructuredOutput")[-1],
+                    }
+                ],
+            ],
+        }
+    )
+    req = codex.request(worktree, "run a command", model="gpt-5-codex", env=env)
+    with ScriptedModelServer([scenario]) as server:
+        outcome = finish(codex.runner(server, isolated_home=False).start(req))
+
+    if codex.bwrap == WITH_BWRAP and bwrap_needs_codex_helper_alias():
+        assert (outcome.termination, outcome.exit_code, outcome.infrastructure) == (
+            "error",
+            0,
+            "sandbox",
+        )
+        assert outcome.reason is not None
+        assert "could not run commands: 1 command failed before starting" in outcome.reason
+        assert "bwrap: execvp codex-linux-sandbox: No such file or directory" in outcome.reason
+        assert "Refusing to create helper binaries under temporary dir" in outcome.reason
+        # stdout shows the command now and then (timing), and never as having run
+        for item in completed_items(transcript(outcome), "command_execution"):
+            assert "bwrap: execvp codex-linux-sandbox" in item["aggregated_output"]
+    else:
+        assert (outcome.termination, outcome.infrastructure) == ("completed", None)
+        (ran,) = completed_items(transcript(outcome), "command_execution")
+        assert "ran=yes" in ran["aggregated_output"]

@@ -1,0 +1,166 @@
+"""The process handle of one ``codex-cli`` run: what its JSONL events and its end mean.
+
+Termination (seed 004 §7): exit 0 with a ``turn.completed`` is ``completed``; a ``turn.failed``,
+a non-zero exit, an exit 0 without ``turn.completed`` or without the last-message file, and a
+stdout line that is not a JSON object are ``error``; the timeouts are the process layer's. So is
+a run whose commands all failed in codex's sandbox before they started (``codex_sandbox``): its
+outcome says ``infrastructure="sandbox"``. The events are read leniently: unknown types are kept
+and ignored, ``error`` items are non-fatal. A run's own ``CODEX_HOME`` (``codex_home``) is
+released when the run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, TypeGuard
+
+from adapters.runtime.artifacts import RunArtifacts
+from adapters.runtime.runners.base import RunRequest
+from adapters.runtime.runners.claude_cli import CliOutcome, EventCallback, JsonlRun
+from adapters.runtime.runners.codex_home import CodexHome
+from adapters.runtime.runners.codex_sandbox import INFRASTRUCTURE, check_run, find_session_log
+from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome
+
+__all__ = ["LAST_MESSAGE_FILE", "SESSION_LOG_FILE", "CodexCliRun"]
+
+LAST_MESSAGE_FILE = "codex-last-message.txt"
+SESSION_LOG_FILE = "codex-session.jsonl"  # attached when the run's home is removed
+
+
+@dataclass
+class CodexCliRun(JsonlRun):
+    """The process handle of one ``codex-cli`` run."""
+
+    kind_of_event: ClassVar[str] = "codex JSONL event"
+
+    request: RunRequest
+    artifacts: RunArtifacts
+    process: ProcessHandle
+    last_message_path: Path
+    on_event: EventCallback | None = None
+    codex_home: Path | None = None  # where codex keeps this run's session log
+    isolated_home: CodexHome | None = None  # the run's own home, released when it ends
+    thread_id: str | None = None
+    turns_completed: int = 0
+    turn_failed: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    malformed: list[str] = field(default_factory=list)
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _outcome: CliOutcome | None = None
+
+    def _event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
+            self.thread_id = event["thread_id"]
+        elif kind == "turn.completed":
+            self.turns_completed += 1
+            usage = event.get("usage")
+            for key, value in usage.items() if isinstance(usage, dict) else ():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    self.usage[key] = self.usage.get(key, 0) + value
+        elif kind == "turn.failed":
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            self.turn_failed = str(message or "turn failed")
+        elif kind == "item.completed" and _is_command(item := event.get("item")):
+            self.commands.append(item)  # codex_sandbox tells whether any really ran
+
+    def _last_message(self) -> str | None:
+        try:
+            text = self.last_message_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        self.artifacts.attach("codex_last_message", LAST_MESSAGE_FILE, text)
+        self.last_message_path.unlink(missing_ok=True)
+        return text
+
+    def _finish(self, ended: ProcessOutcome) -> CliOutcome:
+        try:
+            return self._conclude(ended)
+        finally:
+            if self.isolated_home is not None:
+                self.isolated_home.release()
+
+    def _session_log(self) -> Path | None:
+        """codex's own log of this run, in its ``CODEX_HOME``."""
+        if self.codex_home is None or self.thread_id is None:
+            return None
+        return find_session_log(self.codex_home, self.thread_id)
+
+    def _keep_session_log(self, log: Path | None) -> None:
+        """A home removed at the end would take codex's session log (the tool outputs the
+        model got) with it: keep a copy with the run's artifacts."""
+        if log is None or self.isolated_home is None or not self.isolated_home.removable:
+            return
+        with contextlib.suppress(OSError):
+            text = log.read_text(encoding="utf-8", errors="replace")
+            self.artifacts.attach("codex_session_log", SESSION_LOG_FILE, text)
+
+    def _conclude(self, ended: ProcessOutcome) -> CliOutcome:
+        termination, reason = ended.termination, ended.reason
+        infrastructure: str | None = None
+        last = self._last_message()
+        session_log = self._session_log()
+        if termination == "completed":
+            if self.malformed:
+                termination, reason = "error", f"{len(self.malformed)} malformed stdout line(s)"
+            elif self.turn_failed is not None:
+                termination, reason = "error", f"turn.failed: {self.turn_failed}"
+            elif self.turns_completed == 0:
+                termination, reason = "error", "codex ended without a turn.completed event"
+            elif last is None:
+                termination, reason = "error", "codex wrote no --output-last-message file"
+            elif (sandbox := check_run(session_log, self.commands, ended)) is not None:
+                termination, reason, infrastructure = "error", sandbox.reason, INFRASTRUCTURE
+                self.artifacts.annotate(infrastructure_failure=INFRASTRUCTURE)
+        elif self.turn_failed is not None:
+            reason = f"{reason}; turn.failed: {self.turn_failed}"
+        if self.turns_completed or self.turn_failed is not None:
+            self.result = self._result(last, termination == "completed")
+        if ended.cancelled_at is not None:
+            self.artifacts.annotate(cancelled_at=ended.cancelled_at.isoformat())
+        self._keep_session_log(session_log)
+        finished = self.artifacts.finish(
+            termination,
+            ended.exit_code,
+            final_response=self.result if self.result is not None else last,
+            reason=reason,
+        )
+        if finished.termination != termination:  # a required artifact was lost
+            termination = "error"
+            reason = reason or "required artifacts missing"
+        return CliOutcome(
+            termination, ended.exit_code, reason, self.result, finished, ended, infrastructure
+        )
+
+    def _result(self, last: str | None, success: bool) -> dict[str, Any]:
+        """The run's result in the shape ``CliRuntime`` reads (``structured_output``, usage)."""
+        structured: Any = None
+        if last and self.request.output_schema is not None:
+            try:
+                structured = json.loads(last)
+            except ValueError:
+                self.artifacts.note("the last message is not the JSON the schema asks for")
+        return {
+            "type": "result",
+            "subtype": "success"
+            if success
+            else ("error_turn_failed" if self.turn_failed is not None else "error"),
+            "is_error": not success,
+            "result": last,
+            "structured_output": structured,
+            "num_turns": self.turns_completed,
+            "usage": dict(self.usage),
+            "session_id": self.thread_id,
+            "source": "codex exec --output-last-message",
+        }
+
+
+def _is_command(item: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(item, dict) and item.get("type") == "command_execution"
