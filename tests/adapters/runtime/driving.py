@@ -70,7 +70,7 @@ def drive_at_once(runtime: Any, params: Sequence[AgentStartParams], *, timeout: 
 
         try:
             results[index] = anyio.run(main)
-        except BaseException as exc:  # reported below, with the run it belongs to
+        except BaseException as exc:  # the caller reports it, with the run it belongs to
             results[index] = exc
         finally:
             ended[index].set()
