@@ -228,6 +228,7 @@ def _runtime_factory(
         bundled_cli,
         create_claude_adapter,
     )
+    from adapters.runtime.launcher import LAUNCHER  # noqa: PLC0415
     from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
     from adapters.runtime.runners.runtime import (  # noqa: PLC0415
         CliRuntimeConfig,
@@ -242,6 +243,11 @@ def _runtime_factory(
         raise ConfigError(
             f"runtime claude-sdk: the claude CLI was not found at {cli}",
             expected="claude-agent-sdk installed with its bundled CLI",
+        )
+    if "claude-sdk" in kinds and not os.access(LAUNCHER, os.X_OK):
+        raise ConfigError(
+            f"runtime claude-sdk: cpe's launcher {LAUNCHER} is not executable",
+            expected="cpe installed with its file modes (pip install keeps them)",
         )
     if "claude-cli" in kinds:
         _check_claude_cli(claude_cli.cli_path, claude_cli.model)

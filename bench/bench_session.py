@@ -14,7 +14,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: E40
 from adapters.runtime.runners.runtime import CliRuntimeConfig, create_cli_runtime  # noqa: E402
 from adapters.runtime.scripted_model import ScriptedModelServer, load_scenario  # noqa: E402
 from adapters.runtime.scripted_model.responses_wire import codex_overrides  # noqa: E402
+from bench.engine_rig import scratch  # noqa: E402
 from domain.models import EngineState, ImplementorStartParams, PlannerStartParams  # noqa: E402
 from domain.ports import RuntimeAdapterDeps, SessionLogging  # noqa: E402
 from tests.fakes.provider import fake_provider  # noqa: E402
@@ -53,7 +53,7 @@ def _repo(base: Path) -> Path:
 def main(runs: int) -> None:
     configure_logging("error", "json", sys.stderr)
     with (
-        tempfile.TemporaryDirectory() as tmp,
+        scratch() as tmp,  # not under /tmp: codex with bubblewrap (see engine_rig.scratch)
         ScriptedModelServer([load_scenario("planner"), load_scenario("implement")]) as server,
     ):
         base = Path(tmp)

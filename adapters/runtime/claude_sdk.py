@@ -43,13 +43,14 @@ from adapters.runtime.agents import (
 from adapters.runtime.artifacts import RunArtifacts, Termination
 from adapters.runtime.bash_guard import BashGuardConfig, check_bash
 from adapters.runtime.launcher import (
+    LAUNCHER,
     kill_group,
     kill_tree,
     live_group,
     read_pid,
     stamp_pid,
     wait_for_exit,
-    write_wrapper,
+    write_launch_script,
 )
 from adapters.runtime.provision import Provisioner
 from adapters.runtime.runners.bash_hook import BashCheck, sdk_hook
@@ -331,7 +332,9 @@ class ClaudeAdapter:
                 "PreToolUse": [HookMatcher(matcher="Bash", hooks=[bash_hook], on_failure="block")]
             },
             permission_mode="bypassPermissions",
-            cli_path=str(self._wrapper(run)),
+            # The SDK executes the launcher, which runs the run's script (see launcher.py)
+            cli_path=str(LAUNCHER),
+            env=self._launch_script(run),
             stderr=lambda line: run.files.note(f"stderr: {line}"),
         )
         if spec.max_turns is not None:
@@ -340,11 +343,11 @@ class ClaudeAdapter:
             options.model = self.config.model
         return options
 
-    def _wrapper(self, run: _Run) -> Path:
+    def _launch_script(self, run: _Run) -> dict[str, str]:
         home = run.files.run_dir / "home" if self.config.isolated_home else None
         env = run_env(self.config.model_variables, self.config.agent_env, home)
         cli = self.config.cli_path or bundled_cli()
-        return write_wrapper(run.files.run_dir / "claude.sh", cli, env, _pidfile(run))
+        return write_launch_script(run.files.run_dir / "claude.sh", cli, env, _pidfile(run))
 
     async def _remove_worktree(self, run: _Run) -> None:
         worktree, run.worktree = run.worktree, None

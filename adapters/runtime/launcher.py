@@ -2,10 +2,26 @@
 
 The Claude Agent SDK starts the CLI with ``os.environ`` plus its options' ``env`` (it cannot
 be told not to inherit), so a provider token in the daemon's environment would reach the agent
-and every command it runs. The SDK is therefore pointed (``cli_path``) at a small wrapper
-written for the run: it records its pid, becomes a new session (so the CLI and everything it
-starts share one process group that can be killed as a whole), and ``exec``s the real CLI under
-``env -i`` with the allowlisted environment, keeping only the variables the SDK itself sets.
+and every command it runs. The SDK is therefore pointed (``cli_path``) at :data:`LAUNCHER`,
+which runs a small launch script written for the run: it records its pid, becomes a new session
+(so the CLI and everything it starts share one process group that can be killed as a whole),
+and ``exec``s the real CLI under ``env -i`` with the allowlisted environment, keeping only the
+variables the SDK itself sets.
+
+Nothing cpe writes is ever executed. On Linux, ``execve`` of a file fails with ``ETXTBSY``
+while any process holds it open for writing. Python opens files close-on-exec, but a child
+forked by another thread (another run starting its CLI, a git command) while the script is
+open for writing gets a copy of that descriptor, and keeps it until it execs; executing the
+script meanwhile fails, and with many runs starting at once it did. Writing under a temporary
+name and renaming it into place changes nothing: the child holds the same inode. So the file
+the SDK executes is :data:`LAUNCHER`, which is part of cpe and which cpe never opens for
+writing: no process of ours can hold a writable descriptor to it. The launcher passes the
+run's script to ``/bin/sh`` as a file to read, and a reader is never refused because of a
+writer. The script is complete when the SDK starts: it was closed before, and a forked child's
+copy of the descriptor writes nothing before it execs. The CLI runtimes (``runners/process.py``)
+execute the configured CLI itself, which cpe never writes either; setup and pipeline commands
+run in worktrees ``git`` checked out, so what they execute was written by a git process that
+had exited before.
 """
 
 from __future__ import annotations
@@ -30,23 +46,33 @@ SDK_VARIABLES = (
 )
 
 
-def write_wrapper(path: Path, cli: str | Path, env: Mapping[str, str], pidfile: Path) -> Path:
-    """Write the wrapper script at ``path`` (mode 0700) and return it."""
+# The file the SDK executes for every run (see the module docstring); the run's script is named
+# in this variable, which ``env -i`` then keeps from the CLI.
+LAUNCHER = Path(__file__).with_name("launcher.sh")
+LAUNCH_SCRIPT_VARIABLE = "CPE_LAUNCH_SCRIPT"
+
+
+def write_launch_script(
+    path: Path, cli: str | Path, env: Mapping[str, str], pidfile: Path
+) -> dict[str, str]:
+    """Write the run's launch script at ``path`` (mode 0600: it is read, never executed) and
+    return the environment that makes :data:`LAUNCHER` run it."""
     assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
     passthrough = " ".join(
         f'${{{name}+"{name}=${name}"}}' for name in SDK_VARIABLES if name not in env
     )
     script = (
-        "#!/bin/sh\n"
-        "# Written by cpe for one agent run: a clean environment and a process group of its\n"
-        "# own for the agent CLI. See adapters/runtime/launcher.py.\n"
+        "# Written by cpe for one agent run and read by /bin/sh: a clean environment and a\n"
+        "# process group of its own for the agent CLI. See adapters/runtime/launcher.py.\n"
         f"echo $$ > {shlex.quote(str(pidfile))}\n"
         f"exec /usr/bin/env setsid env -i {assignments} {passthrough} "
         f'{shlex.quote(str(cli))} "$@"\n'
     )
-    path.write_text(script)
-    path.chmod(0o700)
-    return path
+    # It holds the model credential: created private, not narrowed after the fact.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w", encoding="utf-8") as out:
+        out.write(script)
+    return {LAUNCH_SCRIPT_VARIABLE: str(path)}
 
 
 def read_pid(pidfile: Path) -> int | None:

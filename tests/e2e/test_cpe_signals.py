@@ -28,6 +28,7 @@ from tests.e2e.running import (
     wait_for,
     worktrees,
 )
+from tests.fakes.executable import write_executable
 
 SHUTDOWN_TIMEOUT = 60  # generous for a loaded machine; a cancel takes about a second here
 FAKE_CODEX = Path(__file__).resolve().parents[1] / "fakes" / "codex_cli.py"
@@ -118,17 +119,14 @@ cli_path = "{codex}"
 def _fake_codex(directory: Path, *, mode: str, pid_file: Path) -> Path:
     """An executable ``codex`` that runs the fake in ``mode``: cpe gives agents an allowlisted
     environment, so the fake's settings are written into the wrapper itself."""
-    directory.mkdir(parents=True, exist_ok=True)
-    wrapper = directory / "codex"
-    wrapper.write_text(
+    return write_executable(
+        directory / "codex",
         f"#!{sys.executable}\n"
         "import os, sys\n"
         f"os.environ['FAKE_CODEX_MODE'] = {mode!r}\n"
         f"os.environ['FAKE_CODEX_PID_FILE'] = {str(pid_file)!r}\n"
-        f"os.execv(sys.executable, [sys.executable, {str(FAKE_CODEX)!r}, *sys.argv[1:]])\n"
+        f"os.execv(sys.executable, [sys.executable, {str(FAKE_CODEX)!r}, *sys.argv[1:]])\n",
     )
-    wrapper.chmod(0o755)
-    return wrapper
 
 
 def _wait_for_file(path: Path, timeout: float = 120) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tests.fakes.executable import write_executable
+
 _WRAPPER = """\
 #!{python}
 # Written by tests/fakes/wrapper.py: run {fake_name} in this process.
@@ -22,8 +24,5 @@ def install_wrapper(directory: Path, name: str, fake: Path) -> Path:
     if len(python) > 120 or any(c.isspace() for c in python):
         # A shebang line is cut at 127 bytes on older kernels and split on blanks.
         raise ValueError(f"cannot use {python!r} in a shebang line")
-    directory.mkdir(parents=True, exist_ok=True)
-    wrapper = directory / name
-    wrapper.write_text(_WRAPPER.format(python=python, fake=str(fake), fake_name=fake.name))
-    wrapper.chmod(0o755)
-    return wrapper
+    text = _WRAPPER.format(python=python, fake=str(fake), fake_name=fake.name)
+    return write_executable(directory / name, text)

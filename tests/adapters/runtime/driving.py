@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -45,3 +47,38 @@ def provider_deps(*items: tuple[str, Status, str, str]) -> RuntimeAdapterDeps:
         get_state=lambda: state,
         get_review_history=provider.revision_reader.get_review_history,
     )
+
+
+def drive_at_once(runtime: Any, params: Sequence[AgentStartParams], *, timeout: float) -> list[Any]:
+    """Start every run of ``params`` at the same moment, each in a thread and an event loop of
+    its own as a session actor has, and return each run's result or failure, in order. Fails
+    when they have not all ended within ``timeout`` seconds."""
+    results: list[Any] = [None] * len(params)
+    ended = [threading.Event() for _ in params]
+    gate = threading.Barrier(len(params), timeout=timeout)
+
+    def one(index: int) -> None:
+        async def main() -> Any:
+            gate.wait()  # every thread's loop is up: the starts race each other
+            handle = await runtime.start_agent(params[index])
+            async for _ in handle.output:
+                pass
+            try:
+                return await handle.result
+            except AgentFailure as failure:
+                return failure
+
+        try:
+            results[index] = anyio.run(main)
+        except BaseException as exc:  # the caller reports it, with the run it belongs to
+            results[index] = exc
+        finally:
+            ended[index].set()
+
+    for index in range(len(params)):
+        threading.Thread(target=one, args=(index,), daemon=True).start()
+    deadline = time.monotonic() + timeout
+    for index, event in enumerate(ended):
+        if not event.wait(max(0.0, deadline - time.monotonic())):
+            raise AssertionError(f"run {params[index].session_id} still going after {timeout}s")
+    return results

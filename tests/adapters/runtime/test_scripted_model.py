@@ -36,6 +36,7 @@ from tests.adapters.runtime.scripted_cli import (
     run_cli,
     start_cli,
 )
+from tests.fakes.executable import write_executable
 
 Serve = Callable[[Scenario | Sequence[Scenario]], ScriptedModelServer]
 
@@ -397,8 +398,7 @@ def test_denied_bash_is_denied_through_a_real_pretooluse_hook(serve: Serve, tmp_
             "permissionDecisionReason": "git push is not allowed",
         }
     }
-    hook.write_text(f"#!/bin/sh\ncat >/dev/null\nprintf '%s' '{json.dumps(verdict)}'\n")
-    hook.chmod(0o755)
+    write_executable(hook, f"#!/bin/sh\ncat >/dev/null\nprintf '%s' '{json.dumps(verdict)}'\n")
     settings = {
         "hooks": {
             "PreToolUse": [

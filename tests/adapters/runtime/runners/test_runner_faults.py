@@ -14,6 +14,7 @@ import pytest
 from adapters.runtime.runners.base import RunnerAdapter, RunRejectedError, RunRequest
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome
 from adapters.runtime.runners.process import group_members
+from tests.fakes.executable import write_executable
 from tests.repos import make_repo
 
 FAKE = Path(__file__).with_name("fake_cli.py")
@@ -26,11 +27,7 @@ def worktree(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Path:
-    path = tmp_path / "bin" / "claude"
-    path.parent.mkdir()
-    path.write_text(f"#!{sys.executable}\n" + FAKE.read_text())
-    path.chmod(0o755)
-    return path
+    return write_executable(tmp_path / "bin" / "claude", f"#!{sys.executable}\n" + FAKE.read_text())
 
 
 def runner(
