@@ -515,8 +515,10 @@ class Journal:
     # ------------------------------------------------------------------ plumbing
 
     def close(self) -> None:
-        self._closing = True
         snapshotter = self._snapshotter
+        if snapshotter is not None:  # a snapshot under way is let finish, if it is quick;
+            snapshotter.join(timeout=5)  # a long replay is cut short (``_closing``)
+        self._closing = True
         if snapshotter is not None:
             snapshotter.join(timeout=60)
         with self._lock:
