@@ -103,6 +103,9 @@ class ProviderSection(_Section):
 
 class SpecsSection(_Section):
     globs: list[str] = Field(default_factory=lambda: ["specs/**/*.md"], min_length=1)
+    max_bytes: int = Field(
+        default=256_000, ge=1, le=4_000_000, description="a larger spec is skipped, saying why"
+    )
 
 
 def _default_concurrency() -> dict[AgentRole, int]:

@@ -187,7 +187,9 @@ def _provider(
             ) from exc
         from adapters.specs.reader import GitSpecReader  # noqa: PLC0415
 
-        specs = GitSpecReader(root, config.specs.globs, default_branch=branch)
+        specs = GitSpecReader(
+            root, config.specs.globs, default_branch=branch, max_bytes=config.specs.max_bytes
+        )
         try:
             provider, interfaces = create_github_provider(settings, specs)
         except ValidationError as exc:
@@ -206,7 +208,12 @@ def _provider(
         else None
     )
     local_provider, interfaces = create_local_provider(
-        root, state_dir, default_branch=branch, pipeline=pipeline, spec_globs=config.specs.globs
+        root,
+        state_dir,
+        default_branch=branch,
+        pipeline=pipeline,
+        spec_globs=config.specs.globs,
+        spec_max_bytes=config.specs.max_bytes,
     )
     closers.append(local_provider.close)
     return interfaces
@@ -229,6 +236,7 @@ def _runtime_factory(
         create_claude_adapter,
     )
     from adapters.runtime.launcher import LAUNCHER  # noqa: PLC0415
+    from adapters.runtime.preflight import check_credentials  # noqa: PLC0415
     from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
     from adapters.runtime.runners.runtime import (  # noqa: PLC0415
         CliRuntimeConfig,
@@ -253,6 +261,7 @@ def _runtime_factory(
         _check_claude_cli(claude_cli.cli_path, claude_cli.model)
     codex = config.runtime.codex_cli
     codex_path = _check_codex_cli(codex) if "codex-cli" in kinds else codex.cli_path
+    check_credentials(kinds, agent_env or {}, isolated_home=isolated_home)
     try:
         guard = BashGuardConfig.model_validate(config.bash_guard.model_dump())
     except ValidationError as exc:  # pydantic's own text spans lines: one line per key path

@@ -176,8 +176,17 @@ def status(config_path: Path | None, repo: Path | None) -> int:
         print(f"\n(GitHub {github.repository if github else ''}: as the engine last saw it)")
         _print_items(state.work_items.values())
         _print_revisions(list(state.revisions.values()))
+    _print_skipped_specs(state)
     _print_runs(state, state_dir)
     return 0
+
+
+def _print_skipped_specs(state: Any) -> None:
+    skipped = [spec for spec in state.specs.values() if spec.problem]
+    if skipped:
+        print("\nspecs skipped (planned again once they change)")
+        for spec in skipped:
+            print(f"  {spec.path}\n    {spec.problem}")
 
 
 def _print_items(items: Any) -> None:

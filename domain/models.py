@@ -83,10 +83,12 @@ class RevisionFile(Frozen):
 
 
 class Spec(Frozen):
-    """A spec file at the default branch's head."""
+    """A spec file at the default branch's head. ``problem`` says why it cannot be planned
+    (not UTF-8 text, empty, too large, broken frontmatter): it waits for its next version."""
 
     path: str
     blob_sha: str
+    problem: str | None = None
 
 
 class ReviewSubmission(Frozen):

@@ -210,11 +210,12 @@ def dependents_of(state: EngineState, work_item_id: WorkItemId) -> list[WorkItem
 
 
 def specs_to_plan(state: EngineState) -> dict[str, str]:
-    """Specs whose blob differs from the one last planned (path → blob sha), sorted by path."""
+    """Specs whose blob differs from the one last planned (path → blob sha), sorted by path;
+    a spec with a problem is not planned (its other specs are)."""
     return {
         path: spec.blob_sha
         for path, spec in sorted(state.specs.items())
-        if state.last_planned_shas.get(path) != spec.blob_sha
+        if state.last_planned_shas.get(path) != spec.blob_sha and spec.problem is None
     }
 
 

@@ -10,6 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+MODEL_KEY = "sk-ant-test-never-sent"  # no test reaches a real model
+
+
 def cpe(
     *args: str, cwd: Path = ROOT, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -22,7 +25,14 @@ def cpe(
         cwd=cwd,
         timeout=120,
         check=False,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **(env or {})},
+        # a model key, so that cpe run gets past its preflight; {"ANTHROPIC_API_KEY": ""} takes
+        # it away
+        env={
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(ROOT),
+            "ANTHROPIC_API_KEY": MODEL_KEY,
+            **(env or {}),
+        },
     )
 
 

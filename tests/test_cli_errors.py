@@ -496,3 +496,16 @@ def test_cpe_demo_refuses_a_dir_that_is_taken_in_one_line(tmp_path: Path, taken:
     assert "exists" in result.stdout
     assert len(result.stdout.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+def test_no_model_credential_stops_cpe_run_at_once_with_exit_78_saying_what_to_set(
+    repo: Path,
+) -> None:
+    """Before anything starts: no agent run, no journal."""
+    write_config(repo, GOOD)
+    result = cpe("run", cwd=repo, env={"ANTHROPIC_API_KEY": "", "HOME": str(repo / "home")})
+    line = one_line_error(result)
+    assert "runtime claude-sdk: no model credential for the claude CLI" in line
+    assert "expected ANTHROPIC_API_KEY" in line
+    assert not (repo / ".cpe" / "journal.sqlite3").exists()
+    assert not (repo / ".cpe" / "runs").exists()

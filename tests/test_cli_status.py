@@ -21,6 +21,7 @@ from domain.events import (
     AgentStarted,
     EngineEvent,
     ImplementorCompleted,
+    SpecChanged,
     WorkItemChanged,
 )
 from domain.models import (
@@ -29,6 +30,7 @@ from domain.models import (
     ReviewerStartParams,
     RevisionId,
     SessionId,
+    Spec,
     WorkItem,
     WorkItemId,
 )
@@ -199,6 +201,21 @@ def test_status_with_nothing_done_yet_says_none_in_each_section(tmp_path: Path) 
     assert shown["work items"] == ["(none)"]
     assert shown["revisions"] == ["(none)"]
     assert shown["active agent runs (duration so far)"] == ["(none)"]
+
+
+def test_status_lists_the_specs_it_skips_with_why(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": CONFIG})
+    odd = Spec(path="specs/logo.md", blob_sha="b1", problem="not UTF-8 text (byte 0: b'\\x89')")
+    journal(
+        repo / ".cpe", [SpecChanged(spec=odd), SpecChanged(spec=Spec(path="a.md", blob_sha="a"))]
+    )
+    result = cpe("status", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    shown = sections(result.stdout)
+    assert shown["specs skipped (planned again once they change)"] == [
+        "specs/logo.md",
+        "not UTF-8 text (byte 0: b'\\x89')",
+    ]
 
 
 def test_status_from_a_subdirectory_uses_the_repositorys_config(tmp_path: Path) -> None:

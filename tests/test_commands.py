@@ -27,7 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # model keys, so that build_app gets past its preflight (no test reaches a model)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-never-sent")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-sent")
     return make_repo(tmp_path / "repo", {".gitignore": "build/\n", "README.md": "x\n"})
 
 

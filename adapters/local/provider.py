@@ -21,6 +21,7 @@ from adapters.local.revisions import LocalRevisionReader, LocalRevisionWriter
 from adapters.local.store import RevisionStore
 from adapters.local.work_items import LocalWorkItemReader, LocalWorkItemWriter
 from adapters.specs import DEFAULT_SPEC_GLOBS, GitSpecReader
+from adapters.specs.reader import DEFAULT_SPEC_MAX_BYTES
 from domain.ports import ProviderInterfaces, SpecProviderReader
 
 DATABASE_NAME = "local-tracker.sqlite3"
@@ -102,9 +103,15 @@ def create_local_provider(
     default_branch: str | None = None,
     pipeline: LocalPipeline | None = None,
     spec_globs: Sequence[str] = DEFAULT_SPEC_GLOBS,
+    spec_max_bytes: int = DEFAULT_SPEC_MAX_BYTES,
 ) -> tuple[LocalProvider, ProviderInterfaces]:
     """The local provider and the five interfaces an engine takes (specs from the same repo).
     Keep the provider to ``close()`` it at shutdown."""
     provider = LocalProvider(repo_root, state_dir, default_branch, pipeline)
-    specs = GitSpecReader(provider.repo_root, spec_globs, default_branch=provider.default_branch)
+    specs = GitSpecReader(
+        provider.repo_root,
+        spec_globs,
+        default_branch=provider.default_branch,
+        max_bytes=spec_max_bytes,
+    )
     return provider, provider.interfaces(specs)

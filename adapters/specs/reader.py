@@ -12,16 +12,24 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import structlog
+import yaml
+
 from adapters.git_plumbing import GitRepo, detect_default_branch
 from adapters.specs.globs import PathMatcher
 from domain.errors import NotFoundError
 from domain.models import Spec
 
 DEFAULT_SPEC_GLOBS: tuple[str, ...] = ("specs/**/*.md",)
+# What a spec may weigh: a model's context (about 200k tokens, some 800 kB of text) holds it with
+# room for the work items, the diff and the answer.
+DEFAULT_SPEC_MAX_BYTES = 256_000
 
 # Regular files only: a symlink's blob is its target path, and a submodule has no blob at all.
 _FILE_MODES = ("100644", "100755")
 _HEX = re.compile(r"[0-9a-f]{4,64}")
+
+log = structlog.get_logger("cpe.specs")
 
 
 class GitSpecReader:
@@ -34,10 +42,13 @@ class GitSpecReader:
         globs: Sequence[str] = DEFAULT_SPEC_GLOBS,
         *,
         default_branch: str | None = None,
+        max_bytes: int = DEFAULT_SPEC_MAX_BYTES,
     ) -> None:
         self._repo = GitRepo(Path(repo_root))
         self._branch = default_branch or detect_default_branch(self._repo)
         self._matches = PathMatcher(globs)
+        self._max_bytes = max_bytes
+        self._problems: dict[str, str | None] = {}  # blob sha → its problem, judged once
 
     def _head(self) -> str:
         sha = self._repo.resolve(f"refs/heads/{self._branch}") or self._repo.resolve(self._branch)
@@ -46,16 +57,30 @@ class GitSpecReader:
         return sha
 
     def list_specs(self) -> Sequence[Spec]:
-        listing = self._repo.run("ls-tree", "-r", "-z", "--full-tree", self._head())
+        listing = self._repo.run("ls-tree", "-r", "-l", "-z", "--full-tree", self._head())
         specs: list[Spec] = []
         for entry in listing.text.split("\0"):
             if not entry:
                 continue
             meta, path = entry.split("\t", 1)
-            mode, kind, sha = meta.split(" ")
+            mode, kind, sha, size = meta.split()
             if kind == "blob" and mode in _FILE_MODES and self._matches(path):
-                specs.append(Spec(path=path, blob_sha=sha))
+                problem = self._problem(path, sha, int(size))
+                specs.append(Spec(path=path, blob_sha=sha, problem=problem))
         return specs
+
+    def _problem(self, path: str, sha: str, size: int) -> str | None:
+        """Why this version of a spec cannot be planned, judged once per blob and logged."""
+        if sha not in self._problems:
+            problem: str | None
+            if size > self._max_bytes:
+                problem = f"{size:,} bytes, more than specs.max_bytes ({self._max_bytes:,})"
+            else:
+                problem = spec_problem(self._repo.run("cat-file", "blob", sha).stdout)
+            self._problems[sha] = problem
+            if problem is not None:
+                log.warning("spec skipped", path=path, blob_sha=sha[:12], problem=problem)
+        return self._problems[sha]
 
     def read_spec(self, path: str) -> str:
         head = self._head()
@@ -72,6 +97,32 @@ class GitSpecReader:
         if kind.status != 0 or kind.line != "blob":
             raise NotFoundError(f"no blob {blob_sha!r} in {self._repo.root}")
         return _decode(self._repo.run("cat-file", "blob", blob_sha).stdout)
+
+
+def spec_problem(data: bytes) -> str | None:
+    """Why a spec's content cannot go to the planner, or None: it must be UTF-8 text, say
+    something, and any YAML frontmatter (between ``---`` lines at the top) must parse."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})"
+    if "\0" in text:
+        return "not text (it holds NUL bytes)"
+    if not text.strip():
+        return "empty"
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        try:
+            end = next(i for i, line in enumerate(lines[1:], 1) if line.strip() in ("---", "..."))
+        except StopIteration:
+            return "frontmatter opened with --- and never closed"
+        try:
+            yaml.safe_load("\n".join(lines[1:end]))
+        except yaml.YAMLError as exc:
+            return f"broken YAML frontmatter: {' '.join(str(exc).split())[:200]}"
+        if not "\n".join(lines[end + 1 :]).strip():
+            return "empty (only frontmatter)"
+    return None
 
 
 def _decode(data: bytes) -> str:

@@ -33,7 +33,7 @@ from domain.events import (
     WorkItemChanged,
 )
 from domain.handlers import HANDLER_FUNCTIONS, HandlerOptions, create_handlers, run_handlers
-from domain.models import ImplementorStartParams, PlannerStartParams, ReviewerStartParams
+from domain.models import ImplementorStartParams, PlannerStartParams, ReviewerStartParams, Spec
 from domain.results import PlannedWorkItem, PlannerResult
 from tests.domain.builders import (
     implemented,
@@ -607,3 +607,13 @@ def test_a_user_status_change_to_the_current_status_emits_nothing() -> None:
     event = UserTransitionedStatus.model_validate({"work_item_id": "1", "to": "blocked"})
     _, commands = step(state(item("1", "blocked")), event)
     assert commands == []
+
+
+def test_a_spec_with_a_problem_is_not_planned_and_the_others_of_its_batch_are() -> None:
+    bad = Spec(path="specs/bad.md", blob_sha="b1", problem="not UTF-8 text")
+    before = state(specs=[bad])
+    _, commands = step(before, SpecChanged(spec=spec("specs/good.md", "g1")))
+    [start] = starts(commands, "planner")
+    assert start.spec_shas == {"specs/good.md": "g1"}
+    _, commands = step(state(), SpecChanged(spec=bad))
+    assert starts(commands, "planner") == []

@@ -20,6 +20,7 @@ from domain.models import AgentRun, Revision, WorkItem
 from tests.repos import git, make_repo
 
 CPE = Path(sys.executable).parent / "cpe"
+MODEL_KEY = "sk-ant-test-never-sent"  # no test reaches a real model
 
 CONFIG = """
 [engine]
@@ -61,7 +62,13 @@ def start_cpe(repo: Path, home: Path, log: TextIO, env: Mapping[str, str]) -> su
     return subprocess.Popen(
         [str(CPE), "run", "--repo", str(repo)],
         cwd=home,  # not the repository: paths must not depend on the working directory
-        env={"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", **env},
+        env={
+            "PATH": os.environ["PATH"],
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            "ANTHROPIC_API_KEY": MODEL_KEY,  # past the preflight; the scripted model's replaces it
+            **env,
+        },
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,

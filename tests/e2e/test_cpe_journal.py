@@ -11,7 +11,9 @@ import threading
 from pathlib import Path
 
 from adapters.local.provider import LocalProvider
-from tests.e2e.running import CPE, make_cpe_repo, wait_for
+from tests.e2e.running import CPE, MODEL_KEY, make_cpe_repo, wait_for
+
+BASE_ENV = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "ANTHROPIC_API_KEY": MODEL_KEY}
 
 
 def test_a_disk_that_fills_up_under_a_running_engine_stops_it_with_one_line_and_exit_74(
@@ -35,7 +37,7 @@ def test_a_disk_that_fills_up_under_a_running_engine_stops_it_with_one_line_and_
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
+        env={**BASE_ENV, "HOME": str(tmp_path)},
     )
     processes.append(cpe)
     provider = LocalProvider(repo, repo / ".cpe", "main")
@@ -77,7 +79,7 @@ def test_cpe_run_new_journal_sets_a_lost_one_aside_and_starts(
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,
-            env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
+            env={**BASE_ENV, "HOME": str(tmp_path)},
         )
         processes.append(cpe)
         assert wait_for(lambda: "engine starting" in log.read_text(), 60), log.read_text()

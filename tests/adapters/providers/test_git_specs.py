@@ -8,6 +8,7 @@ import pytest
 
 from adapters.specs import GitSpecReader
 from adapters.specs.globs import PathMatcher
+from adapters.specs.reader import spec_problem
 from domain.errors import NotFoundError
 from tests.adapters.providers.gitrepo import Repo, isolate_git, make_repo
 
@@ -124,3 +125,45 @@ def test_a_missing_default_branch_raises_not_found(repo: Repo) -> None:
 )
 def test_globs_match_like_git(glob: str, path: str, matches: bool) -> None:
     assert PathMatcher([glob])(path) is matches
+
+
+# ---------------------------------------------------------------------------- specs one by one
+
+
+def test_a_spec_that_cannot_be_planned_says_why_and_its_neighbours_are_fine(repo: Repo) -> None:
+    repo.commit(
+        "odd specs",
+        {
+            "specs/binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe",
+            "specs/empty.md": "  \n\n",
+            "specs/large.md": "# Large\n" + "x" * 2_000,
+            "specs/broken.md": "---\ntitle: [unclosed\n---\n# Broken\n",
+        },
+    )
+    specs = {
+        s.path: s.problem
+        for s in GitSpecReader(
+            repo.root, ("specs/**/*.md",), default_branch="main", max_bytes=1_000
+        ).list_specs()
+    }
+    assert specs["specs/auth.md"] is None
+    assert specs["specs/billing/invoices.md"] is None
+    assert specs["specs/binary.md"].startswith("not UTF-8 text (byte 0: b'\\x89')")
+    assert specs["specs/empty.md"] == "empty"
+    assert specs["specs/large.md"] == "2,008 bytes, more than specs.max_bytes (1,000)"
+    assert specs["specs/broken.md"].startswith("broken YAML frontmatter: ")
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("# Spec\n\nDo it.\n", None),
+        ("---\ntitle: Fine\ntags: [a, b]\n---\n# Spec\n", None),
+        ("---\ntitle: x\n", "frontmatter opened with --- and never closed"),
+        ("---\ntitle: x\n---\n\n", "empty (only frontmatter)"),
+        ("a\x00b", "not text (it holds NUL bytes)"),
+        ("", "empty"),
+    ],
+)
+def test_spec_problem_judges_the_content(content: str, problem: str | None) -> None:
+    assert spec_problem(content.encode()) == problem

@@ -24,6 +24,7 @@ TOKEN = "token-from-the-named-variable"
 @pytest.fixture
 def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
     isolate_git(monkeypatch)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-never-sent")  # past the preflight
     # GITHUB_TOKEN holds a token the fake accepts too, as another user: a provider that read
     # the default variable instead of the named one would be seen doing so.
     tokens = {TOKEN: "cpe-bot", "token-from-github-token": "someone-else"}

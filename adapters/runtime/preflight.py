@@ -1,0 +1,81 @@
+"""Preflight: can the agent CLIs reach a model at all? Checked at start, offline.
+
+Without a credential every run fails within a second of starting, so cpe refuses to start
+(exit 78) with one line saying what to set, instead of spending the items' attempts. What
+counts, per runtime:
+
+- ``claude-sdk`` and ``claude-cli``: an API key or token in the environment the CLI gets
+  (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``, ``CLAUDE_CODE_OAUTH_TOKEN``), a cloud
+  provider switched on (``CLAUDE_CODE_USE_BEDROCK`` / ``_VERTEX``, which bring their own), or a
+  Claude login: ``~/.claude/.credentials.json`` on Linux (on macOS the login is in the
+  keychain, which cannot be read offline, so a login is assumed).
+- ``codex-cli``: ``OPENAI_API_KEY`` or ``CODEX_API_KEY``, or a ``codex login``
+  (``$CODEX_HOME/auth.json``, by default ``~/.codex/auth.json``).
+
+A run with an isolated home (``cpe demo``, the tests) sees no login of the user's, so only the
+environment counts there. Whether the credential is *valid* is only known when the model
+answers: that is the runtime's to report, as an infrastructure failure.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Collection, Mapping
+from pathlib import Path
+
+from domain.errors import ConfigError
+
+CLAUDE_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+CLAUDE_CLOUDS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+CODEX_KEYS = ("OPENAI_API_KEY", "CODEX_API_KEY")
+
+
+def claude_credential(env: Mapping[str, str], home: Path | None) -> str | None:
+    """What gives the claude CLI its model (a variable's name or a login file), or None."""
+    for name in (*CLAUDE_KEYS, *CLAUDE_CLOUDS):
+        if env.get(name, "").strip():
+            return name
+    if home is None:
+        return None
+    if sys.platform == "darwin":
+        return "the keychain's Claude login"
+    login = home / ".claude" / ".credentials.json"
+    return str(login) if login.is_file() and login.stat().st_size > 0 else None
+
+
+def codex_credential(env: Mapping[str, str], home: Path | None) -> str | None:
+    for name in CODEX_KEYS:
+        if env.get(name, "").strip():
+            return name
+    if home is None:
+        return None
+    codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
+    login = codex_home / "auth.json"
+    return str(login) if login.is_file() and login.stat().st_size > 0 else None
+
+
+def check_credentials(
+    kinds: Collection[str],
+    agent_env: Mapping[str, str],
+    *,
+    isolated_home: bool,
+    environ: Mapping[str, str] | None = None,
+) -> None:
+    """``ConfigError`` naming what to set when a runtime in ``kinds`` has no credential.
+    ``agent_env`` is what cpe adds on purpose (the demo's scripted model); ``environ`` is the
+    daemon's environment (default ``os.environ``), from which the model variables pass."""
+    env = {**(os.environ if environ is None else environ), **agent_env}
+    home = None if isolated_home else Path(env.get("HOME") or Path.home())
+    if {"claude-sdk", "claude-cli"} & set(kinds) and claude_credential(env, home) is None:
+        runtimes = ", ".join(sorted({"claude-sdk", "claude-cli"} & set(kinds)))
+        raise ConfigError(
+            f"runtime {runtimes}: no model credential for the claude CLI",
+            expected="ANTHROPIC_API_KEY in cpe's environment, or a Claude login (claude, then "
+            "/login: ~/.claude/.credentials.json)",
+        )
+    if "codex-cli" in kinds and codex_credential(env, home) is None:
+        raise ConfigError(
+            "runtime codex-cli: no model credential for the codex CLI",
+            expected="OPENAI_API_KEY in cpe's environment, or codex login (~/.codex/auth.json)",
+        )
