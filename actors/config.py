@@ -23,7 +23,7 @@ from pydantic import (
     field_validator,
 )
 
-from actors.executor import RetrySettings
+from actors.executor import BreakerSettings, RetrySettings
 from actors.journal import JOURNAL_NAME
 from actors.supervisor import SupervisorSettings
 from domain.errors import ConfigError
@@ -205,6 +205,7 @@ class CpeConfig(_Section):
     pollers: PollersSection = PollersSection()
     runtime: RuntimeSection = RuntimeSection()
     supervisor: SupervisorSettings = SupervisorSettings()
+    breaker: BreakerSettings = BreakerSettings()
     logging: LoggingSection = LoggingSection()
     bash_guard: BashGuardSection = BashGuardSection()
 
@@ -233,6 +234,7 @@ class CpeConfig(_Section):
             journal_path=str(state_dir / JOURNAL_NAME),
             max_agent_duration=self.runtime.max_agent_duration,
             supervisor=self.supervisor,
+            breaker=self.breaker,
         )
 
     def handler_options(self) -> HandlerOptions:
@@ -341,3 +343,4 @@ class EngineConfig(BaseModel):
     cancel_grace: float = Field(default=30, gt=0)
     supervisor: SupervisorSettings = SupervisorSettings()
     write_retry: RetrySettings = RetrySettings()
+    breaker: BreakerSettings = BreakerSettings()

@@ -41,7 +41,7 @@ from actors.streams import AgentStream, StreamRegistry
 from actors.supervisor import ChildSpec, Supervisor
 from domain.commands import EngineCommand
 from domain.errors import ConfigError, JournalError
-from domain.events import AgentFailed, CommandFailed, EngineEvent
+from domain.events import AgentFailed, CommandFailed, DispatchDue, EngineEvent
 from domain.handlers import create_handlers
 from domain.models import (
     AGENT_ROLES,
@@ -134,6 +134,8 @@ class Engine:
             spawn_session=self._spawn_session,
             max_concurrent=config.handlers.max_concurrent,
             retry=config.write_retry,
+            breaker=config.breaker,
+            wake_at=self._wake_at,
         )
         self.loop = EngineLoop(self.store, self.handlers, self._execute, self.inbox)
         get_state, put = self.store.get_state, self.inbox.put
@@ -373,6 +375,19 @@ class Engine:
             log.error("command execution failed", command=command.type, error=repr(exc))
             return [CommandFailed(command=command, error=f"executor: {type(exc).__name__}: {exc}")]
         return result
+
+    def _wake_at(self, when: datetime) -> None:
+        """Queue a ``DispatchDue`` at ``when`` (the end of a pause of dispatch)."""
+        delay = max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+        def due() -> None:
+            if not self.inbox.closed:
+                self.inbox.put(DispatchDue(at=datetime.now(UTC)), internal=True)
+
+        timer = threading.Timer(delay, due)
+        timer.daemon = True  # a stop does not wait for it; a restart recomputes the pause
+        timer.name = "cpe-dispatch-due"
+        timer.start()
 
     def _spawn_session(self, session_id: SessionId, params: AgentStartParams) -> None:
         sup = self.supervisor

@@ -38,7 +38,7 @@ from domain.commands import (
     UpdateRevision,
     idempotency_key,
 )
-from domain.decisions import explain_transition
+from domain.decisions import dispatch_pause, explain_transition
 from domain.errors import CpeError, ProviderError
 from domain.events import (
     AgentFailed,
@@ -71,6 +71,19 @@ class RetrySettings(BaseModel):
     max_delay: float = Field(default=60.0, ge=0)
 
 
+class BreakerSettings(BaseModel):
+    """``[breaker]``: when runs keep failing under the agent (no credential, the model API
+    down), dispatch pauses instead of spending the items' attempts (``dispatch_pause``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    failures: int = Field(
+        default=3, ge=1, le=100, description="infrastructure failures in a row that pause"
+    )
+    pause_initial: float = Field(default=30, gt=0, le=86_400, allow_inf_nan=False)
+    pause_max: float = Field(default=900, gt=0, le=86_400, allow_inf_nan=False)
+
+
 class CommandExecutor:
     def __init__(
         self,
@@ -85,6 +98,9 @@ class CommandExecutor:
         max_concurrent: Mapping[AgentRole, int],
         retry: RetrySettings | None = None,
         wait: Callable[[float], bool] | None = None,
+        breaker: BreakerSettings | None = None,
+        wake_at: Callable[[datetime], None] | None = None,
+        clock: Callable[[], datetime] | None = None,
     ):
         self.work_item_writer = work_item_writer
         self.revision_writer = revision_writer
@@ -101,6 +117,11 @@ class CommandExecutor:
         # stopping). Injectable, so a test can record the backoff without waiting for it.
         self.wait: Callable[[float], bool] = wait or self.stopping.wait
         self.executed = 0
+        self.breaker = breaker or BreakerSettings()
+        # ``wake_at(t)``: queue a DispatchDue at t (the engine's timer); ``clock``: now (UTC).
+        self.wake_at = wake_at or (lambda when: None)
+        self.clock = clock or _now
+        self._paused_until: datetime | None = None  # the pause last announced and woken for
         # Writes ``resume_pending`` made at start, by key: their results go out with the cycle
         # that answers them, or with ``deliver_resumed`` when no cycle did.
         self._resumed: dict[str, list[EngineEvent]] = {}
@@ -114,7 +135,7 @@ class CommandExecutor:
             log.info("command rejected by policy", command=command.type, reason=decision.reason)
             return [CommandRejected(command=command, reason=decision.reason, at=_now())]
         if isinstance(command, StartAgent):
-            return self._start_agent(command)
+            return self._start_agent(command, snapshot)
         if isinstance(command, CancelAgent):
             if not self.sessions.cancel(command.session_id):
                 log.info("cancel of an unknown or ended session", session_id=command.session_id)
@@ -123,9 +144,35 @@ class CommandExecutor:
 
     # ------------------------------------------------------------------ agents
 
-    def _start_agent(self, command: StartAgent) -> list[EngineEvent]:
+    def paused(self, snapshot: EngineState) -> str | None:
+        """Why no run may start now, when the breaker holds dispatch (None when one may). Past
+        the pause one probe run may start, alone: its ending decides."""
+        b = self.breaker
+        pause = dispatch_pause(
+            snapshot, threshold=b.failures, initial=b.pause_initial, maximum=b.pause_max
+        )
+        if pause is None:
+            return None
+        if self.clock() < pause.until:
+            if self._paused_until != pause.until:  # said once per pause, and woken for once
+                self._paused_until = pause.until
+                log.error(
+                    "dispatch paused",
+                    reason=pause.reason,
+                    failures_in_a_row=pause.failures,
+                    next_try_at=pause.until.isoformat(timespec="seconds"),
+                )
+                self.wake_at(pause.until)
+            when = pause.until.strftime("%Y-%m-%d %H:%M:%S UTC")
+            return f"dispatch paused: {pause.reason}; next try at {when}"
+        if self.sessions.active():
+            return "dispatch paused: a probe run is under way"
+        return None
+
+    def _start_agent(self, command: StartAgent, snapshot: EngineState) -> list[EngineEvent]:
         params = command.params
         reason = "the engine is shutting down" if self.no_new_agents.is_set() else None
+        reason = reason or self.paused(snapshot)
         reason = reason or self.sessions.guard(params, self.max_concurrent.get(params.role, 1))
         if reason is not None:
             log.info("agent dispatch rejected", role=params.role, reason=reason)

@@ -245,7 +245,7 @@ class AgentSession(SupervisedActor):
             if self._cancel_reason is not None:
                 return self._failed("cancelled", self._cancel_reason)
             if isinstance(exc, AgentFailure):
-                return self._failed(exc.kind, exc.reason)
+                return self._failed(exc.kind, exc.reason, infrastructure=exc.infrastructure)
             return self._failed("failed", f"{type(exc).__name__}: {exc}")
         return self._completed(future.result())
 
@@ -268,7 +268,9 @@ class AgentSession(SupervisedActor):
             "failed", f"the runtime returned {type(result).__name__}, expected a {role} result"
         )
 
-    def _failed(self, kind: AgentFailureKind, reason: str) -> AgentFailed:
+    def _failed(
+        self, kind: AgentFailureKind, reason: str, *, infrastructure: bool = False
+    ) -> AgentFailed:
         usage = self._usage()
         return AgentFailed(
             session_id=self.session_id,
@@ -277,6 +279,7 @@ class AgentSession(SupervisedActor):
             reason=reason,
             cost_usd=usage.cost_usd,
             turns=usage.turns,
+            failure_class="infrastructure" if infrastructure else "work",
             at=_now(),
         )
 
@@ -307,7 +310,11 @@ class AgentSession(SupervisedActor):
             crashpoint("session.after_terminal")
         if isinstance(event, AgentFailed):
             self.log.warning(
-                "agent run failed", outcome=event.type, kind=event.kind, reason=event.reason
+                "agent run failed",
+                outcome=event.type,
+                kind=event.kind,
+                failure_class=event.failure_class,
+                reason=event.reason,
             )
         else:
             self.log.info("agent run ended", outcome=event.type)

@@ -162,6 +162,7 @@ def status(config_path: Path | None, repo: Path | None) -> int:
     state_dir = root / config.engine.state_dir
     print(f"repository {root} (default branch {branch}), state in {state_dir}")
     state = _journal_state(state_dir)
+    _print_pause(state, config)
     if config.provider.kind == "local":
         from adapters.local.provider import LocalProvider  # noqa: PLC0415
 
@@ -179,6 +180,25 @@ def status(config_path: Path | None, repo: Path | None) -> int:
     _print_skipped_specs(state)
     _print_runs(state, state_dir)
     return 0
+
+
+def _print_pause(state: Any, config: Any) -> None:
+    """The breaker's state, as the engine judges it (domain.decisions.dispatch_pause)."""
+    from domain.decisions import dispatch_pause  # noqa: PLC0415
+
+    b = config.breaker
+    pause = dispatch_pause(
+        state, threshold=b.failures, initial=b.pause_initial, maximum=b.pause_max
+    )
+    if pause is None:
+        return
+    print(f"\ndispatch paused: {pause.failures} agent runs in a row failed under the agent")
+    print(f"  last reason: {' '.join(pause.reason.split())[:500]}")
+    when = pause.until.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if pause.until > datetime.now(UTC):
+        print(f"  next try at {when} (no attempt is spent meanwhile)")
+    else:
+        print(f"  the pause ended at {when}: the next run is a probe, and decides")
 
 
 def _print_skipped_specs(state: Any) -> None:

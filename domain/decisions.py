@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from domain.commands import EngineCommand, MergeRevision, StartAgent, TransitionStatus
 from domain.models import (
@@ -59,6 +61,8 @@ def run_end_trigger(state: EngineState, item: WorkItem, max_attempts: int) -> Tr
     )
     if run.status == "cancelled":
         return "user-cancelled" if run.cancel_requested else "run-interrupted"
+    if run.status == "failed" and run.failure_class == "infrastructure":
+        return "infrastructure-failed"
     if run.status in ("failed", "timed-out"):
         return failed
     if run.status == "completed":
@@ -68,6 +72,33 @@ def run_end_trigger(state: EngineState, item: WorkItem, max_attempts: int) -> Tr
             return "revision-delivered"
         return failed  # validation-failure, no patch, or the revision write failed
     return "run-interrupted"  # requested or running but not in flight cannot happen; be safe
+
+
+@dataclass(frozen=True)
+class DispatchPause:
+    """Dispatch is paused until ``until`` after ``failures`` infrastructure failures in a row,
+    the last for ``reason``; past ``until`` one probe run decides."""
+
+    until: datetime
+    reason: str
+    failures: int
+
+
+def dispatch_pause(
+    state: EngineState, *, threshold: int, initial: float, maximum: float
+) -> DispatchPause | None:
+    """The circuit breaker: from ``threshold`` infrastructure failures in a row, dispatch waits
+    ``initial`` seconds after the last one, doubling with each further failure up to
+    ``maximum``. None when it is not paused."""
+    streak = state.infrastructure
+    if streak.count < threshold or streak.last_at is None:
+        return None
+    delay = min(maximum, initial * 2 ** min(streak.count - threshold, 32))
+    return DispatchPause(
+        until=streak.last_at + timedelta(seconds=delay),
+        reason=streak.last_reason or "agent runs failed under the agent",
+        failures=streak.count,
+    )
 
 
 def explain_transition(state: EngineState, work_item_id: WorkItemId, to: Status) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Literal
 
 AgentFailureKind = Literal["failed", "timed-out", "cancelled"]
+FailureClass = Literal["work", "infrastructure"]
 
 
 class CpeError(Exception):
@@ -115,11 +116,17 @@ class ConflictError(ProviderError):
 
 
 class AgentFailure(CpeError):
-    """An agent run ended without a result: it failed, timed out or was cancelled."""
+    """An agent run ended without a result: it failed, timed out or was cancelled.
 
-    def __init__(self, kind: AgentFailureKind, reason: str):
+    ``infrastructure`` says the run failed under the agent, not because of its work: no or a
+    refused credential, the model API unreachable, overloaded or rate limiting, the CLI not
+    starting, a sandbox that cannot run commands. Such a failure spends no attempt; a streak
+    of them pauses dispatch."""
+
+    def __init__(self, kind: AgentFailureKind, reason: str, *, infrastructure: bool = False):
         self.kind: AgentFailureKind = kind
         self.reason = reason
+        self.infrastructure = infrastructure
         super().__init__(f"agent {kind}: {reason}")
 
 

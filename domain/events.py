@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, TypeAdapter, model_validator
 
 from domain.commands import EngineCommand
-from domain.errors import AgentFailureKind
+from domain.errors import AgentFailureKind, FailureClass
 from domain.models import (
     AgentRole,
     AgentStartParams,
@@ -124,6 +124,9 @@ class AgentFailed(_Event):
     reason: str
     cost_usd: float | None = None
     turns: int | None = None
+    # "infrastructure": it failed under the agent (credentials, the model API, the CLI): no
+    # attempt is spent (domain.errors.AgentFailure)
+    failure_class: FailureClass = "work"
 
 
 # ---------------------------------------------------------------------------- command results
@@ -194,6 +197,15 @@ class CommandRejected(_Event):
     reason: str
 
 
+# ---------------------------------------------------------------------------- time
+
+
+class DispatchDue(_Event):
+    """A pause of dispatch is over (queued by a timer at its end): what waited may start."""
+
+    type: Literal["DispatchDue"] = "DispatchDue"
+
+
 # ---------------------------------------------------------------------------- user
 
 
@@ -234,6 +246,7 @@ EngineEvent = Annotated[
     | StatusTransitioned
     | CommandFailed
     | CommandRejected
+    | DispatchDue
     | UserRequestedImplementorRun
     | UserCancelledRun
     | UserTransitionedStatus,

@@ -54,6 +54,7 @@ from domain.events import (
     AgentFailed,
     AgentRequested,
     CommandFailed,
+    DispatchDue,
     EngineEvent,
     ImplementorCompleted,
     PlanApplied,
@@ -127,7 +128,7 @@ class Handler:
 
 
 def plan(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
-    if not isinstance(event, SpecChanged | PlanApplied) and not (
+    if not isinstance(event, SpecChanged | PlanApplied | DispatchDue) and not (
         isinstance(event, AgentFailed) and event.role == "planner"
     ):
         return []
@@ -175,7 +176,7 @@ def dispatch(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
         candidates = _with_dependents(state, state.work_items.get(event.work_item.id))
     elif isinstance(event, StatusTransitioned):
         candidates = _with_dependents(state, state.work_items.get(event.work_item_id))
-    elif is_agent_terminal(event):
+    elif is_agent_terminal(event) or isinstance(event, DispatchDue):
         candidates = state.work_items.values()  # a slot is free: anyone who waited for one
     else:
         return []
@@ -254,7 +255,7 @@ def revision(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
     if isinstance(event, RevisionCreated | RevisionUpdated):
         item = state.work_items.get(event.work_item_id)
         return settle(state, item, o.max_attempts) if item else []
-    if is_agent_terminal(event):
+    if is_agent_terminal(event) or isinstance(event, DispatchDue):
         return reviews_wanted(state, max_attempts=o.max_attempts, max_concurrent=o.max_concurrent)
     merge_approved = False
     if isinstance(event, RevisionChanged):

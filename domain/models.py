@@ -13,6 +13,8 @@ from typing import Annotated, Literal, NewType, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from domain.errors import FailureClass
+
 WorkItemId = NewType("WorkItemId", str)
 RevisionId = NewType("RevisionId", str)
 SessionId = NewType("SessionId", str)
@@ -179,6 +181,7 @@ class AgentRun(Frozen):
     turns: int | None = None
     outcome: str | None = None
     failure_reason: str | None = None
+    failure_class: FailureClass | None = None
     settled: bool = False
     delivered_revision: RevisionId | None = None
     cancel_requested: bool = False
@@ -218,6 +221,16 @@ class AgentRun(Frozen):
 # ---------------------------------------------------------------------------- engine state
 
 
+class InfrastructureStreak(Frozen):
+    """Agent runs that failed under the agent in a row (``AgentFailed.failure_class``), the
+    last one's time and reason; any run that ends otherwise resets it. Past a threshold it
+    pauses dispatch (``domain.decisions.dispatch_pause``)."""
+
+    count: int = 0
+    last_at: datetime | None = None
+    last_reason: str | None = None
+
+
 class EngineState(Frozen):
     """Everything the engine knows. Provider-owned parts come from the pollers; engine-owned
     parts (``last_planned_shas``, ``agent_runs``, ``attempts``) are restored from the journal."""
@@ -228,3 +241,4 @@ class EngineState(Frozen):
     last_planned_shas: Mapping[str, str] = Field(default_factory=dict)
     agent_runs: Mapping[SessionId, AgentRun] = Field(default_factory=dict)
     attempts: Mapping[WorkItemId, int] = Field(default_factory=dict)
+    infrastructure: InfrastructureStreak = InfrastructureStreak()

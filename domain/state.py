@@ -18,6 +18,7 @@ from domain.events import (
     AgentStarted,
     CommandFailed,
     CommandRejected,
+    DispatchDue,
     EngineEvent,
     ImplementorCompleted,
     PlanApplied,
@@ -43,6 +44,7 @@ from domain.models import (
     AgentRun,
     EngineState,
     ImplementorStartParams,
+    InfrastructureStreak,
     ReviewerStartParams,
     Revision,
     RevisionId,
@@ -117,7 +119,7 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
             if to in _UNBLOCKED_BY_A_PERSON:
                 return _reset_attempts(state, wid)
             return state
-        case UserRequestedImplementorRun():
+        case UserRequestedImplementorRun() | DispatchDue():
             return state
 
 
@@ -158,6 +160,7 @@ def planner_failures(state: EngineState, path: str, blob_sha: str) -> int:
         for run in state.agent_runs.values()
         if run.role == "planner"
         and run.status in ("failed", "timed-out")
+        and run.failure_class != "infrastructure"
         and run.spec_shas.get(path) == blob_sha
     )
 
@@ -183,6 +186,7 @@ def reviewer_failures(state: EngineState, revision_id: RevisionId, head_sha: str
         and run.params.revision_id == revision_id
         and run.subject_sha == head_sha
         and run.status in ("failed", "timed-out")
+        and run.failure_class != "infrastructure"
     )
 
 
@@ -293,6 +297,8 @@ def _complete_run(
         "cost_usd": event.cost_usd,
         "turns": event.turns,
     }
+    if state.infrastructure.count:  # the model answered: the streak is over
+        state = _replace(state, infrastructure=InfrastructureStreak())
     if isinstance(event, ImplementorCompleted):
         changes["outcome"] = event.result.outcome
         # Only a completed run with a patch has a follow-up write (the revision).
@@ -312,13 +318,21 @@ def _fail_run(state: EngineState, event: AgentFailed) -> EngineState:
         "status": event.kind,
         "ended_at": event.at,
         "failure_reason": event.reason,
+        "failure_class": event.failure_class,
         "settled": True,
         "cost_usd": event.cost_usd,
         "turns": event.turns,
     }
-    if event.kind != "cancelled":
-        # A run cancelled by shutdown or by a person did not use up an attempt.
-        state = _count_attempt(state, run.role, run)
+    if event.kind == "cancelled":
+        return _put_run(state, run, changes)  # by shutdown or a person: no attempt used up
+    if event.failure_class == "infrastructure":  # not the work's fault: no attempt either
+        streak = InfrastructureStreak(
+            count=state.infrastructure.count + 1, last_at=event.at, last_reason=event.reason
+        )
+        return _put_run(_replace(state, infrastructure=streak), run, changes)
+    state = _count_attempt(state, run.role, run)
+    if state.infrastructure.count:
+        state = _replace(state, infrastructure=InfrastructureStreak())
     return _put_run(state, run, changes)
 
 

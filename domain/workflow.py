@@ -18,6 +18,7 @@ Trigger = Literal[
     "revision-delivered",
     "outcome-blocked",
     "run-failed",
+    "infrastructure-failed",
     "attempts-exhausted",
     "run-interrupted",
     "user-cancelled",
@@ -79,6 +80,13 @@ WORKFLOW: tuple[Transition, ...] = (
         trigger="outcome-blocked",
         target="blocked",
         why="the implementor reported it cannot proceed",
+    ),
+    Transition(
+        source="in-progress",
+        trigger="infrastructure-failed",
+        target="pending",
+        why="the run failed under the agent (credentials, the model API, the CLI): no attempt "
+        "is spent, and it runs again once dispatch is not paused",
     ),
     Transition(
         source="in-progress",

@@ -80,6 +80,7 @@ MODEL_VARIABLES = (
     "CLAUDE_CODE_USE_BEDROCK",
     "CLAUDE_CODE_USE_VERTEX",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+    "CLAUDE_CODE_MAX_RETRIES",  # how long the CLI itself retries an API that fails
 )
 
 
@@ -301,7 +302,17 @@ class ClaudeAdapter:
         role = run.params.role
         if final.subtype != "success" or final.is_error:
             detail = "; ".join(final.errors or []) or (final.result or final.subtype)
-            raise AgentFailure("failed", f"{final.subtype}: {detail}")
+            if final.terminal_reason == "api_error" or final.api_error_status is not None:
+                status = f" (HTTP {final.api_error_status})" if final.api_error_status else ""
+                raise AgentFailure(
+                    "failed", f"the model API failed{status}: {detail}", infrastructure=True
+                )
+            # "success" with is_error is how the CLI reports an error it ended on: not a label
+            # to show (cpe status once printed "success: Not logged in")
+            label = (
+                "the claude CLI reported an error" if final.subtype == "success" else final.subtype
+            )
+            raise AgentFailure("failed", f"{label}: {detail}")
         if final.structured_output is None:
             raise AgentFailure("failed", "the run succeeded without structured output")
         return await self.provisioner.result(role, final.structured_output, run.worktree)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,8 @@ class Rig:
         self.sessions = SessionManager()
         self.spawned: list[str] = []
         self.waits: list[float] = []  # the retry waits, recorded instead of waited
+        self.wakeups: list[datetime] = []  # the DispatchDue timers asked for
+        self.now = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
         self.executor = CommandExecutor(
             work_item_writer=provider.work_item_writer,
             revision_writer=provider.revision_writer,
@@ -60,6 +63,9 @@ class Rig:
             max_concurrent={"planner": 1, "implementor": 2, "reviewer": 1},
             retry=kw.get("retry", RetrySettings(attempts=3, initial_delay=0, max_delay=0)),
             wait=lambda seconds: self.waits.append(seconds) or False,
+            breaker=kw.get("breaker"),
+            wake_at=self.wakeups.append,
+            clock=lambda: self.now,
         )
 
     def run(self, command: Any) -> list[Any]:
@@ -459,3 +465,39 @@ def test_a_status_change_the_engine_makes_is_logged_with_why(rig: Rig) -> None:
     assert line["change"] == (
         "#1 in-progress → blocked: attempts exhausted (3 runs); last run: no key"
     )
+
+
+# ---------------------------------------------------------------------------- the breaker
+
+
+def _streak(count: int, last: datetime) -> EngineState:
+    from domain.models import InfrastructureStreak  # noqa: PLC0415
+
+    streak = InfrastructureStreak(count=count, last_at=last, last_reason="API Error: refused")
+    return EngineState(infrastructure=streak)
+
+
+def test_while_dispatch_is_paused_no_run_starts_and_a_wakeup_is_asked_once(rig: Rig) -> None:
+    paused = _streak(3, rig.now)  # the default breaker: 3 failures, then 30 s
+    for _ in range(2):
+        [rejected] = rig.executor.execute(implementor(), paused)
+        assert isinstance(rejected, CommandRejected)
+        assert rejected.reason == (
+            "dispatch paused: API Error: refused; next try at 2026-11-25 10:00:30 UTC"
+        )
+    assert rig.spawned == []
+    assert rig.wakeups == [rig.now + timedelta(seconds=30)]
+
+
+def test_past_the_pause_one_probe_run_starts_alone(rig: Rig) -> None:
+    paused = _streak(3, rig.now)
+    rig.now += timedelta(seconds=31)
+    assert rig.executor.execute(implementor("1"), paused) == []  # the probe
+    [rejected] = rig.executor.execute(implementor("2"), paused)
+    assert rejected.reason == "dispatch paused: a probe run is under way"
+    assert len(rig.spawned) == 1
+
+
+def test_below_the_threshold_dispatch_goes_on(rig: Rig) -> None:
+    assert rig.executor.execute(implementor(), _streak(2, rig.now)) == []
+    assert len(rig.spawned) == 1

@@ -16,10 +16,12 @@ from domain.commands import (
     TransitionStatus,
     UpdateRevision,
 )
+from domain.decisions import dispatch_pause
 from domain.events import (
     AgentFailed,
     AgentRequested,
     CommandFailed,
+    DispatchDue,
     EngineEvent,
     PlanApplied,
     PlannerCompleted,
@@ -617,3 +619,64 @@ def test_a_spec_with_a_problem_is_not_planned_and_the_others_of_its_batch_are() 
     assert start.spec_shas == {"specs/good.md": "g1"}
     _, commands = step(state(), SpecChanged(spec=bad))
     assert starts(commands, "planner") == []
+
+
+# ------------------------------------------------------------------ infrastructure failures
+
+
+def _infra_failed(sid: str, role: str = "implementor", minute: int = 0) -> AgentFailed:
+    return AgentFailed.model_validate(
+        {
+            "session_id": sid,
+            "role": role,
+            "kind": "failed",
+            "reason": "the model API failed: Not logged in",
+            "failure_class": "infrastructure",
+            "at": f"2026-11-25T10:{minute:02d}:00Z",
+        }
+    )
+
+
+def test_an_infrastructure_failure_spends_no_attempt_and_the_item_goes_back_to_pending() -> None:
+    before = state(item("1", "in-progress"), runs=[implementor_run("s1")], attempts={"1": 2})
+    after, commands = step(before, _infra_failed("s1"), HandlerOptions(max_attempts=3))
+    assert after.attempts["1"] == 2
+    assert transitions(commands) == [("1", "pending")]
+    assert after.infrastructure.count == 1
+    assert after.infrastructure.last_reason == "the model API failed: Not logged in"
+
+
+def test_infrastructure_failures_do_not_count_against_a_planners_attempts() -> None:
+    runs = [planner_run(f"p{n}", {"specs/a.md": "a1"}) for n in range(4)]
+    current = state(specs=[spec("specs/a.md", "a1")], runs=runs)
+    for n in range(3):
+        current, _ = step(current, _infra_failed(f"p{n}", role="planner", minute=n))
+    _, commands = step(current, _infra_failed("p3", role="planner", minute=3))
+    assert len(starts(commands, "planner")) == 1  # still planned: none of them was its fault
+
+
+def test_a_run_that_ends_otherwise_resets_the_streak() -> None:
+    current = state(item("1", "in-progress"), runs=[implementor_run("s1"), implementor_run("s2")])
+    current, _ = step(current, _infra_failed("s1"))
+    current, _ = step(current, failed("s2"))
+    assert current.infrastructure.count == 0
+
+
+def test_dispatch_pauses_after_the_threshold_and_doubles_the_pause_with_each_failure() -> None:
+    """Failures at 10:00, 10:01 … 10:04; from the third one the pause is 30 s after the last
+    failure, then 60 s, then 120 s capped at 100 s."""
+    current = state(runs=[implementor_run(f"s{n}") for n in range(5)])
+    untils = []
+    for n in range(5):
+        current, _ = step(current, _infra_failed(f"s{n}", minute=n))
+        pause = dispatch_pause(current, threshold=3, initial=30, maximum=100)
+        untils.append(pause.until.strftime("%H:%M:%S") if pause else None)
+    assert untils == [None, None, "10:02:30", "10:04:00", "10:05:40"]
+    assert pause is not None
+    assert (pause.failures, pause.reason) == (5, "the model API failed: Not logged in")
+
+
+def test_dispatch_due_lets_what_waited_start() -> None:
+    before = state(item("1", "pending"))
+    _, commands = step(before, DispatchDue())
+    assert len(starts(commands, "implementor")) == 1

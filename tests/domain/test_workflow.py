@@ -49,7 +49,7 @@ def _requested_from(status: str) -> tuple[EngineState, EngineEvent]:
     return state(item("1", status)), requested(params, sid="s1")
 
 
-def _failed(attempts_before: int, kind: str = "failed", **run: object):
+def _failed(attempts_before: int, kind: str = "failed", failure_class: str = "work", **run: object):
     def scenario() -> tuple[EngineState, EngineEvent]:
         before = state(
             item("1", "in-progress"),
@@ -57,7 +57,13 @@ def _failed(attempts_before: int, kind: str = "failed", **run: object):
             attempts={"1": attempts_before},
         )
         event = AgentFailed.model_validate(
-            {"session_id": "s1", "role": "implementor", "kind": kind, "reason": "boom"}
+            {
+                "session_id": "s1",
+                "role": "implementor",
+                "kind": kind,
+                "reason": "boom",
+                "failure_class": failure_class,
+            }
         )
         return before, event
 
@@ -119,6 +125,8 @@ SCENARIOS: dict[str, Scenario] = {
     "in-progress--revision-delivered--in-review": _delivered,
     "in-progress--outcome-blocked--blocked": _outcome_blocked,
     "in-progress--run-failed--pending": _failed(0),
+    # the last attempt was spent, yet it is not blocked: this failure was not the work's
+    "in-progress--infrastructure-failed--pending": _failed(2, failure_class="infrastructure"),
     "in-progress--attempts-exhausted--blocked": _failed(2),
     "in-progress--run-interrupted--pending": _interrupted,
     "in-progress--user-cancelled--blocked": _failed(0, "cancelled", cancel_requested=True),

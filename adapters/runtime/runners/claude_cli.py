@@ -63,6 +63,17 @@ ARGV_PROMPT_BYTES = 100_000  # an argv string is at most 128 KiB on Linux; longe
 EventCallback = Callable[[dict[str, Any]], None]
 
 
+MODEL_API = "model-api"  # CliOutcome.infrastructure of a run the model API failed
+
+
+def model_api_failed(result: dict[str, Any]) -> bool:
+    """A ``result`` event of a run that the model API ended (the CLI's ``terminal_reason``
+    ``api_error``, or an HTTP status it reports): the credential, the network, the API."""
+    return bool(result.get("is_error")) and (
+        result.get("terminal_reason") == "api_error" or result.get("api_error_status") is not None
+    )
+
+
 @dataclass(frozen=True)
 class CliOutcome:
     """How a CLI run ended: the termination, the ``result`` event, the finished artifacts.
@@ -212,13 +223,21 @@ class ClaudeCliRun(JsonlRun):
 
     def _finish(self, ended: ProcessOutcome) -> CliOutcome:
         termination, reason = ended.termination, ended.reason
+        infrastructure = None
         if termination == "completed":
             if self.malformed:
                 termination, reason = "error", f"{len(self.malformed)} malformed stdout line(s)"
             elif self.result is None:
                 termination, reason = "error", "the CLI ended without a result event"
             elif self.result.get("is_error") or self.result.get("subtype") != "success":
-                termination, reason = "error", f"result {self.result.get('subtype')}"
+                subtype = self.result.get("subtype")
+                said = self.result.get("result") or "; ".join(self.result.get("errors") or [])
+                label = "the CLI reported an error" if subtype == "success" else f"result {subtype}"
+                termination, reason = "error", f"{label}: {said}" if said else label
+        if self.result is not None and model_api_failed(self.result):
+            # no credential, refused, unreachable …: the CLI also exits 1 then
+            termination, infrastructure = "error", MODEL_API
+            reason = f"the model API failed: {self.result.get('result')}"
         if ended.cancelled_at is not None:
             self.artifacts.annotate(cancelled_at=ended.cancelled_at.isoformat())
         finished = self.artifacts.finish(
@@ -227,7 +246,9 @@ class ClaudeCliRun(JsonlRun):
         if finished.termination != termination:  # a required artifact was lost
             termination = "error"
             reason = reason or "required artifacts missing"
-        return CliOutcome(termination, ended.exit_code, reason, self.result, finished, ended)
+        return CliOutcome(
+            termination, ended.exit_code, reason, self.result, finished, ended, infrastructure
+        )
 
 
 class ClaudeCliRunner:

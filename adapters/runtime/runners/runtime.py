@@ -270,7 +270,9 @@ class CliRuntime:
         except RunRejectedError as exc:
             raise AgentFailure("failed", f"the runner refused the run: {exc}") from exc
         except OSError as exc:
-            raise AgentFailure("failed", f"the CLI could not start: {exc}") from exc
+            raise AgentFailure(
+                "failed", f"the CLI could not start: {exc}", infrastructure=True
+            ) from exc
 
     def _env(self, session_id: str) -> dict[str, str]:
         homes = Path(self.config.logging.logs_dir).parent / "homes"
@@ -297,8 +299,9 @@ class CliRuntime:
 
     async def _result(self, run: _Run, outcome: CliOutcome) -> AgentResult:
         if outcome.termination != "completed" or outcome.result is None:
-            # A run that failed under the agent (outcome.infrastructure, e.g. codex's sandbox
-            # could not run commands) is "failed" too, until the domain has a kind for it.
+            # A run that failed under the agent (outcome.infrastructure: codex's sandbox could
+            # not run commands, the model API refused or could not be reached) spends no
+            # attempt: the failure says so.
             kind = _FAILURE_KIND.get(outcome.termination, "failed")
             if outcome.infrastructure is not None:
                 log.warning(
@@ -307,7 +310,11 @@ class CliRuntime:
                     session_id=run.params.session_id,
                     reason=outcome.reason,
                 )
-            raise AgentFailure(kind, f"{outcome.termination}: {outcome.reason}")
+            raise AgentFailure(
+                kind,
+                f"{outcome.termination}: {outcome.reason}",
+                infrastructure=outcome.infrastructure is not None,
+            )
         structured = outcome.result.get("structured_output")
         return await self.provisioner.result(run.params.role, structured, run.worktree)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -482,3 +483,28 @@ def test_a_guard_that_raises_denies_bash_through_the_real_cli(
     assert not any("Ran 1 test" in t.content for r in server.requests for t in r.tool_results)
     meta = json.loads((tmp_path / "runs" / "implementor-1" / "runner_metadata.json").read_text())
     assert [d["tool_name"] for d in meta["permission_denials"]] == ["Bash", "Bash"]
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("why", ["unreachable", "no credential"])
+def test_a_run_the_model_api_fails_is_an_infrastructure_failure(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path, why: str
+) -> None:
+    """The real CLI, its API refused (the port is closed) or no key at all: not the work's
+    fault, so the failure says so and names the API's answer."""
+    env = {**server.client_env(), "CLAUDE_CODE_MAX_RETRIES": "0"}
+    if why == "unreachable":
+        env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{_closed_port()}"
+    else:
+        del env["ANTHROPIC_API_KEY"], env["ANTHROPIC_BASE_URL"]
+    rig = Rig(repo, server, tmp_path / "runs", agent_env=env)
+    _, failure = rig.run(implementor())
+    assert isinstance(failure, AgentFailure), failure
+    assert failure.infrastructure
+    assert failure.reason.startswith("the model API failed")
+    assert ("ECONNREFUSED" if why == "unreachable" else "Not logged in") in failure.reason

@@ -284,3 +284,25 @@ def test_cancel_and_the_wall_clock_timeout_kill_the_real_cli(
     )
     assert not group_members(pgid_of(run_dir))
     assert not (repo / ".worktrees" / "cpe" / "8-t").exists()
+
+
+def test_a_run_the_model_api_refuses_is_an_infrastructure_failure_on_the_real_cli(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """``claude -p`` with no credential at all: its result says ``api_error``; the failure is
+    not the work's, and its reason is the CLI's own words."""
+    env = {
+        k: v
+        for k, v in server.client_env().items()
+        if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+    }
+    adapter = runtime(
+        repo, server, tmp_path / "state" / "logs", agent_env={**env, "CLAUDE_CODE_MAX_RETRIES": "0"}
+    )
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-9"), work_item_id=WorkItemId("1"), branch_name="cpe/1-x"
+    )
+    _, failure = drive(adapter, params)
+    assert isinstance(failure, AgentFailure), failure
+    assert failure.infrastructure
+    assert "the model API failed: Not logged in" in failure.reason
