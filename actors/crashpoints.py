@@ -42,6 +42,7 @@ _POINTS: dict[str, str] = {
     "journal.after_cycle": "a cycle's result events and its cursor are committed",
     "session.before_terminal": "an agent run ended; its terminal event is not journaled",
     "session.after_terminal": "the run's terminal event is journaled, not processed",
+    "worktree.setup_started": "a new worktree's setup command is running",
     "worktree.before_remove": "the run's patch is taken; its worktree is still on disk",
     "worktree.after_remove": "the worktree is removed; its local branch is not yet deleted",
     "local.revision.after_branch": "a revision's branch is written; the tracker has no row",

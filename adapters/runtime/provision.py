@@ -8,6 +8,7 @@ cancellation, on every ending. The Claude SDK adapter and the CLI runtime share 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,8 @@ from domain.ports import RuntimeAdapterDeps
 from domain.results import AgentResult, ImplementorOutput, ImplementorResult, validate_output
 
 log = structlog.get_logger("cpe.runtime.provision")
+
+_CLEANUP_WAIT = 60.0  # seconds a cancelled setup gets to be killed and its worktree removed
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class Provisioner:
         worktree: Worktree | None = None
         try:
             if isinstance(params, ImplementorStartParams):
-                worktree = await anyio.to_thread.run_sync(self.worktrees.create, params.branch_name)
+                worktree = await self._create_worktree(params.branch_name)
             prompt = await anyio.to_thread.run_sync(self.prompt, params)
             spec = await anyio.to_thread.run_sync(
                 load_agent_definition, self.repo_root, params.role, self.context_paths
@@ -92,6 +95,25 @@ class Provisioner:
             await self.release(worktree)
             raise
         return Provisioned(worktree, prompt, spec)
+
+    async def _create_worktree(self, branch: str) -> Worktree:
+        """The run's worktree. A cancel (Ctrl-C, a timeout) while the setup command runs stops
+        it at once: its group is killed and the worktree removed before the cancel goes on."""
+        cancel, done = threading.Event(), threading.Event()
+
+        def create() -> Worktree:
+            try:
+                return self.worktrees.create(branch, cancel=cancel)
+            finally:
+                done.set()
+
+        try:
+            return await anyio.to_thread.run_sync(create, abandon_on_cancel=True)
+        except BaseException:
+            cancel.set()
+            with anyio.CancelScope(shield=True):  # the setup's group is killed, the tree gone
+                await anyio.to_thread.run_sync(done.wait, _CLEANUP_WAIT)
+            raise
 
     async def release(self, worktree: Worktree | None) -> None:
         if worktree is not None:

@@ -21,8 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import subprocess
 import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,13 +30,13 @@ import git
 
 from actors.crashpoints import crashpoint
 from adapters.runtime.agent_env import build_agent_env
+from adapters.runtime.setup_command import pid_file, reap_setups, run_setup_command
 from domain.errors import CpeError, WorktreeError
 
 __all__ = ["ReapReport", "Worktree", "WorktreeManager", "run_git"]
 
 WORKTREES_DIR = ".worktrees"
 _EXCLUDE_LINE = f"/{WORKTREES_DIR}/"
-_OUTPUT_TAIL = 2000
 
 
 @dataclass(frozen=True)
@@ -151,7 +149,7 @@ class WorktreeManager:
             raise WorktreeError(f"branch {branch_name!r} would put a worktree outside {root}")
         return path
 
-    def create(self, branch_name: str) -> Worktree:
+    def create(self, branch_name: str, cancel: threading.Event | None = None) -> Worktree:
         """Create ``.worktrees/<branch_name>`` on a branch force-reset to the default branch.
 
         Raises WorktreeError when the name is invalid, a stale worktree cannot be removed, git
@@ -169,7 +167,7 @@ class WorktreeManager:
                 self.default_branch,
             )  # fmt: skip
         try:
-            self._run_setup(path)
+            self._run_setup(path, branch_name, cancel)
         except WorktreeError as setup_error:
             try:
                 self.remove(worktree)
@@ -207,6 +205,7 @@ class WorktreeManager:
         deleted: list[str] = []
         failures: list[str] = []
         root = os.path.realpath(self.worktrees_dir)
+        reap_setups(self.worktrees_dir)  # before their worktrees go
         with self._lock:
             self._ensure_excluded()
             run_git(self.repo_root, "worktree", "prune")
@@ -291,10 +290,17 @@ class WorktreeManager:
                 self._remove_worktree(Path(entry.path), entries)
         self._remove_worktree(worktree.path, entries)
 
-    def _run_setup(self, path: Path) -> None:
+    def _run_setup(self, path: Path, branch: str, cancel: threading.Event | None) -> None:
         if self.setup_command:
             env = self.setup_env if self.setup_env is not None else build_agent_env(os.environ)
-            _run_setup_command(self.setup_command, path, env, self.setup_timeout)
+            run_setup_command(
+                self.setup_command,
+                path,
+                env,
+                self.setup_timeout,
+                pidfile=pid_file(self.worktrees_dir, branch),
+                cancel=cancel,
+            )
 
     # ------------------------------------------------------------------ removal helpers
 
@@ -375,45 +381,3 @@ class WorktreeManager:
             elif current != str(self.worktrees_dir):
                 between.append(current)
         return leftovers, between
-
-
-def _run_setup_command(
-    command: Sequence[str] | str, cwd: Path, env: Mapping[str, str], timeout: float
-) -> None:
-    """Run the setup command; a failure or timeout raises WorktreeError with the output's tail."""
-    argv: str | list[str] = command if isinstance(command, str) else list(command)
-    try:
-        # shell=True for a string: the operator wrote a shell command in supervisor.toml.
-        # A session of its own, so a timeout kills the whole tree (yarn spawns children).
-        proc = subprocess.Popen(
-            argv,
-            shell=isinstance(argv, str),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise WorktreeError(f"setup command {argv!r} could not start: {exc}") from exc
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        try:
-            out, _ = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipe
-            out = b""
-        raise WorktreeError(
-            f"setup command {argv!r} timed out after {timeout}s; output tail:\n{_tail(out)}"
-        ) from None
-    if proc.returncode != 0:
-        raise WorktreeError(
-            f"setup command {argv!r} failed (exit {proc.returncode}); output tail:\n{_tail(out)}"
-        )
-
-
-def _tail(out: bytes | None) -> str:
-    return (out or b"").decode("utf-8", errors="replace")[-_OUTPUT_TAIL:]

@@ -71,6 +71,10 @@ class Loop:
     def __init__(self, base: Path):
         self.base = base
         self.repo = create_sample_repo(base / "sample")
+        # A setup command, so that its crashpoint is reached and the reaper finds it
+        toml = self.repo / "supervisor.toml"
+        toml.write_text(toml.read_text().replace('setup_command = ""', 'setup_command = "true"'))
+        git(self.repo, "commit", "-qam", "a setup command")
         self.home = base / "home"
         self.home.mkdir()
         self.trace = base / "crash-trace"
