@@ -261,7 +261,12 @@ def _runtime_factory(
         _check_claude_cli(claude_cli.cli_path, claude_cli.model)
     codex = config.runtime.codex_cli
     codex_path = _check_codex_cli(codex) if "codex-cli" in kinds else codex.cli_path
-    check_credentials(kinds, agent_env or {}, isolated_home=isolated_home)
+    check_credentials(
+        kinds,
+        agent_env or {},
+        isolated_home=isolated_home,
+        codex_overrides=[*codex.overrides, *codex_overrides],
+    )
     try:
         guard = BashGuardConfig.model_validate(config.bash_guard.model_dump())
     except ValidationError as exc:  # pydantic's own text spans lines: one line per key path

@@ -61,10 +61,13 @@ def check_credentials(
     *,
     isolated_home: bool,
     environ: Mapping[str, str] | None = None,
+    codex_overrides: Collection[str] = (),
 ) -> None:
     """``ConfigError`` naming what to set when a runtime in ``kinds`` has no credential.
     ``agent_env`` is what cpe adds on purpose (the demo's scripted model); ``environ`` is the
-    daemon's environment (default ``os.environ``), from which the model variables pass."""
+    daemon's environment (default ``os.environ``), from which the model variables pass. A codex
+    given another model provider (``-c model_provider=…``) takes its key from that provider's
+    own settings, so only the default provider's key is looked for."""
     env = {**(os.environ if environ is None else environ), **agent_env}
     home = None if isolated_home else Path(env.get("HOME") or Path.home())
     if {"claude-sdk", "claude-cli"} & set(kinds) and claude_credential(env, home) is None:
@@ -74,7 +77,8 @@ def check_credentials(
             expected="ANTHROPIC_API_KEY in cpe's environment, or a Claude login (claude, then "
             "/login: ~/.claude/.credentials.json)",
         )
-    if "codex-cli" in kinds and codex_credential(env, home) is None:
+    own_provider = any(o.strip().startswith("model_provider") for o in codex_overrides)
+    if "codex-cli" in kinds and not own_provider and codex_credential(env, home) is None:
         raise ConfigError(
             "runtime codex-cli: no model credential for the codex CLI",
             expected="OPENAI_API_KEY in cpe's environment, or codex login (~/.codex/auth.json)",

@@ -67,6 +67,7 @@ def start_cpe(repo: Path, home: Path, log: TextIO, env: Mapping[str, str]) -> su
             "HOME": str(home),
             "LANG": "C.UTF-8",
             "ANTHROPIC_API_KEY": MODEL_KEY,  # past the preflight; the scripted model's replaces it
+            "OPENAI_API_KEY": MODEL_KEY,
             **env,
         },
         stdout=log,

@@ -53,3 +53,15 @@ def test_what_cpe_adds_on_purpose_counts(tmp_path: Path) -> None:
     check_credentials(
         {"claude-sdk"}, {"ANTHROPIC_API_KEY": "scripted"}, isolated_home=True, environ={}
     )
+
+
+def test_a_codex_with_its_own_model_provider_needs_no_openai_key(tmp_path: Path) -> None:
+    """``-c model_provider=…`` (the demo's scripted model, a proxy): that provider's settings
+    say where its key comes from."""
+    check_credentials(
+        {"codex-cli"},
+        {},
+        isolated_home=True,
+        environ={},
+        codex_overrides=['model_provider="scripted"'],
+    )
