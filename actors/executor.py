@@ -250,7 +250,11 @@ class CommandExecutor:
         so that cycle is processed again: meeting the same state, it makes the same command and
         is answered from the intent now done, and its results are journaled with it. Should it
         not (``deliver_resumed``), the results are queued then. A status transition is not made
-        here: it is derived from the state, and the cycle makes it again if it is still due."""
+        here: it is derived from the state, and the cycle makes it again if it is still due.
+
+        A *failed* intent is left as it is: its ``CommandFailed`` was processed and the
+        workflow already acted on it (a new run, a retry on the next sight of the revision), so
+        making the old write now could only be stale."""
         resumed = 0
         for intent in self.journal.intents("pending"):
             command = intent.command

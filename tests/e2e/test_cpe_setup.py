@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 from pathlib import Path
+from typing import TextIO
 
 import psutil
 
@@ -37,24 +38,35 @@ def _repo(tmp_path: Path) -> Path:
     repo = make_cpe_repo(tmp_path / "repo")
     (repo / "supervisor.toml").write_text(config + SLOW_SETUP)
     add_work_item(repo)
+    (tmp_path / "home").mkdir()
     return repo
+
+
+def _start_until_the_setup_runs(
+    repo: Path,
+    home: Path,
+    log: TextIO,
+    server: ScriptedModelServer,
+    processes: list[subprocess.Popen[str]],
+) -> tuple[subprocess.Popen[str], int]:
+    """``cpe run`` on ``repo``, once its implementor's setup command runs; and its pid."""
+    cpe = start_cpe(repo, home, log, server.client_env())
+    processes.append(cpe)
+    assert wait_for(lambda: _setup_pid(repo) is not None, 120), "no setup command ran"
+    setup = _setup_pid(repo)
+    assert setup is not None
+    return cpe, setup
 
 
 def test_ctrl_c_while_the_setup_command_runs_stops_it_and_exits_0(
     tmp_path: Path, processes: list[subprocess.Popen[str]]
 ) -> None:
-    repo = _repo(tmp_path)
-    home = tmp_path / "home"
-    home.mkdir()
+    repo, home = _repo(tmp_path), tmp_path / "home"
     with (
         ScriptedModelServer([load_scenario("implement")]) as server,
         (home / "cpe.log").open("a") as log,
     ):
-        cpe = start_cpe(repo, home, log, server.client_env())
-        processes.append(cpe)
-        assert wait_for(lambda: _setup_pid(repo) is not None, 120), "no setup command ran"
-        setup = _setup_pid(repo)
-        assert setup is not None
+        cpe, setup = _start_until_the_setup_runs(repo, home, log, server, processes)
         cpe.send_signal(signal.SIGINT)
         # far sooner than the setup's 600 s: it is stopped, not waited for
         assert cpe.wait(120) == 0
@@ -67,18 +79,12 @@ def test_ctrl_c_while_the_setup_command_runs_stops_it_and_exits_0(
 def test_a_setup_command_left_by_a_kill_9_is_killed_by_the_next_start(
     tmp_path: Path, processes: list[subprocess.Popen[str]]
 ) -> None:
-    repo = _repo(tmp_path)
-    home = tmp_path / "home"
-    home.mkdir()
+    repo, home = _repo(tmp_path), tmp_path / "home"
     with (
         ScriptedModelServer([load_scenario("implement")]) as server,
         (home / "cpe.log").open("a") as log,
     ):
-        cpe = start_cpe(repo, home, log, server.client_env())
-        processes.append(cpe)
-        assert wait_for(lambda: _setup_pid(repo) is not None, 120), "no setup command ran"
-        setup = _setup_pid(repo)
-        assert setup is not None
+        cpe, setup = _start_until_the_setup_runs(repo, home, log, server, processes)
         cpe.send_signal(signal.SIGKILL)
         cpe.wait(30)
         assert not _gone(setup), "the setup command outlived cpe"
