@@ -249,6 +249,9 @@ def _print_runs(state: EngineState, state_dir: Path) -> None:
             print("  (none)")
         for run in shown:
             print("  " + describe_run(run, run_runtime(state_dir, run.session_id), now=now))
+            if run.failure_reason:  # the whole reason, on its own line
+                label = "infrastructure failure" if run.failure_class == "infrastructure" else "why"
+                print(f"      {label}: {' '.join(run.failure_reason.split())}")
 
 
 def describe_run(run: AgentRun, runtime: str = "", *, now: datetime | None = None) -> str:

@@ -171,7 +171,8 @@ def test_status_shows_ended_runs_with_role_duration_cost_and_outcome(worked: Wor
     result = cpe("status", cwd=worked.repo)
     assert result.returncode == 0, result.stderr
     recent = sections(result.stdout)["recent agent runs (the last 20, newest last)"]
-    assert len(recent) == 2
+    assert len(recent) == 3  # two runs, and the failed one's whole reason on a line of its own
+    assert recent[2] == "why: the model returned no plan"
     implementor = line_with(recent, IMPLEMENTOR).split()
     assert implementor[1:5] == ["implementor", "claude-sdk", worked.greeting, "completed"]
     assert implementor[5:] == ["12.5s", "$0.0123", "completed"]
