@@ -3,10 +3,10 @@
 Termination (``adapters.runtime.artifacts.Termination``): exit 0 with a ``turn.completed`` is
 ``completed``; a ``turn.failed``, a non-zero exit, an exit 0 without ``turn.completed`` or
 without the last-message file, and a stdout line that is not a JSON object are ``error``; the
-timeouts are the process layer's. So is a run whose commands all failed in codex's sandbox before they started (``codex_sandbox``): its
-outcome says ``infrastructure="sandbox"``. The events are read leniently: unknown types are kept
-and ignored, ``error`` items are non-fatal. A run's own ``CODEX_HOME`` (``codex_home``) is
-released when the run ends.
+timeouts are the process layer's. So is a run whose commands all failed in codex's sandbox
+before they started (``codex_sandbox``): its outcome says ``infrastructure="sandbox"``. The
+events are read leniently: unknown types are kept and ignored, ``error`` items are non-fatal. A
+run's own ``CODEX_HOME`` (``codex_home``) is released when the run ends.
 """
 
 from __future__ import annotations
