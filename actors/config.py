@@ -118,6 +118,8 @@ _REF_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 class WorkflowSection(_Section):
     max_attempts: int = Field(default=3, ge=1, le=100)
     auto_merge: bool = False
+    retry_backoff_initial: Seconds = 30
+    retry_backoff_max: Seconds = 900
     branch_prefix: str = "cpe/"
     max_concurrent: dict[AgentRole, Concurrency] = Field(default_factory=_default_concurrency)
 
@@ -242,6 +244,8 @@ class CpeConfig(_Section):
         return HandlerOptions(
             max_attempts=w.max_attempts,
             auto_merge=w.auto_merge,
+            retry_backoff_initial=w.retry_backoff_initial,
+            retry_backoff_max=w.retry_backoff_max,
             branch_prefix=w.branch_prefix,
             max_concurrent=w.max_concurrent,
         )

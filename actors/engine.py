@@ -64,7 +64,7 @@ from domain.ports import (
     WorkProviderReader,
     WorkProviderWriter,
 )
-from domain.state import apply_event
+from domain.state import apply_event, planner_failures
 
 log = structlog.get_logger("cpe.engine")
 
@@ -136,8 +136,14 @@ class Engine:
             retry=config.write_retry,
             breaker=config.breaker,
             wake_at=self._wake_at,
+            retry_backoff=(
+                config.handlers.retry_backoff_initial,
+                config.handlers.retry_backoff_max,
+            ),
         )
-        self.loop = EngineLoop(self.store, self.handlers, self._execute, self.inbox)
+        self.loop = EngineLoop(
+            self.store, self.handlers, self._execute, self.inbox, observe=self._observe
+        )
         get_state, put = self.store.get_state, self.inbox.put
         self.pollers: tuple[Poller[Any], ...] = (
             work_item_poller(
@@ -375,6 +381,25 @@ class Engine:
             log.error("command execution failed", command=command.type, error=repr(exc))
             return [CommandFailed(command=command, error=f"executor: {type(exc).__name__}: {exc}")]
         return result
+
+    def _observe(self, event: EngineEvent, state: EngineState) -> None:
+        """Say so when a failed planner run leaves a spec version with no attempt left: it is
+        not planned again until it changes."""
+        if not (isinstance(event, AgentFailed) and event.role == "planner"):
+            return
+        run = state.agent_runs.get(event.session_id)
+        if run is None or run.failure_class == "infrastructure":
+            return
+        limit = self.config.handlers.max_attempts
+        for path, sha in run.spec_shas.items():
+            if planner_failures(state, path, sha) == limit:
+                log.error(
+                    "spec not planned again until it changes",
+                    spec=path,
+                    blob_sha=sha[:12],
+                    failed_planner_runs=limit,
+                    last_failure=" ".join((event.reason or "").split())[:300],
+                )
 
     def _wake_at(self, when: datetime) -> None:
         """Queue a ``DispatchDue`` at ``when`` (the end of a pause of dispatch)."""

@@ -38,7 +38,7 @@ from domain.commands import (
     UpdateRevision,
     idempotency_key,
 )
-from domain.decisions import dispatch_pause, explain_transition
+from domain.decisions import dispatch_pause, explain_transition, planner_backoff
 from domain.errors import CpeError, ProviderError
 from domain.events import (
     AgentFailed,
@@ -101,6 +101,7 @@ class CommandExecutor:
         breaker: BreakerSettings | None = None,
         wake_at: Callable[[datetime], None] | None = None,
         clock: Callable[[], datetime] | None = None,
+        retry_backoff: tuple[float, float] = (30, 900),
     ):
         self.work_item_writer = work_item_writer
         self.revision_writer = revision_writer
@@ -122,6 +123,9 @@ class CommandExecutor:
         self.wake_at = wake_at or (lambda when: None)
         self.clock = clock or _now
         self._paused_until: datetime | None = None  # the pause last announced and woken for
+        # A failed planner's next run waits: (initial, max) seconds, doubling per failure.
+        self.retry_backoff = retry_backoff
+        self._planner_wait_until: datetime | None = None  # the wait last announced and woken for
         # Writes ``resume_pending`` made at start, by key: their results go out with the cycle
         # that answers them, or with ``deliver_resumed`` when no cycle did.
         self._resumed: dict[str, list[EngineEvent]] = {}
@@ -169,10 +173,32 @@ class CommandExecutor:
             return "dispatch paused: a probe run is under way"
         return None
 
+    def planner_waits(self, command: StartAgent, snapshot: EngineState) -> str | None:
+        """Why a planner may not run again yet on these spec versions (None when it may): a
+        planner that failed on them backs off exponentially (``planner_backoff``)."""
+        if command.params.role != "planner":
+            return None
+        initial, maximum = self.retry_backoff
+        wait = planner_backoff(snapshot, command.spec_shas, initial=initial, maximum=maximum)
+        if wait is None or self.clock() >= wait.until:
+            return None
+        when = wait.until.strftime("%Y-%m-%d %H:%M:%S UTC")
+        if self._planner_wait_until != wait.until:  # said once per wait, and woken for once
+            self._planner_wait_until = wait.until
+            log.warning(
+                "planner run deferred",
+                failures=wait.failures,
+                last_failure=" ".join(wait.reason.split())[:300],
+                next_try_at=wait.until.isoformat(timespec="seconds"),
+            )
+            self.wake_at(wait.until)
+        return f"planner waits after {wait.failures} failed run(s); next try at {when}"
+
     def _start_agent(self, command: StartAgent, snapshot: EngineState) -> list[EngineEvent]:
         params = command.params
         reason = "the engine is shutting down" if self.no_new_agents.is_set() else None
         reason = reason or self.paused(snapshot)
+        reason = reason or self.planner_waits(command, snapshot)
         reason = reason or self.sessions.guard(params, self.max_concurrent.get(params.role, 1))
         if reason is not None:
             log.info("agent dispatch rejected", role=params.role, reason=reason)

@@ -178,6 +178,7 @@ def status(config_path: Path | None, repo: Path | None) -> int:
         _print_items(state.work_items.values())
         _print_revisions(list(state.revisions.values()))
     _print_skipped_specs(state)
+    _print_planner_waits(state, config)
     _print_runs(state, state_dir)
     return 0
 
@@ -207,6 +208,32 @@ def _print_skipped_specs(state: Any) -> None:
         print("\nspecs skipped (planned again once they change)")
         for spec in skipped:
             print(f"  {spec.path}\n    {spec.problem}")
+
+
+def _print_planner_waits(state: Any, config: Any) -> None:
+    """Specs whose planner runs failed: when the next run is due, or that they wait for a new
+    version after ``max_attempts`` failures (domain.decisions.planner_backoff)."""
+    from domain.decisions import planner_backoff  # noqa: PLC0415
+    from domain.state import planner_failures, specs_to_plan  # noqa: PLC0415
+
+    w = config.workflow
+    lines = []
+    for path, sha in specs_to_plan(state).items():
+        failures = planner_failures(state, path, sha)
+        if not failures:
+            continue
+        if failures >= w.max_attempts:
+            why = f"{failures} planner runs failed on this version: planned again once it changes"
+            lines.append(f"  {path}\n    {why}")
+            continue
+        wait = planner_backoff(
+            state, {path: sha}, initial=w.retry_backoff_initial, maximum=w.retry_backoff_max
+        )
+        when = wait.until.strftime("%Y-%m-%d %H:%M:%S UTC") if wait else "now"
+        lines.append(f"  {path}\n    {failures} planner run(s) failed; next try at {when}")
+    if lines:
+        print("\nspecs the planner failed on (last failure under recent agent runs)")
+        print("\n".join(lines))
 
 
 def _print_items(items: Any) -> None:

@@ -30,6 +30,7 @@ from domain.state import (
     latest_implementor_run,
     natural_key,
     ordered,
+    planner_failures,
     reviewer_failures,
     reviewer_in_flight,
     revision_for,
@@ -98,6 +99,49 @@ def dispatch_pause(
         until=streak.last_at + timedelta(seconds=delay),
         reason=streak.last_reason or "agent runs failed under the agent",
         failures=streak.count,
+    )
+
+
+@dataclass(frozen=True)
+class PlannerBackoff:
+    """The next planner run on these spec versions waits until ``until``: ``failures`` runs
+    failed on them, the last for ``reason``."""
+
+    until: datetime
+    reason: str
+    failures: int
+
+
+def planner_backoff(
+    state: EngineState, spec_shas: Mapping[str, str], *, initial: float, maximum: float
+) -> PlannerBackoff | None:
+    """A planner that failed on a spec version is run again on it ``initial`` seconds after its
+    last failure, doubling with each further failure up to ``maximum`` (the failures counted as
+    ``planner_failures`` does: a run the infrastructure failed is the breaker's business). None
+    when no spec of the batch has failed."""
+    failures = max((planner_failures(state, p, sha) for p, sha in spec_shas.items()), default=0)
+    if failures == 0:
+        return None
+    last = max(
+        (
+            run
+            for run in state.agent_runs.values()
+            if run.role == "planner"
+            and run.status in ("failed", "timed-out")
+            and run.failure_class != "infrastructure"
+            and run.ended_at is not None
+            and any(run.spec_shas.get(p) == sha for p, sha in spec_shas.items())
+        ),
+        key=lambda run: run.ended_at or datetime.min,
+        default=None,
+    )
+    if last is None or last.ended_at is None:
+        return None
+    delay = min(maximum, initial * 2 ** min(failures - 1, 32))
+    return PlannerBackoff(
+        until=last.ended_at + timedelta(seconds=delay),
+        reason=last.failure_reason or last.status,
+        failures=failures,
     )
 
 

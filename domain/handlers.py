@@ -103,6 +103,12 @@ class HandlerOptions(Frozen):
         default=3, ge=1, description="implementor runs per work item; planner runs per spec version"
     )
     auto_merge: bool = Field(default=False, description="merge a revision once approved")
+    retry_backoff_initial: float = Field(
+        default=30, gt=0, le=86_400, allow_inf_nan=False, description="seconds, first retry"
+    )
+    retry_backoff_max: float = Field(
+        default=900, gt=0, le=86_400, allow_inf_nan=False, description="seconds, the cap"
+    )
     branch_prefix: str = Field(default="cpe/", pattern=r"^[A-Za-z0-9._-]+/$")
     max_concurrent: Mapping[AgentRole, int] = Field(
         default_factory=lambda: dict(_DEFAULT_CONCURRENCY)

@@ -501,3 +501,62 @@ def test_past_the_pause_one_probe_run_starts_alone(rig: Rig) -> None:
 def test_below_the_threshold_dispatch_goes_on(rig: Rig) -> None:
     assert rig.executor.execute(implementor(), _streak(2, rig.now)) == []
     assert len(rig.spawned) == 1
+
+
+# ---------------------------------------------------------------------------- planner backoff
+
+
+def _failed_planner(sid: str, ended: datetime, *, cls: str = "work") -> Any:
+    from tests.domain.builders import planner_run  # noqa: PLC0415
+
+    return planner_run(
+        sid,
+        {"specs/a.md": "a1"},
+        status="failed",
+        ended_at=ended,
+        failure_reason="the plan did not validate",
+        failure_class=cls,
+    )
+
+
+def _planner() -> StartAgent:
+    from domain.models import PlannerStartParams  # noqa: PLC0415
+
+    return StartAgent(
+        params=PlannerStartParams(spec_paths=("specs/a.md",)), spec_shas={"specs/a.md": "a1"}
+    )
+
+
+def test_a_failed_planner_runs_again_only_after_an_exponential_backoff(rig: Rig) -> None:
+    """30 s after one failure (the default), 60 s after two; a wake-up is asked once a wait."""
+    from structlog.testing import capture_logs  # noqa: PLC0415
+
+    one = EngineState(agent_runs={"p0": _failed_planner("p0", rig.now)})
+    with capture_logs() as logs:
+        for _ in range(2):
+            [rejected] = rig.executor.execute(_planner(), one)
+            assert rejected.reason == (
+                "planner waits after 1 failed run(s); next try at 2026-11-25 10:00:30 UTC"
+            )
+    deferred = [e for e in logs if e["event"] == "planner run deferred"]
+    assert [e["last_failure"] for e in deferred] == ["the plan did not validate"]
+    assert rig.wakeups == [rig.now + timedelta(seconds=30)]
+    two = EngineState(
+        agent_runs={
+            "p0": _failed_planner("p0", rig.now - timedelta(minutes=5)),
+            "p1": _failed_planner("p1", rig.now),
+        }
+    )
+    [rejected] = rig.executor.execute(_planner(), two)
+    assert rejected.reason.endswith("next try at 2026-11-25 10:01:00 UTC")
+    assert rig.spawned == []
+    rig.now += timedelta(seconds=61)
+    assert rig.executor.execute(_planner(), two) == []
+    assert len(rig.spawned) == 1
+
+
+def test_an_infrastructure_failure_does_not_back_the_planner_off(rig: Rig) -> None:
+    """The breaker answers for those; the planner's own backoff counts work failures only."""
+    snapshot = EngineState(agent_runs={"p0": _failed_planner("p0", rig.now, cls="infrastructure")})
+    assert rig.executor.execute(_planner(), snapshot) == []
+    assert len(rig.spawned) == 1

@@ -29,6 +29,8 @@ shutdown_timeout = {shutdown_timeout}
 pipeline_command = []
 [workflow]
 auto_merge = true
+retry_backoff_initial = 0.2
+retry_backoff_max = 1
 [pollers]
 work_items_interval = 0.3
 revisions_interval = 0.3

@@ -1,0 +1,69 @@
+"""`cpe run` when the planner keeps failing on the specs: it stops by itself.
+
+Each spec version gets at most ``max_attempts`` planner runs, however the specs were grouped
+into runs (here a second spec arrives after the first run failed, so the runs are split), the
+runs back off between failures, and the log and `cpe status` say which specs wait for a new
+version. The real `claude` CLI, the scripted model answering every planner with a plan that does
+not validate."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+from pathlib import Path
+
+from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from tests.e2e.running import agent_runs, make_cpe_repo, start_cpe, wait_for
+from tests.repos import git
+from tests.test_cli import cpe
+
+GAVE_UP = "planner runs failed on this version: planned again once it changes"
+
+
+def _commit_spec(repo: Path, name: str) -> None:
+    (repo / "specs").mkdir(exist_ok=True)
+    (repo / "specs" / name).write_text(f"# {name}\n\nAdd a function named after {name}.\n")
+    git(repo, "add", "specs")
+    git(repo, "commit", "-q", "-m", f"spec {name}")
+
+
+def test_specs_failing_in_separate_planner_runs_get_at_most_max_attempts_runs_each(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    repo = make_cpe_repo(tmp_path / "repo")
+    _commit_spec(repo, "a.md")
+    home = tmp_path / "home"
+    home.mkdir()
+    status = ""
+
+    def status_says(text: str, count: int) -> bool:
+        nonlocal status
+        status = cpe("status", cwd=repo).stdout
+        return status.count(text) >= count
+
+    book = [load_scenario("invalid_output", match=Match(role="planner"))]
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(ScriptedModelServer(book))
+        log = stack.enter_context((home / "cpe.log").open("a"))
+        cpe_run = start_cpe(repo, home, log, server.client_env())
+        processes.append(cpe_run)
+        # b arrives once a's first run has failed: the runs that follow group them otherwise
+        assert wait_for(lambda: status_says("planner run(s) failed", 1), 180), status
+        _commit_spec(repo, "b.md")
+        assert wait_for(lambda: status_says(GAVE_UP, 2), 300), (
+            status + (home / "cpe.log").read_text()[-3000:]
+        )
+        cpe_run.send_signal(signal.SIGTERM)
+        assert cpe_run.wait(120) == 0
+    planners = [run for run in agent_runs(repo) if run.role == "planner"]
+    per_spec = {
+        path: sum(1 for run in planners if path in run.spec_shas)
+        for path in ("specs/a.md", "specs/b.md")
+    }
+    assert per_spec == {"specs/a.md": 3, "specs/b.md": 3}, [r.spec_shas for r in planners]
+    assert any(len(run.spec_shas) == 1 for run in planners), "the runs were split"
+    assert all(run.status == "failed" and run.failure_class == "work" for run in planners)
+    log_text = (home / "cpe.log").read_text()
+    assert log_text.count('"spec not planned again until it changes"') == 2
+    assert '"planner run deferred"' in log_text  # the retries backed off
