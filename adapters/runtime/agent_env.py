@@ -121,7 +121,7 @@ _TOKEN_SHAPES = re.compile(
     | {_B}eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}\.
     | -----BEGIN[ A-Z]*PRIVATE[ ]KEY-----
     | {_B}(?:Bearer|Basic|token)\s+[A-Za-z0-9._~+/=-]{{16,}}
-    | [A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:[^\s/@]+@
+    | {_B}[A-Za-z][A-Za-z0-9+.-]{{0,31}}://[^\s/:@]*:[^\s/@]+@
     """,
     re.VERBOSE | re.IGNORECASE,
 )

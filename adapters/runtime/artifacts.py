@@ -6,7 +6,8 @@
                                 only when session transcripts are on ([logging] agent_transcripts)
     runner_transcript.jsonl     runner_transcript: every native message, redacted, one per line
     runner_final_response.json  runner_final_response: the final text and structured output
-    runner_metadata.json        runner_metadata: invocation, capture, outcome, usage, policy
+    runner_metadata.json        runner_metadata: invocation, capture, outcome, usage, policy,
+                                and the prompt's sha256 and file (``read_prompt``)
     manifest.json               the step manifest: each artifact's role, path, size, sha256
     <attached files>            optional artifacts (raw stderr, native captures): ``attach``
 
@@ -15,8 +16,13 @@ with ``finish``; it never writes a file or the manifest itself (S004-06). Evalua
 evidence through the manifest and its roles only (:func:`resolve_artifact`, S004-14).
 
 **The three normalized artifacts exist from the start.** ``open`` writes an empty transcript,
-a final response marked unavailable, and the metadata with the prompt *before* the agent runs
-(seed 003), so a run that dies half-way still has its evidence. ``finish`` completes them.
+a final response marked unavailable, and the metadata with the prompt's reference *before* the
+agent runs, so a run that dies half-way still has its evidence. ``finish`` completes them.
+
+**A prompt is stored once.** Its text (redacted) goes to ``<state_dir>/prompts/<sha256>.txt``,
+named by its content and written only when no run wrote it before; the metadata holds its
+``prompt_sha256``, ``prompt_chars`` and ``prompt_file`` (relative to the run directory). A
+planner retried on a large spec, or runs that share a prompt, do not store it again.
 
 **The human-readable transcript is optional** (seed 000/001: written only when
 ``logging.agentSessions`` is on; ``open(..., transcript_log=False)`` leaves it out, and the
@@ -38,7 +44,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import json
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +82,7 @@ __all__ = [
     "RunArtifacts",
     "Termination",
     "load_manifest",
+    "read_prompt",
     "resolve_artifact",
 ]
 
@@ -81,7 +90,8 @@ log = structlog.get_logger("cpe.runtime.artifacts")
 
 Termination = Literal["completed", "error", "killed_timeout", "killed_idle", "killed_policy"]
 _TERMINATIONS: dict[str, Termination] = {name: name for name in get_args(Termination)}
-_PROMPT_CHARS = 300  # of the prompt in transcript.log; the metadata holds all of it
+_PROMPT_CHARS = 300  # of the prompt in transcript.log; the prompt file holds all of it
+PROMPTS_DIR = "prompts"  # under the state directory, beside runs/
 _DEFAULT_CAPTURE = {"claude_cli": "claude_stream_json", "codex_cli": "codex_exec_jsonl"}
 # Seed 004 §7: a missing normalized transcript or metadata makes the run an error.
 _FATAL_WHEN_MISSING = ("runner_transcript", "runner_metadata")
@@ -99,6 +109,18 @@ def _redact_content(content: str | bytes) -> str | bytes:
         return redact_text(content)
     text = content.decode("utf-8", errors="surrogateescape")
     return redact_text(text).encode("utf-8", errors="surrogateescape")
+
+
+def read_prompt(run_dir: Path) -> str | None:
+    """The prompt a run was given (redacted), from the file its metadata names; None when the
+    metadata or the file is missing."""
+    try:
+        metadata = json.loads((Path(run_dir) / _METADATA).read_text(encoding="utf-8"))
+        return (Path(run_dir) / metadata["prompt_file"]).read_text(
+            encoding="utf-8", errors="surrogateescape"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -177,6 +199,8 @@ class RunArtifacts:
         if session_id in ("", ".", "..") or any(c in session_id for c in "/\\\0"):
             raise ValueError(f"session id {session_id!r} cannot name a directory")
         run_dir = Path(state_dir) / "runs" / session_id
+        text = redact_text(prompt)
+        digest = hashlib.sha256(text.encode("utf-8", errors="surrogateescape")).hexdigest()
         metadata: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "session_id": session_id,
@@ -186,7 +210,9 @@ class RunArtifacts:
             "command": redact_argv(command),
             "working_directory": str(working_directory),
             "prompt_reference": prompt_reference,
-            "prompt": redact_text(prompt),
+            "prompt_sha256": digest,
+            "prompt_chars": len(text),
+            "prompt_file": f"../../{PROMPTS_DIR}/{digest}.txt",
             "requested_policy": redact(requested_policy),
             "effective_policy": redact(effective_policy),
             "state": "running",
@@ -205,7 +231,7 @@ class RunArtifacts:
             "extra": {},
         }
         artifacts = cls(run_dir, metadata, clock, transcript_log=transcript_log)
-        artifacts._start(len(prompt))
+        artifacts._start(text)
         return artifacts
 
     # ------------------------------------------------------------------ while running
@@ -366,7 +392,7 @@ class RunArtifacts:
 
     # ------------------------------------------------------------------ internals
 
-    def _start(self, prompt_chars: int) -> None:
+    def _start(self, prompt: str) -> None:
         meta = self._metadata
         if self.run_dir.exists():
             log.warning("run directory exists; overwriting it", run_dir=str(self.run_dir))
@@ -374,6 +400,7 @@ class RunArtifacts:
         if not self._human_log:  # a reused run directory must not keep an earlier run's log
             with contextlib.suppress(OSError):
                 (self.run_dir / TRANSCRIPT_LOG[1]).unlink(missing_ok=True)
+        self._store_prompt(prompt)
         self._files.write_json(_FINAL, self._digest.final_response(None))
         self._files.write_json(_METADATA, meta)
         self._log(
@@ -381,10 +408,26 @@ class RunArtifacts:
             f"mode={meta['invocation_mode']} cwd={meta['working_directory']}"
         )
         self._log(
-            f"prompt ({prompt_chars} chars, reference {meta['prompt_reference']}): "
-            + one_line(meta["prompt"], _PROMPT_CHARS)
+            f"prompt ({meta['prompt_chars']} chars, reference {meta['prompt_reference']}): "
+            + one_line(prompt, _PROMPT_CHARS)
         )
         self._write_manifest("running")
+
+    def _store_prompt(self, prompt: str) -> None:
+        """Write the prompt file unless a run already did (same content, same name): through a
+        temporary file, so a crash leaves no half-written prompt under its final name."""
+        path = (self.run_dir / self._metadata["prompt_file"]).resolve()
+        if path.exists():
+            return
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(prompt, encoding="utf-8", errors="surrogateescape")
+            os.replace(tmp, path)
+        except OSError as exc:
+            self._files.fail(PROMPTS_DIR, exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
 
     def _refuse_late(self, what: str) -> bool:
         if self._finished is None:

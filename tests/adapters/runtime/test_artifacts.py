@@ -19,6 +19,7 @@ from adapters.runtime.artifacts import (
     REQUIRED_ROLES,
     ArtifactLookupError,
     load_manifest,
+    read_prompt,
     resolve_artifact,
 )
 from adapters.runtime.native_messages import RESULT_CHARS
@@ -69,7 +70,9 @@ def test_metadata_holds_the_invocation_and_the_prompt_before_the_run_starts(
     assert meta["command"] == ["claude", "--output-format", "stream-json", "--verbose"]
     assert meta["working_directory"] == str(tmp_path / "worktree")
     assert meta["prompt_reference"] == "agents/implementor.md@abc123"
-    assert meta["prompt"] == PROMPT
+    assert read_prompt(artifacts.run_dir) == PROMPT
+    assert meta["prompt_sha256"] == hashlib.sha256(PROMPT.encode()).hexdigest()
+    assert "prompt" not in meta  # the text is in its own file, not in every run's metadata
     assert meta["capture_format"] == "claude_stream_json"
     assert meta["started_at"] == "2026-11-05T10:00:00.250+00:00"
     assert meta["requested_policy"] == {
@@ -468,3 +471,35 @@ def test_concurrent_records_each_land_as_one_whole_line(tmp_path: Path) -> None:
     lines = (artifacts.run_dir / "runner_transcript.jsonl").read_text().splitlines()
     texts = {json.loads(line)["message"]["content"][0]["text"] for line in lines}
     assert len(texts) == 200
+
+
+def test_a_prompt_is_stored_once_however_many_runs_share_it(tmp_path: Path) -> None:
+    """A planner retried on a large spec: its prompt goes to disk once, each run's metadata
+    holds its hash and where it is; another prompt gets a file of its own."""
+    large = "# spec\n" + "x" * 2_000_000
+    runs = [open_run(tmp_path, session_id=f"planner-{n}", prompt=large) for n in range(3)]
+    other = open_run(tmp_path, session_id="planner-3", prompt="a different prompt")
+    for run in [*runs, other]:
+        run.finish("completed", 0)
+    stored = sorted((tmp_path / "state" / "prompts").iterdir())
+    assert len(stored) == 2
+    digest = hashlib.sha256(large.encode()).hexdigest()
+    assert (tmp_path / "state" / "prompts" / f"{digest}.txt").read_text() == large
+    for run in runs:
+        meta = metadata(run)
+        assert meta["prompt_sha256"] == digest
+        assert meta["prompt_chars"] == len(large)
+        assert len(json.dumps(meta)) < 10_000  # the metadata does not carry the prompt
+        assert read_prompt(run.run_dir) == large
+    assert read_prompt(other.run_dir) == "a different prompt"
+
+
+def test_a_prompt_that_cannot_be_stored_is_listed_and_the_run_goes_on(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "prompts").write_text("a file where the directory should be\n")
+    artifacts = open_run(tmp_path)
+    finished = artifacts.finish("completed", 0)
+    assert finished.termination == "completed"
+    assert [e["file"] for e in metadata(artifacts)["artifact_errors"]] == ["prompts"]
+    assert read_prompt(artifacts.run_dir) is None

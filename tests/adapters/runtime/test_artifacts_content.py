@@ -11,7 +11,7 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
 from claude_agent_sdk._internal.message_parser import parse_message
 
-from adapters.runtime.artifacts import RunArtifacts, resolve_artifact
+from adapters.runtime.artifacts import RunArtifacts, read_prompt, resolve_artifact
 from adapters.runtime.redaction import REDACTED, redact, redact_argv, redact_text
 from tests.adapters.runtime.artifact_streams import (
     CODEX_STREAM,
@@ -80,7 +80,7 @@ def test_redaction_keeps_what_is_not_secret(leaky_run: RunArtifacts) -> None:
 
     meta = metadata(leaky_run)
     assert meta["command"] == ["claude", "--api-key", "[REDACTED]", "--max-thinking-tokens", "8000"]
-    assert meta["prompt"] == "Use [REDACTED] to push."
+    assert read_prompt(leaky_run.run_dir) == "Use [REDACTED] to push."
     assert meta["requested_policy"] == {"token": "[REDACTED]", "network": False}
     assert meta["usage"]["input_tokens"] == 10  # a count under a secret-looking name stays
     assert meta["native"]["session_id"] == "s-1"

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from adapters.runtime.artifacts import read_prompt
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner
 from adapters.runtime.runners.process import group_members
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig, create_cli_runtime
@@ -103,7 +104,7 @@ def test_an_implementor_run_on_the_real_cli_returns_a_patch_that_applies(
     assert meta["exit_code"] == 0
     assert "--json-schema" in meta["command"]
     assert "--verbose" in meta["command"]
-    assert "Work Item #1" in meta["prompt"] or "#1" in meta["prompt"]
+    assert "#1" in (read_prompt(run_dir) or "")
     assert meta["requested_policy"]
     assert meta["effective_policy"]
     events = [
@@ -169,7 +170,7 @@ def test_the_real_cli_reads_a_long_prompt_from_stdin(
         (tmp_path / "state" / "runs" / "planner-2" / "runner_metadata.json").read_text()
     )
     assert meta["command"][-1] != "--"
-    assert "greet" in meta["prompt"]
+    assert "greet" in (read_prompt(tmp_path / "state" / "runs" / "planner-2") or "")
     turns = [r.conversation for r in server.requests if r.kind == "turn"]
     assert turns
     assert turns[0] is not None

@@ -15,6 +15,7 @@ from typing import Any, cast
 import psutil
 import pytest
 
+from adapters.runtime.artifacts import read_prompt
 from adapters.runtime.bash_guard import BashGuardConfig
 from adapters.runtime.runners.base import AgentProfile, RunnerAdapter, RunRejectedError, RunRequest
 from adapters.runtime.runners.claude_cli import CliOutcome
@@ -183,7 +184,7 @@ def test_a_completed_run_returns_the_structured_output_and_its_artifacts(
     meta = read_json(outcome, "runner_metadata")
     assert meta["agent_family"] == "codex_cli"
     assert meta["capture_format"] == "codex_exec_jsonl"
-    assert meta["prompt"] == "implement the work item"
+    assert read_prompt(outcome.artifacts.run_dir) == "implement the work item"
     assert meta["command"][:2] == [str(fake.path), "exec"]
     assert meta["termination"] == "completed"
     assert meta["exit_code"] == 0
@@ -377,7 +378,7 @@ def test_a_long_prompt_goes_on_stdin_from_a_file(
     (record,) = fake.records()
     assert record["argv"][-1] == "-"
     assert record["prompt"] == prompt
-    assert read_json(outcome, "runner_metadata")["prompt"] == prompt
+    assert read_prompt(outcome.artifacts.run_dir) == prompt
 
 
 @pytest.mark.spec("S003-12")

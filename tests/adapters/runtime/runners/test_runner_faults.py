@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from adapters.runtime.artifacts import read_prompt
 from adapters.runtime.runners.base import RunnerAdapter, RunRejectedError, RunRequest
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome
 from adapters.runtime.runners.process import group_members
@@ -148,7 +149,7 @@ def test_a_clean_run_is_completed_with_the_normalized_artifacts(
     assert outcome.result["structured_output"] == {"ok": True}
     meta = metadata(outcome)
     assert meta["agent_family"] == "claude_cli"
-    assert meta["prompt"] == "do the thing"
+    assert read_prompt(outcome.artifacts.run_dir) == "do the thing"
     assert meta["termination"] == "completed"
     for key in ("invocation_mode", "command", "working_directory", "started_at", "ended_at"):
         assert meta[key], key
@@ -295,7 +296,4 @@ def test_a_prompt_too_long_for_argv_is_read_from_a_file_on_stdin(
     assert "--" not in init["argv"]
     assert prompt not in init["argv"]
     assert not (outcome.artifacts.run_dir / ".prompt-stdin").exists()
-    assert (
-        json.loads((outcome.artifacts.run_dir / "runner_metadata.json").read_text())["prompt"]
-        == prompt
-    )
+    assert read_prompt(outcome.artifacts.run_dir) == prompt
