@@ -116,9 +116,8 @@ def read_prompt(run_dir: Path) -> str | None:
     metadata or the file is missing."""
     try:
         metadata = json.loads((Path(run_dir) / _METADATA).read_text(encoding="utf-8"))
-        return (Path(run_dir) / metadata["prompt_file"]).read_text(
-            encoding="utf-8", errors="surrogateescape"
-        )
+        prompt_file = str(metadata["prompt_file"])
+        return (Path(run_dir) / prompt_file).read_text(encoding="utf-8", errors="surrogateescape")
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
