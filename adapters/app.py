@@ -236,7 +236,10 @@ def _runtime_factory(
         create_claude_adapter,
     )
     from adapters.runtime.launcher import LAUNCHER  # noqa: PLC0415
-    from adapters.runtime.preflight import check_credentials  # noqa: PLC0415
+    from adapters.runtime.preflight import (  # noqa: PLC0415
+        check_cli_version,
+        check_credentials,
+    )
     from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
     from adapters.runtime.runners.runtime import (  # noqa: PLC0415
         CliRuntimeConfig,
@@ -261,6 +264,13 @@ def _runtime_factory(
         _check_claude_cli(claude_cli.cli_path, claude_cli.model)
     codex = config.runtime.codex_cli
     codex_path = _check_codex_cli(codex) if "codex-cli" in kinds else codex.cli_path
+    for kind, family, path, key in (
+        ("claude-sdk", "claude", cli, "claude-agent-sdk's bundled CLI"),
+        ("claude-cli", "claude", claude_cli.cli_path or cli, "runtime.claude_cli.cli_path"),
+        ("codex-cli", "codex", codex_path, "runtime.codex_cli.cli_path"),
+    ):
+        if kind in kinds:
+            check_cli_version(kind, family, _executable(path) or path, key)
     check_credentials(
         kinds,
         agent_env or {},

@@ -223,6 +223,56 @@ def test_a_claude_cli_path_that_is_not_executable_is_named(repo: Path, tmp_path:
     assert f"runtime.claude_cli.cli_path: the claude CLI was not found at '{script}'" in line
 
 
+def _script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (
+            'echo "1.0.44 (Claude Code)"\n',
+            "claude 1.0.44 at {path} is older than runtime claude-cli",
+        ),
+        ('echo "Segmentation fault" >&2; exit 139\n', "exited 139 and said 'Segmentation fault'"),
+        ("echo hello\n", "exited 0 and said 'hello'"),
+    ],
+    ids=["too old", "crashes", "no version"],
+)
+def test_a_claude_cli_too_old_or_broken_is_refused_before_any_run(
+    repo: Path, tmp_path: Path, body: str, said: str
+) -> None:
+    """Checked at start, as the credentials are: a CLI that lacks what cpe passes it, or that
+    cannot even say its version, would fail every run."""
+    script = _script(tmp_path / "claude", body)
+    write_config(
+        repo,
+        f'{GOOD}[runtime.roles]\nreviewer = "claude-cli"\n'
+        f'[runtime.claude_cli]\ncli_path = "{script}"\n',
+    )
+    line = one_line_error(cpe("run", cwd=repo))
+    assert line.startswith("cpe: configuration error: runtime.claude_cli.cli_path: ")
+    assert said.format(path=script) in line
+    assert "expected claude 2.1.0 or newer (npm install -g @anthropic-ai/claude-code" in line
+
+
+def test_a_codex_cli_too_old_is_refused_with_its_version(repo: Path, tmp_path: Path) -> None:
+    script = _script(tmp_path / "codex", 'echo "codex-cli 0.41.0"\n')
+    write_config(
+        repo,
+        GOOD + '[runtime.roles]\nimplementor = "codex-cli"\n'
+        f'[runtime.codex_cli]\ncli_path = "{script}"\n',
+    )
+    line = one_line_error(cpe("run", cwd=repo))
+    assert (
+        f"runtime.codex_cli.cli_path: codex 0.41.0 at {script} is older than runtime codex-cli"
+        in line
+    )
+    assert "expected codex 0.169.0 or newer (npm install -g @openai/codex)" in line
+
+
 # The real claude-agent-sdk, seen from a directory that lacks its bundled CLI: the same package
 # (its code runs from its own directory), as if installed without the CLI.
 SDK_WITHOUT_CLI = """\

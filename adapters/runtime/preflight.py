@@ -15,11 +15,18 @@ counts, per runtime:
 A run with an isolated home (``cpe demo``, the tests) sees no login of the user's, so only the
 environment counts there. Whether the credential is *valid* is only known when the model
 answers: that is the runtime's to report, as an infrastructure failure.
+
+Each CLI in use must also answer ``--version`` with a version cpe supports
+(``check_cli_version``, :data:`MIN_VERSIONS`: the oldest cpe is tested with): an older CLI
+lacks flags or events cpe relies on, and one that cannot even say its version would fail every
+run at start.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -29,6 +36,62 @@ from domain.errors import ConfigError
 CLAUDE_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 CLAUDE_CLOUDS = ("CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
 CODEX_KEYS = ("OPENAI_API_KEY", "CODEX_API_KEY")
+
+# The oldest version of each CLI cpe is tested with: claude 2.1 brought the --agents and
+# --json-schema flags cpe passes; codex's exec --json events are checked on 0.169.
+MIN_VERSIONS = {"claude": (2, 1, 0), "codex": (0, 169, 0)}
+INSTALL_HINTS = {
+    "claude": "npm install -g @anthropic-ai/claude-code, or leave cli_path empty for the "
+    "claude CLI bundled with claude-agent-sdk",
+    "codex": "npm install -g @openai/codex",
+}
+_VERSION = re.compile(r"(?<![\d.])(\d+)\.(\d+)\.(\d+)")
+VERSION_TIMEOUT = 30.0  # seconds; a CLI answers --version in milliseconds
+
+
+def cli_version(path: str, *, timeout: float = VERSION_TIMEOUT) -> tuple[int, int, int] | str:
+    """``path --version`` as (major, minor, patch), or what went wrong, in words."""
+    try:
+        done = subprocess.run(
+            [path, "--version"],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"`{path} --version` did not answer within {timeout:.0f} s"
+    except OSError as exc:
+        return f"`{path} --version` could not start: {exc.strerror or exc}"
+    output = (done.stdout + done.stderr).strip()
+    found = _VERSION.search(done.stdout) or _VERSION.search(done.stderr)
+    if done.returncode != 0 or found is None:
+        said = " ".join(output.split())[:200] or "nothing"
+        return f"`{path} --version` exited {done.returncode} and said {said!r}"
+    major, minor, patch = (int(part) for part in found.groups())
+    return major, minor, patch
+
+
+def check_cli_version(runtime: str, cli: str, path: str, key: str) -> str:
+    """The CLI's version as text; a ``ConfigError`` naming ``key`` when the CLI at ``path``
+    cannot say its version or is older than cpe supports. ``cli`` is ``claude`` or ``codex``."""
+    minimum = MIN_VERSIONS[cli]
+    wanted = ".".join(map(str, minimum))
+    found = cli_version(path)
+    if isinstance(found, str):
+        raise ConfigError(
+            f"{key}: the {cli} CLI for runtime {runtime} does not work: {found}",
+            expected=f"{cli} {wanted} or newer ({INSTALL_HINTS[cli]})",
+        )
+    if found < minimum:
+        version = ".".join(map(str, found))
+        raise ConfigError(
+            f"{key}: {cli} {version} at {path} is older than runtime {runtime} supports",
+            expected=f"{cli} {wanted} or newer ({INSTALL_HINTS[cli]})",
+        )
+    return ".".join(map(str, found))
 
 
 def claude_credential(env: Mapping[str, str], home: Path | None) -> str | None:
