@@ -48,6 +48,11 @@ Behaviour comes from the environment:
     exit 0 without a turn end. ``sandbox_broken``: as ``ok``, but as with a system bubblewrap
     and no helper alias, stderr says codex could not create its PATH aliases and the command
     never starts: no ``command_execution`` item, the model gets ``NO_HELPER``; exit 0.
+    ``offline``: as the real one with a model API it cannot connect to (observed on 0.169.0,
+    the port closed): ``thread.started``, ``turn.started``, then an ``error`` event
+    ``Reconnecting... waiting for network (Connection failed: error sending request)`` every
+    ``FAKE_CODEX_NETWORK_WAIT`` seconds (default 0.05; the real one waits about 25 s) until
+    killed; it never ends the turn.
 ``CODEX_HOME``
     Where a run leaves its session log, as the real one (which defaults to ``~/.codex``; the
     fake does not): ``sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl``, the command's call
@@ -78,6 +83,7 @@ from typing import Any, NoReturn
 VERSION = "0.169.0"
 MODES = ("ok", "turn_failed", "hang", "ignore_sigterm", "crash", "no_output", "garbage")
 MODES += ("sandbox_broken",)  # the sandbox cannot start a command
+MODES += ("offline",)  # the model API cannot be connected to: codex waits for the network
 NO_HELPER = "bwrap: execvp codex-linux-sandbox: No such file or directory\n"
 USAGE = {
     "input_tokens": 200,
@@ -318,6 +324,14 @@ def play(mode: str, options: argparse.Namespace, config: dict[str, Any]) -> int:
     run.start()
     if mode in ("hang", "ignore_sigterm"):
         threading.Event().wait(_hang_seconds())
+        return 124
+    if mode == "offline":
+        waited, pause = 0.0, float(_env("FAKE_CODEX_NETWORK_WAIT", "0.05"))
+        message = "Reconnecting... waiting for network (Connection failed: error sending request)"
+        while waited < _hang_seconds():
+            run.emit({"type": "error", "message": message})
+            threading.Event().wait(pause)
+            waited += pause
         return 124
     if mode == "turn_failed":
         message = _env("FAKE_CODEX_ERROR", "unexpected status 400 Bad Request: scripted")

@@ -7,12 +7,21 @@ timeouts are the process layer's. So is a run whose commands all failed in codex
 before they started (``codex_sandbox``): its outcome says ``infrastructure="sandbox"``. The
 events are read leniently: unknown types are kept and ignored, ``error`` items are non-fatal. A
 run's own ``CODEX_HOME`` (``codex_home``) is released when the run ends.
+
+**The model API failing** is an infrastructure failure too (``infrastructure="model-api"``):
+codex retries an HTTP error five times, then fails the turn with ``unexpected status 401
+Unauthorized: …`` (or ``exceeded retry limit, last status: 429 …``), which
+:func:`model_api_message` recognises. An API it cannot connect to at all it retries forever,
+saying ``Reconnecting... waiting for network (Connection failed: …)`` every few seconds: after
+:data:`NETWORK_WAITS` of those in a row, with nothing else between, the run is stopped and
+classed the same way, instead of holding its slot until the duration limit.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,15 +29,30 @@ from typing import Any, ClassVar, TypeGuard
 
 from adapters.runtime.artifacts import RunArtifacts
 from adapters.runtime.runners.base import RunRequest
-from adapters.runtime.runners.claude_cli import CliOutcome, EventCallback, JsonlRun
+from adapters.runtime.runners.claude_cli import MODEL_API, CliOutcome, EventCallback, JsonlRun
 from adapters.runtime.runners.codex_home import CodexHome
 from adapters.runtime.runners.codex_sandbox import INFRASTRUCTURE, check_run, find_session_log
 from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome
 
-__all__ = ["LAST_MESSAGE_FILE", "SESSION_LOG_FILE", "CodexCliRun"]
+__all__ = ["LAST_MESSAGE_FILE", "NETWORK_WAITS", "SESSION_LOG_FILE", "CodexCliRun"]
 
 LAST_MESSAGE_FILE = "codex-last-message.txt"
 SESSION_LOG_FILE = "codex-session.jsonl"  # attached when the run's home is removed
+NETWORK_WAITS = 3  # "waiting for network" events in a row that end a run (one every ~25 s)
+
+# What codex says when the model API, not the agent, ended the turn: an HTTP status that is the
+# credential's, the rate limit's or the server's, its retries spent, or no connection at all.
+_MODEL_API = re.compile(
+    r"unexpected status (?:401|403|404|408|429|5\d\d)\b|exceeded retry limit"
+    r"|stream disconnected|error sending request|Connection failed|waiting for network",
+    re.IGNORECASE,
+)
+_NETWORK_WAIT = re.compile(r"^Reconnecting\.\.\. waiting for network", re.IGNORECASE)
+
+
+def model_api_message(message: str) -> bool:
+    """Whether codex's error ``message`` says the model API failed (not the agent's work)."""
+    return _MODEL_API.search(message) is not None
 
 
 @dataclass
@@ -50,12 +74,23 @@ class CodexCliRun(JsonlRun):
     usage: dict[str, int] = field(default_factory=dict)
     malformed: list[str] = field(default_factory=list)
     commands: list[dict[str, Any]] = field(default_factory=list)
+    network_waits: int = 0  # "waiting for network" error events since the last other event
+    unreachable: str | None = None  # why the run was stopped: the model API cannot be reached
     result: dict[str, Any] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _outcome: CliOutcome | None = None
 
     def _event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
+        message = event.get("message")
+        if kind == "error" and isinstance(message, str) and _NETWORK_WAIT.match(message):
+            self.network_waits += 1
+            if self.network_waits >= NETWORK_WAITS and self.unreachable is None:
+                self.unreachable = f"codex cannot reach the model API: {message}"
+                self.artifacts.note(f"{self.network_waits} network waits in a row: stopping")
+                self.process.stop("killed_policy", self.unreachable)
+            return
+        self.network_waits = 0
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
             self.thread_id = event["thread_id"]
         elif kind == "turn.completed":
@@ -107,6 +142,8 @@ class CodexCliRun(JsonlRun):
         infrastructure: str | None = None
         last = self._last_message()
         session_log = self._session_log()
+        if self.unreachable is not None and ended.cancelled_at is not None:
+            termination, reason, infrastructure = "error", self.unreachable, MODEL_API
         if termination == "completed":
             if self.malformed:
                 termination, reason = "error", f"{len(self.malformed)} malformed stdout line(s)"
@@ -119,8 +156,13 @@ class CodexCliRun(JsonlRun):
             elif (sandbox := check_run(session_log, self.commands, ended)) is not None:
                 termination, reason, infrastructure = "error", sandbox.reason, INFRASTRUCTURE
                 self.artifacts.annotate(infrastructure_failure=INFRASTRUCTURE)
-        elif self.turn_failed is not None:
+        elif self.turn_failed is not None and infrastructure is None:
             reason = f"{reason}; turn.failed: {self.turn_failed}"
+        if self.turn_failed is not None and model_api_message(self.turn_failed):
+            termination, infrastructure = "error", MODEL_API
+            reason = f"the model API failed: {self.turn_failed}"
+        if infrastructure == MODEL_API:
+            self.artifacts.annotate(infrastructure_failure=MODEL_API)
         if self.turns_completed or self.turn_failed is not None:
             self.result = self._result(last, termination == "completed")
         if ended.cancelled_at is not None:

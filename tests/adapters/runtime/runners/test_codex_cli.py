@@ -25,6 +25,7 @@ from adapters.runtime.runners.codex_cli import (
     create_codex_runtime,
     toml_string,
 )
+from adapters.runtime.runners.codex_run import NETWORK_WAITS
 from adapters.runtime.runners.process import group_members
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.scripted_model.responses_wire import codex_overrides
@@ -327,6 +328,48 @@ def test_a_failed_run_is_an_error(
         assert outcome.result is not None
         assert outcome.result["is_error"] is True
         assert transcript_types(outcome)[-2:] == ["error", "turn.failed"]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "unexpected status 401 Unauthorized: Incorrect API key provided, url: http://x/v1/responses",
+        "unexpected status 503 Service Unavailable: overloaded, url: http://x/v1/responses",
+        "exceeded retry limit, last status: 429 Too Many Requests",
+    ],
+    ids=["refused", "unavailable", "rate limited"],
+)
+def test_a_turn_the_model_api_failed_is_an_infrastructure_failure(
+    tmp_path: Path, fake: FakeCodex, worktree: Path, said: str
+) -> None:
+    """What codex 0.169.0 says once its retries are spent: not the work's fault."""
+    outcome = run(tmp_path, fake, request(worktree, fake, "turn_failed", settings={"error": said}))
+    assert outcome.termination == "error"
+    assert outcome.infrastructure == "model-api"
+    assert outcome.reason == f"the model API failed: {said}"
+    assert read_json(outcome, "runner_metadata")["extra"]["infrastructure_failure"] == "model-api"
+
+
+def test_a_bad_request_stays_the_work_s_failure(
+    tmp_path: Path, fake: FakeCodex, worktree: Path
+) -> None:
+    """A 400 is what the run asked for (a schema codex's API refuses): no infrastructure."""
+    outcome = run(tmp_path, fake, request(worktree, fake, "turn_failed"))
+    assert outcome.termination == "error"
+    assert outcome.infrastructure is None
+
+
+def test_codex_waiting_for_the_network_is_stopped_as_an_infrastructure_failure(
+    tmp_path: Path, fake: FakeCodex, worktree: Path
+) -> None:
+    """The real codex retries an API it cannot connect to forever: after a few of its network
+    waits in a row the run is stopped, its processes gone, and the model API named."""
+    outcome = run(tmp_path, fake, request(worktree, fake, "offline"))
+    assert outcome.termination == "error"
+    assert outcome.infrastructure == "model-api"
+    assert outcome.reason is not None
+    assert outcome.reason.startswith("codex cannot reach the model API: Reconnecting... waiting")
+    assert transcript_types(outcome).count("error") >= NETWORK_WAITS  # more may come meanwhile
 
 
 @pytest.mark.spec("S004-11")

@@ -16,9 +16,11 @@ isolated ``CODEX_HOME`` as the demo's do, and leave none behind.
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,6 +269,50 @@ def test_a_model_api_error_ends_the_real_codex_run_as_an_error(
     assert meta_path is not None
     assert json.loads(meta_path.read_text())["termination"] == "error"
     assert not (worktree / "greeting.py").exists()
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    """A model API that refuses every request: 401, as for a wrong key."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        body = b'{"error": {"message": "Incorrect API key provided", "type": "invalid_request"}}'
+        self.send_response(401)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_model_api_refusing_the_key_is_an_infrastructure_failure_on_the_real_codex(
+    worktree: Path, codex: Codex
+) -> None:
+    """codex retries the 401 five times, then fails the turn: not the work's fault."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        runner = CodexCliRunner(
+            codex.tmp_path / "state",
+            cli_path=str(real_codex()),
+            kill_grace=2,
+            models=("gpt-5-codex",),
+            overrides=codex_overrides(url),
+            isolated_home=True,
+            home_roots=[codex.homes],
+        )
+        req = codex.request(worktree, "Implement it.")
+        outcome = finish(runner.start(req, req.prompt, req.env))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert outcome.termination == "error"
+    assert outcome.infrastructure == "model-api"
+    assert outcome.reason is not None
+    assert outcome.reason.startswith("the model API failed: unexpected status 401 Unauthorized")
 
 
 @pytest.mark.spec("S003-13")
