@@ -82,6 +82,9 @@ class RepositorySection(_Section):
 class LocalProviderSection(_Section):
     pipeline_command: list[str] = Field(default_factory=lambda: ["python", "-m", "pytest", "-q"])
     pipeline_timeout: Seconds = 900
+    baseline: bool = Field(
+        default=True, description="run the pipeline on the default branch's head too"
+    )
 
 
 class GitHubProviderSection(_Section):
@@ -120,6 +123,7 @@ class WorkflowSection(_Section):
     auto_merge: bool = False
     retry_backoff_initial: Seconds = 30
     retry_backoff_max: Seconds = 900
+    charge_baseline_failures: bool = False
     branch_prefix: str = "cpe/"
     max_concurrent: dict[AgentRole, Concurrency] = Field(default_factory=_default_concurrency)
 
@@ -246,6 +250,7 @@ class CpeConfig(_Section):
             auto_merge=w.auto_merge,
             retry_backoff_initial=w.retry_backoff_initial,
             retry_backoff_max=w.retry_backoff_max,
+            charge_baseline_failures=w.charge_baseline_failures,
             branch_prefix=w.branch_prefix,
             max_concurrent=w.max_concurrent,
         )

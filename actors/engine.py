@@ -29,6 +29,7 @@ from actors.pollers import (
     Poller,
     PollerActor,
     StartTicking,
+    baseline_poller,
     revision_poller,
     spec_poller,
     work_item_poller,
@@ -41,12 +42,19 @@ from actors.streams import AgentStream, StreamRegistry
 from actors.supervisor import ChildSpec, Supervisor
 from domain.commands import EngineCommand
 from domain.errors import ConfigError, JournalError
-from domain.events import AgentFailed, CommandFailed, DispatchDue, EngineEvent
+from domain.events import (
+    AgentFailed,
+    BaselineChanged,
+    CommandFailed,
+    DispatchDue,
+    EngineEvent,
+)
 from domain.handlers import create_handlers
 from domain.models import (
     AGENT_ROLES,
     AgentRole,
     AgentStartParams,
+    Baseline,
     EngineState,
     RevisionFile,
     RevisionId,
@@ -55,6 +63,7 @@ from domain.models import (
 )
 from domain.policy import DEFAULT_POLICY
 from domain.ports import (
+    BaselineReader,
     ProviderInterfaces,
     RevisionProviderReader,
     RevisionProviderWriter,
@@ -141,6 +150,7 @@ class Engine:
                 config.handlers.retry_backoff_max,
             ),
         )
+        self._baseline_said: tuple[str, str] | None = None  # the baseline the log last told
         self.loop = EngineLoop(
             self.store, self.handlers, self._execute, self.inbox, observe=self._observe
         )
@@ -154,6 +164,9 @@ class Engine:
             ),
             spec_poller(provider.spec_reader, get_state, put, config.spec_poller.poll_interval),
         )
+        if isinstance(provider.revision_reader, BaselineReader):
+            interval = config.revision_poller.poll_interval
+            self.pollers += (baseline_poller(provider.revision_reader, get_state, put, interval),)
         self.supervisor: Supervisor | None = None
         self._lifecycle = threading.Lock()
         self._started = False
@@ -383,8 +396,11 @@ class Engine:
         return result
 
     def _observe(self, event: EngineEvent, state: EngineState) -> None:
-        """Say so when a failed planner run leaves a spec version with no attempt left: it is
-        not planned again until it changes."""
+        """Say so when a failed planner run leaves a spec version with no attempt left (it is
+        not planned again until it changes), and when the default branch's pipeline is red."""
+        if isinstance(event, BaselineChanged):
+            self._observe_baseline(event.baseline)
+            return
         if not (isinstance(event, AgentFailed) and event.role == "planner"):
             return
         run = state.agent_runs.get(event.session_id)
@@ -400,6 +416,27 @@ class Engine:
                     failed_planner_runs=limit,
                     last_failure=" ".join((event.reason or "").split())[:300],
                 )
+
+    def _observe_baseline(self, baseline: Baseline) -> None:
+        pipeline = baseline.pipeline
+        said = (baseline.sha, pipeline.status)
+        if said == self._baseline_said or pipeline.status == "pending":
+            return
+        before, self._baseline_said = self._baseline_said, said
+        if pipeline.status == "failure":
+            charged = self.config.handlers.charge_baseline_failures
+            log.error(
+                "the default branch's pipeline is red",
+                head_sha=baseline.sha[:12],
+                failed_checks=list(pipeline.failed_checks),
+                reason=" ".join((pipeline.reason or "").split())[-500:],
+                log_url=pipeline.url,
+                revisions_failing_the_same_checks="charged to the implementor"
+                if charged
+                else "reviewed, not charged, not merged automatically",
+            )
+        elif before is not None and before[1] == "failure":
+            log.info("the default branch's pipeline is green again", head_sha=baseline.sha[:12])
 
     def _wake_at(self, when: datetime) -> None:
         """Queue a ``DispatchDue`` at ``when`` (the end of a pause of dispatch)."""

@@ -20,6 +20,8 @@ import structlog
 from actors.base import SupervisedActor, tell
 from domain.errors import ProviderError
 from domain.events import (
+    BaselineChanged,
+    BaselineRemoved,
     EngineEvent,
     RevisionChanged,
     RevisionRemoved,
@@ -28,11 +30,24 @@ from domain.events import (
     WorkItemChanged,
     WorkItemRemoved,
 )
-from domain.models import EngineState, Revision, RevisionId, Spec, WorkItem, WorkItemId
-from domain.ports import RevisionProviderReader, SpecProviderReader, WorkProviderReader
+from domain.models import (
+    Baseline,
+    EngineState,
+    Revision,
+    RevisionId,
+    Spec,
+    WorkItem,
+    WorkItemId,
+)
+from domain.ports import (
+    BaselineReader,
+    RevisionProviderReader,
+    SpecProviderReader,
+    WorkProviderReader,
+)
 from domain.state import merge_observed_revision, merge_observed_work_item
 
-T = TypeVar("T", WorkItem, Revision, Spec)
+T = TypeVar("T", WorkItem, Revision, Spec, Baseline)
 Enqueue = Callable[[EngineEvent], object]
 
 log = structlog.get_logger("cpe.poller")
@@ -149,6 +164,34 @@ def spec_poller(
         merge=_keep,
         changed=lambda spec: SpecChanged(spec=spec),
         removed=lambda key: SpecRemoved(path=str(key)),
+        get_state=get_state,
+        enqueue=enqueue,
+        interval=interval,
+    )
+
+
+def baseline_poller(
+    reader: BaselineReader,
+    get_state: Callable[[], EngineState],
+    enqueue: Enqueue,
+    interval: float,
+) -> Poller[Baseline]:
+    """The default branch's pipeline: one entity at most, reported when its head or state
+    changes."""
+
+    def read() -> list[Baseline]:
+        found = reader.baseline()
+        return [found] if found is not None else []
+
+    return Poller(
+        name="baseline",
+        reader=reader,
+        read=read,
+        known=lambda s: {"baseline": s.baseline} if s.baseline is not None else {},
+        key=lambda baseline: "baseline",
+        merge=_keep,
+        changed=lambda baseline: BaselineChanged(baseline=baseline),
+        removed=lambda key: BaselineRemoved(),
         get_state=get_state,
         enqueue=enqueue,
         interval=interval,

@@ -214,6 +214,7 @@ def _provider(
         pipeline=pipeline,
         spec_globs=config.specs.globs,
         spec_max_bytes=config.specs.max_bytes,
+        baseline=local.baseline,
     )
     closers.append(local_provider.close)
     return interfaces

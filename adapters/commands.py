@@ -163,6 +163,7 @@ def status(config_path: Path | None, repo: Path | None) -> int:
     print(f"repository {root} (default branch {branch}), state in {state_dir}")
     state = _journal_state(state_dir)
     _print_pause(state, config)
+    _print_baseline(state, config)
     if config.provider.kind == "local":
         from adapters.local.provider import LocalProvider  # noqa: PLC0415
 
@@ -200,6 +201,26 @@ def _print_pause(state: Any, config: Any) -> None:
         print(f"  next try at {when} (no attempt is spent meanwhile)")
     else:
         print(f"  the pause ended at {when}: the next run is a probe, and decides")
+
+
+def _print_baseline(state: Any, config: Any) -> None:
+    """The default branch's pipeline, when it is red: revisions are judged against it."""
+    baseline = state.baseline
+    if baseline is None or baseline.pipeline.status != "failure":
+        return
+    pipeline = baseline.pipeline
+    checks = ", ".join(pipeline.failed_checks) or "the pipeline"
+    print(f"\ndefault branch pipeline: red at {baseline.sha[:12]} (failed: {checks})")
+    tail = [line for line in (pipeline.reason or "").splitlines() if line.strip()][-3:]
+    for line in tail:
+        print(f"  {line.strip()[:200]}")
+    if pipeline.url:
+        print(f"  log: {pipeline.url}")
+    if config.workflow.charge_baseline_failures:
+        print("  revisions failing the same checks are sent back all the same")
+    else:
+        print("  revisions failing only these checks are reviewed, not charged to the implementor")
+        print("  and not merged automatically: fix the default branch, or merge them by hand")
 
 
 def _print_skipped_specs(state: Any) -> None:

@@ -240,6 +240,7 @@ def revision_step(
     max_concurrent: Mapping[AgentRole, int],
     auto_merge: bool,
     merge_approved: bool,
+    charge_baseline: bool = False,
 ) -> list[EngineCommand]:
     """What a revision of ``item`` needs next: done, blocked, needs-refinement, a review, or a
     merge of an approved head (``merge_approved``, after a restart)."""
@@ -251,9 +252,11 @@ def revision_step(
     if revision.state == "closed":
         return transition(item, "revision-closed")
     if item.status == "in-review":
-        if revision.pipeline.status == "failure":
+        if revision.pipeline.status == "failure" and not pipeline_acceptable(
+            state, revision, charge_baseline
+        ):
             return transition(item, "pipeline-failed")
-        if needs_review(state, revision, max_attempts) and free_slots(
+        if needs_review(state, revision, max_attempts, charge_baseline) and free_slots(
             state, "reviewer", max_concurrent
         ):
             return [start_reviewer(item, revision)]
@@ -269,10 +272,33 @@ def revision_step(
     return []
 
 
-def needs_review(state: EngineState, revision: Revision, max_attempts: int) -> bool:
+def inherited_failure(state: EngineState, revision: Revision) -> bool:
+    """The revision's pipeline failed, but only in checks that fail on the default branch's head
+    too (``EngineState.baseline``): not the revision's doing."""
+    baseline, failed = state.baseline, revision.pipeline.failed_checks
+    return (
+        revision.pipeline.status == "failure"
+        and baseline is not None
+        and baseline.pipeline.status == "failure"
+        and bool(failed)
+        and set(failed) <= set(baseline.pipeline.failed_checks)
+    )
+
+
+def pipeline_acceptable(state: EngineState, revision: Revision, charge_baseline: bool) -> bool:
+    """Green (or no CI); or, unless ``charge_baseline``, red only where the default branch is
+    red too. Such a revision is reviewed and may be approved, never merged automatically."""
+    if revision.pipeline.status in ("success", "none"):
+        return True
+    return not charge_baseline and inherited_failure(state, revision)
+
+
+def needs_review(
+    state: EngineState, revision: Revision, max_attempts: int, charge_baseline: bool = False
+) -> bool:
     return (
         revision.state == "open"
-        and revision.pipeline.status in ("success", "none")
+        and pipeline_acceptable(state, revision, charge_baseline)
         and revision.reviewed_sha != revision.head_sha
         and not reviewer_in_flight(state, revision.id)
         and reviewer_failures(state, revision.id, revision.head_sha) < max_attempts
@@ -287,7 +313,11 @@ def start_reviewer(item: WorkItem, revision: Revision) -> StartAgent:
 
 
 def reviews_wanted(
-    state: EngineState, *, max_attempts: int, max_concurrent: Mapping[AgentRole, int]
+    state: EngineState,
+    *,
+    max_attempts: int,
+    max_concurrent: Mapping[AgentRole, int],
+    charge_baseline: bool = False,
 ) -> list[EngineCommand]:
     """Reviewers for every in-review item whose head needs one, up to the free slots."""
     commands: list[EngineCommand] = []
@@ -299,7 +329,7 @@ def reviews_wanted(
         if item.status != "in-review":
             continue
         revision = revision_for(state, item)
-        if revision is not None and needs_review(state, revision, max_attempts):
+        if revision is not None and needs_review(state, revision, max_attempts, charge_baseline):
             commands.append(start_reviewer(item, revision))
             slots -= 1
     return commands

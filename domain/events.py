@@ -18,6 +18,7 @@ from domain.errors import AgentFailureKind, FailureClass
 from domain.models import (
     AgentRole,
     AgentStartParams,
+    Baseline,
     Frozen,
     Revision,
     RevisionId,
@@ -65,6 +66,19 @@ class SpecChanged(_Event):
 class SpecRemoved(_Event):
     type: Literal["SpecRemoved"] = "SpecRemoved"
     path: str
+
+
+class BaselineChanged(_Event):
+    """The default branch's pipeline, observed: a new head, or its pipeline's new state."""
+
+    type: Literal["BaselineChanged"] = "BaselineChanged"
+    baseline: Baseline
+
+
+class BaselineRemoved(_Event):
+    """No pipeline is observed on the default branch any more (none is configured)."""
+
+    type: Literal["BaselineRemoved"] = "BaselineRemoved"
 
 
 # ---------------------------------------------------------------------------- agent lifecycle
@@ -232,6 +246,8 @@ EngineEvent = Annotated[
     | RevisionRemoved
     | SpecChanged
     | SpecRemoved
+    | BaselineChanged
+    | BaselineRemoved
     | AgentRequested
     | AgentStarted
     | PlannerCompleted

@@ -12,7 +12,9 @@ commands. Options come from configuration through ``create_handlers(options)``.
 4. implementor done — a patch → create or update the revision; anything else → the item's
    next status.
 5. revision — a delivered revision → in-review; a green head not yet reviewed → reviewer run;
-   a red pipeline → needs-refinement; merged → done; closed → blocked.
+   a red pipeline → needs-refinement, unless it fails only where the default branch's
+   pipeline fails too (reviewed then, never merged automatically); merged → done; closed →
+   blocked.
 6. review done — a reviewer result for the current head → ``PostReview`` (a stale one is
    dropped and the new head reviewed); a posted review → approved (and merged when
    ``auto_merge``) or needs-refinement.
@@ -43,6 +45,7 @@ from domain.commands import (
 from domain.decisions import (
     dispatch_items,
     needs_review,
+    pipeline_acceptable,
     reviews_wanted,
     revision_step,
     settle,
@@ -53,6 +56,7 @@ from domain.decisions import (
 from domain.events import (
     AgentFailed,
     AgentRequested,
+    BaselineChanged,
     CommandFailed,
     DispatchDue,
     EngineEvent,
@@ -103,6 +107,10 @@ class HandlerOptions(Frozen):
         default=3, ge=1, description="implementor runs per work item; planner runs per spec version"
     )
     auto_merge: bool = Field(default=False, description="merge a revision once approved")
+    charge_baseline_failures: bool = Field(
+        default=False,
+        description="a red check the default branch fails too sends the revision back anyway",
+    )
     retry_backoff_initial: float = Field(
         default=30, gt=0, le=86_400, allow_inf_nan=False, description="seconds, first retry"
     )
@@ -261,8 +269,13 @@ def revision(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
     if isinstance(event, RevisionCreated | RevisionUpdated):
         item = state.work_items.get(event.work_item_id)
         return settle(state, item, o.max_attempts) if item else []
-    if is_agent_terminal(event) or isinstance(event, DispatchDue):
-        return reviews_wanted(state, max_attempts=o.max_attempts, max_concurrent=o.max_concurrent)
+    if is_agent_terminal(event) or isinstance(event, DispatchDue | BaselineChanged):
+        return reviews_wanted(
+            state,
+            max_attempts=o.max_attempts,
+            max_concurrent=o.max_concurrent,
+            charge_baseline=o.charge_baseline_failures,
+        )
     merge_approved = False
     if isinstance(event, RevisionChanged):
         rev = state.revisions.get(event.revision.id)
@@ -287,6 +300,7 @@ def revision(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
         max_concurrent=o.max_concurrent,
         auto_merge=o.auto_merge,
         merge_approved=merge_approved,
+        charge_baseline=o.charge_baseline_failures,
     )
 
 
@@ -306,10 +320,11 @@ def review_done(event: EngineEvent, state: EngineState, o: HandlerOptions) -> li
         return []
     if event.verdict == "needs-changes":
         return transition(item, "review-needs-changes")
-    if rev.pipeline.status not in ("success", "none"):
+    if not pipeline_acceptable(state, rev, o.charge_baseline_failures):
         return []  # approved, but CI is not green: the pipeline decides
     commands = transition(item, "review-approved")
-    if commands and o.auto_merge:
+    green = rev.pipeline.status in ("success", "none")  # red as the default branch: by hand
+    if commands and o.auto_merge and green:
         commands.append(MergeRevision(work_item_id=item.id, revision_id=rev.id))
     return commands
 
@@ -337,7 +352,9 @@ def _post_or_rereview(
             )
         ]
     # Stale: the review is of a head the revision no longer has. Review the new head instead.
-    if item.status == "in-review" and needs_review(state, rev, o.max_attempts):
+    if item.status == "in-review" and needs_review(
+        state, rev, o.max_attempts, o.charge_baseline_failures
+    ):
         return [start_reviewer(item, rev)]
     return []
 

@@ -56,11 +56,22 @@ class WorkItem(Frozen):
 
 
 class Pipeline(Frozen):
-    """The CI state of a revision's head. ``none`` means no CI is configured (treated as green)."""
+    """The CI state of a revision's head. ``none`` means no CI is configured (treated as green).
+    ``failed_checks`` names each check that failed (a check run, a commit status, the local
+    pipeline command), so that a failure can be compared with the default branch's."""
 
     status: PipelineStatus = "none"
     reason: str | None = None
     url: str | None = None
+    failed_checks: tuple[str, ...] = ()
+
+
+class Baseline(Frozen):
+    """The pipeline of the default branch's head: what a revision's checks are compared with.
+    A check that fails there too is not the revision's doing."""
+
+    sha: str
+    pipeline: Pipeline
 
 
 class Revision(Frozen):
@@ -242,3 +253,4 @@ class EngineState(Frozen):
     agent_runs: Mapping[SessionId, AgentRun] = Field(default_factory=dict)
     attempts: Mapping[WorkItemId, int] = Field(default_factory=dict)
     infrastructure: InfrastructureStreak = InfrastructureStreak()
+    baseline: Baseline | None = None  # the default branch's pipeline, as last observed

@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 from domain.models import (
     AgentRole,
     AgentStartParams,
+    Baseline,
     EngineState,
     Frozen,
     ReviewHistory,
@@ -70,6 +71,16 @@ class RevisionProviderReader(Protocol):
     def list_revisions(self) -> Sequence[Revision]: ...
     def get_revision_files(self, revision_id: RevisionId) -> Sequence[RevisionFile]: ...
     def get_review_history(self, revision_id: RevisionId) -> ReviewHistory: ...
+
+
+@runtime_checkable
+class BaselineReader(Protocol):
+    """A revision reader that also reports the default branch's pipeline (optional: a provider
+    without it has no baseline, and every red check is the revision's)."""
+
+    def baseline(self) -> Baseline | None:
+        """The pipeline on the default branch's head; None when there is none to observe."""
+        ...
 
 
 @runtime_checkable

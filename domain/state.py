@@ -16,6 +16,8 @@ from domain.events import (
     AgentFailed,
     AgentRequested,
     AgentStarted,
+    BaselineChanged,
+    BaselineRemoved,
     CommandFailed,
     CommandRejected,
     DispatchDue,
@@ -76,6 +78,10 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
             return _replace(state, specs=_with(state.specs, spec.path, spec))
         case SpecRemoved(path=path):
             return _replace(state, specs=_without(state.specs, path))
+        case BaselineChanged(baseline=baseline):
+            return _replace(state, baseline=baseline)
+        case BaselineRemoved():
+            return _replace(state, baseline=None)
         case AgentRequested():
             return _request_run(state, event)
         case AgentStarted(session_id=sid):

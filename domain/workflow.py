@@ -117,13 +117,14 @@ WORKFLOW: tuple[Transition, ...] = (
         source="in-review",
         trigger="pipeline-failed",
         target="needs-refinement",
-        why="CI failed on the revision's head",
+        why="CI failed on the revision's head (in a check the default branch passes)",
     ),
     Transition(
         source="in-review",
         trigger="review-approved",
         target="approved",
-        why="the reviewer approved the head on a green pipeline",
+        why="the reviewer approved the head on a green pipeline, or one red only where the "
+        "default branch is red too",
     ),
     Transition(
         source="in-review",

@@ -4,7 +4,8 @@ Actions reports check runs; older integrations post commit statuses; a repositor
 both. Both are combined (field notes): any failure fails the pipeline, then anything still
 running keeps it pending, then all green is success. Neither present means no CI (``none``),
 not "pending forever". ``cancelled``, ``timed_out``, ``action_required``, ``stale`` and
-``startup_failure`` are not green.
+``startup_failure`` are not green. A failed pipeline names its failed checks (a check run's
+name, a status's context) in ``failed_checks``, for comparison with the default branch's.
 """
 
 from __future__ import annotations
@@ -24,20 +25,21 @@ class _Signal:
     name: str
     state: str  # success | pending | failure
     url: str | None
+    check: str  # the check run's name or the status's context
 
 
 def _from_check(run: CheckRun) -> _Signal:
     url = run.details_url or run.html_url
     if run.status != "completed":
-        return _Signal(run.name, "pending", url)
+        return _Signal(run.name, "pending", url, run.name)
     conclusion = run.conclusion or "none"
     state = "success" if conclusion in _GREEN_CONCLUSIONS else "failure"
-    return _Signal(f"{run.name} ({conclusion})", state, url)
+    return _Signal(f"{run.name} ({conclusion})", state, url, run.name)
 
 
 def _from_status(status: SimpleCommitStatus) -> _Signal:
     state = {"success": "success", "pending": "pending"}.get(status.state, "failure")
-    return _Signal(f"{status.context} ({status.state})", state, status.target_url)
+    return _Signal(f"{status.context} ({status.state})", state, status.target_url, status.context)
 
 
 def combine(checks: Sequence[CheckRun], statuses: Sequence[SimpleCommitStatus]) -> Pipeline:
@@ -49,5 +51,11 @@ def combine(checks: Sequence[CheckRun], statuses: Sequence[SimpleCommitStatus]) 
         if matching:
             names = ", ".join(sorted(s.name for s in matching))
             verb = "failed" if wanted == "failure" else "running"
-            return Pipeline(status=wanted, reason=f"{verb}: {names}", url=matching[0].url)
+            failed = sorted({s.check for s in signals if s.state == "failure"})
+            return Pipeline(
+                status=wanted,
+                reason=f"{verb}: {names}",
+                url=matching[0].url,
+                failed_checks=tuple(failed),
+            )
     return Pipeline(status="success", url=signals[0].url)

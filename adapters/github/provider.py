@@ -59,7 +59,7 @@ class GitHubProvider:
         pulls = PullIndex(self.api, settings)
         self.work_item_reader = GitHubWorkItemReader(issues, pulls)
         self.work_item_writer = GitHubWorkItemWriter(self.api, issues)
-        self.revision_reader = GitHubRevisionReader(self.api, pulls)
+        self.revision_reader = GitHubRevisionReader(self.api, pulls, self.default_branch)
         self.revision_writer = GitHubRevisionWriter(self.api, pulls, issues, self.default_branch)
 
     @property

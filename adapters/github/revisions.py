@@ -16,11 +16,13 @@ from adapters.github import markers
 from adapters.github.api import GitHubApi
 from adapters.github.issue_index import IssueIndex
 from adapters.github.patches import TreeBuilder
+from adapters.github.pipeline import combine
 from adapters.github.pull_index import PullIndex, PullView
 from adapters.github.reviews import ReviewPoster
 from adapters.github.work_items import issue_number
 from domain.errors import ConflictError, NotFoundError, ProviderError
 from domain.models import (
+    Baseline,
     ReviewHistory,
     ReviewInlineComment,
     ReviewSubmission,
@@ -45,12 +47,23 @@ def pull_number(revision_id: str) -> int:
 class GitHubRevisionReader:
     """``RevisionProviderReader`` over the repository's pull requests."""
 
-    def __init__(self, api: GitHubApi, pulls: PullIndex) -> None:
+    def __init__(self, api: GitHubApi, pulls: PullIndex, default_branch: str) -> None:
         self._api = api
         self._pulls = pulls
+        self._default = default_branch
 
     def list_revisions(self) -> Sequence[Revision]:
         return sorted(self._pulls.sync(pipelines=True), key=lambda r: int(r.id))
+
+    def baseline(self) -> Baseline | None:
+        """``BaselineReader``: the check runs and statuses of the default branch's head (conditional
+        requests: an unchanged answer costs no rate limit)."""
+        head = self._api.branch_head(self._default)
+        if head is None:
+            return None
+        checks, _ = self._api.check_runs(head)
+        statuses, _ = self._api.statuses(head)
+        return Baseline(sha=head, pipeline=combine(checks, statuses))
 
     def get_revision_files(self, revision_id: RevisionId) -> Sequence[RevisionFile]:
         return [

@@ -96,6 +96,23 @@ _MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (revision_id, head_sha)
     );
     """,
+    """
+    -- The pipeline on the default branch's head, per command: the baseline a revision's red
+    -- pipeline is compared with (the same failure there is not the revision's doing).
+    CREATE TABLE baseline_runs (
+        head_sha       TEXT NOT NULL,
+        command        TEXT NOT NULL,
+        status         TEXT NOT NULL
+                           CHECK (status IN ('pending', 'running', 'success', 'failure')),
+        reason         TEXT,
+        url            TEXT,
+        worktree_path  TEXT,
+        queued_at      TEXT NOT NULL,
+        started_at     TEXT,
+        finished_at    TEXT,
+        PRIMARY KEY (head_sha, command)
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)

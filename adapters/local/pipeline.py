@@ -77,6 +77,8 @@ class LocalPipeline:
             raise ConfigError("must be positive", key_path="pipeline.timeout")
         self.command = command
         self.timeout = timeout
+        # The check's name, as a revision's failure and the default branch's are compared by.
+        self.name = command if isinstance(command, str) else shlex.join(command)
         self._env = dict(env or {})
         self._kill_grace = kill_grace
         self._excerpt_lines = excerpt_lines

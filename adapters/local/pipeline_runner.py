@@ -10,6 +10,11 @@ worktree is removed.
 Runs go one at a time, oldest first — on a small machine two test suites at once are slower than
 two in a row. A run whose revision gets a newer head is cancelled: its result would describe a
 head nobody will look at.
+
+**The baseline**: the pipeline also runs on the default branch's head, at start and whenever the
+head moves (``RevisionStore.baseline`` queues it), ahead of any revision: a revision's red
+check is compared with it. Its rows (``baseline_runs``) go through the same queue, recovery and
+cleanup.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True)
 class _Job:
-    revision_id: int
+    revision_id: int | None  # None: the default branch's head (the baseline)
     head_sha: str
     workdir: Path
     log_path: Path
@@ -103,6 +108,35 @@ class PipelineRunner:
     def _claim(self) -> _Job | None:
         if self._stopping:
             return None
+        return self._claim_baseline() or self._claim_revision()
+
+    def _claim_baseline(self) -> _Job | None:
+        """The default branch's current head, when its run is queued: before any revision."""
+        store = self._store
+        head = store.default_head()
+        with store.db.write() as conn:
+            row = conn.execute(
+                "SELECT head_sha FROM baseline_runs WHERE status = 'pending' AND head_sha = ? "
+                "AND command = ?",
+                (head, store.pipeline_name),
+            ).fetchone()
+            if row is None:
+                return None
+            job = _Job(
+                revision_id=None,
+                head_sha=head,
+                workdir=LocalPipeline.make_workdir(),
+                log_path=self._logs_dir
+                / f"{store.default_branch.replace('/', '-')}-{head[:12]}.log",
+            )
+            conn.execute(
+                "UPDATE baseline_runs SET status = 'running', started_at = ?, worktree_path = ?, "
+                "url = ? WHERE head_sha = ? AND command = ?",
+                (now(), str(job.workdir), job.log_path.as_uri(), head, store.pipeline_name),
+            )
+        return job
+
+    def _claim_revision(self) -> _Job | None:
         with self._store.db.write() as conn:
             row = conn.execute(
                 "SELECT p.revision_id, p.head_sha FROM pipeline_runs p JOIN revisions r "
@@ -131,7 +165,11 @@ class PipelineRunner:
         self._current = job
         if self._stopping:
             self._cancel.set()
-        log.info("local pipeline started", revision_id=job.revision_id, head_sha=job.head_sha)
+        subject = _subject(job, self._store.default_branch)
+        log.info("local pipeline started", head_sha=job.head_sha, **subject)
+        env = {"CPE_HEAD_SHA": job.head_sha}
+        if job.revision_id is not None:
+            env["CPE_REVISION_ID"] = str(job.revision_id)
         try:
             result = self._pipeline.run(
                 self._store.repo,
@@ -139,16 +177,19 @@ class PipelineRunner:
                 log_path=job.log_path,
                 workdir=job.workdir,
                 cancel=self._cancel,
-                extra_env={"CPE_REVISION_ID": str(job.revision_id), "CPE_HEAD_SHA": job.head_sha},
+                extra_env=env,
             )
         except Exception as exc:  # recorded as the run's failure, so the head is not stuck pending
             result = PipelineResult("failure", f"the pipeline could not run: {exc}", job.log_path)
         finally:
             self._current = None
         self._record(job, result)
-        log.info("local pipeline finished", revision_id=job.revision_id, status=result.status)
+        log.info("local pipeline finished", status=result.status, **subject)
 
     def _record(self, job: _Job, result: PipelineResult) -> None:
+        if job.revision_id is None:
+            self._record_baseline(job, result)
+            return
         with self._store.db.write() as conn:
             if result.status == "cancelled":
                 # Back in the queue: after a shutdown it runs on the next start; a superseded head
@@ -165,21 +206,48 @@ class PipelineRunner:
                 (result.status, result.reason, now(), job.revision_id, job.head_sha),
             )
 
-    def _recover(self) -> None:
-        """Requeue runs a crash interrupted (removing their worktrees) and queue open heads that
-        have no run (revisions made before a pipeline was configured)."""
-        for row in self._store.db.query(
-            "SELECT worktree_path FROM pipeline_runs WHERE status = 'running'"
-        ):
-            if row["worktree_path"]:
-                remove_workdir(self._store.repo, Path(row["worktree_path"]))
+    def _record_baseline(self, job: _Job, result: PipelineResult) -> None:
+        command = self._store.pipeline_name
         with self._store.db.write() as conn:
+            if result.status == "cancelled":  # runs again on the next start
+                conn.execute(
+                    "UPDATE baseline_runs SET status = 'pending', started_at = NULL, "
+                    "worktree_path = NULL WHERE head_sha = ? AND command = ?",
+                    (job.head_sha, command),
+                )
+                return
             conn.execute(
-                "UPDATE pipeline_runs SET status = 'pending', started_at = NULL, "
-                "worktree_path = NULL WHERE status = 'running'"
+                "UPDATE baseline_runs SET status = ?, reason = ?, finished_at = ?, "
+                "worktree_path = NULL WHERE head_sha = ? AND command = ?",
+                (result.status, result.reason, now(), job.head_sha, command),
             )
+
+    def _recover(self) -> None:
+        """Requeue runs a crash interrupted (removing their worktrees), queue open heads that
+        have no run (revisions made before a pipeline was configured) and the default branch's
+        head."""
+        for table in ("pipeline_runs", "baseline_runs"):
+            for row in self._store.db.query(
+                f"SELECT worktree_path FROM {table} WHERE status = 'running'"
+            ):
+                if row["worktree_path"]:
+                    remove_workdir(self._store.repo, Path(row["worktree_path"]))
+        with self._store.db.write() as conn:
+            for table in ("pipeline_runs", "baseline_runs"):
+                conn.execute(
+                    f"UPDATE {table} SET status = 'pending', started_at = NULL, "
+                    "worktree_path = NULL WHERE status = 'running'"
+                )
+            if self._store.baseline_enabled:
+                self._store.queue_baseline(conn, self._store.default_head())
             conn.execute(
                 "INSERT OR IGNORE INTO pipeline_runs (revision_id, head_sha, status, queued_at) "
                 "SELECT id, head_sha, 'pending', ? FROM revisions WHERE state = 'open'",
                 (now(),),
             )
+
+
+def _subject(job: _Job, branch: str) -> dict[str, str | int]:
+    if job.revision_id is None:
+        return {"baseline": branch}
+    return {"revision_id": job.revision_id}

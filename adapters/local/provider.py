@@ -43,6 +43,7 @@ class LocalProvider:
         pipeline: LocalPipeline | None = None,
         *,
         identity: tuple[str, str] = DEFAULT_IDENTITY,
+        baseline: bool = False,
     ) -> None:
         repo = GitRepo(Path(repo_root), identity)
         branch = default_branch or detect_default_branch(repo)
@@ -52,7 +53,12 @@ class LocalProvider:
         self.default_branch = branch
         self._db = Database(state / DATABASE_NAME)
         self._store = RevisionStore(
-            self._db, repo, branch, pipeline_configured=pipeline is not None
+            self._db,
+            repo,
+            branch,
+            pipeline_configured=pipeline is not None,
+            pipeline_name=pipeline.name if pipeline is not None else "pipeline",
+            baseline_enabled=baseline and pipeline is not None,
         )
         self.work_item_reader = LocalWorkItemReader(self._db)
         self.work_item_writer = LocalWorkItemWriter(self._db)
@@ -104,10 +110,12 @@ def create_local_provider(
     pipeline: LocalPipeline | None = None,
     spec_globs: Sequence[str] = DEFAULT_SPEC_GLOBS,
     spec_max_bytes: int = DEFAULT_SPEC_MAX_BYTES,
+    baseline: bool = False,
 ) -> tuple[LocalProvider, ProviderInterfaces]:
     """The local provider and the five interfaces an engine takes (specs from the same repo).
-    Keep the provider to ``close()`` it at shutdown."""
-    provider = LocalProvider(repo_root, state_dir, default_branch, pipeline)
+    Keep the provider to ``close()`` it at shutdown. ``baseline``: run the pipeline on the
+    default branch's head too, for revisions' failures to be compared with."""
+    provider = LocalProvider(repo_root, state_dir, default_branch, pipeline, baseline=baseline)
     specs = GitSpecReader(
         provider.repo_root,
         spec_globs,

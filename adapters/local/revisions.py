@@ -19,6 +19,7 @@ from adapters.local.store import REVIEW_KEYS, REVISION_KEYS, REVISION_UPDATE_KEY
 from adapters.local.work_items import require_work_item
 from domain.errors import ConflictError
 from domain.models import (
+    Baseline,
     ReviewHistory,
     ReviewInlineComment,
     ReviewSubmission,
@@ -44,6 +45,10 @@ class LocalRevisionReader:
     def list_revisions(self) -> Sequence[Revision]:
         """Every revision with the pipeline of its current head (a database read, never a run)."""
         return self._store.list()
+
+    def baseline(self) -> Baseline | None:
+        """``BaselineReader``: the pipeline on the default branch's head (queued when new)."""
+        return self._store.baseline()
 
     def get_revision_files(self, revision_id: RevisionId) -> Sequence[RevisionFile]:
         with self._store.db.read() as conn:

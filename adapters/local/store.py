@@ -20,7 +20,7 @@ from adapters.git_plumbing import GitRepo
 from adapters.local.db import Database, now
 from adapters.local.work_items import row_id
 from domain.errors import NotFoundError
-from domain.models import Pipeline, Revision, RevisionId, WorkItemId
+from domain.models import Baseline, Pipeline, Revision, RevisionId, WorkItemId
 
 log = structlog.get_logger(__name__)
 
@@ -39,6 +39,10 @@ class RevisionStore:
     repo: GitRepo
     default_branch: str
     pipeline_configured: bool = False
+    # The pipeline's one check, by name (its command): what a revision's failure and the
+    # default branch's are compared by.
+    pipeline_name: str = "pipeline"
+    baseline_enabled: bool = False  # run it on the default branch's head too
     # Serialises every read-modify-write of refs (create, update, merge): git's ref locks would
     # refuse a racing update, but one lock makes the refusal impossible instead of retried.
     write_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -96,9 +100,41 @@ class RevisionStore:
             # by the runner's recovery; until it finishes it is pending, never "none".
             configured = self.pipeline_configured and row["state"] == "open"
             return Pipeline(status="pending") if configured else Pipeline()
+        return self.pipeline_of(run)
+
+    def pipeline_of(self, run: sqlite3.Row) -> Pipeline:
+        """A pipeline run's row (a revision's or the default branch's) as a ``Pipeline``."""
         if run["status"] in ("pending", "running"):
             return Pipeline(status="pending", url=run["url"])
-        return Pipeline(status=run["status"], reason=run["reason"], url=run["url"])
+        failed = (self.pipeline_name,) if run["status"] == "failure" else ()
+        return Pipeline(
+            status=run["status"], reason=run["reason"], url=run["url"], failed_checks=failed
+        )
+
+    def baseline(self) -> Baseline | None:
+        """The pipeline on the default branch's head; a head not run yet is queued (and the
+        runner told). None when no pipeline is configured."""
+        if not self.baseline_enabled:
+            return None
+        head = self.default_head()
+        with self.db.write() as conn:
+            row = conn.execute(
+                "SELECT * FROM baseline_runs WHERE head_sha = ? AND command = ?",
+                (head, self.pipeline_name),
+            ).fetchone()
+            if row is None:
+                self.queue_baseline(conn, head)
+        if row is None:
+            self.on_new_head()
+            return Baseline(sha=head, pipeline=Pipeline(status="pending"))
+        return Baseline(sha=head, pipeline=self.pipeline_of(row))
+
+    def queue_baseline(self, conn: sqlite3.Connection, head_sha: str) -> None:
+        conn.execute(
+            "INSERT OR IGNORE INTO baseline_runs (head_sha, command, status, queued_at) "
+            "VALUES (?, ?, 'pending', ?)",
+            (head_sha, self.pipeline_name, now()),
+        )
 
     def queue_pipeline(self, conn: sqlite3.Connection, revision_id: int, head_sha: str) -> None:
         if self.pipeline_configured:

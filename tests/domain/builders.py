@@ -57,6 +57,7 @@ def revision(
     state: str = "open",
     reviewed_sha: str | None = None,
     reason: str | None = None,
+    failed: tuple[str, ...] = (),
 ) -> Revision:
     return Revision.model_validate(
         {
@@ -66,7 +67,9 @@ def revision(
             "branch": f"cpe/{wid}-x",
             "head_sha": head,
             "state": state,
-            "pipeline": Pipeline.model_validate({"status": pipeline, "reason": reason}),
+            "pipeline": Pipeline.model_validate(
+                {"status": pipeline, "reason": reason, "failed_checks": failed}
+            ),
             "reviewed_sha": reviewed_sha,
         }
     )

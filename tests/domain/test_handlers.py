@@ -515,6 +515,62 @@ def test_a_posted_review_of_an_old_head_moves_nothing() -> None:
     assert commands == []
 
 
+# ---------------------------------------------------------------------------- red baseline
+
+
+def _red_baseline(*checks: str) -> Any:
+    from domain.models import Baseline, Pipeline  # noqa: PLC0415
+
+    return Baseline(sha="m1", pipeline=Pipeline(status="failure", failed_checks=checks))
+
+
+def _with_baseline(before: Any, *checks: str) -> Any:
+    return before.model_copy(update={"baseline": _red_baseline(*checks)})
+
+
+def test_a_revision_failing_only_where_the_default_branch_fails_is_reviewed_not_sent_back() -> None:
+    """The tests fail at collection on the default branch too: not the implementor's doing."""
+    red = {"pipeline": "failure", "failed": ("pytest",)}
+    before = _with_baseline(_in_review(**red), "pytest", "lint")
+    _, commands = step(before, RevisionChanged(revision=revision("r1", head="h2", **red)))
+    assert [c.type for c in commands] == ["StartAgent"]
+    assert len(starts(commands, "reviewer")) == 1
+    # charged all the same when so configured
+    charged = HandlerOptions(charge_baseline_failures=True)
+    _, commands = step(before, RevisionChanged(revision=revision("r1", head="h2", **red)), charged)
+    assert commands == [TransitionStatus(work_item_id="1", to="needs-refinement")]
+
+
+def test_a_check_the_default_branch_passes_is_the_revisions_failure() -> None:
+    red = {"pipeline": "failure", "failed": ("pytest", "mypy")}
+    before = _with_baseline(_in_review(**red), "pytest")
+    _, commands = step(before, RevisionChanged(revision=revision("r1", head="h2", **red)))
+    assert commands == [TransitionStatus(work_item_id="1", to="needs-refinement")]
+    # a failure that names no check cannot be compared: charged
+    unnamed = {"pipeline": "failure"}
+    before = _with_baseline(_in_review(**unnamed), "pytest")
+    _, commands = step(before, RevisionChanged(revision=revision("r1", head="h2", **unnamed)))
+    assert commands == [TransitionStatus(work_item_id="1", to="needs-refinement")]
+
+
+def test_a_baseline_turning_red_gets_a_waiting_revision_reviewed() -> None:
+    from domain.events import BaselineChanged  # noqa: PLC0415
+
+    before = _in_review(pipeline="failure", failed=("pytest",))
+    after, commands = step(before, BaselineChanged(baseline=_red_baseline("pytest")))
+    assert after.baseline == _red_baseline("pytest")
+    assert len(starts(commands, "reviewer")) == 1
+
+
+def test_an_approval_on_a_pipeline_red_as_the_default_branch_approves_but_does_not_merge() -> None:
+    event = ReviewPosted.model_validate(
+        {"revision_id": "r1", "head_sha": "h1", "verdict": "approve"}
+    )
+    before = _with_baseline(_in_review(pipeline="failure", failed=("pytest",)), "pytest")
+    _, commands = step(before, event, AUTO_MERGE)
+    assert commands == [TransitionStatus(work_item_id="1", to="approved")]
+
+
 def test_an_approval_on_a_red_pipeline_does_not_approve() -> None:
     event = ReviewPosted.model_validate(
         {"revision_id": "r1", "head_sha": "h1", "verdict": "approve"}

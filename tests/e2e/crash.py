@@ -49,6 +49,7 @@ def cases() -> list[Crash]:
         Crash("session.before_terminal", 2),
         Crash("session.after_terminal", 2),
         Crash("session.after_terminal", 3),
+        Crash("local.pipeline.after_start", 2),  # the first is the default branch's (baseline)
     ]
 
 

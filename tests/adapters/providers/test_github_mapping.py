@@ -187,6 +187,34 @@ def test_pipeline_combines_check_runs_and_statuses(
     assert listed.pipeline.status == expected
 
 
+def test_a_failed_pipeline_names_its_failed_checks(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    head = revision(fake, provider, tmp_path).head_sha
+    fake.add_check_run(head, "tests", "completed", "failure")
+    fake.add_check_run(head, "build", "completed", "success")
+    fake.add_check_run(head, "e2e", "completed", "timed_out")
+    fake.add_status(head, "ci/legacy", "error")
+    [listed] = provider.revision_reader.list_revisions()
+    assert listed.pipeline.status == "failure"
+    assert listed.pipeline.failed_checks == ("ci/legacy", "e2e", "tests")
+
+
+def test_the_baseline_is_the_default_branchs_head_and_its_checks(
+    fake: FakeGitHub, provider: GitHubProvider
+) -> None:
+    head = fake.git.resolve(f"refs/heads/{fake.default_branch}")
+    baseline = provider.revision_reader.baseline()
+    assert baseline is not None
+    assert (baseline.sha, baseline.pipeline.status) == (head, "none")
+    fake.add_check_run(head, "tests", "completed", "failure")
+    fake.add_check_run(head, "lint", "completed", "success")
+    baseline = provider.revision_reader.baseline()
+    assert baseline is not None
+    assert baseline.pipeline.status == "failure"
+    assert baseline.pipeline.failed_checks == ("tests",)
+
+
 # ------------------------------------------------------------------ reviews
 
 

@@ -317,3 +317,83 @@ def test_a_run_interrupted_by_a_crash_is_cleaned_up_and_rerun(repo: Repo, tmp_pa
         assert provider.revision_reader.list_revisions()[0].pipeline.status == "success"
     assert not leftover.exists()
     assert worktrees(repo) == [f"worktree {repo.root}"]
+
+
+# ------------------------------------------------------------------ the baseline
+
+
+def test_the_default_branch_is_tested_first_and_reported_as_the_baseline(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """A red default branch, then a revision that fails the same check: both name it."""
+    red = LocalPipeline(
+        [sys.executable, "-c", "import sys; print('collection error'); sys.exit(2)"], WAIT
+    )
+    with LocalProvider(repo.root, tmp_path / "state", pipeline=red, baseline=True) as provider:
+        reader = provider.revision_reader
+        assert provider.wait_for_pipelines(WAIT)
+        baseline = reader.baseline()
+        assert baseline is not None
+        assert baseline.sha == repo.head()
+        assert baseline.pipeline.status == "failure"
+        assert baseline.pipeline.failed_checks == (red.name,)
+        assert "collection error" in (baseline.pipeline.reason or "")
+        assert baseline.pipeline.url is not None
+        Revisions(repo, provider, tmp_path).create(42)
+        assert provider.wait_for_pipelines(WAIT)
+        [revision] = reader.list_revisions()
+    assert revision.pipeline.status == "failure"
+    assert revision.pipeline.failed_checks == baseline.pipeline.failed_checks
+    assert worktrees(repo) == [f"worktree {repo.root}"]
+
+
+def test_the_baseline_follows_the_default_branch(repo: Repo, tmp_path: Path) -> None:
+    with LocalProvider(
+        repo.root, tmp_path / "state", pipeline=pytest_pipeline(), baseline=True
+    ) as provider:
+        reader = provider.revision_reader
+        assert provider.wait_for_pipelines(WAIT)
+        first = reader.baseline()
+        assert first is not None
+        assert first.pipeline.status == "success"
+        assert first.pipeline.failed_checks == ()
+        repo.write("app.py", "def answer():\n    return 41\n")
+        repo.git("commit", "-qam", "break it")
+        moved = reader.baseline()  # seen by the poller: queued, pending until it has run
+        assert moved is not None
+        assert (moved.sha, moved.pipeline.status) == (repo.head(), "pending")
+        assert provider.wait_for_pipelines(WAIT)
+        after = reader.baseline()
+    assert after is not None
+    assert (after.sha, after.pipeline.status) == (repo.head(), "failure")
+
+
+def test_without_a_baseline_or_a_pipeline_there_is_none(repo: Repo, tmp_path: Path) -> None:
+    with LocalProvider(repo.root, tmp_path / "a", pipeline=pytest_pipeline()) as provider:
+        assert provider.revision_reader.baseline() is None
+    with LocalProvider(repo.root, tmp_path / "b", baseline=True) as provider:
+        assert provider.revision_reader.baseline() is None
+
+
+def test_a_baseline_run_interrupted_by_a_crash_is_cleaned_up_and_rerun(
+    repo: Repo, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    pipeline = pytest_pipeline()
+    with LocalProvider(repo.root, state):
+        pass  # the database, no run yet
+    leftover = tmp_path / "leftover"
+    repo.git("worktree", "add", "--quiet", "--detach", str(leftover / "checkout"), "HEAD")
+    with sqlite3.connect(state / DATABASE_NAME) as conn:  # what a crash mid-run leaves
+        conn.execute(
+            "INSERT INTO baseline_runs (head_sha, command, status, worktree_path, queued_at) "
+            "VALUES (?, ?, 'running', ?, 'then')",
+            (repo.head(), pipeline.name, str(leftover)),
+        )
+    with LocalProvider(repo.root, state, pipeline=pipeline, baseline=True) as provider:
+        assert provider.wait_for_pipelines(WAIT)
+        baseline = provider.revision_reader.baseline()
+    assert baseline is not None
+    assert baseline.pipeline.status == "success"
+    assert not leftover.exists()
+    assert worktrees(repo) == [f"worktree {repo.root}"]
