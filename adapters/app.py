@@ -139,11 +139,8 @@ def build_app(
     config, root = resolve_config(config_path, repo)
     branch = default_branch(config, root)
     state_dir = root / config.engine.state_dir
-    set_aside = check_journal(state_dir / JOURNAL_NAME, start_over=new_journal)
-    if set_aside is not None:
-        log.warning("the old journal is set aside; starting a new one", old=str(set_aside))
-    closers: list[Any] = []
-    provider = _provider(config, root, branch, state_dir, closers)
+    # The runtimes' preflight first: a missing credential or CLI stops here, before anything
+    # starts (the local pipeline) or changes (a journal set aside).
     roles = config.runtime.roles.model_dump()
     factory = _runtime_factory(
         config,
@@ -155,6 +152,11 @@ def build_app(
         isolated_home=isolated_home,
         codex_overrides=codex_overrides,
     )
+    set_aside = check_journal(state_dir / JOURNAL_NAME, start_over=new_journal)
+    if set_aside is not None:
+        log.warning("the old journal is set aside; starting a new one", old=str(set_aside))
+    closers: list[Any] = []
+    provider = _provider(config, root, branch, state_dir, closers)
     engine = create_engine(config.engine_config(provider, factory, repo_root=root))
     return App(config, root, branch, state_dir, engine, closers)
 

@@ -559,3 +559,18 @@ def test_no_model_credential_stops_cpe_run_at_once_with_exit_78_saying_what_to_s
     assert "expected ANTHROPIC_API_KEY" in line
     assert not (repo / ".cpe" / "journal.sqlite3").exists()
     assert not (repo / ".cpe" / "runs").exists()
+
+
+def test_a_failed_preflight_runs_no_pipeline_and_sets_no_journal_aside(repo: Path) -> None:
+    """The local pipeline (the default branch's baseline) does not start, and `--new-journal`
+    leaves the journal where it is, when cpe cannot run agents anyway."""
+    write_config(repo, '[provider.local]\npipeline_command = ["sh", "-c", "echo RAN"]\n')
+    journal = repo / ".cpe" / "journal.sqlite3"
+    journal.parent.mkdir()
+    journal.write_bytes(b"kept")
+    env = {"ANTHROPIC_API_KEY": "", "HOME": str(repo / "home")}
+    result = cpe("run", "--new-journal", cwd=repo, env=env)
+    assert "no model credential" in one_line_error(result)
+    assert journal.read_bytes() == b"kept"
+    assert sorted(p.name for p in journal.parent.iterdir()) == ["journal.sqlite3"]
+    assert "RAN" not in result.stdout + result.stderr
