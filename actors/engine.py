@@ -41,6 +41,7 @@ from actors.store import Listener, StateStore, Unsubscribe
 from actors.streams import AgentStream, StreamRegistry
 from actors.supervisor import ChildSpec, Supervisor
 from domain.commands import EngineCommand
+from domain.decisions import INTERRUPTED
 from domain.errors import ConfigError, JournalError
 from domain.events import (
     AgentFailed,
@@ -357,7 +358,7 @@ class Engine:
                         session_id=run.session_id,
                         role=run.role,
                         kind="failed",
-                        reason="interrupted: cpe stopped while the run was active",
+                        reason=INTERRUPTED,
                         at=datetime.now(UTC),
                     ),
                     internal=True,

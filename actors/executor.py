@@ -38,7 +38,12 @@ from domain.commands import (
     UpdateRevision,
     idempotency_key,
 )
-from domain.decisions import dispatch_pause, explain_transition, planner_backoff
+from domain.decisions import (
+    dispatch_pause,
+    explain_transition,
+    implementor_backoff,
+    planner_backoff,
+)
 from domain.errors import CpeError, ProviderError
 from domain.events import (
     AgentFailed,
@@ -53,7 +58,14 @@ from domain.events import (
     RevisionUpdated,
     StatusTransitioned,
 )
-from domain.models import AgentRole, AgentStartParams, EngineState, SessionId, WorkItemId
+from domain.models import (
+    AgentRole,
+    AgentStartParams,
+    EngineState,
+    ImplementorStartParams,
+    SessionId,
+    WorkItemId,
+)
 from domain.policy import Policy, Rejected
 from domain.ports import RevisionProviderWriter, WorkProviderWriter
 from domain.results import PlannedWorkItem
@@ -123,9 +135,9 @@ class CommandExecutor:
         self.wake_at = wake_at or (lambda when: None)
         self.clock = clock or _now
         self._paused_until: datetime | None = None  # the pause last announced and woken for
-        # A failed planner's next run waits: (initial, max) seconds, doubling per failure.
+        # A failed run's retry waits: (initial, max) seconds, doubling per failure.
         self.retry_backoff = retry_backoff
-        self._planner_wait_until: datetime | None = None  # the wait last announced and woken for
+        self._waits_announced: dict[str, datetime] = {}  # per item (or the planner): its wait
         # Writes ``resume_pending`` made at start, by key: their results go out with the cycle
         # that answers them, or with ``deliver_resumed`` when no cycle did.
         self._resumed: dict[str, list[EngineEvent]] = {}
@@ -173,32 +185,55 @@ class CommandExecutor:
             return "dispatch paused: a probe run is under way"
         return None
 
-    def planner_waits(self, command: StartAgent, snapshot: EngineState) -> str | None:
-        """Why a planner may not run again yet on these spec versions (None when it may): a
-        planner that failed on them backs off exponentially (``planner_backoff``)."""
-        if command.params.role != "planner":
+    def retry_waits(self, command: StartAgent, snapshot: EngineState) -> str | None:
+        """Why a run may not start again yet (None when it may): a planner that failed on these
+        spec versions (``planner_backoff``), or an item whose last run failed
+        (``implementor_backoff``), backs off exponentially. A person's request does not wait."""
+        params, (initial, maximum) = command.params, self.retry_backoff
+        if command.requested_by_user:
             return None
-        initial, maximum = self.retry_backoff
+        if isinstance(params, ImplementorStartParams):
+            retry = implementor_backoff(
+                snapshot, params.work_item_id, initial=initial, maximum=maximum
+            )
+            if retry is None or self.clock() >= retry.until:
+                return None
+            self._announce_wait(
+                f"item {params.work_item_id}",
+                retry.until,
+                "retry deferred",
+                work_item_id=params.work_item_id,
+                failed_attempt=retry.attempt,
+                last_failure=" ".join(retry.reason.split())[:300],
+            )
+            return f"#{params.work_item_id}: retry at {_when(retry.until)}"
+        if params.role != "planner":
+            return None
         wait = planner_backoff(snapshot, command.spec_shas, initial=initial, maximum=maximum)
         if wait is None or self.clock() >= wait.until:
             return None
-        when = wait.until.strftime("%Y-%m-%d %H:%M:%S UTC")
-        if self._planner_wait_until != wait.until:  # said once per wait, and woken for once
-            self._planner_wait_until = wait.until
-            log.warning(
-                "planner run deferred",
-                failures=wait.failures,
-                last_failure=" ".join(wait.reason.split())[:300],
-                next_try_at=wait.until.isoformat(timespec="seconds"),
-            )
-            self.wake_at(wait.until)
-        return f"planner waits after {wait.failures} failed run(s); next try at {when}"
+        self._announce_wait(
+            "planner",
+            wait.until,
+            "planner run deferred",
+            failures=wait.failures,
+            last_failure=" ".join(wait.reason.split())[:300],
+        )
+        return f"planner waits after {wait.failures} failed run(s); next try at {_when(wait.until)}"
+
+    def _announce_wait(self, key: str, until: datetime, event: str, **fields: Any) -> None:
+        """Log a wait and ask to be woken at its end, once per wait."""
+        if self._waits_announced.get(key) == until:
+            return
+        self._waits_announced[key] = until
+        log.warning(event, next_try_at=until.isoformat(timespec="seconds"), **fields)
+        self.wake_at(until)
 
     def _start_agent(self, command: StartAgent, snapshot: EngineState) -> list[EngineEvent]:
         params = command.params
         reason = "the engine is shutting down" if self.no_new_agents.is_set() else None
         reason = reason or self.paused(snapshot)
-        reason = reason or self.planner_waits(command, snapshot)
+        reason = reason or self.retry_waits(command, snapshot)
         reason = reason or self.sessions.guard(params, self.max_concurrent.get(params.role, 1))
         if reason is not None:
             log.info("agent dispatch rejected", role=params.role, reason=reason)
@@ -479,3 +514,7 @@ class ExecutorActor(SupervisedActor):
 class Execute:
     command: EngineCommand
     snapshot: EngineState
+
+
+def _when(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")

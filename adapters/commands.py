@@ -178,6 +178,7 @@ def status(config_path: Path | None, repo: Path | None) -> int:
         print(f"\n(GitHub {github.repository if github else ''}: as the engine last saw it)")
         _print_items(state.work_items.values())
         _print_revisions(list(state.revisions.values()))
+    _print_retries(state, config)
     _print_skipped_specs(state)
     _print_planner_waits(state, config)
     _print_runs(state, state_dir)
@@ -221,6 +222,28 @@ def _print_baseline(state: Any, config: Any) -> None:
     else:
         print("  revisions failing only these checks are reviewed, not charged to the implementor")
         print("  and not merged automatically: fix the default branch, or merge them by hand")
+
+
+def _print_retries(state: Any, config: Any) -> None:
+    """Items whose last run failed, waiting for their retry (domain.decisions
+    .implementor_backoff), with the time and why."""
+    from domain.decisions import implementor_backoff  # noqa: PLC0415
+
+    w, now = config.workflow, datetime.now(UTC)
+    lines = []
+    for wid in ordered(state.work_items):
+        if state.work_items[wid].status not in ("pending", "needs-refinement"):
+            continue
+        retry = implementor_backoff(
+            state, wid, initial=w.retry_backoff_initial, maximum=w.retry_backoff_max
+        )
+        if retry is not None and retry.until > now:
+            when = retry.until.strftime("%Y-%m-%d %H:%M:%S UTC")
+            lines.append(f"  #{wid:<4} retry at {when} (attempt {retry.attempt} failed)")
+            lines.append(f"      why: {' '.join(retry.reason.split())[:500]}")
+    if lines:
+        print("\nretries waiting (a failed attempt backs off before the next)")
+        print("\n".join(lines))
 
 
 def _print_skipped_specs(state: Any) -> None:

@@ -33,6 +33,9 @@ class StartAgent(Frozen):
     spec_shas: Mapping[str, str] = Field(
         default_factory=dict, description="The blob SHAs a planner run plans (path → sha)"
     )
+    requested_by_user: bool = Field(
+        default=False, description="A person asked for it: no retry backoff holds it"
+    )
 
 
 class CancelAgent(Frozen):

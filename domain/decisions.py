@@ -7,6 +7,7 @@ to a run's end and the recovery that finds the same item later reach the same an
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from datetime import datetime, timedelta
 from domain.commands import EngineCommand, MergeRevision, StartAgent, TransitionStatus
 from domain.models import (
     AgentRole,
+    AgentRun,
     EngineState,
     ImplementorStartParams,
     ReviewerStartParams,
@@ -145,6 +147,56 @@ def planner_backoff(
     )
 
 
+# The reason of a run that was active when cpe itself stopped (a crash, kill -9): failed at the
+# next start, but nothing the work did, so its retry does not back off.
+INTERRUPTED = "interrupted: cpe stopped while the run was active"
+
+
+def work_failure(run: AgentRun) -> bool:
+    """An ended implementor run that failed for the work's sake: failed or timed out (not under
+    the agent, not interrupted by cpe's own stop), or completed with nothing delivered (invalid
+    output, no patch)."""
+    if run.in_flight or run.ended_at is None or run.failure_class == "infrastructure":
+        return False
+    if run.failure_reason == INTERRUPTED:
+        return False
+    if run.status in ("failed", "timed-out"):
+        return True
+    return run.status == "completed" and run.outcome != "blocked" and run.delivered_revision is None
+
+
+def _jitter(key: str) -> float:
+    """A factor in [1, 1.25) drawn from ``key``: retries of items that failed together spread
+    out, and the same run always gives the same time (the decision stays a pure function)."""
+    digest = hashlib.sha256(key.encode()).digest()
+    return 1 + int.from_bytes(digest[:4], "big") / 2**32 / 4
+
+
+@dataclass(frozen=True)
+class RetryWait:
+    """The next implementor run of an item waits until ``until``: its attempt ``attempt``
+    failed, for ``reason``."""
+
+    until: datetime
+    reason: str
+    attempt: int
+
+
+def implementor_backoff(
+    state: EngineState, work_item_id: WorkItemId, *, initial: float, maximum: float
+) -> RetryWait | None:
+    """After a work failure, an item's next run waits ``initial`` seconds, doubling with each
+    attempt spent, up to ``maximum``, times a jitter of up to 25 %. None when its latest run was
+    no such failure (a first run, a refinement after a review, an infrastructure failure)."""
+    run = latest_implementor_run(state, work_item_id)
+    if run is None or not work_failure(run) or run.ended_at is None:
+        return None
+    attempts = max(1, state.attempts.get(work_item_id, 1))
+    delay = min(maximum, initial * 2 ** min(attempts - 1, 32)) * _jitter(run.session_id)
+    reason = run.failure_reason or (f"outcome {run.outcome}" if run.outcome else run.status)
+    return RetryWait(until=run.ended_at + timedelta(seconds=delay), reason=reason, attempt=attempts)
+
+
 def explain_transition(state: EngineState, work_item_id: WorkItemId, to: Status) -> str:
     """Why the engine moves an item to ``to``, in words for the log: ``#2 in-progress →
     blocked: attempts exhausted (3 runs); last failure: authentication refused``."""
@@ -197,8 +249,13 @@ def dispatch_items(
     commands: list[EngineCommand] = []
     slots = free_slots(state, "implementor", max_concurrent)
     seen: set[WorkItemId] = set()
-    # Work already under review first, then in natural id order.
-    ranked = sorted(candidates, key=lambda i: (i.status != "needs-refinement", natural_key(i.id)))
+    # Work already under review first, then items whose last run did not fail (a failed one
+    # waits for its retry backoff, which the executor enforces, and must not hold a slot others
+    # could use), then the failed ones by when they failed; each in natural id order.
+    ranked = sorted(
+        candidates,
+        key=lambda i: (i.status != "needs-refinement", *_failed_at(state, i), natural_key(i.id)),
+    )
     for item in ranked:
         if item.id in seen:
             continue
@@ -213,6 +270,13 @@ def dispatch_items(
         slots -= 1
         commands.append(start_implementor(item, branch_prefix))
     return commands
+
+
+def _failed_at(state: EngineState, item: WorkItem) -> tuple[bool, float]:
+    run = latest_implementor_run(state, item.id)
+    if run is None or run.ended_at is None or not work_failure(run):
+        return (False, 0.0)
+    return (True, run.ended_at.timestamp())
 
 
 def _eligible(state: EngineState, item: WorkItem) -> bool:

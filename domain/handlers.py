@@ -220,7 +220,8 @@ def _user_dispatch(
         return []
     if has_run_in_flight(state, item.id):
         return []
-    return [start_implementor(item, o.branch_prefix)]
+    start = start_implementor(item, o.branch_prefix)
+    return [start.model_copy(update={"requested_by_user": True})]
 
 
 # ---------------------------------------------------------------------------- 4. implementor done

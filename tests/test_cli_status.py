@@ -349,3 +349,33 @@ def test_replay_without_a_journal_is_a_one_line_error(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"supervisor.toml": CONFIG})
     line = one_line_error(cpe("replay", cwd=repo), 1)
     assert f"no journal at {repo / '.cpe' / 'journal.sqlite3'}" in line
+
+
+def test_status_shows_when_a_failed_item_is_retried_and_why(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": CONFIG})
+    now = datetime.now(UTC)
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-1"), work_item_id=WorkItemId("1"), branch_name="cpe/1"
+    )
+    item = WorkItem(id=WorkItemId("1"), title="Greeting", status="pending")
+    journal(
+        repo / ".cpe",
+        [
+            WorkItemChanged(work_item=item),
+            AgentRequested(session_id=params.session_id, params=params, at=now),
+            AgentFailed(
+                session_id=params.session_id,
+                role="implementor",
+                kind="failed",
+                reason="the tests failed:\n  test_greet",
+                at=now,
+            ),
+        ],
+    )
+    result = cpe("status", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    shown = sections(result.stdout)
+    [retry, why] = shown["retries waiting (a failed attempt backs off before the next)"]
+    assert retry.startswith("#1    retry at ")
+    assert retry.endswith("(attempt 1 failed)")
+    assert why == "why: the tests failed: test_greet"

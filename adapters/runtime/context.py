@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from domain.decisions import work_failure
 from domain.errors import ContextError
 from domain.models import (
     AgentStartParams,
@@ -113,7 +114,7 @@ def _implementor_prompt(
     params: ImplementorStartParams, state: EngineState, deps: RuntimeAdapterDeps
 ) -> str:
     item = _work_item(state, params.work_item_id)
-    blocks = _work_item_blocks(item, deps)
+    blocks = _work_item_blocks(item, deps) + _previous_attempt(state, params)
     if item.linked_revision is not None:
         revision = _revision(state, item.linked_revision, f"linked to work item {item.id}")
         files, history = _revision_inputs(revision.id, deps)
@@ -124,6 +125,35 @@ def _implementor_prompt(
             blocks += ["### CI Status: FAILURE", f"{reason}: {url}" if url else reason]
         blocks += _review_blocks(history)
     return _document(blocks)
+
+
+_PREVIOUS_CHARS = 2000  # of the previous attempt's failure, in a retry's prompt
+
+
+def _previous_attempt(state: EngineState, params: ImplementorStartParams) -> list[str]:
+    """A retry after a failed attempt says which attempt this is and why the last one failed
+    (bounded), so that the agent does not repeat it; nothing for a first run or a refinement."""
+    runs = [
+        run
+        for run in state.agent_runs.values()
+        if isinstance(run.params, ImplementorStartParams)
+        and run.work_item_id == params.work_item_id
+        and run.session_id != params.session_id
+        and run.ended_at is not None
+    ]
+    if not runs or not work_failure(runs[-1]):
+        return []
+    last = runs[-1]
+    why = last.failure_reason or (f"it ended with outcome {last.outcome}" if last.outcome else "")
+    why = why or f"it ended {last.status} without a revision"
+    if len(why) > _PREVIOUS_CHARS:
+        why = "…" + why[-_PREVIOUS_CHARS:]
+    attempt = state.attempts.get(params.work_item_id, 0) + 1  # those spent, and this one
+    return [
+        "### Previous Attempt",
+        f"This is attempt {attempt} on this work item. The previous attempt failed; do not "
+        f"repeat what made it fail:\n\n{_text(why)}",
+    ]
 
 
 def _reviewer_prompt(

@@ -32,7 +32,7 @@ from domain.events import (
     StatusTransitioned,
     UserTransitionedStatus,
 )
-from domain.models import EngineState, ImplementorStartParams, PlannerStartParams
+from domain.models import EngineState, ImplementorStartParams, PlannerStartParams, SessionId
 from domain.policy import AllowAll, DenyCommands
 from domain.ports import RevisionProviderWriter, WorkProviderWriter
 from domain.results import AgentReview, PlannedWorkItem, PlannerResult
@@ -560,3 +560,25 @@ def test_an_infrastructure_failure_does_not_back_the_planner_off(rig: Rig) -> No
     snapshot = EngineState(agent_runs={"p0": _failed_planner("p0", rig.now, cls="infrastructure")})
     assert rig.executor.execute(_planner(), snapshot) == []
     assert len(rig.spawned) == 1
+
+
+def test_a_failed_items_retry_waits_for_its_backoff_unless_a_person_asks(rig: Rig) -> None:
+    """The retry is rejected with when it may go, one wake-up is asked for that time, and it
+    starts once the (injected) clock is past it; a person's request does not wait."""
+    from tests.domain.builders import implementor_run  # noqa: PLC0415
+
+    run = implementor_run("s1", "1", status="failed", ended_at=rig.now, failure_reason="red")
+    snapshot = EngineState(agent_runs={"s1": run}, attempts={"1": 1})
+    [rejected] = rig.executor.execute(implementor("1"), snapshot)
+    assert rejected.reason.startswith("#1: retry at 2026-11-25 10:00:3")
+    [rejected] = rig.executor.execute(implementor("1"), snapshot)
+    [wake] = rig.wakeups
+    assert timedelta(seconds=30) <= wake - rig.now < timedelta(seconds=37.5)
+    assert rig.spawned == []
+    asked = implementor("1").model_copy(update={"requested_by_user": True})
+    assert rig.executor.execute(asked, snapshot) == []
+    assert len(rig.spawned) == 1
+    rig.sessions.ended(SessionId(rig.spawned[0]))  # that run ended: the slot is free
+    rig.now = wake
+    assert rig.executor.execute(implementor("1"), snapshot) == []
+    assert len(rig.spawned) == 2

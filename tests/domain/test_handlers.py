@@ -35,7 +35,13 @@ from domain.events import (
     WorkItemChanged,
 )
 from domain.handlers import HANDLER_FUNCTIONS, HandlerOptions, create_handlers, run_handlers
-from domain.models import ImplementorStartParams, PlannerStartParams, ReviewerStartParams, Spec
+from domain.models import (
+    ImplementorStartParams,
+    PlannerStartParams,
+    ReviewerStartParams,
+    Spec,
+    WorkItemId,
+)
 from domain.results import PlannedWorkItem, PlannerResult
 from tests.domain.builders import (
     implemented,
@@ -736,3 +742,59 @@ def test_dispatch_due_lets_what_waited_start() -> None:
     before = state(item("1", "pending"))
     _, commands = step(before, DispatchDue())
     assert len(starts(commands, "implementor")) == 1
+
+
+# ---------------------------------------------------------------------------- retry backoff
+
+
+def test_a_failed_item_retries_after_a_doubling_jittered_wait_capped() -> None:
+    from datetime import UTC, datetime, timedelta  # noqa: PLC0415
+
+    from domain.decisions import INTERRUPTED, implementor_backoff  # noqa: PLC0415
+
+    t0 = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
+
+    def wait(attempts: int, **run: Any) -> timedelta | None:
+        fields = {"status": "failed", "ended_at": t0, "failure_reason": "tests failed", **run}
+        snapshot = state(item("1", "pending"), runs=[implementor_run("s1", **fields)])
+        snapshot = snapshot.model_copy(update={"attempts": {"1": attempts}})
+        retry = implementor_backoff(snapshot, WorkItemId("1"), initial=30, maximum=900)
+        return None if retry is None else retry.until - t0
+
+    first, second, late = wait(1), wait(2), wait(9)
+    assert first is not None
+    assert second is not None
+    assert late is not None
+    assert timedelta(seconds=30) <= first < timedelta(seconds=37.5)  # jitter: up to 25 %
+    assert second / first == 2  # the same run: the same jitter
+    assert timedelta(seconds=900) <= late < timedelta(seconds=1125)  # capped, then jittered
+    assert wait(1, status="timed-out") == first
+    done = {"status": "completed", "settled": True}
+    assert wait(1, **done, outcome="completed") == first  # nothing delivered
+    # no wait: a revision delivered, the implementor said blocked, under the agent, interrupted
+    assert wait(1, **done, delivered_revision="r1") is None
+    assert wait(1, **done, outcome="blocked") is None
+    assert wait(1, failure_class="infrastructure") is None
+    assert wait(1, failure_reason=INTERRUPTED) is None
+    assert wait(1, status="cancelled") is None
+
+
+def test_items_whose_last_run_failed_are_dispatched_after_the_others() -> None:
+    """A failed item waits for its backoff: it must not take the one slot another could use."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    failed = implementor_run(
+        "s1", "1", status="failed", ended_at=datetime(2026, 11, 26, tzinfo=UTC)
+    )
+    before = state(item("1", "pending"), item("2", "pending"), runs=[failed])
+    options = HandlerOptions(max_concurrent={"planner": 1, "implementor": 1, "reviewer": 1})
+    _, commands = step(before, DispatchDue(), options)
+    [start] = starts(commands, "implementor")
+    assert start.params.work_item_id == "2"
+
+
+def test_a_persons_request_is_marked_so_that_no_backoff_holds_it() -> None:
+    before = state(item("1", "blocked"))
+    _, commands = step(before, UserRequestedImplementorRun(work_item_id=WorkItemId("1")))
+    [start] = starts(commands, "implementor")
+    assert start.requested_by_user

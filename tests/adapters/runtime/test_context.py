@@ -494,3 +494,45 @@ def test_unknown_reviewed_revision_raises_context_error() -> None:
 
     with pytest.raises(ContextError, match="revision r5"):
         reviewer(s, rid="r5")
+
+
+def test_a_retry_after_a_failed_attempt_says_which_attempt_and_why_the_last_failed() -> None:
+    failed = {
+        "session_id": "s1",
+        "params": {"role": "implementor", "work_item_id": "7", "branch_name": "cpe/7"},
+        "status": "failed",
+        "ended_at": "2026-11-26T09:00:00Z",
+        "failure_reason": "x" * 5000 + " the tests in test_logout.py failed",
+    }
+    s = Setup(
+        {
+            "work_items": {"7": item("7", "Add logout", "pending")},
+            "agent_runs": {"s1": failed},
+            "attempts": {"7": 1},
+        }
+    )
+    s.tracker.bodies["7"] = "Add a logout button."
+
+    prompt = implementor(s)
+
+    head, previous = prompt.split("\n\n### Previous Attempt\n\n")
+    assert head == "## Work Item #7 — Add logout\n\nAdd a logout button.\n\n### Status\npending"
+    intro, why = previous.split("\n\n")
+    assert intro == (
+        "This is attempt 2 on this work item. The previous attempt failed; do not repeat what "
+        "made it fail:"
+    )
+    assert why.startswith("…x")
+    assert why.endswith(" the tests in test_logout.py failed\n")
+    assert len(prompt) < 2600  # the failure is bounded: its end, not all 5,000 characters
+    # a first run, or one after an infrastructure failure, has no such block
+    s.state = s.state.model_copy(
+        update={
+            "agent_runs": {
+                "s1": s.state.agent_runs["s1"].model_copy(
+                    update={"failure_class": "infrastructure"}
+                )
+            }
+        }
+    )
+    assert "Previous Attempt" not in implementor(s)
