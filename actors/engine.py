@@ -570,10 +570,10 @@ class Engine:
         return self._stopped.is_set()
 
 
-def _canceller(ref: pykka.ActorRef[Any], reason: Callable[[], str]) -> Callable[[], None]:
-    def cancel() -> None:
+def _canceller(ref: pykka.ActorRef[Any], reason: Callable[[], str]) -> Callable[[str | None], None]:
+    def cancel(why: str | None = None) -> None:
         with contextlib.suppress(pykka.ActorDeadError):  # it ended meanwhile
-            ref.tell(Cancel(reason()))
+            ref.tell(Cancel(why or reason()))
 
     return cancel
 

@@ -153,7 +153,11 @@ class CommandExecutor:
         if isinstance(command, StartAgent):
             return self._start_agent(command, snapshot)
         if isinstance(command, CancelAgent):
-            if not self.sessions.cancel(command.session_id):
+            if self.sessions.cancel(command.session_id, command.reason):
+                log.warning(
+                    "agent run cancelled", session_id=command.session_id, reason=command.reason
+                )
+            else:
                 log.info("cancel of an unknown or ended session", session_id=command.session_id)
             return []
         return self._write(command, snapshot)

@@ -19,8 +19,9 @@ from domain.models import AgentRole, AgentStartParams, PlannerStartParams, Sessi
 @dataclass
 class _Active:
     params: AgentStartParams
-    cancel: Callable[[], None] | None = None
+    cancel: Callable[[str | None], None] | None = None
     cancel_requested: bool = False
+    cancel_reason: str | None = None
 
 
 class SessionManager:
@@ -62,23 +63,24 @@ class SessionManager:
         with self._lock:
             self._closed = True
 
-    def attach(self, session_id: SessionId, cancel: Callable[[], None]) -> None:
+    def attach(self, session_id: SessionId, cancel: Callable[[str | None], None]) -> None:
         """The session's canceller; a cancel asked for before it existed is delivered now."""
         with self._lock:
             active = self._active.get(session_id)
             if active is None:
                 return
             active.cancel = cancel
-            deliver = active.cancel_requested
+            deliver, reason = active.cancel_requested, active.cancel_reason
         if deliver:
-            cancel()
+            cancel(reason)
 
     def ended(self, session_id: SessionId) -> None:
         with self._lock:
             self._active.pop(session_id, None)
             self._lock.notify_all()
 
-    def cancel(self, session_id: SessionId) -> bool:
+    def cancel(self, session_id: SessionId, reason: str | None = None) -> bool:
+        """Cancel a run; ``reason`` becomes its failure reason (None: the canceller's own)."""
         with self._lock:
             active = self._active.get(session_id)
             if active is None:
@@ -86,8 +88,9 @@ class SessionManager:
             cancel = active.cancel
             if cancel is None:  # registered, session not started yet: deliver on attach
                 active.cancel_requested = True
+                active.cancel_reason = reason
                 return True
-        cancel()
+        cancel(reason)
         return True
 
     def cancel_all(self) -> int:

@@ -63,7 +63,9 @@ def run_end_trigger(state: EngineState, item: WorkItem, max_attempts: int) -> Tr
         "attempts-exhausted" if exhausted(state, item.id, max_attempts) else "run-failed"
     )
     if run.status == "cancelled":
-        return "user-cancelled" if run.cancel_requested else "run-interrupted"
+        if run.cancel_requested:
+            return "user-cancelled"
+        return "blocker-added" if gained_blockers(state, item, run) else "run-interrupted"
     if run.status == "failed" and run.failure_class == "infrastructure":
         return "infrastructure-failed"
     if run.status in ("failed", "timed-out"):
@@ -150,6 +152,47 @@ def planner_backoff(
 # The reason of a run that was active when cpe itself stopped (a crash, kill -9): failed at the
 # next start, but nothing the work did, so its retry does not back off.
 INTERRUPTED = "interrupted: cpe stopped while the run was active"
+
+
+# Statuses an item cannot have while an implementor runs for it, unless a person set them.
+_NOT_WHILE_IMPLEMENTING: frozenset[Status] = frozenset({"blocked", "done", "in-review", "approved"})
+
+
+def gained_blockers(state: EngineState, item: WorkItem, run: AgentRun) -> list[WorkItemId]:
+    """Blockers of ``item`` that are open and that it did not have when ``run`` was requested."""
+    return [
+        b
+        for b in item.blocked_by
+        if b not in run.blocked_by_at_start
+        and (state.work_items.get(b) is None or state.work_items[b].status != "done")
+    ]
+
+
+def why_cancel(state: EngineState, run: AgentRun) -> str | None:
+    """Why an active run no longer serves anything, in words (None when it still does): its
+    item was deleted, set by a person to a status the run cannot produce, or gained an open
+    blocker; a reviewer's revision was closed, merged or deleted by hand."""
+    wid = run.work_item_id
+    if wid is None or not run.is_active or run.cancel_requested:
+        return None
+    item = state.work_items.get(wid)
+    if item is None:
+        return "the work item was deleted"
+    if isinstance(run.params, ReviewerStartParams):
+        revision = state.revisions.get(run.params.revision_id)
+        if revision is None:
+            return f"revision {run.params.revision_id} was deleted"
+        if revision.state != "open":
+            return f"revision {revision.id} was {revision.state} by hand"
+        if item.status in ("blocked", "done"):
+            return f"set to {item.status} by a person"
+        return None
+    if item.status in _NOT_WHILE_IMPLEMENTING:
+        return f"set to {item.status} by a person"
+    gained = gained_blockers(state, item, run)
+    if gained:
+        return "it gained an open blocker: " + ", ".join(f"#{b}" for b in gained)
+    return None
 
 
 def work_failure(run: AgentRun) -> bool:

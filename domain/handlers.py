@@ -52,6 +52,7 @@ from domain.decisions import (
     start_implementor,
     start_reviewer,
     transition,
+    why_cancel,
 )
 from domain.events import (
     AgentFailed,
@@ -68,6 +69,7 @@ from domain.events import (
     RevisionChanged,
     RevisionCreated,
     RevisionMerged,
+    RevisionRemoved,
     RevisionUpdated,
     SpecChanged,
     StatusTransitioned,
@@ -75,6 +77,7 @@ from domain.events import (
     UserRequestedImplementorRun,
     UserTransitionedStatus,
     WorkItemChanged,
+    WorkItemRemoved,
     is_agent_terminal,
 )
 from domain.models import (
@@ -364,9 +367,38 @@ def _post_or_rereview(
 
 
 def recovery(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
+    cancels = _reconcile(event, state)
     if isinstance(event, WorkItemChanged):
         item = state.work_items.get(event.work_item.id)
-        return settle(state, item, o.max_attempts) if item else []
+        return cancels + (settle(state, item, o.max_attempts) if item else [])
+    return cancels + _recover(event, state, o)
+
+
+def _reconcile(event: EngineEvent, state: EngineState) -> list[EngineCommand]:
+    """A change seen on the tracker that a running agent no longer serves cancels the run at
+    once (no attempt is spent; its ending cleans up): ``why_cancel``."""
+    if isinstance(event, WorkItemChanged | WorkItemRemoved):
+        wid = event.work_item.id if isinstance(event, WorkItemChanged) else event.work_item_id
+        runs = [run for run in state.agent_runs.values() if run.work_item_id == wid]
+    elif isinstance(event, RevisionChanged | RevisionRemoved):
+        rid = event.revision.id if isinstance(event, RevisionChanged) else event.revision_id
+        runs = [
+            run
+            for run in state.agent_runs.values()
+            if isinstance(run.params, ReviewerStartParams) and run.params.revision_id == rid
+        ]
+    else:
+        return []
+    commands: list[EngineCommand] = []
+    for run in runs:
+        why = why_cancel(state, run)
+        if why is not None:
+            reason = f"#{run.work_item_id}: run cancelled: {why}"
+            commands.append(CancelAgent(session_id=run.session_id, reason=reason))
+    return commands
+
+
+def _recover(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
     if isinstance(event, StatusTransitioned) and event.to == "in-progress":
         # The run may have ended before its in-progress transition was processed (a start
         # that failed at once, a cancel at shutdown): then nothing else would move the item.

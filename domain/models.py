@@ -196,6 +196,8 @@ class AgentRun(Frozen):
     settled: bool = False
     delivered_revision: RevisionId | None = None
     cancel_requested: bool = False
+    # The item's blockers when the run was requested: one it gains meanwhile cancels the run.
+    blocked_by_at_start: tuple[WorkItemId, ...] = ()
 
     @property
     def role(self) -> AgentRole:

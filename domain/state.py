@@ -281,12 +281,18 @@ def _observe_revision(state: EngineState, revision: Revision) -> EngineState:
 def _request_run(state: EngineState, event: AgentRequested) -> EngineState:
     if event.session_id in state.agent_runs:
         return state
+    item = (
+        state.work_items.get(event.params.work_item_id)
+        if isinstance(event.params, ImplementorStartParams)
+        else None
+    )
     run = AgentRun(
         session_id=event.session_id,
         params=event.params,
         subject_sha=event.subject_sha,
         spec_shas=event.spec_shas,
         requested_at=event.at,
+        blocked_by_at_start=item.blocked_by if item is not None else (),
     )
     return _replace(state, agent_runs=_with(state.agent_runs, run.session_id, run))
 

@@ -22,6 +22,7 @@ Trigger = Literal[
     "attempts-exhausted",
     "run-interrupted",
     "user-cancelled",
+    "blocker-added",
     "pipeline-failed",
     "review-approved",
     "review-needs-changes",
@@ -112,6 +113,13 @@ WORKFLOW: tuple[Transition, ...] = (
         trigger="user-cancelled",
         target="blocked",
         why="a user cancelled the run; only a user resumes it",
+    ),
+    Transition(
+        source="in-progress",
+        trigger="blocker-added",
+        target="pending",
+        why="the item gained an open blocker while its run went: the run was cancelled, no "
+        "attempt is spent, and it waits for the blocker",
     ),
     Transition(
         source="in-review",

@@ -27,18 +27,21 @@ from domain.events import (
     PlannerCompleted,
     ReviewPosted,
     RevisionChanged,
+    RevisionRemoved,
     SpecChanged,
     StatusTransitioned,
     UserCancelledRun,
     UserRequestedImplementorRun,
     UserTransitionedStatus,
     WorkItemChanged,
+    WorkItemRemoved,
 )
 from domain.handlers import HANDLER_FUNCTIONS, HandlerOptions, create_handlers, run_handlers
 from domain.models import (
     ImplementorStartParams,
     PlannerStartParams,
     ReviewerStartParams,
+    RevisionId,
     Spec,
     WorkItemId,
 )
@@ -798,3 +801,57 @@ def test_a_persons_request_is_marked_so_that_no_backoff_holds_it() -> None:
     _, commands = step(before, UserRequestedImplementorRun(work_item_id=WorkItemId("1")))
     [start] = starts(commands, "implementor")
     assert start.requested_by_user
+
+
+# ---------------------------------------------------------------------------- reconciliation
+
+
+def _cancels(commands: list[Any]) -> list[tuple[str, str]]:
+    return [(c.session_id, c.reason) for c in commands if c.type == "CancelAgent"]
+
+
+@pytest.mark.parametrize("status", ["blocked", "done", "in-review", "approved"])
+def test_an_item_a_person_moves_under_its_running_implementor_cancels_the_run(status: str) -> None:
+    before = state(item("1", "in-progress"), runs=[implementor_run("s1", "1")])
+    _, commands = step(before, WorkItemChanged(work_item=item("1", status)))
+    assert _cancels(commands) == [("s1", f"#1: run cancelled: set to {status} by a person")]
+
+
+def test_a_deleted_item_or_a_gained_open_blocker_cancels_the_run_but_not_old_blockers() -> None:
+    running = implementor_run("s1", "1", blocked_by_at_start=("2",))
+    before = state(
+        item("1", "in-progress", blocked_by=("2",)), item("2", "pending"), item("3"), runs=[running]
+    )
+    _, commands = step(before, WorkItemRemoved(work_item_id=WorkItemId("1")))
+    assert _cancels(commands) == [("s1", "#1: run cancelled: the work item was deleted")]
+    # a person's run went on despite #2: that blocker is no reason; a new one, #3, is
+    _, commands = step(
+        before, WorkItemChanged(work_item=item("1", "in-progress", blocked_by=("2",)))
+    )
+    assert _cancels(commands) == []
+    after, commands = step(
+        before, WorkItemChanged(work_item=item("1", "in-progress", blocked_by=("2", "3")))
+    )
+    assert _cancels(commands) == [("s1", "#1: run cancelled: it gained an open blocker: #3")]
+    # when the cancelled run ends, the item waits for its blocker, with no attempt spent
+    ended, commands = step(after, failed("s1", kind="cancelled"))
+    assert TransitionStatus(work_item_id="1", to="pending") in commands  # others may start
+    assert ended.attempts.get("1", 0) == 0
+
+
+def test_a_revision_closed_or_merged_by_hand_cancels_its_reviewer() -> None:
+    from tests.domain.builders import reviewer_run  # noqa: PLC0415
+
+    before = state(
+        item("1", "in-review", linked_revision="r1"),
+        revisions=[revision("r1")],
+        runs=[reviewer_run("v1")],
+    )
+    for gone in ("closed", "merged"):
+        _, commands = step(before, RevisionChanged(revision=revision("r1", state=gone)))
+        why = f"#1: run cancelled: revision r1 was {gone} by hand"
+        assert _cancels(commands) == [("v1", why)]
+    _, commands = step(before, RevisionRemoved(revision_id=RevisionId("r1")))
+    assert _cancels(commands) == [("v1", "#1: run cancelled: revision r1 was deleted")]
+    _, commands = step(before, RevisionChanged(revision=revision("r1", head="h2")))
+    assert _cancels(commands) == []  # a new head: the stale review is handled when it ends

@@ -101,6 +101,16 @@ def _interrupted() -> tuple[EngineState, EngineEvent]:
     return state(), WorkItemChanged(work_item=item("1", "in-progress"))
 
 
+def _blocker_added() -> tuple[EngineState, EngineEvent]:
+    """The run was cancelled because #1 gained the open blocker #2; it has now ended."""
+    run = implementor_run("s1")
+    before = state(item("1", "in-progress", blocked_by=("2",)), item("2", "pending"), runs=[run])
+    event = AgentFailed.model_validate(
+        {"session_id": "s1", "role": "implementor", "kind": "cancelled", "reason": "gained #2"}
+    )
+    return before, event
+
+
 def _exhausted_on_sight(status: str) -> Scenario:
     def scenario() -> tuple[EngineState, EngineEvent]:
         return state(attempts={"1": 3}), WorkItemChanged(work_item=item("1", status))
@@ -130,6 +140,7 @@ SCENARIOS: dict[str, Scenario] = {
     "in-progress--attempts-exhausted--blocked": _failed(2),
     "in-progress--run-interrupted--pending": _interrupted,
     "in-progress--user-cancelled--blocked": _failed(0, "cancelled", cancel_requested=True),
+    "in-progress--blocker-added--pending": _blocker_added,
     "in-review--pipeline-failed--needs-refinement": lambda: _revision_event(
         "in-review", pipeline="failure"
     ),
