@@ -21,7 +21,7 @@ import structlog
 
 from actors.base import tell
 from actors.config import EngineConfig
-from actors.executor import CommandExecutor, Execute, ExecutorActor
+from actors.executor import BreakerSettings, CommandExecutor, Execute, ExecutorActor
 from actors.journal import InstanceLock, Journal
 from actors.loop import EngineActor, EngineLoop, Ping
 from actors.pollers import (
@@ -50,7 +50,7 @@ from domain.events import (
     DispatchDue,
     EngineEvent,
 )
-from domain.handlers import create_handlers
+from domain.handlers import HandlerOptions, create_handlers
 from domain.models import (
     AGENT_ROLES,
     AgentRole,
@@ -395,6 +395,37 @@ class Engine:
             log.error("command execution failed", command=command.type, error=repr(exc))
             return [CommandFailed(command=command, error=f"executor: {type(exc).__name__}: {exc}")]
         return result
+
+    def reconfigure(
+        self,
+        *,
+        handlers: HandlerOptions,
+        poll_intervals: Mapping[str, float],
+        breaker: BreakerSettings,
+        max_agent_duration: float,
+        shutdown_timeout: float,
+    ) -> None:
+        """Take new settings while running (a configuration reload): the workflow options and
+        concurrency caps from the next event on, poll intervals from the next wait, the breaker
+        and retry backoff from the next dispatch, the duration limit for new runs. Running
+        agents go on as they are."""
+        self.config = self.config.model_copy(
+            update={
+                "handlers": handlers,
+                "breaker": breaker,
+                "max_agent_duration": max_agent_duration,
+                "shutdown_timeout": shutdown_timeout,
+            }
+        )
+        self.handlers = create_handlers(handlers)
+        self.loop.handlers = self.handlers
+        executor = self.executor
+        executor.max_concurrent = dict(handlers.max_concurrent)
+        executor.breaker = breaker
+        executor.retry_backoff = (handlers.retry_backoff_initial, handlers.retry_backoff_max)
+        for poller in self.pollers:
+            poller.interval = poll_intervals.get(poller.name, poller.interval)
+        self.inbox.put(DispatchDue(at=datetime.now(UTC)), internal=True)  # raised caps: use them
 
     def _observe(self, event: EngineEvent, state: EngineState) -> None:
         """Say so when a failed planner run leaves a spec version with no attempt left (it is

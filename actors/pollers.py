@@ -235,11 +235,12 @@ class PollerActor(SupervisedActor):
     def _start_ticker(self) -> None:
         if self._ticker is not None or self.poller.interval <= 0:
             return
-        ref, stop, interval = self.actor_ref, self._stop_ticker, self.poller.interval
+        ref, stop, poller = self.actor_ref, self._stop_ticker, self.poller
 
         def tick() -> None:
-            while not stop.wait(interval):
-                if not tell(ref, Poll()):
+            # The interval is read at each wait: a configuration reload may change it.
+            while not stop.wait(poller.interval if poller.interval > 0 else 3600):
+                if poller.interval > 0 and not tell(ref, Poll()):
                     return
 
         self._ticker = threading.Thread(target=tick, name=f"cpe-tick-{self.child_id}", daemon=True)

@@ -113,6 +113,34 @@ class _Stopper:
         ).start()
 
 
+def _reloader(
+    stopper: _Stopper, on_reload: Callable[[], None] | None
+) -> Callable[[int, FrameType | None], None]:
+    """The SIGHUP handler: a reload, never a death (the default action would leave the agents
+    orphaned). One reload at a time; none before the start or while stopping."""
+    busy = threading.Lock()
+
+    def reload() -> None:
+        try:
+            if on_reload is not None:
+                on_reload()
+        except Exception:
+            log.exception("configuration reload failed; running on the last good one")
+        finally:
+            busy.release()
+
+    def on_signal(signum: int, _: FrameType | None) -> None:
+        if not stopper.started.is_set() or stopper.requested.is_set():
+            log.info("SIGHUP ignored: cpe is starting or stopping")
+            return
+        if on_reload is None or not busy.acquire(blocking=False):
+            return
+        log.info("signal received; reloading the configuration", signal="SIGHUP")
+        threading.Thread(target=reload, name="cpe-reload", daemon=True).start()
+
+    return on_signal
+
+
 def run_engine(
     build: Callable[[], Engine],
     *,
@@ -122,13 +150,16 @@ def run_engine(
     on_stopping: Callable[[], None] | None = None,
     tick_seconds: float = 5.0,
     stop_requested: threading.Event | None = None,
+    on_reload: Callable[[], None] | None = None,
 ) -> int:
     """Build, start and run an engine until it stops; the process exit code.
-    ``stop_requested`` is set when a stop signal came before this was called."""
+    ``stop_requested`` is set when a stop signal came before this was called. SIGHUP calls
+    ``on_reload`` (in a thread of its own, once the engine has started; ignored before)."""
     stopper = _Stopper(on_stopping)
     if install_signals:
         signal.signal(signal.SIGTERM, stopper.on_signal)
         signal.signal(signal.SIGINT, stopper.on_signal)
+        signal.signal(signal.SIGHUP, _reloader(stopper, on_reload))
         if stop_requested is not None and stop_requested.is_set():
             stopper.requested.set()
             log.info("signal received while starting; stopping")

@@ -53,9 +53,88 @@ class App:
     engine: Engine
     closers: list[Any] = field(default_factory=list)
 
+    config_path: Path | None = None
+
     def close(self) -> None:
         for closer in reversed(self.closers):
             closer()
+
+    def reload(self) -> None:
+        """SIGHUP: read the configuration again. A file that does not load or validate is one
+        log line, and the last good configuration stays; a valid one takes effect for what can
+        change while agents run (``RELOADABLE``: caps, intervals, attempts, backoff, breaker,
+        timeouts), and the log names the changed settings that need a restart."""
+        path = self.config_path or self.repo / CONFIG_NAME
+        try:
+            new = load_config(path)
+        except ConfigError as exc:
+            log.error("configuration reload refused; running on the last good one", error=str(exc))
+            return
+        old_values, new_values = _flatten(self.config.model_dump()), _flatten(new.model_dump())
+        changed = sorted(
+            k
+            for k in old_values.keys() | new_values.keys()
+            if old_values.get(k) != new_values.get(k)
+        )
+        applied = [key for key in changed if _reloadable(key)]
+        restart = [key for key in changed if not _reloadable(key)]
+        if applied:
+            running = {
+                **old_values,
+                **{key: new_values[key] for key in applied if key in new_values},
+            }
+            self.config = CpeConfig.model_validate(_unflatten(running))
+            c = self.config
+            self.engine.reconfigure(
+                handlers=c.handler_options(),
+                poll_intervals={
+                    "work_items": c.pollers.work_items_interval,
+                    "revisions": c.pollers.revisions_interval,
+                    "baseline": c.pollers.revisions_interval,
+                    "specs": c.pollers.specs_interval,
+                },
+                breaker=c.breaker,
+                max_agent_duration=c.runtime.max_agent_duration,
+                shutdown_timeout=c.engine.shutdown_timeout,
+            )
+        log.info("configuration reloaded", path=str(path), applied=applied)
+        if restart:
+            log.warning("configuration changes that need a restart", settings=restart)
+
+
+# What a reload (SIGHUP) applies while agents run; anything else needs a restart.
+RELOADABLE = (
+    "workflow",
+    "pollers",
+    "breaker",
+    "runtime.max_agent_duration",
+    "engine.shutdown_timeout",
+)
+
+
+def _reloadable(key: str) -> bool:
+    return any(key == prefix or key.startswith(prefix + ".") for prefix in RELOADABLE)
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested mapping as dotted keys to leaf values (lists and None are leaves)."""
+    if not isinstance(data, dict) or not data:
+        return {prefix: data}
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        flat.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
+def _unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        *parents, leaf = key.split(".")
+        node = nested
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
 
 
 def resolve_config(config_path: Path | None, repo: Path | None) -> tuple[CpeConfig, Path]:
@@ -158,7 +237,7 @@ def build_app(
     closers: list[Any] = []
     provider = _provider(config, root, branch, state_dir, closers)
     engine = create_engine(config.engine_config(provider, factory, repo_root=root))
-    return App(config, root, branch, state_dir, engine, closers)
+    return App(config, root, branch, state_dir, engine, closers, config_path=config_path)
 
 
 def _provider(

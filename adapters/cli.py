@@ -199,6 +199,7 @@ def _catch_stop_signals_early() -> None:
 
     signal.signal(signal.SIGTERM, remember)
     signal.signal(signal.SIGINT, remember)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a reload before the start: nothing to do
 
 
 def _exit_now(code: int) -> NoReturn:

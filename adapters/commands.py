@@ -72,6 +72,13 @@ def run(
     def stopping() -> None:
         notify("STOPPING=1")
 
+    def reload() -> None:
+        notify("RELOADING=1")
+        try:
+            apps[-1].reload()
+        finally:
+            notify("READY=1")
+
     try:
         return run_engine(
             build,
@@ -79,6 +86,7 @@ def run(
             on_tick=watchdog,
             on_stopping=stopping,
             stop_requested=stop_requested,
+            on_reload=reload,
         )
     finally:
         for app in apps:
