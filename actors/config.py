@@ -181,6 +181,9 @@ class CodexCliSection(_Section):
 
 class RuntimeSection(_Section):
     max_agent_duration: Seconds = 1800
+    # No output and no tool at work for this long: the run is killed (killed_idle), on every
+    # runtime; 0 turns it off. A runtime's own idle_timeout, when set, wins.
+    idle_timeout: Interval = 600
     context_paths: list[str] = Field(default_factory=lambda: [".claude/CLAUDE.md"])
     setup_command: str = ""
     roles: RolesSection = RolesSection()

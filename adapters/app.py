@@ -367,6 +367,7 @@ def _runtime_factory(
         repo_root=str(root),
         default_branch=branch,
         max_agent_duration=config.runtime.max_agent_duration,
+        idle_timeout=config.runtime.idle_timeout or None,
         logging=SessionLogging(
             agent_sessions=config.logging.agent_transcripts, logs_dir=str(state_dir / "runs")
         ),
@@ -385,11 +386,13 @@ def _runtime_factory(
             settings = CliRuntimeConfig(
                 **shared,
                 model=claude_cli.model or None,
-                idle_timeout=claude_cli.idle_timeout,
+                idle_timeout=claude_cli.idle_timeout or config.runtime.idle_timeout or None,
             )
             return create_cli_runtime(settings, deps, cli_path=claude_cli.cli_path or None)
         settings = CliRuntimeConfig(
-            **shared, model=codex.model or None, idle_timeout=codex.idle_timeout
+            **shared,
+            model=codex.model or None,
+            idle_timeout=codex.idle_timeout or config.runtime.idle_timeout or None,
         )
         return create_codex_runtime(
             settings,

@@ -30,6 +30,8 @@ from claude_agent_sdk import (
     HookMatcher,
     ResultMessage,
     TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
 )
 from claude_agent_sdk import ClaudeSDKError as _SDKError
 from pydantic import Field
@@ -99,6 +101,9 @@ class ClaudeAdapterConfig(RuntimeAdapterConfig):
     )
     bash_guard: BashGuardConfig = BashGuardConfig()
     kill_grace: float = Field(default=5, gt=0)
+    idle_timeout: float | None = Field(
+        default=600, gt=0, description="no message and no tool at work for this long: killed"
+    )
 
 
 def create_claude_adapter(
@@ -119,6 +124,10 @@ class _Run:
     scope: anyio.CancelScope | None = None
     cancel_reason: str | None = None
     timed_out: bool = False
+    idle: bool = False
+    ended: bool = False
+    last_activity: float = 0.0  # the loop's clock at the last message
+    tools_open: set[str] = field(default_factory=set)  # tool calls without a result yet
     kill_grace: float = 5.0
     output: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
     usage: RunUsage = field(default_factory=RunUsage)
@@ -130,6 +139,28 @@ class _Run:
     def expire(self) -> None:  # on the run's loop, at max_agent_duration
         self.timed_out = True
         self._stop()
+
+    def active(self, message: object) -> None:
+        """A message came: the run is alive; a tool call opens or closes."""
+        self.last_activity = self.loop.time()
+        blocks = getattr(message, "content", None)
+        for block in blocks if isinstance(blocks, list) else ():
+            if isinstance(block, ToolUseBlock):
+                self.tools_open.add(block.id)
+            elif isinstance(block, ToolResultBlock):
+                self.tools_open.discard(block.tool_use_id)
+
+    def watch_idle(self, seconds: float) -> None:  # on the run's loop
+        """End the run as idle once nothing came for ``seconds`` while no tool was at work."""
+        if self.ended or self.idle or self.timed_out or self.cancel_reason is not None:
+            return
+        quiet = self.loop.time() - self.last_activity
+        if not self.tools_open and quiet >= seconds:
+            self.idle = True
+            self._stop()
+            return
+        wait = seconds - quiet if not self.tools_open else seconds
+        self.loop.call_later(max(wait, 0.05), self.watch_idle, seconds)
 
     def _stop(self) -> None:
         # Kill the CLI's process tree first (in a thread: it waits out the grace): the SDK's
@@ -221,6 +252,9 @@ class ClaudeAdapter:
         exit_code: int | None = None
         final: ResultMessage | None = None
         deadline = run.loop.call_later(self.config.max_agent_duration, run.expire)
+        run.last_activity = run.loop.time()
+        if self.config.idle_timeout is not None:
+            run.watch_idle(self.config.idle_timeout)
         try:
             with anyio.CancelScope() as scope:
                 run.scope = scope
@@ -233,6 +267,13 @@ class ClaudeAdapter:
                     "timed-out",
                     f"exceeded max_agent_duration ({self.config.max_agent_duration:g}s)",
                 )
+            if run.idle:
+                termination = "killed_idle"
+                raise AgentFailure(
+                    "timed-out",
+                    f"no message and no tool at work for {self.config.idle_timeout:g}s "
+                    "(idle_timeout)",
+                )
             if final is None:
                 termination = "killed_policy"
                 raise AgentFailure("cancelled", run.cancel_reason or "cancelled")
@@ -240,6 +281,7 @@ class ClaudeAdapter:
             termination, exit_code = "completed", 0
             return result
         finally:
+            run.ended = True
             deadline.cancel()
             pid = read_pid(_pidfile(run))
             await anyio.to_thread.run_sync(partial(kill_tree, pid, grace=self.config.kill_grace))
@@ -258,6 +300,7 @@ class ClaudeAdapter:
                 try:
                     await client.query(prompt)
                     async for message in client.receive_response():
+                        run.active(message)
                         run.files.record_native(message)
                         if isinstance(message, AssistantMessage):
                             for block in message.content:

@@ -33,7 +33,8 @@ Behaviour comes from the environment:
     ``ok`` (default): ``thread.started``, ``turn.started``, an ``agent_message``
     (``FAKE_CODEX_TEXT``), a ``command_execution`` started and completed
     (``FAKE_CODEX_COMMAND``, output ``FAKE_CODEX_COMMAND_OUTPUT``, exit code
-    ``FAKE_CODEX_COMMAND_EXIT``: non-zero gives ``status: failed`` and the run still exits 0),
+    ``FAKE_CODEX_COMMAND_EXIT``: non-zero gives ``status: failed`` and the run still exits 0;
+    the command takes ``FAKE_CODEX_COMMAND_SECONDS``, printing nothing meanwhile),
     with ``FAKE_CODEX_FILE`` (a path relative to the working directory) a real write of
     ``FAKE_CODEX_FILE_CONTENT`` reported as a ``file_change``, the final ``agent_message``
     (the JSON in the file ``FAKE_CODEX_OUTPUT``, else ``FAKE_CODEX_FINAL``), ``turn.completed``
@@ -279,6 +280,7 @@ class Run:
             return
         fields: dict[str, Any] = {"command": command, "aggregated_output": ""}
         self.item("command_execution", True, **fields, exit_code=None, status="in_progress")
+        threading.Event().wait(float(_env("FAKE_CODEX_COMMAND_SECONDS", "0")))  # it runs, silent
         code = int(_env("FAKE_CODEX_COMMAND_EXIT", "0"))
         fields["aggregated_output"] = _env("FAKE_CODEX_COMMAND_OUTPUT", "hello\n")
         status = "completed" if code == 0 else "failed"

@@ -218,8 +218,21 @@ class ClaudeCliRun(JsonlRun):
     _outcome: CliOutcome | None = None
 
     def _event(self, event: dict[str, Any]) -> None:
-        if event.get("type") == "result":
+        kind = event.get("type")
+        if kind == "result":
             self.result = event
+        elif kind in ("assistant", "user"):  # tool calls open and close: activity
+            message = event.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else ():
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                    self.process.tool_started(block["id"])
+                elif block.get("type") == "tool_result" and isinstance(
+                    block.get("tool_use_id"), str
+                ):
+                    self.process.tool_ended(block["tool_use_id"])
 
     def _finish(self, ended: ProcessOutcome) -> CliOutcome:
         termination, reason = ended.termination, ended.reason

@@ -103,8 +103,14 @@ class CodexCliRun(JsonlRun):
             error = event.get("error")
             message = error.get("message") if isinstance(error, dict) else None
             self.turn_failed = str(message or "turn failed")
-        elif kind == "item.completed" and _is_command(item := event.get("item")):
-            self.commands.append(item)  # codex_sandbox tells whether any really ran
+        elif kind == "item.started" and isinstance(item := event.get("item"), dict):
+            if isinstance(item.get("id"), str):  # a command, a patch …: activity
+                self.process.tool_started(item["id"])
+        elif kind == "item.completed" and isinstance(item := event.get("item"), dict):
+            if isinstance(item.get("id"), str):
+                self.process.tool_ended(item["id"])
+            if _is_command(item):
+                self.commands.append(item)  # codex_sandbox tells whether any really ran
 
     def _last_message(self) -> str | None:
         try:

@@ -87,6 +87,7 @@ class ProcessHandle:
         self._lock = threading.Lock()
         self._last_output = time.monotonic()
         self._started = time.monotonic()
+        self._tools_running: set[str] = set()  # a tool at work is activity, however silent
         self._kill: tuple[KillReason, str] | None = None
         self._cancelled_at: datetime | None = None
         self._wake = threading.Event()
@@ -119,6 +120,17 @@ class ProcessHandle:
             raise TimeoutError(f"process {self.pid} still running")
         assert self._outcome is not None
         return self._outcome
+
+    def tool_started(self, tool_id: str) -> None:
+        """A tool call began: the run is busy (a test suite can be silent for minutes), so
+        the idle timeout waits until it ends."""
+        with self._lock:
+            self._tools_running.add(tool_id)
+
+    def tool_ended(self, tool_id: str) -> None:
+        with self._lock:
+            self._tools_running.discard(tool_id)
+            self._last_output = time.monotonic()
 
     @property
     def done(self) -> bool:
@@ -168,8 +180,12 @@ class ProcessHandle:
             kill: tuple[KillReason, str] | None = None
             if self._wall_timeout is not None and now - self._started >= self._wall_timeout:
                 kill = ("killed_timeout", f"exceeded the {self._wall_timeout:g}s timeout")
-            elif self._idle_timeout is not None and now - self._last_output >= self._idle_timeout:
-                kill = ("killed_idle", f"no output for {self._idle_timeout:g}s")
+            elif (
+                self._idle_timeout is not None
+                and not self._tools_running
+                and now - self._last_output >= self._idle_timeout
+            ):
+                kill = ("killed_idle", f"no output or tool activity for {self._idle_timeout:g}s")
             if kill is not None:
                 self._kill, self._cancelled_at = kill, datetime.now(UTC)
             return kill

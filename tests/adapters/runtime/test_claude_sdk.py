@@ -292,6 +292,25 @@ def test_a_run_past_its_duration_is_timed_out(
     assert "cpe/8-x" not in git(repo, "branch", "--list")
 
 
+def test_a_run_silent_past_its_idle_timeout_is_killed_idle_and_cleaned_up(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """The model holds its answer: no message and no tool at work, so the run ends long
+    before its duration limit, its processes, worktree and branch gone."""
+    rig = Rig(repo, server, tmp_path / "runs", max_agent_duration=600, idle_timeout=3)
+    _with_item(rig, "8", "Hang")
+    params = implementor("8", "implementor-8")
+    _, failure = rig.run(params)
+    assert isinstance(failure, AgentFailure)
+    assert failure.kind == "timed-out"
+    assert "idle_timeout" in str(failure)
+    meta = json.loads((tmp_path / "runs" / "implementor-8" / "runner_metadata.json").read_text())
+    assert meta["termination"] == "killed_idle"
+    assert server.requests, "the CLI reached the model, which held its answer"
+    assert not (repo / ".worktrees" / "cpe" / "8-x").exists()
+    assert "cpe/8-x" not in git(repo, "branch", "--list")
+
+
 @pytest.mark.spec("S000-07")
 @pytest.mark.spec("S001-14")
 def test_cancel_of_an_unknown_session_is_a_no_op(

@@ -245,6 +245,18 @@ def test_toml_string_round_trips_through_a_toml_parser() -> None:
 @pytest.mark.spec("S003-06")
 @pytest.mark.spec("S004-13")
 @pytest.mark.spec("S004-11")
+def test_a_silent_command_at_work_is_activity_not_idleness(
+    tmp_path: Path, fake: FakeCodex, worktree: Path
+) -> None:
+    """A test suite that prints nothing for longer than the idle timeout: the run goes on,
+    because a tool is at work (item.started without its item.completed)."""
+    settings = {"command_seconds": "4"}
+    outcome = run(
+        tmp_path, fake, request(worktree, fake, "ok", idle_timeout=1.5, settings=settings)
+    )
+    assert outcome.termination == "completed", outcome.reason
+
+
 def test_stdin_is_dev_null_and_a_silent_codex_is_killed_idle(
     tmp_path: Path, fake: FakeCodex, worktree: Path
 ) -> None:
