@@ -9,12 +9,14 @@ engine-owned part of the file to the composition root.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -74,8 +76,17 @@ class EngineSection(_Section):
         return value
 
 
+def _expand(value: str) -> str:
+    """``~`` and ``$VARIABLES`` in a configured path, as a shell would expand them."""
+    return os.path.expandvars(os.path.expanduser(value)) if value else value
+
+
+# A path from the configuration: ``~`` and environment variables expanded.
+ExpandedPath = Annotated[str, AfterValidator(_expand)]
+
+
 class RepositorySection(_Section):
-    path: str = "."
+    path: ExpandedPath = "."
     default_branch: str = ""
 
 
@@ -163,7 +174,7 @@ class RolesSection(_Section):
 class ClaudeCliSection(_Section):
     """``[runtime.claude_cli]``: the ``claude -p`` runtime."""
 
-    cli_path: str = ""  # empty: the CLI bundled with claude-agent-sdk
+    cli_path: ExpandedPath = ""  # empty: the CLI bundled with claude-agent-sdk
     model: str = ""  # empty: the CLI's default; else one of sonnet, opus, haiku
     idle_timeout: Seconds | None = None  # no output for this long: killed
 
@@ -171,7 +182,7 @@ class ClaudeCliSection(_Section):
 class CodexCliSection(_Section):
     """``[runtime.codex_cli]``: the ``codex exec`` runtime."""
 
-    cli_path: str = "codex"  # a name on PATH or a path
+    cli_path: ExpandedPath = "codex"  # a name on PATH or a path
     model: str = ""  # empty: codex's default model; else one of ``models``
     models: list[str] = Field(default_factory=lambda: ["gpt-5-codex", "gpt-5"], min_length=1)
     sandbox: Literal["workspace-write", "danger-full-access"] = "workspace-write"
@@ -184,7 +195,7 @@ class RuntimeSection(_Section):
     # No output and no tool at work for this long: the run is killed (killed_idle), on every
     # runtime; 0 turns it off. A runtime's own idle_timeout, when set, wins.
     idle_timeout: Interval = 600
-    context_paths: list[str] = Field(default_factory=lambda: [".claude/CLAUDE.md"])
+    context_paths: list[ExpandedPath] = Field(default_factory=lambda: [".claude/CLAUDE.md"])
     setup_command: str = ""
     roles: RolesSection = RolesSection()
     claude_cli: ClaudeCliSection = ClaudeCliSection()

@@ -74,3 +74,24 @@ def test_the_file_maps_onto_the_engine_config(tmp_path: Path) -> None:
     assert config.handlers.auto_merge is True
     assert config.supervisor.strategy == "rest_for_one"
     assert config.journal_path == str(tmp_path / ".cpe" / "journal.sqlite3")
+
+
+def test_home_and_variables_in_configured_paths_are_expanded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HOME", "/home/ops")
+    monkeypatch.setenv("TOOLS", "/opt/tools")
+    config = parse_config(
+        {
+            "repository": {"path": "~/repo"},
+            "runtime": {
+                "context_paths": ["~/notes/CLAUDE.md", ".claude/CLAUDE.md"],
+                "claude_cli": {"cli_path": "$TOOLS/claude"},
+                "codex_cli": {"cli_path": "~/.local/bin/codex"},
+            },
+        }
+    )
+    assert config.repository.path == "/home/ops/repo"
+    assert config.runtime.context_paths == ["/home/ops/notes/CLAUDE.md", ".claude/CLAUDE.md"]
+    assert config.runtime.claude_cli.cli_path == "/opt/tools/claude"
+    assert config.runtime.codex_cli.cli_path == "/home/ops/.local/bin/codex"
