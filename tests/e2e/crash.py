@@ -203,11 +203,20 @@ class Loop:
                 git(self.repo, "worktree", "remove", "--force", str(checkout))
         assert result.returncode == 0, f"main's tests fail:\n{result.stdout}{result.stderr}"
 
+    def _ours(self, pidfile: Path) -> bool:
+        """A pipeline work directory of this test's repository (the system temporary directory
+        is shared: other test runs on the machine have pipelines of their own there)."""
+        try:
+            gitdir = (pidfile.parent / "checkout" / ".git").read_text()
+        except OSError:
+            return False
+        return str(self.repo.resolve()) in gitdir
+
     def _check_no_process_left(self) -> None:
         state = self.repo / ".cpe"
         for pidfile in [
             *state.glob("runs/*/*.pid"),
-            *Path(tempfile.gettempdir()).glob("cpe-pipeline-*/pipeline.pid"),
+            *filter(self._ours, Path(tempfile.gettempdir()).glob("cpe-pipeline-*/pipeline.pid")),
         ]:
             assert live_group(pidfile) is None, f"{pidfile} names a live process group"
         left = []
