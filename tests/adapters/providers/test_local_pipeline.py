@@ -300,18 +300,30 @@ def test_close_cancels_a_run_and_the_next_start_runs_it_again(
         assert provider.revision_reader.list_revisions()[0].pipeline.status == "success"
 
 
+def _crashed_run(repo: Repo, state: Path, table: str, key: tuple[object, object]) -> Path:
+    """What a crash in the middle of a run leaves: its row ``running`` (``table`` names the
+    table and its two key columns) and its work directory with a checkout."""
+    leftover = state.parent / "leftover"
+    repo.git("worktree", "add", "--quiet", "--detach", str(leftover / "checkout"), "HEAD")
+    with sqlite3.connect(state / DATABASE_NAME) as conn:
+        conn.execute(
+            f"INSERT INTO {table}, status, worktree_path, queued_at) "
+            "VALUES (?, ?, 'running', ?, 'then')",
+            (*key, str(leftover)),
+        )
+    return leftover
+
+
 def test_a_run_interrupted_by_a_crash_is_cleaned_up_and_rerun(repo: Repo, tmp_path: Path) -> None:
     state = tmp_path / "state"
     with LocalProvider(repo.root, state) as provider:
         revision = Revisions(repo, provider, tmp_path).create(42)
-    leftover = tmp_path / "leftover"
-    repo.git("worktree", "add", "--quiet", "--detach", str(leftover / "checkout"), "HEAD")
-    with sqlite3.connect(state / DATABASE_NAME) as conn:  # what a crash mid-run leaves
-        conn.execute(
-            "INSERT INTO pipeline_runs (revision_id, head_sha, status, worktree_path, queued_at) "
-            "VALUES (?, ?, 'running', ?, 'then')",
-            (int(revision.id), revision.head_sha, str(leftover)),
-        )
+    leftover = _crashed_run(
+        repo,
+        state,
+        "pipeline_runs (revision_id, head_sha",
+        (int(revision.id), revision.head_sha),
+    )
     with LocalProvider(repo.root, state, pipeline=pytest_pipeline()) as provider:
         assert provider.wait_for_pipelines(WAIT)
         assert provider.revision_reader.list_revisions()[0].pipeline.status == "success"
@@ -382,14 +394,9 @@ def test_a_baseline_run_interrupted_by_a_crash_is_cleaned_up_and_rerun(
     pipeline = pytest_pipeline()
     with LocalProvider(repo.root, state):
         pass  # the database, no run yet
-    leftover = tmp_path / "leftover"
-    repo.git("worktree", "add", "--quiet", "--detach", str(leftover / "checkout"), "HEAD")
-    with sqlite3.connect(state / DATABASE_NAME) as conn:  # what a crash mid-run leaves
-        conn.execute(
-            "INSERT INTO baseline_runs (head_sha, command, status, worktree_path, queued_at) "
-            "VALUES (?, ?, 'running', ?, 'then')",
-            (repo.head(), pipeline.name, str(leftover)),
-        )
+    leftover = _crashed_run(
+        repo, state, "baseline_runs (head_sha, command", (repo.head(), pipeline.name)
+    )
     with LocalProvider(repo.root, state, pipeline=pipeline, baseline=True) as provider:
         assert provider.wait_for_pipelines(WAIT)
         baseline = provider.revision_reader.baseline()
