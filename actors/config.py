@@ -22,6 +22,7 @@ from pydantic import (
     Field,
     SkipValidation,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 
@@ -190,6 +191,22 @@ class CodexCliSection(_Section):
     idle_timeout: Seconds | None = None
 
 
+class HooksSection(_Section):
+    """``[runtime.hooks]``: shell commands run in an implementor's worktree, each in its own
+    process group with its own timeout. ``after_create`` (``setup_command`` is its older name)
+    and ``before_run`` failing fail the run; ``after_run`` (after the agent, before the patch is
+    taken) and ``before_remove`` failing are logged."""
+
+    after_create: str = ""
+    after_create_timeout: Seconds = 600
+    before_run: str = ""
+    before_run_timeout: Seconds = 600
+    after_run: str = ""
+    after_run_timeout: Seconds = 600
+    before_remove: str = ""
+    before_remove_timeout: Seconds = 600
+
+
 class RuntimeSection(_Section):
     max_agent_duration: Seconds = 1800
     # No output and no tool at work for this long: the run is killed (killed_idle), on every
@@ -197,7 +214,19 @@ class RuntimeSection(_Section):
     idle_timeout: Interval = 600
     context_paths: list[ExpandedPath] = Field(default_factory=lambda: [".claude/CLAUDE.md"])
     setup_command: str = ""
+    hooks: HooksSection = HooksSection()
     roles: RolesSection = RolesSection()
+
+    @field_validator("hooks")
+    @classmethod
+    def _one_after_create(cls, hooks: HooksSection, info: ValidationInfo) -> HooksSection:
+        setup = info.data.get("setup_command", "")
+        if setup and hooks.after_create and setup != hooks.after_create:
+            raise ValueError(
+                "hooks.after_create and setup_command are the same hook: set one of them"
+            )
+        return hooks
+
     claude_cli: ClaudeCliSection = ClaudeCliSection()
     codex_cli: CodexCliSection = CodexCliSection()
 

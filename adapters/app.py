@@ -38,6 +38,8 @@ _CLI_FIELDS = {
     "logging",
     "context_paths",
     "setup_command",
+    "setup_timeout",
+    "hooks",
     "agent_env",
     "isolated_home",
     "bash_guard",
@@ -372,7 +374,15 @@ def _runtime_factory(
             agent_sessions=config.logging.agent_transcripts, logs_dir=str(state_dir / "runs")
         ),
         context_paths=tuple(config.runtime.context_paths),
-        setup_command=config.runtime.setup_command,
+        setup_command=config.runtime.hooks.after_create or config.runtime.setup_command,
+        setup_timeout=config.runtime.hooks.after_create_timeout,
+        hooks={
+            name: (
+                getattr(config.runtime.hooks, name),
+                getattr(config.runtime.hooks, f"{name}_timeout"),
+            )
+            for name in ("before_run", "after_run", "before_remove")
+        },
         agent_env=dict(agent_env or {}),
         isolated_home=isolated_home,
         bash_guard=guard,

@@ -9,8 +9,9 @@ cancellation, on every ending. The Claude SDK adapter and the CLI runtime share 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -51,6 +52,8 @@ class WorkspaceSettings(Protocol):
     def setup_timeout(self) -> float: ...
     @property
     def context_paths(self) -> tuple[str, ...]: ...
+    @property
+    def hooks(self) -> Mapping[str, tuple[str, float]]: ...
 
 
 class Provisioner:
@@ -63,6 +66,7 @@ class Provisioner:
             setup_timeout=config.setup_timeout,
             context_paths=config.context_paths,
             deps=deps,
+            hooks=config.hooks,
         )
 
     def __init__(
@@ -74,19 +78,22 @@ class Provisioner:
         setup_timeout: float,
         context_paths: Sequence[str],
         deps: RuntimeAdapterDeps,
+        hooks: Mapping[str, tuple[str, float]] | None = None,
     ) -> None:
         self.repo_root = repo_root
         self.context_paths = tuple(context_paths)
         self.deps = deps
         self.worktrees = WorktreeManager(
-            repo_root, default_branch, setup_command or None, setup_timeout
+            repo_root, default_branch, setup_command or None, setup_timeout, hooks=hooks
         )
+        self._after_run_done: set[Path] = set()  # worktrees whose after_run hook has run
 
     async def provision(self, params: AgentStartParams) -> Provisioned:
         worktree: Worktree | None = None
         try:
             if isinstance(params, ImplementorStartParams):
                 worktree = await self._create_worktree(params.branch_name)
+                await self._hook(worktree, "before_run", required=True)
             prompt = await anyio.to_thread.run_sync(self.prompt, params)
             spec = await anyio.to_thread.run_sync(
                 load_agent_definition, self.repo_root, params.role, self.context_paths
@@ -118,7 +125,20 @@ class Provisioner:
     async def release(self, worktree: Worktree | None) -> None:
         if worktree is not None:
             with anyio.CancelScope(shield=True):
+                await self._after_run(worktree)
                 await anyio.to_thread.run_sync(self.worktrees.remove, worktree)
+                self._after_run_done.discard(worktree.path)
+
+    async def _hook(self, worktree: Worktree, name: str, *, required: bool) -> None:
+        run = partial(self.worktrees.run_hook, worktree, name, required=required)
+        await anyio.to_thread.run_sync(run)
+
+    async def _after_run(self, worktree: Worktree) -> None:
+        """The after_run hook, once per run, whatever its ending (before the patch is taken
+        when it completed: a formatter's changes are part of it)."""
+        if worktree.path not in self._after_run_done:
+            self._after_run_done.add(worktree.path)
+            await self._hook(worktree, "after_run", required=False)
 
     async def result(
         self, role: AgentRole, structured_output: object, worktree: Worktree | None
@@ -135,6 +155,7 @@ class Provisioner:
         patch = None
         if output.outcome == "completed":
             assert worktree is not None
+            await self._after_run(worktree)
             try:
                 patch = await anyio.to_thread.run_sync(
                     extract_patch, worktree.path, self.worktrees.default_branch

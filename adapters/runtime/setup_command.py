@@ -44,9 +44,11 @@ def run_setup_command(
     *,
     pidfile: Path,
     cancel: threading.Event | None = None,
+    what: str = "setup command",
 ) -> None:
-    """Run the setup command; a failure, a timeout or a cancel raises ``WorktreeError`` with
-    the output's tail, once the command's whole process group is gone."""
+    """Run the setup command (or another workspace hook, named by ``what``); a failure, a
+    timeout or a cancel raises ``WorktreeError`` with the output's tail, once the command's
+    whole process group is gone."""
     argv: str | list[str] = command if isinstance(command, str) else list(command)
     with tempfile.TemporaryFile() as output:
         try:
@@ -62,14 +64,14 @@ def run_setup_command(
                 start_new_session=True,
             )
         except OSError as exc:
-            raise WorktreeError(f"setup command {argv!r} could not start: {exc}") from exc
+            raise WorktreeError(f"{what} {argv!r} could not start: {exc}") from exc
         pidfile.parent.mkdir(parents=True, exist_ok=True)
         stamp_pid(pidfile, proc.pid)
         crashpoint("worktree.setup_started")
         try:
             ending = _wait(proc, timeout, cancel)
             if ending != "exited":
-                log.info("stopping the setup command", why=ending, command=str(argv), pgid=proc.pid)
+                log.info(f"stopping the {what}", why=ending, command=str(argv), pgid=proc.pid)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
@@ -79,14 +81,12 @@ def run_setup_command(
         output.seek(0)
         tail = output.read().decode("utf-8", errors="replace")[-_OUTPUT_TAIL:]
     if ending == "cancelled":
-        raise WorktreeError(f"setup command {argv!r} cancelled with its run")
+        raise WorktreeError(f"{what} {argv!r} cancelled with its run")
     if ending == "timed-out":
-        raise WorktreeError(
-            f"setup command {argv!r} timed out after {timeout}s; output tail:\n{tail}"
-        )
+        raise WorktreeError(f"{what} {argv!r} timed out after {timeout}s; output tail:\n{tail}")
     if proc.returncode != 0:
         raise WorktreeError(
-            f"setup command {argv!r} failed (exit {proc.returncode}); output tail:\n{tail}"
+            f"{what} {argv!r} failed (exit {proc.returncode}); output tail:\n{tail}"
         )
 
 

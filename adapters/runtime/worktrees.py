@@ -27,11 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import git
+import structlog
 
 from actors.crashpoints import crashpoint
 from adapters.runtime.agent_env import build_agent_env
 from adapters.runtime.setup_command import pid_file, reap_setups, run_setup_command
 from domain.errors import CpeError, WorktreeError
+
+log = structlog.get_logger("cpe.runtime.worktrees")
 
 __all__ = ["ReapReport", "Worktree", "WorktreeManager", "run_git"]
 
@@ -124,12 +127,16 @@ class WorktreeManager:
         setup_timeout: float = 600.0,
         *,
         setup_env: Mapping[str, str] | None = None,
+        hooks: Mapping[str, tuple[str, float]] | None = None,
     ) -> None:
         self.repo_root = Path(repo_root).resolve()
         self.default_branch = default_branch
         self.setup_command = setup_command
         self.setup_timeout = setup_timeout
         self.setup_env = dict(setup_env) if setup_env is not None else None
+        # The other workspace hooks by name (before_run, after_run, before_remove): a shell
+        # command and its timeout each; run by ``run_hook``, before_remove by ``remove``.
+        self.hooks = {name: hook for name, hook in (hooks or {}).items() if hook[0]}
         self.worktrees_dir = self.repo_root / WORKTREES_DIR
         self._lock = _repo_lock(self.repo_root)
         self._excluded = False
@@ -183,6 +190,7 @@ class WorktreeManager:
             # Never remove a path we did not derive ourselves: rmtree on a caller's path is how
             # a bug deletes a home directory.
             raise WorktreeError(f"{worktree.path} is not the worktree of {worktree.branch!r}")
+        self.run_hook(worktree, "before_remove", required=False)
         crashpoint("worktree.before_remove")
         with self._lock:
             self._remove_worktree(path, self._entries())
@@ -289,6 +297,37 @@ class WorktreeManager:
             if holds_branch and os.path.commonpath([root, entry.path]) == root:
                 self._remove_worktree(Path(entry.path), entries)
         self._remove_worktree(worktree.path, entries)
+
+    def run_hook(
+        self,
+        worktree: Worktree,
+        name: str,
+        *,
+        required: bool,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        """Run the workspace hook ``name`` in the worktree, as the setup command runs (its own
+        process group, a pid file the reaper finds, its timeout). A ``required`` hook's failure
+        raises ``WorktreeError``; another's is logged and the run goes on."""
+        hook = self.hooks.get(name)
+        if hook is None or not worktree.path.is_dir():
+            return
+        command, timeout = hook
+        env = self.setup_env if self.setup_env is not None else build_agent_env(os.environ)
+        try:
+            run_setup_command(
+                command,
+                worktree.path,
+                env,
+                timeout,
+                pidfile=pid_file(self.worktrees_dir, f"{worktree.branch}--{name}"),
+                cancel=cancel,
+                what=f"the {name} hook",
+            )
+        except WorktreeError as exc:
+            if required:
+                raise
+            log.warning("workspace hook failed", hook=name, branch=worktree.branch, error=str(exc))
 
     def _run_setup(self, path: Path, branch: str, cancel: threading.Event | None) -> None:
         if self.setup_command:

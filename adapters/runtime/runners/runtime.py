@@ -92,6 +92,8 @@ class CliRuntimeConfig(RuntimeAdapterConfig):
     context_paths: tuple[str, ...] = (".claude/CLAUDE.md",)
     setup_command: str = ""
     setup_timeout: float = Field(default=600, gt=0)
+    # The other workspace hooks: name (before_run, after_run, before_remove) → (command, timeout)
+    hooks: dict[str, tuple[str, float]] = Field(default_factory=dict)
     model: str | None = None
     model_variables: tuple[str, ...] = MODEL_VARIABLES
     agent_env: Mapping[str, str] = Field(default_factory=dict, description="added on purpose")

@@ -443,3 +443,38 @@ def test_eight_threads_create_and_remove_worktrees_at_once(repo: Path) -> None:
     assert branches == [f"cpe/thread-{i}" for i in range(8)]
     assert only_main_left(repo)
     assert not (repo / ".worktrees/cpe").exists()
+
+
+# ---------------------------------------------------------------- the other workspace hooks
+
+
+def test_workspace_hooks_run_in_the_worktree_and_report_their_failures(
+    repo: Path, tmp_path: Path
+) -> None:
+    """before_run fails the run when it fails; after_run and before_remove are logged; each
+    has its own timeout; before_remove runs while the worktree is still there."""
+    trace = tmp_path / "trace"
+    hooks = {
+        "before_run": (f"echo before_run $(basename $PWD) >> {trace}", 30.0),
+        "after_run": ("echo formatting; exit 4", 30.0),
+        "before_remove": (f"test -e .git && echo before_remove >> {trace}", 30.0),
+    }
+    manager = WorktreeManager(repo, "main", None, 30, hooks=hooks)
+    worktree = manager.create("cpe/hooked")
+    manager.run_hook(worktree, "before_run", required=True)
+    from structlog.testing import capture_logs  # noqa: PLC0415
+
+    with capture_logs() as logs:
+        manager.run_hook(worktree, "after_run", required=False)  # fails: logged, no raise
+        manager.remove(worktree)
+    assert trace.read_text() == "before_run hooked\nbefore_remove\n"
+    [failed] = [e for e in logs if e["event"] == "workspace hook failed"]
+    assert failed["hook"] == "after_run"
+    assert "the after_run hook 'echo formatting; exit 4' failed (exit 4)" in failed["error"]
+    assert only_main_left(repo)
+    slow = WorktreeManager(repo, "main", None, 30, hooks={"before_run": ("sleep 30", 0.5)})
+    worktree = slow.create("cpe/slow-hook")
+    with pytest.raises(WorktreeError, match=r"the before_run hook 'sleep 30' timed out after 0.5s"):
+        slow.run_hook(worktree, "before_run", required=True)
+    slow.remove(worktree)
+    assert only_main_left(repo)

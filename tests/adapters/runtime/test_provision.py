@@ -1,0 +1,62 @@
+"""The provisioner's workspace hooks around an implementor run: after_run runs once, before
+the patch is taken, so what it changes (a formatter) is part of the revision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from adapters.runtime.provision import Provisioner
+from domain.models import EngineState
+from domain.ports import RuntimeAdapterDeps
+from domain.results import ImplementorResult
+from tests.adapters.runtime.gitrepo import isolate_git, make_repo
+from tests.fakes.provider import fake_provider
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_git(monkeypatch)
+
+
+def _deps() -> RuntimeAdapterDeps:
+    _, provider = fake_provider()
+    return RuntimeAdapterDeps(
+        work_item_reader=provider.work_item_reader,
+        revision_reader=provider.revision_reader,
+        get_state=EngineState,
+        get_review_history=provider.revision_reader.get_review_history,
+    )
+
+
+def test_after_run_runs_once_before_the_patch_is_taken(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    count = tmp_path / "after_run.count"
+    hooks = {"after_run": (f"echo formatted > formatted.txt; echo run >> {count}", 30.0)}
+    provisioner = Provisioner(
+        repo_root=repo,
+        default_branch="main",
+        setup_command="",
+        setup_timeout=30,
+        context_paths=(),
+        deps=_deps(),  # no prompt is assembled here
+        hooks=hooks,
+    )
+
+    async def main() -> ImplementorResult:
+        worktree = await provisioner._create_worktree("cpe/1-format")
+        (worktree.path / "feature.txt").write_text("the agent's change\n")
+        output = {"role": "implementor", "outcome": "completed", "summary": "done"}
+        result = await provisioner.result("implementor", output, worktree)
+        await provisioner.release(worktree)
+        assert isinstance(result, ImplementorResult)
+        return result
+
+    result = anyio.run(main)
+    assert result.patch is not None
+    assert "+++ b/formatted.txt" in result.patch
+    assert "+++ b/feature.txt" in result.patch
+    assert count.read_text() == "run\n"  # once, not again at the release
+    assert not (repo / ".worktrees" / "cpe" / "1-format").exists()
