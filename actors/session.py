@@ -12,6 +12,7 @@ ends (run over, cancel, timeout, stop, crash), exactly one terminal event reache
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable
@@ -211,7 +212,13 @@ class AgentSession(SupervisedActor):
         async with anyio.create_task_group() as group:
             group.start_soon(self._pump, handle, buffer)
             try:
-                outcome = await handle.result
+                # Shielded: the session's deadline or scope cancel must not cancel the run's
+                # own task under it (its teardown, the worktree removal included, would be cut
+                # off, and the loop closed under it); the runtime is asked to cancel instead,
+                # and the run is waited for.
+                result = handle.result
+                shielded = asyncio.shield(result) if isinstance(result, asyncio.Future) else result
+                outcome = await shielded
             except Exception as exc:
                 outcome = exc
             group.cancel_scope.deadline = anyio.current_time() + OUTPUT_GRACE
