@@ -79,6 +79,11 @@ def run_end_trigger(state: EngineState, item: WorkItem, max_attempts: int) -> Tr
     return "run-interrupted"  # requested or running but not in flight cannot happen; be safe
 
 
+def doubling(initial: float, maximum: float, times: int) -> float:
+    """``initial`` seconds doubled ``times`` times, at most ``maximum`` (the backoffs' rule)."""
+    return min(maximum, initial * float(2 ** min(max(times, 0), 32)))
+
+
 @dataclass(frozen=True)
 class DispatchPause:
     """Dispatch is paused until ``until`` after ``failures`` infrastructure failures in a row,
@@ -98,7 +103,7 @@ def dispatch_pause(
     streak = state.infrastructure
     if streak.count < threshold or streak.last_at is None:
         return None
-    delay = min(maximum, initial * 2 ** min(streak.count - threshold, 32))
+    delay = doubling(initial, maximum, streak.count - threshold)
     return DispatchPause(
         until=streak.last_at + timedelta(seconds=delay),
         reason=streak.last_reason or "agent runs failed under the agent",
@@ -141,7 +146,7 @@ def planner_backoff(
     )
     if last is None or last.ended_at is None:
         return None
-    delay = min(maximum, initial * 2 ** min(failures - 1, 32))
+    delay = doubling(initial, maximum, failures - 1)
     return PlannerBackoff(
         until=last.ended_at + timedelta(seconds=delay),
         reason=last.failure_reason or last.status,
@@ -235,7 +240,7 @@ def implementor_backoff(
     if run is None or not work_failure(run) or run.ended_at is None:
         return None
     attempts = max(1, state.attempts.get(work_item_id, 1))
-    delay = min(maximum, initial * 2 ** min(attempts - 1, 32)) * _jitter(run.session_id)
+    delay = doubling(initial, maximum, attempts - 1) * _jitter(run.session_id)
     reason = run.failure_reason or (f"outcome {run.outcome}" if run.outcome else run.status)
     return RetryWait(until=run.ended_at + timedelta(seconds=delay), reason=reason, attempt=attempts)
 
