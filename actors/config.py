@@ -14,6 +14,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, get_args, get_origin
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     AfterValidator,
@@ -26,7 +27,7 @@ from pydantic import (
     field_validator,
 )
 
-from actors.executor import BreakerSettings, RetrySettings
+from actors.executor import BreakerSettings, DailyBudget, RetrySettings
 from actors.journal import JOURNAL_NAME
 from actors.supervisor import SupervisorSettings
 from domain.errors import ConfigError
@@ -238,6 +239,28 @@ class BashGuardSection(_Section):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
+Usd = Annotated[float, Field(ge=0, le=1_000_000, allow_inf_nan=False)]
+
+
+class BudgetSection(_Section):
+    """``[budget]``: what agent runs may cost, in USD; 0 is no limit."""
+
+    per_run_usd: Usd = 5.0
+    per_item_usd: Usd = 25.0
+    per_day_usd: Usd = 100.0
+    on_item_budget: Literal["block", "wait"] = "block"
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError("expected a time zone name such as UTC or Europe/Paris") from exc
+        return value
+
+
 class LoggingSection(_Section):
     format: Literal["auto", "json", "console"] = "auto"
     agent_transcripts: bool = True
@@ -255,6 +278,7 @@ class CpeConfig(_Section):
     runtime: RuntimeSection = RuntimeSection()
     supervisor: SupervisorSettings = SupervisorSettings()
     breaker: BreakerSettings = BreakerSettings()
+    budget: BudgetSection = BudgetSection()
     logging: LoggingSection = LoggingSection()
     bash_guard: BashGuardSection = BashGuardSection()
 
@@ -284,7 +308,11 @@ class CpeConfig(_Section):
             max_agent_duration=self.runtime.max_agent_duration,
             supervisor=self.supervisor,
             breaker=self.breaker,
+            daily_budget=self.engine_daily_budget(),
         )
+
+    def engine_daily_budget(self) -> DailyBudget:
+        return DailyBudget(per_day_usd=self.budget.per_day_usd, timezone=self.budget.timezone)
 
     def handler_options(self) -> HandlerOptions:
         w = self.workflow
@@ -294,6 +322,8 @@ class CpeConfig(_Section):
             retry_backoff_initial=w.retry_backoff_initial,
             retry_backoff_max=w.retry_backoff_max,
             charge_baseline_failures=w.charge_baseline_failures,
+            item_budget_usd=self.budget.per_item_usd or None,
+            block_on_item_budget=self.budget.on_item_budget == "block",
             branch_prefix=w.branch_prefix,
             max_concurrent=w.max_concurrent,
         )
@@ -396,3 +426,4 @@ class EngineConfig(BaseModel):
     supervisor: SupervisorSettings = SupervisorSettings()
     write_retry: RetrySettings = RetrySettings()
     breaker: BreakerSettings = BreakerSettings()
+    daily_budget: DailyBudget = DailyBudget()

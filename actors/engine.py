@@ -21,7 +21,13 @@ import structlog
 
 from actors.base import tell
 from actors.config import EngineConfig
-from actors.executor import BreakerSettings, CommandExecutor, Execute, ExecutorActor
+from actors.executor import (
+    BreakerSettings,
+    CommandExecutor,
+    DailyBudget,
+    Execute,
+    ExecutorActor,
+)
 from actors.journal import InstanceLock, Journal
 from actors.loop import EngineActor, EngineLoop, Ping
 from actors.pollers import (
@@ -150,6 +156,7 @@ class Engine:
                 config.handlers.retry_backoff_initial,
                 config.handlers.retry_backoff_max,
             ),
+            daily_budget=config.daily_budget,
         )
         self._baseline_said: tuple[str, str] | None = None  # the baseline the log last told
         self.loop = EngineLoop(
@@ -404,6 +411,7 @@ class Engine:
         breaker: BreakerSettings,
         max_agent_duration: float,
         shutdown_timeout: float,
+        daily_budget: DailyBudget | None = None,
     ) -> None:
         """Take new settings while running (a configuration reload): the workflow options and
         concurrency caps from the next event on, poll intervals from the next wait, the breaker
@@ -422,6 +430,8 @@ class Engine:
         executor = self.executor
         executor.max_concurrent = dict(handlers.max_concurrent)
         executor.breaker = breaker
+        if daily_budget is not None:
+            executor.daily_budget = daily_budget
         executor.retry_backoff = (handlers.retry_backoff_initial, handlers.retry_backoff_max)
         for poller in self.pollers:
             poller.interval = poll_intervals.get(poller.name, poller.interval)

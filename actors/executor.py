@@ -15,8 +15,9 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,6 +44,7 @@ from domain.decisions import (
     explain_transition,
     implementor_backoff,
     planner_backoff,
+    spent_since,
 )
 from domain.errors import CpeError, ProviderError
 from domain.events import (
@@ -96,6 +98,16 @@ class BreakerSettings(BaseModel):
     pause_max: float = Field(default=900, gt=0, le=86_400, allow_inf_nan=False)
 
 
+class DailyBudget(BaseModel):
+    """``[budget] per_day_usd`` and the day it counts (a time zone's day): once the runs that
+    ended today cost that much, dispatch pauses until the next day."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    per_day_usd: float = Field(default=0, ge=0, description="0: no limit")
+    timezone: str = "UTC"
+
+
 class CommandExecutor:
     def __init__(
         self,
@@ -114,6 +126,7 @@ class CommandExecutor:
         wake_at: Callable[[datetime], None] | None = None,
         clock: Callable[[], datetime] | None = None,
         retry_backoff: tuple[float, float] = (30, 900),
+        daily_budget: DailyBudget | None = None,
     ):
         self.work_item_writer = work_item_writer
         self.revision_writer = revision_writer
@@ -137,6 +150,7 @@ class CommandExecutor:
         self._paused_until: datetime | None = None  # the pause last announced and woken for
         # A failed run's retry waits: (initial, max) seconds, doubling per failure.
         self.retry_backoff = retry_backoff
+        self.daily_budget = daily_budget or DailyBudget()
         self._waits_announced: dict[str, datetime] = {}  # per item (or the planner): its wait
         # Writes ``resume_pending`` made at start, by key: their results go out with the cycle
         # that answers them, or with ``deliver_resumed`` when no cycle did.
@@ -233,10 +247,36 @@ class CommandExecutor:
         log.warning(event, next_try_at=until.isoformat(timespec="seconds"), **fields)
         self.wake_at(until)
 
+    def over_daily_budget(self, snapshot: EngineState) -> str | None:
+        """Why no run may start today (None when one may): the runs that ended today (in the
+        budget's time zone) have cost ``per_day_usd``. Woken at the next midnight."""
+        budget = self.daily_budget
+        if not budget.per_day_usd:
+            return None
+        zone = ZoneInfo(budget.timezone)
+        now = self.clock().astimezone(zone)
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        spent = spent_since(snapshot, midnight)
+        if spent < budget.per_day_usd:
+            return None
+        tomorrow = midnight + timedelta(days=1)  # wall-clock arithmetic: the next midnight
+        self._announce_wait(
+            "daily budget",
+            tomorrow,
+            "dispatch paused: the daily budget is spent",
+            spent_usd=round(spent, 4),
+            per_day_usd=budget.per_day_usd,
+        )
+        return (
+            f"dispatch paused: the daily budget is spent (${spent:.2f} of "
+            f"${budget.per_day_usd:.2f}); next try at {tomorrow.isoformat(timespec='minutes')}"
+        )
+
     def _start_agent(self, command: StartAgent, snapshot: EngineState) -> list[EngineEvent]:
         params = command.params
         reason = "the engine is shutting down" if self.no_new_agents.is_set() else None
         reason = reason or self.paused(snapshot)
+        reason = reason or self.over_daily_budget(snapshot)
         reason = reason or self.retry_waits(command, snapshot)
         reason = reason or self.sessions.guard(params, self.max_concurrent.get(params.role, 1))
         if reason is not None:

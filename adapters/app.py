@@ -40,6 +40,7 @@ _CLI_FIELDS = {
     "setup_command",
     "setup_timeout",
     "hooks",
+    "max_budget_usd",
     "agent_env",
     "isolated_home",
     "bash_guard",
@@ -98,6 +99,7 @@ class App:
                 breaker=c.breaker,
                 max_agent_duration=c.runtime.max_agent_duration,
                 shutdown_timeout=c.engine.shutdown_timeout,
+                daily_budget=c.engine_daily_budget(),
             )
         log.info("configuration reloaded", path=str(path), applied=applied)
         if restart:
@@ -107,6 +109,10 @@ class App:
 # What a reload (SIGHUP) applies while agents run; anything else needs a restart.
 RELOADABLE = (
     "workflow",
+    "budget.per_item_usd",
+    "budget.per_day_usd",
+    "budget.on_item_budget",
+    "budget.timezone",
     "pollers",
     "breaker",
     "runtime.max_agent_duration",
@@ -370,6 +376,7 @@ def _runtime_factory(
         default_branch=branch,
         max_agent_duration=config.runtime.max_agent_duration,
         idle_timeout=config.runtime.idle_timeout or None,
+        max_budget_usd=config.budget.per_run_usd or None,
         logging=SessionLogging(
             agent_sessions=config.logging.agent_transcripts, logs_dir=str(state_dir / "runs")
         ),

@@ -78,6 +78,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return commands.runs_show(args.session_id, args.config, args.repo)
     if args.command == "work":
         return commands.work_add(args.title, args.body, args.config, args.repo)
+    if args.command == "costs":
+        return commands.costs(args.by, args.since, args.config, args.repo)
     return commands.replay(args.until, args.config, args.repo)
 
 
@@ -129,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     add = work_commands.add_parser("add", parents=[where], help="add a work item")
     add.add_argument("title")
     add.add_argument("--body", default="")
+    costs = commands.add_parser(
+        "costs", parents=[where], help="what the agent runs cost, from the journal"
+    )
+    costs.add_argument("--by", choices=("item", "role", "runtime", "day"), default="item")
+    costs.add_argument("--since", metavar="YYYY-MM-DD", default=None)
     replay = commands.add_parser(
         "replay", parents=[where], help="the engine state rebuilt from the journal"
     )
@@ -243,7 +250,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "run" and argv is None:  # the process itself: see _exit_now
         _catch_stop_signals_early()
         _exit_now(_engine_command(args))
-    if args.command in ("run", "init", "status", "runs", "work", "replay"):
+    if args.command in ("run", "init", "status", "runs", "work", "replay", "costs"):
         return _engine_command(args)
     if args.command == "workflow":
         print(render_table())

@@ -27,7 +27,7 @@ from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
 from adapters.notify import notify
 from domain.errors import ConfigError
 from domain.models import ACTIVE_RUN_STATUSES, AgentRun, EngineState, SessionId, WorkItemId
-from domain.state import ordered
+from domain.state import natural_key, ordered
 
 WORKTREES_IGNORED = ".worktrees/"
 
@@ -171,6 +171,7 @@ def status(config_path: Path | None, repo: Path | None) -> int:
     print(f"repository {root} (default branch {branch}), state in {state_dir}")
     state = _journal_state(state_dir)
     _print_pause(state, config)
+    _print_costs(state, config)
     _print_baseline(state, config)
     if config.provider.kind == "local":
         from adapters.local.provider import LocalProvider  # noqa: PLC0415
@@ -451,6 +452,63 @@ def replay(until: int | None, config_path: Path | None, repo: Path | None) -> in
         journal.close()
     print(json.dumps(state.model_dump(mode="json"), indent=2, default=_jsonable))
     return 0
+
+
+# ---------------------------------------------------------------------------- costs
+
+COST_GROUPS = ("item", "role", "runtime", "day")
+
+
+def costs(by: str, since: str | None, config_path: Path | None, repo: Path | None) -> int:
+    """What the agent runs cost, from the journal: a table grouped ``by`` item, role, runtime
+    or day (UTC), of the runs that ended on or after ``since`` (YYYY-MM-DD). A run that
+    reported no cost is counted apart (``unknown``), never as 0."""
+    try:
+        config, root = resolve_config(config_path, repo)
+    except ConfigError as exc:
+        return fail(f"configuration error: {exc}")
+    start: datetime | None = None
+    if since is not None:
+        try:
+            start = datetime.strptime(since, "%Y-%m-%d").replace(tzinfo=UTC)
+        except ValueError:
+            return fail(f"--since {since!r}: not a date; expected YYYY-MM-DD", 2)
+    state_dir = root / config.engine.state_dir
+    state = _journal_state(state_dir)
+    groups: dict[str, list[float | None]] = {}
+    for run in state.agent_runs.values():
+        if run.ended_at is None or (start is not None and run.ended_at < start):
+            continue
+        key = {
+            "item": f"#{run.work_item_id}" if run.work_item_id else "planning",
+            "role": run.role,
+            "runtime": run_runtime(state_dir, run.session_id) or "unknown",
+            "day": run.ended_at.astimezone(UTC).strftime("%Y-%m-%d"),
+        }[by]
+        groups.setdefault(key, []).append(run.cost_usd)
+    print(f"{by:<24} {'runs':>6} {'cost (USD)':>12} {'unknown':>8}")
+    total, runs, unknown = 0.0, 0, 0
+    for key in sorted(groups, key=natural_key if by == "item" else str):
+        known = [cost for cost in groups[key] if cost is not None]
+        missing = len(groups[key]) - len(known)
+        total, runs, unknown = total + sum(known), runs + len(groups[key]), unknown + missing
+        print(f"{key:<24} {len(groups[key]):>6} {sum(known):>12.4f} {missing:>8}")
+    print(f"{'total':<24} {runs:>6} {total:>12.4f} {unknown:>8}")
+    return 0
+
+
+def _print_costs(state: Any, config: Any) -> None:
+    """Cost today (in the budget's time zone) and in all, against the budgets."""
+    from zoneinfo import ZoneInfo  # noqa: PLC0415
+
+    from domain.decisions import spent_since  # noqa: PLC0415
+
+    budget = config.budget
+    now = datetime.now(ZoneInfo(budget.timezone))
+    today = spent_since(state, now.replace(hour=0, minute=0, second=0, microsecond=0))
+    total = sum(run.cost_usd or 0.0 for run in state.agent_runs.values())
+    limit = f" of ${budget.per_day_usd:.2f} a day" if budget.per_day_usd else ""
+    print(f"\ncost: ${today:.2f} today{limit}, ${total:.2f} in all (cpe costs: the details)")
 
 
 def _jsonable(value: object) -> str:

@@ -288,11 +288,14 @@ def dispatch_items(
     max_attempts: int,
     max_concurrent: Mapping[AgentRole, int],
     branch_prefix: str,
+    item_budget: float | None = None,
+    block_on_budget: bool = True,
 ) -> list[EngineCommand]:
     """Start implementors for the eligible candidates, as many as there are free slots.
 
     Eligible: pending with every blocker done, or needs-refinement; no run in flight. An item
-    that would be eligible but has used its attempts is blocked instead.
+    that would be eligible but has used its attempts is blocked instead; one whose runs have
+    spent ``item_budget`` is blocked (``block_on_budget``) or left waiting.
     """
     commands: list[EngineCommand] = []
     slots = free_slots(state, "implementor", max_concurrent)
@@ -313,11 +316,35 @@ def dispatch_items(
         if exhausted(state, item.id, max_attempts):
             commands += transition(item, "attempts-exhausted")
             continue
+        if item_budget_spent(state, item.id, item_budget):
+            commands += transition(item, "budget-spent") if block_on_budget else []
+            continue
         if slots <= 0:
             continue
         slots -= 1
         commands.append(start_implementor(item, branch_prefix))
     return commands
+
+
+def spent_on_item(state: EngineState, work_item_id: WorkItemId) -> float:
+    """What every run for the item (implementors and reviewers, retries and refinements) has
+    cost, in USD; a run that reported no cost counts nothing."""
+    return sum(
+        run.cost_usd or 0.0 for run in state.agent_runs.values() if run.work_item_id == work_item_id
+    )
+
+
+def spent_since(state: EngineState, since: datetime) -> float:
+    """What the runs that ended at or after ``since`` cost, in USD."""
+    return sum(
+        run.cost_usd or 0.0
+        for run in state.agent_runs.values()
+        if run.ended_at is not None and run.ended_at >= since
+    )
+
+
+def item_budget_spent(state: EngineState, work_item_id: WorkItemId, budget: float | None) -> bool:
+    return budget is not None and spent_on_item(state, work_item_id) >= budget
 
 
 def _failed_at(state: EngineState, item: WorkItem) -> tuple[bool, float]:

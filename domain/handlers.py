@@ -120,6 +120,12 @@ class HandlerOptions(Frozen):
     retry_backoff_max: float = Field(
         default=900, gt=0, le=86_400, allow_inf_nan=False, description="seconds, the cap"
     )
+    item_budget_usd: float | None = Field(
+        default=None, gt=0, description="what all of an item's runs may cost; None: no limit"
+    )
+    block_on_item_budget: bool = Field(
+        default=True, description="an item over its budget is blocked (else it waits)"
+    )
     branch_prefix: str = Field(default="cpe/", pattern=r"^[A-Za-z0-9._-]+/$")
     max_concurrent: Mapping[AgentRole, int] = Field(
         default_factory=lambda: dict(_DEFAULT_CONCURRENCY)
@@ -203,6 +209,8 @@ def dispatch(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
         max_attempts=o.max_attempts,
         max_concurrent=o.max_concurrent,
         branch_prefix=o.branch_prefix,
+        item_budget=o.item_budget_usd,
+        block_on_budget=o.block_on_item_budget,
     )
 
 

@@ -20,6 +20,7 @@ Trigger = Literal[
     "run-failed",
     "infrastructure-failed",
     "attempts-exhausted",
+    "budget-spent",
     "run-interrupted",
     "user-cancelled",
     "blocker-added",
@@ -151,6 +152,20 @@ WORKFLOW: tuple[Transition, ...] = (
         trigger="attempts-exhausted",
         target="blocked",
         why="another round is needed but max_attempts runs have ended",
+    ),
+    Transition(
+        source="pending",
+        trigger="budget-spent",
+        target="blocked",
+        why="a run is due but the item's runs have spent [budget] per_item_usd "
+        '(with on_item_budget = "block")',
+    ),
+    Transition(
+        source="needs-refinement",
+        trigger="budget-spent",
+        target="blocked",
+        why="another round is needed but the item's runs have spent [budget] per_item_usd "
+        '(with on_item_budget = "block")',
     ),
     Transition(
         source="in-review",

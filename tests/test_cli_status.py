@@ -379,3 +379,43 @@ def test_status_shows_when_a_failed_item_is_retried_and_why(tmp_path: Path) -> N
     assert retry.startswith("#1    retry at ")
     assert retry.endswith("(attempt 1 failed)")
     assert why == "why: the tests failed: test_greet"
+
+
+@pytest.mark.parametrize("by", ["item", "role", "runtime", "day"])
+def test_costs_add_up_to_what_the_runs_recorded(worked: Worked, by: str) -> None:
+    """`cpe costs`: every group, and the total, is the sum of the journal's recorded costs; a
+    run without a cost is counted as unknown, never as 0."""
+    store = Journal(worked.state_dir / "journal.sqlite3")
+    try:
+        runs = [r for r in store.replay().agent_runs.values() if r.ended_at is not None]
+    finally:
+        store.close()
+    result = cpe("costs", "--by", by, cwd=worked.repo)
+    assert result.returncode == 0, result.stderr
+    header, *rows, total = result.stdout.strip().splitlines()
+    assert header.split() == [by, "runs", "cost", "(USD)", "unknown"]
+    figures = {row.split()[0]: row.split()[1:] for row in rows}
+    assert sum(int(f[0]) for f in figures.values()) == len(runs)
+    recorded = sum(r.cost_usd or 0.0 for r in runs)
+    assert sum(float(f[1]) for f in figures.values()) == pytest.approx(recorded, abs=1e-3)
+    assert total.split() == [
+        "total",
+        str(len(runs)),
+        f"{recorded:.4f}",
+        str(sum(1 for r in runs if r.cost_usd is None)),
+    ]
+    if by == "role":
+        implementors = sum(r.cost_usd or 0.0 for r in runs if r.role == "implementor")
+        assert float(figures["implementor"][1]) == pytest.approx(implementors, abs=1e-4)
+
+
+def test_costs_refuses_a_date_it_cannot_read(worked: Worked) -> None:
+    line = one_line_error(cpe("costs", "--since", "yesterday", cwd=worked.repo), code=2)
+    assert "--since 'yesterday': not a date; expected YYYY-MM-DD" in line
+
+
+def test_status_shows_the_cost_today_against_the_daily_budget(worked: Worked) -> None:
+    result = cpe("status", cwd=worked.repo)
+    [line] = [x for x in result.stdout.splitlines() if x.startswith("cost: ")]
+    assert line.endswith("in all (cpe costs: the details)")
+    assert "of $100.00 a day" in line

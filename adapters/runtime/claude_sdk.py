@@ -106,6 +106,7 @@ class ClaudeAdapterConfig(RuntimeAdapterConfig):
     idle_timeout: float | None = Field(
         default=600, gt=0, description="no message and no tool at work for this long: killed"
     )
+    max_budget_usd: float | None = Field(default=None, gt=0, description="per run; None: none")
 
 
 def create_claude_adapter(
@@ -127,6 +128,7 @@ class _Run:
     cancel_reason: str | None = None
     timed_out: bool = False
     idle: bool = False
+    over_budget: bool = False
     ended: bool = False
     last_activity: float = 0.0  # the loop's clock at the last message
     tools_open: set[str] = field(default_factory=set)  # tool calls without a result yet
@@ -283,6 +285,8 @@ class ClaudeAdapter:
             termination, exit_code = "completed", 0
             return result
         finally:
+            if run.over_budget:
+                termination = "killed_policy"
             run.ended = True
             deadline.cancel()
             pid = read_pid(_pidfile(run))
@@ -345,6 +349,12 @@ class ClaudeAdapter:
 
     async def _result(self, run: _Run, final: ResultMessage) -> AgentResult:
         role = run.params.role
+        if final.subtype == "error_max_budget_usd":
+            run.over_budget = True
+            raise AgentFailure(
+                "failed",
+                f"budget: the run reached [budget] per_run_usd (${self.config.max_budget_usd})",
+            )
         if final.subtype != "success" or final.is_error:
             detail = "; ".join(final.errors or []) or (final.result or final.subtype)
             if final.terminal_reason == "api_error" or final.api_error_status is not None:
@@ -395,6 +405,8 @@ class ClaudeAdapter:
         )
         if spec.max_turns is not None:
             options.max_turns = spec.max_turns
+        if self.config.max_budget_usd is not None:
+            options.max_budget_usd = self.config.max_budget_usd
         if self.config.model:
             options.model = self.config.model
         return options

@@ -582,3 +582,48 @@ def test_a_failed_items_retry_waits_for_its_backoff_unless_a_person_asks(rig: Ri
     rig.now = wake
     assert rig.executor.execute(implementor("1"), snapshot) == []
     assert len(rig.spawned) == 2
+
+
+# ---------------------------------------------------------------------------- budgets
+
+
+def test_the_daily_budget_pauses_dispatch_until_the_next_day(tmp_path: Path) -> None:
+    """Runs that ended today (in the budget's time zone) cost $12 of $10: no run starts, one
+    wake-up at the next local midnight; the next day (an injected clock) they start again."""
+    from actors.executor import DailyBudget  # noqa: PLC0415
+    from tests.domain.builders import implementor_run  # noqa: PLC0415
+
+    rig = Rig(tmp_path)
+    rig.executor.daily_budget = DailyBudget(per_day_usd=10, timezone="Europe/Paris")
+    rig.now = datetime(2026, 11, 25, 21, 0, tzinfo=UTC)  # 22:00 in Paris
+    earlier = [
+        implementor_run(
+            f"s{n}",
+            str(n),
+            status="completed",
+            settled=True,
+            cost_usd=4.0,
+            ended_at=rig.now - timedelta(hours=n),
+        )
+        for n in (1, 2, 3)
+    ]
+    yesterday = implementor_run(
+        "s9",
+        "9",
+        status="completed",
+        settled=True,
+        cost_usd=50.0,
+        ended_at=datetime(2026, 11, 24, 22, 30, tzinfo=UTC),  # 23:30 in Paris: yesterday
+    )
+    snapshot = EngineState(agent_runs={r.session_id: r for r in [*earlier, yesterday]})
+    [rejected] = rig.executor.execute(implementor("5"), snapshot)
+    assert rejected.reason == (
+        "dispatch paused: the daily budget is spent ($12.00 of $10.00); "
+        "next try at 2026-11-26T00:00+01:00"
+    )
+    [wake] = rig.wakeups
+    assert wake == datetime(2026, 11, 25, 23, 0, tzinfo=UTC)
+    assert rig.spawned == []
+    rig.now = wake
+    assert rig.executor.execute(implementor("5"), snapshot) == []
+    assert len(rig.spawned) == 1

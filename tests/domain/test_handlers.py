@@ -855,3 +855,15 @@ def test_a_revision_closed_or_merged_by_hand_cancels_its_reviewer() -> None:
     assert _cancels(commands) == [("v1", "#1: run cancelled: revision r1 was deleted")]
     _, commands = step(before, RevisionChanged(revision=revision("r1", head="h2")))
     assert _cancels(commands) == []  # a new head: the stale review is handled when it ends
+
+
+def test_an_item_past_its_budget_waits_instead_when_so_configured() -> None:
+    spent = implementor_run("s1", "1", status="completed", settled=True, cost_usd=6.0)
+    before = state(item("1", "pending"), runs=[spent])
+    _, commands = step(before, DispatchDue(), HandlerOptions(item_budget_usd=5))
+    assert commands == [TransitionStatus(work_item_id="1", to="blocked")]
+    waiting = HandlerOptions(item_budget_usd=5, block_on_item_budget=False)
+    _, commands = step(before, DispatchDue(), waiting)
+    assert commands == []
+    _, commands = step(before, DispatchDue(), HandlerOptions(item_budget_usd=10))
+    assert len(starts(commands, "implementor")) == 1

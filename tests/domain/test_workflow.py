@@ -41,7 +41,7 @@ from tests.domain.builders import (
 )
 
 Scenario = Callable[[], tuple[EngineState, EngineEvent]]
-OPTIONS = HandlerOptions(max_attempts=3)
+OPTIONS = HandlerOptions(max_attempts=3, item_budget_usd=5)
 
 
 def _requested_from(status: str) -> tuple[EngineState, EngineEvent]:
@@ -111,6 +111,16 @@ def _blocker_added() -> tuple[EngineState, EngineEvent]:
     return before, event
 
 
+def _budget_spent_on_sight(status: str) -> Scenario:
+    """The item's runs cost $6 with a $5 item budget (OPTIONS): no further run, blocked."""
+
+    def scenario() -> tuple[EngineState, EngineEvent]:
+        spent = implementor_run("s1", status="completed", settled=True, cost_usd=6.0)
+        return state(runs=[spent]), WorkItemChanged(work_item=item("1", status))
+
+    return scenario
+
+
 def _exhausted_on_sight(status: str) -> Scenario:
     def scenario() -> tuple[EngineState, EngineEvent]:
         return state(attempts={"1": 3}), WorkItemChanged(work_item=item("1", status))
@@ -141,6 +151,8 @@ SCENARIOS: dict[str, Scenario] = {
     "in-progress--run-interrupted--pending": _interrupted,
     "in-progress--user-cancelled--blocked": _failed(0, "cancelled", cancel_requested=True),
     "in-progress--blocker-added--pending": _blocker_added,
+    "pending--budget-spent--blocked": _budget_spent_on_sight("pending"),
+    "needs-refinement--budget-spent--blocked": _budget_spent_on_sight("needs-refinement"),
     "in-review--pipeline-failed--needs-refinement": lambda: _revision_event(
         "in-review", pipeline="failure"
     ),

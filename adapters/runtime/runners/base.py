@@ -61,6 +61,7 @@ class RunnerCapabilities:
     interactive_prompt_suppression: bool = False
     command_guard: bool = False  # cpe's Bash guard can check every shell command (a hook)
     supports_max_turns: bool = False  # a limit on the agent's turns
+    supports_max_budget: bool = False  # a limit on what the run costs
 
     def enforces(self, guarantee: Guarantee) -> bool:
         return bool(getattr(self, guarantee))
@@ -75,6 +76,7 @@ class RunnerCapabilities:
             "enforces": {g: self.enforces(g) for g in GUARANTEES},
             "command_guard": self.command_guard,
             "supports_max_turns": self.supports_max_turns,
+            "supports_max_budget": self.supports_max_budget,
         }
 
 
@@ -105,6 +107,7 @@ class RunRequest:
     wall_timeout: float | None = None
     idle_timeout: float | None = None
     max_turns: int | None = None
+    max_budget_usd: float | None = None  # the run ends (error_max_budget_usd) past this cost
     bash_guard: BashGuardConfig | None = None  # check every shell command with cpe's guard
     read_only: bool = False  # the run has no reason to change the workspace (planner, reviewer)
     transcript_log: bool = True  # keep a human-readable transcript.log besides the normalized set

@@ -57,6 +57,7 @@ CLAUDE_CAPABILITIES = RunnerCapabilities(
     interactive_prompt_suppression=True,  # --print, stdin /dev/null
     command_guard=True,  # a PreToolUse hook in --settings
     supports_max_turns=True,  # --max-turns
+    supports_max_budget=True,  # --max-budget-usd
 )
 ARGV_PROMPT_BYTES = 100_000  # an argv string is at most 128 KiB on Linux; longer: on stdin
 
@@ -247,6 +248,11 @@ class ClaudeCliRun(JsonlRun):
                 said = self.result.get("result") or "; ".join(self.result.get("errors") or [])
                 label = "the CLI reported an error" if subtype == "success" else f"result {subtype}"
                 termination, reason = "error", f"{label}: {said}" if said else label
+        if self.result is not None and self.result.get("subtype") == "error_max_budget_usd":
+            termination = "killed_policy"
+            reason = (
+                f"budget: the run reached [budget] per_run_usd (${self.request.max_budget_usd})"
+            )
         if self.result is not None and model_api_failed(self.result):
             # no credential, refused, unreachable …: the CLI also exits 1 then
             termination, infrastructure = "error", MODEL_API
@@ -299,6 +305,8 @@ class ClaudeCliRunner:
             argv += ["--json-schema", json.dumps(run.output_schema)]
         if run.max_turns is not None:
             argv += ["--max-turns", str(run.max_turns)]
+        if run.max_budget_usd is not None:
+            argv += ["--max-budget-usd", f"{run.max_budget_usd:g}"]
         if run.agent is not None:
             definition: dict[str, Any] = {
                 "description": run.agent.description,

@@ -60,6 +60,8 @@ __all__ = ["CliRunHandle", "CliRunner", "CliRuntime", "CliRuntimeConfig", "creat
 
 log = structlog.get_logger("cpe.runtime.cli")
 
+BUDGET_REASON = "budget: "  # how a run stopped by [budget] per_run_usd says so
+
 _FAILURE_KIND: dict[str, AgentFailureKind] = {
     "killed_timeout": "timed-out",
     "killed_idle": "timed-out",
@@ -99,6 +101,7 @@ class CliRuntimeConfig(RuntimeAdapterConfig):
     agent_env: Mapping[str, str] = Field(default_factory=dict, description="added on purpose")
     isolated_home: bool = False
     idle_timeout: float | None = Field(default=None, gt=0)
+    max_budget_usd: float | None = Field(default=None, gt=0, description="per run; None: none")
     bash_guard: BashGuardConfig = BashGuardConfig()
 
 
@@ -229,6 +232,9 @@ class CliRuntime:
         unenforced: dict[str, Any] = {}  # what the agent definition asks and the runner lacks
         if spec.max_turns is not None and not caps.supports_max_turns:
             unenforced["max_turns"] = spec.max_turns
+        budget = self.config.max_budget_usd
+        if budget is not None and not caps.supports_max_budget:
+            unenforced["max_budget_usd"] = budget  # [budget] per_item/per_day still hold
         if not guarded:
             unenforced["tools"] = None if tools is None else list(tools)
             unenforced["bash_guard"] = "the runner's sandbox confines commands instead"
@@ -252,6 +258,7 @@ class CliRuntime:
             wall_timeout=self.config.max_agent_duration,
             idle_timeout=self.config.idle_timeout,
             max_turns=spec.max_turns if caps.supports_max_turns else None,
+            max_budget_usd=budget if caps.supports_max_budget else None,
             bash_guard=self.config.bash_guard if guarded else None,
             extra={"not_enforced": unenforced} if unenforced else {},
             transcript_log=self.config.logging.agent_sessions,
@@ -305,6 +312,8 @@ class CliRuntime:
             # not run commands, the model API refused or could not be reached) spends no
             # attempt: the failure says so.
             kind = _FAILURE_KIND.get(outcome.termination, "failed")
+            if (outcome.reason or "").startswith(BUDGET_REASON):
+                kind = "failed"  # stopped by its budget: the run's own doing, an attempt spent
             if outcome.infrastructure is not None:
                 log.warning(
                     "the agent run failed under the agent",

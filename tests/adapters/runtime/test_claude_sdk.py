@@ -292,6 +292,22 @@ def test_a_run_past_its_duration_is_timed_out(
     assert "cpe/8-x" not in git(repo, "branch", "--list")
 
 
+def test_a_run_past_its_budget_is_stopped_by_the_cli_and_says_so(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """[budget] per_run_usd reaches the real CLI as max_budget_usd: it ends the run after the
+    turn that crossed it (error_max_budget_usd); the run is killed_policy, its reason says
+    budget, and it is a failure of the run (an attempt), not a cancel."""
+    rig = Rig(repo, server, tmp_path / "runs", max_budget_usd=0.001)
+    _, failure = rig.run(implementor("1", "implementor-1"))
+    assert isinstance(failure, AgentFailure)
+    assert failure.kind == "failed"
+    assert failure.reason.startswith("budget: the run reached [budget] per_run_usd ($0.001)")
+    meta = json.loads((tmp_path / "runs" / "implementor-1" / "runner_metadata.json").read_text())
+    assert meta["termination"] == "killed_policy"
+    assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
+
+
 def test_a_run_silent_past_its_idle_timeout_is_killed_idle_and_cleaned_up(
     repo: Path, server: ScriptedModelServer, tmp_path: Path
 ) -> None:

@@ -307,3 +307,24 @@ def test_a_run_the_model_api_refuses_is_an_infrastructure_failure_on_the_real_cl
     assert isinstance(failure, AgentFailure), failure
     assert failure.infrastructure
     assert "the model API failed: Not logged in" in failure.reason
+
+
+def test_a_run_past_its_budget_on_the_real_cli_is_killed_policy_and_an_attempt(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """--max-budget-usd from [budget] per_run_usd: the CLI stops after the turn that crossed
+    it; the run ends killed_policy, saying budget, as a failure (not a cancel)."""
+    adapter = runtime(repo, server, tmp_path / "state" / "logs", max_budget_usd=0.001)
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-1"), work_item_id=WorkItemId("1"), branch_name="cpe/1-x"
+    )
+    _, failure = drive(adapter, params)
+    assert isinstance(failure, AgentFailure), failure
+    assert failure.kind == "failed"
+    assert "budget: the run reached [budget] per_run_usd ($0.001)" in failure.reason
+    meta = json.loads(
+        (tmp_path / "state" / "runs" / "implementor-1" / "runner_metadata.json").read_text()
+    )
+    assert meta["termination"] == "killed_policy"
+    assert "--max-budget-usd" in meta["command"]
+    assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
