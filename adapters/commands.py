@@ -128,6 +128,11 @@ def init(repo: Path) -> int:
         print("nothing to do: the repository is already set up")
     tops = dict.fromkeys(Path(path).parts[0] for path in written)  # .claude/…: .claude
     print(_NEXT_STEPS.format(paths=" ".join(tops) or "supervisor.toml .claude .gitignore"))
+    b = config.budget
+    print(
+        f"\nbudgets ([budget] in supervisor.toml; 0 is none): ${b.per_run_usd:g} a run, "
+        f"${b.per_item_usd:g} a work item, ${b.per_day_usd:g} a day"
+    )
     return 0
 
 

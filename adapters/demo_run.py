@@ -296,6 +296,6 @@ def _timeline(state_dir: Path, out: TextIO) -> None:
             text = f"#{event.work_item_id} → {event.to}"
         if text:
             print(f"  {entry.at - start:6.1f}s  {text}", file=out)
-    print("\nagent runs", file=out)
+    print("\nagent runs (costs simulated: the scripted model reports made-up usage)", file=out)
     for run in state.agent_runs.values():
         print("  " + describe_run(run, run_runtime(state_dir, run.session_id)), file=out)

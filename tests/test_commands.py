@@ -205,6 +205,7 @@ def test_cpe_init_sets_up_a_fresh_repository_then_writes_nothing(tmp_path: Path)
     assert "git add supervisor.toml .claude .gitignore && git commit" in steps
     for needle in ("ANTHROPIC_API_KEY", "cpe work add", "cpe run"):
         assert needle in steps
+    assert "budgets ([budget] in supervisor.toml; 0 is none): $5 a run, $25 a work item" in steps
     before = snapshot(fresh)
     second = cpe("init", cwd=fresh)
     assert second.returncode == 0

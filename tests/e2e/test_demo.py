@@ -19,6 +19,7 @@ from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE
 from tests.real_clis import bwrap_variants, codex_path, real_codex
 
 CPE = Path(sys.executable).parent / "cpe"
+RUNS_HEADING = "agent runs (costs simulated: the scripted model reports made-up usage)"
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -136,7 +137,7 @@ def test_the_demo_loop_runs_on_other_runtimes(
         assert meta["termination"] == "completed"
     assert families == {role: {kind.replace("-", "_")} for role, kind in roles.items()}
     # the timeline names the runtime of every run
-    timeline = stdout.split("\nagent runs\n", 1)[1]
+    timeline = stdout.split(f"\n{RUNS_HEADING}\n", 1)[1]
     for line in timeline.splitlines():
         if line.startswith("  ") and "-" in line.split()[0]:
             role, runtime = line.split()[1:3]
