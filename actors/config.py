@@ -213,6 +213,9 @@ class RuntimeSection(_Section):
     # No output and no tool at work for this long: the run is killed (killed_idle), on every
     # runtime; 0 turns it off. A runtime's own idle_timeout, when set, wins.
     idle_timeout: Interval = 600
+    # The same tool call with the same input this many times in a row: the run makes no
+    # progress and is stopped (killed_policy, an attempt); 0 turns it off.
+    repeat_limit: int = Field(default=5, ge=0, le=1000)
     context_paths: list[ExpandedPath] = Field(default_factory=lambda: [".claude/CLAUDE.md"])
     setup_command: str = ""
     hooks: HooksSection = HooksSection()

@@ -41,6 +41,7 @@ _CLI_FIELDS = {
     "setup_timeout",
     "hooks",
     "max_budget_usd",
+    "repeat_limit",
     "agent_env",
     "isolated_home",
     "bash_guard",
@@ -377,6 +378,7 @@ def _runtime_factory(
         max_agent_duration=config.runtime.max_agent_duration,
         idle_timeout=config.runtime.idle_timeout or None,
         max_budget_usd=config.budget.per_run_usd or None,
+        repeat_limit=config.runtime.repeat_limit if config.runtime.repeat_limit >= 2 else None,
         logging=SessionLogging(
             agent_sessions=config.logging.agent_transcripts, logs_dir=str(state_dir / "runs")
         ),

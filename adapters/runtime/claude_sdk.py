@@ -12,6 +12,7 @@ so the SDK's own shielded teardown runs; the CLI runs in its own process group (
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -107,6 +108,9 @@ class ClaudeAdapterConfig(RuntimeAdapterConfig):
         default=600, gt=0, description="no message and no tool at work for this long: killed"
     )
     max_budget_usd: float | None = Field(default=None, gt=0, description="per run; None: none")
+    repeat_limit: int | None = Field(
+        default=None, ge=2, description="the same tool call this many times in a row: stopped"
+    )
 
 
 def create_claude_adapter(
@@ -129,6 +133,10 @@ class _Run:
     timed_out: bool = False
     idle: bool = False
     over_budget: bool = False
+    looping: str | None = None  # why the run was stopped for making no progress
+    repeat_limit: int | None = None
+    last_call: tuple[str, str] | None = None  # the last tool call: name, input
+    repeats: int = 0
     ended: bool = False
     last_activity: float = 0.0  # the loop's clock at the last message
     tools_open: set[str] = field(default_factory=set)  # tool calls without a result yet
@@ -151,8 +159,20 @@ class _Run:
         for block in blocks if isinstance(blocks, list) else ():
             if isinstance(block, ToolUseBlock):
                 self.tools_open.add(block.id)
+                self._count_repeats(block.name, block.input)
             elif isinstance(block, ToolResultBlock):
                 self.tools_open.discard(block.tool_use_id)
+
+    def _count_repeats(self, name: str, arguments: object) -> None:
+        """The same tool call with the same input ``repeat_limit`` times in a row is a loop:
+        the run is stopped."""
+        call = (name, json.dumps(arguments, sort_keys=True, default=str))
+        self.repeats = self.repeats + 1 if call == self.last_call else 1
+        self.last_call = call
+        limit = self.repeat_limit
+        if limit is not None and self.repeats >= limit and self.looping is None:
+            self.looping = f"no progress: the same {name} call {self.repeats} times in a row"
+            self._stop()
 
     def watch_idle(self, seconds: float) -> None:  # on the run's loop
         """End the run as idle once nothing came for ``seconds`` while no tool was at work."""
@@ -218,6 +238,7 @@ class ClaudeAdapter:
         )
         run = _Run(session_id, params, files, asyncio.get_running_loop(), worktree)
         run.kill_grace = self.config.kill_grace
+        run.repeat_limit = self.config.repeat_limit
         with self._lock:
             self._runs[session_id] = run
         result = asyncio.get_running_loop().create_task(self._drive(run, prompt, spec))
@@ -271,6 +292,9 @@ class ClaudeAdapter:
                     "timed-out",
                     f"exceeded max_agent_duration ({self.config.max_agent_duration:g}s)",
                 )
+            if run.looping is not None:
+                termination = "killed_policy"
+                raise AgentFailure("failed", run.looping)
             if run.idle:
                 termination = "killed_idle"
                 raise AgentFailure(

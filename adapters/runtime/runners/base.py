@@ -108,6 +108,7 @@ class RunRequest:
     idle_timeout: float | None = None
     max_turns: int | None = None
     max_budget_usd: float | None = None  # the run ends (error_max_budget_usd) past this cost
+    repeat_limit: int | None = None  # the same tool call this many times in a row: stopped
     bash_guard: BashGuardConfig | None = None  # check every shell command with cpe's guard
     read_only: bool = False  # the run has no reason to change the workspace (planner, reviewer)
     transcript_log: bool = True  # keep a human-readable transcript.log besides the normalized set

@@ -98,7 +98,11 @@ class JsonlRun(ABC):
     ending means (``_finish``)."""
 
     kind_of_event: ClassVar[str] = "JSON event"
+    request: RunRequest
     process: ProcessHandle
+    last_call: tuple[str, str] | None = None  # the last tool call: name, input
+    repeats: int = 0
+    looping: str | None = None  # why the run was stopped for making no progress
     artifacts: RunArtifacts
     on_event: EventCallback | None
     malformed: list[str]
@@ -107,6 +111,18 @@ class JsonlRun(ABC):
 
     def stop(self) -> None:
         self.process.stop("killed_policy", "stopped by the engine")
+
+    def count_repeats(self, name: str, arguments: object) -> None:
+        """The same tool call with the same input ``request.repeat_limit`` times in a row is
+        a loop: the run is stopped (``killed_policy``), saying so."""
+        call = (name, json.dumps(arguments, sort_keys=True, default=str))
+        self.repeats = self.repeats + 1 if call == self.last_call else 1
+        self.last_call = call
+        limit = self.request.repeat_limit
+        if limit is not None and self.repeats >= limit and self.looping is None:
+            self.looping = f"no progress: the same {name} call {self.repeats} times in a row"
+            self.artifacts.note(self.looping)
+            self.process.stop("killed_policy", self.looping)
 
     def wait(self, timeout: float | None = None) -> CliOutcome:
         ended = self.process.wait(timeout)
@@ -230,6 +246,7 @@ class ClaudeCliRun(JsonlRun):
                     continue
                 if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                     self.process.tool_started(block["id"])
+                    self.count_repeats(str(block.get("name")), block.get("input"))
                 elif block.get("type") == "tool_result" and isinstance(
                     block.get("tool_use_id"), str
                 ):
@@ -248,6 +265,8 @@ class ClaudeCliRun(JsonlRun):
                 said = self.result.get("result") or "; ".join(self.result.get("errors") or [])
                 label = "the CLI reported an error" if subtype == "success" else f"result {subtype}"
                 termination, reason = "error", f"{label}: {said}" if said else label
+        if self.looping is not None and ended.cancelled_at is not None:
+            termination, reason = "killed_policy", self.looping
         if self.result is not None and self.result.get("subtype") == "error_max_budget_usd":
             termination = "killed_policy"
             reason = (

@@ -106,6 +106,8 @@ class CodexCliRun(JsonlRun):
         elif kind == "item.started" and isinstance(item := event.get("item"), dict):
             if isinstance(item.get("id"), str):  # a command, a patch …: activity
                 self.process.tool_started(item["id"])
+            if _is_command(item):
+                self.count_repeats("command", item.get("command"))
         elif kind == "item.completed" and isinstance(item := event.get("item"), dict):
             if isinstance(item.get("id"), str):
                 self.process.tool_ended(item["id"])
@@ -150,6 +152,8 @@ class CodexCliRun(JsonlRun):
         session_log = self._session_log()
         if self.unreachable is not None and ended.cancelled_at is not None:
             termination, reason, infrastructure = "error", self.unreachable, MODEL_API
+        elif self.looping is not None and ended.cancelled_at is not None:
+            termination, reason = "killed_policy", self.looping
         if termination == "completed":
             if self.malformed:
                 termination, reason = "error", f"{len(self.malformed)} malformed stdout line(s)"

@@ -60,7 +60,8 @@ __all__ = ["CliRunHandle", "CliRunner", "CliRuntime", "CliRuntimeConfig", "creat
 
 log = structlog.get_logger("cpe.runtime.cli")
 
-BUDGET_REASON = "budget: "  # how a run stopped by [budget] per_run_usd says so
+# How a run stopped by [budget] per_run_usd, or for making no progress, says so.
+OWN_DOING = ("budget: ", "no progress: ")
 
 _FAILURE_KIND: dict[str, AgentFailureKind] = {
     "killed_timeout": "timed-out",
@@ -102,6 +103,9 @@ class CliRuntimeConfig(RuntimeAdapterConfig):
     isolated_home: bool = False
     idle_timeout: float | None = Field(default=None, gt=0)
     max_budget_usd: float | None = Field(default=None, gt=0, description="per run; None: none")
+    repeat_limit: int | None = Field(
+        default=None, ge=2, description="the same tool call this many times in a row: stopped"
+    )
     bash_guard: BashGuardConfig = BashGuardConfig()
 
 
@@ -259,6 +263,7 @@ class CliRuntime:
             idle_timeout=self.config.idle_timeout,
             max_turns=spec.max_turns if caps.supports_max_turns else None,
             max_budget_usd=budget if caps.supports_max_budget else None,
+            repeat_limit=self.config.repeat_limit,
             bash_guard=self.config.bash_guard if guarded else None,
             extra={"not_enforced": unenforced} if unenforced else {},
             transcript_log=self.config.logging.agent_sessions,
@@ -312,8 +317,8 @@ class CliRuntime:
             # not run commands, the model API refused or could not be reached) spends no
             # attempt: the failure says so.
             kind = _FAILURE_KIND.get(outcome.termination, "failed")
-            if (outcome.reason or "").startswith(BUDGET_REASON):
-                kind = "failed"  # stopped by its budget: the run's own doing, an attempt spent
+            if (outcome.reason or "").startswith(OWN_DOING):
+                kind = "failed"  # stopped for its budget or a loop: its own doing, an attempt
             if outcome.infrastructure is not None:
                 log.warning(
                     "the agent run failed under the agent",

@@ -308,6 +308,25 @@ def test_a_run_past_its_budget_is_stopped_by_the_cli_and_says_so(
     assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
 
 
+LOOP = load_scenario("loop")
+
+
+def test_a_run_repeating_the_same_tool_call_is_stopped_as_making_no_progress(
+    repo: Path, tmp_path: Path
+) -> None:
+    with ScriptedModelServer([LOOP]) as looping:
+        rig = Rig(repo, looping, tmp_path / "runs", repeat_limit=3)
+        _, failure = rig.run(implementor("1", "implementor-1"))
+        calls = [r for r in looping.requests if r.kind == "turn"]
+    assert isinstance(failure, AgentFailure)
+    assert failure.kind == "failed"
+    assert failure.reason == "no progress: the same Bash call 3 times in a row"
+    assert len(calls) <= 4  # stopped at the third call, not at the duration limit
+    meta = json.loads((tmp_path / "runs" / "implementor-1" / "runner_metadata.json").read_text())
+    assert meta["termination"] == "killed_policy"
+    assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
+
+
 def test_a_run_silent_past_its_idle_timeout_is_killed_idle_and_cleaned_up(
     repo: Path, server: ScriptedModelServer, tmp_path: Path
 ) -> None:
