@@ -1,7 +1,7 @@
 """`cpe run`: every ending of a run cleans up while cpe runs on, not only at the next start.
 A run past its duration limit is timed out, its CLI's processes killed and its worktree and
-branch removed, on the Claude SDK runtime and on `claude -p`. The real `claude` CLI, the
-scripted model holding the implementor's request."""
+branch removed, on every runtime: the Claude SDK and `claude -p` (the real CLI, the scripted
+model holding the implementor's request) and `codex exec` (the fake codex holding its turn)."""
 
 from __future__ import annotations
 
@@ -22,14 +22,26 @@ from tests.e2e.running import (
     wait_for,
     worktrees,
 )
+from tests.e2e.test_cpe_signals import _fake_codex
 from tests.test_cli import cpe
 
 
-@pytest.mark.parametrize("runtime", ["claude-sdk", "claude-cli"])
+def _codex_pid(tmp_path: Path) -> Path:
+    return tmp_path / "codex-state" / "pid"
+
+
+@pytest.mark.parametrize("runtime", ["claude-sdk", "claude-cli", "codex-cli"])
 def test_a_timed_out_run_leaves_no_worktree_or_branch_behind(
     tmp_path: Path, processes: list[subprocess.Popen[str]], runtime: str
 ) -> None:
-    repo = make_cpe_repo(tmp_path / "repo", extra=f'[runtime.roles]\nimplementor = "{runtime}"\n')
+    extra = f'[runtime.roles]\nimplementor = "{runtime}"\n'
+    if runtime == "codex-cli":  # the fake codex, holding its turn open as the real one would
+        (tmp_path / "codex-state").mkdir()
+        codex = _fake_codex(
+            tmp_path / "bin", mode="hang", pid_file=tmp_path / "codex-state" / "pid"
+        )
+        extra += f'[runtime.codex_cli]\ncli_path = "{codex}"\n'
+    repo = make_cpe_repo(tmp_path / "repo", extra=extra)
     config = repo / "supervisor.toml"
     text = config.read_text().replace("max_agent_duration = 120", "max_agent_duration = 4")
     config.write_text(text.replace("auto_merge = true", "auto_merge = true\nmax_attempts = 1"))
@@ -49,7 +61,12 @@ def test_a_timed_out_run_leaves_no_worktree_or_branch_behind(
         log = stack.enter_context((home / "cpe.log").open("a"))
         cpe_run = start_cpe(repo, home, log, server.client_env())
         processes.append(cpe_run)
-        assert server.wait_until(lambda s: s.hanging >= 1, timeout=180), "no run started"
+        started = (  # (the fake codex writes its pid file at the preflight's --version too)
+            wait_for(lambda: bool(worktrees(repo)), 180)
+            if runtime == "codex-cli"
+            else server.wait_until(lambda s: s.hanging >= 1, timeout=180)
+        )
+        assert started, "no run started"
         assert [p.name for p in worktrees(repo)] == ["1-one"]
         ended = wait_for(timed_out, 120)
         # while cpe runs on (one attempt: no retry makes a worktree again), nothing is left
