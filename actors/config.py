@@ -264,6 +264,21 @@ class BudgetSection(_Section):
         return value
 
 
+class PriceSection(_Section):
+    """USD per million tokens: fresh input, cached input, output."""
+
+    input: Usd
+    cached_input: Usd
+    output: Usd
+
+
+class PricingSection(_Section):
+    """``[pricing.models.NAME]``: prices for a runtime that reports tokens but no cost (codex);
+    they add to, or replace, the shipped table (adapters/runtime/pricing.py)."""
+
+    models: dict[str, PriceSection] = Field(default_factory=dict)
+
+
 class LoggingSection(_Section):
     format: Literal["auto", "json", "console"] = "auto"
     agent_transcripts: bool = True
@@ -282,6 +297,7 @@ class CpeConfig(_Section):
     supervisor: SupervisorSettings = SupervisorSettings()
     breaker: BreakerSettings = BreakerSettings()
     budget: BudgetSection = BudgetSection()
+    pricing: PricingSection = PricingSection()
     logging: LoggingSection = LoggingSection()
     bash_guard: BashGuardSection = BashGuardSection()
 

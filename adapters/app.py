@@ -331,6 +331,7 @@ def _runtime_factory(
         check_cli_version,
         check_credentials,
     )
+    from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice  # noqa: PLC0415
     from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
     from adapters.runtime.runners.runtime import (  # noqa: PLC0415
         CliRuntimeConfig,
@@ -410,6 +411,13 @@ def _runtime_factory(
             return create_cli_runtime(settings, deps, cli_path=claude_cli.cli_path or None)
         settings = CliRuntimeConfig(
             **shared,
+            prices={
+                **DEFAULT_PRICES,
+                **{
+                    name: ModelPrice(**price.model_dump())
+                    for name, price in config.pricing.models.items()
+                },
+            },
             model=codex.model or None,
             idle_timeout=codex.idle_timeout or config.runtime.idle_timeout or None,
         )

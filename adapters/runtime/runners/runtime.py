@@ -37,6 +37,7 @@ from adapters.runtime.agents import (
 )
 from adapters.runtime.bash_guard import BashGuardConfig
 from adapters.runtime.claude_sdk import MODEL_VARIABLES, bundled_cli
+from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice, token_cost
 from adapters.runtime.provision import Provisioner
 from adapters.runtime.runners.base import (
     AgentProfile,
@@ -107,6 +108,8 @@ class CliRuntimeConfig(RuntimeAdapterConfig):
         default=None, ge=2, description="the same tool call this many times in a row: stopped"
     )
     bash_guard: BashGuardConfig = BashGuardConfig()
+    # USD per million tokens by model, for a runner that reports tokens but no cost (codex)
+    prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
 
 
 def create_cli_runtime(
@@ -293,6 +296,13 @@ class CliRuntime:
         home = homes / session_id if self.config.isolated_home else None
         return run_env(self.config.model_variables, self.config.agent_env, home)
 
+    def _priced(self, usage: RunUsage, result: Mapping[str, Any] | None) -> RunUsage:
+        """A run the runner reported tokens for but no cost (codex) is priced by its model."""
+        if usage.cost_usd is not None or result is None or not _tokens(result):
+            return usage
+        cost = token_cost(self.config.model, _tokens(result), self.config.prices)
+        return usage.model_copy(update={"cost_usd": cost})
+
     async def _drive(self, session_id: SessionId, run: _Run) -> AgentResult:
         assert run.handle is not None
         try:
@@ -303,7 +313,7 @@ class CliRuntime:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(run.handle.wait)
                 raise
-            run.usage = _usage(outcome.result)
+            run.usage = self._priced(_usage(outcome.result), outcome.result)
             return await self._result(run, outcome)
         finally:
             await self._remove_worktree(run)
@@ -342,6 +352,11 @@ class CliRuntime:
 async def _drain(queue: asyncio.Queue[str | None]) -> AsyncIterator[str]:
     while (chunk := await queue.get()) is not None:
         yield chunk
+
+
+def _tokens(result: Mapping[str, Any] | None) -> dict[str, int]:
+    usage = (result or {}).get("usage") or {}
+    return {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _usage(result: Mapping[str, Any] | None) -> RunUsage:

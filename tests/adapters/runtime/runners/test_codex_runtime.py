@@ -312,3 +312,39 @@ def test_the_runner_reports_how_the_process_ended_not_whether_the_work_succeeded
         if e.get("type") == "item.completed" and e["item"].get("type") == "command_execution"
     ]
     assert failed[0]["exit_code"] == 1
+
+
+@pytest.mark.parametrize(
+    ("model", "cost"),
+    [("gpt-5-codex", (160 * 1.25 + 40 * 0.125 + 60 * 10.0) / 1e6), (None, None), ("o-x", None)],
+    ids=["priced", "codex's default", "unknown model"],
+)
+def test_a_codex_run_is_priced_from_its_tokens_by_its_model(
+    repo: Path, fake: FakeCodex, tmp_path: Path, model: str | None, cost: float | None
+) -> None:
+    """codex reports tokens, no cost: the price table turns them into one (the fake's usage:
+    200 input of which 40 cached, 60 output); a model without a price is unknown, not $0."""
+    state = tmp_path / "state"
+    config = CliRuntimeConfig(
+        repo_root=str(repo),
+        default_branch="main",
+        max_agent_duration=120,
+        logging=SessionLogging(logs_dir=str(state / "logs")),
+        agent_env=fake.env("ok", output=PLAN),
+        model=model,
+    )
+    models = ("gpt-5-codex", "o-x")
+    adapter = create_codex_runtime(config, deps(), cli_path=str(fake.path), models=models)
+    params = PlannerStartParams(
+        session_id=SessionId("planner-1"), spec_paths=("specs/greeting.md",)
+    )
+
+    async def main() -> Any:
+        handle = await adapter.start_agent(params)
+        _ = [chunk async for chunk in handle.output]
+        await handle.result
+        return handle.usage()
+
+    usage = anyio.run(main)
+    assert usage.input_tokens == 200
+    assert usage.cost_usd == (pytest.approx(cost) if cost is not None else None)
