@@ -107,6 +107,9 @@ class RunRequest:
     wall_timeout: float | None = None
     idle_timeout: float | None = None
     max_turns: int | None = None
+    # For a runner with no turn limit of its own: cpe counts the agent's tool calls in its
+    # event stream and stops the run past this many.
+    counted_max_turns: int | None = None
     max_budget_usd: float | None = None  # the run ends (error_max_budget_usd) past this cost
     repeat_limit: int | None = None  # the same tool call this many times in a row: stopped
     bash_guard: BashGuardConfig | None = None  # check every shell command with cpe's guard

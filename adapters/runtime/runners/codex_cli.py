@@ -201,6 +201,11 @@ class CodexCliRunner:
                 "enforced": sorted(run.requested_policy),
                 "output_schema": "strict" if schema_file is not None else "none",
                 **(
+                    {"max_turns": f"{run.counted_max_turns} tool calls, counted by cpe"}
+                    if run.counted_max_turns is not None
+                    else {}
+                ),
+                **(
                     {"not_enforced": run.extra["not_enforced"]}
                     if "not_enforced" in run.extra
                     else {}

@@ -74,6 +74,7 @@ class CodexCliRun(JsonlRun):
     usage: dict[str, int] = field(default_factory=dict)
     malformed: list[str] = field(default_factory=list)
     commands: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: int = 0  # item.started events that are not messages
     network_waits: int = 0  # "waiting for network" error events since the last other event
     unreachable: str | None = None  # why the run was stopped: the model API cannot be reached
     result: dict[str, Any] | None = None
@@ -108,11 +109,24 @@ class CodexCliRun(JsonlRun):
                 self.process.tool_started(item["id"])
             if _is_command(item):
                 self.count_repeats("command", item.get("command"))
+            self._count_turn(str(item.get("type")))
         elif kind == "item.completed" and isinstance(item := event.get("item"), dict):
             if isinstance(item.get("id"), str):
                 self.process.tool_ended(item["id"])
             if _is_command(item):
                 self.commands.append(item)  # codex_sandbox tells whether any really ran
+
+    def _count_turn(self, kind: str) -> None:
+        """codex has no turn limit: each tool call it starts (a command, a patch, a search) is
+        counted, and past ``counted_max_turns`` the run is stopped, saying so."""
+        if kind == "agent_message":
+            return
+        self.tool_calls += 1
+        limit = self.request.counted_max_turns
+        if limit is not None and self.tool_calls > limit and self.looping is None:
+            self.looping = f"no progress: past max_turns ({limit} tool calls)"
+            self.artifacts.note(self.looping)
+            self.process.stop("killed_policy", self.looping)
 
     def _last_message(self) -> str | None:
         try:

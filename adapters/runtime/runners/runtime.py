@@ -237,8 +237,7 @@ class CliRuntime:
         policy, guarded = self.policy(run.params.role)
         caps = self.runner.get_capabilities()
         unenforced: dict[str, Any] = {}  # what the agent definition asks and the runner lacks
-        if spec.max_turns is not None and not caps.supports_max_turns:
-            unenforced["max_turns"] = spec.max_turns
+        counted = spec.max_turns if not caps.supports_max_turns else None  # cpe counts them
         budget = self.config.max_budget_usd
         if budget is not None and not caps.supports_max_budget:
             unenforced["max_budget_usd"] = budget  # [budget] per_item/per_day still hold
@@ -265,6 +264,7 @@ class CliRuntime:
             wall_timeout=self.config.max_agent_duration,
             idle_timeout=self.config.idle_timeout,
             max_turns=spec.max_turns if caps.supports_max_turns else None,
+            counted_max_turns=counted,
             max_budget_usd=budget if caps.supports_max_budget else None,
             repeat_limit=self.config.repeat_limit,
             bash_guard=self.config.bash_guard if guarded else None,

@@ -125,9 +125,11 @@ def test_a_planner_on_codex_runs_read_only_confined_by_the_sandbox(
     assert "tool_allow_deny" not in required
     assert "writable_workspace" not in required
     assert meta["effective_policy"]["sandbox"] == "read-only"
-    # what the agent definition asks and codex cannot enforce is recorded, not dropped silently
+    # what the agent definition asks and codex cannot enforce is recorded, not dropped silently;
+    # its turn limit (.claude/agents/planner.md: 30) cpe enforces itself, counting tool calls
     not_enforced = meta["effective_policy"]["not_enforced"]
-    assert not_enforced["max_turns"] == 30  # .claude/agents/planner.md
+    assert "max_turns" not in not_enforced
+    assert meta["effective_policy"]["max_turns"] == "30 tool calls, counted by cpe"
     assert "Read" in not_enforced["tools"]
     assert not any(arg.startswith("--max-turns") for arg in record["argv"])
     assert meta["usage"]["input_tokens"] > 0  # from turn.completed
@@ -348,3 +350,25 @@ def test_a_codex_run_is_priced_from_its_tokens_by_its_model(
     usage = anyio.run(main)
     assert usage.input_tokens == 200
     assert usage.cost_usd == (pytest.approx(cost) if cost is not None else None)
+
+
+def test_a_codex_run_past_its_turn_limit_is_stopped_by_cpe(
+    repo: Path, fake: FakeCodex, tmp_path: Path
+) -> None:
+    """codex has no --max-turns: cpe counts its tool calls (here the fake's command and file
+    change) and stops the run past the agent definition's max_turns, saying so."""
+    definition = repo / ".claude" / "agents" / "implementor.md"  # committed: with_agents
+    text = definition.read_text()
+    assert "maxTurns: 150" in text
+    definition.write_text(text.replace("maxTurns: 150", "maxTurns: 1"))
+    state = tmp_path / "state"
+    env = fake.env("ok", file="greeting.py")
+    adapter = runtime(repo, fake, state, env)
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-1"), work_item_id=WorkItemId("1"), branch_name="cpe/1"
+    )
+    _, failure = drive(adapter, params)
+    assert isinstance(failure, AgentFailure), failure
+    assert failure.kind == "failed"
+    assert "no progress: past max_turns (1 tool calls)" in failure.reason
+    assert metadata(state, "implementor-1")["termination"] == "killed_policy"
