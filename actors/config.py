@@ -173,6 +173,18 @@ class RolesSection(_Section):
     reviewer: RuntimeKind = "claude-sdk"
 
 
+ClaudeModel = Literal["", "sonnet", "opus", "haiku"]
+
+
+class ModelsSection(_Section):
+    """``[runtime.models]``: the Claude model of each role on the Claude runtimes (claude-sdk,
+    claude-cli); "" leaves it to the agent definition and the CLI's default."""
+
+    planner: ClaudeModel = "sonnet"
+    implementor: ClaudeModel = "sonnet"
+    reviewer: ClaudeModel = "sonnet"
+
+
 class ClaudeCliSection(_Section):
     """``[runtime.claude_cli]``: the ``claude -p`` runtime."""
 
@@ -220,6 +232,7 @@ class RuntimeSection(_Section):
     setup_command: str = ""
     hooks: HooksSection = HooksSection()
     roles: RolesSection = RolesSection()
+    models: ModelsSection = ModelsSection()
 
     @field_validator("hooks")
     @classmethod

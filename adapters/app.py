@@ -339,6 +339,7 @@ def _runtime_factory(
     )
 
     kinds = set(roles.values())
+    claude_models = {role: m for role, m in config.runtime.models.model_dump().items() if m}
     claude_cli = config.runtime.claude_cli
     cli = bundled_cli()
     needs_bundled = "claude-sdk" in kinds or ("claude-cli" in kinds and not claude_cli.cli_path)
@@ -379,6 +380,7 @@ def _runtime_factory(
         max_agent_duration=config.runtime.max_agent_duration,
         idle_timeout=config.runtime.idle_timeout or None,
         max_budget_usd=config.budget.per_run_usd or None,
+        models=claude_models,
         repeat_limit=config.runtime.repeat_limit if config.runtime.repeat_limit >= 2 else None,
         logging=SessionLogging(
             agent_sessions=config.logging.agent_transcripts, logs_dir=str(state_dir / "runs")
@@ -406,6 +408,7 @@ def _runtime_factory(
             settings = CliRuntimeConfig(
                 **shared,
                 model=claude_cli.model or None,
+                models=claude_models,
                 idle_timeout=claude_cli.idle_timeout or config.runtime.idle_timeout or None,
             )
             return create_cli_runtime(settings, deps, cli_path=claude_cli.cli_path or None)

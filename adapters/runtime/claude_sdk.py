@@ -97,6 +97,7 @@ class ClaudeAdapterConfig(RuntimeAdapterConfig):
     hooks: dict[str, tuple[str, float]] = Field(default_factory=dict)
     cli_path: str | None = Field(default=None, description="another claude executable")
     model: str | None = None
+    models: dict[str, str] = Field(default_factory=dict, description="per role; wins over model")
     model_variables: tuple[str, ...] = MODEL_VARIABLES
     agent_env: Mapping[str, str] = Field(default_factory=dict, description="added on purpose")
     isolated_home: bool = Field(
@@ -431,8 +432,9 @@ class ClaudeAdapter:
             options.max_turns = spec.max_turns
         if self.config.max_budget_usd is not None:
             options.max_budget_usd = self.config.max_budget_usd
-        if self.config.model:
-            options.model = self.config.model
+        model = self.config.models.get(run.params.role) or self.config.model
+        if model:
+            options.model = model
         return options
 
     def _launch_script(self, run: _Run) -> dict[str, str]:

@@ -99,6 +99,7 @@ class CliRuntimeConfig(RuntimeAdapterConfig):
     # The other workspace hooks: name (before_run, after_run, before_remove) → (command, timeout)
     hooks: dict[str, tuple[str, float]] = Field(default_factory=dict)
     model: str | None = None
+    models: dict[str, str] = Field(default_factory=dict, description="per role; wins over model")
     model_variables: tuple[str, ...] = MODEL_VARIABLES
     agent_env: Mapping[str, str] = Field(default_factory=dict, description="added on purpose")
     isolated_home: bool = False
@@ -249,7 +250,7 @@ class CliRuntime:
             worktree_path=run.worktree.path if run.worktree is not None else self.repo_root,
             prompt=prompt,
             env=self._env(session_id),
-            model=self.config.model,
+            model=self.config.models.get(run.params.role) or self.config.model,
             requested_policy=policy,
             read_only=run.params.role != "implementor",
             prompt_reference=f".claude/agents/{spec.role}.md",

@@ -292,6 +292,19 @@ def test_a_run_past_its_duration_is_timed_out(
     assert "cpe/8-x" not in git(repo, "branch", "--list")
 
 
+def test_each_role_runs_on_its_configured_model(
+    repo: Path, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """[runtime.models]: the implementor's model reaches the model API (the CLI resolves the
+    alias), not the CLI's default."""
+    rig = Rig(repo, server, tmp_path / "runs", models={"implementor": "haiku", "planner": "opus"})
+    _, result = rig.run(implementor("1", "implementor-1"))
+    assert isinstance(result, ImplementorResult), result
+    models = {r.model for r in server.requests if r.kind == "turn"}
+    assert models
+    assert all("haiku" in (m or "") for m in models), models
+
+
 def test_a_run_past_its_budget_is_stopped_by_the_cli_and_says_so(
     repo: Path, server: ScriptedModelServer, tmp_path: Path
 ) -> None:
