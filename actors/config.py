@@ -189,6 +189,13 @@ class BashGuardSection(_Section):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
+class SandboxSection(_Section):
+    """``[sandbox]``: the OS sandbox of agent commands (adapters/runtime/sandbox/config.py
+    documents each key; they are passed through as they are)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
 class LoggingSection(_Section):
     format: Literal["auto", "json", "console"] = "auto"
     agent_transcripts: bool = True
@@ -208,6 +215,7 @@ class CpeConfig(_Section):
     breaker: BreakerSettings = BreakerSettings()
     logging: LoggingSection = LoggingSection()
     bash_guard: BashGuardSection = BashGuardSection()
+    sandbox: SandboxSection = SandboxSection()
 
     def engine_config(
         self,

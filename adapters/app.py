@@ -41,6 +41,8 @@ _CLI_FIELDS = {
     "agent_env",
     "isolated_home",
     "bash_guard",
+    "sandbox",
+    "sandbox_missing",
 }
 
 
@@ -271,6 +273,7 @@ def _runtime_factory(
         guard = BashGuardConfig.model_validate(config.bash_guard.model_dump())
     except ValidationError as exc:  # pydantic's own text spans lines: one line per key path
         raise ConfigError(validation_problems(exc, BashGuardConfig, prefix="bash_guard.")) from exc
+    sandbox, sandbox_missing = _sandbox(config)
     adapter_config = ClaudeAdapterConfig(
         repo_root=str(root),
         default_branch=branch,
@@ -283,8 +286,10 @@ def _runtime_factory(
         agent_env=dict(agent_env or {}),
         isolated_home=isolated_home,
         bash_guard=guard,
+        sandbox=sandbox,
+        sandbox_missing=sandbox_missing,
     )
-    shared = adapter_config.model_dump(include=_CLI_FIELDS)
+    shared = {name: getattr(adapter_config, name) for name in _CLI_FIELDS}
 
     def build(kind: str, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
         if kind == "claude-sdk":
@@ -319,6 +324,24 @@ def _runtime_factory(
         return adapters
 
     return factory
+
+
+def _sandbox(config: CpeConfig) -> tuple[Any, str]:
+    """The sandbox agent commands run in, or None and why not (``[sandbox] required = false``);
+    a ``ConfigError`` when one is required and there is none."""
+    from adapters.runtime.preflight import check_sandbox  # noqa: PLC0415
+    from adapters.runtime.sandbox import Sandbox, SandboxConfig  # noqa: PLC0415
+
+    try:
+        settings = SandboxConfig.model_validate(config.sandbox.model_dump())
+    except ValidationError as exc:
+        raise ConfigError(validation_problems(exc, SandboxConfig, prefix="sandbox.")) from exc
+    found = check_sandbox(settings)
+    if isinstance(found, Sandbox):
+        log.info("agent commands run in a bubblewrap sandbox", bwrap=found.bwrap)
+        return found, ""
+    log.warning("agent commands run WITHOUT the OS sandbox ([sandbox] required = false)", why=found)
+    return None, f"[sandbox] required = false, and {found}"
 
 
 def _check_claude_cli(cli_path: str, model: str) -> None:

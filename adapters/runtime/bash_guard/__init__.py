@@ -20,9 +20,9 @@ reason, when one of them would:
   whole (``grep -r``, ``rg``, ``tar``), a glob or a link that reaches one (:mod:`.secrets`);
   another process's environment (``/proc/*/environ``); the main repository's ``.git`` beyond
   the worktree's own files;
-- serve files (``python -m http.server``), upload (``curl -d``, ``scp``, ``rsync host:``), publish (``npm publish``, ``twine upload``,
-  ``cargo publish``, ``docker push``…), run as another user (``sudo``), or change the host
-  (:mod:`.policy`);
+- serve files (``python -m http.server``), upload (``curl -d``, ``scp``, ``rsync host:``),
+  publish (``npm publish``, ``twine upload``, ``cargo publish``, ``docker push``…), run as
+  another user (``sudo``), or change the host (:mod:`.policy`);
 - run a command word only known at run time (``$CMD args``, ``"$(which x)" args``), write a
   path only known at run time, or run a script read from stdin.
 
