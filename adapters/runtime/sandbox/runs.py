@@ -1,8 +1,8 @@
 """What every runtime does with the sandbox around one run: make it, record it, remove it.
 
 A run's private directory (``/tmp`` and ``HOME`` inside the sandbox) is
-``<state_dir>/runs/<session_id>/sandbox``; it goes when the run ends, and a start sweeps the
-ones a killed cpe left (:func:`sweep`). The private git refs and objects live in the worktree's
+``<state_dir>/sandbox/<session_id>``, beside the run's artifacts; it goes when the run ends, and
+a start sweeps the ones a killed cpe left (:func:`sweep`). The private git refs and objects live in the worktree's
 own git files and go with the worktree.
 """
 
@@ -20,7 +20,7 @@ __all__ = ["PRIVATE", "NOT_CONFIGURED", "open_sandbox", "sandbox_record", "sweep
 
 log = structlog.get_logger("cpe.runtime.sandbox")
 
-PRIVATE = "sandbox"  # in the run's directory
+PRIVATE = "sandbox"  # in the state directory: one private directory per run
 NOT_CONFIGURED = "no sandbox was configured for this runtime"
 
 
@@ -42,7 +42,7 @@ def open_sandbox(
         writable=writable,
         repo=repo,
         state_dir=state_dir,
-        private=state_dir / "runs" / session_id / PRIVATE,
+        private=state_dir / PRIVATE / session_id,
         home=home,
     )
 
@@ -58,7 +58,7 @@ def sweep(state_dir: Path) -> list[Path]:
     """Startup: remove the private directories of runs a killed cpe left (every run is over
     when this runs: the reaper killed what was left of them first)."""
     removed = []
-    for private in sorted((state_dir / "runs").glob(f"*/{PRIVATE}")):
+    for private in sorted((state_dir / PRIVATE).glob("*")):
         shutil.rmtree(private, ignore_errors=True)
         removed.append(private)
     if removed:
