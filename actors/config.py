@@ -191,9 +191,12 @@ class BashGuardSection(_Section):
 
 class SandboxSection(_Section):
     """``[sandbox]``: the OS sandbox of agent commands (adapters/runtime/sandbox/config.py
-    documents each key; they are passed through as they are)."""
+    documents each key and checks the others, ``registries`` and ``protected_paths``)."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
+
+    required: bool = True
+    allow_install: bool = False
 
 
 class LoggingSection(_Section):

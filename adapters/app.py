@@ -338,7 +338,7 @@ def _sandbox(config: CpeConfig) -> tuple[Any, str]:
         raise ConfigError(validation_problems(exc, SandboxConfig, prefix="sandbox.")) from exc
     found = check_sandbox(settings)
     if isinstance(found, Sandbox):
-        log.info("agent commands run in a bubblewrap sandbox", bwrap=found.bwrap)
+        log.debug("agent commands run in a bubblewrap sandbox", bwrap=found.bwrap)
         return found, ""
     log.warning("agent commands run WITHOUT the OS sandbox ([sandbox] required = false)", why=found)
     return None, f"[sandbox] required = false, and {found}"
