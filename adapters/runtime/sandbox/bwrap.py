@@ -183,6 +183,9 @@ class RunSandbox(BaseModel):
         args += ["--ro-bind", self.repo, self.repo]
         if os.path.isdir(self.state_dir):
             args += ["--tmpfs", self.state_dir]
+        # /tmp at its own path too: a program that reads where /tmp comes from (codex's sandbox
+        # does, from the mount table) finds it there
+        args += ["--bind", str(Path(self.private) / "tmp"), str(Path(self.private) / "tmp")]
         for path, is_dir in self.hidden():
             args += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
         if self.writable:

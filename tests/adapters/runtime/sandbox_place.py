@@ -37,9 +37,10 @@ def place_root() -> Iterator[Path]:
 
 
 class Place:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *, with_agents: bool = False) -> None:
         self.root = tmp_path
-        self.repo = make_repo(tmp_path / "repo", {"README.md": "demo\n", "src/a.py": "x = 1\n"})
+        files = {"README.md": "demo\n", "src/a.py": "x = 1\n"}
+        self.repo = make_repo(tmp_path / "repo", files, with_agents=with_agents)
         self.worktree = self.repo / ".worktrees" / "cpe" / "1-x"
         git(self.repo, "worktree", "add", "-q", "-B", "cpe/1-x", str(self.worktree), "main")
         self.state_dir = self.repo / ".cpe"
