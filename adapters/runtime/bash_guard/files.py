@@ -18,7 +18,13 @@ from typing import Any
 
 from adapters.runtime.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuardConfig
 from adapters.runtime.bash_guard.guard import BashVerdict
-from adapters.runtime.bash_guard.secrets import Locations, default_homes, glob_root, main_git_dir
+from adapters.runtime.bash_guard.secrets import (
+    HOME_MARK,
+    Locations,
+    default_homes,
+    glob_root,
+    main_git_dir,
+)
 
 __all__ = ["FILE_TOOLS", "WRITING_TOOLS", "check_file_tool"]
 
@@ -60,6 +66,9 @@ def check_file_tool(
         return BashVerdict(False, f"{tool}: no usable {key} in {dict(tool_input)!r:.200}")
     path = _resolve(here, os.path.expanduser(given))
     denied = _reach(locations, main_git, path, searching=tool in SEARCHING_TOOLS)
+    if denied is None and (given == "~" or given.startswith("~/")):  # in any home
+        marked = posixpath.normpath(HOME_MARK + given[1:])
+        denied = _reach(locations, None, marked, searching=tool in SEARCHING_TOOLS)
     if denied is None and tool == "Glob":
         pattern = tool_input.get("pattern")
         if isinstance(pattern, str) and pattern:

@@ -2,8 +2,8 @@
 
 A run's private directory (``/tmp`` and ``HOME`` inside the sandbox) is
 ``<state_dir>/sandbox/<session_id>``, beside the run's artifacts; it goes when the run ends, and
-a start sweeps the ones a killed cpe left (:func:`sweep`). The private git refs and objects live in the worktree's
-own git files and go with the worktree.
+a start sweeps the ones a killed cpe left (:func:`sweep`). The private git refs and objects live
+in the worktree's own git files and go with the worktree.
 """
 
 from __future__ import annotations
