@@ -153,6 +153,7 @@ def build_app(
         branch,
         state_dir,
         roles,
+        closers=closers,
         agent_env=agent_env,
         isolated_home=isolated_home,
         codex_overrides=codex_overrides,
@@ -228,6 +229,7 @@ def _runtime_factory(
     state_dir: Path,
     roles: Mapping[str, str],
     *,
+    closers: list[Any],
     agent_env: Mapping[str, str] | None,
     isolated_home: bool,
     codex_overrides: Sequence[str] = (),
@@ -273,7 +275,7 @@ def _runtime_factory(
         guard = BashGuardConfig.model_validate(config.bash_guard.model_dump())
     except ValidationError as exc:  # pydantic's own text spans lines: one line per key path
         raise ConfigError(validation_problems(exc, BashGuardConfig, prefix="bash_guard.")) from exc
-    sandbox, sandbox_missing = _sandbox(config)
+    sandbox, sandbox_missing = _sandbox(config, closers)
     adapter_config = ClaudeAdapterConfig(
         repo_root=str(root),
         default_branch=branch,
@@ -326,20 +328,32 @@ def _runtime_factory(
     return factory
 
 
-def _sandbox(config: CpeConfig) -> tuple[Any, str]:
+def _sandbox(config: CpeConfig, closers: list[Any]) -> tuple[Any, str]:
     """The sandbox agent commands run in, or None and why not (``[sandbox] required = false``);
-    a ``ConfigError`` when one is required and there is none."""
+    a ``ConfigError`` when one is required and there is none. With ``allow_install``, cpe's
+    registry proxy is started (and closed with the app)."""
     from adapters.runtime.preflight import check_sandbox  # noqa: PLC0415
     from adapters.runtime.sandbox import Sandbox, SandboxConfig  # noqa: PLC0415
+    from adapters.runtime.sandbox.proxy import RegistryProxy  # noqa: PLC0415
 
     try:
         settings = SandboxConfig.model_validate(config.sandbox.model_dump())
     except ValidationError as exc:
         raise ConfigError(validation_problems(exc, SandboxConfig, prefix="sandbox.")) from exc
-    found = check_sandbox(settings)
+    proxy = RegistryProxy(settings.registries) if settings.allow_install else None
+    try:
+        found = check_sandbox(settings, proxy_socket=proxy.path if proxy else None)
+    except BaseException:
+        if proxy is not None:
+            proxy.close()
+        raise
     if isinstance(found, Sandbox):
+        if proxy is not None:
+            closers.append(proxy.close)
         log.debug("agent commands run in a bubblewrap sandbox", bwrap=found.bwrap)
         return found, ""
+    if proxy is not None:
+        proxy.close()
     log.warning("agent commands run WITHOUT the OS sandbox ([sandbox] required = false)", why=found)
     return None, f"[sandbox] required = false, and {found}"
 

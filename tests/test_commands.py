@@ -286,3 +286,24 @@ def test_with_bubblewrap_every_runtime_gets_the_sandbox(repo: Path) -> None:
         assert cli.config.sandbox == sdk.config.sandbox
     finally:
         app.close()
+
+
+def test_allow_install_starts_cpes_registry_proxy_for_the_runs_and_close_stops_it(
+    repo: Path,
+) -> None:
+    (repo / "supervisor.toml").write_text(
+        '[provider.local]\npipeline_command = []\n[sandbox]\nallow_install = true\nregistries = ["pypi.org"]\n'
+    )
+    app = build_app(None, repo)
+    try:
+        adapter = app.engine.runtime_adapters["implementor"]
+        assert isinstance(adapter, ClaudeAdapter)
+        sandbox = adapter.config.sandbox
+        assert sandbox is not None
+        assert sandbox.network == "registries"
+        assert sandbox.registries == ("pypi.org",)
+        assert sandbox.proxy_socket is not None
+        assert Path(sandbox.proxy_socket).is_socket()
+    finally:
+        app.close()
+    assert not Path(sandbox.proxy_socket).exists()

@@ -54,7 +54,12 @@ from adapters.runtime.launcher import (
     write_launch_script,
 )
 from adapters.runtime.provision import Provisioner
-from adapters.runtime.runners.bash_hook import FILE_MATCHER, BashCheck, sdk_hook
+from adapters.runtime.runners.bash_hook import (
+    FILE_MATCHER,
+    FILE_TOOLS_POLICY,
+    BashCheck,
+    sdk_hook,
+)
 from adapters.runtime.sandbox import RunSandbox, Sandbox
 from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sandbox_record, sweep
 from adapters.runtime.worktrees import Worktree
@@ -439,6 +444,7 @@ def _effective_policy(role: str, spec: AgentSpec) -> dict[str, Any]:
         "permission_mode": "bypassPermissions",
         "setting_sources": [],
         "bash_guard": "deny: an in-process PreToolUse hook that blocks when it fails",
+        "file_tools": FILE_TOOLS_POLICY,
         "tools": None if tools is None else list(tools),
         "disallowed_tools": None if disallowed is None else list(disallowed),
         "max_turns": spec.max_turns,

@@ -37,6 +37,7 @@ from adapters.runtime.sandbox import RunSandbox
 
 __all__ = [
     "FILE_MATCHER",
+    "FILE_TOOLS_POLICY",
     "BashCheck",
     "SdkHook",
     "decide",
@@ -59,6 +60,10 @@ class BashCheck(Protocol):
 
 SdkHook = Callable[[Any, str | None, Any], Awaitable[dict[str, Any]]]
 FILE_MATCHER = "|".join(FILE_TOOLS)  # the PreToolUse matcher of the file tools' hook
+FILE_TOOLS_POLICY = (  # what that hook enforces, as the runs record it
+    "cpe's PreToolUse hook: Write and Edit inside the worktree only (not its .git); Read, Grep "
+    "and Glob never in a credential store or the main repository's .git"
+)
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[3]
 

@@ -31,7 +31,7 @@ from adapters.runtime.runners.base import (
     RunRequest,
     check_request,
 )
-from adapters.runtime.runners.bash_hook import hook_settings
+from adapters.runtime.runners.bash_hook import FILE_TOOLS_POLICY, hook_settings
 from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
 from adapters.runtime.sandbox.runs import sandbox_record
 
@@ -65,10 +65,6 @@ EventCallback = Callable[[dict[str, Any]], None]
 
 
 MODEL_API = "model-api"  # CliOutcome.infrastructure of a run the model API failed
-FILE_TOOLS_POLICY = (
-    "cpe's PreToolUse hook: Write and Edit inside the worktree only (not its .git); Read, Grep "
-    "and Glob never in a credential store or the main repository's .git"
-)
 
 
 def model_api_failed(result: dict[str, Any]) -> bool:

@@ -15,7 +15,8 @@ import psutil
 import pytest
 
 from adapters.runtime.patches import extract_patch
-from adapters.runtime.sandbox import RunSandbox
+from adapters.runtime.sandbox import RunSandbox, SandboxConfig
+from adapters.runtime.sandbox.proxy import RegistryProxy, allowed
 from adapters.runtime.sandbox.runs import open_sandbox, sandbox_record, sweep
 from tests.adapters.runtime.sandbox_place import (
     CREDENTIAL,
@@ -180,7 +181,8 @@ def test_the_repository_objects_and_pointers_stay_as_they_are(
     assert done.stderr.count("Read-only file system") >= 3
     assert git(place.repo, "fsck", "--no-dangling").strip() == ""
     assert (place.worktree / ".git").read_text().startswith(f"gitdir: {gitdir}")
-    assert done.stdout.strip() == ""  # the state directory (journal, other runs) is hidden
+    # the state directory (journal, other runs) is hidden: only the run's own /tmp shows there
+    assert done.stdout.split() == ["sandbox"]
 
 
 def test_model_credentials_leave_the_environment_and_other_processes_are_invisible(
@@ -240,3 +242,70 @@ def _sleepers(pid: int) -> list[psutil.Process]:
     except psutil.NoSuchProcess:
         return []
     return [p for p in children if p.name() == "sleep"]
+
+
+# ---------------------------------------------------------------------------- allow_install
+
+CONNECT = """
+import socket, sys
+s = socket.create_connection(("127.0.0.1", 3128), 10)
+s.sendall(("CONNECT 127.0.0.1:%s HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n" % sys.argv[1]).encode())
+answer = s.recv(4096).decode()
+print(answer.split("\\r\\n")[0])
+if answer.startswith("HTTP/1.1 200"):
+    s.sendall(b"through the proxy")
+s.close()
+"""
+
+
+def test_with_allow_install_the_registries_and_nothing_else_are_reachable(place: Place) -> None:
+    with host_listener() as (registry, received), host_listener() as (other, elsewhere):
+        proxy = RegistryProxy([f"127.0.0.1:{registry}"])
+        try:
+            config = SandboxConfig(allow_install=True, registries=(f"127.0.0.1:{registry}",))
+            sandbox = open_sandbox(
+                place.sandbox(config, proxy.path),
+                worktree=place.worktree,
+                writable=True,
+                repo=place.repo,
+                state_dir=place.state_dir,
+                session_id="implementor-1",
+                home=None,
+            )
+            assert sandbox is not None
+            direct = f"import socket; socket.create_connection(('127.0.0.1', {other}), 5)"
+            done = run(
+                sandbox,
+                f"{py(CONNECT)} {registry}; {py(CONNECT)} {other}; {py(direct)}; "
+                "echo proxy=$HTTPS_PROXY",
+            )
+            assert wait_for(lambda: received == [b"through the proxy"], WAIT)
+        finally:
+            proxy.close()
+    lines = done.stdout.splitlines()
+    assert lines[0] == "HTTP/1.1 200 Connection established"
+    assert lines[1] == "HTTP/1.1 403 Forbidden"  # not a registry
+    assert "Connection refused" in done.stderr  # its own loopback: no way around the proxy
+    assert lines[2] == "proxy=http://127.0.0.1:3128"
+    assert elsewhere == []
+    record = sandbox.describe("x")
+    assert record["network"].startswith("package registries only, through cpe's proxy")
+    assert not Path(proxy.path).exists()
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "expected"),
+    [
+        ("pypi.org", 443, True),
+        ("PyPI.org.", 443, True),
+        ("pypi.org", 80, False),
+        ("evil.pypi.org", 443, False),
+        ("files.example.com", 443, True),
+        ("example.com", 443, False),
+        ("localhost", 8443, True),
+        ("localhost", 443, False),
+    ],
+)
+def test_the_proxy_lets_through_the_named_hosts_only(host: str, port: int, expected: bool) -> None:
+    entries = ["pypi.org", "*.example.com", "localhost:8443"]
+    assert allowed(entries, host, port) is expected
