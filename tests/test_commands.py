@@ -292,7 +292,8 @@ def test_allow_install_starts_cpes_registry_proxy_for_the_runs_and_close_stops_i
     repo: Path,
 ) -> None:
     (repo / "supervisor.toml").write_text(
-        '[provider.local]\npipeline_command = []\n[sandbox]\nallow_install = true\nregistries = ["pypi.org"]\n'
+        "[provider.local]\npipeline_command = []\n"
+        '[sandbox]\nallow_install = true\nregistries = ["pypi.org"]\n'
     )
     app = build_app(None, repo)
     try:
