@@ -18,13 +18,7 @@ from typing import Any
 
 from adapters.runtime.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuardConfig
 from adapters.runtime.bash_guard.guard import BashVerdict
-from adapters.runtime.bash_guard.secrets import (
-    HOME_MARK,
-    Locations,
-    default_homes,
-    glob_root,
-    main_git_dir,
-)
+from adapters.runtime.bash_guard.secrets import HOME_MARK, Secrets, default_homes, glob_root
 
 __all__ = ["FILE_TOOLS", "WRITING_TOOLS", "check_file_tool"]
 
@@ -51,11 +45,8 @@ def check_file_tool(
     """Whether the file tool ``tool`` may act on what ``tool_input`` names."""
     root = os.path.realpath(worktree)
     here = os.path.realpath(cwd) if cwd is not None else root
-    locations = Locations(
-        DEFAULT_PROTECTED_PATHS + config.protected_paths,
-        default_homes() if homes is None else homes,
-    )
-    main_git = main_git_dir(root)
+    fragments = DEFAULT_PROTECTED_PATHS + config.protected_paths
+    secrets = Secrets(fragments, default_homes() if homes is None else homes, root)
     key = {**WRITING_TOOLS, **READING_TOOLS, **SEARCHING_TOOLS}.get(tool)
     if key is None:
         return BashVerdict(True, "allowed")
@@ -64,16 +55,17 @@ def check_file_tool(
         given = "."
     if not isinstance(given, str) or not given or "\0" in given:
         return BashVerdict(False, f"{tool}: no usable {key} in {dict(tool_input)!r:.200}")
+    searching = tool if tool in SEARCHING_TOOLS else None
     path = _resolve(here, os.path.expanduser(given))
-    denied = _reach(locations, main_git, path, searching=tool in SEARCHING_TOOLS)
+    denied = secrets.judge(path, sweeping=searching)
     if denied is None and (given == "~" or given.startswith("~/")):  # in any home
         marked = posixpath.normpath(HOME_MARK + given[1:])
-        denied = _reach(locations, None, marked, searching=tool in SEARCHING_TOOLS)
+        denied = secrets.judge(marked, sweeping=searching)
     if denied is None and tool == "Glob":
         pattern = tool_input.get("pattern")
         if isinstance(pattern, str) and pattern:
             root_of = glob_root(posixpath.join(path, os.path.expanduser(pattern)))
-            denied = _reach(locations, main_git, _resolve(here, root_of), searching=True)
+            denied = secrets.judge(_resolve(here, root_of), sweeping=tool)
     if denied is None and tool in WRITING_TOOLS:
         if not _inside(path, root):
             denied = f"{given!r} is outside the worktree"
@@ -82,21 +74,6 @@ def check_file_tool(
     if denied is not None:
         return BashVerdict(False, f"{tool} {denied}", given)
     return BashVerdict(True, "allowed")
-
-
-def _reach(
-    locations: Locations, main_git: tuple[str, str] | None, path: str, *, searching: bool
-) -> str | None:
-    fragment = locations.inside(path) or (locations.under(path) if searching else None)
-    if fragment is not None:
-        return f"reaches {fragment}, a protected credential or secret path"
-    if main_git is not None:
-        common, own = main_git
-        if (_inside(path, common) and not _inside(path, own)) or (
-            searching and _inside(common, path)
-        ):
-            return "reaches the main repository's .git, outside the worktree's own files"
-    return None
 
 
 def _resolve(here: str, given: str) -> str:

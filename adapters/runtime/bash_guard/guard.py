@@ -31,15 +31,7 @@ from adapters.runtime.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuar
 from adapters.runtime.bash_guard.git_rules import check_git, git_globals
 from adapters.runtime.bash_guard.paths import PATH_RULES
 from adapters.runtime.bash_guard.policy import POLICY
-from adapters.runtime.bash_guard.secrets import (
-    HOME_MARK,
-    Locations,
-    default_homes,
-    glob_root,
-    home_relative,
-    main_git_dir,
-    sweeps,
-)
+from adapters.runtime.bash_guard.secrets import Secrets, default_homes, home_relative, sweeps
 from adapters.runtime.bash_guard.split import split_command
 from adapters.runtime.bash_guard.words import BashParseError, Dyn, Flow, Lit, SimpleCommand, Word
 from adapters.runtime.bash_guard.wrappers import WRAPPERS, python_rule
@@ -164,8 +156,8 @@ class _Guard:
         self.writable = [self.resolve("/", p) for p in config.writable_paths]
         fragments = DEFAULT_PROTECTED_PATHS + config.protected_paths
         self.protected = [(f, _fragment(f)) for f in fragments]
-        self.locations = Locations(fragments, default_homes() if homes is None else homes)
-        self.main_git = main_git_dir(self.root) if self.real else None
+        homes = default_homes() if homes is None else homes
+        self.secrets = Secrets(fragments, homes, self.root if self.real else None)
         self.deny_patterns = [shlex.split(p) for p in config.deny_commands]
         self.allow_patterns = [shlex.split(p) for p in config.allow_commands]
         self.nesting = 0
@@ -328,44 +320,14 @@ class _Guard:
         elif value is None or "://" in value or len(value) > _MAX_PATH or "\n" in value:
             return
         else:
-            if value.startswith("-"):
-                value = value.partition("=")[2]  # --option=PATH
+            value = value.partition("=")[2] if value.startswith("-") else value  # --opt=PATH
             if not value or "\0" in value:
                 return
             paths = [self.resolve(cwd, value) for cwd in self.here()]
         for path in paths:
-            fragment = self.locations.inside(path)
-            if fragment is not None:
-                self.deny(f"reaches {fragment}, a protected credential or secret path")
-            self.main_repository(path, path)
-            if word.has_glob():
-                root = glob_root(path)
-                held = self.locations.under(root)
-                if held is not None:
-                    self.deny(f"a glob in {_shown(root)} can reach {held}, a protected path")
-                self.main_repository(root, path, holding=True)
-            if sweeping is not None:
-                held = self.locations.under(path)
-                if held is not None:
-                    self.deny(
-                        f"{sweeping} reads everything in {_shown(path)}, which holds {held}, "
-                        "a protected credential or secret path"
-                    )
-                self.main_repository(path, path, holding=True)
-
-    def main_repository(self, path: str, shown: str, *, holding: bool = False) -> None:
-        """Deny ``path`` in the main repository's ``.git`` (or, ``holding``, above it), but
-        for the worktree's own files there."""
-        if self.main_git is None or path.startswith(HOME_MARK):
-            return
-        common, own = self.main_git
-        if (_inside(path, common) and not _inside(path, own)) or (
-            holding and _inside(common, path)
-        ):
-            self.deny(
-                f"{_shown(shown)} reaches the main repository's .git, outside the worktree's "
-                "own files (its config can hold credentials, its refs are every branch's)"
-            )
+            reason = self.secrets.judge(path, glob=word.has_glob(), sweeping=sweeping)
+            if reason is not None:
+                self.deny(reason)
 
     def write(self, word: Word, what: str) -> None:
         self.path(word, what, writing=True)
@@ -418,10 +380,6 @@ def _after_equals(word: Word) -> Word:
         rest = first.text.partition("=")[2]
         return Word((Lit(rest, first.quoted), *parts[1:])) if rest else Word(tuple(parts[1:]))
     return word
-
-
-def _shown(path: str) -> str:
-    return "~" + path[len(HOME_MARK) :] if path.startswith(HOME_MARK) else path
 
 
 def _inside(path: str, root: str) -> bool:

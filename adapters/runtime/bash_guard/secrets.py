@@ -35,6 +35,7 @@ from adapters.runtime.bash_guard.words import Dyn, Word
 __all__ = [
     "HOME_MARK",
     "Locations",
+    "Secrets",
     "default_homes",
     "glob_root",
     "home_relative",
@@ -100,6 +101,59 @@ class Locations:
             if _at_or_under(directory, pattern) or _holds(directory, pattern):
                 return fragment
         return None
+
+
+class Secrets:
+    """The protected locations and, in a linked worktree, the main repository's ``.git``: what
+    a path, a glob's directory or a directory a command reads whole must not reach."""
+
+    def __init__(self, fragments: Sequence[str], homes: Sequence[str], root: str | None) -> None:
+        self.locations = Locations(fragments, homes)
+        self.main_git = main_git_dir(root) if root is not None else None
+
+    def judge(self, path: str, *, glob: bool = False, sweeping: str | None = None) -> str | None:
+        """Why ``path`` (resolved; :data:`HOME_MARK` for a home) may not be reached, or None.
+        ``glob``: the word is a glob, whose directory is searched; ``sweeping``: the command
+        (named) reads everything under the path."""
+        fragment = self.locations.inside(path)
+        if fragment is not None:
+            return f"reaches {fragment}, a protected credential or secret path"
+        reason = self._main(path, path)
+        if reason is None and glob:
+            root = glob_root(path)
+            held = self.locations.under(root)
+            if held is not None:
+                return f"a glob in {shown(root)} can reach {held}, a protected path"
+            reason = self._main(root, path, holding=True)
+        if reason is None and sweeping is not None:
+            held = self.locations.under(path)
+            if held is not None:
+                return (
+                    f"{sweeping} reads everything in {shown(path)}, which holds {held}, a "
+                    "protected credential or secret path"
+                )
+            reason = self._main(path, path, holding=True)
+        return reason
+
+    def _main(self, path: str, said: str, *, holding: bool = False) -> str | None:
+        """``path`` is in the main repository's ``.git`` (or, ``holding``, above it), and not
+        among the worktree's own files there."""
+        if self.main_git is None or path.startswith(HOME_MARK):
+            return None
+        common, own = self.main_git
+        if (_at_or_under(path, common) and not _at_or_under(path, own)) or (
+            holding and _at_or_under(common, path)
+        ):
+            return (
+                f"{shown(said)} reaches the main repository's .git, outside the worktree's own "
+                "files (its config can hold credentials, its refs are every branch's)"
+            )
+        return None
+
+
+def shown(path: str) -> str:
+    """A path as the user wrote it: ``~`` for a home."""
+    return "~" + path[len(HOME_MARK) :] if path.startswith(HOME_MARK) else path
 
 
 def _at_or_under(path: str, pattern: str) -> bool:

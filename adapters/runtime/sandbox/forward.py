@@ -14,12 +14,14 @@ import os
 import socket
 import sys
 import threading
+from typing import NoReturn
 
 
-def main(argv: list[str]) -> int:  # returns only on a usage error: it becomes the command
+def main(argv: list[str]) -> NoReturn:
+    """Never returns: the process becomes the command (or exits 2 on a usage error)."""
     if len(argv) < 4 or argv[2] != "--":
         sys.stderr.write("usage: forward.py SOCKET PORT -- COMMAND...\n")
-        return 2
+        sys.exit(2)
     path, port, command = argv[0], int(argv[1]), argv[3:]
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -70,4 +72,4 @@ def _relay(client: socket.socket, path: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    main(sys.argv[1:])
