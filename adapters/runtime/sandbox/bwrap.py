@@ -51,6 +51,7 @@ __all__ = ["PROXY_PORT", "PROXY_SOCKET", "GitLayout", "RunSandbox", "Sandbox"]
 
 PROXY_SOCKET = "/run/cpe-proxy.sock"  # where cpe's proxy appears inside a sandbox
 PROXY_PORT = 3128  # the forwarder's port on the sandbox's loopback
+_CWD = ".cpe-cwd"  # in the run's /tmp: where the last command ended
 SCRATCH = SANDBOX_OBJECTS.partition("/")[0]  # in the worktree's own git dir: refs, objects
 Network = Literal["none", "registries"]
 # With the user's own home read-only, the caches tools keep there go to the run's /tmp.
@@ -270,9 +271,23 @@ class RunSandbox(BaseModel):
     # ------------------------------------------------------------------ wrapping
 
     def wrap_command(self, command: str, cwd: str | None = None) -> str:
-        """``command`` (a Bash command line) as the command line that runs it sandboxed."""
-        words = [*self.args(cwd), "--", *self._inner(), self.sandbox.shell, "-c", command]
-        return " ".join(shlex.quote(w) for w in words)
+        """``command`` (a Bash command line) as the command line that runs it sandboxed.
+
+        The claude CLI keeps the directory a command ends in for the next one (it evaluates
+        the line in its shell, then reads ``pwd``): the sandboxed shell leaves its own in the
+        run's ``/tmp`` when it exits, and the line moves there too, if it lies in the worktree.
+        The exit status is the command's."""
+        inner = f"trap 'pwd -P > /tmp/{_CWD}' EXIT; eval \"$1\""
+        words = [*self.args(cwd), "--", *self._inner(), self.sandbox.shell, "-c", inner]
+        words += ["bash", command]
+        left = shlex.quote(str(Path(self.private) / "tmp" / _CWD))
+        tree = shlex.quote(self.worktree)
+        follow = (
+            f"__cpe_status=$?; __cpe_dir=$(cat {left} 2>/dev/null); "
+            f'case "$__cpe_dir" in {tree}|{tree}/*) cd -- "$__cpe_dir";; esac; '
+            "(exit $__cpe_status)"
+        )
+        return " ".join(shlex.quote(w) for w in words) + "; " + follow
 
     def wrap_argv(self, argv: Sequence[str], cwd: str | None = None) -> list[str]:
         """``argv`` run in the sandbox, with the host's network (a CLI that must reach its

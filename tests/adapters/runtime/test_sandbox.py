@@ -201,6 +201,26 @@ def test_tmp_is_private_to_the_run(place: Place, sandbox: RunSandbox) -> None:
     assert not Path(sandbox.private).exists()
 
 
+def test_a_cd_holds_for_the_next_command_as_in_the_cli_but_only_inside_the_worktree(
+    place: Place, sandbox: RunSandbox
+) -> None:
+    """The claude CLI evaluates the line in its shell, then keeps the directory it ended in."""
+    lines = [
+        (sandbox.wrap_command("cd src && exit 3", sandbox.worktree), "3", "src"),
+        (sandbox.wrap_command(f"cd {place.outside}", sandbox.worktree), "0", ""),
+    ]
+    for wrapped, status, where in lines:
+        shell = subprocess.run(
+            ["bash", "-c", f"{wrapped}\necho $?; pwd"],
+            cwd=place.worktree,
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+            check=False,
+        )
+        assert shell.stdout.splitlines() == [status, str(place.worktree / where).rstrip("/")]
+
+
 def test_killing_bwrap_kills_everything_it_started(sandbox: RunSandbox) -> None:
     """The reaper kills a run's process group; a command that left it (setsid) dies with the
     sandbox's pid namespace."""
