@@ -229,7 +229,7 @@ def _runtime_factory(
     state_dir: Path,
     roles: Mapping[str, str],
     *,
-    closers: list[Any],
+    closers: list[Any] | None = None,
     agent_env: Mapping[str, str] | None,
     isolated_home: bool,
     codex_overrides: Sequence[str] = (),
@@ -275,7 +275,7 @@ def _runtime_factory(
         guard = BashGuardConfig.model_validate(config.bash_guard.model_dump())
     except ValidationError as exc:  # pydantic's own text spans lines: one line per key path
         raise ConfigError(validation_problems(exc, BashGuardConfig, prefix="bash_guard.")) from exc
-    sandbox, sandbox_missing = _sandbox(config, closers)
+    sandbox, sandbox_missing = _sandbox(config, closers if closers is not None else [])
     adapter_config = ClaudeAdapterConfig(
         repo_root=str(root),
         default_branch=branch,
