@@ -219,7 +219,10 @@ class RunSandbox(BaseModel):
         """The agent's ``HOME`` is a throwaway of cpe's (not a user's home): commands get a
         private, writable one there."""
         home = self.home
-        return home is not None and not any(_inside(home, h) for h in self.sandbox.homes)
+        if home is None:
+            return False
+        real = os.path.realpath(home)
+        return not any(real == os.path.realpath(h) for h in self.sandbox.homes)
 
     def _git_args(self) -> list[str]:
         if self.git is None:

@@ -181,8 +181,9 @@ def test_the_repository_objects_and_pointers_stay_as_they_are(
     assert done.stderr.count("Read-only file system") >= 3
     assert git(place.repo, "fsck", "--no-dangling").strip() == ""
     assert (place.worktree / ".git").read_text().startswith(f"gitdir: {gitdir}")
-    # the state directory (journal, other runs) is hidden: only the run's own /tmp shows there
-    assert done.stdout.split() == ["sandbox"]
+    # the state directory (journal, other runs) is hidden: only the run's own /tmp and home
+    # show there (the mount points of its private directories)
+    assert set(done.stdout.split()) <= {"sandbox", "runs"}
 
 
 def test_model_credentials_leave_the_environment_and_other_processes_are_invisible(
@@ -219,6 +220,21 @@ def test_a_cd_holds_for_the_next_command_as_in_the_cli_but_only_inside_the_workt
             check=False,
         )
         assert shell.stdout.splitlines() == [status, str(place.worktree / where).rstrip("/")]
+
+
+def test_a_throwaway_home_is_private_to_the_run_and_a_users_home_stays_read_only(
+    place: Place, sandbox: RunSandbox
+) -> None:
+    home = str(place.state_dir / "runs" / "implementor-1" / "home")
+    assert sandbox.home == home
+    run(sandbox, "echo kept > ~/note && git config --global --get user.name > ~/name", HOME=home)
+    again = run(sandbox, "cat ~/note ~/name", HOME=home)
+    assert again.stdout.splitlines() == ["kept", sandbox.sandbox.identity[0]]
+    user = sandbox.model_copy(update={"home": str(place.home)})
+    done = run(user, "touch ~/x; echo $XDG_CACHE_HOME; ls -a ~", HOME=str(place.home))
+    assert "Read-only file system" in done.stderr
+    assert done.stdout.splitlines()[0] == "/tmp/.cache"
+    assert ".npmrc" in done.stdout.split()  # there, and unreadable (test above)
 
 
 def test_killing_bwrap_kills_everything_it_started(sandbox: RunSandbox) -> None:
