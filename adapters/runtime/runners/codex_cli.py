@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -96,6 +97,23 @@ def toml_string(value: str) -> str:
             out.append(char)
     out.append('"')
     return "".join(out)
+
+
+def installation(cli_path: str) -> tuple[str, ...]:
+    """Where the codex executable lives, to show in its sandbox wherever that is (``/tmp``
+    included): its directory, and for an npm install the whole ``node_modules`` (the launcher
+    script finds its native binary in a sibling package)."""
+    found = shutil.which(cli_path)
+    if found is None:
+        return ()
+    places: list[str] = []
+    for path in dict.fromkeys([os.path.abspath(found), os.path.realpath(found)]):
+        parts = Path(path).parts
+        top = max((k for k, part in enumerate(parts) if part == "node_modules"), default=None)
+        place = str(Path(*parts[: top + 1])) if top is not None else os.path.dirname(path)
+        if os.path.isdir(place):
+            places.append(place)
+    return tuple(dict.fromkeys(places))
 
 
 def codex_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -241,6 +259,7 @@ class CodexCliRunner:
             outer = run.sandbox.model_copy(
                 update={
                     "extra_writable": tuple(os.path.realpath(p) for p in writable),
+                    "extra_readable": installation(self.cli_path),
                     "keep_env": True,
                 }
             )

@@ -138,6 +138,7 @@ class RunSandbox(BaseModel):
     home: str | None = None
     git: GitLayout | None = None
     extra_writable: tuple[str, ...] = ()
+    extra_readable: tuple[str, ...] = ()  # shown read-only even where the sandbox hides (a CLI)
     keep_env: bool = False
 
     # ------------------------------------------------------------------ on the host
@@ -189,6 +190,8 @@ class RunSandbox(BaseModel):
         args += ["--bind", str(Path(self.private) / "tmp"), str(Path(self.private) / "tmp")]
         for path, is_dir in self.hidden():
             args += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
+        for path in self.extra_readable:
+            args += ["--ro-bind", path, path]
         if self.writable:
             args += ["--bind", self.worktree, self.worktree]
             args += self._git_args()

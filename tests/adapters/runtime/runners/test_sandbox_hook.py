@@ -16,6 +16,7 @@ import pytest
 from adapters.runtime.bash_guard import BashGuardConfig
 from adapters.runtime.bash_guard.files import check_file_tool
 from adapters.runtime.runners.bash_hook import FILE_MATCHER, decide, hook_settings, main
+from adapters.runtime.runners.codex_cli import installation
 from adapters.runtime.sandbox import RunSandbox
 from adapters.runtime.sandbox.runs import open_sandbox
 from tests.adapters.runtime.sandbox_place import CREDENTIAL, Place, place_root
@@ -170,3 +171,16 @@ def test_the_hook_denies_a_file_tool_outside_the_worktree(place: Place) -> None:
     assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
     inside = {**hook_input, "tool_input": {"file_path": "x.txt", "content": "x"}}
     assert decide(inside, place.worktree, GUARD) == {}
+
+
+def test_codex_is_shown_in_its_sandbox_wherever_it_is_installed(tmp_path: Path) -> None:
+    """An npm install finds its native binary in a sibling package: the whole node_modules."""
+    bin_dir = tmp_path / "node_modules" / ".bin"
+    package = tmp_path / "node_modules" / "@openai" / "codex" / "bin"
+    package.mkdir(parents=True)
+    bin_dir.mkdir(parents=True)
+    (package / "codex.js").write_text("#!/usr/bin/env node\n")
+    (package / "codex.js").chmod(0o755)
+    (bin_dir / "codex").symlink_to(package / "codex.js")
+    assert installation(str(bin_dir / "codex")) == (str(tmp_path / "node_modules"),)
+    assert installation("no-such-codex-anywhere") == ()
