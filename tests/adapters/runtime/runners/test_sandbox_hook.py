@@ -9,6 +9,7 @@ import os
 import shlex
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
