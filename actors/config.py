@@ -292,6 +292,16 @@ class PricingSection(_Section):
     models: dict[str, PriceSection] = Field(default_factory=dict)
 
 
+class SandboxSection(_Section):
+    """``[sandbox]``: the OS sandbox of agent commands (adapters/runtime/sandbox/config.py
+    documents each key and checks the others, ``registries`` and ``protected_paths``)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    required: bool = True
+    allow_install: bool = False
+
+
 class LoggingSection(_Section):
     format: Literal["auto", "json", "console"] = "auto"
     agent_transcripts: bool = True
@@ -313,6 +323,7 @@ class CpeConfig(_Section):
     pricing: PricingSection = PricingSection()
     logging: LoggingSection = LoggingSection()
     bash_guard: BashGuardSection = BashGuardSection()
+    sandbox: SandboxSection = SandboxSection()
 
     def engine_config(
         self,

@@ -45,6 +45,8 @@ _CLI_FIELDS = {
     "agent_env",
     "isolated_home",
     "bash_guard",
+    "sandbox",
+    "sandbox_missing",
 }
 
 
@@ -230,12 +232,14 @@ def build_app(
     # The runtimes' preflight first: a missing credential or CLI stops here, before anything
     # starts (the local pipeline) or changes (a journal set aside).
     roles = config.runtime.roles.model_dump()
+    closers: list[Any] = []
     factory = _runtime_factory(
         config,
         root,
         branch,
         state_dir,
         roles,
+        closers=closers,
         agent_env=agent_env,
         isolated_home=isolated_home,
         codex_overrides=codex_overrides,
@@ -243,7 +247,6 @@ def build_app(
     set_aside = check_journal(state_dir / JOURNAL_NAME, start_over=new_journal)
     if set_aside is not None:
         log.warning("the old journal is set aside; starting a new one", old=str(set_aside))
-    closers: list[Any] = []
     provider = _provider(config, root, branch, state_dir, closers)
     engine = create_engine(config.engine_config(provider, factory, repo_root=root))
     return App(config, root, branch, state_dir, engine, closers, config_path=config_path)
@@ -317,6 +320,7 @@ def _runtime_factory(
     state_dir: Path,
     roles: Mapping[str, str],
     *,
+    closers: list[Any] | None = None,
     agent_env: Mapping[str, str] | None,
     isolated_home: bool,
     codex_overrides: Sequence[str] = (),
@@ -374,6 +378,7 @@ def _runtime_factory(
         guard = BashGuardConfig.model_validate(config.bash_guard.model_dump())
     except ValidationError as exc:  # pydantic's own text spans lines: one line per key path
         raise ConfigError(validation_problems(exc, BashGuardConfig, prefix="bash_guard.")) from exc
+    sandbox, sandbox_missing = _sandbox(config, closers if closers is not None else [])
     adapter_config = ClaudeAdapterConfig(
         repo_root=str(root),
         default_branch=branch,
@@ -398,8 +403,10 @@ def _runtime_factory(
         agent_env=dict(agent_env or {}),
         isolated_home=isolated_home,
         bash_guard=guard,
+        sandbox=sandbox,
+        sandbox_missing=sandbox_missing,
     )
-    shared = adapter_config.model_dump(include=_CLI_FIELDS)
+    shared = {name: getattr(adapter_config, name) for name in _CLI_FIELDS}
 
     def build(kind: str, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
         if kind == "claude-sdk":
@@ -444,6 +451,36 @@ def _runtime_factory(
         return adapters
 
     return factory
+
+
+def _sandbox(config: CpeConfig, closers: list[Any]) -> tuple[Any, str]:
+    """The sandbox agent commands run in, or None and why not (``[sandbox] required = false``);
+    a ``ConfigError`` when one is required and there is none. With ``allow_install``, cpe's
+    registry proxy is started (and closed with the app)."""
+    from adapters.runtime.preflight import check_sandbox  # noqa: PLC0415
+    from adapters.runtime.sandbox import Sandbox, SandboxConfig  # noqa: PLC0415
+    from adapters.runtime.sandbox.proxy import RegistryProxy  # noqa: PLC0415
+
+    try:
+        settings = SandboxConfig.model_validate(config.sandbox.model_dump())
+    except ValidationError as exc:
+        raise ConfigError(validation_problems(exc, SandboxConfig, prefix="sandbox.")) from exc
+    proxy = RegistryProxy(settings.registries) if settings.allow_install else None
+    try:
+        found = check_sandbox(settings, proxy_socket=proxy.path if proxy else None)
+    except BaseException:
+        if proxy is not None:
+            proxy.close()
+        raise
+    if isinstance(found, Sandbox):
+        if proxy is not None:
+            closers.append(proxy.close)
+        log.debug("agent commands run in a bubblewrap sandbox", bwrap=found.bwrap)
+        return found, ""
+    if proxy is not None:
+        proxy.close()
+    log.warning("agent commands run WITHOUT the OS sandbox ([sandbox] required = false)", why=found)
+    return None, f"[sandbox] required = false, and {found}"
 
 
 def _check_claude_cli(cli_path: str, model: str) -> None:

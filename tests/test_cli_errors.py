@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from actors.journal import InstanceLock
+from tests.real_clis import WITHOUT_BWRAP, codex_path
 from tests.repos import make_repo
 from tests.test_cli import ROOT, cpe, one_line_error
 
@@ -574,3 +575,26 @@ def test_a_failed_preflight_runs_no_pipeline_and_sets_no_journal_aside(repo: Pat
     assert journal.read_bytes() == b"kept"
     assert sorted(p.name for p in journal.parent.iterdir()) == ["journal.sqlite3"]
     assert "RAN" not in result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------------------- the sandbox
+
+
+def test_without_bubblewrap_cpe_run_refuses_to_start_agents_naming_the_protection(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Before anything starts: no agent run, no journal."""
+    write_config(repo, GOOD)
+    path = codex_path(WITHOUT_BWRAP, "/usr/bin:/bin", tmp_path / "bin")
+    line = one_line_error(cpe("run", cwd=repo, env={"PATH": path}))
+    assert "sandbox: bubblewrap (bwrap) is not installed" in line
+    assert "cannot be confined by the kernel" in line
+    assert "[sandbox] required = false" in line
+    assert not (repo / ".cpe" / "journal.sqlite3").exists()
+    assert not (repo / ".cpe" / "runs").exists()
+
+
+def test_a_bad_sandbox_key_stops_run_with_the_keys_there_are(repo: Path) -> None:
+    write_config(repo, GOOD + '[sandbox]\nprotected_paths = ["secrets"]\n')
+    line = one_line_error(cpe("run", cwd=repo))
+    assert "sandbox.protected_paths: 'secrets' must be an absolute path or start with ~/" in line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import socket
 import subprocess
 from pathlib import Path
@@ -20,6 +21,7 @@ from adapters.runtime.runners.codex_cli import CodexCliRunner
 from adapters.runtime.runners.runtime import CliRuntime
 from domain.errors import ConfigError
 from tests.fakes.codex_cli_fixture import FakeCodex
+from tests.real_clis import WITHOUT_BWRAP, codex_path
 from tests.repos import make_repo
 from tests.test_cli import cpe, one_line_error
 
@@ -251,3 +253,59 @@ def test_cpe_init_with_a_bad_config_names_it_and_writes_nothing(tmp_path: Path) 
     line = one_line_error(cpe("init", cwd=repo))
     assert f"{repo / 'supervisor.toml'}: engine.state_dri: unknown key; expected one of" in line
     assert snapshot(repo) == before
+
+
+def test_with_the_sandbox_not_required_agents_run_without_it_and_their_runs_say_why(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", codex_path(WITHOUT_BWRAP, os.environ["PATH"], tmp_path / "bin"))
+    (repo / "supervisor.toml").write_text(
+        "[provider.local]\npipeline_command = []\n[sandbox]\nrequired = false\n"
+    )
+    app = build_app(None, repo)
+    try:
+        adapter = app.engine.runtime_adapters["implementor"]
+        assert isinstance(adapter, ClaudeAdapter)
+        assert adapter.config.sandbox is None
+        assert adapter.config.sandbox_missing.startswith("[sandbox] required = false, and ")
+        assert "bubblewrap (bwrap) is not installed" in adapter.config.sandbox_missing
+    finally:
+        app.close()
+
+
+def test_with_bubblewrap_every_runtime_gets_the_sandbox(repo: Path) -> None:
+    (repo / "supervisor.toml").write_text(
+        '[provider.local]\npipeline_command = []\n[runtime.roles]\nreviewer = "claude-cli"\n'
+    )
+    app = build_app(None, repo)
+    try:
+        adapters = app.engine.runtime_adapters
+        sdk, cli = adapters["implementor"], adapters["reviewer"]
+        assert isinstance(sdk, ClaudeAdapter)
+        assert isinstance(cli, CliRuntime)
+        assert sdk.config.sandbox is not None
+        assert cli.config.sandbox == sdk.config.sandbox
+    finally:
+        app.close()
+
+
+def test_allow_install_starts_cpes_registry_proxy_for_the_runs_and_close_stops_it(
+    repo: Path,
+) -> None:
+    (repo / "supervisor.toml").write_text(
+        "[provider.local]\npipeline_command = []\n"
+        '[sandbox]\nallow_install = true\nregistries = ["pypi.org"]\n'
+    )
+    app = build_app(None, repo)
+    try:
+        adapter = app.engine.runtime_adapters["implementor"]
+        assert isinstance(adapter, ClaudeAdapter)
+        sandbox = adapter.config.sandbox
+        assert sandbox is not None
+        assert sandbox.network == "registries"
+        assert sandbox.registries == ("pypi.org",)
+        assert sandbox.proxy_socket is not None
+        assert Path(sandbox.proxy_socket).is_socket()
+    finally:
+        app.close()
+    assert not Path(sandbox.proxy_socket).exists()

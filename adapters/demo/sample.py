@@ -102,6 +102,11 @@ planner = "claude-sdk"
 implementor = "claude-sdk"
 reviewer = "claude-sdk"
 
+[sandbox]
+# The demo runs anywhere: with bubblewrap installed its agents' commands are sandboxed, without
+# it they are held by the Bash guard alone (each run's runner_metadata.json says which).
+required = false
+
 [logging]
 format = "auto"
 agent_transcripts = true

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,7 +57,14 @@ from adapters.runtime.launcher import (
     write_launch_script,
 )
 from adapters.runtime.provision import Provisioner
-from adapters.runtime.runners.bash_hook import BashCheck, sdk_hook
+from adapters.runtime.runners.bash_hook import (
+    FILE_MATCHER,
+    FILE_TOOLS_POLICY,
+    BashCheck,
+    sdk_hook,
+)
+from adapters.runtime.sandbox import RunSandbox, Sandbox
+from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sandbox_record, sweep
 from adapters.runtime.worktrees import Worktree
 from domain.errors import AgentFailure
 from domain.models import (
@@ -71,6 +79,8 @@ from domain.results import (
 )
 
 log = structlog.get_logger("cpe.runtime.claude")
+
+_APPLIES_TO = "every Bash command: cpe's PreToolUse hook rewrites it to run in bwrap"
 
 # Variables the CLI needs to reach its model; passed through when set (the model credential is
 # the CLI's own; provider tokens are never in this list).
@@ -104,6 +114,8 @@ class ClaudeAdapterConfig(RuntimeAdapterConfig):
         default=False, description="a throwaway HOME per run (no login in it: use an API key)"
     )
     bash_guard: BashGuardConfig = BashGuardConfig()
+    sandbox: Sandbox | None = Field(default=None, description="every Bash command runs in it")
+    sandbox_missing: str = Field(default=NOT_CONFIGURED, description="why there is no sandbox")
     kill_grace: float = Field(default=5, gt=0)
     idle_timeout: float | None = Field(
         default=600, gt=0, description="no message and no tool at work for this long: killed"
@@ -142,6 +154,7 @@ class _Run:
     last_activity: float = 0.0  # the loop's clock at the last message
     tools_open: set[str] = field(default_factory=set)  # tool calls without a result yet
     kill_grace: float = 5.0
+    sandbox: RunSandbox | None = None
     output: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
     usage: RunUsage = field(default_factory=RunUsage)
 
@@ -223,6 +236,11 @@ class ClaudeAdapter:
         provisioned = await self.provisioner.provision(params)
         worktree, prompt, spec = provisioned.worktree, provisioned.prompt, provisioned.spec
         cwd = worktree.path if worktree is not None else self.repo_root
+        try:
+            sandbox = await anyio.to_thread.run_sync(self._open_sandbox, session_id, cwd, worktree)
+        except BaseException:
+            await self.provisioner.release(worktree)
+            raise
         files = RunArtifacts.open(
             Path(self.config.logging.logs_dir).parent,  # RunArtifacts adds runs/<session_id>
             session_id,
@@ -233,13 +251,17 @@ class ClaudeAdapter:
             prompt=prompt,
             prompt_reference=f".claude/agents/{params.role}.md",
             requested_policy={"permission_mode": "bypassPermissions", "bash_guard": "deny"},
-            effective_policy=_effective_policy(params.role, spec),
+            effective_policy={
+                **_effective_policy(params.role, spec),
+                "os_sandbox": sandbox_record(sandbox, self.config.sandbox_missing, _APPLIES_TO),
+            },
             capture_format="sdk-messages",
             transcript_log=self.config.logging.agent_sessions,
         )
         run = _Run(session_id, params, files, asyncio.get_running_loop(), worktree)
         run.kill_grace = self.config.kill_grace
         run.repeat_limit = self.config.repeat_limit
+        run.sandbox = sandbox
         with self._lock:
             self._runs[session_id] = run
         result = asyncio.get_running_loop().create_task(self._drive(run, prompt, spec))
@@ -269,9 +291,28 @@ class ClaudeAdapter:
                 log.warning("killing an agent process group left by an earlier run", pgid=pgid)
                 kill_tree(pgid, grace=self.config.kill_grace)
             pidfile.unlink(missing_ok=True)
+        sweep(Path(self.config.logging.logs_dir).parent)
         self.provisioner.reap_worktrees(keep_branches)
 
     # ------------------------------------------------------------------ the run
+
+    def _open_sandbox(
+        self, session_id: str, cwd: Path, worktree: Worktree | None
+    ) -> RunSandbox | None:
+        home = str(self._home(session_id)) if self.config.isolated_home else os.environ.get("HOME")
+        return open_sandbox(
+            self.config.sandbox,
+            worktree=cwd,
+            writable=worktree is not None,
+            repo=self.repo_root,
+            state_dir=Path(self.config.logging.logs_dir).parent,
+            session_id=session_id,
+            home=home,
+        )
+
+    def _home(self, session_id: str) -> Path:
+        """A run's throwaway HOME (``isolated_home``)."""
+        return Path(self.config.logging.logs_dir) / session_id / "home"
 
     async def _drive(self, run: _Run, prompt: str, spec: AgentSpec) -> AgentResult:
         termination: Termination = "error"
@@ -316,6 +357,8 @@ class ClaudeAdapter:
             deadline.cancel()
             pid = read_pid(_pidfile(run))
             await anyio.to_thread.run_sync(partial(kill_tree, pid, grace=self.config.kill_grace))
+            if run.sandbox is not None:
+                await anyio.to_thread.run_sync(run.sandbox.release)
             await self._remove_worktree(run)
             run.files.finish(termination, exit_code, final_response=final, usage=run.usage)
             run.output.put_nowait(None)
@@ -402,7 +445,13 @@ class ClaudeAdapter:
         # sdk_hook answers plain dicts of the shape HookJSONOutput describes
         bash_hook = cast(
             HookCallback,
-            sdk_hook(cwd, self.config.bash_guard, run.files.note, check=self.bash_check),
+            sdk_hook(
+                cwd,
+                self.config.bash_guard,
+                run.files.note,
+                check=self.bash_check,
+                sandbox=run.sandbox,
+            ),
         )
         definition = AgentDefinition(
             description=spec.description,
@@ -420,7 +469,10 @@ class ClaudeAdapter:
             # on_failure="block": should the callback ever fail (it catches everything itself),
             # the CLI blocks the command; a CLI too old to honour it refuses to connect.
             hooks={
-                "PreToolUse": [HookMatcher(matcher="Bash", hooks=[bash_hook], on_failure="block")]
+                "PreToolUse": [
+                    HookMatcher(matcher=matcher, hooks=[bash_hook], on_failure="block")
+                    for matcher in ("Bash", FILE_MATCHER)
+                ]
             },
             permission_mode="bypassPermissions",
             # The SDK executes the launcher, which runs the run's script (see launcher.py)
@@ -438,7 +490,7 @@ class ClaudeAdapter:
         return options
 
     def _launch_script(self, run: _Run) -> dict[str, str]:
-        home = run.files.run_dir / "home" if self.config.isolated_home else None
+        home = self._home(run.session_id) if self.config.isolated_home else None
         env = run_env(self.config.model_variables, self.config.agent_env, home)
         cli = self.config.cli_path or bundled_cli()
         return write_launch_script(run.files.run_dir / "claude.sh", cli, env, _pidfile(run))
@@ -475,6 +527,7 @@ def _effective_policy(role: str, spec: AgentSpec) -> dict[str, Any]:
         "permission_mode": "bypassPermissions",
         "setting_sources": [],
         "bash_guard": "deny: an in-process PreToolUse hook that blocks when it fails",
+        "file_tools": FILE_TOOLS_POLICY,
         "tools": None if tools is None else list(tools),
         "disallowed_tools": None if disallowed is None else list(disallowed),
         "max_turns": spec.max_turns,

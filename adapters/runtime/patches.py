@@ -15,6 +15,10 @@ difference between the fork point and the worktree *as it is on disk*:
    byte. Every option that user config could change and that ``git apply`` depends on
    (prefixes, colour, external diff drivers, textconv, ``diff.relative``) is pinned.
 
+An agent that ran in cpe's sandbox wrote its objects (``git add``, ``git commit``) to a private
+object directory in the worktree's own git files (``sandbox.bwrap``); the index it left names
+them, so that directory is read as an alternate here.
+
 The result applies with ``git apply`` (or ``git apply --cached``) onto the base. It is
 returned as ``str``: git's bytes decoded as UTF-8 with ``surrogateescape``, so a text file in
 another encoding survives — encode with ``errors="surrogateescape"`` to get the exact bytes
@@ -34,7 +38,9 @@ from pathlib import Path
 from adapters.runtime.worktrees import run_git
 from domain.errors import PatchError
 
-__all__ = ["apply_patch_check", "extract_patch"]
+__all__ = ["SANDBOX_OBJECTS", "apply_patch_check", "extract_patch"]
+
+SANDBOX_OBJECTS = "cpe-sandbox/objects"  # in the worktree's git dir: a sandboxed agent's objects
 
 _DIFF_OPTIONS = (
     "--binary",
@@ -61,9 +67,12 @@ def extract_patch(worktree_path: str | os.PathLike[str], default_branch: str) ->
     top = _git(root, "rev-parse", "--show-toplevel")
     base = _git(top, "merge-base", default_branch, "HEAD")
     real_index = Path(_git(top, "rev-parse", "--path-format=absolute", "--git-path", "index"))
+    private = real_index.parent / SANDBOX_OBJECTS
     with tempfile.TemporaryDirectory(prefix="cpe-patch-") as scratch:
         index = Path(scratch) / "index"
         env = {"GIT_INDEX_FILE": str(index)}
+        if private.is_dir():
+            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(private)
         try:
             _stage_everything(top, real_index, index, env)
         except PatchError:

@@ -1,4 +1,5 @@
-"""Preflight: can the agent CLIs reach a model at all? Checked at start, offline.
+"""Preflight: can the agent CLIs reach a model at all, and can their commands be sandboxed?
+Checked at start, offline.
 
 Without a credential every run fails within a second of starting, so cpe refuses to start
 (exit 78) with one line saying what to set, instead of spending the items' attempts. What
@@ -20,17 +21,29 @@ Each CLI in use must also answer ``--version`` with a version cpe supports
 (``check_cli_version``, :data:`MIN_VERSIONS`: the oldest cpe is tested with): an older CLI
 lacks flags or events cpe relies on, and one that cannot even say its version would fail every
 run at start.
+
+The sandbox (:func:`find_sandbox`): bubblewrap must be installed and able to set up, here and
+now, a sandbox like the runs' (new pid, ipc, uts and network namespaces, the file system
+read-only): a trial command must run in it, and fail to write. Without one, agents would run
+held by the Bash guard alone; ``[sandbox] required`` (default true) makes that a refusal to
+start (exit 78, one line saying which protection is missing).
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
+import pwd
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from adapters.runtime.bash_guard import DEFAULT_PROTECTED_PATHS
+from adapters.runtime.sandbox import SANDBOX_HIDDEN, Sandbox, SandboxConfig
 from domain.errors import ConfigError
 
 CLAUDE_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
@@ -146,3 +159,102 @@ def check_credentials(
             "runtime codex-cli: no model credential for the codex CLI",
             expected="OPENAI_API_KEY in cpe's environment, or codex login (~/.codex/auth.json)",
         )
+
+
+# The model credentials the agent CLIs hold; their commands never need them.
+MODEL_SECRETS = (*CLAUDE_KEYS, *CODEX_KEYS)
+_TRIAL = "if : > /etc/.cpe-sandbox-probe 2>/dev/null; then echo writable; exit 3; fi; echo held"
+_INSTALL = "apt-get install bubblewrap (Debian, Ubuntu), dnf install bubblewrap (Fedora)"
+
+
+def find_sandbox(
+    config: SandboxConfig,
+    *,
+    environ: Mapping[str, str] | None = None,
+    proxy_socket: str | None = None,
+) -> Sandbox | str:
+    """The sandbox agent commands run in on this machine, or why there is none (one line
+    naming the missing protection). ``proxy_socket``: cpe's registry proxy (allow_install)."""
+    env = os.environ if environ is None else environ
+    bwrap = shutil.which("bwrap", path=env.get("PATH") or os.defpath)
+    if bwrap is None:
+        return (
+            "bubblewrap (bwrap) is not installed, so agent commands cannot be confined by the "
+            f"kernel (no filesystem, network or process isolation): {_INSTALL}"
+        )
+    shell = shutil.which("bash", path=env.get("PATH") or os.defpath) or "/bin/bash"
+    trial = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    trial += ["--unshare-cgroup-try", "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev"]
+    trial += ["--proc", "/proc", "--tmpfs", "/run", "--tmpfs", "/tmp", "--", shell, "-c", _TRIAL]
+    try:
+        done = subprocess.run(trial, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap ({bwrap}) could not be started: {exc}"
+    if done.returncode != 0 or done.stdout.strip() != "held":
+        said = (done.stderr.strip().splitlines() or [done.stdout.strip() or "no output"])[-1]
+        return (
+            f"bubblewrap ({bwrap}) cannot set up a sandbox here ({said}): no namespaces for it "
+            "(user namespaces off, or a container without them)"
+        )
+    version = subprocess.run(
+        [bwrap, "--version"], capture_output=True, text=True, timeout=60, check=False
+    ).stdout.strip()
+    protected = (*DEFAULT_PROTECTED_PATHS, *SANDBOX_HIDDEN, *config.protected_paths)
+    return Sandbox(
+        bwrap=bwrap,
+        version=version,
+        shell=shell,
+        python=sys.executable,
+        homes=_homes(env),
+        protected=protected,
+        network="registries" if config.allow_install else "none",
+        registries=config.registries if config.allow_install else (),
+        proxy_socket=proxy_socket if config.allow_install else None,
+        unset_env=MODEL_SECRETS,
+        identity=_identity(),
+    )
+
+
+def check_sandbox(
+    config: SandboxConfig,
+    *,
+    environ: Mapping[str, str] | None = None,
+    proxy_socket: str | None = None,
+) -> Sandbox | str:
+    """:func:`find_sandbox`, and a ``ConfigError`` when there is none and one is required;
+    otherwise why there is none (the runs record it)."""
+    found = find_sandbox(config, environ=environ, proxy_socket=proxy_socket)
+    if isinstance(found, str) and config.required:
+        raise ConfigError(
+            f"sandbox: {found}",
+            expected="bubblewrap able to run here, or [sandbox] required = false to run agents "
+            "confined by the Bash guard alone",
+        )
+    return found
+
+
+def _homes(env: Mapping[str, str]) -> tuple[str, ...]:
+    """Every home directory on the machine whose credential stores commands must not see."""
+    homes = [env.get("HOME") or "", "/root", *sorted(glob.glob("/home/*"))]
+    with contextlib.suppress(KeyError, OSError):
+        homes.insert(0, pwd.getpwuid(os.getuid()).pw_dir)
+    found = [os.path.realpath(h) for h in homes if h and os.path.isdir(h)]
+    return tuple(dict.fromkeys(h for h in found if h != "/"))
+
+
+def _identity() -> tuple[str, str]:
+    """The user's git identity, for commits an agent makes in its sandbox."""
+    values = []
+    for key, default in (("user.name", "cpe agent"), ("user.email", "agent@cpe.invalid")):
+        try:
+            out = subprocess.run(
+                ["git", "config", "--global", key],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            ).stdout.strip()
+        except OSError:
+            out = ""
+        values.append(out or default)
+    return values[0], values[1]

@@ -26,20 +26,14 @@ from tests.e2e.test_cpe_signals import _fake_codex
 from tests.test_cli import cpe
 
 
-def _codex_pid(tmp_path: Path) -> Path:
-    return tmp_path / "codex-state" / "pid"
-
-
 @pytest.mark.parametrize("runtime", ["claude-sdk", "claude-cli", "codex-cli"])
 def test_a_timed_out_run_leaves_no_worktree_or_branch_behind(
     tmp_path: Path, processes: list[subprocess.Popen[str]], runtime: str
 ) -> None:
     extra = f'[runtime.roles]\nimplementor = "{runtime}"\n'
     if runtime == "codex-cli":  # the fake codex, holding its turn open as the real one would
-        (tmp_path / "codex-state").mkdir()
-        codex = _fake_codex(
-            tmp_path / "bin", mode="hang", pid_file=tmp_path / "codex-state" / "pid"
-        )
+        # its pid file in its working directory: the sandbox lets it write nowhere else
+        codex = _fake_codex(tmp_path / "bin", mode="hang", pid_file=Path("codex.pid"))
         extra += f'[runtime.codex_cli]\ncli_path = "{codex}"\n'
     repo = make_cpe_repo(tmp_path / "repo", extra=extra)
     config = repo / "supervisor.toml"

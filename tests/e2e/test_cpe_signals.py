@@ -84,10 +84,11 @@ def test_a_second_sigint_while_stopping_exits_at_once_with_130(
     tmp_path: Path, notify_socket: NotifySocket, processes: list[subprocess.Popen[str]]
 ) -> None:
     """The first SIGINT starts the graceful stop; an agent that ignores SIGTERM holds it up for
-    its kill grace; a second SIGINT ends the process at once (exit 130)."""
-    state = tmp_path / "codex-state"
-    state.mkdir()
-    codex = _fake_codex(tmp_path / "bin", mode="ignore_sigterm", pid_file=state / "codex.pid")
+    its kill grace; a second SIGINT ends the process at once (exit 130).
+
+    The fake codex runs in the run's sandbox, so it says it is up in its own ``/tmp``, which is
+    ``.cpe/sandbox/<session>/tmp`` outside; and its group is found by the runner's pid file."""
+    codex = _fake_codex(tmp_path / "bin", mode="ignore_sigterm", pid_file=Path("/tmp/codex.pid"))
     extra = f"""
 [runtime.roles]
 implementor = "codex-cli"
@@ -98,22 +99,25 @@ cli_path = "{codex}"
     add_work_item(repo)
     home = tmp_path / "home"
     home.mkdir()
-    agent: int | None = None
+    group: int | None = None
     try:
         with (home / "cpe.log").open("a") as log:
             cpe = start_cpe(repo, home, log, {"NOTIFY_SOCKET": notify_socket.path})
             processes.append(cpe)
             assert notify_socket.wait_for("READY=1"), "no READY=1"
-            assert _wait_for_file(state / "codex.pid"), "the agent never started"
-            agent = int((state / "codex.pid").read_text())
+            up = repo / ".cpe" / "sandbox"
+            assert wait_for(lambda: any(up.glob("*/tmp/codex.pid")), 120), "no agent started"
+            [pidfile] = (repo / ".cpe" / "runs").glob("*/runner.pid")
+            group = read_pid(pidfile)
 
             cpe.send_signal(signal.SIGINT)
             assert notify_socket.wait_for("STOPPING=1"), "the first SIGINT did not start a stop"
             cpe.send_signal(signal.SIGINT)
             assert cpe.wait(30) == 130
     finally:
-        if agent is not None and _alive(agent):  # cpe was not allowed to wait for it
-            os.kill(agent, signal.SIGKILL)
+        if group is not None:  # cpe was not allowed to wait for its agent
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
 
 
 def _fake_codex(directory: Path, *, mode: str, pid_file: Path) -> Path:

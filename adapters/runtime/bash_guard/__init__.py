@@ -11,20 +11,25 @@ reason, when one of them would:
   or write the refs, config or credentials the worktree shares with the repository
   (:mod:`.git_rules`);
 - write, move, delete or change a path outside the worktree (:mod:`.paths`: operands of
-  ``rm``, ``mv``, ``cp``, ``tee``, ``chmod``, ``ln``…; redirection targets; ``cd`` targets),
-  through ``~``, ``$HOME``, ``..``, a glob that can match ``..``, a symlink that already points
-  out, or into ``.git``;
-- read or write a credential file (``~/.ssh``, ``~/.netrc``, ``~/.git-credentials``…) or
-  another process's environment (``/proc/*/environ``);
-- upload (``curl -d``, ``scp``, ``rsync host:``), publish (``npm publish``, ``twine upload``,
-  ``cargo publish``, ``docker push``…), run as another user (``sudo``), or change the host
-  (:mod:`.policy`);
+  ``rm``, ``mv``, ``cp``, ``tee``, ``chmod``, ``ln``…; redirection targets; ``cd``, ``pushd``
+  targets), through ``~``, ``$HOME``, ``..``, a glob that can match ``..``, a symlink that
+  already points out, or into ``.git``; or make ``cd`` look directories up elsewhere
+  (``CDPATH``, ``shopt -s cdable_vars``);
+- read or write a credential store (``~/.ssh``, ``~/.netrc``, ``~/.claude/.credentials.json``,
+  ``~/.npmrc``, ``~/.aws``, ``/etc/shadow``…), by name or through a directory a command reads
+  whole (``grep -r``, ``rg``, ``tar``), a glob or a link that reaches one (:mod:`.secrets`);
+  another process's environment (``/proc/*/environ``); the main repository's ``.git`` beyond
+  the worktree's own files;
+- serve files (``python -m http.server``), upload (``curl -d``, ``scp``, ``rsync host:``),
+  publish (``npm publish``, ``twine upload``, ``cargo publish``, ``docker push``…), run as
+  another user (``sudo``), or change the host (:mod:`.policy`);
 - run a command word only known at run time (``$CMD args``, ``"$(which x)" args``), write a
   path only known at run time, or run a script read from stdin.
 
 Anything the splitter cannot parse is denied: the guard fails closed. It is a tripwire for
 what an agent would plausibly type, not a sandbox: programs the agent writes and runs
-(``python script.py``, ``make``, ``npm run``) are not inspected.
+(``python script.py``, ``make``, ``npm run``) are not inspected. The OS sandbox
+(``adapters.runtime.sandbox``) holds those.
 """
 
 from adapters.runtime.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuardConfig

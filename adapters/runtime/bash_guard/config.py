@@ -9,20 +9,41 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 __all__ = ["DEFAULT_PROTECTED_PATHS", "BashGuardConfig"]
 
 DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
+    # ssh, gpg, netrc and git's own credential stores
     ".ssh",
     ".gnupg",
     ".netrc",
     "_netrc",
     ".git-credentials",
+    ".config/git/credentials",
+    # the agent CLIs' logins: Claude (a login, and the API key an older CLI kept), codex
+    ".claude/.credentials.json",
+    ".claude.json",
+    ".codex/auth.json",
+    # package registries: npm, yarn, pip, cargo, gem, docker
+    ".npmrc",
+    ".yarnrc.yml",
     ".pypirc",
+    ".config/pip",
+    ".pip/pip.conf",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".docker/config.json",
+    # code hosts and cloud CLIs
+    ".config/gh",
+    ".config/hub",
+    ".config/glab-cli",
     ".aws",
     ".azure",
     ".kube",
-    ".docker/config.json",
-    ".config/gh",
-    ".config/hub",
     ".config/gcloud",
-    ".config/git/credentials",
+    ".oci",
+    ".config/doctl",
+    ".terraform.d/credentials.tfrc.json",
+    # the system's password hashes, and other processes' environments
+    "/etc/shadow",
+    "/etc/gshadow",
     "/proc/*/environ",
 )
 
@@ -52,8 +73,11 @@ class BashGuardConfig(BaseModel):
     protected_paths: tuple[str, ...] = Field(
         default=(),
         description="Extra path fragments no command may name, added to the built-in list "
-        "(~/.ssh, ~/.netrc, ~/.git-credentials…): '.env', '/srv/secrets'. A fragment matches "
-        "anywhere in a word at name boundaries; '*' matches within one path component.",
+        "(~/.ssh, ~/.netrc, ~/.git-credentials, ~/.claude/.credentials.json, ~/.npmrc, ~/.aws, "
+        "/etc/shadow…): '.env', '/srv/secrets'. A fragment matches anywhere in a word at name "
+        "boundaries; '*' matches within one path component. Fragments without a leading '/' are "
+        "also protected under every home directory, so a command reading a directory that holds "
+        "one (grep -r, rg, tar, cp -r, a glob) is denied too.",
     )
     writable_paths: tuple[str, ...] = Field(
         default=(),

@@ -31,8 +31,9 @@ from adapters.runtime.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuar
 from adapters.runtime.bash_guard.git_rules import check_git, git_globals
 from adapters.runtime.bash_guard.paths import PATH_RULES
 from adapters.runtime.bash_guard.policy import POLICY
+from adapters.runtime.bash_guard.secrets import Secrets, default_homes, home_relative, sweeps
 from adapters.runtime.bash_guard.split import split_command
-from adapters.runtime.bash_guard.words import BashParseError, Dyn, Flow, SimpleCommand, Word
+from adapters.runtime.bash_guard.words import BashParseError, Dyn, Flow, Lit, SimpleCommand, Word
 from adapters.runtime.bash_guard.wrappers import WRAPPERS, python_rule
 
 __all__ = [
@@ -60,6 +61,10 @@ _FORBIDDEN_ENV = words(
     "GIT_EXEC_PATH GIT_TEMPLATE_DIR GIT_NAMESPACE LD_PRELOAD LD_AUDIT BASH_ENV ENV SHELLOPTS "
     "BASHOPTS PS0 PS1 PS2 PS4"
 )
+# cd and pushd look a relative directory up in CDPATH (or, with cdable_vars, in a variable of
+# that name) before the current directory: named anywhere, such a lookup may leave the worktree
+_CD_LOOKUP = re.compile(r"(?<![A-Za-z0-9_])(CDPATH|cdable_vars)(?![A-Za-z0-9_])")
+_MAX_PATH = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +82,13 @@ def check_bash(
     worktree: Path | None,
     config: BashGuardConfig,
     cwd: Path | None = None,
+    homes: Sequence[str] | None = None,
 ) -> BashVerdict:
-    """Whether an agent may run ``command`` in ``worktree`` (from ``cwd``, default the worktree)."""
+    """Whether an agent may run ``command`` in ``worktree`` (from ``cwd``, default the worktree).
+    ``homes``: the home directories whose credential stores are protected by location (default
+    :func:`~adapters.runtime.bash_guard.secrets.default_homes`)."""
     try:
-        _Guard(config, worktree, cwd).program(command, "")
+        _Guard(config, worktree, cwd, homes).program(command, "")
     except BashParseError as exc:
         return BashVerdict(False, f"cannot parse the command ({exc}); denied", command[:200])
     except _Denied as denied:
@@ -129,7 +137,13 @@ def _fragment(fragment: str) -> re.Pattern[str]:
 
 
 class _Guard:
-    def __init__(self, config: BashGuardConfig, worktree: Path | None, cwd: Path | None) -> None:
+    def __init__(
+        self,
+        config: BashGuardConfig,
+        worktree: Path | None,
+        cwd: Path | None,
+        homes: Sequence[str] | None = None,
+    ) -> None:
         self.config = config
         self.real = worktree is not None
         self.root = os.path.realpath(worktree) if worktree is not None else _ABSTRACT_ROOT
@@ -142,6 +156,8 @@ class _Guard:
         self.writable = [self.resolve("/", p) for p in config.writable_paths]
         fragments = DEFAULT_PROTECTED_PATHS + config.protected_paths
         self.protected = [(f, _fragment(f)) for f in fragments]
+        homes = default_homes() if homes is None else homes
+        self.secrets = Secrets(fragments, homes, self.root if self.real else None)
         self.deny_patterns = [shlex.split(p) for p in config.deny_commands]
         self.allow_patterns = [shlex.split(p) for p in config.allow_commands]
         self.nesting = 0
@@ -186,6 +202,10 @@ class _Guard:
                 self.deny(f"touches {fragment}, a protected credential or secret path")
         for assignment in command.assignments:
             self.assignment(assignment)
+        reached = [*command.words, *(r.target for r in command.redirects if r.target)]
+        reached += [_after_equals(a) for a in command.assignments]
+        for word in reached:
+            self.reach(word)
         for redirect in command.redirects:
             target = redirect.target.skeleton if redirect.target is not None else ""
             if re.match(r"/dev/(tcp|udp)/", posixpath.normpath(target or ".")):
@@ -219,11 +239,16 @@ class _Guard:
         for pattern in self.deny_patterns:
             if _matches(pattern, values, head, dynamic=True):
                 self.deny(f"matches the configured deny pattern {shlex.join(pattern)!r}")
+        if name != "unset" and any(_CD_LOOKUP.search(w.skeleton) for w in argv[1:]):
+            self.deny("CDPATH and cdable_vars make cd look for directories outside the worktree")
         if name in {"cd", "pushd", "popd"}:
             self.change_directory(name, argv[1:])
         for rule in (WRAPPERS.get(name) or python_rule(name), PATH_RULES.get(name)):
             if rule is not None:
                 rule(self, name, argv[1:])
+        if sweeps(name, argv[1:]):
+            for word in argv[1:]:
+                self.reach(word, sweeping=name)
         if any(_matches(p, values, head, dynamic=False) for p in self.allow_patterns):
             return
         if name == "git":
@@ -236,6 +261,8 @@ class _Guard:
         if name is None or "=" not in word.skeleton:
             return
         var = name.group()
+        if var == "CDPATH":
+            self.deny("setting CDPATH makes cd look for directories outside the worktree")
         if var in _FORBIDDEN_ENV or var.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")):
             self.deny(f"setting {var} points git or the shell at other files or programs")
         if var in _COMMAND_ENV:
@@ -282,6 +309,26 @@ class _Guard:
 
     # ------------------------------------------------------------------ paths
 
+    def reach(self, word: Word, sweeping: str | None = None) -> None:
+        """Deny a word that reaches a protected location without naming it: through a link,
+        ``..``, a glob or (``sweeping``: the command reads whole trees) a directory holding
+        one; or that reaches into the main repository's ``.git``."""
+        marked = home_relative(word)
+        value = word.value
+        if marked is not None:
+            paths = [posixpath.normpath(marked)]
+        elif value is None or "://" in value or len(value) > _MAX_PATH or "\n" in value:
+            return
+        else:
+            value = value.partition("=")[2] if value.startswith("-") else value  # --opt=PATH
+            if not value or "\0" in value:
+                return
+            paths = [self.resolve(cwd, value) for cwd in self.here()]
+        for path in paths:
+            reason = self.secrets.judge(path, glob=word.has_glob(), sweeping=sweeping)
+            if reason is not None:
+                self.deny(reason)
+
     def write(self, word: Word, what: str) -> None:
         self.path(word, what, writing=True)
 
@@ -323,6 +370,16 @@ class _Guard:
             return os.path.realpath(joined)
         except (OSError, ValueError) as exc:
             self.deny(f"cannot resolve {value!r}: {exc}")
+
+
+def _after_equals(word: Word) -> Word:
+    """The value of a ``NAME=value`` assignment as a word of its own."""
+    parts = list(word.parts)
+    first = parts[0] if parts else None
+    if isinstance(first, Lit) and "=" in first.text:
+        rest = first.text.partition("=")[2]
+        return Word((Lit(rest, first.quoted), *parts[1:])) if rest else Word(tuple(parts[1:]))
+    return word
 
 
 def _inside(path: str, root: str) -> bool:

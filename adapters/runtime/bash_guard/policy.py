@@ -3,7 +3,8 @@
 Denied outright: running as another user (``sudo``, ``su``, ``doas``…), the code host's CLIs
 (``gh``, ``hub``, ``glab``), remote shells and raw connections (``ssh``, ``scp``, ``nc``…),
 credential managers, cloud and deployment CLIs, host administration, system package
-managers, and shells whose syntax the guard does not parse. Checked: ``curl``/``wget``
+managers, shells whose syntax the guard does not parse, and file servers (``python -m
+http.server``). Checked: ``curl``/``wget``
 (off unless ``allow_network_get``; then GET/HEAD to http(s) only, no upload options, output
 inside the worktree) and package tools (publishing, registry logins, global installs,
 ``docker push``).
@@ -34,6 +35,7 @@ _DENIED = {
     "apk pacman zypper brew snap flatpak port emerge",
     "is a shell whose syntax the guard does not parse": "fish csh tcsh pwsh powershell",
     "runs commands built from its input": "parallel",
+    "serves files to the network (a listener)": "http.server SimpleHTTPServer",
 }
 _DENIED_WORDS = {word: reason for reason, names in _DENIED.items() for word in names.split()}
 

@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from adapters.runtime.artifacts import Termination
 from adapters.runtime.bash_guard import BashGuardConfig
+from adapters.runtime.sandbox import RunSandbox
 
 __all__ = [
     "GUARANTEES",
@@ -113,6 +114,8 @@ class RunRequest:
     max_budget_usd: float | None = None  # the run ends (error_max_budget_usd) past this cost
     repeat_limit: int | None = None  # the same tool call this many times in a row: stopped
     bash_guard: BashGuardConfig | None = None  # check every shell command with cpe's guard
+    sandbox: RunSandbox | None = None  # cpe's OS sandbox for the agent's commands
+    sandbox_missing: str = "no sandbox was configured for this runtime"  # why sandbox is None
     read_only: bool = False  # the run has no reason to change the workspace (planner, reviewer)
     transcript_log: bool = True  # keep a human-readable transcript.log besides the normalized set
     extra: Mapping[str, Any] = field(default_factory=dict)

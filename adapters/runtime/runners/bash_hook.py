@@ -7,10 +7,17 @@ run has no such channel, so the runner passes ``--settings`` with a command hook
 module::
 
     <python> -m adapters.runtime.runners.bash_hook --worktree DIR --config '<json>'
+                                                   [--sandbox '<json>']
 
 It reads the hook input (JSON) on stdin and, for a command the guard refuses, prints the
 ``deny`` decision the CLI understands. Anything unexpected fails closed: exit 2, which the CLI
 treats as a blocking error (the tool does not run, stderr goes to the model).
+
+With a sandbox (``adapters.runtime.sandbox``), a command the guard allows is not simply let
+through: the answer is ``allow`` with ``updatedInput``, the command rewritten to run inside the
+run's bubblewrap sandbox (verified on the bundled CLI 2.1.332: it runs the rewritten command).
+The same hook checks the CLI's own file tools (``Write``, ``Edit``, ``Read``, ``Grep`` …,
+:data:`FILE_MATCHER`), which run in the CLI, outside the sandbox (``bash_guard.files``).
 """
 
 from __future__ import annotations
@@ -25,8 +32,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from adapters.runtime.bash_guard import BashGuardConfig, BashVerdict, check_bash
+from adapters.runtime.bash_guard.files import FILE_TOOLS, check_file_tool
+from adapters.runtime.sandbox import RunSandbox
 
 __all__ = [
+    "FILE_MATCHER",
+    "FILE_TOOLS_POLICY",
     "BashCheck",
     "SdkHook",
     "decide",
@@ -48,12 +59,17 @@ class BashCheck(Protocol):
 
 
 SdkHook = Callable[[Any, str | None, Any], Awaitable[dict[str, Any]]]
+FILE_MATCHER = "|".join(FILE_TOOLS)  # the PreToolUse matcher of the file tools' hook
+FILE_TOOLS_POLICY = (  # what that hook enforces, as the runs record it
+    "cpe's PreToolUse hook: Write and Edit inside the worktree only (not its .git); Read, Grep "
+    "and Glob never in a credential store or the main repository's .git"
+)
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
-def hook_command(worktree: Path, config: BashGuardConfig) -> str:
-    """The shell command the CLI runs for each Bash call (every word quoted)."""
+def hook_command(worktree: Path, config: BashGuardConfig, sandbox: RunSandbox | None = None) -> str:
+    """The shell command the CLI runs for each Bash or file tool call (every word quoted)."""
     words = [
         f"PYTHONPATH={_PROJECT_ROOT}",
         sys.executable,
@@ -64,13 +80,18 @@ def hook_command(worktree: Path, config: BashGuardConfig) -> str:
         "--config",
         config.model_dump_json(),
     ]
+    if sandbox is not None:
+        words += ["--sandbox", sandbox.model_dump_json()]
     return " ".join(shlex.quote(w) for w in words)
 
 
-def hook_settings(worktree: Path, config: BashGuardConfig) -> dict[str, Any]:
-    """The ``--settings`` JSON that installs the hook."""
-    hook = {"type": "command", "command": hook_command(worktree, config)}
-    return {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}}
+def hook_settings(
+    worktree: Path, config: BashGuardConfig, sandbox: RunSandbox | None = None
+) -> dict[str, Any]:
+    """The ``--settings`` JSON that installs the hook, for Bash and for the file tools."""
+    hook = {"type": "command", "command": hook_command(worktree, config, sandbox)}
+    matchers = [{"matcher": m, "hooks": [hook]} for m in ("Bash", FILE_MATCHER)]
+    return {"hooks": {"PreToolUse": matchers}}
 
 
 def decide(
@@ -79,21 +100,40 @@ def decide(
     config: BashGuardConfig,
     *,
     check: BashCheck = check_bash,
+    sandbox: RunSandbox | None = None,
 ) -> dict[str, Any]:
-    """The hook's answer: ``{}`` lets the command run; otherwise a ``deny`` decision.
-    Raises on a malformed ``hook_input`` (no ``tool_input.command`` string) or a failing
-    ``check``: callers fail closed."""
+    """The hook's answer: ``{}`` lets the tool run as it is, ``allow`` with ``updatedInput``
+    runs a Bash command in ``sandbox``; otherwise a ``deny`` decision. Raises on a malformed
+    ``hook_input`` (no ``tool_input.command`` string for Bash) or a failing ``check``: callers
+    fail closed."""
     if not isinstance(hook_input, Mapping):
-        raise TypeError(f"a Bash hook input that is not an object: {str(hook_input)[:200]!r}")
+        raise TypeError(f"a hook input that is not an object: {str(hook_input)[:200]!r}")
+    tool = hook_input.get("tool_name") or "Bash"
     tool_input = hook_input.get("tool_input")
-    command = tool_input.get("command") if isinstance(tool_input, Mapping) else None
-    if not isinstance(command, str):
-        raise TypeError(f"a Bash hook input without a command: {str(hook_input)[:200]!r}")
     cwd = hook_input.get("cwd")
-    verdict = check(command, worktree=worktree, config=config, cwd=Path(cwd) if cwd else None)
-    if verdict.allowed is True:
+    where = Path(cwd) if isinstance(cwd, str) and cwd else None
+    if tool in FILE_TOOLS:
+        if not isinstance(tool_input, Mapping):
+            raise TypeError(f"a {tool} hook input without its input: {str(hook_input)[:200]!r}")
+        verdict = check_file_tool(tool, tool_input, worktree=worktree, config=config, cwd=where)
+        return {} if verdict.allowed is True else deny(verdict.reason)
+    command = tool_input.get("command") if isinstance(tool_input, Mapping) else None
+    if not isinstance(command, str) or not isinstance(tool_input, Mapping):
+        raise TypeError(f"a Bash hook input without a command: {str(hook_input)[:200]!r}")
+    verdict = check(command, worktree=worktree, config=config, cwd=where)
+    if verdict.allowed is not True:
+        return deny(verdict.reason)
+    if sandbox is None:
         return {}
-    return deny(verdict.reason)
+    wrapped = sandbox.wrap_command(command, str(where) if where is not None else None)
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "cpe: the Bash guard allowed it; run in the sandbox",
+            "updatedInput": {**tool_input, "command": wrapped},
+        }
+    }
 
 
 def deny(reason: str) -> dict[str, Any]:
@@ -121,6 +161,7 @@ def sdk_hook(
     note: Callable[[str], None],
     *,
     check: BashCheck = check_bash,
+    sandbox: RunSandbox | None = None,
 ) -> SdkHook:
     """The SDK's ``PreToolUse`` callback for Bash: :func:`decide`, failing closed.
 
@@ -130,13 +171,14 @@ def sdk_hook(
 
     async def hook(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
         try:
-            answer = decide(hook_input, worktree, config, check=check)
+            answer = decide(hook_input, worktree, config, check=check, sandbox=sandbox)
         except Exception as exc:  # fail closed: anything unexpected denies
             answer = deny(f"cpe bash guard: cannot check the command ({type(exc).__name__}: {exc})")
         reason = denial_reason(answer)
         if reason is not None:
+            tool = hook_input.get("tool_name") if isinstance(hook_input, Mapping) else None
             with contextlib.suppress(Exception):  # a failing note must not undo the denial
-                note(f"denied Bash: {reason}")
+                note(f"denied {tool or 'Bash'}: {reason}")
         return answer
 
     return hook
@@ -146,11 +188,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bash_hook")
     parser.add_argument("--worktree", required=True)
     parser.add_argument("--config", required=True)
+    parser.add_argument("--sandbox", default=None)
     try:
         args = parser.parse_args(argv)
         config = BashGuardConfig.model_validate_json(args.config)
+        sandbox = RunSandbox.model_validate_json(args.sandbox) if args.sandbox else None
         hook_input = json.loads(sys.stdin.read() or "{}")
-        answer = decide(hook_input, Path(args.worktree), config)
+        answer = decide(hook_input, Path(args.worktree), config, sandbox=sandbox)
     except (Exception, SystemExit) as exc:  # fail closed: a blocking error
         sys.stderr.write(f"cpe bash guard: cannot check the command: {exc}\n")
         return 2

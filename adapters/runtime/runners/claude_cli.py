@@ -31,8 +31,9 @@ from adapters.runtime.runners.base import (
     RunRequest,
     check_request,
 )
-from adapters.runtime.runners.bash_hook import hook_settings
+from adapters.runtime.runners.bash_hook import FILE_TOOLS_POLICY, hook_settings
 from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
+from adapters.runtime.sandbox.runs import sandbox_record
 
 __all__ = [
     "CLAUDE_CAPABILITIES",
@@ -338,7 +339,7 @@ class ClaudeCliRunner:
             argv += ["--agents", json.dumps({run.agent.name: definition})]
             argv += ["--agent", run.agent.name]
         if run.bash_guard is not None:
-            settings = hook_settings(Path(run.worktree_path), run.bash_guard)
+            settings = hook_settings(Path(run.worktree_path), run.bash_guard, run.sandbox)
             argv += ["--settings", json.dumps(settings)]
         return argv if prompt is None else [*argv, "--", prompt]
 
@@ -372,8 +373,14 @@ class ClaudeCliRunner:
                 + ("the prompt file" if via_stdin else "/dev/null"),
                 "enforced": sorted(run.requested_policy),
                 "bash_guard": "deny" if run.bash_guard is not None else "off",
+                "file_tools": FILE_TOOLS_POLICY if run.bash_guard is not None else "unchecked",
                 "workspace": "read-only by the agent's tools" if run.read_only else "writable",
                 **({"tools": list(run.agent.tools or [])} if run.agent else {}),
+                "os_sandbox": sandbox_record(
+                    run.sandbox if run.bash_guard is not None else None,
+                    run.sandbox_missing,
+                    "every Bash command: cpe's PreToolUse hook rewrites it to run in bwrap",
+                ),
             },
             capture_format="claude_stream_json",
             transcript_log=run.transcript_log,

@@ -27,6 +27,8 @@ placed where codex accepts it and removed or kept as ``codex_home`` explains.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -39,6 +41,7 @@ from adapters.runtime.runners.claude_cli import EventCallback, launch
 from adapters.runtime.runners.codex_home import CodexHome, codex_home_of
 from adapters.runtime.runners.codex_run import CodexCliRun
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
+from adapters.runtime.sandbox.runs import sandbox_record
 from domain.ports import RuntimeAdapterDeps
 from domain.results import OUTPUT_MODELS, output_schema, strict_output_schema
 
@@ -72,6 +75,9 @@ CODEX_CAPABILITIES = RunnerCapabilities(
 CODEX_MODEL_VARIABLES = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
 ARGV_PROMPT_BYTES = 100_000  # an argv string is at most 128 KiB on Linux; longer: on stdin
 SCHEMA_FILE = "codex-output-schema.json"  # attached: the strict schema codex was given
+_APPLIES_TO = (
+    "codex exec and every command it runs (codex's own sandbox confines the commands further)"
+)
 LAST_MESSAGE_CAPTURE = ".codex-last-message"  # codex's -o file, attached at the end
 
 
@@ -91,6 +97,23 @@ def toml_string(value: str) -> str:
             out.append(char)
     out.append('"')
     return "".join(out)
+
+
+def installation(cli_path: str) -> tuple[str, ...]:
+    """Where the codex executable lives, to show in its sandbox wherever that is (``/tmp``
+    included): its directory, and for an npm install the whole ``node_modules`` (the launcher
+    script finds its native binary in a sibling package)."""
+    found = shutil.which(cli_path)
+    if found is None:
+        return ()
+    places: list[str] = []
+    for path in dict.fromkeys([os.path.abspath(found), os.path.realpath(found)]):
+        parts = Path(path).parts
+        top = max((k for k, part in enumerate(parts) if part == "node_modules"), default=None)
+        place = str(Path(*parts[: top + 1])) if top is not None else os.path.dirname(path)
+        if os.path.isdir(place):
+            places.append(place)
+    return tuple(dict.fromkeys(places))
 
 
 def codex_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -210,6 +233,7 @@ class CodexCliRunner:
                     if "not_enforced" in run.extra
                     else {}
                 ),
+                "os_sandbox": sandbox_record(run.sandbox, run.sandbox_missing, _APPLIES_TO),
             },
             capture_format="codex_exec_jsonl",
             transcript_log=run.transcript_log,
@@ -229,9 +253,26 @@ class CodexCliRunner:
                 codex_home_kept=not home.removable,
                 codex_home_accepted=home.accepted,  # False: codex makes no helper aliases
             )
+        launched = argv
+        if run.sandbox is not None:
+            # codex, and its own sandbox inside, in cpe's: its home, the run's directory and
+            # (implementor) the worktree writable; its credentials in its own environment.
+            codex_home = codex_home_of(env)
+            writable = [run_dir, *([codex_home] if codex_home is not None else [])]
+            for place in writable:
+                place.mkdir(parents=True, exist_ok=True)
+            outer = run.sandbox.model_copy(
+                update={
+                    "extra_writable": tuple(os.path.realpath(p) for p in writable),
+                    "extra_readable": installation(self.cli_path),
+                    "keep_env": True,
+                }
+            )
+            launched = outer.wrap_argv(argv, str(Path(run.worktree_path).absolute()))
+            artifacts.annotate(sandbox_command=launched[: launched.index("--") + 1])
         try:
             return launch(
-                argv,
+                launched,
                 run,
                 env,
                 artifacts,

@@ -48,6 +48,8 @@ from adapters.runtime.runners.base import (
 )
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome, EventCallback
 from adapters.runtime.runners.process import PIDFILE, kill_group, live_group
+from adapters.runtime.sandbox import RunSandbox, Sandbox
+from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sweep
 from adapters.runtime.worktrees import Worktree
 from domain.errors import AgentFailure, AgentFailureKind
 from domain.models import AgentStartParams, RunUsage, SessionId
@@ -111,6 +113,8 @@ class CliRuntimeConfig(RuntimeAdapterConfig):
     bash_guard: BashGuardConfig = BashGuardConfig()
     # USD per million tokens by model, for a runner that reports tokens but no cost (codex)
     prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+    sandbox: Sandbox | None = Field(default=None, description="the agent's commands run in it")
+    sandbox_missing: str = Field(default=NOT_CONFIGURED, description="why there is no sandbox")
 
 
 def create_cli_runtime(
@@ -135,6 +139,7 @@ class _Run:
     worktree: Worktree | None
     loop: asyncio.AbstractEventLoop
     handle: CliRunHandle | None = None
+    sandbox: RunSandbox | None = None
     output: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
     usage: RunUsage = field(default_factory=RunUsage)
 
@@ -185,9 +190,11 @@ class CliRuntime:
         provisioned = await self.provisioner.provision(params)
         run = _Run(params, provisioned.worktree, asyncio.get_running_loop())
         try:
+            run.sandbox = await anyio.to_thread.run_sync(self._open_sandbox, run, session_id)
             request = self._request(run, session_id, provisioned.prompt, provisioned.spec)
             run.handle = await anyio.to_thread.run_sync(self._start, run, request)
         except BaseException:
+            await self._end_sandbox(run)
             await self._remove_worktree(run)
             raise
         with self._lock:
@@ -217,6 +224,7 @@ class CliRuntime:
                 log.warning("killing an agent CLI left by an earlier run", pgid=pgid)
                 kill_group(pgid, grace=5.0)
             pidfile.unlink(missing_ok=True)
+        sweep(Path(self.config.logging.logs_dir).parent)
         self.provisioner.reap_worktrees(keep_branches)
 
     # ------------------------------------------------------------------ the run
@@ -269,6 +277,8 @@ class CliRuntime:
             max_budget_usd=budget if caps.supports_max_budget else None,
             repeat_limit=self.config.repeat_limit,
             bash_guard=self.config.bash_guard if guarded else None,
+            sandbox=run.sandbox,
+            sandbox_missing=self.config.sandbox_missing,
             extra={"not_enforced": unenforced} if unenforced else {},
             transcript_log=self.config.logging.agent_sessions,
         )
@@ -291,6 +301,24 @@ class CliRuntime:
             raise AgentFailure(
                 "failed", f"the CLI could not start: {exc}", infrastructure=True
             ) from exc
+
+    def _open_sandbox(self, run: _Run, session_id: str) -> RunSandbox | None:
+        worktree = run.worktree.path if run.worktree is not None else self.repo_root
+        return open_sandbox(
+            self.config.sandbox,
+            worktree=worktree,
+            writable=run.worktree is not None,
+            repo=self.repo_root,
+            state_dir=Path(self.config.logging.logs_dir).parent,
+            session_id=session_id,
+            home=self._env(session_id).get("HOME"),
+        )
+
+    async def _end_sandbox(self, run: _Run) -> None:
+        sandbox, run.sandbox = run.sandbox, None
+        if sandbox is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(sandbox.release)
 
     def _env(self, session_id: str) -> dict[str, str]:
         homes = Path(self.config.logging.logs_dir).parent / "homes"
@@ -317,6 +345,7 @@ class CliRuntime:
             run.usage = self._priced(_usage(outcome.result), outcome.result)
             return await self._result(run, outcome)
         finally:
+            await self._end_sandbox(run)
             await self._remove_worktree(run)
             run.output.put_nowait(None)
             with self._lock:

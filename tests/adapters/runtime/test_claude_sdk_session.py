@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from adapters.runtime.bash_guard import BashGuardConfig, BashVerdict
+from adapters.runtime.runners.bash_hook import FILE_MATCHER
 from domain.errors import AgentFailure
 from domain.models import RunUsage
 from domain.results import ImplementorResult
@@ -148,8 +149,11 @@ def test_the_hook_is_registered_to_block_when_it_fails(
     _, result = run(runtime)
     assert isinstance(result, ImplementorResult), result
     (initialize,) = stdin_requests(fake, "initialize")
-    (matcher,) = initialize["hooks"]["PreToolUse"]
-    assert (matcher["matcher"], matcher["onFailure"]) == ("Bash", "block")
+    matchers = initialize["hooks"]["PreToolUse"]
+    assert [(m["matcher"], m["onFailure"]) for m in matchers] == [
+        ("Bash", "block"),
+        (FILE_MATCHER, "block"),  # the file tools' paths, checked by the same hook
+    ]
 
 
 @pytest.mark.spec("S000-05")
