@@ -164,6 +164,7 @@ def status(config_path: Path | None, repo: Path | None) -> int:
     state = _journal_state(state_dir)
     _print_pause(state, config)
     _print_baseline(state, config)
+    _print_merge_waits(state)
     if config.provider.kind == "local":
         from adapters.local.provider import LocalProvider  # noqa: PLC0415
 
@@ -221,6 +222,19 @@ def _print_baseline(state: Any, config: Any) -> None:
     else:
         print("  revisions failing only these checks are reviewed, not charged to the implementor")
         print("  and not merged automatically: fix the default branch, or merge them by hand")
+
+
+def _print_merge_waits(state: EngineState) -> None:
+    """Approved revisions whose merge the provider refused for now (branch protection)."""
+    if not state.merge_waits:
+        return
+    print("\nmerges waiting for branch protection (tried again on every poll)")
+    for rid, wait in sorted(state.merge_waits.items()):
+        since = wait.since.strftime("%Y-%m-%d %H:%M:%S UTC") if wait.since else "?"
+        print(
+            f"  revision {rid} (work item #{wait.work_item_id}), since {since}, {wait.tries} tries"
+        )
+        print(f"    {' '.join(wait.reason.split())[:300]}")
 
 
 def _print_skipped_specs(state: Any) -> None:

@@ -31,7 +31,6 @@ class PullView:
     branch: str
     head_sha: str
     state: RevisionState
-    merge_commit_sha: str | None
     updated_at: datetime
     work_item: str | None
 
@@ -76,14 +75,14 @@ class PullIndex:
     def revision(self, number: int) -> Revision:
         """One pull request as a revision, read fresh (reviews and pipeline included)."""
         with self._lock:
-            view = self.note(*self._api.get_pull(number))
+            view = self.note(self._api.get_pull(number))
             self._read_reviews(number)
             self._read_pipeline(view)
             return self._revision(view)
 
     def view(self, number: int) -> PullView:
         with self._lock:
-            return self.note(*self._api.get_pull(number))
+            return self.note(self._api.get_pull(number))
 
     def linked_revisions(self) -> dict[str, RevisionId]:
         """Each work item's revision: its newest open pull request, else its newest one."""
@@ -123,7 +122,7 @@ class PullIndex:
             self._stale_reviews.add(number)
             self._watches.pop(number, None)
 
-    def note(self, pr: PullRequest | PullRequestSimple, merge_sha: str | None = None) -> PullView:
+    def note(self, pr: PullRequest | PullRequestSimple) -> PullView:
         body = pr.body or ""
         merged = bool(pr.merged_at)
         state: RevisionState = "merged" if merged else ("open" if pr.state == "open" else "closed")
@@ -134,7 +133,6 @@ class PullIndex:
             branch=pr.head.ref,
             head_sha=pr.head.sha,
             state=state,
-            merge_commit_sha=merge_sha if merged else None,
             updated_at=pr.updated_at,
             work_item=markers.linked_item(body, pr.head.ref, self._settings.branch_prefix),
         )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from adapters.github import markers
 from adapters.github.api import GitHubApi
 from adapters.github.issue_index import IssueIndex
+from adapters.github.merging import Merger, refused
 from adapters.github.patches import TreeBuilder
 from adapters.github.pipeline import combine
 from adapters.github.pull_index import PullIndex, PullView
@@ -112,6 +113,7 @@ class GitHubRevisionWriter:
         self._default = default_branch
         self._trees = TreeBuilder(api)
         self._reviews = ReviewPoster(api)
+        self._merger = Merger(api)
 
     def create_from_patch(
         self,
@@ -255,12 +257,12 @@ class GitHubRevisionWriter:
 
     def merge(self, revision_id: RevisionId) -> str:
         view = self._pulls.view(pull_number(revision_id))
-        if view.state == "merged" and view.merge_commit_sha:
-            return view.merge_commit_sha
+        if view.state == "merged":
+            return self._merger.merge_commit(view.number)
         if view.state != "open":
             raise ConflictError(f"revision #{view.number} is closed without a merge")
         try:
-            sha = self._api.merge_pull(view.number, view.head_sha)
+            sha = self._merger.merge(view.number, view.head_sha)
         except ProviderError as exc:
             sha = self._merged_after(view, exc)
         self._pulls.mark_dirty(view.number)
@@ -269,12 +271,10 @@ class GitHubRevisionWriter:
 
     def _merged_after(self, view: PullView, exc: ProviderError) -> str:
         after = self._pulls.view(view.number)
-        if after.state == "merged" and after.merge_commit_sha:
-            return after.merge_commit_sha  # the merge went through; its answer was lost
-        if exc.status == 405 or isinstance(exc, ConflictError):
-            files = ", ".join(f.filename for f in self._api.pull_files(view.number))
-            raise ConflictError(
-                f"revision #{view.number} cannot be merged into {self._default}: {exc}; "
-                f"it changes {files}"
-            ) from exc
-        raise exc
+        if after.state == "merged":
+            return self._merger.merge_commit(view.number)  # it went through; the answer was lost
+
+        def files() -> str:
+            return ", ".join(f.filename for f in self._api.pull_files(view.number))
+
+        raise refused(exc, view.number, files, self._default) from exc

@@ -86,7 +86,7 @@ def review_comment(urls: Urls, rec: ReviewCommentRecord) -> Json:
 
 
 def combined_status(
-    urls: Urls, sha: str, statuses: list[StatusRecord], default_branch: str
+    urls: Urls, sha: str, statuses: list[StatusRecord], default_branch: str, pushed_at: int
 ) -> Json:
     states = {s.state for s in statuses}
     if not statuses:
@@ -97,7 +97,8 @@ def combined_status(
         overall = "pending"
     else:
         overall = "success"
-    minimal = {k: v for k, v in repository(urls, default_branch).items() if k not in ("license",)}
+    embedded = repository(urls, default_branch, pushed_at=pushed_at)
+    minimal = {k: v for k, v in embedded.items() if k not in ("license",)}
     return {
         "state": overall,
         "statuses": [

@@ -2,7 +2,10 @@
 
 Every builder takes the server's ``Urls`` so links point back at the fake. Fields GitHub always
 sends are sent, even those the provider never reads: githubkit validates whole payloads, and a
-fake that sends less would hide parsing failures the real API would not cause.
+fake that sends less would hide parsing failures the real API would not cause. Fields an API
+version removed are sent only to requests that name an older version (``legacy``): API
+2026-03-10 dropped ``merge_commit_sha`` from pull requests and the singular ``assignee`` from
+issues and pull requests, and a fake that still sent them would hide a provider relying on them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 from tests.fakes.github.records import (
     EPOCH_START,
+    EventRecord,
     IssueRecord,
     PullRecord,
     iso,
@@ -108,7 +112,16 @@ def user(urls: Urls, login: str) -> Json:
     }
 
 
-def repository(urls: Urls, default_branch: str, full: bool = False) -> Json:
+def repository(
+    urls: Urls,
+    default_branch: str,
+    full: bool = False,
+    *,
+    pushed_at: int = EPOCH_START,
+    merge_methods: dict[str, bool] | None = None,
+) -> Json:
+    """The repository; ``pushed_at`` moves with every push, so every payload embedding the
+    repository (a pull request's ``head.repo`` and ``base.repo``) changes with it."""
     data: Json = {
         "id": REPOSITORY_ID,
         "node_id": node_id("Repository", REPOSITORY_ID),
@@ -144,14 +157,21 @@ def repository(urls: Urls, default_branch: str, full: bool = False) -> Json:
         "has_discussions": False,
         "archived": False,
         "disabled": False,
-        "pushed_at": iso(EPOCH_START),
+        "pushed_at": iso(pushed_at),
         "created_at": iso(EPOCH_START),
         "updated_at": iso(EPOCH_START),
     }
     for key in _REPO_URL_KEYS:
         data[f"{key}_url"] = f"{urls.api}/{key.replace('_', '/')}"
     if full:
-        data.update(subscribers_count=0, network_count=0)
+        methods = merge_methods or {}
+        data.update(
+            subscribers_count=0,
+            network_count=0,
+            allow_merge_commit=methods.get("merge", True),
+            allow_squash_merge=methods.get("squash", True),
+            allow_rebase_merge=methods.get("rebase", True),
+        )
     return data
 
 
@@ -169,7 +189,14 @@ def label(urls: Urls, name: str, label_id: int) -> Json:
     }
 
 
-def issue(urls: Urls, rec: IssueRecord, labels: dict[str, int], pull: PullRecord | None) -> Json:
+def issue(
+    urls: Urls,
+    rec: IssueRecord,
+    labels: dict[str, int],
+    pull: PullRecord | None,
+    *,
+    legacy: bool = False,
+) -> Json:
     api = f"{urls.api}/issues/{rec.number}"
     blockers_open = rec.blocked_by
     data: Json = {
@@ -189,7 +216,6 @@ def issue(urls: Urls, rec: IssueRecord, labels: dict[str, int], pull: PullRecord
         "body": rec.body,
         "user": user(urls, rec.user),
         "labels": [label(urls, name, labels[name]) for name in rec.labels],
-        "assignee": None,
         "assignees": [],
         "milestone": None,
         "locked": False,
@@ -218,6 +244,8 @@ def issue(urls: Urls, rec: IssueRecord, labels: dict[str, int], pull: PullRecord
             "merged_at": iso(pull.merged_at),
         }
         data["draft"] = pull.draft
+    if legacy:
+        data["assignee"] = None
     return data
 
 
@@ -241,10 +269,12 @@ def pull(
     mergeable: bool | None = None,
     stats: tuple[int, int, int] = (0, 0, 0),
     commits: int = 1,
+    legacy: bool = False,
+    pushed_at: int = EPOCH_START,
 ) -> Json:
     api = f"{urls.api}/pulls/{rec.number}"
     issue_api = f"{urls.api}/issues/{rec.number}"
-    repo = repository(urls, default_branch)
+    repo = repository(urls, default_branch, pushed_at=pushed_at)
     data: Json = {
         "url": api,
         "id": rec.id,
@@ -271,8 +301,6 @@ def pull(
         "updated_at": iso(issue_rec.updated_at),
         "closed_at": iso(issue_rec.closed_at),
         "merged_at": iso(rec.merged_at),
-        "merge_commit_sha": rec.merge_commit_sha,
-        "assignee": None,
         "assignees": [],
         "requested_reviewers": [],
         "requested_teams": [],
@@ -304,6 +332,8 @@ def pull(
         "auto_merge": None,
         "draft": rec.draft,
     }
+    if legacy:
+        data.update(merge_commit_sha=rec.merge_commit_sha, assignee=None)
     if full:
         additions, deletions, changed = stats
         state = "unknown" if mergeable is None else ("clean" if mergeable else "dirty")
@@ -322,6 +352,21 @@ def pull(
             changed_files=changed,
         )
     return data
+
+
+def timeline_event(urls: Urls, rec: EventRecord) -> Json:
+    """A state-change entry of a timeline (``merged`` names its merge commit)."""
+    return {
+        "id": rec.id,
+        "node_id": node_id("Event", rec.id),
+        "url": f"{urls.api}/issues/events/{rec.id}",
+        "actor": user(urls, rec.actor),
+        "event": rec.event,
+        "commit_id": rec.commit_id,
+        "commit_url": f"{urls.api}/commits/{rec.commit_id}" if rec.commit_id else None,
+        "created_at": iso(rec.created_at),
+        "performed_via_github_app": None,
+    }
 
 
 def error(message: str, status: int) -> Json:
