@@ -231,9 +231,8 @@ def _print_merge_waits(state: EngineState) -> None:
     print("\nmerges waiting for branch protection (tried again on every poll)")
     for rid, wait in sorted(state.merge_waits.items()):
         since = wait.since.strftime("%Y-%m-%d %H:%M:%S UTC") if wait.since else "?"
-        print(
-            f"  revision {rid} (work item #{wait.work_item_id}), since {since}, {wait.tries} tries"
-        )
+        tries = f"{wait.tries} {'try' if wait.tries == 1 else 'tries'}"
+        print(f"  revision {rid} (work item #{wait.work_item_id}) since {since}, {tries}")
         print(f"    {' '.join(wait.reason.split())[:300]}")
 
 

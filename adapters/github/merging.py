@@ -38,6 +38,7 @@ _WAITING = re.compile(
 _TRANSIENT = re.compile(r"base branch was modified", re.IGNORECASE)
 _METHOD = re.compile(r"(?:merge commits|squash merges|rebase merges) are not allowed", re.I)
 _METHODS: tuple[MergeMethod, ...] = ("merge", "squash", "rebase")
+_NAMES = {"merge": "merge commits", "squash": "squash merges", "rebase": "rebase merges"}
 
 
 def refusal_kind(message: str) -> Refusal:
@@ -82,9 +83,9 @@ class Merger:
                     status=405,
                 ) from exc
             log.warning(
-                "the repository does not allow %s merges; cpe merges with %s from now on",
-                self._method,
-                chosen,
+                "the repository does not allow %s; cpe makes %s from now on",
+                _NAMES[self._method],
+                _NAMES[chosen],
             )
             self._method = chosen
             return self._api.merge_pull(number, head_sha, chosen)
