@@ -35,7 +35,7 @@ from githubkit_schemas.latest.models import (
     StateChangeIssueEvent,
 )
 
-from adapters.github.config import GitHubSettings, resolve_auth
+from adapters.github.config import GitHubSettings, resolve_auth, token_kind
 from adapters.github.errors import translated
 from adapters.github.git_api import GitDataCalls
 from adapters.github.transport import NOT_MODIFIED, ConditionalTransport
@@ -99,6 +99,7 @@ class GitHubApi(GitDataCalls):
         self.auth_cache = AuthCache()
         auth = resolve_auth(settings, environ)
         self.app_auth = isinstance(auth, AppInstallationAuthStrategy)
+        self.token_kind = token_kind(auth)  # for messages: what a refusal may be down to
         self.transport = transport
         self.gh = GitHub(
             auth,

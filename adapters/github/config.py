@@ -113,3 +113,22 @@ def _check_private_key(key: str, key_env: str) -> None:
             key_path="provider.github.app_private_key_env",
             expected="the GitHub App's RSA private key",
         )
+
+
+_TOKEN_PREFIXES = (
+    ("github_pat_", "fine-grained personal access token"),
+    ("ghp_", "classic personal access token"),
+    ("gho_", "OAuth token"),
+    ("ghu_", "GitHub App user token"),
+    ("ghs_", "GitHub App installation token"),
+)
+
+
+def token_kind(auth: TokenAuthStrategy | AppInstallationAuthStrategy) -> str:
+    """What kind of credential this is, in words (GitHub's token prefixes say it)."""
+    if isinstance(auth, AppInstallationAuthStrategy):
+        return "GitHub App installation token"
+    for prefix, kind in _TOKEN_PREFIXES:
+        if auth.token.startswith(prefix):
+            return kind
+    return "token"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,13 @@ def github_message(response: httpx.Response) -> str:
         parts = [str(e.get("message") or e) if isinstance(e, dict) else str(e) for e in details]
         message += " (" + "; ".join(parts) + ")"
     return message
+
+
+def github_reason(exc: ProviderError) -> str:
+    """GitHub's own words in a translated error (``merge pull request #3: <words> (status
+    405)``)."""
+    text = re.sub(r" \(status \d+\)$", "", str(exc))
+    return text.split(": ", 1)[1] if ": " in text else text
 
 
 def translate(exc: Exception, what: str, clock: Callable[[], float] = time.time) -> ProviderError:

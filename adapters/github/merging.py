@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from adapters.github.api import GitHubApi, MergeMethod
+from adapters.github.errors import github_reason
 from domain.errors import ConflictError, MergeWaitError, ProviderError
 
 log = logging.getLogger(__name__)
@@ -50,14 +51,6 @@ def refusal_kind(message: str) -> Refusal:
     if _WAITING.search(message):
         return "waiting"
     return "conflict"
-
-
-def github_reason(exc: ProviderError) -> str:
-    """GitHub's own words in a translated error (``merge pull request #3: <words> (status
-    405)``)."""
-    text = str(exc)
-    text = re.sub(r" \(status \d+\)$", "", text)
-    return text.split(": ", 1)[1] if ": " in text else text
 
 
 class Merger:

@@ -19,7 +19,7 @@ from githubkit_schemas.latest.models import PullRequest, PullRequestSimple
 from adapters.github import markers
 from adapters.github.api import GitHubApi
 from adapters.github.config import GitHubSettings
-from adapters.github.pipeline import combine
+from adapters.github.pipeline import PipelineReader
 from domain.models import Pipeline, Revision, RevisionId, RevisionState, WorkItemId
 
 
@@ -43,9 +43,10 @@ class _Watch:
 
 
 class PullIndex:
-    def __init__(self, api: GitHubApi, settings: GitHubSettings) -> None:
+    def __init__(self, api: GitHubApi, settings: GitHubSettings, pipelines: PipelineReader) -> None:
         self._api = api
         self._settings = settings
+        self._pipelines = pipelines
         self._lock = threading.RLock()
         self._pulls: dict[int, PullView] = {}
         self._reviewed: dict[int, str | None] = {}
@@ -197,11 +198,10 @@ class PullIndex:
         return (self._cycle + view.number) % self._settings.settled_recheck_cycles == 0
 
     def _read_pipeline(self, view: PullView) -> None:
-        checks, _ = self._api.check_runs(view.head_sha)
-        statuses, _ = self._api.statuses(view.head_sha)
+        pipeline = self._pipelines.read(view.head_sha)
         watch = self._watches.get(view.number)
         first_seen = watch.first_seen if watch and watch.sha == view.head_sha else self._cycle
-        self._watches[view.number] = _Watch(view.head_sha, combine(checks, statuses), first_seen)
+        self._watches[view.number] = _Watch(view.head_sha, pipeline, first_seen)
 
     def _revision(self, view: PullView) -> Revision:
         watch = self._watches.get(view.number)

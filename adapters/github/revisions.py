@@ -17,7 +17,7 @@ from adapters.github.api import GitHubApi
 from adapters.github.issue_index import IssueIndex
 from adapters.github.merging import Merger, refused
 from adapters.github.patches import TreeBuilder
-from adapters.github.pipeline import combine
+from adapters.github.pipeline import PipelineReader
 from adapters.github.pull_index import PullIndex, PullView
 from adapters.github.reviews import ReviewPoster
 from adapters.github.work_items import issue_number
@@ -48,10 +48,13 @@ def pull_number(revision_id: str) -> int:
 class GitHubRevisionReader:
     """``RevisionProviderReader`` over the repository's pull requests."""
 
-    def __init__(self, api: GitHubApi, pulls: PullIndex, default_branch: str) -> None:
+    def __init__(
+        self, api: GitHubApi, pulls: PullIndex, default_branch: str, pipelines: PipelineReader
+    ) -> None:
         self._api = api
         self._pulls = pulls
         self._default = default_branch
+        self._pipelines = pipelines
 
     def list_revisions(self) -> Sequence[Revision]:
         return sorted(self._pulls.sync(pipelines=True), key=lambda r: int(r.id))
@@ -62,9 +65,7 @@ class GitHubRevisionReader:
         head = self._api.branch_head(self._default)
         if head is None:
             return None
-        checks, _ = self._api.check_runs(head)
-        statuses, _ = self._api.statuses(head)
-        return Baseline(sha=head, pipeline=combine(checks, statuses))
+        return Baseline(sha=head, pipeline=self._pipelines.read(head))
 
     def get_revision_files(self, revision_id: RevisionId) -> Sequence[RevisionFile]:
         return [

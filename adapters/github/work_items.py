@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from adapters.github import markers
 from adapters.github.api import GitHubApi
 from adapters.github.issue_index import IssueIndex, IssueView
+from adapters.github.labels import Labels
 from adapters.github.pull_index import PullIndex
 from domain.errors import NotFoundError, ProviderError
 from domain.models import STATUSES, Status, WorkItem, WorkItemId
@@ -57,9 +58,10 @@ class GitHubWorkItemReader:
 class GitHubWorkItemWriter:
     """``WorkProviderWriter``: creates and edits issues, never twice for one key."""
 
-    def __init__(self, api: GitHubApi, issues: IssueIndex) -> None:
+    def __init__(self, api: GitHubApi, issues: IssueIndex, labels: Labels) -> None:
         self._api = api
         self._issues = issues
+        self._labels = labels
 
     def create_work_item(
         self,
@@ -70,22 +72,34 @@ class GitHubWorkItemWriter:
         *,
         idempotency_key: str | None = None,
     ) -> WorkItemId:
+        self._labels.ensure_status_labels()
+        wanted = [*dict.fromkeys(labels), markers.status_label("pending")]
         if idempotency_key is not None:
             seen = self._issues.find_key(idempotency_key)
             if seen is not None:
+                self._label(seen, wanted)  # a crash may have come before they were added
                 return WorkItemId(str(seen.number))
         blockers = [self._issues.get(issue_number(b)) for b in dict.fromkeys(blocked_by)]
         text = markers.issue_body(body, [str(b.number) for b in blockers], idempotency_key)
-        wanted = [*dict.fromkeys(labels), markers.status_label("pending")]
         try:
             created = self._issues.note(self._api.create_issue(title, text, wanted))
         except ProviderError as exc:
             # The response may be lost after GitHub made the issue (a 502): look, never resend.
             found = self._found_after(exc, idempotency_key)
             created = found
+        self._label(created, wanted)
         for blocker in blockers:
             self._add_native_dependency(created.number, blocker)
         return WorkItemId(str(created.number))
+
+    def _label(self, issue: IssueView, wanted: list[str]) -> None:
+        """GitHub drops a new issue's labels without a word when the token may not push: add
+        them afterwards (a triage user may apply labels that exist). A status label is added
+        only to an issue that has none: one found again may have moved on since."""
+        has_status = any(markers.is_status_label(n) for n in issue.labels)
+        missing = [n for n in wanted if not (has_status and markers.is_status_label(n))]
+        if self._labels.apply(issue.number, missing, issue.labels):
+            self._issues.get(issue.number)
 
     def _found_after(self, exc: ProviderError, key: str | None) -> IssueView:
         if key is None or not exc.transient:
@@ -134,6 +148,7 @@ class GitHubWorkItemWriter:
     def transition_status(self, work_item_id: WorkItemId, to: Status) -> None:
         if to not in STATUSES:
             raise ProviderError(f"{to!r} is not a work item status", status=422, transient=False)
+        self._labels.ensure_status_labels()
         current = self._issues.get(issue_number(work_item_id))
         target = markers.status_label(to)
         for name in current.labels:
