@@ -19,6 +19,7 @@ from adapters.github.api import GitHubApi
 from adapters.github.config import GitHubSettings
 from adapters.github.issue_index import IssueIndex
 from adapters.github.labels import Labels
+from adapters.github.pacing import WritePacer
 from adapters.github.pipeline import PipelineReader
 from adapters.github.pull_index import PullIndex
 from adapters.github.revisions import GitHubRevisionReader, GitHubRevisionWriter
@@ -54,6 +55,12 @@ class GitHubProvider:
             cache_entries=settings.cache_entries,
             sleep=sleep,
             clock=clock,
+            pacer=WritePacer(
+                per_minute=settings.writes_per_minute,
+                per_hour=settings.writes_per_hour,
+                burst=settings.write_burst,
+                clock=clock,
+            ),
         )
         self.api = GitHubApi(settings, transport, environ)
         try:
