@@ -277,7 +277,7 @@ def _print_items(items: Any) -> None:
         print("  (none)")
     for wid in ordered(by_id):
         item = by_id[wid]
-        blockers = ", ".join(f"#{b}" for b in item.blocked_by)
+        blockers = ", ".join(b if "#" in b else f"#{b}" for b in item.blocked_by)
         blocked = f"  blocked by {blockers}" if blockers else ""
         print(f"  #{item.id:<4} {item.status:<17} {item.title}{blocked}")
 

@@ -215,6 +215,11 @@ class GitHubApi(GitDataCalls):
         with self.translated(f"get issue #{number}"):
             return self.gh.rest.issues.get(self.owner, self.repo, number).parsed_data
 
+    def get_issue_of(self, owner: str, repo: str, number: int) -> Issue:
+        """An issue of any repository the token can read (a cross-repository blocker)."""
+        with self.translated(f"get issue {owner}/{repo}#{number}"):
+            return self.gh.rest.issues.get(owner, repo, number).parsed_data
+
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> Issue:
         with self.translated("create issue"):
             return self.gh.rest.issues.create(

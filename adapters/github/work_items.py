@@ -45,7 +45,7 @@ class GitHubWorkItemReader:
                 title=v.title,
                 status=markers.status_of(v.labels, v.closed),
                 labels=tuple(n for n in v.labels if not markers.is_status_label(n)),
-                blocked_by=tuple(WorkItemId(b) for b in v.blocked_by),
+                blocked_by=tuple(WorkItemId(b) for b in self._issues.open_blockers(v)),
                 linked_revision=linked.get(str(v.number)),
             )
             for v in sorted(views, key=lambda v: v.number)
@@ -79,8 +79,16 @@ class GitHubWorkItemWriter:
             if seen is not None:
                 self._label(seen, wanted)  # a crash may have come before they were added
                 return WorkItemId(str(seen.number))
-        blockers = [self._issues.get(issue_number(b)) for b in dict.fromkeys(blocked_by)]
-        text = markers.issue_body(body, [str(b.number) for b in blockers], idempotency_key)
+        named = list(dict.fromkeys(blocked_by))
+        for b in named:
+            if not b.isdecimal() and not markers.is_foreign_blocker(b):
+                raise NotFoundError(f"work item {b!r} does not exist: ids are issue numbers")
+        # Blockers here are checked and linked natively too; another repository's ("o/r#12")
+        # are written down as they are.
+        blockers = [self._issues.get(issue_number(b)) for b in named if b.isdecimal()]
+        text = markers.issue_body(
+            body, [b if not b.isdecimal() else str(int(b)) for b in named], idempotency_key
+        )
         try:
             created = self._issues.note(self._api.create_issue(title, text, wanted))
         except ProviderError as exc:

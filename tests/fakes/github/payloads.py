@@ -198,7 +198,7 @@ def issue(
     legacy: bool = False,
 ) -> Json:
     api = f"{urls.api}/issues/{rec.number}"
-    blockers_open = rec.blocked_by
+    blockers = len(rec.blocked_by) + len(rec.foreign_blockers)
     data: Json = {
         "id": rec.id,
         "node_id": node_id("Issue", rec.id),
@@ -228,9 +228,9 @@ def issue(
         "author_association": "OWNER",
         "reactions": _reactions(api),
         "issue_dependencies_summary": {
-            "blocked_by": len(blockers_open),
+            "blocked_by": blockers,
             "blocking": 0,
-            "total_blocked_by": len(rec.blocked_by),
+            "total_blocked_by": blockers,
             "total_blocking": 0,
         },
     }
