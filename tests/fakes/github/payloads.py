@@ -175,8 +175,9 @@ def repository(
     return data
 
 
-def label(urls: Urls, name: str, label_id: int) -> Json:
-    return {
+def label(urls: Urls, name: str, label_id: int, *, embedded: bool = False) -> Json:
+    """A label; ``embedded`` in an issue or a pull request, which carries no ``archived_at``."""
+    data: Json = {
         "id": label_id,
         "node_id": node_id("Label", label_id),
         "url": f"{urls.api}/labels/{name}",
@@ -187,6 +188,9 @@ def label(urls: Urls, name: str, label_id: int) -> Json:
         "archived_at": None,
         "archived_by": None,
     }
+    if embedded:
+        del data["archived_at"]
+    return data
 
 
 def issue(
@@ -215,7 +219,7 @@ def issue(
         "title": rec.title,
         "body": rec.body,
         "user": user(urls, rec.user),
-        "labels": [label(urls, name, labels[name]) for name in rec.labels],
+        "labels": [label(urls, name, labels[name], embedded=True) for name in rec.labels],
         "assignees": [],
         "milestone": None,
         "locked": False,
@@ -294,7 +298,7 @@ def pull(
         "title": issue_rec.title,
         "user": user(urls, issue_rec.user),
         "body": issue_rec.body,
-        "labels": [label(urls, name, labels[name]) for name in issue_rec.labels],
+        "labels": [label(urls, name, labels[name], embedded=True) for name in issue_rec.labels],
         "milestone": None,
         "active_lock_reason": None,
         "created_at": iso(issue_rec.created_at),
