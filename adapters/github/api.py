@@ -31,8 +31,8 @@ from githubkit_schemas.latest.models import (
     PullRequestReview,
     PullRequestReviewComment,
     PullRequestSimple,
-    SimpleCommitStatus,
     StateChangeIssueEvent,
+    Status,
 )
 
 from adapters.github.config import GitHubSettings, resolve_auth, token_kind
@@ -367,11 +367,19 @@ class GitHubApi(GitDataCalls):
             cached = bool(response.raw_response.extensions.get(NOT_MODIFIED))
             return response.parsed_data.check_runs, cached
 
-    def statuses(self, sha: str) -> tuple[list[SimpleCommitStatus], bool]:
-        """The latest status per context (the combined status), and whether it was a 304."""
-        with self.translated(f"get the combined status of {sha[:12]}"):
-            response = self.gh.rest.repos.get_combined_status_for_ref(
+    def statuses(self, sha: str) -> tuple[list[Status], bool]:
+        """The latest status per context, and whether GitHub answered 304.
+
+        Read from the list of a commit's statuses (newest first), not the combined status:
+        the combined status embeds the repository, whose ``pushed_at`` moves with any push, so
+        its ETag would change (and each recheck cost a counted request) whenever anything was
+        pushed. The newest 100 statuses are read: a context's latest is among them."""
+        with self.translated(f"list the statuses of {sha[:12]}"):
+            response = self.gh.rest.repos.list_commit_statuses_for_ref(
                 self.owner, self.repo, sha, per_page=PER_PAGE
             )
             cached = bool(response.raw_response.extensions.get(NOT_MODIFIED))
-            return response.parsed_data.statuses, cached
+            latest: dict[str, Status] = {}
+            for status in response.parsed_data:
+                latest.setdefault(status.context, status)
+            return list(latest.values()), cached

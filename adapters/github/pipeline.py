@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from githubkit_schemas.latest.models import CheckRun, SimpleCommitStatus
+from githubkit_schemas.latest.models import CheckRun, SimpleCommitStatus, Status
 
 from domain.errors import ProviderError
 from domain.models import Pipeline
@@ -50,12 +50,14 @@ def _from_check(run: CheckRun) -> _Signal:
     return _Signal(f"{run.name} ({conclusion})", state, url, run.name)
 
 
-def _from_status(status: SimpleCommitStatus) -> _Signal:
+def _from_status(status: SimpleCommitStatus | Status) -> _Signal:
     state = {"success": "success", "pending": "pending"}.get(status.state, "failure")
     return _Signal(f"{status.context} ({status.state})", state, status.target_url, status.context)
 
 
-def combine(checks: Sequence[CheckRun], statuses: Sequence[SimpleCommitStatus]) -> Pipeline:
+def combine(
+    checks: Sequence[CheckRun], statuses: Sequence[SimpleCommitStatus | Status]
+) -> Pipeline:
     signals = [_from_check(c) for c in checks] + [_from_status(s) for s in statuses]
     if not signals:
         return Pipeline(status="none")

@@ -73,6 +73,12 @@ class PullIndex:
                         self._read_pipeline(view)
             return [self._revision(view) for view in self._pulls.values()]
 
+    def prime(self) -> None:
+        """List the pull requests once, if no sync has yet."""
+        with self._lock:
+            if self._newest is None:
+                self.sync(pipelines=False)
+
     def revision(self, number: int) -> Revision:
         """One pull request as a revision, read fresh (reviews and pipeline included)."""
         with self._lock:

@@ -37,7 +37,11 @@ class GitHubWorkItemReader:
 
     def list_work_items(self) -> Sequence[WorkItem]:
         views = self._issues.sync()
-        self._pulls.sync(pipelines=False)
+        # The pull requests as the revision poller last listed them (listed here only before
+        # it ever did): listing them twice a cycle would cost a counted request twice whenever
+        # anything was pushed (every pull request embeds the repository, whose pushed_at moves).
+        # A link the revision poll finds reaches the engine with that poll's observation.
+        self._pulls.prime()
         linked = self._pulls.linked_revisions()
         return [
             WorkItem(

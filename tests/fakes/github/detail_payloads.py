@@ -124,6 +124,23 @@ def combined_status(
     }
 
 
+def commit_status(urls: Urls, s: StatusRecord, creator: str = "ci-bot") -> Json:
+    """One status of a commit, as the list of a commit's statuses gives it (no repository)."""
+    return {
+        "url": f"{urls.api}/statuses/{s.sha}",
+        "avatar_url": None,
+        "id": s.id,
+        "node_id": node_id("StatusContext", s.id),
+        "state": s.state,
+        "description": s.description,
+        "target_url": s.target_url,
+        "context": s.context,
+        "created_at": iso(s.created_at),
+        "updated_at": iso(s.updated_at),
+        "creator": user(urls, creator),
+    }
+
+
 def check_run(urls: Urls, rec: CheckRunRecord) -> Json:
     api = f"{urls.api}/check-runs/{rec.id}"
     return {

@@ -238,6 +238,13 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         )
         return Reply(body=body, paginate="statuses")
 
+    def list_statuses(call: Call) -> Reply:
+        may(call, "statuses", "read")
+        sha = resolve_ref(call.params["ref"])
+        found = sorted((s for s in gh.statuses if s.sha == sha), key=lambda s: -s.id)
+        body = [detail_payloads.commit_status(gh.urls, s) for s in found]
+        return Reply(body=body, paginate="")
+
     def check_runs(call: Call) -> Reply:
         may(call, "checks", "read")
         sha = resolve_ref(call.params["ref"])
@@ -263,6 +270,8 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
     add("GET", f"{prefix}/pulls/{N}/comments", list_comments, "pulls/list-review-comments")
     add("GET", f"{prefix}/commits/(?P<ref>[^/]+)/status", combined_status,
         "repos/get-combined-status-for-ref")  # fmt: skip
+    add("GET", f"{prefix}/commits/(?P<ref>[^/]+)/statuses", list_statuses,
+        "repos/list-commit-statuses-for-ref")  # fmt: skip
     add("GET", f"{prefix}/commits/(?P<ref>[^/]+)/check-runs", check_runs,
         "checks/list-for-ref")  # fmt: skip
 

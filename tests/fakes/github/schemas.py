@@ -62,7 +62,7 @@ OPERATIONS: Mapping[str, Call] = {
     "pulls/create-review": lambda r: r.pulls.create_review("o", "r", 1, event="COMMENT"),
     "pulls/list-review-comments": lambda r: r.pulls.list_review_comments("o", "r", 1),
     "checks/list-for-ref": lambda r: r.checks.list_for_ref("o", "r", "main"),
-    "repos/get-combined-status-for-ref": lambda r: r.repos.get_combined_status_for_ref(
+    "repos/list-commit-statuses-for-ref": lambda r: r.repos.list_commit_statuses_for_ref(
         "o", "r", "main"
     ),
     "git/get-ref": lambda r: r.git.get_ref("o", "r", "heads/main"),
