@@ -229,7 +229,7 @@ def test_a_waiting_merge_records_why_since_when_and_how_many_tries() -> None:
 )
 def test_a_merge_wait_ends_with_the_merge_or_the_head_it_was_for(event: object) -> None:
     waiting = apply_event(state(revisions=[revision("r1")]), _waiting())
-    assert RevisionId("r1") not in apply_event(waiting, event).merge_waits  # type: ignore[arg-type]
+    assert RevisionId("r1") not in apply_event(waiting, event).merge_waits
 
 
 def test_a_merge_wait_outlives_an_unchanged_observation() -> None:

@@ -129,7 +129,7 @@ def test_a_status_change_by_a_triage_user_uses_the_labels_that_exist(fake: FakeG
         fake.label_id(name)
     number = fake.add_issue("T", labels=("status:pending",))
     with github_provider(fake, token=TRIAGE) as provider:
-        provider.work_item_writer.transition_status(str(number), "in-progress")  # type: ignore[arg-type]
+        provider.work_item_writer.transition_status(str(number), "in-progress")
     assert fake.issues[number].labels == ["status:in-progress"]
 
 
