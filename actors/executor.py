@@ -6,6 +6,8 @@ and the session start; for provider writes, an intent recorded in the journal un
 command's idempotency key, the write (retried on a transient ``ProviderError`` with exponential
 backoff, honouring ``Retry-After``), and the result event (``CommandFailed`` when it keeps
 failing). A write whose intent is already done is not made again: its recorded result answers.
+A merge the provider refuses for now (``MergeWaitError``: branch protection) is no failure: its
+intent is left to be made again, and ``MergeWaiting`` records why it waits.
 """
 
 from __future__ import annotations
@@ -46,13 +48,14 @@ from domain.decisions import (
     planner_backoff,
     spent_since,
 )
-from domain.errors import CpeError, ProviderError
+from domain.errors import CpeError, MergeWaitError, ProviderError
 from domain.events import (
     AgentFailed,
     AgentRequested,
     CommandFailed,
     CommandRejected,
     EngineEvent,
+    MergeWaiting,
     PlanApplied,
     ReviewPosted,
     RevisionCreated,
@@ -334,6 +337,10 @@ class CommandExecutor:
         crashpoint(f"write.{command.type}.before")
         try:
             events = self._with_retry(command, lambda: self._perform(command, snapshot, key))
+        except MergeWaitError as exc:
+            if not isinstance(command, MergeRevision):
+                raise
+            return self._merge_waits(command, snapshot, key, exc)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             self.journal.fail_intent(key, error)
@@ -343,6 +350,31 @@ class CommandExecutor:
         # Harmless to make twice, a transition's result may wait for the next commit.
         self.journal.finish_intent(key, events, defer=repeatable)
         return events
+
+    def _merge_waits(
+        self, command: MergeRevision, snapshot: EngineState, key: str, exc: MergeWaitError
+    ) -> list[EngineEvent]:
+        """The merge waits (branch protection): its intent stays open to be made again, on the
+        next poll that finds the revision approved (``MergeWaiting`` asks the poller for it)."""
+        self.journal.fail_intent(key, f"waiting: {exc.reason}")
+        revision = snapshot.revisions.get(command.revision_id)
+        known = snapshot.merge_waits.get(command.revision_id)
+        if known is None or known.reason != exc.reason:  # said once per reason
+            log.warning(
+                "merge waits for branch protection",
+                revision_id=command.revision_id,
+                work_item_id=command.work_item_id,
+                reason=exc.reason,
+            )
+        return [
+            MergeWaiting(
+                work_item_id=command.work_item_id,
+                revision_id=command.revision_id,
+                head_sha=revision.head_sha if revision is not None else "",
+                reason=exc.reason,
+                at=_now(),
+            )
+        ]
 
     # ------------------------------------------------------------------ recovery at start
 

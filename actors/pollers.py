@@ -4,14 +4,18 @@ A poll takes a state snapshot *before* it reads the provider, then queues a ``*C
 for every entity whose observation would change that snapshot (compared with the reducer's own
 merge rule) and a ``*Removed`` event for every known entity the provider no longer lists. Taking
 the snapshot first means an observation older than one of the engine's own writes can never
-revert it. A provider error is logged and the cycle skipped; anything else is a crash, and the
-supervisor restarts the poller.
+revert it. An entity the state marks as due (a revision whose merge waits for branch protection)
+is reported every cycle, changed or not, so what waits on it is tried again. A provider error is
+logged and the cycle skipped; one that asks for a wait (a rate limit's ``retry_after``) skips
+every cycle until the wait is over, so a limited poller does not keep asking. Anything else is a
+crash, and the supervisor restarts the poller.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -68,20 +72,40 @@ class Poller(Generic[T]):
     get_state: Callable[[], EngineState]
     enqueue: Enqueue
     interval: float
+    due: Callable[[EngineState], Iterable[Any]] = lambda state: ()
+    clock: Callable[[], float] = time.monotonic
     cycles: int = 0
+    resume_at: float | None = None  # a provider asked us to wait until then (``clock`` time)
     ticking: threading.Event = field(default_factory=threading.Event)
+    queued: threading.Event = field(default_factory=threading.Event)  # a Poll waits in the mailbox
 
     def poll(self, *, full: bool = False) -> int:
         """One cycle; the number of events queued. A ``full`` cycle (the first after a start)
         reports every entity it observes, changed or not, so every handler sees each of them
-        once against the state the journal restored."""
+        once against the state the journal restored. While the provider's last error asked for
+        a wait, a cycle is skipped (0)."""
         self.cycles += 1
+        if self.resume_at is not None:
+            if self.clock() < self.resume_at:
+                log.debug("poller cycle skipped: waiting for the provider", poller=self.name)
+                return 0
+            log.info("poller resumes after the provider's wait", poller=self.name)
+            self.resume_at = None
         log.debug("poller cycle start", poller=self.name, cycle=self.cycles)
-        snapshot = self.known(self.get_state())
+        state = self.get_state()
+        snapshot = self.known(state)
+        due = set(self.due(state))
         try:
             observed = list(self.read())
         except ProviderError as exc:
             log.error("provider API error", poller=self.name, method=exc.method, error=str(exc))
+            if exc.retry_after:
+                self.resume_at = self.clock() + exc.retry_after
+                log.warning(
+                    "poller waits as the provider asked",
+                    poller=self.name,
+                    wait_s=round(exc.retry_after, 1),
+                )
             return 0
         events: list[EngineEvent] = []
         seen = set()
@@ -89,7 +113,7 @@ class Poller(Generic[T]):
             key = self.key(entity)
             seen.add(key)
             before = snapshot.get(key)
-            if full or self.merge(before, entity) != before:
+            if full or key in due or self.merge(before, entity) != before:
                 events.append(self.changed(entity))
                 log.info("change detected", poller=self.name, change="changed", id=str(key))
         for key in snapshot:
@@ -146,6 +170,7 @@ def revision_poller(
         get_state=get_state,
         enqueue=enqueue,
         interval=interval,
+        due=lambda state: state.merge_waits.keys(),  # their merge is tried again each cycle
     )
 
 
@@ -218,11 +243,13 @@ class PollerActor(SupervisedActor):
         self._ticker: threading.Thread | None = None
 
     def on_start(self) -> None:
+        self.poller.queued.clear()  # a Poll queued to a crashed actor is gone with it
         if self.poller.ticking.is_set():  # restarted after a crash: keep polling
             self._start_ticker()
 
     def on_receive(self, message: Any) -> Any:
         if isinstance(message, Poll):
+            self.poller.queued.clear()
             return self.poller.poll(full=message.full)
         if isinstance(message, StartTicking):
             self.poller.ticking.set()
@@ -236,11 +263,15 @@ class PollerActor(SupervisedActor):
         if self._ticker is not None or self.poller.interval <= 0:
             return
         ref, stop, poller = self.actor_ref, self._stop_ticker, self.poller
+        queued = self.poller.queued
 
         def tick() -> None:
             # The interval is read at each wait: a configuration reload may change it.
             while not stop.wait(poller.interval if poller.interval > 0 else 3600):
-                if poller.interval > 0 and not tell(ref, Poll()):
+                if poller.interval <= 0 or queued.is_set():
+                    continue  # off, or the last tick's poll has not run yet (a slow read)
+                queued.set()
+                if not tell(ref, Poll()):
                     return
 
         self._ticker = threading.Thread(target=tick, name=f"cpe-tick-{self.child_id}", daemon=True)

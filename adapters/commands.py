@@ -178,6 +178,7 @@ def status(config_path: Path | None, repo: Path | None) -> int:
     _print_pause(state, config)
     _print_costs(state, config)
     _print_baseline(state, config)
+    _print_merge_waits(state)
     if config.provider.kind == "local":
         from adapters.local.provider import LocalProvider  # noqa: PLC0415
 
@@ -260,6 +261,18 @@ def _print_retries(state: Any, config: Any) -> None:
         print("\n".join(lines))
 
 
+def _print_merge_waits(state: EngineState) -> None:
+    """Approved revisions whose merge the provider refused for now (branch protection)."""
+    if not state.merge_waits:
+        return
+    print("\nmerges waiting for branch protection (tried again on every poll)")
+    for rid, wait in sorted(state.merge_waits.items()):
+        since = wait.since.strftime("%Y-%m-%d %H:%M:%S UTC") if wait.since else "?"
+        tries = f"{wait.tries} {'try' if wait.tries == 1 else 'tries'}"
+        print(f"  revision {rid} (work item #{wait.work_item_id}) since {since}, {tries}")
+        print(f"    {' '.join(wait.reason.split())[:300]}")
+
+
 def _print_skipped_specs(state: Any) -> None:
     skipped = [spec for spec in state.specs.values() if spec.problem]
     if skipped:
@@ -301,7 +314,7 @@ def _print_items(items: Any) -> None:
         print("  (none)")
     for wid in ordered(by_id):
         item = by_id[wid]
-        blockers = ", ".join(f"#{b}" for b in item.blocked_by)
+        blockers = ", ".join(b if "#" in b else f"#{b}" for b in item.blocked_by)
         blocked = f"  blocked by {blockers}" if blockers else ""
         print(f"  #{item.id:<4} {item.status:<17} {item.title}{blocked}")
 

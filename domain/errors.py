@@ -14,7 +14,8 @@ the fields a caller needs to decide what to do (a status code, a retry delay, a 
     │   └── InvalidAgentOutputError  an agent's structured output does not match its role's schema
     ├── ProviderError            a provider call failed (status, retry_after, transient)
     │   ├── NotFoundError            the entity does not exist on the provider
-    │   └── ConflictError            the provider refused a write (merge conflict, stale head)
+    │   ├── ConflictError            the provider refused a write (merge conflict, stale head)
+    │   └── MergeWaitError           the provider will merge later, not now (branch protection)
     ├── AgentFailure             an agent run did not produce a result (kind, reason)
     ├── AgentDefinitionError     .claude/agents/<role>.md is missing or malformed
     ├── ContextError             a run's context could not be assembled (spec, body, files)
@@ -113,6 +114,17 @@ class ConflictError(ProviderError):
 
     def __init__(self, message: str, *, status: int | None = 409, method: str | None = None):
         super().__init__(message, status=status, transient=False, method=method)
+
+
+class MergeWaitError(ProviderError):
+    """The provider refused a merge for now: what protects the target branch is not satisfied
+    yet (a required check not reported, a required approving review not given). Retrying at
+    once cannot help, waiting may: the revision waits and the merge is tried again on the next
+    poll. ``reason`` is what the provider said is missing."""
+
+    def __init__(self, message: str, *, reason: str, status: int | None = 405):
+        self.reason = reason
+        super().__init__(message, status=status, transient=False)
 
 
 class AgentFailure(CpeError):

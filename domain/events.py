@@ -189,6 +189,17 @@ class RevisionMerged(_Event):
     merge_sha: str | None = None
 
 
+class MergeWaiting(_Event):
+    """A merge the provider refused for now (``MergeWaitError``): the revision waits for what
+    protects the target branch (``reason``), and the merge is tried again on the next poll."""
+
+    type: Literal["MergeWaiting"] = "MergeWaiting"
+    work_item_id: WorkItemId
+    revision_id: RevisionId
+    head_sha: str
+    reason: str
+
+
 class StatusTransitioned(_Event):
     type: Literal["StatusTransitioned"] = "StatusTransitioned"
     work_item_id: WorkItemId
@@ -259,6 +270,7 @@ EngineEvent = Annotated[
     | RevisionUpdated
     | ReviewPosted
     | RevisionMerged
+    | MergeWaiting
     | StatusTransitioned
     | CommandFailed
     | CommandRejected

@@ -244,6 +244,19 @@ class InfrastructureStreak(Frozen):
     last_reason: str | None = None
 
 
+class MergeWait(Frozen):
+    """An approved revision whose merge the provider refused for now (branch protection):
+    why, since when, how many tries so far. The merge is tried again on every poll until it
+    goes through, or the revision's head moves, or it is closed."""
+
+    work_item_id: WorkItemId
+    head_sha: str
+    reason: str
+    since: datetime | None = None
+    last_at: datetime | None = None
+    tries: int = 1
+
+
 class EngineState(Frozen):
     """Everything the engine knows. Provider-owned parts come from the pollers; engine-owned
     parts (``last_planned_shas``, ``agent_runs``, ``attempts``) are restored from the journal."""
@@ -256,3 +269,4 @@ class EngineState(Frozen):
     attempts: Mapping[WorkItemId, int] = Field(default_factory=dict)
     infrastructure: InfrastructureStreak = InfrastructureStreak()
     baseline: Baseline | None = None  # the default branch's pipeline, as last observed
+    merge_waits: Mapping[RevisionId, MergeWait] = Field(default_factory=dict)

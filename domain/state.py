@@ -23,6 +23,7 @@ from domain.events import (
     DispatchDue,
     EngineEvent,
     ImplementorCompleted,
+    MergeWaiting,
     PlanApplied,
     PlannerCompleted,
     ReviewerCompleted,
@@ -47,6 +48,7 @@ from domain.models import (
     EngineState,
     ImplementorStartParams,
     InfrastructureStreak,
+    MergeWait,
     ReviewerStartParams,
     Revision,
     RevisionId,
@@ -73,6 +75,7 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
         case RevisionChanged(revision=revision):
             return _observe_revision(state, revision)
         case RevisionRemoved(revision_id=rid):
+            state = _replace(state, merge_waits=_without(state.merge_waits, rid))
             return _replace(state, revisions=_without(state.revisions, rid))
         case SpecChanged(spec=spec):
             return _replace(state, specs=_with(state.specs, spec.path, spec))
@@ -109,7 +112,10 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
         case ReviewPosted(session_id=sid, revision_id=rid, head_sha=sha):
             return _settle(_update_revision(state, rid, {"reviewed_sha": sha}), sid)
         case RevisionMerged(revision_id=rid):
+            state = _replace(state, merge_waits=_without(state.merge_waits, rid))
             return _update_revision(state, rid, {"state": "merged"})
+        case MergeWaiting():
+            return _merge_waits(state, event)
         case StatusTransitioned(work_item_id=wid, to=to):
             return _update_work_item(state, wid, status=to)
         case CommandFailed(command=command) | CommandRejected(command=command):
@@ -271,11 +277,32 @@ def _observe_work_item(state: EngineState, item: WorkItem) -> EngineState:
 def _observe_revision(state: EngineState, revision: Revision) -> EngineState:
     revision = merge_observed_revision(state.revisions.get(revision.id), revision)
     state = _replace(state, revisions=_with(state.revisions, revision.id, revision))
+    wait = state.merge_waits.get(revision.id)
+    if wait is not None and (revision.state != "open" or revision.head_sha != wait.head_sha):
+        # Merged or closed on the provider, or a new head (reviewed again before any merge).
+        state = _replace(state, merge_waits=_without(state.merge_waits, revision.id))
     wid = revision.work_item_id
     item = state.work_items.get(wid) if wid is not None else None
     if item is not None and item.linked_revision is None and revision.state == "open":
         state = _update_work_item(state, item.id, linked_revision=revision.id)
     return state
+
+
+def _merge_waits(state: EngineState, event: MergeWaiting) -> EngineState:
+    known = state.merge_waits.get(event.revision_id)
+    if known is not None and known.head_sha == event.head_sha:
+        wait = known.model_copy(
+            update={"reason": event.reason, "last_at": event.at, "tries": known.tries + 1}
+        )
+    else:
+        wait = MergeWait(
+            work_item_id=event.work_item_id,
+            head_sha=event.head_sha,
+            reason=event.reason,
+            since=event.at,
+            last_at=event.at,
+        )
+    return _replace(state, merge_waits=_with(state.merge_waits, event.revision_id, wait))
 
 
 def _request_run(state: EngineState, event: AgentRequested) -> EngineState:

@@ -21,6 +21,8 @@ from domain.events import (
     AgentStarted,
     EngineEvent,
     ImplementorCompleted,
+    MergeWaiting,
+    RevisionChanged,
     SpecChanged,
     WorkItemChanged,
 )
@@ -28,6 +30,7 @@ from domain.models import (
     ImplementorStartParams,
     PlannerStartParams,
     ReviewerStartParams,
+    Revision,
     RevisionId,
     SessionId,
     Spec,
@@ -251,6 +254,40 @@ def test_status_on_github_shows_the_engines_last_view_without_a_token(tmp_path: 
     assert result.returncode == 0, result.stderr
     assert "GitHub o/r" in result.stdout
     assert line_with(sections(result.stdout)["work items"], "From an issue").startswith("#42")
+
+
+def test_status_shows_a_merge_waiting_for_branch_protection_and_why(tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {"supervisor.toml": '[provider]\nkind = "github"\n[provider.github]\nrepository = "o/r"\n'},
+    )
+    item = WorkItem(id=WorkItemId("3"), title="Answer", status="approved")
+    revision = Revision(
+        id=RevisionId("7"),
+        title="Answer",
+        work_item_id=item.id,
+        branch="cpe/3-a",
+        head_sha="a" * 40,
+    )
+    reason = 'Required status check "deploy" is expected.'
+    waiting = MergeWaiting(
+        work_item_id=item.id, revision_id=revision.id, head_sha="a" * 40, reason=reason, at=T0
+    )
+    journal(
+        repo / ".cpe",
+        [
+            WorkItemChanged(work_item=item, at=T0),
+            RevisionChanged(revision=revision, at=T0),
+            waiting,
+            waiting.model_copy(update={"at": T0 + timedelta(minutes=1)}),
+        ],
+    )
+    result = cpe("status", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    [title] = [t for t in sections(result.stdout) if t.startswith("merges waiting")]
+    lines = sections(result.stdout)[title]
+    assert lines[0] == "revision 7 (work item #3) since 2025-01-02 03:04:05 UTC, 2 tries"
+    assert lines[1] == reason
 
 
 # ---------------------------------------------------------------------------- cpe work add

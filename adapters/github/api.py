@@ -1,13 +1,14 @@
 """``GitHubApi``: the provider's only door to GitHub — typed githubkit calls, translated errors,
-pages with ETags, and immutable git objects cached by sha.
+pages with ETags, and (``git_api.GitDataCalls``) immutable git objects cached by sha.
 
 Everything here is a thin wrapper: one method per REST call the provider makes, each returning
-githubkit's parsed models (or plain values) and raising only ``domain.errors`` types.
+githubkit's parsed models (or plain values) and raising only ``domain.errors`` types. The models
+are those of the API version githubkit sends (2026-03-10): a field that version removed is not
+read, even where GitHub would still send it to an older version.
 """
 
 from __future__ import annotations
 
-import base64
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,13 +31,17 @@ from githubkit_schemas.latest.models import (
     PullRequestReview,
     PullRequestReviewComment,
     PullRequestSimple,
-    SimpleCommitStatus,
+    StateChangeIssueEvent,
+    Status,
 )
 
-from adapters.github.config import GitHubSettings, resolve_auth
+from adapters.github.config import GitHubSettings, resolve_auth, token_kind
 from adapters.github.errors import translated
+from adapters.github.git_api import GitDataCalls
 from adapters.github.transport import NOT_MODIFIED, ConditionalTransport
 from domain.errors import NotFoundError, ProviderError
+
+MergeMethod = Literal["merge", "squash", "rebase"]
 
 T = TypeVar("T")
 PER_PAGE = 100
@@ -82,7 +87,7 @@ class AuthCache(MemCacheStrategy):
         self._storage = MemCache()  # type: ignore[no-untyped-call]  # githubkit: untyped init
 
 
-class GitHubApi:
+class GitHubApi(GitDataCalls):
     def __init__(
         self,
         settings: GitHubSettings,
@@ -94,6 +99,7 @@ class GitHubApi:
         self.auth_cache = AuthCache()
         auth = resolve_auth(settings, environ)
         self.app_auth = isinstance(auth, AppInstallationAuthStrategy)
+        self.token_kind = token_kind(auth)  # for messages: what a refusal may be down to
         self.transport = transport
         self.gh = GitHub(
             auth,
@@ -153,6 +159,32 @@ class GitHubApi:
         with self.translated("get repository"):
             return self.gh.rest.repos.get(self.owner, self.repo).parsed_data.default_branch
 
+    def merge_methods(self) -> dict[MergeMethod, bool]:
+        """Which merge methods the repository allows (its settings; all when it does not say)."""
+        with self.translated("get repository"):
+            repo = self.gh.rest.repos.get(self.owner, self.repo).parsed_data
+        return {
+            "merge": repo.allow_merge_commit is not False,
+            "squash": repo.allow_squash_merge is not False,
+            "rebase": repo.allow_rebase_merge is not False,
+        }
+
+    # ------------------------------------------------------------------ labels
+
+    def labels(self) -> list[Label]:
+        return self.all_pages(
+            "list labels",
+            lambda page: self.gh.rest.issues.list_labels_for_repo(
+                self.owner, self.repo, per_page=PER_PAGE, page=page
+            ),
+        )
+
+    def create_label(self, name: str, color: str, description: str) -> None:
+        with self.translated(f"create label {name!r}"):
+            self.gh.rest.issues.create_label(
+                self.owner, self.repo, name=name, color=color, description=description
+            )
+
     # ------------------------------------------------------------------ issues
 
     def issues_page(
@@ -182,6 +214,11 @@ class GitHubApi:
     def get_issue(self, number: int) -> Issue:
         with self.translated(f"get issue #{number}"):
             return self.gh.rest.issues.get(self.owner, self.repo, number).parsed_data
+
+    def get_issue_of(self, owner: str, repo: str, number: int) -> Issue:
+        """An issue of any repository the token can read (a cross-repository blocker)."""
+        with self.translated(f"get issue {owner}/{repo}#{number}"):
+            return self.gh.rest.issues.get(owner, repo, number).parsed_data
 
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> Issue:
         with self.translated("create issue"):
@@ -247,14 +284,31 @@ class GitHubApi:
             known_etag,
         )
 
-    def get_pull(self, number: int) -> tuple[PullRequest, str | None]:
-        """The pull request, and its merge commit: ``merge_commit_sha`` is sent by GitHub but
-        not in githubkit's model for this API version, so it is read from the raw answer."""
+    def get_pull(self, number: int) -> PullRequest:
         with self.translated(f"get pull request #{number}"):
-            response = self.gh.rest.pulls.get(self.owner, self.repo, number)
-            raw: object = response.raw_response.json()
-            merge_sha = raw.get("merge_commit_sha") if isinstance(raw, dict) else None
-            return response.parsed_data, merge_sha if isinstance(merge_sha, str) else None
+            return self.gh.rest.pulls.get(self.owner, self.repo, number).parsed_data
+
+    def merge_commit(self, number: int) -> str | None:
+        """The merge commit of a merged pull request: the ``commit_id`` of the ``merged`` event
+        on its timeline (API 2026-03-10 removed ``merge_commit_sha`` from pull requests).
+
+        Only the ``merged`` entries are parsed: a timeline holds many kinds of event, and one
+        GitHub added after this version's description must not fail the lookup."""
+        found: str | None = None
+        page = 1
+        while True:
+            with self.translated(f"read the timeline of #{number}"):
+                response = self.gh.rest.issues.list_events_for_timeline(
+                    self.owner, self.repo, number, per_page=PER_PAGE, page=page
+                )
+                entries: object = response.raw_response.json()
+                for entry in entries if isinstance(entries, list) else []:
+                    if isinstance(entry, dict) and entry.get("event") == "merged":
+                        event = StateChangeIssueEvent.model_validate(entry)
+                        found = event.commit_id or found
+            if 'rel="next"' not in response.raw_response.headers.get("link", ""):
+                return found
+            page += 1
 
     def create_pull(self, title: str, head: str, base: str, body: str) -> PullRequest:
         with self.translated(f"open a pull request from {head}"):
@@ -262,10 +316,10 @@ class GitHubApi:
                 self.owner, self.repo, title=title, head=head, base=base, body=body
             ).parsed_data
 
-    def merge_pull(self, number: int, sha: str) -> str:
+    def merge_pull(self, number: int, sha: str, method: MergeMethod = "merge") -> str:
         with self.translated(f"merge pull request #{number}"):
             return self.gh.rest.pulls.merge(
-                self.owner, self.repo, number, sha=sha, merge_method="merge"
+                self.owner, self.repo, number, sha=sha, merge_method=method
             ).parsed_data.sha
 
     def pull_files(self, number: int) -> list[DiffEntry]:
@@ -313,82 +367,19 @@ class GitHubApi:
             cached = bool(response.raw_response.extensions.get(NOT_MODIFIED))
             return response.parsed_data.check_runs, cached
 
-    def statuses(self, sha: str) -> tuple[list[SimpleCommitStatus], bool]:
-        """The latest status per context (the combined status), and whether it was a 304."""
-        with self.translated(f"get the combined status of {sha[:12]}"):
-            response = self.gh.rest.repos.get_combined_status_for_ref(
+    def statuses(self, sha: str) -> tuple[list[Status], bool]:
+        """The latest status per context, and whether GitHub answered 304.
+
+        Read from the list of a commit's statuses (newest first), not the combined status:
+        the combined status embeds the repository, whose ``pushed_at`` moves with any push, so
+        its ETag would change (and each recheck cost a counted request) whenever anything was
+        pushed. The newest 100 statuses are read: a context's latest is among them."""
+        with self.translated(f"list the statuses of {sha[:12]}"):
+            response = self.gh.rest.repos.list_commit_statuses_for_ref(
                 self.owner, self.repo, sha, per_page=PER_PAGE
             )
             cached = bool(response.raw_response.extensions.get(NOT_MODIFIED))
-            return response.parsed_data.statuses, cached
-
-    # ------------------------------------------------------------------ git data
-
-    def branch_head(self, branch: str) -> str | None:
-        try:
-            with self.translated(f"get branch {branch}"):
-                return self.gh.rest.git.get_ref(
-                    self.owner, self.repo, f"heads/{branch}"
-                ).parsed_data.object_.sha
-        except NotFoundError:
-            return None
-
-    def create_branch(self, branch: str, sha: str) -> None:
-        with self.translated(f"create branch {branch}"):
-            self.gh.rest.git.create_ref(self.owner, self.repo, ref=f"refs/heads/{branch}", sha=sha)
-
-    def move_branch(self, branch: str, sha: str, *, force: bool = False) -> None:
-        with self.translated(f"move branch {branch}"):
-            self.gh.rest.git.update_ref(
-                self.owner, self.repo, f"heads/{branch}", sha=sha, force=force
-            )
-
-    def create_blob(self, content: bytes) -> str:
-        with self.translated("create a blob"):
-            return self.gh.rest.git.create_blob(
-                self.owner,
-                self.repo,
-                content=base64.b64encode(content).decode(),
-                encoding="base64",
-            ).parsed_data.sha
-
-    def blob(self, sha: str) -> bytes:
-        with self.translated(f"get blob {sha[:12]}"):
-            data = self.gh.rest.git.get_blob(self.owner, self.repo, sha).parsed_data
-        return base64.b64decode(data.content)
-
-    def tree(self, sha: str) -> list[GitTreePropTreeItems]:
-        """A tree's direct entries (trees are immutable: cached by sha)."""
-        with self._lock:
-            cached = self._trees.get(sha)
-        if cached is None:
-            with self.translated(f"get tree {sha[:12]}"):
-                cached = self.gh.rest.git.get_tree(self.owner, self.repo, sha).parsed_data.tree
-            with self._lock:
-                self._trees[sha] = cached
-        return cached
-
-    def create_tree(self, base_tree: str, entries: list[dict[str, Any]]) -> str:
-        payload: Any = {"base_tree": base_tree, "tree": entries}  # sha None deletes: see patches
-        with self.translated("create a tree"):
-            return self.gh.rest.git.create_tree(self.owner, self.repo, data=payload).parsed_data.sha
-
-    def commit(self, sha: str) -> GitCommit:
-        """A commit (immutable: cached by sha)."""
-        with self._lock:
-            cached = self._commits.get(sha)
-        if cached is None:
-            with self.translated(f"get commit {sha[:12]}"):
-                cached = self.gh.rest.git.get_commit(self.owner, self.repo, sha).parsed_data
-            with self._lock:
-                self._commits[sha] = cached
-        return cached
-
-    def create_commit(self, message: str, tree: str, parents: Sequence[str]) -> str:
-        with self.translated("create a commit"):
-            made = self.gh.rest.git.create_commit(
-                self.owner, self.repo, message=message, tree=tree, parents=list(parents)
-            ).parsed_data
-        with self._lock:
-            self._commits[made.sha] = made
-        return made.sha
+            latest: dict[str, Status] = {}
+            for status in response.parsed_data:
+                latest.setdefault(status.context, status)
+            return list(latest.values()), cached

@@ -44,6 +44,13 @@ class GitHubSettings(BaseModel):
     error goes up with ``retry_after`` so the caller reschedules instead of blocking a thread."""
     backoff_initial: float = Field(default=1.0, ge=0)
 
+    # Writes are paced under GitHub's limits on content creation (about 80 a minute and 500 an
+    # hour): at most write_burst + writes_per_minute in any minute (75), and
+    # 4 * write_burst + writes_per_hour in any hour (480).
+    writes_per_minute: float = Field(default=60, gt=0)
+    writes_per_hour: float = Field(default=420, gt=0)
+    write_burst: int = Field(default=15, ge=1)
+
     # Polling cadence, in poll cycles.
     pipeline_grace_cycles: int = Field(default=10, ge=1)
     """A head with no CI yet is asked about every cycle for this many cycles (CI registers its
@@ -113,3 +120,22 @@ def _check_private_key(key: str, key_env: str) -> None:
             key_path="provider.github.app_private_key_env",
             expected="the GitHub App's RSA private key",
         )
+
+
+_TOKEN_PREFIXES = (
+    ("github_pat_", "fine-grained personal access token"),
+    ("ghp_", "classic personal access token"),
+    ("gho_", "OAuth token"),
+    ("ghu_", "GitHub App user token"),
+    ("ghs_", "GitHub App installation token"),
+)
+
+
+def token_kind(auth: TokenAuthStrategy | AppInstallationAuthStrategy) -> str:
+    """What kind of credential this is, in words (GitHub's token prefixes say it)."""
+    if isinstance(auth, AppInstallationAuthStrategy):
+        return "GitHub App installation token"
+    for prefix, kind in _TOKEN_PREFIXES:
+        if auth.token.startswith(prefix):
+            return kind
+    return "token"

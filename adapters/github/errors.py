@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -11,7 +12,7 @@ from githubkit.exception import GitHubException, RequestError, RequestFailed, Re
 from jwt import PyJWTError
 from pydantic import ValidationError
 
-from adapters.github.transport import is_rate_limited, rate_limit_wait
+from adapters.github.transport import RETRY_AFTER, is_rate_limited, rate_limit_wait
 from domain.errors import ConflictError, NotFoundError, ProviderError
 
 
@@ -31,6 +32,13 @@ def github_message(response: httpx.Response) -> str:
     return message
 
 
+def github_reason(exc: ProviderError) -> str:
+    """GitHub's own words in a translated error (``merge pull request #3: <words> (status
+    405)``)."""
+    text = re.sub(r" \(status \d+\)$", "", str(exc))
+    return text.split(": ", 1)[1] if ": " in text else text
+
+
 def translate(exc: Exception, what: str, clock: Callable[[], float] = time.time) -> ProviderError:
     """The domain error for a failed call; ``what`` names the call for the message."""
     if isinstance(exc, RequestFailed):
@@ -42,7 +50,12 @@ def translate(exc: Exception, what: str, clock: Callable[[], float] = time.time)
         if status == 409:
             return ConflictError(message)
         limited = is_rate_limited(response)
-        retry_after = rate_limit_wait(response, clock(), 0, 1.0) if limited else None
+        retry_after: float | None = None
+        if limited:  # the transport's judgement (a secondary limit's doubling), else GitHub's
+            judged = response.extensions.get(RETRY_AFTER)
+            retry_after = (
+                float(judged) if judged is not None else rate_limit_wait(response, clock())
+            )
         transient = status >= 500 or limited or status == 408
         return ProviderError(message, status=status, retry_after=retry_after, transient=transient)
     if isinstance(exc, RequestTimeout):

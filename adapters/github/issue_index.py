@@ -6,10 +6,16 @@ GitHub answers ``304`` and the poll costs no rate limit, however many issues the
 watermark stays put until the window holds a page of changes, so one change costs one counted
 request, not two. Closed issues stay known (as ``done``) once seen, and a closed blocker that
 an open issue names is fetched once, so its dependents unblock.
+
+A blocker is keyed by repository and number: ``12`` here, ``other/repo#12`` in another
+repository (GitHub's native dependencies may cross repositories, and so may a "Blocked by"
+line). An issue of another repository is no work item: its state is read on each sync (a
+conditional read, free while it is unchanged), and once it is closed it no longer blocks.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +25,8 @@ from githubkit_schemas.latest.models import Issue
 from adapters.github import markers
 from adapters.github.api import PER_PAGE, GitHubApi
 from domain.errors import NotFoundError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -31,13 +39,19 @@ class IssueView:
     labels: tuple[str, ...]
     updated_at: datetime
     is_pull: bool
+    body_blockers: tuple[str, ...] = ()
     native_blockers: tuple[str, ...] = ()
 
     @property
     def blocked_by(self) -> tuple[str, ...]:
         """Body lines first, then GitHub's native dependencies the body does not name."""
-        listed = markers.blocked_by(self.body)
-        return tuple(dict.fromkeys([*listed, *self.native_blockers]))
+        return tuple(dict.fromkeys([*self.body_blockers, *self.native_blockers]))
+
+
+def _repository(issue: Issue) -> str | None:
+    """The "owner/name" an issue belongs to (its ``repository_url`` ends with it)."""
+    parts = issue.repository_url.rstrip("/").split("/")
+    return "/".join(parts[-2:]) if len(parts) >= 2 and parts[-3:-2] == ["repos"] else None
 
 
 def _labels(issue: Issue) -> tuple[str, ...]:
@@ -48,10 +62,12 @@ def _labels(issue: Issue) -> tuple[str, ...]:
 class IssueIndex:
     def __init__(self, api: GitHubApi, full_resync_cycles: int) -> None:
         self._api = api
+        self._here = f"{api.owner}/{api.repo}"
         self._full_every = full_resync_cycles
         self._lock = threading.RLock()
         self._issues: dict[int, IssueView] = {}
         self._absent: set[int] = set()  # numbers named as blockers that are no issue
+        self._foreign_closed: dict[str, bool] = {}  # other repositories' blockers: closed?
         self._since: datetime | None = None
         # page -> (ETag applied, issues on it), for the current window
         self._etags: dict[int, tuple[str, int]] = {}
@@ -67,7 +83,13 @@ class IssueIndex:
                 self._incremental()
             self._syncs += 1
             self._fetch_missing_blockers()
+            self._read_foreign_blockers()
             return [i for i in self._issues.values() if not i.is_pull]
+
+    def open_blockers(self, view: IssueView) -> tuple[str, ...]:
+        """``view``'s blockers less those of other repositories that are closed."""
+        with self._lock:
+            return tuple(b for b in view.blocked_by if not self._foreign_closed.get(b, False))
 
     def get(self, number: int) -> IssueView:
         """One issue, fresh from GitHub (a conditional read), recorded in the index."""
@@ -97,7 +119,10 @@ class IssueIndex:
             # native one means asking which. The list is a conditional read: when it is as it
             # was, GitHub answers 304 and this costs no rate limit; and an idle poll notes no
             # issue at all (its listing is a 304 too).
-            native = tuple(str(b.number) for b in self._api.blocked_by(issue.number))
+            native = tuple(
+                markers.blocker_id(_repository(b), b.number, self._here)
+                for b in self._api.blocked_by(issue.number)
+            )
         view = IssueView(
             number=issue.number,
             database_id=issue.id,
@@ -107,6 +132,7 @@ class IssueIndex:
             labels=_labels(issue),
             updated_at=issue.updated_at,
             is_pull=bool(issue.pull_request),
+            body_blockers=tuple(markers.blocked_by(body, self._here)),
             native_blockers=native,
         )
         with self._lock:
@@ -162,10 +188,32 @@ class IssueIndex:
             for view in self._issues.values()
             if not view.closed
             for b in view.blocked_by
-            if int(b) not in self._issues and int(b) not in self._absent
+            if b.isdecimal() and int(b) not in self._issues and int(b) not in self._absent
         }
         for number in sorted(wanted):
             try:
                 self.note(self._api.get_issue(number))
             except NotFoundError:
                 self._absent.add(number)
+
+    def _read_foreign_blockers(self) -> None:
+        named = sorted(
+            {
+                b
+                for view in self._issues.values()
+                if not view.closed
+                for b in view.blocked_by
+                if not b.isdecimal()
+            }
+        )
+        for blocker in named:
+            repository, _, number = blocker.rpartition("#")
+            owner, _, name = repository.partition("/")
+            try:
+                issue = self._api.get_issue_of(owner, name, int(number))
+            except NotFoundError:  # gone, or the token may not see that repository
+                if blocker not in self._foreign_closed:
+                    log.warning("blocker %s cannot be read: it keeps blocking", blocker)
+                self._foreign_closed[blocker] = False
+                continue
+            self._foreign_closed[blocker] = issue.state == "closed"

@@ -28,10 +28,11 @@ GENERATED = "<!-- cpe:generated -->"
 STATUS_PREFIX = "status:"
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9:._/@+=-]{1,200}$")
 _KEY = re.compile(r"<!-- cpe:key=(\S+) -->")
+_REF = r"(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#\d+"
 _BLOCKED_BY = re.compile(
-    r"^[ \t>*-]*blocked by:?[ \t]+((?:#\d+[ \t,]*(?:and[ \t]+)?)+)", re.I | re.M
+    rf"^[ \t>*-]*blocked by:?[ \t]+((?:{_REF}[ \t,]*(?:and[ \t]+)?)+)", re.I | re.M
 )
-_NUMBER = re.compile(r"#(\d+)")
+_REFERENCE = re.compile(r"(?:([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(\d+)")
 _CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+#(\d+)\b", re.IGNORECASE)
 _TRAILER_KEY = "Cpe-Key: "
 _TRAILER_MADE = "Cpe-Made-By: control-plane-engine"
@@ -54,12 +55,25 @@ def has_key(text: str | None, key: str) -> bool:
 
 
 def issue_body(body: str, blocked_by: Sequence[str], key: str | None) -> str:
-    lines = [f"Blocked by #{b}" for b in blocked_by]
+    lines = [f"Blocked by {reference(b)}" for b in blocked_by]
     if key is not None:
         lines.append(key_marker(key))
     if not lines:
         return body
     return f"{body}\n\n{GENERATED}\n" + "\n".join(lines) + "\n"
+
+
+def reference(blocker: str) -> str:
+    """How a blocker is written: ``#12`` here, ``owner/repo#12`` in another repository."""
+    return blocker if "#" in blocker else f"#{blocker}"
+
+
+def blocker_id(repository: str | None, number: int, here: str) -> str:
+    """A blocker's id: its number in this repository (``here``, "owner/name"), else
+    ``owner/name#number`` — an issue of another repository is no issue of this one."""
+    if repository is None or repository.lower() == here.lower():
+        return str(number)
+    return f"{repository}#{number}"
 
 
 def split_body(text: str | None) -> tuple[str, str]:
@@ -80,12 +94,18 @@ def with_user_body(text: str | None, body: str) -> str:
     return f"{body}\n\n{generated}" if generated else body
 
 
-def blocked_by(text: str | None) -> list[str]:
-    """Issue numbers named by "Blocked by #N" lines, in order, without repeats."""
+def is_foreign_blocker(blocker: str) -> bool:
+    """``owner/name#12``: an issue of another repository."""
+    return re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#\d+", blocker) is not None
+
+
+def blocked_by(text: str | None, here: str) -> list[str]:
+    """The blockers "Blocked by #N" (or "owner/repo#N") lines name, in order, without repeats,
+    as ids (``blocker_id``)."""
     found: dict[str, None] = {}
     for match in _BLOCKED_BY.finditer(text or ""):
-        for number in _NUMBER.findall(match.group(1)):
-            found[number] = None
+        for repository, number in _REFERENCE.findall(match.group(1)):
+            found[blocker_id(repository or None, int(number), here)] = None
     return list(found)
 
 

@@ -9,13 +9,21 @@ are fetched too, so the three-way apply can merge as it does locally. What chang
 stand-in and the result becomes a ``create_tree`` over the real base tree: new blobs uploaded,
 deleted paths sent with ``sha: null``. Blob ids are git's own hashes, so each uploaded blob must
 come back with the id computed here.
+
+Text files go into the tree request itself (``content``): GitHub writes those blobs, so a patch
+of a hundred source files is one write, not a hundred and one (GitHub limits content-creating
+requests to about 80 a minute). The tree GitHub makes is then checked against the tree computed
+here (git's own object format, from the base trees already fetched); should they differ, the
+files are uploaded as blobs after all.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +35,12 @@ from adapters.git_plumbing import GitRepo
 from adapters.github.api import GitHubApi
 from domain.errors import NotFoundError, PatchError, ProviderError
 
+log = logging.getLogger(__name__)
+
 _SUBMODULE = "160000"
+_INLINE_MODES = frozenset({"100644", "100755"})
+_INLINE_FILE_MAX = 256 * 1024  # bytes of one file sent inline; larger ones are uploaded
+_INLINE_TOTAL_MAX = 1024 * 1024  # bytes inline in one tree request
 _SOURCES = re.compile(r"^(?:rename|copy) from (.+)$", re.MULTILINE)
 # ``index <pre-image>..<post-image>``: full ids (cpe's patches are made with --full-index)
 _PREIMAGE = re.compile(r"^index ([0-9a-f]{40})\.\.[0-9a-f]{40}", re.MULTILINE)
@@ -37,6 +50,32 @@ _PREIMAGE = re.compile(r"^index ([0-9a-f]{40})\.\.[0-9a-f]{40}", re.MULTILINE)
 class _Entry:
     mode: str
     sha: str
+
+
+Change = tuple[str, str, str] | None  # (mode, type, sha) of a path after the patch; None: deleted
+
+
+def inline_text(content: bytes, mode: str) -> str | None:
+    """The file as text GitHub can write byte for byte from a tree request, else None."""
+    if mode not in _INLINE_MODES or len(content) > _INLINE_FILE_MAX or b"\0" in content:
+        return None
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def tree_sha(entries: Mapping[str, tuple[str, str, str]]) -> str:
+    """Git's id of a tree holding ``entries`` (name -> (mode, type, sha)), as git hashes it."""
+
+    def order(name: str) -> bytes:  # git sorts a subtree as if its name ended with "/"
+        return name.encode() + (b"/" if entries[name][1] == "tree" else b"")
+
+    body = b"".join(
+        f"{entries[name][0].lstrip('0')} {name}".encode() + b"\0" + bytes.fromhex(entries[name][2])
+        for name in sorted(entries, key=order)
+    )
+    return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()  # git's object id
 
 
 @contextmanager
@@ -99,10 +138,23 @@ class TreeBuilder:
                 if not self._fetch_preimages(repo, patch, known):
                     raise
                 result = repo.tree_with_patch(stand_in, patch)
-            entries = self._changes(repo, repo.tree_of(stand_in), result, known)
-        if not entries:
-            return base_tree
-        return self._api.create_tree(base_tree, entries)
+            changes = self._changes(repo, repo.tree_of(stand_in), result)
+            if not changes:
+                return base_tree
+            entries, inlined = self._entries(repo, changes, known)
+            made = self._api.create_tree(base_tree, entries)
+            if not inlined:
+                return made
+            expected = self._expected_tree(base_tree, changes)
+            if made == expected:
+                return made
+            log.warning(
+                "GitHub made tree %s from inline files where %s was expected; uploading them",
+                made,
+                expected,
+            )
+            entries, _ = self._entries(repo, changes, known, inline=False)
+            return self._api.create_tree(base_tree, entries)
 
     def _fetch_preimages(self, repo: GitRepo, patch: str, known: dict[str, _Entry]) -> bool:
         """Write into ``repo`` the pre-image blobs the patch names and the stand-in lacks;
@@ -153,26 +205,80 @@ class TreeBuilder:
         tree = repo.run("write-tree", env=env).line
         return repo.commit_tree(tree, [], "stand-in base")
 
-    def _changes(
-        self, repo: GitRepo, before: str, after: str, known: dict[str, _Entry]
-    ) -> list[dict[str, Any]]:
+    def _changes(self, repo: GitRepo, before: str, after: str) -> dict[str, Change]:
+        """Each path the patch changes, with what it is after (None: deleted)."""
         raw = repo.run("diff-tree", "-r", "-z", "--no-renames", before, after).text
         fields = raw.split("\0")
-        on_github = {e.sha for e in known.values()}
-        entries: list[dict[str, Any]] = []
+        changes: dict[str, Change] = {}
         for meta, path in zip(fields[0::2], fields[1::2], strict=False):
             if not meta:
                 break
             _old_mode, new_mode, _old_sha, new_sha, status = meta.lstrip(":").split()
-            if status == "D":
+            kind = "commit" if new_mode == _SUBMODULE else "blob"
+            changes[path] = None if status == "D" else (new_mode, kind, new_sha)
+        return changes
+
+    def _entries(
+        self,
+        repo: GitRepo,
+        changes: dict[str, Change],
+        known: dict[str, _Entry],
+        *,
+        inline: bool = True,
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """The ``create_tree`` entries for ``changes``: text inline (up to a budget), other new
+        blobs uploaded first; and whether any went inline."""
+        on_github = {e.sha for e in known.values()}
+        budget = _INLINE_TOTAL_MAX if inline else 0
+        entries: list[dict[str, Any]] = []
+        inlined = False
+        for path, change in changes.items():
+            if change is None:
                 entries.append({"path": path, "mode": "100644", "type": "blob", "sha": None})
                 continue
-            kind = "commit" if new_mode == _SUBMODULE else "blob"
-            if kind == "blob" and new_sha not in on_github:
-                content = repo.run("cat-file", "blob", new_sha).stdout
-                uploaded = self._api.create_blob(content)
-                if uploaded != new_sha:
-                    raise ProviderError(f"GitHub stored {path} as {uploaded}, expected {new_sha}")
-                on_github.add(new_sha)
-            entries.append({"path": path, "mode": new_mode, "type": kind, "sha": new_sha})
-        return entries
+            mode, kind, sha = change
+            entry: dict[str, Any] = {"path": path, "mode": mode, "type": kind, "sha": sha}
+            if kind == "blob" and sha not in on_github:
+                content = repo.run("cat-file", "blob", sha).stdout
+                text = inline_text(content, mode) if len(content) <= budget else None
+                if text is not None:
+                    entry = {"path": path, "mode": mode, "type": kind, "content": text}
+                    budget -= len(content)
+                    inlined = True
+                else:
+                    uploaded = self._api.create_blob(content)
+                    if uploaded != sha:
+                        raise ProviderError(f"GitHub stored {path} as {uploaded}, expected {sha}")
+                    on_github.add(sha)
+            entries.append(entry)
+        return entries, inlined
+
+    def _expected_tree(self, base_tree: str, changes: dict[str, Change]) -> str:
+        """The root tree ``changes`` make of ``base_tree``, computed here: the directories they
+        touch were fetched (cached) to find the files, the others keep their ids."""
+
+        def build(tree: str | None, prefix: str) -> str | None:
+            entries = (
+                {e.path: (e.mode, e.type, e.sha) for e in self._api.tree(tree)} if tree else {}
+            )
+            below: set[str] = set()
+            for path, change in changes.items():
+                if not path.startswith(prefix):
+                    continue
+                name, slash, _ = path[len(prefix) :].partition("/")
+                if slash:
+                    below.add(name)
+                elif change is None:
+                    entries.pop(name, None)
+                else:
+                    entries[name] = change
+            for name in sorted(below):
+                child = entries.get(name)
+                made = build(child[2] if child and child[1] == "tree" else None, f"{prefix}{name}/")
+                if made is not None:
+                    entries[name] = ("40000", "tree", made)
+                elif child is not None and child[1] == "tree":
+                    del entries[name]  # emptied: git keeps no empty directories
+            return tree_sha(entries) if entries else None
+
+        return build(base_tree, "") or tree_sha({})

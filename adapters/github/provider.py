@@ -7,6 +7,7 @@ sees, while no component is handed both the reader and the writer of one entity.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -17,11 +18,17 @@ import httpx
 from adapters.github.api import GitHubApi
 from adapters.github.config import GitHubSettings
 from adapters.github.issue_index import IssueIndex
+from adapters.github.labels import Labels
+from adapters.github.pacing import WritePacer
+from adapters.github.pipeline import PipelineReader
 from adapters.github.pull_index import PullIndex
 from adapters.github.revisions import GitHubRevisionReader, GitHubRevisionWriter
 from adapters.github.transport import ConditionalTransport, TransportStats
 from adapters.github.work_items import GitHubWorkItemReader, GitHubWorkItemWriter
+from domain.errors import ConfigError, ProviderError
 from domain.ports import ProviderInterfaces, SpecProviderReader
+
+log = logging.getLogger(__name__)
 
 
 class GitHubProvider:
@@ -48,6 +55,12 @@ class GitHubProvider:
             cache_entries=settings.cache_entries,
             sleep=sleep,
             clock=clock,
+            pacer=WritePacer(
+                per_minute=settings.writes_per_minute,
+                per_hour=settings.writes_per_hour,
+                burst=settings.write_burst,
+                clock=clock,
+            ),
         )
         self.api = GitHubApi(settings, transport, environ)
         try:
@@ -55,12 +68,27 @@ class GitHubProvider:
         except BaseException:
             self.api.close()
             raise
+        self.labels = Labels(self.api)
+        self._check_labels()
         issues = IssueIndex(self.api, settings.full_resync_cycles)
-        pulls = PullIndex(self.api, settings)
+        pipelines = PipelineReader(self.api)
+        pulls = PullIndex(self.api, settings, pipelines)
         self.work_item_reader = GitHubWorkItemReader(issues, pulls)
-        self.work_item_writer = GitHubWorkItemWriter(self.api, issues)
-        self.revision_reader = GitHubRevisionReader(self.api, pulls, self.default_branch)
+        self.work_item_writer = GitHubWorkItemWriter(self.api, issues, self.labels)
+        self.revision_reader = GitHubRevisionReader(self.api, pulls, self.default_branch, pipelines)
         self.revision_writer = GitHubRevisionWriter(self.api, pulls, issues, self.default_branch)
+
+    def _check_labels(self) -> None:
+        """The status labels, made sure of at start: a token that may not create missing ones
+        stops cpe here (``ConfigError``). Any other failure (GitHub unreachable, a refused
+        token) is left to the first status change, which checks again, and to the polls."""
+        try:
+            self.labels.ensure_status_labels()
+        except ConfigError:
+            self.api.close()
+            raise
+        except ProviderError as exc:
+            log.warning("the status labels could not be checked at start: %s", exc)
 
     @property
     def stats(self) -> TransportStats:

@@ -19,7 +19,7 @@ from githubkit_schemas.latest.models import PullRequest, PullRequestSimple
 from adapters.github import markers
 from adapters.github.api import GitHubApi
 from adapters.github.config import GitHubSettings
-from adapters.github.pipeline import combine
+from adapters.github.pipeline import PipelineReader
 from domain.models import Pipeline, Revision, RevisionId, RevisionState, WorkItemId
 
 
@@ -31,7 +31,6 @@ class PullView:
     branch: str
     head_sha: str
     state: RevisionState
-    merge_commit_sha: str | None
     updated_at: datetime
     work_item: str | None
 
@@ -44,9 +43,10 @@ class _Watch:
 
 
 class PullIndex:
-    def __init__(self, api: GitHubApi, settings: GitHubSettings) -> None:
+    def __init__(self, api: GitHubApi, settings: GitHubSettings, pipelines: PipelineReader) -> None:
         self._api = api
         self._settings = settings
+        self._pipelines = pipelines
         self._lock = threading.RLock()
         self._pulls: dict[int, PullView] = {}
         self._reviewed: dict[int, str | None] = {}
@@ -73,17 +73,23 @@ class PullIndex:
                         self._read_pipeline(view)
             return [self._revision(view) for view in self._pulls.values()]
 
+    def prime(self) -> None:
+        """List the pull requests once, if no sync has yet."""
+        with self._lock:
+            if self._newest is None:
+                self.sync(pipelines=False)
+
     def revision(self, number: int) -> Revision:
         """One pull request as a revision, read fresh (reviews and pipeline included)."""
         with self._lock:
-            view = self.note(*self._api.get_pull(number))
+            view = self.note(self._api.get_pull(number))
             self._read_reviews(number)
             self._read_pipeline(view)
             return self._revision(view)
 
     def view(self, number: int) -> PullView:
         with self._lock:
-            return self.note(*self._api.get_pull(number))
+            return self.note(self._api.get_pull(number))
 
     def linked_revisions(self) -> dict[str, RevisionId]:
         """Each work item's revision: its newest open pull request, else its newest one."""
@@ -123,7 +129,7 @@ class PullIndex:
             self._stale_reviews.add(number)
             self._watches.pop(number, None)
 
-    def note(self, pr: PullRequest | PullRequestSimple, merge_sha: str | None = None) -> PullView:
+    def note(self, pr: PullRequest | PullRequestSimple) -> PullView:
         body = pr.body or ""
         merged = bool(pr.merged_at)
         state: RevisionState = "merged" if merged else ("open" if pr.state == "open" else "closed")
@@ -134,7 +140,6 @@ class PullIndex:
             branch=pr.head.ref,
             head_sha=pr.head.sha,
             state=state,
-            merge_commit_sha=merge_sha if merged else None,
             updated_at=pr.updated_at,
             work_item=markers.linked_item(body, pr.head.ref, self._settings.branch_prefix),
         )
@@ -199,11 +204,10 @@ class PullIndex:
         return (self._cycle + view.number) % self._settings.settled_recheck_cycles == 0
 
     def _read_pipeline(self, view: PullView) -> None:
-        checks, _ = self._api.check_runs(view.head_sha)
-        statuses, _ = self._api.statuses(view.head_sha)
+        pipeline = self._pipelines.read(view.head_sha)
         watch = self._watches.get(view.number)
         first_seen = watch.first_seen if watch and watch.sha == view.head_sha else self._cycle
-        self._watches[view.number] = _Watch(view.head_sha, combine(checks, statuses), first_seen)
+        self._watches[view.number] = _Watch(view.head_sha, pipeline, first_seen)
 
     def _revision(self, view: PullView) -> Revision:
         watch = self._watches.get(view.number)

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from adapters.github import markers
 from adapters.github.api import GitHubApi
 from adapters.github.issue_index import IssueIndex
+from adapters.github.merging import Merger, refused
 from adapters.github.patches import TreeBuilder
-from adapters.github.pipeline import combine
+from adapters.github.pipeline import PipelineReader
 from adapters.github.pull_index import PullIndex, PullView
 from adapters.github.reviews import ReviewPoster
 from adapters.github.work_items import issue_number
@@ -47,10 +48,13 @@ def pull_number(revision_id: str) -> int:
 class GitHubRevisionReader:
     """``RevisionProviderReader`` over the repository's pull requests."""
 
-    def __init__(self, api: GitHubApi, pulls: PullIndex, default_branch: str) -> None:
+    def __init__(
+        self, api: GitHubApi, pulls: PullIndex, default_branch: str, pipelines: PipelineReader
+    ) -> None:
         self._api = api
         self._pulls = pulls
         self._default = default_branch
+        self._pipelines = pipelines
 
     def list_revisions(self) -> Sequence[Revision]:
         return sorted(self._pulls.sync(pipelines=True), key=lambda r: int(r.id))
@@ -61,9 +65,7 @@ class GitHubRevisionReader:
         head = self._api.branch_head(self._default)
         if head is None:
             return None
-        checks, _ = self._api.check_runs(head)
-        statuses, _ = self._api.statuses(head)
-        return Baseline(sha=head, pipeline=combine(checks, statuses))
+        return Baseline(sha=head, pipeline=self._pipelines.read(head))
 
     def get_revision_files(self, revision_id: RevisionId) -> Sequence[RevisionFile]:
         return [
@@ -112,6 +114,7 @@ class GitHubRevisionWriter:
         self._default = default_branch
         self._trees = TreeBuilder(api)
         self._reviews = ReviewPoster(api)
+        self._merger = Merger(api)
 
     def create_from_patch(
         self,
@@ -255,12 +258,12 @@ class GitHubRevisionWriter:
 
     def merge(self, revision_id: RevisionId) -> str:
         view = self._pulls.view(pull_number(revision_id))
-        if view.state == "merged" and view.merge_commit_sha:
-            return view.merge_commit_sha
+        if view.state == "merged":
+            return self._merger.merge_commit(view.number)
         if view.state != "open":
             raise ConflictError(f"revision #{view.number} is closed without a merge")
         try:
-            sha = self._api.merge_pull(view.number, view.head_sha)
+            sha = self._merger.merge(view.number, view.head_sha)
         except ProviderError as exc:
             sha = self._merged_after(view, exc)
         self._pulls.mark_dirty(view.number)
@@ -269,12 +272,10 @@ class GitHubRevisionWriter:
 
     def _merged_after(self, view: PullView, exc: ProviderError) -> str:
         after = self._pulls.view(view.number)
-        if after.state == "merged" and after.merge_commit_sha:
-            return after.merge_commit_sha  # the merge went through; its answer was lost
-        if exc.status == 405 or isinstance(exc, ConflictError):
-            files = ", ".join(f.filename for f in self._api.pull_files(view.number))
-            raise ConflictError(
-                f"revision #{view.number} cannot be merged into {self._default}: {exc}; "
-                f"it changes {files}"
-            ) from exc
-        raise exc
+        if after.state == "merged":
+            return self._merger.merge_commit(view.number)  # it went through; the answer was lost
+
+        def files() -> str:
+            return ", ".join(f.filename for f in self._api.pull_files(view.number))
+
+        raise refused(exc, view.number, files, self._default) from exc

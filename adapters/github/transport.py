@@ -1,4 +1,5 @@
-"""The HTTP seam under githubkit: one connection pool, conditional reads, read retries.
+"""The HTTP seam under githubkit: one connection pool, conditional reads, read retries, rate
+limits respected for every request, and writes paced.
 
 githubkit is built with ``auto_retry=False`` and ``http_cache=False``; this transport does both
 jobs the way the provider needs them:
@@ -11,13 +12,25 @@ jobs the way the provider needs them:
   URL; a ``304`` is answered from the stored body as a ``200`` marked ``cpe_not_modified``
   (hishel would do this too, but honours GitHub's ``max-age=60`` and serves stale reads).
   Immutable git objects are not stored: they are cached by sha above this layer.
-- **Read retries.** A GET that fails with 5xx, 429 or a rate-limit 403, or that times out, is
-  retried with backoff, honouring ``Retry-After`` and ``X-RateLimit-Reset`` up to a cap. Writes
-  are sent exactly once: a lost response to a POST is resolved by looking, not by resending.
+- **Read retries.** A GET that fails with 5xx, or that times out, is retried with backoff
+  (1, 2, 4 s). Writes are sent exactly once: a lost response to a POST is resolved by looking,
+  not by resending.
+- **Rate limits.** A rate-limited answer (429, or a 403 that says so) is waited out as GitHub
+  asks: ``Retry-After`` when it is sent; the primary limit's reset when none is left; otherwise
+  (a secondary limit without ``Retry-After``) at least a minute, doubling while it keeps coming.
+  Until then no request is sent at all, from any thread: a read that may wait that long
+  (``max_retry_wait``) waits, anything else is answered at once with a 403 the transport makes
+  up (``cpe_held``), whose ``Retry-After`` says how long is left, so pollers skip their cycles
+  and the executor reschedules its write.
+- **Paced writes.** Content-creating requests (POST, PATCH, PUT, DELETE) take a token from the
+  ``WritePacer`` first, so bursts stay under GitHub's limits on content creation.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import math
 import random
 import re
 import threading
@@ -28,9 +41,18 @@ from dataclasses import dataclass
 
 import httpx
 
+from adapters.github.pacing import WritePacer
+
+log = logging.getLogger(__name__)
+
 NOT_MODIFIED = "cpe_not_modified"
+HELD = "cpe_held"  # a refusal the transport made up: the request was not sent
+RETRY_AFTER = "cpe_retry_after"  # seconds to wait, as the transport judged a rate-limited answer
+SECONDARY_WAIT = 60.0  # GitHub: wait at least a minute after a secondary limit without a hint
+SECONDARY_WAIT_MAX = 1800.0
 _IMMUTABLE = re.compile(r"/git/(blobs|trees|commits)/[0-9a-f]{40}")
-_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_RETRY_STATUSES = frozenset({500, 502, 503, 504})
+_PACE_LOG_WAIT = 5.0  # a pacing wait this long is worth a line in the log
 
 
 @dataclass
@@ -55,9 +77,10 @@ class _Stored:
     body: bytes
 
 
-def rate_limit_wait(response: httpx.Response, now: float, attempt: int, backoff: float) -> float:
-    """How long to wait before asking again: Retry-After, else the rate-limit reset when none
-    is left, else exponential backoff with jitter."""
+def rate_limit_wait(response: httpx.Response, now: float, strikes: int = 1) -> float:
+    """How long a rate-limited answer asks us to wait: ``Retry-After``; else the primary
+    limit's reset when none is left; else a secondary limit's minute, doubling with each one
+    in a row (``strikes``), up to half an hour."""
     after = response.headers.get("retry-after")
     if after is not None:
         try:
@@ -68,7 +91,12 @@ def rate_limit_wait(response: httpx.Response, now: float, attempt: int, backoff:
         reset = response.headers.get("x-ratelimit-reset")
         if reset is not None and reset.isdigit():
             return max(float(reset) - now, 0.0) + 1.0
-    return float(backoff * (2**attempt) * (1 + random.random() / 4))  # jitter
+    return float(min(SECONDARY_WAIT * 2 ** max(strikes - 1, 0), SECONDARY_WAIT_MAX))
+
+
+def backoff_wait(backoff: float, attempt: int) -> float:
+    """A failed read's wait before its next attempt: exponential, with jitter."""
+    return float(backoff * (2**attempt) * (1 + random.random() / 4))
 
 
 def is_rate_limited(response: httpx.Response) -> bool:
@@ -93,6 +121,7 @@ class ConditionalTransport(httpx.BaseTransport):
         cache_entries: int = 4096,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
+        pacer: WritePacer | None = None,
     ) -> None:
         self._inner = inner if inner is not None else httpx.HTTPTransport()
         self._attempts = read_attempts
@@ -101,8 +130,11 @@ class ConditionalTransport(httpx.BaseTransport):
         self._entries = cache_entries
         self._sleep = sleep
         self._clock = clock
+        self._pacer = pacer
         self._lock = threading.Lock()
         self._stored: OrderedDict[str, _Stored] = OrderedDict()
+        self._limited_until = 0.0  # no request goes out before this (``clock`` time)
+        self._strikes = 0  # secondary limits in a row
         self.stats = TransportStats()
 
     # githubkit closes its per-call clients, and with them their transport: the pool outlives
@@ -114,8 +146,12 @@ class ConditionalTransport(httpx.BaseTransport):
         self._inner.close()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        held = self._hold(request)
+        if held is not None:
+            return held
         if request.method != "GET":
-            return self._send(request)
+            self._pace(request)
+            return self._judged(self._send(request))
         key = str(request.url)
         cacheable = _IMMUTABLE.search(request.url.path) is None
         with self._lock:
@@ -129,10 +165,11 @@ class ConditionalTransport(httpx.BaseTransport):
             except httpx.TransportError:  # timeouts, resets, a kept-alive connection closed
                 if attempt + 1 >= self._attempts:
                     raise
-                self._wait(self._backoff * 2**attempt)
+                self._wait(backoff_wait(self._backoff, attempt))
                 attempt += 1
                 continue
             if response.status_code == 304 and stored is not None:
+                self._judged(response)
                 return httpx.Response(
                     200,
                     headers=stored.headers,
@@ -140,13 +177,14 @@ class ConditionalTransport(httpx.BaseTransport):
                     request=request,
                     extensions={NOT_MODIFIED: True},
                 )
-            retryable = response.status_code in _RETRY_STATUSES or is_rate_limited(response)
-            if retryable and attempt + 1 < self._attempts:
-                wait = rate_limit_wait(response, self._clock(), attempt, self._backoff)
-                if wait <= self._max_wait:
-                    self._wait(wait)
-                    attempt += 1
-                    continue
+            response = self._judged(response)
+            wait = response.extensions.get(RETRY_AFTER)
+            if wait is None and response.status_code in _RETRY_STATUSES:
+                wait = backoff_wait(self._backoff, attempt)
+            if wait is not None and attempt + 1 < self._attempts and wait <= self._max_wait:
+                self._wait(wait)
+                attempt += 1
+                continue
             etag = response.headers.get("etag")
             if cacheable and response.status_code == 200 and etag:
                 # The body is stored decoded: drop the headers that describe its wire form.
@@ -157,6 +195,69 @@ class ConditionalTransport(httpx.BaseTransport):
                 ]
                 self._store(key, _Stored(etag, headers, response.content))
             return response
+
+    def _judged(self, response: httpx.Response) -> httpx.Response:
+        """Note what an answer says about the rate limits: a rate-limited one holds every
+        request until its wait is over (and carries that wait in ``cpe_retry_after``); any
+        other answer lifts the hold."""
+        now = self._clock()
+        with self._lock:
+            if not is_rate_limited(response):
+                if response.status_code < 400:
+                    self._strikes, self._limited_until = 0, 0.0
+                return response
+            primary = response.headers.get("x-ratelimit-remaining") == "0"
+            if not primary:
+                self._strikes += 1
+            wait = rate_limit_wait(response, now, self._strikes)
+            self._limited_until = max(self._limited_until, now + wait)
+        log.warning(
+            "GitHub rate limit (%s, %s): no request is sent for %.0f s",
+            response.status_code,
+            "primary" if primary else "secondary",
+            wait,
+        )
+        response.extensions = {**response.extensions, RETRY_AFTER: wait}
+        return response
+
+    def _hold(self, request: httpx.Request) -> httpx.Response | None:
+        """While a rate limit holds: a read that may wait that long waits; anything else gets
+        a made-up 403 saying how long is left, and nothing is sent."""
+        with self._lock:
+            left = self._limited_until - self._clock()
+        if left <= 0:
+            return None
+        if request.method == "GET" and left <= self._max_wait:
+            self._wait(left)
+            return None
+        body = {
+            "message": f"cpe holds its requests for {math.ceil(left)} s more: GitHub asked it "
+            "to wait (a rate limit)",
+            "documentation_url": "https://docs.github.com/rest/using-the-rest-api/rate-limits",
+        }
+        return httpx.Response(
+            403,
+            headers={"Retry-After": str(math.ceil(left)), "Content-Type": "application/json"},
+            content=json.dumps(body).encode(),
+            request=request,
+            extensions={HELD: True, RETRY_AFTER: left},
+        )
+
+    def _pace(self, request: httpx.Request) -> None:
+        if self._pacer is None or request.url.path.startswith("/app/"):
+            return  # the App's own token exchange creates no content
+        wait = self._pacer.reserve()
+        if wait <= 0:
+            return
+        if wait >= _PACE_LOG_WAIT:
+            minute, hour = self._pacer.limits
+            log.info(
+                "pacing writes: %.0f s before the next (at most %d a minute, %d an hour)",
+                wait,
+                minute,
+                hour,
+            )
+        self._sleep(wait)
 
     def _send(self, request: httpx.Request) -> httpx.Response:
         response = self._inner.handle_request(request)

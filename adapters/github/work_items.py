@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from adapters.github import markers
 from adapters.github.api import GitHubApi
 from adapters.github.issue_index import IssueIndex, IssueView
+from adapters.github.labels import Labels
 from adapters.github.pull_index import PullIndex
 from domain.errors import NotFoundError, ProviderError
 from domain.models import STATUSES, Status, WorkItem, WorkItemId
@@ -36,7 +37,11 @@ class GitHubWorkItemReader:
 
     def list_work_items(self) -> Sequence[WorkItem]:
         views = self._issues.sync()
-        self._pulls.sync(pipelines=False)
+        # The pull requests as the revision poller last listed them (listed here only before
+        # it ever did): listing them twice a cycle would cost a counted request twice whenever
+        # anything was pushed (every pull request embeds the repository, whose pushed_at moves).
+        # A link the revision poll finds reaches the engine with that poll's observation.
+        self._pulls.prime()
         linked = self._pulls.linked_revisions()
         return [
             WorkItem(
@@ -44,7 +49,7 @@ class GitHubWorkItemReader:
                 title=v.title,
                 status=markers.status_of(v.labels, v.closed),
                 labels=tuple(n for n in v.labels if not markers.is_status_label(n)),
-                blocked_by=tuple(WorkItemId(b) for b in v.blocked_by),
+                blocked_by=tuple(WorkItemId(b) for b in self._issues.open_blockers(v)),
                 linked_revision=linked.get(str(v.number)),
             )
             for v in sorted(views, key=lambda v: v.number)
@@ -57,9 +62,10 @@ class GitHubWorkItemReader:
 class GitHubWorkItemWriter:
     """``WorkProviderWriter``: creates and edits issues, never twice for one key."""
 
-    def __init__(self, api: GitHubApi, issues: IssueIndex) -> None:
+    def __init__(self, api: GitHubApi, issues: IssueIndex, labels: Labels) -> None:
         self._api = api
         self._issues = issues
+        self._labels = labels
 
     def create_work_item(
         self,
@@ -70,22 +76,42 @@ class GitHubWorkItemWriter:
         *,
         idempotency_key: str | None = None,
     ) -> WorkItemId:
+        self._labels.ensure_status_labels()
+        wanted = [*dict.fromkeys(labels), markers.status_label("pending")]
         if idempotency_key is not None:
             seen = self._issues.find_key(idempotency_key)
             if seen is not None:
+                self._label(seen, wanted)  # a crash may have come before they were added
                 return WorkItemId(str(seen.number))
-        blockers = [self._issues.get(issue_number(b)) for b in dict.fromkeys(blocked_by)]
-        text = markers.issue_body(body, [str(b.number) for b in blockers], idempotency_key)
-        wanted = [*dict.fromkeys(labels), markers.status_label("pending")]
+        named = list(dict.fromkeys(blocked_by))
+        for b in named:
+            if not b.isdecimal() and not markers.is_foreign_blocker(b):
+                raise NotFoundError(f"work item {b!r} does not exist: ids are issue numbers")
+        # Blockers here are checked and linked natively too; another repository's ("o/r#12")
+        # are written down as they are.
+        blockers = [self._issues.get(issue_number(b)) for b in named if b.isdecimal()]
+        text = markers.issue_body(
+            body, [b if not b.isdecimal() else str(int(b)) for b in named], idempotency_key
+        )
         try:
             created = self._issues.note(self._api.create_issue(title, text, wanted))
         except ProviderError as exc:
             # The response may be lost after GitHub made the issue (a 502): look, never resend.
             found = self._found_after(exc, idempotency_key)
             created = found
+        self._label(created, wanted)
         for blocker in blockers:
             self._add_native_dependency(created.number, blocker)
         return WorkItemId(str(created.number))
+
+    def _label(self, issue: IssueView, wanted: list[str]) -> None:
+        """GitHub drops a new issue's labels without a word when the token may not push: add
+        them afterwards (a triage user may apply labels that exist). A status label is added
+        only to an issue that has none: one found again may have moved on since."""
+        has_status = any(markers.is_status_label(n) for n in issue.labels)
+        missing = [n for n in wanted if not (has_status and markers.is_status_label(n))]
+        if self._labels.apply(issue.number, missing, issue.labels):
+            self._issues.get(issue.number)
 
     def _found_after(self, exc: ProviderError, key: str | None) -> IssueView:
         if key is None or not exc.transient:
@@ -134,6 +160,7 @@ class GitHubWorkItemWriter:
     def transition_status(self, work_item_id: WorkItemId, to: Status) -> None:
         if to not in STATUSES:
             raise ProviderError(f"{to!r} is not a work item status", status=422, transient=False)
+        self._labels.ensure_status_labels()
         current = self._issues.get(issue_number(work_item_id))
         target = markers.status_label(to)
         for name in current.labels:

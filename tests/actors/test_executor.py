@@ -22,17 +22,24 @@ from domain.commands import (
     UpdateRevision,
     idempotency_key,
 )
-from domain.errors import ProviderError
+from domain.errors import MergeWaitError, ProviderError
 from domain.events import (
     AgentRequested,
     CommandFailed,
     CommandRejected,
+    MergeWaiting,
     PlanApplied,
     RevisionCreated,
     StatusTransitioned,
     UserTransitionedStatus,
 )
-from domain.models import EngineState, ImplementorStartParams, PlannerStartParams, SessionId
+from domain.models import (
+    EngineState,
+    ImplementorStartParams,
+    PlannerStartParams,
+    Revision,
+    SessionId,
+)
 from domain.policy import AllowAll, DenyCommands
 from domain.ports import RevisionProviderWriter, WorkProviderWriter
 from domain.results import AgentReview, PlannedWorkItem, PlannerResult
@@ -227,6 +234,26 @@ def test_a_non_transient_failure_is_not_retried(rig: Rig) -> None:
     [failed] = rig.run(MergeRevision(work_item_id="1", revision_id="r1"))
     assert isinstance(failed, CommandFailed)
     assert rig.tracker.calls["merge"] == 1
+
+
+def test_a_merge_the_provider_defers_waits_and_is_made_again_next_time(rig: Rig) -> None:
+    rig.tracker.revisions["r1"] = Revision.model_validate(
+        {"id": "r1", "title": "t", "work_item_id": "1", "branch": "cpe/1", "head_sha": "h1"}
+    )
+    rig.tracker.fail_next(
+        "merge", MergeWaitError("waits", reason='Required status check "ci" is expected.')
+    )
+    merge = MergeRevision(work_item_id="1", revision_id="r1")
+    [waiting] = rig.run(merge)
+    assert isinstance(waiting, MergeWaiting)
+    assert (waiting.revision_id, waiting.reason) == (
+        "r1",
+        'Required status check "ci" is expected.',
+    )
+    assert rig.tracker.calls["merge"] == 1  # no retry at once: waiting is what helps
+    assert rig.journal.intent("merge:r1").status == "failed"
+    assert [type(e).__name__ for e in rig.run(merge)] == ["RevisionMerged"]
+    assert rig.tracker.calls["merge"] == 2
 
 
 def test_a_write_already_made_is_answered_from_the_journal(rig: Rig) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,6 +13,7 @@ from domain.events import (
     AgentStarted,
     CommandFailed,
     CommandRejected,
+    MergeWaiting,
     PlanApplied,
     ReviewPosted,
     RevisionChanged,
@@ -27,7 +29,7 @@ from domain.events import (
     parse_event,
     parse_event_json,
 )
-from domain.models import EngineState, ImplementorStartParams
+from domain.models import EngineState, ImplementorStartParams, RevisionId, WorkItemId
 from domain.results import AgentReview, PlannerResult
 from domain.state import apply_event, natural_key, ordered
 from tests.domain.builders import (
@@ -65,6 +67,9 @@ def _events_over_a_full_state() -> list[object]:
         ),
         ReviewPosted.model_validate({"revision_id": "r1", "head_sha": "h1", "verdict": "approve"}),
         RevisionMerged.model_validate({"revision_id": "r1"}),
+        MergeWaiting.model_validate(
+            {"work_item_id": "1", "revision_id": "r1", "head_sha": "h1", "reason": "checks"}
+        ),
         StatusTransitioned.model_validate({"work_item_id": "1", "to": "approved"}),
     ]
 
@@ -191,6 +196,46 @@ def test_an_apply_plan_failure_settles_the_planner_run() -> None:
     command = ApplyPlan(session_id="p1", result=PlannerResult(), spec_shas={})
     after = apply_event(before, CommandFailed(command=command, error="500"))
     assert after.agent_runs["p1"].settled
+
+
+def _waiting(head: str = "h1", reason: str = "checks", minute: int = 0) -> MergeWaiting:
+    return MergeWaiting(
+        work_item_id=WorkItemId("1"),
+        revision_id=RevisionId("r1"),
+        head_sha=head,
+        reason=reason,
+        at=datetime(2026, 11, 25, 10, minute, tzinfo=UTC),
+    )
+
+
+def test_a_waiting_merge_records_why_since_when_and_how_many_tries() -> None:
+    first = apply_event(state(revisions=[revision("r1")]), _waiting())
+    again = apply_event(first, _waiting(reason="a review", minute=5))
+    wait = again.merge_waits[RevisionId("r1")]
+    assert (wait.work_item_id, wait.head_sha, wait.reason, wait.tries) == ("1", "h1", "a review", 2)
+    assert wait.since == datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
+    assert wait.last_at == datetime(2026, 11, 25, 10, 5, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        RevisionMerged.model_validate({"revision_id": "r1"}),
+        RevisionRemoved.model_validate({"revision_id": "r1"}),
+        RevisionChanged(revision=revision("r1", head="h2")),
+        RevisionChanged(revision=revision("r1").model_copy(update={"state": "closed"})),
+    ],
+    ids=["merged", "removed", "new head", "closed"],
+)
+def test_a_merge_wait_ends_with_the_merge_or_the_head_it_was_for(event: object) -> None:
+    waiting = apply_event(state(revisions=[revision("r1")]), _waiting())
+    assert RevisionId("r1") not in apply_event(waiting, event).merge_waits
+
+
+def test_a_merge_wait_outlives_an_unchanged_observation() -> None:
+    waiting = apply_event(state(revisions=[revision("r1")]), _waiting())
+    seen = apply_event(waiting, RevisionChanged(revision=revision("r1")))
+    assert RevisionId("r1") in seen.merge_waits
 
 
 def test_status_transitioned_for_an_unknown_item_changes_nothing() -> None:

@@ -232,8 +232,9 @@ def test_bad_app_credentials_fail_the_first_poll_without_leaking_the_key(
     installation: int,
     refusals: list[tuple[str, int]],
 ) -> None:
-    """With ``default_branch`` set (as ``adapters/app.py`` sets it) the start makes no request:
-    the first poll fails, with a ``ProviderError`` that is not a ``NotFoundError`` (an unknown
+    """With ``default_branch`` set (as ``adapters/app.py`` sets it) the start only checks the
+    status labels: its token exchange is refused, which is logged and left to the first poll.
+    That poll fails, with a ``ProviderError`` that is not a ``NotFoundError`` (an unknown
     installation is no missing work item)."""
     caplog.set_level(logging.DEBUG)
     key = private_key(keys)
@@ -246,7 +247,7 @@ def test_bad_app_credentials_fail_the_first_poll_without_leaking_the_key(
     assert not isinstance(raised.value, NotFoundError)
     assert raised.value.status == refusals[0][1]
     assert not raised.value.transient
-    assert [(r.path, r.status) for r in fake.requests] == refusals
+    assert [(r.path, r.status) for r in fake.requests] == refusals * 2  # the start, the poll
     assert app.grants == []
     told = "".join(traceback.format_exception(raised.value)) + caplog.text
     assert_not_in(told, *key_lines(key))

@@ -131,6 +131,47 @@ def test_re_reading_an_issue_with_native_blockers_costs_no_rate_limit(
     assert all(r.if_none_match and r.status == 304 and not r.counted for r in fake.requests)
 
 
+def test_a_native_blocker_in_another_repository_is_not_the_local_issue_of_its_number(
+    fake: FakeGitHub, provider: GitHubProvider
+) -> None:
+    local = fake.add_issue("Local twelve", state="closed")
+    foreign = fake.add_foreign_issue("other/lib", "Their fix")
+    assert foreign == local  # the same number, in two repositories
+    blocked = fake.add_issue("Waits for their fix")
+    fake.edit_issue(blocked, foreign_blockers=[("other/lib", foreign)])
+    assert items(provider)[str(blocked)].blocked_by == (f"other/lib#{foreign}",)
+    fake.close_foreign_issue("other/lib", foreign)
+    assert items(provider)[str(blocked)].blocked_by == ()  # closed there: blocks no more
+
+
+def test_a_blocked_by_line_naming_another_repository_keeps_its_repository(
+    fake: FakeGitHub, provider: GitHubProvider
+) -> None:
+    foreign = fake.add_foreign_issue("other/lib", "Their fix")
+    here = fake.add_issue("Ours")
+    body = f"Blocked by other/lib#{foreign}, #{here} and acme/widgets#{here}"
+    blocked = fake.add_issue("Waits", body=body)
+    assert items(provider)[str(blocked)].blocked_by == (f"other/lib#{foreign}", str(here))
+
+
+def test_an_unreadable_blocker_in_another_repository_keeps_blocking(
+    fake: FakeGitHub, provider: GitHubProvider
+) -> None:
+    blocked = fake.add_issue("Waits", body="Blocked by secret/repo#3")
+    assert items(provider)[str(blocked)].blocked_by == ("secret/repo#3",)
+
+
+def test_a_work_item_made_with_a_blocker_in_another_repository_names_it(
+    fake: FakeGitHub, provider: GitHubProvider
+) -> None:
+    foreign = fake.add_foreign_issue("other/lib", "Their fix")
+    made = provider.work_item_writer.create_work_item(
+        "Waits", "b", blocked_by=[WorkItemId(f"other/lib#{foreign}")]
+    )
+    assert f"Blocked by other/lib#{foreign}" in (fake.issues[int(made)].body or "")
+    assert items(provider)[made].blocked_by == (f"other/lib#{foreign}",)
+
+
 def test_a_closed_blocker_is_listed_as_done(fake: FakeGitHub, provider: GitHubProvider) -> None:
     old = fake.add_issue("Finished long ago", state="closed")
     waiting = fake.add_issue("Waiting", body=f"Needs the old one.\n\nBlocked by #{old}")

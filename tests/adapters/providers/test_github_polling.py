@@ -79,7 +79,8 @@ def test_an_idle_poll_does_not_grow_with_unchanged_issues(
     provider.work_item_reader.list_work_items()  # the new window's first answer
     fake.clear_requests()
     provider.work_item_reader.list_work_items()
-    assert len(fake.requests) == small == 2  # the issues since the watermark, the pulls' top page
+    assert len(fake.requests) == small == 1  # the issues since the watermark (pulls: the
+    # revision poller lists them; the work items reuse that)
     assert counted(fake) == 0
 
 
@@ -130,10 +131,27 @@ def test_staggered_pipeline_rechecks_are_conditional_and_cost_no_rate_limit(
         fake.clear_requests()
         for _ in range(3):
             provider.revision_reader.list_revisions()
-    rechecks = [r for r in fake.requests if r.path.endswith(("/check-runs", "/status"))]
-    assert sorted(r.path.rsplit("/", 1)[-1] for r in rechecks) == ["check-runs", "status"]
+    rechecks = [r for r in fake.requests if r.path.endswith(("/check-runs", "/statuses"))]
+    assert sorted(r.path.rsplit("/", 1)[-1] for r in rechecks) == ["check-runs", "statuses"]
     assert all(r.if_none_match and r.status == 304 for r in fake.requests)
     assert counted(fake) == 0
+
+
+def test_a_push_anywhere_costs_the_pull_request_list_and_nothing_else(
+    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    """Every pull request embeds the repository, whose ``pushed_at`` moves with any push: the
+    list's ETag changes then. Statuses are read from the list of a commit's statuses, which
+    embeds no repository, so a settled recheck after a push is still answered 304."""
+    populate(fake, provider, tmp_path, issues=3)
+    fake.git.set_ref("refs/heads/elsewhere", fake.default_head())
+    for _ in range(12):  # past the grace cycles
+        poll(provider)
+    for i in range(10):  # every pull request's pipeline is rechecked once in these cycles
+        fake.push("elsewhere", {f"e{i}.txt": "x"}, "elsewhere")
+        fake.clear_requests()
+        poll(provider)
+        assert [r.path.rsplit("/", 1)[-1] for r in fake.requests if r.counted] == ["pulls"]
 
 
 def test_reviews_re_read_for_a_pull_request_that_moved_are_a_conditional_request(

@@ -103,6 +103,7 @@ def test_a_read_waits_for_a_near_rate_limit_reset_and_is_then_answered(
         settings, environ={TOKEN_ENV: "test-token"}, sleep=sleep, clock=lambda: float(now)
     ) as provider:
         fake.add_issue("After the reset")
+        fake.clear_requests()  # the start's (the status labels)
         fake.exhaust_rate_limit(reset=now + 2)
         titles = [i.title for i in provider.work_item_reader.list_work_items()]
     assert titles == ["After the reset"]

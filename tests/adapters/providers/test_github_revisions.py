@@ -42,6 +42,7 @@ def test_a_patch_with_every_kind_of_change_is_built_through_the_git_data_api(
 ) -> None:
     patch = make_patch(fake.git.path, tmp_path / "patch", every_edit)
     expected = tree_from_git_apply(fake.git.path, tmp_path / "ref", patch, fake.default_head())
+    fake.clear_requests()  # the start's (the status labels)
     item = provider.work_item_writer.create_work_item("All", "b")
     revision = provider.revision_writer.create_from_patch(item, "cpe/1-all", "All", "", patch)
     assert fake.git.line("rev-parse", f"{revision.head_sha}^{{tree}}") == expected

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.fakes.github import payloads
-from tests.fakes.github.records import iso
+from tests.fakes.github.records import Access, iso
 from tests.fakes.github.server import Call, HttpError, Reply, Router
 
 if TYPE_CHECKING:
@@ -78,6 +78,8 @@ class FakeApp:
     slug: str = "cpe-app"
     token_lifetime: float = 3600
     clock: Callable[[], float] = time.time
+    permissions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PERMISSIONS))
+    """What the installation was granted (a token may be narrowed to less, never more)."""
     grants: list[TokenGrant] = field(default_factory=list)
     revoked: set[str] = field(default_factory=set)
 
@@ -85,12 +87,14 @@ class FakeApp:
     def bot_login(self) -> str:
         return f"{self.slug}[bot]"
 
-    def login(self, token: str) -> str | None:
-        """The installation's bot login for a live installation token; None otherwise."""
+    def access(self, token: str) -> Access | None:
+        """The installation's bot, with the token's permissions, for a live installation token;
+        None otherwise."""
         for grant in self.grants:
             if grant.token == token:
-                live = self.clock() < grant.expires_at and token not in self.revoked
-                return self.bot_login if live else None
+                if self.clock() >= grant.expires_at or token in self.revoked:
+                    return None
+                return Access(self.bot_login, "app", permissions=grant.permissions)
         return None
 
     def revoke(self, token: str) -> None:
@@ -198,12 +202,12 @@ def register(router: Router, gh: FakeGitHub, app: FakeApp) -> None:
             )
         wanted = body.get("permissions") or {}
         for name, level in wanted.items():
-            granted = DEFAULT_PERMISSIONS.get(name)
+            granted = app.permissions.get(name)
             if granted is None or (level == "write" and granted != "write"):
                 raise HttpError(
                     422, "The permissions requested are not granted to this installation."
                 )
-        permissions = dict(wanted) if wanted else dict(DEFAULT_PERMISSIONS)
+        permissions = dict(wanted) if wanted else dict(app.permissions)
         grant = app.issue(int(call.params["installation_id"]), claims, permissions)
         return Reply(
             201,
@@ -212,10 +216,15 @@ def register(router: Router, gh: FakeGitHub, app: FakeApp) -> None:
                 "expires_at": iso(grant.expires_at),
                 "permissions": grant.permissions,
                 "repository_selection": "selected",
-                "repositories": [payloads.repository(gh.urls, gh.default_branch)],
+                "repositories": [
+                    payloads.repository(gh.urls, gh.default_branch, pushed_at=gh.pushed_at)
+                ],
             },
         )
 
     router.add(
-        "POST", r"/app/installations/(?P<installation_id>\d+)/access_tokens", create_access_token
+        "POST",
+        r"/app/installations/(?P<installation_id>\d+)/access_tokens",
+        create_access_token,
+        "apps/create-installation-access-token",
     )

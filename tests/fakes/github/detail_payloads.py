@@ -86,7 +86,7 @@ def review_comment(urls: Urls, rec: ReviewCommentRecord) -> Json:
 
 
 def combined_status(
-    urls: Urls, sha: str, statuses: list[StatusRecord], default_branch: str
+    urls: Urls, sha: str, statuses: list[StatusRecord], default_branch: str, pushed_at: int
 ) -> Json:
     states = {s.state for s in statuses}
     if not statuses:
@@ -97,7 +97,8 @@ def combined_status(
         overall = "pending"
     else:
         overall = "success"
-    minimal = {k: v for k, v in repository(urls, default_branch).items() if k not in ("license",)}
+    embedded = repository(urls, default_branch, pushed_at=pushed_at)
+    minimal = {k: v for k, v in embedded.items() if k not in ("license",)}
     return {
         "state": overall,
         "statuses": [
@@ -120,6 +121,23 @@ def combined_status(
         "repository": minimal,
         "commit_url": f"{urls.api}/commits/{sha}",
         "url": f"{urls.api}/commits/{sha}/status",
+    }
+
+
+def commit_status(urls: Urls, s: StatusRecord, creator: str = "ci-bot") -> Json:
+    """One status of a commit, as the list of a commit's statuses gives it (no repository)."""
+    return {
+        "url": f"{urls.api}/statuses/{s.sha}",
+        "avatar_url": None,
+        "id": s.id,
+        "node_id": node_id("StatusContext", s.id),
+        "state": s.state,
+        "description": s.description,
+        "target_url": s.target_url,
+        "context": s.context,
+        "created_at": iso(s.created_at),
+        "updated_at": iso(s.updated_at),
+        "creator": user(urls, creator),
     }
 
 

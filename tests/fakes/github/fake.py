@@ -6,20 +6,24 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
 from tests.fakes.github import app as app_routes
-from tests.fakes.github import routes_git, routes_issues, routes_pulls
+from tests.fakes.github import routes_git, routes_issues, routes_merge, routes_pulls
 from tests.fakes.github.app import FakeApp
 from tests.fakes.github.gitdata import BareRepo
 from tests.fakes.github.payloads import Urls
 from tests.fakes.github.records import (
     EPOCH_START,
+    Access,
     CheckRunRecord,
+    EventRecord,
     Fault,
     IssueRecord,
+    Protection,
     PullRecord,
     RecordedRequest,
     ReviewCommentRecord,
@@ -27,7 +31,7 @@ from tests.fakes.github.records import (
     Stall,
     StatusRecord,
 )
-from tests.fakes.github.server import HttpCore, HttpError, Router, serve
+from tests.fakes.github.server import SECONDARY_LIMIT_MESSAGE, HttpCore, HttpError, Router, serve
 
 CLOSING = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
 
@@ -35,9 +39,12 @@ CLOSING = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", 
 class FakeGitHub:
     """Start with ``with FakeGitHub(tmp_path / "gh") as gh:``; ``gh.base_url`` is the API root.
 
-    ``tokens`` maps each accepted token to its user's login. ``allow_self_review`` lets the PR
-    author approve or request changes (GitHub refuses that with 422). ``app``: a GitHub App
-    installed on the repository, whose installation tokens are accepted too (``app.py``).
+    ``tokens`` maps each accepted token to its user's login, or to its ``Access`` (a
+    fine-grained token, a triage user). ``allow_self_review`` lets the PR author approve or
+    request changes (GitHub refuses that with 422). ``app``: a GitHub App installed on the
+    repository, whose installation tokens are accepted too (``app.py``). ``now``: the time the
+    secondary rate limit on content creation is judged by (a test's clock, to pace without
+    waiting).
     """
 
     def __init__(
@@ -47,15 +54,17 @@ class FakeGitHub:
         owner: str = "acme",
         repo: str = "widgets",
         default_branch: str = "main",
-        tokens: Mapping[str, str] | None = None,
+        tokens: Mapping[str, str | Access] | None = None,
         allow_self_review: bool = False,
         app: FakeApp | None = None,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.owner, self.repo, self.default_branch = owner, repo, default_branch
         self.git = BareRepo.create(root / f"{repo}.git", default_branch)
         self.allow_self_review = allow_self_review
         self.lock = threading.RLock()
         self.clock = EPOCH_START
+        self.pushed_at = EPOCH_START  # the repository's ``pushed_at``: any push moves it
         self._ids = iter(range(1000, 10**9))
         self.issues: dict[int, IssueRecord] = {}
         self.pulls: dict[int, PullRecord] = {}
@@ -64,14 +73,25 @@ class FakeGitHub:
         self.review_comments: list[ReviewCommentRecord] = []
         self.check_runs: list[CheckRunRecord] = []
         self.statuses: list[StatusRecord] = []
+        self.events: list[EventRecord] = []
+        self.protection: dict[str, Protection] = {}
+        # The repository's merge settings (``allow_merge_commit`` … on the repository).
+        self.merge_methods: dict[str, bool] = {"merge": True, "squash": True, "rebase": True}
+        # Issues of other repositories ("other/repo" -> number -> issue), for cross-repository
+        # dependencies; readable with the same token.
+        self.foreign: dict[str, dict[int, IssueRecord]] = {}
         router = Router()
         prefix = f"/repos/{owner}/{repo}"
-        for module in (routes_issues, routes_pulls, routes_git):
+        for module in (routes_issues, routes_pulls, routes_merge, routes_git):
             module.register(router, prefix, self)
         self.app = app
         if app is not None:
             app_routes.register(router, self, app)
-        self.http = HttpCore(router, dict(tokens or {"test-token": "cpe-bot"}), self.lock)
+        accesses = {
+            token: Access(who) if isinstance(who, str) else who
+            for token, who in (tokens or {"test-token": "cpe-bot"}).items()
+        }
+        self.http = HttpCore(router, accesses, self.lock, now)
         self.http.app = app
         self._server, self._thread = serve(self.http)
         port = self._server.server_address[1]
@@ -125,7 +145,9 @@ class FakeGitHub:
         return self.labels[name]
 
     def ref_moved(self, branch: str, sha: str) -> None:
-        """A push to ``branch``: open pull requests from it follow (``synchronize``)."""
+        """A push to ``branch``: the repository's ``pushed_at`` moves (so does every payload
+        that embeds the repository), and open pull requests from it follow (``synchronize``)."""
+        self.pushed_at = self.tick()
         for pr in self.pulls.values():
             if pr.head_ref == branch and self.issues[pr.number].state == "open":
                 pr.head_sha = sha
@@ -137,12 +159,63 @@ class FakeGitHub:
             if linked is not None and linked.state == "open" and not linked.is_pull:
                 linked.state, linked.state_reason = "closed", "completed"
                 linked.closed_at = linked.updated_at = self.tick()
+                self.event(linked.number, "closed", "someone")
+
+    def event(self, number: int, kind: str, actor: str, commit_id: str | None = None) -> None:
+        """An entry of an issue's (or pull request's) timeline."""
+        self.events.append(EventRecord(self.next_id(), number, kind, actor, commit_id, self.clock))
 
     # ------------------------------------------------------------------ test helpers
 
     @property
     def requests(self) -> list[RecordedRequest]:
         return self.http.requests
+
+    @property
+    def keep_responses(self) -> bool:
+        """Keep each response's body in ``requests`` (for checking payloads; off by default)."""
+        return self.http.keep_responses
+
+    @keep_responses.setter
+    def keep_responses(self, keep: bool) -> None:
+        self.http.keep_responses = keep
+
+    def protect(
+        self, branch: str | None = None, *, checks: tuple[str, ...] = (), reviews: int = 0
+    ) -> None:
+        """Branch protection: a merge into ``branch`` (default: the default branch) needs each
+        of ``checks`` green on the head and ``reviews`` approvals by others than the author;
+        until then GitHub refuses it with 405 and says what is missing."""
+        with self.lock:
+            self.protection[branch or self.default_branch] = Protection(checks, reviews)
+
+    def secondary_limit(
+        self, method: str, path: str, *, retry_after: int | None = None, times: int = 1
+    ) -> Fault:
+        """GitHub's secondary rate limit for matching requests: a 403, with ``Retry-After``
+        or (as GitHub often sends it) without."""
+        return self.fail(
+            Fault(method, path, 403, times, retry_after=retry_after,
+                  message=SECONDARY_LIMIT_MESSAGE)
+        )  # fmt: skip
+
+    def add_foreign_issue(self, repository: str, title: str, state: str = "open") -> int:
+        """An issue in another repository ("owner/name"), numbered there; a cross-repository
+        blocker (``edit_issue(n, foreign_blockers=[(repository, number)])``)."""
+        with self.lock:
+            issues = self.foreign.setdefault(repository, {})
+            number, stamp = max(issues, default=0) + 1, self.tick()
+            issues[number] = IssueRecord(
+                number, title, "", "someone", stamp, stamp, [], state,
+                "completed" if state == "closed" else None, stamp if state == "closed" else None,
+            )  # fmt: skip
+            return number
+
+    def close_foreign_issue(self, repository: str, number: int) -> None:
+        with self.lock:
+            record = self.foreign[repository][number]
+            record.state, record.state_reason = "closed", "completed"
+            record.closed_at = record.updated_at = self.tick()
 
     def clear_requests(self) -> None:
         with self.lock:
@@ -224,6 +297,7 @@ class FakeGitHub:
             sha = self.git.commit(tree, [head], title + "\n")
             self.git.set_ref(f"refs/heads/{branch}", sha)
             number, stamp = self.next_number(), self.tick()
+            self.pushed_at = stamp
             self.issues[number] = IssueRecord(
                 number, title, body, "someone", stamp, stamp, is_pull=True
             )

@@ -2,7 +2,10 @@
 
 Every builder takes the server's ``Urls`` so links point back at the fake. Fields GitHub always
 sends are sent, even those the provider never reads: githubkit validates whole payloads, and a
-fake that sends less would hide parsing failures the real API would not cause.
+fake that sends less would hide parsing failures the real API would not cause. Fields an API
+version removed are sent only to requests that name an older version (``legacy``): API
+2026-03-10 dropped ``merge_commit_sha`` from pull requests and the singular ``assignee`` from
+issues and pull requests, and a fake that still sent them would hide a provider relying on them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 from tests.fakes.github.records import (
     EPOCH_START,
+    EventRecord,
     IssueRecord,
     PullRecord,
     iso,
@@ -108,7 +112,16 @@ def user(urls: Urls, login: str) -> Json:
     }
 
 
-def repository(urls: Urls, default_branch: str, full: bool = False) -> Json:
+def repository(
+    urls: Urls,
+    default_branch: str,
+    full: bool = False,
+    *,
+    pushed_at: int = EPOCH_START,
+    merge_methods: dict[str, bool] | None = None,
+) -> Json:
+    """The repository; ``pushed_at`` moves with every push, so every payload embedding the
+    repository (a pull request's ``head.repo`` and ``base.repo``) changes with it."""
     data: Json = {
         "id": REPOSITORY_ID,
         "node_id": node_id("Repository", REPOSITORY_ID),
@@ -144,19 +157,27 @@ def repository(urls: Urls, default_branch: str, full: bool = False) -> Json:
         "has_discussions": False,
         "archived": False,
         "disabled": False,
-        "pushed_at": iso(EPOCH_START),
+        "pushed_at": iso(pushed_at),
         "created_at": iso(EPOCH_START),
         "updated_at": iso(EPOCH_START),
     }
     for key in _REPO_URL_KEYS:
         data[f"{key}_url"] = f"{urls.api}/{key.replace('_', '/')}"
     if full:
-        data.update(subscribers_count=0, network_count=0)
+        methods = merge_methods or {}
+        data.update(
+            subscribers_count=0,
+            network_count=0,
+            allow_merge_commit=methods.get("merge", True),
+            allow_squash_merge=methods.get("squash", True),
+            allow_rebase_merge=methods.get("rebase", True),
+        )
     return data
 
 
-def label(urls: Urls, name: str, label_id: int) -> Json:
-    return {
+def label(urls: Urls, name: str, label_id: int, *, embedded: bool = False) -> Json:
+    """A label; ``embedded`` in an issue or a pull request, which carries no ``archived_at``."""
+    data: Json = {
         "id": label_id,
         "node_id": node_id("Label", label_id),
         "url": f"{urls.api}/labels/{name}",
@@ -167,11 +188,21 @@ def label(urls: Urls, name: str, label_id: int) -> Json:
         "archived_at": None,
         "archived_by": None,
     }
+    if embedded:
+        del data["archived_at"]
+    return data
 
 
-def issue(urls: Urls, rec: IssueRecord, labels: dict[str, int], pull: PullRecord | None) -> Json:
+def issue(
+    urls: Urls,
+    rec: IssueRecord,
+    labels: dict[str, int],
+    pull: PullRecord | None,
+    *,
+    legacy: bool = False,
+) -> Json:
     api = f"{urls.api}/issues/{rec.number}"
-    blockers_open = rec.blocked_by
+    blockers = len(rec.blocked_by) + len(rec.foreign_blockers)
     data: Json = {
         "id": rec.id,
         "node_id": node_id("Issue", rec.id),
@@ -188,8 +219,7 @@ def issue(urls: Urls, rec: IssueRecord, labels: dict[str, int], pull: PullRecord
         "title": rec.title,
         "body": rec.body,
         "user": user(urls, rec.user),
-        "labels": [label(urls, name, labels[name]) for name in rec.labels],
-        "assignee": None,
+        "labels": [label(urls, name, labels[name], embedded=True) for name in rec.labels],
         "assignees": [],
         "milestone": None,
         "locked": False,
@@ -202,9 +232,9 @@ def issue(urls: Urls, rec: IssueRecord, labels: dict[str, int], pull: PullRecord
         "author_association": "OWNER",
         "reactions": _reactions(api),
         "issue_dependencies_summary": {
-            "blocked_by": len(blockers_open),
+            "blocked_by": blockers,
             "blocking": 0,
-            "total_blocked_by": len(rec.blocked_by),
+            "total_blocked_by": blockers,
             "total_blocking": 0,
         },
     }
@@ -218,6 +248,8 @@ def issue(urls: Urls, rec: IssueRecord, labels: dict[str, int], pull: PullRecord
             "merged_at": iso(pull.merged_at),
         }
         data["draft"] = pull.draft
+    if legacy:
+        data["assignee"] = None
     return data
 
 
@@ -241,10 +273,12 @@ def pull(
     mergeable: bool | None = None,
     stats: tuple[int, int, int] = (0, 0, 0),
     commits: int = 1,
+    legacy: bool = False,
+    pushed_at: int = EPOCH_START,
 ) -> Json:
     api = f"{urls.api}/pulls/{rec.number}"
     issue_api = f"{urls.api}/issues/{rec.number}"
-    repo = repository(urls, default_branch)
+    repo = repository(urls, default_branch, pushed_at=pushed_at)
     data: Json = {
         "url": api,
         "id": rec.id,
@@ -264,15 +298,13 @@ def pull(
         "title": issue_rec.title,
         "user": user(urls, issue_rec.user),
         "body": issue_rec.body,
-        "labels": [label(urls, name, labels[name]) for name in issue_rec.labels],
+        "labels": [label(urls, name, labels[name], embedded=True) for name in issue_rec.labels],
         "milestone": None,
         "active_lock_reason": None,
         "created_at": iso(issue_rec.created_at),
         "updated_at": iso(issue_rec.updated_at),
         "closed_at": iso(issue_rec.closed_at),
         "merged_at": iso(rec.merged_at),
-        "merge_commit_sha": rec.merge_commit_sha,
-        "assignee": None,
         "assignees": [],
         "requested_reviewers": [],
         "requested_teams": [],
@@ -304,6 +336,8 @@ def pull(
         "auto_merge": None,
         "draft": rec.draft,
     }
+    if legacy:
+        data.update(merge_commit_sha=rec.merge_commit_sha, assignee=None)
     if full:
         additions, deletions, changed = stats
         state = "unknown" if mergeable is None else ("clean" if mergeable else "dirty")
@@ -322,6 +356,21 @@ def pull(
             changed_files=changed,
         )
     return data
+
+
+def timeline_event(urls: Urls, rec: EventRecord) -> Json:
+    """A state-change entry of a timeline (``merged`` names its merge commit)."""
+    return {
+        "id": rec.id,
+        "node_id": node_id("Event", rec.id),
+        "url": f"{urls.api}/issues/events/{rec.id}",
+        "actor": user(urls, rec.actor),
+        "event": rec.event,
+        "commit_id": rec.commit_id,
+        "commit_url": f"{urls.api}/commits/{rec.commit_id}" if rec.commit_id else None,
+        "created_at": iso(rec.created_at),
+        "performed_via_github_app": None,
+    }
 
 
 def error(message: str, status: int) -> Json:

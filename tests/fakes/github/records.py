@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Literal
 
 EPOCH_START = 1_767_225_600  # 2026-01-01T00:00:00Z: the fake's clock starts here
 
@@ -37,6 +40,7 @@ class IssueRecord:
     closed_at: int | None = None
     blocked_by: list[int] = field(default_factory=list)  # issue numbers
     is_pull: bool = False
+    foreign_blockers: list[tuple[str, int]] = field(default_factory=list)  # ("o/r", number)
 
     @property
     def id(self) -> int:
@@ -88,6 +92,28 @@ class ReviewCommentRecord:
     created_at: int
 
 
+@dataclass(frozen=True)
+class EventRecord:
+    """An entry of an issue's timeline: ``merged`` (``commit_id``: the merge commit),
+    ``closed``, ``reopened``."""
+
+    id: int
+    issue: int
+    event: str
+    actor: str
+    commit_id: str | None
+    created_at: int
+
+
+@dataclass(frozen=True)
+class Protection:
+    """Branch protection: checks that must be green on a pull request's head, and how many
+    approving reviews (by others than its author) it needs, before GitHub merges it."""
+
+    checks: tuple[str, ...] = ()
+    reviews: int = 0
+
+
 @dataclass
 class CheckRunRecord:
     id: int
@@ -115,7 +141,9 @@ class StatusRecord:
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request as the fake saw it. ``counted``: it cost rate limit (a 304 does not).
-    ``authorization``: the header as sent (the fake's tokens are test values)."""
+    ``authorization``: the header as sent (the fake's tokens are test values). ``route``: the
+    GitHub operation that answered it (``pulls/get``), None when no route matched. ``response``:
+    the body served, kept only when ``FakeGitHub.keep_responses`` is set."""
 
     method: str
     path: str
@@ -126,6 +154,72 @@ class RecordedRequest:
     if_none_match: bool
     api_version: str | None = None
     authorization: str = ""
+    route: str | None = None
+    response: bytes | None = None
+
+
+TokenKind = Literal["classic", "fine-grained", "app"]
+Role = Literal["admin", "write", "triage", "read"]
+
+# What a fine-grained personal access token can be given for a repository's issues, pull
+# requests and code. GitHub offers no Checks permission for these tokens at all.
+FINE_GRAINED_PERMISSIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "contents": "write",
+        "issues": "write",
+        "pull_requests": "write",
+        "statuses": "read",
+        "metadata": "read",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who a token acts as, and what it may do on the repository.
+
+    A classic token acts with its user's ``role`` (``triage`` may label and close issues but
+    not push, so it cannot create labels, and labels it sends with a new issue are dropped);
+    a fine-grained token or an App installation token has ``permissions``
+    (``{"checks": "read", "issues": "write", ...}``), and what they do not name is refused.
+    """
+
+    login: str
+    kind: TokenKind = "classic"
+    role: Role = "admin"
+    permissions: Mapping[str, str] = field(default_factory=dict)
+
+    def level(self, permission: str) -> str:
+        """``write``, ``read`` or ``none`` for a permission (``checks``, ``issues``, ...)."""
+        if self.kind == "classic":
+            if permission in ("issues", "pull_requests") and self.role == "triage":
+                return "write"  # labels, state: yes; creating labels: see can_create_labels
+            if self.role in ("admin", "write"):
+                return "write"
+            return "read"
+        return self.permissions.get(permission, "none")
+
+    @property
+    def can_push(self) -> bool:
+        """Write access to the repository's contents (classic tokens: a role that may push)."""
+        if self.kind == "classic":
+            return self.role in ("admin", "write")
+        return self.level("contents") == "write"
+
+    @property
+    def can_create_labels(self) -> bool:
+        if self.kind == "classic":
+            return self.can_push
+        return self.level("issues") == "write" or self.level("pull_requests") == "write"
+
+    @property
+    def refusal(self) -> str:
+        """GitHub's message when this token may not do something."""
+        if self.kind == "fine-grained":
+            return "Resource not accessible by personal access token"
+        if self.kind == "app":
+            return "Resource not accessible by integration"
+        return "Must have push access to repository"
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from tests.fakes.github import detail_payloads
 from tests.fakes.github.gitdata import GitError
-from tests.fakes.github.server import Call, HttpError, Reply, Router
+from tests.fakes.github.server import Call, Handler, HttpError, Reply, Router
 
 if TYPE_CHECKING:
     from tests.fakes.github.fake import FakeGitHub
@@ -118,12 +118,23 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         gh.ref_moved(ref.removeprefix("refs/heads/"), sha)
         return Reply(body=detail_payloads.git_ref(gh.urls, ref, sha))
 
-    router.add("POST", f"{prefix}/git/blobs", create_blob)
-    router.add("GET", f"{prefix}/git/blobs/{SHA}", get_blob)
-    router.add("POST", f"{prefix}/git/trees", create_tree)
-    router.add("GET", f"{prefix}/git/trees/{SHA}", get_tree)
-    router.add("POST", f"{prefix}/git/commits", create_commit)
-    router.add("GET", f"{prefix}/git/commits/{SHA}", get_commit)
-    router.add("GET", f"{prefix}/git/ref/(?P<ref>.+)", get_ref)
-    router.add("POST", f"{prefix}/git/refs", create_ref)
-    router.add("PATCH", f"{prefix}/git/refs/(?P<ref>.+)", update_ref)
+    def pushing(handler: Handler) -> Handler:
+        """Git data writes need write access to the repository's contents."""
+
+        def guarded(call: Call) -> Reply:
+            if call.access is not None and not call.access.can_push:
+                raise HttpError(403, call.access.refusal)
+            return handler(call)
+
+        return guarded
+
+    add = router.add
+    add("POST", f"{prefix}/git/blobs", pushing(create_blob), "git/create-blob")
+    add("GET", f"{prefix}/git/blobs/{SHA}", get_blob, "git/get-blob")
+    add("POST", f"{prefix}/git/trees", pushing(create_tree), "git/create-tree")
+    add("GET", f"{prefix}/git/trees/{SHA}", get_tree, "git/get-tree")
+    add("POST", f"{prefix}/git/commits", pushing(create_commit), "git/create-commit")
+    add("GET", f"{prefix}/git/commits/{SHA}", get_commit, "git/get-commit")
+    add("GET", f"{prefix}/git/ref/(?P<ref>.+)", get_ref, "git/get-ref")
+    add("POST", f"{prefix}/git/refs", pushing(create_ref), "git/create-ref")
+    add("PATCH", f"{prefix}/git/refs/(?P<ref>.+)", pushing(update_ref), "git/update-ref")

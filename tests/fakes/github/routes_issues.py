@@ -1,10 +1,12 @@
-"""Issue endpoints of the fake GitHub: list, get, create, update, labels, dependencies."""
+"""Issue endpoints of the fake GitHub: list, get, create, update, labels, dependencies, the
+timeline, and issues of other repositories (cross-repository blockers)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from tests.fakes.github import payloads
+from tests.fakes.github.payloads import Urls
 from tests.fakes.github.records import IssueRecord, parse_iso
 from tests.fakes.github.server import Call, HttpError, Reply, Router
 
@@ -12,11 +14,25 @@ if TYPE_CHECKING:
     from tests.fakes.github.fake import FakeGitHub
 
 N = r"(?P<number>\d+)"
+LABEL_COLOR = "ededed"
 
 
 def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
-    def render(rec: IssueRecord) -> dict[str, Any]:
-        return payloads.issue(gh.urls, rec, gh.labels, gh.pulls.get(rec.number))
+    def render(rec: IssueRecord, call: Call) -> dict[str, Any]:
+        return payloads.issue(gh.urls, rec, gh.labels, gh.pulls.get(rec.number), legacy=call.legacy)
+
+    def use_labels(call: Call, names: list[str]) -> None:
+        """Labels that do not exist yet are created on first use, by those who may."""
+        missing = [n for n in names if n not in gh.labels]
+        if missing and (call.access is None or not call.access.can_create_labels):
+            raise HttpError(403, call.access.refusal if call.access else "Forbidden")
+        for name in names:
+            gh.label_id(name)
+
+    def can_set_labels(call: Call) -> bool:
+        # GitHub: "Only users with push access can set labels for new issues. Labels are
+        # silently dropped otherwise." (the same for labels replaced with an update)
+        return call.access is None or call.access.can_push
 
     def list_issues(call: Call) -> Reply:
         q = call.query
@@ -33,19 +49,22 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
             sort, lambda i: (i.created_at, i.number)
         )
         found.sort(key=key, reverse=q.get("direction", "desc") == "desc")
-        return Reply(body=[render(i) for i in found], paginate="")
+        return Reply(body=[render(i, call) for i in found], paginate="")
 
     def get_issue(call: Call) -> Reply:
-        return Reply(body=render(gh.issue(int(call.params["number"]))))
+        return Reply(body=render(gh.issue(int(call.params["number"])), call))
 
     def create_issue(call: Call) -> Reply:
         body = call.body or {}
         title = body.get("title")
         if not title:
-            raise HttpError(422, "Validation Failed", [{"field": "title", "code": "missing"}])
-        names = [str(n) for n in body.get("labels", [])]
-        for name in names:
-            gh.label_id(name)
+            raise HttpError(
+                422,
+                "Validation Failed",
+                [{"resource": "Issue", "field": "title", "code": "missing_field"}],
+            )
+        names = [str(n) for n in body.get("labels", [])] if can_set_labels(call) else []
+        use_labels(call, names)
         number, stamp = gh.next_number(), gh.tick()
         rec = IssueRecord(
             number,
@@ -57,7 +76,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
             list(dict.fromkeys(names)),
         )
         gh.issues[number] = rec
-        return Reply(201, render(rec))
+        return Reply(201, render(rec, call))
 
     def update_issue(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
@@ -66,27 +85,28 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
             rec.title = str(body["title"])
         if "body" in body:
             rec.body = body["body"]
-        if "labels" in body:
-            rec.labels = list(dict.fromkeys(str(n) for n in body["labels"]))
-            for name in rec.labels:
-                gh.label_id(name)
+        if "labels" in body and can_set_labels(call):
+            names = list(dict.fromkeys(str(n) for n in body["labels"]))
+            use_labels(call, names)
+            rec.labels = names
         stamp = gh.tick()
         if body.get("state") in ("open", "closed") and body["state"] != rec.state:
             rec.state = body["state"]
             closed = rec.state == "closed"
             rec.closed_at = stamp if closed else None
             rec.state_reason = body.get("state_reason") or ("completed" if closed else "reopened")
+            gh.event(rec.number, "closed" if closed else "reopened", call.login)
         rec.updated_at = stamp
-        return Reply(body=render(rec))
+        return Reply(body=render(rec, call))
 
     def add_labels(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
         body = call.body
-        names = body.get("labels", []) if isinstance(body, dict) else body or []
+        names = [str(n) for n in (body.get("labels", []) if isinstance(body, dict) else body or [])]
+        use_labels(call, names)
         for name in names:
-            gh.label_id(str(name))
             if name not in rec.labels:
-                rec.labels.append(str(name))
+                rec.labels.append(name)
         rec.updated_at = gh.tick()
         return Reply(body=[payloads.label(gh.urls, n, gh.labels[n]) for n in rec.labels])
 
@@ -99,9 +119,40 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         rec.updated_at = gh.tick()
         return Reply(body=[payloads.label(gh.urls, n, gh.labels[n]) for n in rec.labels])
 
+    def list_labels(call: Call) -> Reply:
+        found = [payloads.label(gh.urls, n, i) for n, i in sorted(gh.labels.items())]
+        return Reply(body=found, paginate="")
+
+    def create_label(call: Call) -> Reply:
+        body = call.body or {}
+        name = str(body.get("name") or "")
+        if not name:
+            raise HttpError(
+                422,
+                "Validation Failed",
+                [{"resource": "Label", "field": "name", "code": "missing_field"}],
+            )
+        if name in gh.labels:
+            raise HttpError(
+                422,
+                "Validation Failed",
+                [{"resource": "Label", "field": "name", "code": "already_exists"}],
+            )
+        use_labels(call, [name])
+        made = payloads.label(gh.urls, name, gh.labels[name])
+        made.update(color=body.get("color") or LABEL_COLOR, description=body.get("description"))
+        return Reply(201, made)
+
+    def foreign_payload(repository: str, rec: IssueRecord, call: Call) -> dict[str, Any]:
+        owner, _, name = repository.partition("/")
+        return payloads.issue(Urls(gh.base_url, owner, name), rec, {}, None, legacy=call.legacy)
+
     def list_blocked_by(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
-        return Reply(body=[render(gh.issues[n]) for n in rec.blocked_by], paginate="")
+        found = [render(gh.issues[n], call) for n in rec.blocked_by]
+        for repository, number in rec.foreign_blockers:
+            found.append(foreign_payload(repository, gh.foreign[repository][number], call))
+        return Reply(body=found, paginate="")
 
     def add_blocked_by(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
@@ -114,18 +165,45 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         if blocker.number not in rec.blocked_by:
             rec.blocked_by.append(blocker.number)
             rec.updated_at = gh.tick()
-        return Reply(201, render(blocker))
+        return Reply(201, render(blocker, call))
 
-    router.add("GET", f"{prefix}/issues", list_issues)
-    router.add("POST", f"{prefix}/issues", create_issue)
-    router.add("GET", f"{prefix}/issues/{N}", get_issue)
-    router.add("PATCH", f"{prefix}/issues/{N}", update_issue)
-    router.add("POST", f"{prefix}/issues/{N}/labels", add_labels)
-    router.add("DELETE", f"{prefix}/issues/{N}/labels/(?P<name>.+)", remove_label)
-    router.add("GET", f"{prefix}/issues/{N}/dependencies/blocked_by", list_blocked_by)
-    router.add("POST", f"{prefix}/issues/{N}/dependencies/blocked_by", add_blocked_by)
-    router.add(
-        "GET",
-        prefix,
-        lambda call: Reply(body=payloads.repository(gh.urls, gh.default_branch, full=True)),
-    )
+    def timeline(call: Call) -> Reply:
+        number = int(call.params["number"])
+        gh.issue(number)
+        found = [payloads.timeline_event(gh.urls, e) for e in gh.events if e.issue == number]
+        return Reply(body=found, paginate="")
+
+    def get_foreign_issue(call: Call) -> Reply:
+        repository = f"{call.params['owner']}/{call.params['repo']}"
+        rec = gh.foreign.get(repository, {}).get(int(call.params["number"]))
+        if rec is None:
+            raise HttpError(404, "Not Found")
+        return Reply(body=foreign_payload(repository, rec, call))
+
+    def get_repository(call: Call) -> Reply:
+        full = payloads.repository(
+            gh.urls,
+            gh.default_branch,
+            full=True,
+            pushed_at=gh.pushed_at,
+            merge_methods=gh.merge_methods,
+        )
+        return Reply(body=full)
+
+    add = router.add
+    add("GET", f"{prefix}/issues", list_issues, "issues/list-for-repo")
+    add("POST", f"{prefix}/issues", create_issue, "issues/create")
+    add("GET", f"{prefix}/issues/{N}", get_issue, "issues/get")
+    add("PATCH", f"{prefix}/issues/{N}", update_issue, "issues/update")
+    add("POST", f"{prefix}/issues/{N}/labels", add_labels, "issues/add-labels")
+    add("DELETE", f"{prefix}/issues/{N}/labels/(?P<name>.+)", remove_label, "issues/remove-label")
+    add("GET", f"{prefix}/labels", list_labels, "issues/list-labels-for-repo")
+    add("POST", f"{prefix}/labels", create_label, "issues/create-label")
+    add("GET", f"{prefix}/issues/{N}/dependencies/blocked_by", list_blocked_by,
+        "issues/list-dependencies-blocked-by")  # fmt: skip
+    add("POST", f"{prefix}/issues/{N}/dependencies/blocked_by", add_blocked_by,
+        "issues/add-blocked-by-dependency")  # fmt: skip
+    add("GET", f"{prefix}/issues/{N}/timeline", timeline, "issues/list-events-for-timeline")
+    add("GET", prefix, get_repository, "repos/get")
+    add("GET", r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/issues/" + N, get_foreign_issue,
+        "issues/get")  # fmt: skip

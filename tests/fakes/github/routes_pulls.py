@@ -48,10 +48,11 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         base = pr.merge_base or gh.git.merge_base(gh.default_head(), pr.head_sha) or pr.base_sha
         return gh.git.changed_files(base, pr.head_sha)
 
-    def render(pr: PullRecord, full: bool = False) -> dict[str, Any]:
+    def render(pr: PullRecord, call: Call, full: bool = False) -> dict[str, Any]:
         issue = gh.issues[pr.number]
+        common: dict[str, Any] = {"legacy": call.legacy, "pushed_at": gh.pushed_at}
         if not full:
-            return payloads.pull(gh.urls, issue, pr, gh.labels, gh.default_branch)
+            return payloads.pull(gh.urls, issue, pr, gh.labels, gh.default_branch, **common)
         files = files_of(pr)
         mergeable = None
         if issue.state == "open":
@@ -64,8 +65,23 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         )
         return payloads.pull(
             gh.urls, issue, pr, gh.labels, gh.default_branch,
-            full=True, mergeable=mergeable, stats=stats,
+            full=True, mergeable=mergeable, stats=stats, **common,
         )  # fmt: skip
+
+    def may(call: Call, permission: str, level: str = "write") -> None:
+        """Refuse what the token may not do, with GitHub's 403."""
+        access = call.access
+        if access is None:
+            return
+        granted = access.level(permission)
+        if permission == "contents" and level == "write":
+            allowed = access.can_push
+        elif permission == "checks" and access.kind == "fine-grained":
+            allowed = False  # GitHub offers fine-grained tokens no Checks permission
+        else:
+            allowed = granted == "write" or (level == "read" and granted == "read")
+        if not allowed:
+            raise HttpError(403, access.refusal)
 
     def list_pulls(call: Call) -> Reply:
         q = call.query
@@ -86,31 +102,40 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
             found.sort(key=lambda p: p.number)
         if q.get("direction", default_direction) == "desc":
             found.reverse()
-        return Reply(body=[render(p) for p in found], paginate="")
+        return Reply(body=[render(p, call) for p in found], paginate="")
 
     def create_pull(call: Call) -> Reply:
+        may(call, "pull_requests")
         body = call.body or {}
         head_ref, base_ref = str(body.get("head", "")), str(body.get("base", ""))
         head_ref = head_ref.split(":", 1)[-1]
         head = gh.git.resolve(f"refs/heads/{head_ref}")
         base = gh.git.resolve(f"refs/heads/{base_ref}")
         if head is None or base is None or not body.get("title"):
-            raise HttpError(422, "Validation Failed", [{"field": "head", "code": "invalid"}])
+            field = "title" if head is not None and base is not None else "head"
+            raise HttpError(
+                422,
+                "Validation Failed",
+                [{"resource": "PullRequest", "field": field, "code": "invalid"}],
+            )
         for other in gh.pulls.values():
             if other.head_ref == head_ref and gh.issues[other.number].state == "open":
-                raise HttpError(422, f"A pull request already exists for {gh.owner}:{head_ref}.")
+                reason = f"A pull request already exists for {gh.owner}:{head_ref}."
+                raise HttpError(422, "Validation Failed", [custom(reason)])
         if gh.git.is_ancestor(head, base):
-            raise HttpError(422, f"No commits between {base_ref} and {head_ref}")
+            raise HttpError(
+                422, "Validation Failed", [custom(f"No commits between {base_ref} and {head_ref}")]
+            )
         number, stamp = gh.next_number(), gh.tick()
         gh.issues[number] = IssueRecord(
             number, str(body["title"]), body.get("body"), call.login, stamp, stamp, is_pull=True
         )
         pr = PullRecord(number, head_ref, head, base_ref, base, draft=bool(body.get("draft")))
         gh.pulls[number] = pr
-        return Reply(201, render(pr, full=True))
+        return Reply(201, render(pr, call, full=True))
 
     def get_pull(call: Call) -> Reply:
-        return Reply(body=render(gh.pull(int(call.params["number"])), full=True))
+        return Reply(body=render(gh.pull(int(call.params["number"])), call, full=True))
 
     def update_pull(call: Call) -> Reply:
         pr = gh.pull(int(call.params["number"]))
@@ -127,37 +152,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
             issue.state = body["state"]
             issue.closed_at = stamp if issue.state == "closed" else None
         issue.updated_at = stamp
-        return Reply(body=render(pr, full=True))
-
-    def merge_pull(call: Call) -> Reply:
-        pr = gh.pull(int(call.params["number"]))
-        issue = gh.issues[pr.number]
-        body = call.body or {}
-        if pr.merged or issue.state != "open":
-            raise HttpError(405, "Pull Request is not mergeable")
-        if body.get("sha") and body["sha"] != pr.head_sha:
-            raise HttpError(409, "Head branch was modified. Review and try the merge again.")
-        base_ref = f"refs/heads/{pr.base_ref}"
-        base_head = gh.git.resolve(base_ref)
-        assert base_head is not None
-        tree, _conflicts = gh.git.merge_tree(base_head, pr.head_sha)
-        if tree is None:
-            raise HttpError(405, "Pull Request is not mergeable")
-        title = body.get("commit_title") or (
-            f"Merge pull request #{pr.number} from {gh.owner}/{pr.head_ref}"
-        )
-        message = f"{title}\n\n{body.get('commit_message') or issue.title}\n"
-        sha = gh.git.commit(tree, [base_head, pr.head_sha], message)
-        pr.merge_base = gh.git.merge_base(base_head, pr.head_sha)
-        gh.git.set_ref(base_ref, sha, base_head)
-        stamp = gh.tick()
-        pr.merged, pr.merged_at, pr.merge_commit_sha, pr.merged_by = True, stamp, sha, call.login
-        issue.state, issue.closed_at, issue.updated_at = "closed", stamp, stamp
-        gh.ref_moved(pr.base_ref, sha)
-        gh.close_linked_issues(issue.body)
-        return Reply(
-            body={"sha": sha, "merged": True, "message": "Pull Request successfully merged"}
-        )
+        return Reply(body=render(pr, call, full=True))
 
     def list_files(call: Call) -> Reply:
         pr = gh.pull(int(call.params["number"]))
@@ -171,26 +166,29 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         return Reply(body=found, paginate="")
 
     def create_review(call: Call) -> Reply:
+        may(call, "pull_requests")
         pr = gh.pull(int(call.params["number"]))
         issue = gh.issues[pr.number]
         body = call.body or {}
         event = body.get("event", "COMMENT")
+        # GitHub's 422s here are "Unprocessable Entity" with the reasons as plain strings.
         if event not in REVIEW_STATES:
-            raise HttpError(422, f"Unprocessable Entity: unknown event {event}")
+            raise HttpError(422, "Unprocessable Entity", [f"Unknown event {event}"])
         if event != "COMMENT" and issue.user == call.login and not gh.allow_self_review:
             verb = "approve" if event == "APPROVE" else "request changes on"
-            raise HttpError(422, f"Unprocessable Entity: Can not {verb} your own pull request")
+            raise HttpError(422, "Unprocessable Entity", [f"Can not {verb} your own pull request"])
         if event != "APPROVE" and not body.get("body"):
-            raise HttpError(422, "Unprocessable Entity: body is required")
+            raise HttpError(422, "Unprocessable Entity", ["Body is required"])
         by_path = {f.filename: hunks_by_line(f.patch) for f in files_of(pr)}
         comments = body.get("comments") or []
         for comment in comments:
             lines = by_path.get(str(comment.get("path")), {})
             if comment.get("line") not in lines or comment.get("side", "RIGHT") != "RIGHT":
                 raise HttpError(
-                    422, "Unprocessable Entity: pull request review thread line must be part "
-                    "of the diff",
-                )  # fmt: skip
+                    422,
+                    "Unprocessable Entity",
+                    ["Pull request review thread line must be part of the diff"],
+                )
         commit = str(body.get("commit_id") or pr.head_sha)
         stamp = gh.tick()
         review = ReviewRecord(
@@ -229,17 +227,26 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         return sha
 
     def combined_status(call: Call) -> Reply:
+        may(call, "statuses", "read")
         sha = resolve_ref(call.params["ref"])
         latest: dict[str, Any] = {}
         for status in gh.statuses:
             if status.sha == sha:
                 latest[status.context] = status
         body = detail_payloads.combined_status(
-            gh.urls, sha, list(latest.values()), gh.default_branch
+            gh.urls, sha, list(latest.values()), gh.default_branch, gh.pushed_at
         )
         return Reply(body=body, paginate="statuses")
 
+    def list_statuses(call: Call) -> Reply:
+        may(call, "statuses", "read")
+        sha = resolve_ref(call.params["ref"])
+        found = sorted((s for s in gh.statuses if s.sha == sha), key=lambda s: -s.id)
+        body = [detail_payloads.commit_status(gh.urls, s) for s in found]
+        return Reply(body=body, paginate="")
+
     def check_runs(call: Call) -> Reply:
+        may(call, "checks", "read")
         sha = resolve_ref(call.params["ref"])
         runs = [r for r in gh.check_runs if r.head_sha == sha]
         if call.query.get("filter", "latest") == "latest":
@@ -252,14 +259,23 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         }
         return Reply(body=body, paginate="check_runs")
 
-    router.add("GET", f"{prefix}/pulls", list_pulls)
-    router.add("POST", f"{prefix}/pulls", create_pull)
-    router.add("GET", f"{prefix}/pulls/{N}", get_pull)
-    router.add("PATCH", f"{prefix}/pulls/{N}", update_pull)
-    router.add("PUT", f"{prefix}/pulls/{N}/merge", merge_pull)
-    router.add("GET", f"{prefix}/pulls/{N}/files", list_files)
-    router.add("GET", f"{prefix}/pulls/{N}/reviews", list_reviews)
-    router.add("POST", f"{prefix}/pulls/{N}/reviews", create_review)
-    router.add("GET", f"{prefix}/pulls/{N}/comments", list_comments)
-    router.add("GET", f"{prefix}/commits/(?P<ref>[^/]+)/status", combined_status)
-    router.add("GET", f"{prefix}/commits/(?P<ref>[^/]+)/check-runs", check_runs)
+    add = router.add
+    add("GET", f"{prefix}/pulls", list_pulls, "pulls/list")
+    add("POST", f"{prefix}/pulls", create_pull, "pulls/create")
+    add("GET", f"{prefix}/pulls/{N}", get_pull, "pulls/get")
+    add("PATCH", f"{prefix}/pulls/{N}", update_pull, "pulls/update")
+    add("GET", f"{prefix}/pulls/{N}/files", list_files, "pulls/list-files")
+    add("GET", f"{prefix}/pulls/{N}/reviews", list_reviews, "pulls/list-reviews")
+    add("POST", f"{prefix}/pulls/{N}/reviews", create_review, "pulls/create-review")
+    add("GET", f"{prefix}/pulls/{N}/comments", list_comments, "pulls/list-review-comments")
+    add("GET", f"{prefix}/commits/(?P<ref>[^/]+)/status", combined_status,
+        "repos/get-combined-status-for-ref")  # fmt: skip
+    add("GET", f"{prefix}/commits/(?P<ref>[^/]+)/statuses", list_statuses,
+        "repos/list-commit-statuses-for-ref")  # fmt: skip
+    add("GET", f"{prefix}/commits/(?P<ref>[^/]+)/check-runs", check_runs,
+        "checks/list-for-ref")  # fmt: skip
+
+
+def custom(message: str) -> dict[str, str]:
+    """A ``Validation Failed`` reason GitHub gives in words (``code: custom``)."""
+    return {"resource": "PullRequest", "code": "custom", "message": message}

@@ -8,6 +8,12 @@ not count against the rate limit), ``Link`` pagination (``per_page`` up to 100),
 (``FakeGitHub.fail``), and so are slow answers (``FakeGitHub.stall``). Every request is
 recorded (``RecordedRequest``) so tests and the benchmark can count calls, conditional hits and
 connections.
+
+Also as on GitHub: the ``X-GitHub-Api-Version`` a request names picks the shape of what it gets
+(none means ``2022-11-28``; a version GitHub does not have is a 400); each token acts with its
+``Access`` (a fine-grained token cannot read check runs, a triage user cannot create labels);
+and content-creating requests (POST, PATCH, PUT, DELETE) past 80 a minute or 500 an hour per
+token get GitHub's secondary rate limit, a 403 without ``Retry-After``, timed by ``now``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import re
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,17 +32,29 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from tests.fakes.github.payloads import error
-from tests.fakes.github.records import Fault, RecordedRequest, Stall
+from tests.fakes.github.records import Access, Fault, RecordedRequest, Stall
 
 if TYPE_CHECKING:
     from tests.fakes.github.app import FakeApp
 
 # The App's own endpoints: authenticated by the App's JWT (their handlers check it), not a token.
 APP_PATHS = re.compile(r"/app(?:/.*)?")
+API_VERSIONS = ("2022-11-28", "2026-03-10")
+DEFAULT_API_VERSION = "2022-11-28"  # what GitHub answers a request that names none with
+CONTENT_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+CONTENT_LIMITS = ((60.0, 80), (3600.0, 500))  # (window in seconds, content-creating requests)
+SECONDARY_LIMIT_MESSAGE = (
+    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
+    "If you reach out to GitHub Support for help, please include the request ID "
+    "0000:FAKE:0000000:0000000:00000000."
+)
 
 
 class HttpError(Exception):
-    def __init__(self, status: int, message: str, errors: list[dict[str, str]] | None = None):
+    """An error answer: ``message``, and ``errors`` as GitHub sends them (objects with
+    ``resource``/``code``/``message`` for a ``Validation Failed``, or plain strings)."""
+
+    def __init__(self, status: int, message: str, errors: list[Any] | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
@@ -51,6 +70,14 @@ class Call:
     body: Any
     login: str  # "" on the App's own endpoints, whose handlers check ``authorization``
     authorization: str = ""
+    api_version: str = DEFAULT_API_VERSION
+    access: Access | None = None  # None on the App's own endpoints
+
+    @property
+    def legacy(self) -> bool:
+        """The request names an API version from before 2026-03-10, whose payloads still hold
+        fields that version removed (``merge_commit_sha``, the singular ``assignee``)."""
+        return self.api_version < "2026-03-10"
 
 
 @dataclass
@@ -66,18 +93,19 @@ Handler = Callable[[Call], Reply]
 
 class Router:
     def __init__(self) -> None:
-        self.routes: list[tuple[str, re.Pattern[str], Handler]] = []
+        self.routes: list[tuple[str, re.Pattern[str], Handler, str | None]] = []
 
-    def add(self, method: str, pattern: str, handler: Handler) -> None:
-        self.routes.append((method, re.compile(pattern), handler))
+    def add(self, method: str, pattern: str, handler: Handler, op: str | None = None) -> None:
+        """``op`` names GitHub's operation (``pulls/get``): recorded with each request."""
+        self.routes.append((method, re.compile(pattern), handler, op))
 
-    def find(self, method: str, path: str) -> tuple[Handler, dict[str, str]]:
+    def find(self, method: str, path: str) -> tuple[Handler, dict[str, str], str | None]:
         allowed = False
-        for route_method, pattern, handler in self.routes:
+        for route_method, pattern, handler, op in self.routes:
             found = pattern.fullmatch(path)
             if found:
                 if route_method == method:
-                    return handler, {k: unquote(v) for k, v in found.groupdict().items()}
+                    return handler, {k: unquote(v) for k, v in found.groupdict().items()}, op
                 allowed = True
         raise HttpError(405 if allowed else 404, "Not Found")
 
@@ -85,10 +113,20 @@ class Router:
 class HttpCore:
     """Rate limits, ETags, pagination, faults and the request log around a ``Router``."""
 
-    def __init__(self, router: Router, tokens: dict[str, str], lock: threading.RLock) -> None:
+    def __init__(
+        self,
+        router: Router,
+        tokens: dict[str, Access],
+        lock: threading.RLock,
+        now: Callable[[], float] = time.time,
+    ) -> None:
         self.router = router
         self.tokens = tokens
         self.lock = lock
+        self.now = now
+        self.keep_responses = False
+        self.content_limits = CONTENT_LIMITS
+        self._content: dict[str, deque[float]] = {}
         self.faults: list[Fault] = []
         self.stalls: list[Stall] = []
         self.released = threading.Event()  # set at close: stalled requests are answered
@@ -108,7 +146,7 @@ class HttpCore:
         if stall is not None:
             self.released.wait(stall.seconds)  # outside the lock: other requests go on
         with self.lock:
-            status, out_headers, body = self._dispatch(method, path, query, headers, raw)
+            status, out_headers, body, op = self._dispatch(method, path, query, headers, raw)
             if_none_match = headers.get("if-none-match")
             if status == 200 and method == "GET":
                 etag = 'W/"' + hashlib.sha256(body).hexdigest()[:40] + '"'
@@ -130,6 +168,8 @@ class HttpCore:
                     if_none_match is not None,
                     headers.get("x-github-api-version"),
                     headers.get("authorization", ""),
+                    op,
+                    body if self.keep_responses else None,
                 )
             )
         return status, out_headers, body
@@ -145,21 +185,28 @@ class HttpCore:
 
     def _dispatch(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], raw: bytes
-    ) -> tuple[int, dict[str, str], bytes]:
+    ) -> tuple[int, dict[str, str], bytes, str | None]:
+        op: str | None = None
         try:
             authorization = headers.get("authorization", "")
+            version = headers.get("x-github-api-version", DEFAULT_API_VERSION)
+            if version not in API_VERSIONS:
+                raise HttpError(400, f"API version '{version}' is not supported.")
             app_route = self.app is not None and APP_PATHS.fullmatch(path) is not None
-            login = "" if app_route else self._login(authorization)
+            access = None if app_route else self._access(authorization)
             if self.rate_used >= self.rate_limit:
                 raise HttpError(403, "API rate limit exceeded for user.")
             body = json.loads(raw) if raw else None
-            handler, params = self.router.find(method, path)
-            call = Call(method, path, params, query, body, login, authorization)
+            handler, params, op = self.router.find(method, path)
+            if method in CONTENT_METHODS and not app_route:
+                self._create_content(authorization)
+            login = "" if access is None else access.login
+            call = Call(method, path, params, query, body, login, authorization, version, access)
             fault = self._fault(method, path)
             if fault is not None:
                 if fault.apply_first:
                     handler(call)
-                return self._fault_reply(fault)
+                return (*self._fault_reply(fault), op)
             reply = handler(call)
         except Exception as exc:  # a bug in the fake: answer 500 with it, keep serving
             if not isinstance(exc, HttpError):
@@ -167,7 +214,8 @@ class HttpCore:
             payload = error(exc.message, exc.status)
             if exc.errors:
                 payload["errors"] = exc.errors
-            return exc.status, {"Content-Type": "application/json"}, json.dumps(payload).encode()
+            headers_out = {"Content-Type": "application/json"}
+            return exc.status, headers_out, json.dumps(payload).encode(), op
         out = dict(reply.headers)
         data = reply.body
         if reply.paginate is not None:
@@ -176,18 +224,31 @@ class HttpCore:
                 out["Link"] = link
         out["Content-Type"] = "application/json; charset=utf-8"
         encoded = b"" if data is None else json.dumps(data).encode()
-        return reply.status, out, encoded
+        return reply.status, out, encoded, op
 
-    def _login(self, authorization: str) -> str:
+    def _create_content(self, authorization: str) -> None:
+        """GitHub's secondary limit on content-creating requests, per token: past it, a 403
+        without ``Retry-After`` (GitHub asks for at least a minute's wait then)."""
+        now = self.now()
+        log = self._content.setdefault(authorization, deque())
+        longest = max(window for window, _ in self.content_limits)
+        while log and log[0] <= now - longest:
+            log.popleft()
+        for window, limit in self.content_limits:
+            if sum(1 for at in log if at > now - window) >= limit:
+                raise HttpError(403, SECONDARY_LIMIT_MESSAGE)
+        log.append(now)
+
+    def _access(self, authorization: str) -> Access:
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() not in ("token", "bearer"):
             raise HttpError(401, "Bad credentials")
-        login = self.tokens.get(token)
-        if login is None and self.app is not None:
-            login = self.app.login(token)  # a live installation token
-        if login is None:
+        access = self.tokens.get(token)
+        if access is None and self.app is not None:
+            access = self.app.access(token)  # a live installation token
+        if access is None:
             raise HttpError(401, "Bad credentials")
-        return login
+        return access
 
     def _fault(self, method: str, path: str) -> Fault | None:
         for fault in self.faults:

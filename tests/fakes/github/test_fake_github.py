@@ -14,7 +14,8 @@ from githubkit_schemas.v2026_03_10 import models
 from pydantic import TypeAdapter
 
 from tests.adapters.providers.edits import BASE_FILES
-from tests.fakes.github import FakeGitHub, Fault, Stall
+from tests.fakes.github import FakeGitHub, Fault, ManualClock, Stall
+from tests.fakes.github.records import FINE_GRAINED_PERMISSIONS, Access
 
 REPO = "/repos/acme/widgets"
 
@@ -224,10 +225,128 @@ def test_approving_ones_own_pull_request_is_refused(gh: FakeGitHub, http: httpx.
     number = make_pull(gh, http)["number"]
     refused = http.post(f"{REPO}/pulls/{number}/reviews", json={"event": "APPROVE"})
     assert refused.status_code == 422
-    assert "own pull request" in refused.json()["message"]
+    # GitHub's shape for this one: the reason is a plain string in ``errors``.
+    assert refused.json()["message"] == "Unprocessable Entity"
+    assert refused.json()["errors"] == ["Can not approve your own pull request"]
 
 
 def test_merge_conflict_is_refused_with_405(gh: FakeGitHub, http: httpx.Client) -> None:
     number = make_pull(gh, http)["number"]
     gh.commit_to_default({"src/app.py": "def answer():\n    return 40\n"}, "theirs")
     assert http.put(f"{REPO}/pulls/{number}/merge", json={}).status_code == 405
+
+
+# ------------------------------------------------------------------ where GitHub differs
+
+
+def test_each_api_version_gets_its_own_shape_and_an_unknown_one_is_refused(
+    gh: FakeGitHub, http: httpx.Client
+) -> None:
+    number = make_pull(gh, http)["number"]
+    old = http.get(f"{REPO}/pulls/{number}").json()  # no version named: 2022-11-28
+    new = http.get(f"{REPO}/pulls/{number}", headers={"X-GitHub-Api-Version": "2026-03-10"})
+    assert "merge_commit_sha" in old
+    assert "assignee" in old
+    assert "merge_commit_sha" not in new.json()
+    assert "assignee" not in new.json()
+    unknown = http.get(f"{REPO}/pulls/{number}", headers={"X-GitHub-Api-Version": "2030-01-01"})
+    assert unknown.status_code == 400
+
+
+def test_the_repository_embedded_in_pull_requests_changes_with_any_push(
+    gh: FakeGitHub, http: httpx.Client
+) -> None:
+    make_pull(gh, http)
+    before = http.get(f"{REPO}/pulls")
+    gh.push("feature", {"src/more.py": "x = 1\n"}, "more")
+    gh.commit_to_default({"docs/x.md": "x\n"}, "elsewhere")
+    after = http.get(f"{REPO}/pulls", headers={"If-None-Match": before.headers["ETag"]})
+    assert after.status_code == 200  # counted, though no pull request changed its own fields
+    assert (
+        after.json()[0]["base"]["repo"]["pushed_at"] > before.json()[0]["base"]["repo"]["pushed_at"]
+    )
+
+
+def test_content_creation_past_80_a_minute_is_a_secondary_limit(tmp_path: Path) -> None:
+    clock = ManualClock(now=2_000_000_000.0)
+    with FakeGitHub(tmp_path / "limited", now=clock) as fake:
+        auth = {"Authorization": "token test-token"}
+        with httpx.Client(base_url=fake.base_url, headers=auth, timeout=30) as client:
+            made = [client.post(f"{REPO}/issues", json={"title": str(i)}) for i in range(81)]
+            assert [r.status_code for r in made[:80]] == [201] * 80
+            refused = made[80]
+            assert refused.status_code == 403
+            assert "secondary rate limit" in refused.json()["message"]
+            assert "Retry-After" not in refused.headers
+            assert client.get(f"{REPO}/issues").status_code == 200  # reads go on
+            clock.advance(61)
+            assert client.post(f"{REPO}/issues", json={"title": "later"}).status_code == 201
+
+
+def test_a_fine_grained_token_may_not_read_check_runs(tmp_path: Path) -> None:
+    fine = Access("bot", "fine-grained", permissions=FINE_GRAINED_PERMISSIONS)
+    with FakeGitHub(tmp_path / "fine", tokens={"github_pat_x": fine}) as fake:
+        head = fake.seed(BASE_FILES)
+        auth = {"Authorization": "token github_pat_x"}
+        with httpx.Client(base_url=fake.base_url, headers=auth, timeout=30) as client:
+            refused = client.get(f"{REPO}/commits/{head}/check-runs")
+            assert refused.status_code == 403
+            assert refused.json()["message"] == "Resource not accessible by personal access token"
+            assert client.get(f"{REPO}/commits/{head}/status").status_code == 200
+
+
+def test_a_triage_user_may_apply_labels_but_not_create_them(tmp_path: Path) -> None:
+    with FakeGitHub(tmp_path / "triage", tokens={"t": Access("tri", role="triage")}) as fake:
+        fake.label_id("bug")
+        auth = {"Authorization": "token t"}
+        with httpx.Client(base_url=fake.base_url, headers=auth, timeout=30) as client:
+            made = client.post(f"{REPO}/issues", json={"title": "x", "labels": ["bug"]})
+            assert made.json()["labels"] == []  # dropped without a word
+            number = made.json()["number"]
+            assert client.post(
+                f"{REPO}/issues/{number}/labels", json={"labels": ["bug"]}
+            ).is_success
+            new = client.post(f"{REPO}/issues/{number}/labels", json={"labels": ["new"]})
+            assert new.status_code == 403
+            assert client.post(f"{REPO}/labels", json={"name": "other"}).status_code == 403
+        assert "new" not in fake.labels
+
+
+def test_branch_protection_refuses_a_merge_with_githubs_words_until_satisfied(
+    gh: FakeGitHub, http: httpx.Client
+) -> None:
+    pull = make_pull(gh, http)
+    gh.protect(checks=("ci",), reviews=1)
+    merge = f"{REPO}/pulls/{pull['number']}/merge"
+    first = http.put(merge, json={})
+    assert (first.status_code, first.json()["message"]) == (
+        405,
+        'Required status check "ci" is expected.',
+    )
+    gh.add_check_run(pull["head"]["sha"], "ci")
+    second = http.put(merge, json={})
+    assert second.json()["message"] == (
+        "At least 1 approving review is required by reviewers with write access."
+    )
+    gh.protection.clear()
+    gh.merge_methods["merge"] = False
+    third = http.put(merge, json={})
+    assert third.json()["message"] == "Merge commits are not allowed on this repository."
+    done = http.put(merge, json={"merge_method": "squash"})
+    assert done.status_code == 200
+    timeline = http.get(f"{REPO}/issues/{pull['number']}/timeline").json()
+    assert [(e["event"], e["commit_id"]) for e in timeline] == [
+        ("merged", done.json()["sha"]),
+        ("closed", None),
+    ]
+
+
+def test_a_pull_request_that_exists_is_a_validation_failure_with_its_reason_in_errors(
+    gh: FakeGitHub, http: httpx.Client
+) -> None:
+    make_pull(gh, http)
+    again = http.post(f"{REPO}/pulls", json={"title": "Again", "head": "feature", "base": "main"})
+    assert again.status_code == 422
+    assert again.json()["message"] == "Validation Failed"
+    [reason] = again.json()["errors"]
+    assert reason["message"] == "A pull request already exists for acme:feature."
