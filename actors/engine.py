@@ -77,9 +77,13 @@ from domain.state import apply_event, planner_failures
 
 log = structlog.get_logger("cpe.engine")
 
+Watcher = Callable[[EngineEvent, EngineState, EngineState], None]
+"""Told of every processed event: ``(event, state before, state after)``."""
+
 DRAIN_GRACE = 5.0  # seconds the drain of shutdown step 5 always gets, whatever step 3 took
 CHILDREN_STOP_BUDGET = 10.0  # seconds steps 4 and 6 each wait for actors to stop, at most
 EXECUTE_TIMEOUT = 900.0  # seconds; a write with all its retries fits well inside
+LOCK_WAIT = 5.0  # seconds a start waits for the instance lock a short-lived command holds
 _PORTS: Mapping[str, type] = {
     "work_item_reader": WorkProviderReader,
     "work_item_writer": WorkProviderWriter,
@@ -151,6 +155,7 @@ class Engine:
             ),
         )
         self._baseline_said: tuple[str, str] | None = None  # the baseline the log last told
+        self._watchers: list[Watcher] = []
         self.loop = EngineLoop(
             self.store, self.handlers, self._execute, self.inbox, observe=self._observe
         )
@@ -211,9 +216,26 @@ class Engine:
     def subscribe(self, listener: Listener) -> Unsubscribe:
         return self.store.subscribe(listener)
 
+    def watch(self, watcher: Watcher) -> Unsubscribe:
+        """Call ``watcher(event, before, after)`` for every processed event, on the engine's
+        thread before the handlers run: it must be quick (a console line, a queue put)."""
+        self._watchers.append(watcher)
+        return lambda: self._watchers.remove(watcher) if watcher in self._watchers else None
+
     def enqueue(self, event: EngineEvent) -> bool:
         """Queue ``event``; False when it was rejected (the engine is shutting down)."""
         return self.inbox.put(event) is not None
+
+    def submit(self, events: Sequence[EngineEvent], timeout: float) -> bool | None:
+        """Queue a person's events (journaled first, like every event) and wait until the
+        engine has processed them: True; False when it has not within ``timeout`` (they are
+        processed later); None when the engine refused them (it is shutting down)."""
+        last = None
+        for event in events:
+            last = self.inbox.put(event)
+            if last is None:
+                return None
+        return True if last is None else self.inbox.wait_processed(last, timeout)
 
     def get_work_item_body(self, work_item_id: WorkItemId) -> str:
         return self.provider.work_item_reader.get_work_item_body(work_item_id)
@@ -254,7 +276,9 @@ class Engine:
         with self._lifecycle:
             if self._started:
                 return
-            self._instance.acquire()  # JournalError: another engine has this state
+            # JournalError: another engine has this state. A command that journals a person's
+            # request while no engine runs holds the lock for a moment: that is waited out.
+            self._instance.acquire(wait=LOCK_WAIT)
             self._started = True
         try:
             restored = self.journal.restore()
@@ -395,9 +419,15 @@ class Engine:
             return [CommandFailed(command=command, error=f"executor: {type(exc).__name__}: {exc}")]
         return result
 
-    def _observe(self, event: EngineEvent, state: EngineState) -> None:
-        """Say so when a failed planner run leaves a spec version with no attempt left (it is
-        not planned again until it changes), and when the default branch's pipeline is red."""
+    def _observe(self, event: EngineEvent, before: EngineState, state: EngineState) -> None:
+        """Tell the watchers; say so when a failed planner run leaves a spec version with no
+        attempt left (it is not planned again until it changes), and when the default branch's
+        pipeline is red."""
+        for watcher in list(self._watchers):
+            try:
+                watcher(event, before, state)
+            except Exception:
+                log.exception("an event watcher failed", watcher=repr(watcher))
         if isinstance(event, BaselineChanged):
             self._observe_baseline(event.baseline)
             return
@@ -478,7 +508,7 @@ class Engine:
         self.sessions.attach(session_id, _canceller(ref, self._stopping_reason))
 
     def _stopping_reason(self) -> str:
-        return "the engine is shutting down" if self.inbox.closed else "cancelled on request"
+        return "the engine is shutting down" if self.inbox.closed else "cancelled by a person"
 
     def _ref(self, child_id: str) -> pykka.ActorRef[Any] | None:
         return self.supervisor.ref(child_id) if self.supervisor is not None else None

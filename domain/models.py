@@ -242,6 +242,13 @@ class InfrastructureStreak(Frozen):
     last_reason: str | None = None
 
 
+class ManualPause(Frozen):
+    """Dispatch paused by a person (``UserPausedDispatch``): since when, and why they said."""
+
+    reason: str = ""
+    at: datetime | None = None
+
+
 class EngineState(Frozen):
     """Everything the engine knows. Provider-owned parts come from the pollers; engine-owned
     parts (``last_planned_shas``, ``agent_runs``, ``attempts``) are restored from the journal."""
@@ -254,3 +261,4 @@ class EngineState(Frozen):
     attempts: Mapping[WorkItemId, int] = Field(default_factory=dict)
     infrastructure: InfrastructureStreak = InfrastructureStreak()
     baseline: Baseline | None = None  # the default branch's pipeline, as last observed
+    manual_pause: ManualPause | None = None  # dispatch paused by a person, until they resume
