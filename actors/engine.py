@@ -24,6 +24,7 @@ from actors.config import EngineConfig
 from actors.executor import CommandExecutor, Execute, ExecutorActor
 from actors.journal import InstanceLock, Journal
 from actors.loop import EngineActor, EngineLoop, Ping
+from actors.observer import Observer, Watcher
 from actors.pollers import (
     Poll,
     Poller,
@@ -44,7 +45,6 @@ from domain.commands import EngineCommand
 from domain.errors import ConfigError, JournalError
 from domain.events import (
     AgentFailed,
-    BaselineChanged,
     CommandFailed,
     DispatchDue,
     EngineEvent,
@@ -54,7 +54,6 @@ from domain.models import (
     AGENT_ROLES,
     AgentRole,
     AgentStartParams,
-    Baseline,
     EngineState,
     RevisionFile,
     RevisionId,
@@ -73,12 +72,9 @@ from domain.ports import (
     WorkProviderReader,
     WorkProviderWriter,
 )
-from domain.state import apply_event, planner_failures
+from domain.state import apply_event
 
 log = structlog.get_logger("cpe.engine")
-
-Watcher = Callable[[EngineEvent, EngineState, EngineState], None]
-"""Told of every processed event: ``(event, state before, state after)``."""
 
 DRAIN_GRACE = 5.0  # seconds the drain of shutdown step 5 always gets, whatever step 3 took
 CHILDREN_STOP_BUDGET = 10.0  # seconds steps 4 and 6 each wait for actors to stop, at most
@@ -154,10 +150,9 @@ class Engine:
                 config.handlers.retry_backoff_max,
             ),
         )
-        self._baseline_said: tuple[str, str] | None = None  # the baseline the log last told
-        self._watchers: list[Watcher] = []
+        self.observer = Observer(config.handlers)
         self.loop = EngineLoop(
-            self.store, self.handlers, self._execute, self.inbox, observe=self._observe
+            self.store, self.handlers, self._execute, self.inbox, observe=self.observer
         )
         get_state, put = self.store.get_state, self.inbox.put
         self.pollers: tuple[Poller[Any], ...] = (
@@ -219,8 +214,7 @@ class Engine:
     def watch(self, watcher: Watcher) -> Unsubscribe:
         """Call ``watcher(event, before, after)`` for every processed event, on the engine's
         thread before the handlers run: it must be quick (a console line, a queue put)."""
-        self._watchers.append(watcher)
-        return lambda: self._watchers.remove(watcher) if watcher in self._watchers else None
+        return self.observer.watch(watcher)
 
     def enqueue(self, event: EngineEvent) -> bool:
         """Queue ``event``; False when it was rejected (the engine is shutting down)."""
@@ -418,55 +412,6 @@ class Engine:
             log.error("command execution failed", command=command.type, error=repr(exc))
             return [CommandFailed(command=command, error=f"executor: {type(exc).__name__}: {exc}")]
         return result
-
-    def _observe(self, event: EngineEvent, before: EngineState, state: EngineState) -> None:
-        """Tell the watchers; say so when a failed planner run leaves a spec version with no
-        attempt left (it is not planned again until it changes), and when the default branch's
-        pipeline is red."""
-        for watcher in list(self._watchers):
-            try:
-                watcher(event, before, state)
-            except Exception:
-                log.exception("an event watcher failed", watcher=repr(watcher))
-        if isinstance(event, BaselineChanged):
-            self._observe_baseline(event.baseline)
-            return
-        if not (isinstance(event, AgentFailed) and event.role == "planner"):
-            return
-        run = state.agent_runs.get(event.session_id)
-        if run is None or run.failure_class == "infrastructure":
-            return
-        limit = self.config.handlers.max_attempts
-        for path, sha in run.spec_shas.items():
-            if planner_failures(state, path, sha) == limit:
-                log.error(
-                    "spec not planned again until it changes",
-                    spec=path,
-                    blob_sha=sha[:12],
-                    failed_planner_runs=limit,
-                    last_failure=" ".join((event.reason or "").split())[:300],
-                )
-
-    def _observe_baseline(self, baseline: Baseline) -> None:
-        pipeline = baseline.pipeline
-        said = (baseline.sha, pipeline.status)
-        if said == self._baseline_said or pipeline.status == "pending":
-            return
-        before, self._baseline_said = self._baseline_said, said
-        if pipeline.status == "failure":
-            charged = self.config.handlers.charge_baseline_failures
-            log.error(
-                "the default branch's pipeline is red",
-                head_sha=baseline.sha[:12],
-                failed_checks=list(pipeline.failed_checks),
-                reason=" ".join((pipeline.reason or "").split())[-500:],
-                log_url=pipeline.url,
-                revisions_failing_the_same_checks="charged to the implementor"
-                if charged
-                else "reviewed, not charged, not merged automatically",
-            )
-        elif before is not None and before[1] == "failure":
-            log.info("the default branch's pipeline is green again", head_sha=baseline.sha[:12])
 
     def _wake_at(self, when: datetime) -> None:
         """Queue a ``DispatchDue`` at ``when`` (the end of a pause of dispatch)."""

@@ -15,16 +15,17 @@ from typing import TextIO
 from actors.logs import redact_value
 from domain.events import EngineEvent
 from domain.models import EngineState
-from domain.narration import narrate
+from domain.narration import Narrator
 
 
 class Console:
     def __init__(self, out: TextIO):
         self.out = out
         self._lock = threading.Lock()
+        self._narrate = Narrator()
 
     def __call__(self, event: EngineEvent, before: EngineState, after: EngineState) -> None:
-        lines = narrate(event, before, after)
+        lines = self._narrate(event, before, after)
         if not lines:
             return
         stamp = datetime.now(UTC).strftime("%H:%M:%S")

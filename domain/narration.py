@@ -40,6 +40,26 @@ from domain.workflow import WORKFLOW
 _REASON = 300  # characters of a failure's reason in one line
 
 
+class Narrator:
+    """``narrate`` with a memory of a person's status requests, so that the transition that
+    carries one out says so (and not what the table says of the same pair of statuses)."""
+
+    def __init__(self) -> None:
+        self._asked: dict[WorkItemId, Status] = {}
+
+    def __call__(self, event: EngineEvent, before: EngineState, after: EngineState) -> list[str]:
+        if isinstance(event, UserTransitionedStatus):
+            self._asked[event.work_item_id] = event.to
+        elif isinstance(event, StatusTransitioned):
+            if self._asked.get(event.work_item_id) == event.to:
+                del self._asked[event.work_item_id]
+                return [
+                    f"{explain_transition(before, event.work_item_id, event.to)}: set by a person"
+                ]
+            self._asked.pop(event.work_item_id, None)
+        return narrate(event, before, after)
+
+
 def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list[str]:
     """What ``event`` (applied to ``before``, giving ``after``) means to a person."""
     match event:

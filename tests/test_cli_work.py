@@ -119,3 +119,30 @@ def test_a_request_the_state_refuses_is_one_line_and_changes_nothing(
     line = one_line_error(cpe(*args, cwd=worked.repo), code)
     assert says in line
     assert journaled(worked) == before
+
+
+def test_a_bad_dashboard_listen_address_is_a_one_line_configuration_error(tmp_path: Path) -> None:
+    from tests.repos import make_repo  # noqa: PLC0415
+
+    repo = make_repo(
+        tmp_path / "repo", {"supervisor.toml": '[dashboard]\nlisten = "8765"\n', "README.md": "x\n"}
+    )
+    line = one_line_error(cpe("run", cwd=repo), 78)
+    assert "dashboard.listen" in line
+    assert "expected HOST:PORT" in line
+
+
+def test_a_dashboard_token_variable_that_is_not_set_is_a_one_line_configuration_error(
+    tmp_path: Path,
+) -> None:
+    from tests.repos import make_repo  # noqa: PLC0415
+
+    toml = '[dashboard]\ntoken_env = "CPE_NO_SUCH_TOKEN"\n[provider.local]\npipeline_command = []\n'
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": toml, "README.md": "x\n"})
+    line = one_line_error(cpe("run", cwd=repo), 78)
+    assert "dashboard.token_env: the environment variable CPE_NO_SUCH_TOKEN is not set" in line
+
+
+def test_demo_serve_with_a_bad_listen_address_is_a_one_line_usage_error() -> None:
+    line = one_line_error(cpe("demo", "--serve", "--listen", "nowhere"), 2)
+    assert "--listen: 'nowhere' is not HOST:PORT" in line

@@ -22,7 +22,7 @@ from adapters.control import Control, dispatch_paused
 from adapters.metering import ProviderMeter
 from domain.events import EngineEvent
 from domain.models import EngineState, SessionId
-from domain.narration import narrate
+from domain.narration import Narrator
 from domain.requests import describe_pause
 
 DECISIONS_KEPT = 200
@@ -59,6 +59,7 @@ class Source:
         self.title = title
         self._decisions: deque[Decision] = deque(maxlen=DECISIONS_KEPT)
         self._lock = threading.Lock()
+        self._narrate = Narrator()
         self._unwatch = engine.watch(self._decided)
 
     def close(self) -> None:
@@ -97,7 +98,7 @@ class Source:
         return not self.engine.stopped and self.engine.supervisor is not None
 
     def _decided(self, event: EngineEvent, before: EngineState, after: EngineState) -> None:
-        lines = narrate(event, before, after)
+        lines = self._narrate(event, before, after)
         if lines:
             now = datetime.now(UTC)
             with self._lock:

@@ -16,10 +16,11 @@ from domain.events import (
     RevisionMerged,
     StatusTransitioned,
     UserPausedDispatch,
+    UserTransitionedStatus,
     WorkItemChanged,
 )
 from domain.models import EngineState, ImplementorStartParams
-from domain.narration import narrate
+from domain.narration import Narrator, narrate
 from domain.state import apply_event
 from tests.domain.builders import (
     implemented,
@@ -108,3 +109,12 @@ def test_what_decides_nothing_says_nothing() -> None:
     before = state(item("3", "in-review"), runs=[reviewer_run("v1", "3", status="requested")])
     assert say(before, AgentStarted(session_id="v1")) == []
     assert say(before, WorkItemChanged(work_item=item("3", "in-review"))) == []
+
+
+def test_a_status_a_person_set_is_told_as_theirs() -> None:
+    narrator = Narrator()
+    before = state(item("3", "pending"))
+    asked = UserTransitionedStatus(work_item_id="3", to="blocked")
+    assert narrator(asked, before, before) == ["#3: a person set the status to blocked"]
+    [line] = narrator(StatusTransitioned(work_item_id="3", to="blocked"), before, before)
+    assert line == "#3 pending → blocked: set by a person"
