@@ -153,7 +153,10 @@ class _Web:
         pumps: dict[str, asyncio.Task[None]] = {}
 
         def on_change(_: object) -> None:
-            loop.call_soon_threadsafe(changed.set)
+            try:
+                loop.call_soon_threadsafe(changed.set)
+            except RuntimeError:  # the server's loop is gone: this stream ended with it
+                unsubscribe()
 
         unsubscribe = self.source.subscribe(on_change)
         try:

@@ -156,6 +156,14 @@ def test_a_cancel_with_the_token_blocks_the_item_then_a_retry_starts_it_again(
     wait_until(lambda: board.harness.tracker.work_items["1"].status == "in-progress", board.engine)
 
 
+def test_a_status_set_from_the_dashboard_reaches_the_tracker(board: Board) -> None:
+    board.running()
+    answer = board.client.post("/api/work/2/status", headers=AUTH, json={"status": "blocked"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["message"] == "#2 'Farewell': pending → blocked"
+    wait_until(lambda: board.harness.tracker.work_items["2"].status == "blocked", board.engine)
+
+
 @pytest.mark.parametrize(
     ("path", "body", "status", "says"),
     [
