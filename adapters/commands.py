@@ -31,6 +31,7 @@ from adapters.app import (
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
 from adapters.notify import notify
 from domain.errors import ConfigError
+from domain.events import USER_EVENTS
 from domain.models import ACTIVE_RUN_STATUSES, AgentRun, EngineState, SessionId, WorkItemId
 from domain.state import apply_event, ordered
 
@@ -394,8 +395,9 @@ def run_runtime(state_dir: Path, session_id: str) -> str:
 
 
 def journal_state(state_dir: Path) -> EngineState:
-    """The state the journal holds, with the events not processed yet applied too (a person's
-    request journaled while no engine ran: the next one processes it first)."""
+    """The state after the events the engine processed, with a person's requests it has not
+    processed yet applied too (journaled while no engine ran, the next one processes them
+    first: a pause shows at once). Other unprocessed events are left for the engine to judge."""
     path = state_dir / "journal.sqlite3"
     if not path.exists():
         return EngineState()
@@ -403,7 +405,8 @@ def journal_state(state_dir: Path) -> EngineState:
     try:
         state = journal.replay()
         for entry in journal.entries(after=journal.processed_seq()):
-            state = apply_event(state, entry.event)
+            if isinstance(entry.event, USER_EVENTS):
+                state = apply_event(state, entry.event)
         return state
     finally:
         journal.close()

@@ -6,7 +6,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from adapters.commands import describe_run, journal_state, run_runtime
 from adapters.control import NoEngine, exchange
@@ -28,13 +30,11 @@ def follow_run(state_dir: Path, run: AgentRun) -> bool:
     print("run " + " ".join(describe_run(run, run_runtime(state_dir, run.session_id)).split()))
     print(f"(following {run.session_id}: its output as it comes; Ctrl-C stops following)")
     sys.stdout.flush()
-    for reply in replies:
-        output = reply.get("output")
-        if isinstance(output, str):
-            sys.stdout.write(output if output.endswith("\n") else output + "\n")
-            sys.stdout.flush()
-        elif reply.get("end"):
-            break
+    try:
+        _print_output(replies)
+    except (TimeoutError, ConnectionError):
+        print("(the engine went away; the run's transcript has the rest)")
+        return True
     ended = _ended(state_dir, run)
     print(
         "run ended: "
@@ -43,6 +43,16 @@ def follow_run(state_dir: Path, run: AgentRun) -> bool:
     if ended.failure_reason:
         print(f"  why: {' '.join(ended.failure_reason.split())}")
     return True
+
+
+def _print_output(replies: Iterator[dict[str, Any]]) -> None:
+    for reply in replies:
+        output = reply.get("output")
+        if isinstance(output, str):
+            sys.stdout.write(output if output.endswith("\n") else output + "\n")
+            sys.stdout.flush()
+        elif reply.get("end"):
+            return
 
 
 def _ended(state_dir: Path, run: AgentRun) -> AgentRun:

@@ -254,6 +254,8 @@ def request(payload: UserRequest, config_path: Path | None, repo: Path | None) -
         try:
             replies = exchange(state_dir, message, 30, read_timeout=PROCESS_TIMEOUT + 30)
             reply = next(iter(replies), None)
+        except (TimeoutError, ConnectionError) as exc:
+            return fail(f"the engine did not answer on {state_dir / 'control.sock'}: {exc}", 1)
         except NoEngine:
             reply = None
             try:

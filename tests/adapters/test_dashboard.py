@@ -45,7 +45,11 @@ class Board:
         self.client = TestClient(create_app(self.source, TOKEN), base_url="http://127.0.0.1")
 
     def running(self) -> FakeRun:
+        """The implementor's run on #1, once the engine has seen #1 go in-progress."""
         [run] = self.harness.runtime.wait_runs(1)
+        wait_until(
+            lambda: self.engine.get_state().work_items["1"].status == "in-progress", self.engine
+        )
         return run
 
 
@@ -61,8 +65,8 @@ def board(harness: Harness) -> Iterator[Board]:
     harness.tracker.add_item("1", "pending", title="Greeting")
     harness.tracker.add_item("2", "pending", title="Farewell", blocked_by=["1"])
     engine = harness.engine()
+    made = Board(harness, engine)  # before the start: the source hears every decision
     engine.start()
-    made = Board(harness, engine)
     with made.client:
         yield made
     made.source.close()
