@@ -205,9 +205,11 @@ class Loop:
 
     def _check_no_process_left(self) -> None:
         state = self.repo / ".cpe"
+        pipelines = Path(tempfile.gettempdir()).glob("cpe-pipeline-*/pipeline.pid")
         for pidfile in [
             *state.glob("runs/*/*.pid"),
-            *Path(tempfile.gettempdir()).glob("cpe-pipeline-*/pipeline.pid"),
+            # this repository's pipelines only: other cpe runs on the machine have their own
+            *(p for p in pipelines if _checks_out(p.parent, self.repo)),
         ]:
             assert live_group(pidfile) is None, f"{pidfile} names a live process group"
         left = []
@@ -216,3 +218,11 @@ class Loop:
             if cwd.startswith(str(self.base)) and process.pid != os.getpid():
                 left.append(f"{process.pid} {process.info.get('cmdline')}")
         assert not left, f"processes left in the test's directories: {left}"
+
+
+def _checks_out(workdir: Path, repo: Path) -> bool:
+    """Whether the pipeline workdir's checkout is a worktree of ``repo``."""
+    try:
+        return str(repo) in (workdir / "checkout" / ".git").read_text()
+    except OSError:
+        return False
