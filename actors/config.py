@@ -303,8 +303,34 @@ class SandboxSection(_Section):
 
 
 class LoggingSection(_Section):
-    format: Literal["auto", "json", "console"] = "auto"
+    # auto: human on a terminal, JSON otherwise; cpe run --log-format overrides it
+    format: Literal["auto", "json", "console", "human"] = "auto"
     agent_transcripts: bool = True
+
+
+class DashboardSection(_Section):
+    """``[dashboard]``: the web dashboard ``cpe run`` serves (``listen = ""`` turns it off)."""
+
+    listen: str = Field(
+        default="127.0.0.1:8765", description="HOST:PORT (port 0: any free one), or empty"
+    )
+    token_env: str = Field(
+        default="", description="a variable holding the actions' token; empty: a random one"
+    )
+
+    @field_validator("listen")
+    @classmethod
+    def _host_and_port(cls, value: str) -> str:
+        if not value:
+            return value
+        host, colon, port = value.rpartition(":")
+        host = host.removeprefix("[").removesuffix("]")
+        if not colon or not host or not port.isdecimal() or int(port) > 65535:
+            raise ValueError(
+                "expected HOST:PORT (e.g. 127.0.0.1:8765, [::1]:8765; port 0 for any free "
+                "one), or an empty string to turn the dashboard off"
+            )
+        return value
 
 
 class CpeConfig(_Section):
@@ -324,6 +350,7 @@ class CpeConfig(_Section):
     logging: LoggingSection = LoggingSection()
     bash_guard: BashGuardSection = BashGuardSection()
     sandbox: SandboxSection = SandboxSection()
+    dashboard: DashboardSection = DashboardSection()
 
     def engine_config(
         self,

@@ -30,6 +30,7 @@ from actors.executor import (
 )
 from actors.journal import InstanceLock, Journal
 from actors.loop import EngineActor, EngineLoop, Ping
+from actors.observer import Observer, Watcher
 from actors.pollers import (
     Poll,
     Poller,
@@ -51,7 +52,6 @@ from domain.decisions import INTERRUPTED
 from domain.errors import ConfigError, JournalError
 from domain.events import (
     AgentFailed,
-    BaselineChanged,
     CommandFailed,
     DispatchDue,
     EngineEvent,
@@ -61,7 +61,6 @@ from domain.models import (
     AGENT_ROLES,
     AgentRole,
     AgentStartParams,
-    Baseline,
     EngineState,
     RevisionFile,
     RevisionId,
@@ -80,13 +79,14 @@ from domain.ports import (
     WorkProviderReader,
     WorkProviderWriter,
 )
-from domain.state import apply_event, planner_failures
+from domain.state import apply_event
 
 log = structlog.get_logger("cpe.engine")
 
 DRAIN_GRACE = 5.0  # seconds the drain of shutdown step 5 always gets, whatever step 3 took
 CHILDREN_STOP_BUDGET = 10.0  # seconds steps 4 and 6 each wait for actors to stop, at most
 EXECUTE_TIMEOUT = 900.0  # seconds; a write with all its retries fits well inside
+LOCK_WAIT = 5.0  # seconds a start waits for the instance lock a short-lived command holds
 _PORTS: Mapping[str, type] = {
     "work_item_reader": WorkProviderReader,
     "work_item_writer": WorkProviderWriter,
@@ -158,9 +158,9 @@ class Engine:
             ),
             daily_budget=config.daily_budget,
         )
-        self._baseline_said: tuple[str, str] | None = None  # the baseline the log last told
+        self.observer = Observer(config.handlers)
         self.loop = EngineLoop(
-            self.store, self.handlers, self._execute, self.inbox, observe=self._observe
+            self.store, self.handlers, self._execute, self.inbox, observe=self.observer
         )
         get_state, put = self.store.get_state, self.inbox.put
         self.pollers: tuple[Poller[Any], ...] = (
@@ -219,9 +219,25 @@ class Engine:
     def subscribe(self, listener: Listener) -> Unsubscribe:
         return self.store.subscribe(listener)
 
+    def watch(self, watcher: Watcher) -> Unsubscribe:
+        """Call ``watcher(event, before, after)`` for every processed event, on the engine's
+        thread before the handlers run: it must be quick (a console line, a queue put)."""
+        return self.observer.watch(watcher)
+
     def enqueue(self, event: EngineEvent) -> bool:
         """Queue ``event``; False when it was rejected (the engine is shutting down)."""
         return self.inbox.put(event) is not None
+
+    def submit(self, events: Sequence[EngineEvent], timeout: float) -> bool | None:
+        """Queue a person's events (journaled first, like every event) and wait until the
+        engine has processed them: True; False when it has not within ``timeout`` (they are
+        processed later); None when the engine refused them (it is shutting down)."""
+        last = None
+        for event in events:
+            last = self.inbox.put(event)
+            if last is None:
+                return None
+        return True if last is None else self.inbox.wait_processed(last, timeout)
 
     def get_work_item_body(self, work_item_id: WorkItemId) -> str:
         return self.provider.work_item_reader.get_work_item_body(work_item_id)
@@ -262,7 +278,9 @@ class Engine:
         with self._lifecycle:
             if self._started:
                 return
-            self._instance.acquire()  # JournalError: another engine has this state
+            # JournalError: another engine has this state. A command that journals a person's
+            # request while no engine runs holds the lock for a moment: that is waited out.
+            self._instance.acquire(wait=LOCK_WAIT)
             self._started = True
         try:
             restored = self.journal.restore()
@@ -427,6 +445,7 @@ class Engine:
         )
         self.handlers = create_handlers(handlers)
         self.loop.handlers = self.handlers
+        self.observer.options = handlers
         executor = self.executor
         executor.max_concurrent = dict(handlers.max_concurrent)
         executor.breaker = breaker
@@ -436,49 +455,6 @@ class Engine:
         for poller in self.pollers:
             poller.interval = poll_intervals.get(poller.name, poller.interval)
         self.inbox.put(DispatchDue(at=datetime.now(UTC)), internal=True)  # raised caps: use them
-
-    def _observe(self, event: EngineEvent, state: EngineState) -> None:
-        """Say so when a failed planner run leaves a spec version with no attempt left (it is
-        not planned again until it changes), and when the default branch's pipeline is red."""
-        if isinstance(event, BaselineChanged):
-            self._observe_baseline(event.baseline)
-            return
-        if not (isinstance(event, AgentFailed) and event.role == "planner"):
-            return
-        run = state.agent_runs.get(event.session_id)
-        if run is None or run.failure_class == "infrastructure":
-            return
-        limit = self.config.handlers.max_attempts
-        for path, sha in run.spec_shas.items():
-            if planner_failures(state, path, sha) == limit:
-                log.error(
-                    "spec not planned again until it changes",
-                    spec=path,
-                    blob_sha=sha[:12],
-                    failed_planner_runs=limit,
-                    last_failure=" ".join((event.reason or "").split())[:300],
-                )
-
-    def _observe_baseline(self, baseline: Baseline) -> None:
-        pipeline = baseline.pipeline
-        said = (baseline.sha, pipeline.status)
-        if said == self._baseline_said or pipeline.status == "pending":
-            return
-        before, self._baseline_said = self._baseline_said, said
-        if pipeline.status == "failure":
-            charged = self.config.handlers.charge_baseline_failures
-            log.error(
-                "the default branch's pipeline is red",
-                head_sha=baseline.sha[:12],
-                failed_checks=list(pipeline.failed_checks),
-                reason=" ".join((pipeline.reason or "").split())[-500:],
-                log_url=pipeline.url,
-                revisions_failing_the_same_checks="charged to the implementor"
-                if charged
-                else "reviewed, not charged, not merged automatically",
-            )
-        elif before is not None and before[1] == "failure":
-            log.info("the default branch's pipeline is green again", head_sha=baseline.sha[:12])
 
     def _wake_at(self, when: datetime) -> None:
         """Queue a ``DispatchDue`` at ``when`` (the end of a pause of dispatch)."""
@@ -520,7 +496,7 @@ class Engine:
         self.sessions.attach(session_id, _canceller(ref, self._stopping_reason))
 
     def _stopping_reason(self) -> str:
-        return "the engine is shutting down" if self.inbox.closed else "cancelled on request"
+        return "the engine is shutting down" if self.inbox.closed else "cancelled by a person"
 
     def _ref(self, child_id: str) -> pykka.ActorRef[Any] | None:
         return self.supervisor.ref(child_id) if self.supervisor is not None else None

@@ -73,6 +73,7 @@ from domain.models import (
 )
 from domain.policy import Policy, Rejected
 from domain.ports import RevisionProviderWriter, WorkProviderWriter
+from domain.requests import describe_pause
 from domain.results import PlannedWorkItem
 
 log = structlog.get_logger("cpe.executor")
@@ -183,7 +184,10 @@ class CommandExecutor:
 
     def paused(self, snapshot: EngineState) -> str | None:
         """Why no run may start now, when the breaker holds dispatch (None when one may). Past
-        the pause one probe run may start, alone: its ending decides."""
+        the pause one probe run may start, alone: its ending decides. A person's pause
+        (``cpe pause``) holds it until they resume it."""
+        if snapshot.manual_pause is not None:
+            return f"dispatch paused {describe_pause(snapshot)}"
         b = self.breaker
         pause = dispatch_pause(
             snapshot, threshold=b.failures, initial=b.pause_initial, maximum=b.pause_max

@@ -55,7 +55,7 @@ from pydantic import TypeAdapter
 
 from actors.crashpoints import crashpoint
 from domain.commands import COMMAND_ADAPTER, EngineCommand
-from domain.errors import JournalError, JournalIOError
+from domain.errors import JournalError, JournalInUseError, JournalIOError
 from domain.events import EVENT_ADAPTER, EngineEvent
 from domain.models import EngineState
 from domain.state import apply_event
@@ -630,22 +630,29 @@ class InstanceLock:
         self.path = None if journal_path == ":memory:" else Path(f"{journal_path}.lock")
         self._fd: int | None = None
 
-    def acquire(self) -> None:
-        """Take the lock; ``JournalError`` naming the holder's pid when another process (or
-        another engine of this one) has it."""
+    def acquire(self, wait: float = 0.0) -> None:
+        """Take the lock, trying for up to ``wait`` seconds; ``JournalError`` naming the
+        holder's pid when another process (or another engine of this one) has it."""
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise JournalError(
-                f"{self.path.with_suffix('')}: in use by another cpe (pid {holder}); one engine "
-                "per state directory"
-            ) from None
+        deadline = time.monotonic() + wait
+        pause = threading.Event()  # never set: a bounded pause between two tries
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    pause.wait(0.05)
+                    continue
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise JournalInUseError(
+                    f"{self.path.with_suffix('')}: in use by another cpe (pid {holder}); one "
+                    "engine per state directory"
+                ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd

@@ -1,7 +1,10 @@
 """Logging: structlog everywhere, one pipeline for our lines and the stdlib's.
 
-JSON lines when stderr is not a TTY (production, systemd's journal), the console renderer on a
-TTY. Tracebacks are rendered without frame locals (they would leak secrets). Secrets are
+JSON lines when stderr is not a TTY (production, systemd's journal, files); on a TTY the
+``human`` format: the engine's decisions come as one sentence each from the console
+(``adapters.console``), so the log shows only what a person must see besides them (warnings,
+errors, start and stop) as short lines; ``console`` is structlog's key=value renderer, for
+debugging. Tracebacks are rendered without frame locals (they would leak secrets). Secrets are
 redacted from every line: values under secret-sounding keys, and values that look like tokens
 wherever they appear. Loggers of actors bind ``actor``, ``session_id`` and ``work_item_id``
 themselves (contextvars do not cross threads).
@@ -18,7 +21,7 @@ from typing import Any, Literal, TextIO
 import structlog
 from structlog.typing import Processor
 
-LogFormat = Literal["auto", "json", "console"]
+LogFormat = Literal["auto", "json", "console", "human"]
 REDACTED = "[redacted]"
 
 _SECRET_KEY = re.compile(
@@ -57,9 +60,13 @@ def redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapp
 
 def configure_logging(
     level: str = "info", fmt: LogFormat = "auto", stream: TextIO | None = None
-) -> None:
+) -> LogFormat:
+    """Route every log line to ``stream`` (stderr) in ``fmt``; the format chosen (``auto``
+    resolved)."""
     stream = stream or sys.stderr
-    console = fmt == "console" or (fmt == "auto" and stream.isatty())
+    if fmt == "auto":
+        fmt = "human" if stream.isatty() else "json"
+    console = fmt == "console"
     shared: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -74,6 +81,8 @@ def configure_logging(
             colors=stream.isatty(), exception_formatter=structlog.dev.plain_traceback
         )
         final: list[Processor] = [structlog.processors.format_exc_info, redact, renderer]
+    elif fmt == "human":
+        final = [structlog.processors.format_exc_info, redact, render_human]
     else:
         exceptions = structlog.processors.ExceptionRenderer(
             structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
@@ -85,6 +94,8 @@ def configure_logging(
     )
     handler = logging.StreamHandler(stream)
     handler.setFormatter(formatter)
+    if fmt == "human":
+        handler.addFilter(_for_a_person)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
@@ -99,3 +110,51 @@ def configure_logging(
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
     )
+    return fmt
+
+
+# ---------------------------------------------------------------------------- human
+
+# Info lines a person sees on a terminal, in their words; every other info line is the JSON
+# log's (the console narrates the engine's decisions itself).
+_SAID: dict[str, str] = {
+    "engine starting": "cpe started ({restored_events} journaled events restored)",
+    "shutdown initiated": "stopping: {reason}",
+    "shutdown complete": "stopped",
+    "dashboard listening": "dashboard on {url}",
+    "signal received; stopping": "{signal}: stopping",
+}
+# Warnings the console already says in a sentence of its own.
+_NARRATED = frozenset({"agent run failed"})
+
+
+def _event_of(record: logging.LogRecord) -> str | None:
+    message = record.msg
+    return message.get("event") if isinstance(message, dict) else record.getMessage()
+
+
+def _for_a_person(record: logging.LogRecord) -> bool:
+    event = _event_of(record)
+    if event in _NARRATED:
+        return False
+    return record.levelno >= logging.WARNING or event in _SAID
+
+
+def render_human(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> str:
+    """``03:04:05  warning: provider API error (poller=work_items, error=…)``; a known info
+    line in its own words."""
+    stamp = str(event_dict.pop("timestamp", ""))[11:19]
+    level = str(event_dict.pop("level", "info"))
+    event = str(event_dict.pop("event", ""))
+    for key in ("logger", "actor"):
+        event_dict.pop(key, None)
+    trace = event_dict.pop("exception", None)
+    template = _SAID.get(event)
+    if template is not None and level == "info":
+        try:
+            return f"{stamp}  {template.format_map(event_dict)}"
+        except (KeyError, IndexError, ValueError):
+            pass
+    fields = ", ".join(f"{k}={' '.join(str(v).split())[:300]}" for k, v in event_dict.items())
+    line = f"{stamp}  {level}: {event}" + (f" ({fields})" if fields else "")
+    return f"{line}\n{trace}" if trace else line

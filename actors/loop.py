@@ -38,16 +38,18 @@ class EngineLoop:
     handlers: HandlerList
     execute: Execute
     inbox: Inbox
-    # Called with each event and the state after it, before the handlers: logging only.
-    observe: Callable[[EngineEvent, EngineState], None] | None = None
+    # Called with each event and the states before and after it, before the handlers: for
+    # logging and watchers only (they must be quick and must not raise).
+    observe: Callable[[EngineEvent, EngineState, EngineState], None] | None = None
     processed: int = 0
 
     def process(self, seq: int, event: EngineEvent) -> None:
         if _debug.isEnabledFor(logging.DEBUG):
             log.debug("processing event", seq=seq, **identify(event))
+        before = self.store.get_state()
         snapshot = self.store.apply(event)
         if self.observe is not None:
-            self.observe(event, snapshot)
+            self.observe(event, before, snapshot)
         commands = run_handlers(self.handlers, event, snapshot)
         results: list[EngineEvent] = []
         for command in commands:

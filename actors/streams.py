@@ -159,9 +159,13 @@ class StreamRegistry:
             buffer.close()
 
     def subscribe(self, session_id: SessionId) -> AgentStream | None:
-        with self._lock:
-            buffer = self._buffers.get(session_id)
+        buffer = self.buffer(session_id)
         return buffer.subscribe() if buffer is not None else None
+
+    def buffer(self, session_id: SessionId) -> OutputBuffer | None:
+        """The output of a run that has started and not ended (None otherwise)."""
+        with self._lock:
+            return self._buffers.get(session_id)
 
     def __contains__(self, session_id: object) -> bool:
         with self._lock:

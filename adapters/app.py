@@ -9,9 +9,13 @@ role, and the engine. Concrete adapters are imported here and nowhere in ``actor
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +26,8 @@ from pydantic import ValidationError
 from actors.config import CpeConfig, load_config, parse_config, validation_problems
 from actors.engine import Engine, create_engine
 from actors.journal import JOURNAL_NAME, check_journal
+from actors.services import Services
+from adapters.metering import ProviderMeter, metered
 from adapters.runtime.bash_guard import BashGuardConfig
 from domain.errors import ConfigError, CpeError
 from domain.models import AgentRole
@@ -58,7 +64,7 @@ class App:
     state_dir: Path
     engine: Engine
     closers: list[Any] = field(default_factory=list)
-
+    meter: ProviderMeter = field(default_factory=ProviderMeter)
     config_path: Path | None = None
 
     def close(self) -> None:
@@ -146,6 +152,100 @@ def _unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
             node = node.setdefault(part, {})
         node[leaf] = value
     return nested
+
+
+def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]:
+    """The services beside the running engine, made ready before it starts (the dashboard
+    hears of every decision from the first); the function returned starts them once the engine
+    has started: its control socket (a person's requests from ``cpe work …``, ``cpe pause``)
+    and, unless ``[dashboard] listen`` is empty, the web dashboard. Each is supervised apart
+    from the engine: a crash restarts it and never touches the engine. ``human``: a person
+    reads stderr, the dashboard's address (with its token) is printed there; otherwise it is
+    logged without the token, which is in the state directory."""
+    from adapters.control import Control, ControlServer  # noqa: PLC0415
+
+    control = Control(app.engine, app.config)
+    listen = app.config.dashboard.listen
+    dashboards: list[Callable[[Services], None]] = []
+    if listen:
+        from adapters.dashboard.server import DashboardServer  # noqa: PLC0415
+        from adapters.dashboard.source import Source  # noqa: PLC0415
+
+        token = dashboard_token(app.config)
+        source = Source(
+            app.engine,
+            app.config,
+            app.state_dir,
+            control=control,
+            meter=app.meter,
+            title=str(app.repo),
+        )
+        app.closers.append(source.close)
+        announced = threading.Event()
+        token_env = app.config.dashboard.token_env
+        token_file = None if token_env else str(app.state_dir / TOKEN_FILE)
+
+        def listening(server: DashboardServer) -> None:
+            if announced.is_set():
+                return
+            announced.set()
+            if human:
+                stamp = time.strftime("%H:%M:%S", time.gmtime())
+                print(
+                    f"{stamp}  dashboard on {server.url}#token={token}", file=sys.stderr, flush=True
+                )
+            else:
+                # (not under a key named token: the log redacts those)
+                where = f"the token in {token_file}" if token_file else f"${token_env}"
+                log.info("dashboard listening", url=server.url, actions_need=where)
+
+        def dashboard(services: Services) -> None:
+            if not app.config.dashboard.token_env:  # once this engine holds the state:
+                keep_token(token, app.state_dir)  # never over a running one's token
+            services.start(
+                "dashboard", lambda: DashboardServer(source, listen, token, on_listening=listening)
+            )
+
+        dashboards.append(dashboard)
+
+    def start() -> Services:
+        services = Services(app.config.supervisor)
+        services.start("control", lambda: ControlServer(control, app.state_dir))
+        for dashboard in dashboards:
+            dashboard(services)
+        return services
+
+    return start
+
+
+TOKEN_FILE = "dashboard-token"
+
+
+def dashboard_token(config: CpeConfig) -> str:
+    """The actions' token: ``[dashboard] token_env``'s value, else a new random one."""
+    name = config.dashboard.token_env
+    if name:
+        value = os.environ.get(name, "")
+        if not value:
+            raise ConfigError(
+                f"dashboard.token_env: the environment variable {name} is not set",
+                expected="a token in it, or token_env empty for a random one",
+            )
+        return value
+    return secrets.token_urlsafe(24)
+
+
+def keep_token(token: str, state_dir: Path) -> str:
+    """Write a random token to the state directory (mode 0600), for whoever runs cpe without a
+    terminal to read; its path."""
+    path = state_dir / TOKEN_FILE
+    state_dir.mkdir(parents=True, exist_ok=True)
+    temporary = state_dir / f".{TOKEN_FILE}.{os.getpid()}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(token + "\n")
+    temporary.replace(path)
+    return str(path)
 
 
 def resolve_config(config_path: Path | None, repo: Path | None) -> tuple[CpeConfig, Path]:
@@ -247,13 +347,20 @@ def build_app(
     set_aside = check_journal(state_dir / JOURNAL_NAME, start_over=new_journal)
     if set_aside is not None:
         log.warning("the old journal is set aside; starting a new one", old=str(set_aside))
-    provider = _provider(config, root, branch, state_dir, closers)
+    meter = ProviderMeter()
+    provider = metered(_provider(config, root, branch, state_dir, closers, meter=meter), meter)
     engine = create_engine(config.engine_config(provider, factory, repo_root=root))
-    return App(config, root, branch, state_dir, engine, closers, config_path=config_path)
+    return App(config, root, branch, state_dir, engine, closers, meter, config_path=config_path)
 
 
 def _provider(
-    config: CpeConfig, root: Path, branch: str, state_dir: Path, closers: list[Any]
+    config: CpeConfig,
+    root: Path,
+    branch: str,
+    state_dir: Path,
+    closers: list[Any],
+    *,
+    meter: ProviderMeter,
 ) -> ProviderInterfaces:
     if config.provider.kind == "github":
         github = config.provider.github
@@ -290,6 +397,7 @@ def _provider(
                 validation_problems(exc, GitHubSettings, prefix="provider.github.")
             ) from exc
         closers.append(provider.close)
+        meter.wire = lambda: provider.stats
         return interfaces
     from adapters.local.pipeline import LocalPipeline  # noqa: PLC0415
     from adapters.local.provider import create_local_provider  # noqa: PLC0415

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from actors.config import RUNTIME_KINDS
-from domain.models import AGENT_ROLES
+from domain.models import AGENT_ROLES, STATUSES
 from domain.results import output_schema, strict_output_schema
 from domain.workflow import render_table
 
@@ -68,19 +68,62 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if args.command == "run":
         return commands.run(
-            args.config, args.repo, new_journal=args.new_journal, stop_requested=_early_stop
+            args.config,
+            args.repo,
+            new_journal=args.new_journal,
+            stop_requested=_early_stop,
+            log_format=args.log_format,
         )
     if args.command == "init":
         return commands.init(args.repo)
     if args.command == "status":
-        return commands.status(args.config, args.repo)
+        return commands.status(args.config, args.repo, watch=args.watch)
     if args.command == "runs":
-        return commands.runs_show(args.session_id, args.config, args.repo)
+        return commands.runs_show(args.session_id, args.config, args.repo, follow=args.follow)
     if args.command == "work":
-        return commands.work_add(args.title, args.body, args.config, args.repo)
+        return _work(args)
+    if args.command in ("pause", "resume"):
+        from adapters.work_commands import request  # noqa: PLC0415
+        from domain.requests import Pause, Resume  # noqa: PLC0415
+
+        payload = Pause(reason=args.reason) if args.command == "pause" else Resume()
+        return request(payload, args.config, args.repo)
     if args.command == "costs":
         return commands.costs(args.by, args.since, args.config, args.repo)
     return commands.replay(args.until, args.config, args.repo)
+
+
+def _work(args: argparse.Namespace) -> int:
+    from adapters import commands, work_commands  # noqa: PLC0415
+    from domain.models import STATUSES, WorkItemId  # noqa: PLC0415
+    from domain.requests import Cancel, Retry, SetStatus  # noqa: PLC0415
+
+    where = (args.config, args.repo)
+    if args.work_command == "add":
+        return commands.work_add(args.title, args.body, *where)
+    if args.work_command == "list":
+        return work_commands.work_list(args.status, *where)
+    if args.work_command == "show":
+        return work_commands.work_show(args.item, *where)
+    item = WorkItemId(args.item)
+    if args.work_command == "retry":
+        return work_commands.request(Retry(work_item_id=item), *where)
+    if args.work_command == "cancel":
+        return work_commands.request(Cancel(work_item_id=item), *where)
+    status = next((s for s in STATUSES if s == args.status), None)
+    if status is None:
+        return work_commands.bad_status(args.status, "STATUS")
+    return work_commands.request(SetStatus(work_item_id=item, to=status), *where)
+
+
+def _add_costs(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], where: argparse.ArgumentParser
+) -> None:
+    costs = commands.add_parser(
+        "costs", parents=[where], help="what the agent runs cost, from the journal"
+    )
+    costs.add_argument("--by", choices=("item", "role", "runtime", "day"), default="item")
+    costs.add_argument("--since", metavar="YYYY-MM-DD", default=None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,27 +158,72 @@ def build_parser() -> argparse.ArgumentParser:
         help="set the journal aside (renamed .old-<time>) and start a new one: the specs are "
         "planned again and attempts start from zero",
     )
+    run.add_argument(
+        "--log-format",
+        choices=["auto", "human", "json", "console"],
+        default=None,
+        help="human: one line per engine decision (the default on a terminal); json: JSON "
+        "lines (the default otherwise: files, journald); console: key=value lines "
+        "(default: [logging] format)",
+    )
     init = commands.add_parser(
         "init", help="prepare a repository: supervisor.toml, .claude/ agents, .gitignore"
     )
     init.add_argument(
         "--repo", type=Path, default=Path("."), help="the git repository (default: this one)"
     )
-    commands.add_parser("status", parents=[where], help="work items, revisions and agent runs")
+    status = commands.add_parser(
+        "status", parents=[where], help="work items, revisions and agent runs"
+    )
+    status.add_argument("--watch", action="store_true", help="redraw every second until Ctrl-C")
     runs = commands.add_parser("runs", help="agent runs")
     runs_commands = runs.add_subparsers(dest="runs_command", metavar="COMMAND", required=True)
     show = runs_commands.add_parser("show", parents=[where], help="a run's transcript")
     show.add_argument("session_id", metavar="SESSION")
-    work = commands.add_parser("work", help="work items (local provider)")
+    show.add_argument(
+        "--follow",
+        action="store_true",
+        help="a live run: stream its output as it happens, until it ends",
+    )
+    work = commands.add_parser(
+        "work", help="work items: list, show, add, retry, cancel, set-status"
+    )
     work_commands = work.add_subparsers(dest="work_command", metavar="COMMAND", required=True)
-    add = work_commands.add_parser("add", parents=[where], help="add a work item")
+    add = work_commands.add_parser("add", parents=[where], help="add a work item (local provider)")
     add.add_argument("title")
     add.add_argument("--body", default="")
-    costs = commands.add_parser(
-        "costs", parents=[where], help="what the agent runs cost, from the journal"
+    listing = work_commands.add_parser(
+        "list", parents=[where], help="work items with status, attempts, revision and cost"
     )
-    costs.add_argument("--by", choices=("item", "role", "runtime", "day"), default="item")
-    costs.add_argument("--since", metavar="YYYY-MM-DD", default=None)
+    listing.add_argument("--status", metavar="STATUS", help="only items in STATUS")
+    show = work_commands.add_parser(
+        "show",
+        parents=[where],
+        help="an item's body, status history, runs with cost, revision, reviews, last failure",
+    )
+    show.add_argument("item", metavar="N")
+    for name, text in (
+        (
+            "retry",
+            "run the implementor on N now (out of blocked or needs-refinement; "
+            "its attempts start again)",
+        ),
+        ("cancel", "cancel N's running agent; N goes to blocked"),
+    ):
+        work_commands.add_parser(name, parents=[where], help=text).add_argument("item", metavar="N")
+    set_status = work_commands.add_parser(
+        "set-status", parents=[where], help="set N's status (any status; a person's call)"
+    )
+    set_status.add_argument("item", metavar="N")
+    set_status.add_argument("status", metavar="STATUS", help=" | ".join(STATUSES))
+    pause = commands.add_parser(
+        "pause", parents=[where], help="start no agent run until cpe resume (runs go on)"
+    )
+    pause.add_argument("--reason", default="", help="why, for cpe status and the dashboard")
+    commands.add_parser(
+        "resume", parents=[where], help="dispatch again (ends the breaker's pause too)"
+    )
+    _add_costs(commands, where)
     replay = commands.add_parser(
         "replay", parents=[where], help="the engine state rebuilt from the journal"
     )
@@ -156,6 +244,17 @@ def build_parser() -> argparse.ArgumentParser:
         type=_role_runtime,
         help="run ROLE (planner, implementor, reviewer) on KIND (claude-sdk, claude-cli, "
         "codex-cli: the codex CLI from PATH); repeatable",
+    )
+    demo.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the web dashboard while the demo runs, then its finished state until Ctrl-C",
+    )
+    demo.add_argument(
+        "--listen",
+        default="127.0.0.1:8765",
+        metavar="HOST:PORT",
+        help="where --serve listens (default 127.0.0.1:8765; port 0: any free one)",
     )
     commands.add_parser("workflow", help="print the work item status table")
 
@@ -246,11 +345,35 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "demo":
         from adapters.demo_run import demo  # noqa: PLC0415
 
-        return demo(args.dir, roles=dict(args.runtime))
+        serve = args.listen if args.serve else None
+        if serve is not None:
+            from pydantic import ValidationError  # noqa: PLC0415
+
+            from actors.config import DashboardSection  # noqa: PLC0415
+
+            try:
+                DashboardSection(listen=serve)
+            except ValidationError:
+                print(
+                    f"cpe: --listen: {serve!r} is not HOST:PORT; expected e.g. 127.0.0.1:8765",
+                    file=sys.stderr,
+                )
+                return 2
+        return demo(args.dir, roles=dict(args.runtime), serve=serve)
     if args.command == "run" and argv is None:  # the process itself: see _exit_now
         _catch_stop_signals_early()
         _exit_now(_engine_command(args))
-    if args.command in ("run", "init", "status", "runs", "work", "replay", "costs"):
+    if args.command in (
+        "run",
+        "init",
+        "status",
+        "runs",
+        "work",
+        "pause",
+        "resume",
+        "replay",
+        "costs",
+    ):
         return _engine_command(args)
     if args.command == "workflow":
         print(render_table())

@@ -2,32 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
 import sys
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from actors.config import load_config, parse_config
 from actors.journal import Journal
-from actors.logs import configure_logging
+from actors.logs import LogFormat, configure_logging
 from actors.process import EXIT_CONFIG, Watchdog, run_engine
+from actors.services import Services
 from adapters.app import (
     CONFIG_NAME,
     App,
     build_app,
     default_branch,
     git_toplevel,
+    prepare_services,
     resolve_config,
 )
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
 from adapters.notify import notify
 from domain.errors import ConfigError
+from domain.events import USER_EVENTS
 from domain.models import ACTIVE_RUN_STATUSES, AgentRun, EngineState, SessionId, WorkItemId
-from domain.state import natural_key, ordered
+from domain.state import apply_event, natural_key, ordered
 
 WORKTREES_IGNORED = ".worktrees/"
 
@@ -47,17 +53,31 @@ def run(
     *,
     new_journal: bool = False,
     stop_requested: threading.Event | None = None,
+    log_format: LogFormat | None = None,
 ) -> int:
     try:
         config, _ = resolve_config(config_path, repo)
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
-    configure_logging(config.engine.log_level, config.logging.format)
+    named = config.dashboard.token_env
+    if config.dashboard.listen and named and not os.environ.get(named):
+        return fail(
+            f"configuration error: dashboard.token_env: the environment variable {named} is "
+            "not set; expected a token in it, or token_env empty for a random one"
+        )
+    fmt = configure_logging(config.engine.log_level, log_format or config.logging.format)
     apps: list[App] = []
+    starters: list[Callable[[], Services]] = []
+    services: list[Services] = []
 
     def build() -> Any:
         app = build_app(config_path, repo, new_journal=new_journal)
         apps.append(app)
+        starters.append(prepare_services(app, human=fmt == "human"))
+        if fmt == "human":  # a person watches: the engine's decisions in words
+            from adapters.console import Console  # noqa: PLC0415
+
+            app.engine.watch(Console(sys.stderr))
         return app.engine
 
     health = Watchdog(config.engine.stall_timeout)
@@ -67,6 +87,7 @@ def run(
             notify("WATCHDOG=1")
 
     def ready(engine: Any) -> None:
+        services.append(starters[-1]())
         notify("READY=1")
 
     def stopping() -> None:
@@ -89,6 +110,8 @@ def run(
             on_reload=reload,
         )
     finally:
+        for service in services:
+            service.stop()
         for app in apps:
             app.close()
 
@@ -166,15 +189,42 @@ def _defaults(root: Path) -> list[tuple[Path, Path]]:
 # ---------------------------------------------------------------------------- status
 
 
-def status(config_path: Path | None, repo: Path | None) -> int:
+WATCH_INTERVAL = 1.0  # seconds between two frames of cpe status --watch
+
+
+def status(config_path: Path | None, repo: Path | None, *, watch: bool = False) -> int:
     try:
         config, root = resolve_config(config_path, repo)
         branch = default_branch(config, root)
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
+    if not watch:
+        _status(config, root, branch)
+        return 0
+    # Each frame is made whole, then drawn at once: on a terminal over the last one (cursor
+    # home, clear), elsewhere one after the other with a line of its own between them.
+    tty = sys.stdout.isatty()
+    tick = threading.Event()  # never set: the interval between two frames
+    try:
+        while True:
+            frame = io.StringIO()
+            with contextlib.redirect_stdout(frame):
+                _status(config, root, branch)
+            stamp = datetime.now(UTC).strftime("%H:%M:%S")
+            head = "\x1b[H\x1b[2J" if tty else ""
+            sys.stdout.write(
+                f"{head}{frame.getvalue()}\n-- {stamp}, every {WATCH_INTERVAL:g} s; Ctrl-C ends\n"
+            )
+            sys.stdout.flush()
+            tick.wait(WATCH_INTERVAL)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _status(config: Any, root: Path, branch: str) -> None:
     state_dir = root / config.engine.state_dir
     print(f"repository {root} (default branch {branch}), state in {state_dir}")
-    state = _journal_state(state_dir)
+    state = journal_state(state_dir)
     _print_pause(state, config)
     _print_costs(state, config)
     _print_baseline(state, config)
@@ -197,12 +247,16 @@ def status(config_path: Path | None, repo: Path | None) -> int:
     _print_skipped_specs(state)
     _print_planner_waits(state, config)
     _print_runs(state, state_dir)
-    return 0
 
 
 def _print_pause(state: Any, config: Any) -> None:
-    """The breaker's state, as the engine judges it (domain.decisions.dispatch_pause)."""
+    """A person's pause, and the breaker's as the engine judges it (dispatch_pause)."""
     from domain.decisions import dispatch_pause  # noqa: PLC0415
+    from domain.requests import describe_pause  # noqa: PLC0415
+
+    if state.manual_pause is not None:
+        print(f"\ndispatch paused {describe_pause(state)}")
+        print("  no agent run starts until cpe resume; runs under way go on")
 
     b = config.breaker
     pause = dispatch_pause(
@@ -390,13 +444,20 @@ def run_runtime(state_dir: Path, session_id: str) -> str:
     return family.replace("_", "-") if isinstance(family, str) else ""
 
 
-def _journal_state(state_dir: Path) -> EngineState:
+def journal_state(state_dir: Path) -> EngineState:
+    """The state after the events the engine processed, with a person's requests it has not
+    processed yet applied too (journaled while no engine ran, the next one processes them
+    first: a pause shows at once). Other unprocessed events are left for the engine to judge."""
     path = state_dir / "journal.sqlite3"
     if not path.exists():
         return EngineState()
     journal = Journal(path)
     try:
-        return journal.replay()
+        state = journal.replay()
+        for entry in journal.entries(after=journal.processed_seq()):
+            if isinstance(entry.event, USER_EVENTS):
+                state = apply_event(state, entry.event)
+        return state
     finally:
         journal.close()
 
@@ -404,7 +465,9 @@ def _journal_state(state_dir: Path) -> EngineState:
 # ---------------------------------------------------------------------------- small commands
 
 
-def runs_show(session_id: str, config_path: Path | None, repo: Path | None) -> int:
+def runs_show(
+    session_id: str, config_path: Path | None, repo: Path | None, *, follow: bool = False
+) -> int:
     try:
         config, root = resolve_config(config_path, repo)
     except ConfigError as exc:
@@ -412,7 +475,7 @@ def runs_show(session_id: str, config_path: Path | None, repo: Path | None) -> i
     state_dir = root / config.engine.state_dir
     if Path(session_id).name != session_id or session_id in ("", ".", ".."):
         return fail(f"{session_id!r} is not a session id; expected one cpe status lists", 1)
-    run = _journal_state(state_dir).agent_runs.get(SessionId(session_id))
+    run = journal_state(state_dir).agent_runs.get(SessionId(session_id))
     transcript = state_dir / "runs" / session_id / "transcript.log"
     if run is not None and run.log_file_path:
         transcript = root / run.log_file_path  # absolute as journaled; else under the repo
@@ -422,6 +485,12 @@ def runs_show(session_id: str, config_path: Path | None, repo: Path | None) -> i
             "expected a session id that cpe status lists",
             1,
         )
+    if follow and run is not None and run.is_active:
+        from adapters.follow import follow_run  # noqa: PLC0415
+
+        if follow_run(state_dir, run):
+            return 0
+        run = journal_state(state_dir).agent_runs.get(SessionId(session_id), run)
     if not transcript.is_file():
         why = "" if run is None else f" (the run is {run.status})"
         return fail(f"session {session_id}: no transcript at {transcript}{why}", 1)
@@ -492,7 +561,7 @@ def costs(by: str, since: str | None, config_path: Path | None, repo: Path | Non
         except ValueError:
             return fail(f"--since {since!r}: not a date; expected YYYY-MM-DD", 2)
     state_dir = root / config.engine.state_dir
-    state = _journal_state(state_dir)
+    state = journal_state(state_dir)
     groups: dict[str, list[float | None]] = {}
     for run in state.agent_runs.values():
         if run.ended_at is None or (start is not None and run.ended_at < start):

@@ -9,7 +9,9 @@ tests pass; otherwise 1, saying what stalled and where.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,7 +24,8 @@ from typing import TYPE_CHECKING, TextIO
 from actors.journal import Journal
 from actors.logs import configure_logging
 from actors.process import EXIT_CONFIG
-from adapters.app import build_app
+from actors.services import Services
+from adapters.app import App, build_app
 from adapters.commands import describe_run, run_runtime
 from adapters.demo.sample import DEFAULT_BRANCH
 from domain.errors import ConfigError
@@ -115,10 +118,13 @@ def demo(
     out: TextIO = sys.stdout,
     roles: Mapping[str, str] | None = None,
     book: Sequence[Scenario] | None = None,
+    serve: str | None = None,
 ) -> int:
     """The demo; ``roles`` runs some roles on another runtime (``{"implementor": "codex-cli"}``:
     the real ``codex`` from PATH, against the same scripted model's Responses API). ``book``
-    replaces the scripted model's scenarios (a test plays a loop that cannot finish)."""
+    replaces the scripted model's scenarios (a test plays a loop that cannot finish).
+    ``serve`` (HOST:PORT): the dashboard serves the demo as it runs, then its finished state
+    until Ctrl-C or SIGTERM (it only shows: no action)."""
     from adapters.demo.book import demo_book  # noqa: PLC0415
     from adapters.demo.sample import SampleRepoError, create_sample_repo  # noqa: PLC0415
     from adapters.runtime.scripted_model import ScriptedModelServer  # noqa: PLC0415
@@ -151,7 +157,8 @@ def demo(
     print(f"cpe demo: sample repository {repo}", file=out)
     log_file = (repo / ".cpe").resolve()
     log_file.mkdir(parents=True, exist_ok=True)
-    with (log_file / "cpe.log").open("a") as log_stream:
+    with contextlib.ExitStack() as stack:  # the log stays open while the dashboard serves
+        log_stream = stack.enter_context((log_file / "cpe.log").open("a"))
         configure_logging("info", "json", log_stream)
         with ScriptedModelServer(book or demo_book()) as server:
             try:
@@ -167,18 +174,71 @@ def demo(
                 return EXIT_CONFIG
             progress = Progress(out)
             app.engine.subscribe(progress)
+            if serve:
+                stack.callback(_serve(app, serve, out).stop)
             try:
                 app.engine.start()
                 stalled = progress.wait()
             finally:
                 app.engine.stop(reason="demo finished")
                 app.close()
-    ok, verdict = _verify(repo, app.state_dir, stalled)
-    _timeline(app.state_dir, out)
-    print(f"\ntranscripts: {app.state_dir / 'runs'}/<session>/transcript.log", file=out)
-    print(f"logs: {log_file / 'cpe.log'}", file=out)
-    print(("cpe demo: OK — " if ok else "cpe demo: FAILED — ") + verdict, file=out)
+        ok = _report(repo, app.state_dir, log_file / "cpe.log", stalled, out)
+        if serve:
+            _until_stopped(out)
     return 0 if ok else 1
+
+
+def _report(repo: Path, state_dir: Path, log: Path, stalled: str | None, out: TextIO) -> bool:
+    ok, verdict = _verify(repo, state_dir, stalled)
+    _timeline(state_dir, out)
+    print(f"\ntranscripts: {state_dir / 'runs'}/<session>/transcript.log", file=out)
+    print(f"logs: {log}", file=out)
+    print(("cpe demo: OK — " if ok else "cpe demo: FAILED — ") + verdict, file=out)
+    return ok
+
+
+def _serve(app: App, listen: str, out: TextIO) -> Services:
+    """The dashboard over the demo's engine, read only, from before it starts."""
+    from adapters.dashboard.server import DashboardServer  # noqa: PLC0415
+    from adapters.dashboard.source import Source  # noqa: PLC0415
+
+    source = Source(
+        app.engine,
+        app.config,
+        app.state_dir,
+        control=None,
+        meter=app.meter,
+        title=f"demo {app.repo}",
+    )
+    services = Services(app.config.supervisor)
+    said = threading.Event()
+
+    def listening(server: DashboardServer) -> None:
+        if not said.is_set():
+            said.set()
+            print(f"cpe demo: dashboard on {server.url}", file=out, flush=True)
+
+    services.start(
+        "dashboard", lambda: DashboardServer(source, listen, None, on_listening=listening)
+    )
+    said.wait(30)
+    return services
+
+
+def _until_stopped(out: TextIO) -> None:
+    """Serve the finished demo until SIGINT (Ctrl-C) or SIGTERM."""
+    stop = threading.Event()
+
+    def handler(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    print("cpe demo: the dashboard shows the finished demo; Ctrl-C stops it", file=out, flush=True)
+    try:
+        stop.wait()
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 def _verify(repo: Path, state_dir: Path, stalled: str | None) -> tuple[bool, str]:

@@ -41,7 +41,7 @@ class StartAgent(Frozen):
 class CancelAgent(Frozen):
     type: Literal["CancelAgent"] = "CancelAgent"
     session_id: SessionId
-    reason: str = Field(default="cancelled on request", description="Why, as the run's reason")
+    reason: str = Field(default="cancelled by a person", description="Why, as the run's reason")
 
 
 class TransitionStatus(Frozen):

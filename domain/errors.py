@@ -22,7 +22,8 @@ the fields a caller needs to decide what to do (a status code, a retry delay, a 
     ├── WorktreeError            a worktree could not be created, set up or removed
     ├── PatchError               a patch could not be extracted or applied
     ├── JournalError             the event journal cannot be read (damaged, newer: exit 65)
-    │   └── JournalIOError           the disk refused it (full, read-only, not a directory: exit 74)
+    │   ├── JournalIOError           the disk refused it (full, read-only, not a directory: exit 74)
+    │   └── JournalInUseError        another process holds the engine's instance lock
     └── SupervisionError         an actor tree gave up past its restart intensity (exit 75)
 """
 
@@ -166,6 +167,11 @@ class JournalError(CpeError):
 class JournalIOError(JournalError):
     """The disk refused the journal: full, read-only, or its directory is not one. Unlike a
     damaged journal, freeing space or fixing the path fixes it (exit 74, EX_IOERR)."""
+
+
+class JournalInUseError(JournalError):
+    """Another process (an engine, or a command journaling a person's request) holds the
+    state directory's instance lock."""
 
 
 class SupervisionError(CpeError):

@@ -250,6 +250,21 @@ class UserTransitionedStatus(_Event):
     to: Status
 
 
+class UserPausedDispatch(_Event):
+    """A person paused dispatch (``cpe pause``): no agent run starts until they resume it.
+    Journaled, so the pause outlives a restart."""
+
+    type: Literal["UserPausedDispatch"] = "UserPausedDispatch"
+    reason: str = ""
+
+
+class UserResumedDispatch(_Event):
+    """A person resumed dispatch (``cpe resume``): their pause ends, and so does a pause the
+    breaker holds (they say the cause is fixed); what waited may start."""
+
+    type: Literal["UserResumedDispatch"] = "UserResumedDispatch"
+
+
 EngineEvent = Annotated[
     WorkItemChanged
     | WorkItemRemoved
@@ -277,7 +292,9 @@ EngineEvent = Annotated[
     | DispatchDue
     | UserRequestedImplementorRun
     | UserCancelledRun
-    | UserTransitionedStatus,
+    | UserTransitionedStatus
+    | UserPausedDispatch
+    | UserResumedDispatch,
     Field(discriminator="type"),
 ]
 
@@ -295,7 +312,12 @@ USER_EVENTS: tuple[type[_Event], ...] = (
     UserRequestedImplementorRun,
     UserCancelledRun,
     UserTransitionedStatus,
+    UserPausedDispatch,
+    UserResumedDispatch,
 )
+
+WAKE_EVENTS: tuple[type[_Event], ...] = (DispatchDue, UserResumedDispatch)
+"""Events after which what waited for dispatch (a pause, a backoff) may start."""
 
 EVENT_ADAPTER: TypeAdapter[EngineEvent] = TypeAdapter(EngineEvent)
 

@@ -55,11 +55,11 @@ from domain.decisions import (
     why_cancel,
 )
 from domain.events import (
+    WAKE_EVENTS,
     AgentFailed,
     AgentRequested,
     BaselineChanged,
     CommandFailed,
-    DispatchDue,
     EngineEvent,
     ImplementorCompleted,
     PlanApplied,
@@ -151,7 +151,7 @@ class Handler:
 
 
 def plan(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
-    if not isinstance(event, SpecChanged | PlanApplied | DispatchDue) and not (
+    if not isinstance(event, (SpecChanged, PlanApplied, *WAKE_EVENTS)) and not (
         isinstance(event, AgentFailed) and event.role == "planner"
     ):
         return []
@@ -199,7 +199,7 @@ def dispatch(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
         candidates = _with_dependents(state, state.work_items.get(event.work_item.id))
     elif isinstance(event, StatusTransitioned):
         candidates = _with_dependents(state, state.work_items.get(event.work_item_id))
-    elif is_agent_terminal(event) or isinstance(event, DispatchDue):
+    elif is_agent_terminal(event) or isinstance(event, WAKE_EVENTS):
         candidates = state.work_items.values()  # a slot is free: anyone who waited for one
     else:
         return []
@@ -281,13 +281,18 @@ def revision(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
     if isinstance(event, RevisionCreated | RevisionUpdated):
         item = state.work_items.get(event.work_item_id)
         return settle(state, item, o.max_attempts) if item else []
-    if is_agent_terminal(event) or isinstance(event, DispatchDue | BaselineChanged):
-        return reviews_wanted(
+    if is_agent_terminal(event) or isinstance(event, (*WAKE_EVENTS, BaselineChanged)):
+        wanted = reviews_wanted(
             state,
             max_attempts=o.max_attempts,
             max_concurrent=o.max_concurrent,
             charge_baseline=o.charge_baseline_failures,
         )
+        # A review a person cancelled is not started again: its item goes to blocked (7.).
+        stopped = _cancelled_by_a_person(event, state)
+        if stopped is None:
+            return wanted
+        return [c for c in wanted if getattr(_params(c), "work_item_id", None) != stopped]
     merge_approved = False
     if isinstance(event, RevisionChanged):
         rev = state.revisions.get(event.revision.id)
@@ -314,6 +319,18 @@ def revision(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
         merge_approved=merge_approved,
         charge_baseline=o.charge_baseline_failures,
     )
+
+
+def _params(command: EngineCommand) -> object:
+    return command.params if isinstance(command, StartAgent) else None
+
+
+def _cancelled_by_a_person(event: EngineEvent, state: EngineState) -> str | None:
+    """The work item of the run ``event`` ends, when a person cancelled that run."""
+    if not isinstance(event, AgentFailed) or event.kind != "cancelled":
+        return None
+    run = state.agent_runs.get(event.session_id)
+    return run.work_item_id if run is not None and run.cancel_requested else None
 
 
 # ---------------------------------------------------------------------------- 6. review done
@@ -416,6 +433,11 @@ def _recover(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
         run = state.agent_runs.get(event.session_id)
         item = state.work_items.get(run.work_item_id) if run and run.work_item_id else None
         return settle(state, item, o.max_attempts) if item else []
+    if isinstance(event, AgentFailed) and event.role == "reviewer" and event.kind == "cancelled":
+        # A person cancelled the review: the item waits for them (else it is reviewed again).
+        run = state.agent_runs.get(event.session_id)
+        item = state.work_items.get(run.work_item_id) if run and run.work_item_id else None
+        return transition(item, "user-cancelled") if item and run and run.cancel_requested else []
     if isinstance(event, CommandFailed) and isinstance(
         event.command, CreateRevision | UpdateRevision
     ):
@@ -423,7 +445,9 @@ def _recover(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
         return settle(state, item, o.max_attempts) if item else []
     if isinstance(event, UserCancelledRun):
         run = state.agent_runs.get(event.session_id)
-        return [CancelAgent(session_id=event.session_id)] if run and run.is_active else []
+        if run is None or not run.is_active:
+            return []
+        return [CancelAgent(session_id=event.session_id, reason="cancelled by a person")]
     if isinstance(event, UserTransitionedStatus):
         item = state.work_items.get(event.work_item_id)
         if item is None or item.status == event.to:

@@ -257,6 +257,13 @@ class MergeWait(Frozen):
     tries: int = 1
 
 
+class ManualPause(Frozen):
+    """Dispatch paused by a person (``UserPausedDispatch``): since when, and why they said."""
+
+    reason: str = ""
+    at: datetime | None = None
+
+
 class EngineState(Frozen):
     """Everything the engine knows. Provider-owned parts come from the pollers; engine-owned
     parts (``last_planned_shas``, ``agent_runs``, ``attempts``) are restored from the journal."""
@@ -270,3 +277,4 @@ class EngineState(Frozen):
     infrastructure: InfrastructureStreak = InfrastructureStreak()
     baseline: Baseline | None = None  # the default branch's pipeline, as last observed
     merge_waits: Mapping[RevisionId, MergeWait] = Field(default_factory=dict)
+    manual_pause: ManualPause | None = None  # dispatch paused by a person, until they resume

@@ -37,7 +37,9 @@ from domain.events import (
     SpecRemoved,
     StatusTransitioned,
     UserCancelledRun,
+    UserPausedDispatch,
     UserRequestedImplementorRun,
+    UserResumedDispatch,
     UserTransitionedStatus,
     WorkItemChanged,
     WorkItemRemoved,
@@ -48,6 +50,7 @@ from domain.models import (
     EngineState,
     ImplementorStartParams,
     InfrastructureStreak,
+    ManualPause,
     MergeWait,
     ReviewerStartParams,
     Revision,
@@ -131,7 +134,15 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
             if to in _UNBLOCKED_BY_A_PERSON:
                 return _reset_attempts(state, wid)
             return state
-        case UserRequestedImplementorRun() | DispatchDue():
+        case UserRequestedImplementorRun(work_item_id=wid):
+            # A person asks for this run: the item's attempts start again (workflow table).
+            return _reset_attempts(state, wid)
+        case UserPausedDispatch(reason=reason):
+            return _replace(state, manual_pause=ManualPause(reason=reason, at=event.at))
+        case UserResumedDispatch():
+            # The person says the cause is dealt with: the breaker's count starts again too.
+            return _replace(state, manual_pause=None, infrastructure=InfrastructureStreak())
+        case DispatchDue():
             return state
 
 

@@ -3,8 +3,11 @@
 Every status change the engine makes on its own is a row of ``WORKFLOW``: from one status, on
 one trigger, to one status, with the reason. The handlers ask ``next_status``; a trigger with no
 row from the current status changes nothing. Users may set any status
-(``UserTransitionedStatus``); that, and a user-requested run, are the only ways out of
-``blocked``. ``render_table()`` prints the table as markdown (README, ``cpe workflow``).
+(``UserTransitionedStatus``, ``cpe work set-status``); that, and a user-requested run
+(``UserRequestedImplementorRun``, ``cpe work retry``), are the only ways out of ``blocked``.
+Either gives the item its attempts back: a person setting ``pending`` or ``needs-refinement``,
+or asking for a run, starts its count of attempts again from zero. ``render_table()`` prints
+the table as markdown (README, ``cpe workflow``).
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ WORKFLOW: tuple[Transition, ...] = (
         source="blocked",
         trigger="implementor-requested",
         target="in-progress",
-        why="a user asked for a run on a blocked item",
+        why="a user asked for a run on a blocked item (cpe work retry): its attempts start "
+        "again from zero",
     ),
     Transition(
         source="in-progress",
@@ -113,7 +117,13 @@ WORKFLOW: tuple[Transition, ...] = (
         source="in-progress",
         trigger="user-cancelled",
         target="blocked",
-        why="a user cancelled the run; only a user resumes it",
+        why="a user cancelled the run (cpe work cancel); only a user resumes it",
+    ),
+    Transition(
+        source="in-review",
+        trigger="user-cancelled",
+        target="blocked",
+        why="a user cancelled the review run (cpe work cancel); only a user resumes it",
     ),
     Transition(
         source="in-progress",

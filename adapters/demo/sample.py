@@ -110,6 +110,9 @@ required = false
 [logging]
 format = "auto"
 agent_transcripts = true
+
+[dashboard]
+listen = "127.0.0.1:0"  # cpe run on the sample: any free port (cpe demo --serve: --listen)
 """
 
 SPEC = """\

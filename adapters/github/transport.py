@@ -62,6 +62,7 @@ class TransportStats:
     requests: int = 0
     not_modified: int = 0
     retries: int = 0
+    rate_limited: int = 0  # responses that said the rate limit was hit (429, a limit 403)
     rate_remaining: int | None = None
     rate_reset: float | None = None
 
@@ -267,6 +268,8 @@ class ConditionalTransport(httpx.BaseTransport):
             self.stats.requests += 1
             if response.status_code == 304:
                 self.stats.not_modified += 1
+            if response.status_code in (403, 429) and is_rate_limited(response):
+                self.stats.rate_limited += 1
             remaining = headers.get("x-ratelimit-remaining")
             if remaining is not None and remaining.isdigit():
                 self.stats.rate_remaining = int(remaining)

@@ -109,22 +109,43 @@ def _read_tty(master: int) -> str:
     return text.decode()
 
 
-def test_on_a_tty_the_console_renderer_is_used(configure: Callable[..., None]) -> None:
+def test_on_a_tty_the_human_format_shows_what_a_person_must_see(
+    configure: Callable[..., None],
+) -> None:
     master, slave = os.openpty()
     try:
         with os.fdopen(slave, "w") as tty:
             assert tty.isatty()
             configure("info", "auto", tty)
-            structlog.get_logger("cpe.test").info("agent dispatched", work_item_id="7")
+            log = structlog.get_logger("cpe.test")
+            log.info("agent dispatched", work_item_id="7")  # the console's to say
+            log.warning("provider API error", poller="work_items", error="502")
             _quiet()  # before the terminal closes
         text = _read_tty(master)
     finally:
         os.close(master)
-    assert "agent dispatched" in text
-    assert "work_item_id" in text
-    assert "\x1b[" in text  # coloured, for a person
+    assert "agent dispatched" not in text
+    [line] = text.splitlines()
+    assert line[8:] == "  warning: provider API error (poller=work_items, error=502)"
     with pytest.raises(json.JSONDecodeError):
         json.loads(text)
+
+
+def test_the_console_format_is_the_key_value_renderer(configure: Callable[..., None]) -> None:
+    out = Lines()
+    configure("info", "console", out)
+    structlog.get_logger("cpe.test").info("agent dispatched", work_item_id="7")
+    text = out.getvalue()
+    assert "agent dispatched" in text
+    assert "work_item_id" in text
+
+
+def test_the_human_format_says_a_known_info_line_in_words(configure: Callable[..., None]) -> None:
+    out = Lines()
+    configure("info", "human", out)
+    structlog.get_logger("cpe.test").info("shutdown initiated", reason="signal SIGTERM")
+    structlog.get_logger("cpe.test").info("change detected", poller="specs")
+    assert out.getvalue()[8:] == "  stopping: signal SIGTERM\n"
 
 
 def test_off_a_tty_the_same_line_is_json(stream: Lines) -> None:
@@ -163,7 +184,7 @@ def test_stdlib_logging_goes_through_the_same_pipeline(stream: Lines) -> None:
 MARKER = "-".join(["plain", "marker", "4711"])
 
 
-@pytest.mark.parametrize("fmt", ["json", "console"])
+@pytest.mark.parametrize("fmt", ["json", "console", "human"])
 def test_tracebacks_carry_no_frame_locals(configure: Callable[..., None], fmt: str) -> None:
     out = Lines()
     configure("debug", fmt, out)
@@ -190,7 +211,7 @@ def test_tracebacks_carry_no_frame_locals(configure: Callable[..., None], fmt: s
     assert MARKER in json.dumps(with_locals, default=str)
 
 
-@pytest.mark.parametrize("fmt", ["json", "console"])
+@pytest.mark.parametrize("fmt", ["json", "console", "human"])
 @pytest.mark.parametrize("via", ["structlog", "stdlib"])
 def test_a_token_in_an_exception_message_is_redacted(
     configure: Callable[..., None], fmt: str, via: str

@@ -35,6 +35,7 @@ from tests.domain.builders import (
     implementor_run,
     item,
     requested,
+    reviewer_run,
     revision,
     state,
     step,
@@ -128,6 +129,17 @@ def _exhausted_on_sight(status: str) -> Scenario:
     return scenario
 
 
+def _review_cancelled() -> tuple[EngineState, EngineEvent]:
+    run = reviewer_run("v1", "1", head="h1", cancel_requested=True)
+    before = state(
+        item("1", "in-review", linked_revision="r1"), revisions=[revision("r1")], runs=[run]
+    )
+    event = AgentFailed.model_validate(
+        {"session_id": "v1", "role": "reviewer", "kind": "cancelled", "reason": "by a person"}
+    )
+    return before, event
+
+
 def _merged_event() -> tuple[EngineState, EngineEvent]:
     before = state(
         item("1", "approved", linked_revision="r1"), revisions=[revision("r1", reviewed_sha="h1")]
@@ -153,6 +165,7 @@ SCENARIOS: dict[str, Scenario] = {
     "in-progress--blocker-added--pending": _blocker_added,
     "pending--budget-spent--blocked": _budget_spent_on_sight("pending"),
     "needs-refinement--budget-spent--blocked": _budget_spent_on_sight("needs-refinement"),
+    "in-review--user-cancelled--blocked": _review_cancelled,
     "in-review--pipeline-failed--needs-refinement": lambda: _revision_event(
         "in-review", pipeline="failure"
     ),

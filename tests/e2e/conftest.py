@@ -18,6 +18,9 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
         if process.poll() is None:
             process.kill()
             process.wait(30)
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

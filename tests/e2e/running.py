@@ -10,7 +10,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -39,6 +39,8 @@ specs_interval = 0.3
 max_agent_duration = 120
 [supervisor]
 backoff_initial = 0.1
+[dashboard]
+listen = "127.0.0.1:0"
 """
 
 
@@ -59,10 +61,16 @@ def add_work_item(repo: Path, title: str = "Greeting", body: str = "Add greet(na
         provider.close()
 
 
-def start_cpe(repo: Path, home: Path, log: TextIO, env: Mapping[str, str]) -> subprocess.Popen[str]:
-    """``cpe run --repo REPO`` with a minimal environment plus ``env``."""
+def start_cpe(
+    repo: Path,
+    home: Path,
+    log: TextIO,
+    env: Mapping[str, str],
+    args: Sequence[str] = (),
+) -> subprocess.Popen[str]:
+    """``cpe run --repo REPO ARGS`` with a minimal environment plus ``env``."""
     return subprocess.Popen(
-        [str(CPE), "run", "--repo", str(repo)],
+        [str(CPE), "run", "--repo", str(repo), *args],
         cwd=home,  # not the repository: paths must not depend on the working directory
         env={
             "PATH": os.environ["PATH"],
@@ -152,3 +160,27 @@ class NotifySocket:
     def close(self) -> None:
         self._sock.close()
         self._dir.cleanup()
+
+
+class Reader:
+    """The lines a process writes to a pipe, read by a thread as they come, so a test can wait
+    for one without blocking on the pipe."""
+
+    def __init__(self, stream: TextIO):
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: TextIO) -> None:
+        for line in stream:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_for(self, needle: str, timeout: float = 120) -> bool:
+        return wait_for(lambda: needle in self.text, timeout)
+
+    def join(self, timeout: float = 60) -> None:
+        self._thread.join(timeout)

@@ -1,0 +1,190 @@
+"""``GET /metrics``: the engine in Prometheus' text exposition format (version 0.0.4).
+
+Run counters come from the run history the journal keeps (they carry over a restart); gauges are
+read when scraped. Runs are labelled by ``role``, ``runtime`` (the runtime the configuration
+gives the role) and, once ended, ``outcome`` (their terminal status).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from adapters.dashboard.source import Source
+from domain.models import AGENT_ROLES, STATUSES, AgentRun
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+DURATION_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
+
+
+def render_metrics(source: Source, now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    state = source.state()
+    runs = list(state.agent_runs.values())
+    out: list[str] = []
+
+    started = Counter((run.role, source.runtime(run.role)) for run in runs)
+    _family(
+        out,
+        "cpe_runs_started_total",
+        "counter",
+        "agent runs requested",
+        started,
+        ("role", "runtime"),
+    )
+    ended = Counter(
+        (run.role, source.runtime(run.role), run.status) for run in runs if run.is_terminal
+    )
+    _family(
+        out,
+        "cpe_runs_ended_total",
+        "counter",
+        "agent runs ended, by outcome (their terminal status)",
+        ended,
+        ("role", "runtime", "outcome"),
+    )
+    active = Counter({(role, source.runtime(role)): 0 for role in AGENT_ROLES})
+    active.update((run.role, source.runtime(run.role)) for run in runs if run.is_active)
+    _family(out, "cpe_runs_active", "gauge", "agent runs under way", active, ("role", "runtime"))
+    _histogram(out, source, runs)
+    cost: dict[tuple[str], float] = {(role,): 0.0 for role in AGENT_ROLES}
+    for run in runs:
+        cost[(run.role,)] += run.cost_usd or 0.0
+    _family(
+        out,
+        "cpe_run_cost_usd_total",
+        "counter",
+        "what agent runs cost, as reported",
+        cost,
+        ("role",),
+    )
+
+    items = Counter({(status,): 0 for status in STATUSES})
+    items.update((item.status,) for item in state.work_items.values())
+    _family(out, "cpe_work_items", "gauge", "work items by status", items, ("status",))
+    _family(
+        out,
+        "cpe_queue_depth",
+        "gauge",
+        "events queued for the engine",
+        {(): source.queue_depth()},
+        (),
+    )
+    pause = source.pause(state, now)
+    paused = {("person",): 0, ("breaker",): 0}
+    if pause is not None:
+        paused[(pause.by,)] = 1
+    _family(
+        out,
+        "cpe_dispatch_paused",
+        "gauge",
+        "1 while dispatch is paused, by cause",
+        paused,
+        ("cause",),
+    )
+    _provider(out, source)
+    return "\n".join(out) + "\n"
+
+
+def _histogram(out: list[str], source: Source, runs: Iterable[AgentRun]) -> None:
+    name = "cpe_run_duration_seconds"
+    out.append(f"# HELP {name} how long ended agent runs took, from start to end")
+    out.append(f"# TYPE {name} histogram")
+    for role in AGENT_ROLES:
+        durations = [
+            (run.ended_at - run.started_at).total_seconds()
+            for run in runs
+            if run.role == role and run.started_at and run.ended_at
+        ]
+        labels = f'role="{role}",runtime="{_escape(source.runtime(role))}"'
+        for bound in DURATION_BUCKETS:
+            count = sum(1 for d in durations if d <= bound)
+            out.append(f'{name}_bucket{{{labels},le="{bound:g}"}} {count}')
+        out.append(f'{name}_bucket{{{labels},le="+Inf"}} {len(durations)}')
+        out.append(f"{name}_sum{{{labels}}} {_number(sum(durations))}")
+        out.append(f"{name}_count{{{labels}}} {len(durations)}")
+
+
+def _provider(out: list[str], source: Source) -> None:
+    calls, errors = source.meter.snapshot()
+    _family(
+        out,
+        "cpe_provider_requests_total",
+        "counter",
+        "calls the engine made to its provider, by port and method",
+        calls,
+        ("port", "method"),
+    )
+    _family(
+        out,
+        "cpe_provider_errors_total",
+        "counter",
+        "provider calls that failed, by kind (rate-limited, not-found, conflict, transient, "
+        "permanent)",
+        errors,
+        ("port", "method", "kind"),
+    )
+    limited = sum(count for (_, _, kind), count in errors.items() if kind == "rate-limited")
+    wire = source.meter.wire() if source.meter.wire is not None else None
+    if wire is not None:
+        limited = max(limited, wire.rate_limited)
+    _family(
+        out,
+        "cpe_provider_rate_limited_total",
+        "counter",
+        "provider answers that said the rate limit was hit",
+        {(): limited},
+        (),
+    )
+    if wire is None:
+        return
+    for name, kind, text, value in (
+        (
+            "cpe_github_http_requests_total",
+            "counter",
+            "HTTP requests sent to GitHub",
+            wire.requests,
+        ),
+        (
+            "cpe_github_not_modified_total",
+            "counter",
+            "of them answered 304 (free)",
+            wire.not_modified,
+        ),
+        ("cpe_github_retries_total", "counter", "reads retried after a wait", wire.retries),
+    ):
+        _family(out, name, kind, text, {(): value}, ())
+    if wire.rate_remaining is not None:
+        _family(
+            out,
+            "cpe_github_rate_limit_remaining",
+            "gauge",
+            "requests left in GitHub's rate limit window",
+            {(): wire.rate_remaining},
+            (),
+        )
+
+
+def _family(  # noqa: PLR0917 - one line per metric family reads best positionally
+    out: list[str],
+    name: str,
+    kind: str,
+    text: str,
+    samples: Mapping[Any, float],
+    labels: tuple[str, ...],
+) -> None:
+    out.append(f"# HELP {name} {text}")
+    out.append(f"# TYPE {name} {kind}")
+    for values, value in sorted(samples.items()):
+        pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in zip(labels, values, strict=True))
+        out.append(f"{name}{{{pairs}}} {_number(value)}" if pairs else f"{name} {_number(value)}")
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))

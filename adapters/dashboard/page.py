@@ -1,0 +1,202 @@
+"""The dashboard page, rendered on the server from ``state_view``: the whole page for ``GET /``,
+and the board alone for ``GET /board`` (the page's script fetches it again whenever the state
+changes). Everything shown is escaped; the page loads only its own script and style sheet.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+COLUMNS = ("pending", "in-progress", "in-review", "needs-refinement", "approved", "blocked", "done")
+
+
+def render_page(view: dict[str, Any]) -> str:
+    title = escape(view.get("title") or "cpe")
+    hidden = "" if view.get("actions") else " hidden"
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title} · cpe</title>
+<link rel="stylesheet" href="/static/style.css">
+<script src="/static/app.js" defer></script>
+</head>
+<body>
+<header>
+  <h1>cpe <span class="repo">{title}</span></h1>
+  <form id="token-form" class="token" autocomplete="off"{hidden}>
+    <label>token <input id="token" type="password" placeholder="for actions"></label>
+  </form>
+</header>
+<div id="notice" role="status" aria-live="polite"></div>
+<main>
+  <div id="board">{render_board(view)}</div>
+  <section class="live">
+    <h2>Live agent output</h2>
+    <div id="live"><p class="none" id="live-none">no run is active</p></div>
+  </section>
+</main>
+</body>
+</html>
+"""
+
+
+def render_board(view: dict[str, Any]) -> str:
+    actions = bool(view.get("actions"))
+    parts = [_summary(view, actions), _columns(view, actions), _lower(view)]
+    return "\n".join(parts)
+
+
+def _summary(view: dict[str, Any], actions: bool) -> str:
+    totals = view["totals"]
+    paused = view.get("paused")
+    engine = view.get("engine", "running")
+    if paused:
+        by = "a person" if paused["by"] == "person" else "the breaker"
+        state = (
+            f'<div class="banner paused" id="paused">dispatch paused by {escape(by)}: '
+            f"{escape(paused['reason'])}</div>"
+        )
+    else:
+        what = "running" if engine == "running" else "stopped: the engine has stopped"
+        if engine != "running" and not actions:
+            what = "stopped: this is the engine's final state"
+        state = f'<div class="banner {escape(engine)}" id="paused">dispatch {what}</div>'
+    button = ""
+    if actions:
+        if paused:
+            button = '<button class="act" data-action="resume">Resume dispatch</button>'
+        else:
+            button = '<button class="act" data-action="pause">Pause dispatch</button>'
+    cells = [
+        ("runs", str(totals["runs"])),
+        ("active", str(totals["active_runs"])),
+        ("runs today", str(totals["runs_today"])),
+        ("cost today", f"${totals['cost_today_usd']:.4f}"),
+        ("cost", f"${totals['cost_usd']:.4f}"),
+        ("queue", str(totals["queue_depth"])),
+    ]
+    stats = "".join(
+        f'<div class="stat"><span class="n">{escape(v)}</span>{escape(k)}</div>' for k, v in cells
+    )
+    return f'<section class="summary">{state}{button}<div class="stats">{stats}</div></section>'
+
+
+def _columns(view: dict[str, Any], actions: bool) -> str:
+    by_status: dict[str, list[dict[str, Any]]] = {status: [] for status in COLUMNS}
+    for item in view["work_items"]:
+        by_status.setdefault(item["status"], []).append(item)
+    columns = []
+    for status in COLUMNS:
+        items = by_status[status]
+        cards = "".join(_card(item, actions) for item in items) or '<p class="none">—</p>'
+        columns.append(
+            f'<section class="column" data-status="{status}"><h2>{status} '
+            f'<span class="count">{len(items)}</span></h2>{cards}</section>'
+        )
+    return f'<div class="columns">{"".join(columns)}</div>'
+
+
+def _card(item: dict[str, Any], actions: bool) -> str:
+    wid = escape(item["id"])
+    lines = [f'<h3><span class="id">#{wid}</span> {escape(item["title"])}</h3>']
+    if item["blocked_by"]:
+        chips = "".join(
+            f'<span class="chip {escape(b["status"])}">'
+            f"#{escape(b['id'])} {escape(b['status'])}</span>"
+            for b in item["blocked_by"]
+        )
+        lines.append(f'<div class="deps">needs {chips}</div>')
+    facts = [f"attempts {item['attempts']}/{item['max_attempts']}"]
+    if item["cost_usd"] is not None:
+        facts.append(f"${item['cost_usd']:.4f}")
+    facts.append(f"{len(item['runs'])} run{'s' if len(item['runs']) != 1 else ''}")
+    lines.append(f'<div class="facts">{escape(" · ".join(facts))}</div>')
+    revision = item["revision"]
+    if revision:
+        pipeline = revision["pipeline"]["status"]
+        lines.append(
+            f'<div class="rev">revision {escape(revision["id"])} {escape(revision["state"])} '
+            f'<span class="badge {escape(pipeline)}">pipeline {escape(pipeline)}</span></div>'
+        )
+    if item["reviews"]:
+        verdicts = "".join(
+            f'<span class="badge {escape(r["verdict"] or "")}">{escape(r["verdict"] or "")}</span>'
+            for r in item["reviews"]
+        )
+        lines.append(f'<div class="reviews">reviews {verdicts}</div>')
+    failure = item["last_failure"]
+    if failure and item["status"] != "done":
+        lines.append(
+            f'<div class="failure" title="{escape(failure["session_id"])}">'
+            f"{escape(_short(failure['reason'], 240))}</div>"
+        )
+    if actions:
+        buttons = []
+        if item["can_retry"]:
+            buttons.append(
+                f'<button class="act" data-action="retry" data-item="{wid}">Retry</button>'
+            )
+        if item["can_cancel"]:
+            buttons.append(
+                f'<button class="act" data-action="cancel" data-item="{wid}">Cancel</button>'
+            )
+        if buttons:
+            lines.append(f'<div class="buttons">{"".join(buttons)}</div>')
+    status = escape(item["status"])
+    body = "".join(lines)
+    return f'<article class="card" id="item-{wid}" data-status="{status}">{body}</article>'
+
+
+def _lower(view: dict[str, Any]) -> str:
+    failures = (
+        "".join(
+            f"<li><b>{escape(run['role'])} {escape(run['subject'])}</b> "
+            f'<span class="badge {escape(run["status"])}">{escape(run["status"])}</span> '
+            f"{'under the agent · ' if run['failure_class'] == 'infrastructure' else ''}"
+            f"{escape(_short(run['failure_reason'], 400))}</li>"
+            for run in view["failures"]
+        )
+        or '<li class="none">none</li>'
+    )
+    active = view["runs"]["active"]
+    runs = "".join(_run_row(run) for run in active + view["runs"]["recent"][:15])
+    decisions = (
+        "".join(
+            f"<li><time>{escape(d['at'][11:19])}</time> {escape(d['text'])}</li>"
+            for d in view["decisions"][:30]
+        )
+        or '<li class="none">none yet</li>'
+    )
+    return f"""<div class="lower">
+<section><h2>Recent failures</h2><ul class="failures">{failures}</ul></section>
+<section><h2>Agent runs</h2><table class="runs"><thead><tr><th>session</th><th>role</th>
+<th>runtime</th><th>subject</th><th>status</th><th>time</th><th>cost</th><th>outcome</th></tr>
+</thead><tbody>{runs or _NO_RUNS}</tbody></table></section>
+<section><h2>Decisions</h2><ul class="decisions">{decisions}</ul></section>
+</div>"""
+
+
+_NO_RUNS = '<tr><td colspan="8" class="none">none yet</td></tr>'
+
+
+def _run_row(run: dict[str, Any]) -> str:
+    duration = f"{run['duration_s']:.1f}s" if run["duration_s"] is not None else ""
+    cost = f"${run['cost_usd']:.4f}" if run["cost_usd"] is not None else ""
+    outcome = run["outcome"] or _short(run["failure_reason"], 80) or ""
+    session = escape(run["session_id"])
+    active = "true" if run["status"] in ("requested", "running") else "false"
+    return (
+        f'<tr data-session="{session}" data-active="{active}">'
+        f'<td><a href="/api/runs/{session}">{session}</a></td><td>{escape(run["role"])}</td>'
+        f"<td>{escape(run['runtime'])}</td><td>{escape(run['subject'])}</td>"
+        f'<td><span class="badge {escape(run["status"])}">{escape(run["status"])}</span></td>'
+        f"<td>{duration}</td><td>{cost}</td><td>{escape(outcome)}</td></tr>"
+    )
+
+
+def _short(text: str | None, limit: int) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

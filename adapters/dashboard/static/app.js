@@ -1,0 +1,127 @@
+// The dashboard's script: keeps the server-rendered board current (GET /board on every state
+// event), shows live agent output (output events), and sends the actions with the token.
+"use strict";
+
+const TOKEN_KEY = "cpe-dashboard-token";
+const board = document.getElementById("board");
+const live = document.getElementById("live");
+const liveNone = document.getElementById("live-none");
+const notice = document.getElementById("notice");
+const tokenInput = document.getElementById("token");
+
+// A token in the address (#token=...) is kept for this tab and taken out of the address.
+(function takeTokenFromAddress() {
+  const match = location.hash.match(/token=([^&]+)/);
+  if (match) {
+    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  tokenInput.value = sessionStorage.getItem(TOKEN_KEY) || "";
+})();
+
+tokenInput.addEventListener("change", () => {
+  sessionStorage.setItem(TOKEN_KEY, tokenInput.value.trim());
+});
+document.getElementById("token-form").addEventListener("submit", (e) => e.preventDefault());
+
+function say(text, isError) {
+  notice.textContent = text;
+  notice.className = isError ? "error" : "ok";
+}
+
+let boardPending = false;
+async function refreshBoard() {
+  if (boardPending) return;
+  boardPending = true;
+  try {
+    const response = await fetch("/board", { cache: "no-store" });
+    if (response.ok) board.innerHTML = await response.text();
+  } finally {
+    boardPending = false;
+  }
+}
+
+function panel(session, run) {
+  let box = document.getElementById("live-" + session);
+  if (!box) {
+    box = document.createElement("article");
+    box.id = "live-" + session;
+    box.className = "run-output";
+    box.dataset.session = session;
+    const head = document.createElement("h3");
+    const pre = document.createElement("pre");
+    box.append(head, pre);
+    live.prepend(box);
+    while (live.querySelectorAll(".run-output").length > 6) {
+      live.querySelector(".run-output:last-of-type").remove();
+    }
+  }
+  if (run) {
+    const subject = run.work_item_id ? "#" + run.work_item_id : run.subject;
+    box.querySelector("h3").textContent = `${run.role} · ${subject} · ${run.session_id}`;
+  }
+  liveNone.hidden = true;
+  return box;
+}
+
+function onState(view) {
+  for (const run of view.runs.active) panel(run.session_id, run);
+  for (const box of live.querySelectorAll(".run-output")) {
+    const active = view.runs.active.some((r) => r.session_id === box.dataset.session);
+    box.classList.toggle("ended", !active);
+  }
+  refreshBoard();
+}
+
+function onOutput(data) {
+  const box = panel(data.session, null);
+  if (data.end) {
+    box.classList.add("ended");
+    return;
+  }
+  const pre = box.querySelector("pre");
+  pre.textContent += data.text.endsWith("\n") ? data.text : data.text + "\n";
+  pre.scrollTop = pre.scrollHeight;
+}
+
+const events = new EventSource("/api/events");
+events.addEventListener("state", (e) => onState(JSON.parse(e.data)));
+events.addEventListener("output", (e) => onOutput(JSON.parse(e.data)));
+events.onerror = () => say("connection lost; reconnecting…", true);
+events.onopen = () => {
+  if (notice.textContent.startsWith("connection lost")) say("", false);
+};
+
+const ROUTES = {
+  retry: (item) => `/api/work/${encodeURIComponent(item)}/retry`,
+  cancel: (item) => `/api/work/${encodeURIComponent(item)}/cancel`,
+  pause: () => "/api/pause",
+  resume: () => "/api/resume",
+};
+
+board.addEventListener("click", async (e) => {
+  const button = e.target.closest("button[data-action]");
+  if (!button) return;
+  const action = button.dataset.action;
+  const item = button.dataset.item;
+  const token = sessionStorage.getItem(TOKEN_KEY) || tokenInput.value.trim();
+  const headers = { "Content-Type": "application/json" };
+  if (token) headers.Authorization = "Bearer " + token;
+  button.disabled = true;
+  say(`${action}${item ? " #" + item : ""}…`, false);
+  try {
+    const response = await fetch(ROUTES[action](item), {
+      method: "POST",
+      headers,
+      body: "{}",
+    });
+    const answer = await response.json();
+    if (response.ok) say(answer.message, false);
+    else say(`${action} refused (${response.status}): ${answer.error}`, true);
+  } catch (error) {
+    say(`${action} failed: ${error}`, true);
+  } finally {
+    button.disabled = false;
+    refreshBoard();
+  }
+});

@@ -1,0 +1,206 @@
+"""The dashboard's data, as JSON-ready dicts: ``GET /api/state`` and ``GET /api/runs/{session}``
+return them, and the page is rendered from them (``adapters.dashboard.page``).
+
+Text that came from agents or the tracker (run output, failure reasons, titles) passes through
+the log redaction, so a token an agent printed never reaches a page.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from actors.logs import redact_value
+from adapters.dashboard.source import Source
+from domain.models import STATUSES, AgentRun, EngineState, Revision, WorkItem
+from domain.requests import RETRYABLE
+from domain.state import ordered, revision_for, runs_for_work_item
+
+RECENT_RUNS = 30
+RECENT_FAILURES = 10
+OUTPUT_TAIL = 200_000  # characters of a transcript an ended run's view carries at most
+
+
+def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
+    now = now or datetime.now(UTC)
+    state = source.state()
+    runs = list(state.agent_runs.values())
+    active = [run for run in runs if run.is_active]
+    ended = [run for run in runs if not run.is_active]
+    failures = [run for run in ended if run.failure_reason][-RECENT_FAILURES:]
+    pause = source.pause(state, now)
+    limit = source.config.workflow.max_attempts
+    view: dict[str, Any] = _clean(
+        {
+            "title": source.title,
+            "generated_at": now.isoformat(timespec="seconds"),
+            "engine": "running" if source.running else "stopped",
+            "actions": source.control is not None and source.running,
+            "paused": {"by": pause.by, "reason": pause.reason} if pause else None,
+            "totals": _totals(state, runs, active, source, now),
+            "statuses": list(STATUSES),
+            "work_items": [
+                item_view(state, state.work_items[wid], limit, now)
+                for wid in ordered(state.work_items)
+            ],
+            "revisions": [revision_view(r) for r in state.revisions.values()],
+            "runs": {
+                "active": [run_view(run, source, now) for run in active],
+                "recent": [run_view(run, source, now) for run in ended[-RECENT_RUNS:]][::-1],
+            },
+            "failures": [run_view(run, source, now) for run in failures][::-1],
+            "decisions": [
+                {"at": d.at.isoformat(timespec="seconds"), "text": d.text}
+                for d in source.decisions()[-50:]
+            ][::-1],
+        }
+    )
+    return view
+
+
+def item_view(state: EngineState, item: WorkItem, limit: int, now: datetime) -> dict[str, Any]:
+    runs = runs_for_work_item(state, item.id)
+    revision = revision_for(state, item)
+    costs = [run.cost_usd for run in runs if run.cost_usd is not None]
+    failed = [run for run in runs if run.failure_reason]
+    active = [run for run in runs if run.is_active]
+    return {
+        "id": item.id,
+        "title": item.title,
+        "status": item.status,
+        "blocked_by": [
+            {
+                "id": b,
+                "status": state.work_items[b].status if b in state.work_items else "unknown",
+            }
+            for b in item.blocked_by
+        ],
+        "attempts": state.attempts.get(item.id, 0),
+        "max_attempts": limit,
+        "revision": revision_view(revision) if revision else None,
+        "reviews": [
+            {"session_id": run.session_id, "verdict": run.outcome, "head": run.subject_sha}
+            for run in runs
+            if run.role == "reviewer" and run.outcome
+        ],
+        "runs": [run.session_id for run in runs],
+        "active_runs": [run.session_id for run in active],
+        "cost_usd": round(sum(costs), 6) if costs else None,
+        "last_failure": (
+            {
+                "session_id": failed[-1].session_id,
+                "reason": failed[-1].failure_reason,
+                "class": failed[-1].failure_class,
+            }
+            if failed
+            else None
+        ),
+        "can_retry": item.status in RETRYABLE and not any(run.in_flight for run in runs),
+        "can_cancel": bool(active),
+    }
+
+
+def revision_view(revision: Revision) -> dict[str, Any]:
+    pipeline = revision.pipeline
+    return {
+        "id": revision.id,
+        "work_item_id": revision.work_item_id,
+        "title": revision.title,
+        "state": revision.state,
+        "branch": revision.branch,
+        "head_sha": revision.head_sha,
+        "reviewed_sha": revision.reviewed_sha,
+        "pipeline": {
+            "status": pipeline.status,
+            "failed_checks": list(pipeline.failed_checks),
+            "reason": (pipeline.reason or "")[-2000:] or None,
+        },
+    }
+
+
+def run_view(run: AgentRun, source: Source, now: datetime) -> dict[str, Any]:
+    end = run.ended_at or (now if run.is_active else None)
+    duration = (end - run.started_at).total_seconds() if run.started_at and end else None
+    return {
+        "session_id": run.session_id,
+        "role": run.role,
+        "runtime": source.runtime(run.role),
+        "subject": run.subject,
+        "work_item_id": run.work_item_id,
+        "status": run.status,
+        "requested_at": _iso(run.requested_at),
+        "started_at": _iso(run.started_at),
+        "ended_at": _iso(run.ended_at),
+        "duration_s": round(duration, 1) if duration is not None else None,
+        "cost_usd": run.cost_usd,
+        "turns": run.turns,
+        "outcome": run.outcome,
+        "failure_reason": run.failure_reason,
+        "failure_class": run.failure_class,
+    }
+
+
+def run_detail(source: Source, run: AgentRun) -> dict[str, Any]:
+    """One run, with its output so far (live) or its transcript (ended)."""
+    now = datetime.now(UTC)
+    view = run_view(run, source, now)
+    buffer = source.engine.streams.buffer(run.session_id)
+    if buffer is not None:
+        view["live"], view["output"] = True, buffer.text()[-OUTPUT_TAIL:]
+    else:
+        view["live"], view["output"] = False, _transcript(source.state_dir, run)
+    cleaned: dict[str, Any] = _clean(view)
+    return cleaned
+
+
+def _transcript(state_dir: Path, run: AgentRun) -> str | None:
+    path = state_dir / "runs" / run.session_id / "transcript.log"
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(0, size - OUTPUT_TAIL))
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _totals(
+    state: EngineState, runs: list[AgentRun], active: list[AgentRun], source: Source, now: datetime
+) -> dict[str, Any]:
+    today = now.date()
+    cost = [run.cost_usd or 0.0 for run in runs]
+    cost_today = [
+        run.cost_usd or 0.0
+        for run in runs
+        if (run.ended_at or run.requested_at or now).astimezone(UTC).date() == today
+    ]
+    by_status = dict.fromkeys(STATUSES, 0)
+    for item in state.work_items.values():
+        by_status[item.status] += 1
+    return {
+        "runs": len(runs),
+        "active_runs": len(active),
+        "runs_today": sum(
+            1 for run in runs if (run.requested_at or now).astimezone(UTC).date() == today
+        ),
+        "cost_usd": round(sum(cost), 4),
+        "cost_today_usd": round(sum(cost_today), 4),
+        "queue_depth": source.queue_depth(),
+        "work_items": by_status,
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat(timespec="seconds") if value else None
+
+
+def _clean(value: Any) -> Any:
+    """Every string redacted (a token an agent or a tracker holds is not shown)."""
+    if isinstance(value, str):
+        return redact_value(value)
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value

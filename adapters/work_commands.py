@@ -1,0 +1,298 @@
+"""``cpe work list|show|retry|cancel|set-status`` and ``cpe pause|resume``.
+
+The reads come from the tracker (the local provider) and the journal; on GitHub, from the
+journal: the engine's last view, no token needed. The requests go to the running engine over
+its control socket, or into the journal when no engine runs (``adapters.control``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from actors.config import CpeConfig
+from actors.journal import JOURNAL_NAME, Journal
+from adapters.app import default_branch, resolve_config
+from adapters.commands import describe_run, fail, journal_state, run_runtime
+from adapters.control import PROCESS_TIMEOUT, NoEngine, accept_offline, exchange
+from domain.errors import ConfigError, JournalInUseError
+from domain.events import StatusTransitioned, UserTransitionedStatus, WorkItemChanged
+from domain.models import STATUSES, EngineState, ReviewHistory, WorkItem, WorkItemId
+from domain.requests import REQUEST_ADAPTER, RequestRefused, SetStatus, UserRequest
+from domain.state import ordered, revision_for, runs_for_work_item
+
+EXIT_REFUSED = 1  # the state does not allow it (an unknown item, a status that forbids it)
+EXIT_USAGE = 2  # what was typed is not a request (an unknown status name)
+ENGINE_START_WAIT = 60.0  # seconds to wait for a starting engine's control socket
+
+
+def bad_status(text: str, what: str) -> int:
+    """One line for a status name that is not one, exit 2."""
+    return fail(
+        f"{what}: {text!r} is not a status; expected one of {', '.join(STATUSES)}", EXIT_USAGE
+    )
+
+
+# ---------------------------------------------------------------------------- reads
+
+
+def work_list(status: str | None, config_path: Path | None, repo: Path | None) -> int:
+    if status is not None and status not in STATUSES:
+        return bad_status(status, "--status")
+    try:
+        config, root = resolve_config(config_path, repo)
+        items, state = _items_and_state(config, root)
+    except ConfigError as exc:
+        return fail(f"configuration error: {exc}")
+    shown = [items[wid] for wid in ordered(items) if status in (None, items[wid].status)]
+    if not shown:
+        print("(no work items" + (f" {status})" if status else ")"))
+        return 0
+    limit = config.workflow.max_attempts
+    print(f"{'item':<6} {'status':<17} {'attempts':<8} {'revision':<22} {'cost':>9}  title")
+    for item in shown:
+        attempts = f"{state.attempts.get(item.id, 0)}/{limit}"
+        revision = revision_for(state, item)
+        where = f"{revision.id} {revision.state} {revision.pipeline.status}" if revision else ""
+        cost = _cost(state, item.id)
+        blockers = ", ".join(f"#{b}" for b in item.blocked_by)
+        after = f"  (blocked by {blockers})" if blockers else ""
+        print(
+            f"#{item.id:<5} {item.status:<17} {attempts:<8} {where:<22} {cost:>9}  "
+            f"{item.title}{after}"
+        )
+    return 0
+
+
+def work_show(work_item_id: str, config_path: Path | None, repo: Path | None) -> int:
+    try:
+        config, root = resolve_config(config_path, repo)
+        items, state = _items_and_state(config, root)
+    except ConfigError as exc:
+        return fail(f"configuration error: {exc}")
+    item = items.get(WorkItemId(work_item_id))
+    if item is None:
+        known = ", ".join(f"#{i}" for i in ordered(items)[:20]) or "none yet"
+        return fail(
+            f"unknown work item {work_item_id!r}; expected one cpe work list shows ({known})",
+            EXIT_REFUSED,
+        )
+    state_dir = root / config.engine.state_dir
+    print(f"#{item.id} {item.title}")
+    print(f"  status    {item.status}")
+    if item.blocked_by:
+        blockers = [
+            f"#{b} ({items[b].status if b in items else 'unknown'})" for b in item.blocked_by
+        ]
+        print(f"  blocked by {', '.join(blockers)}")
+    print(f"  attempts  {state.attempts.get(item.id, 0)} of {config.workflow.max_attempts}")
+    revision = revision_for(state, item)
+    if revision is not None:
+        pipeline = revision.pipeline
+        failed = f" (failed: {', '.join(pipeline.failed_checks)})" if pipeline.failed_checks else ""
+        print(
+            f"  revision  {revision.id} {revision.state}, pipeline {pipeline.status}{failed}, "
+            f"head {revision.head_sha[:12]}, branch {revision.branch}"
+        )
+    runs = runs_for_work_item(state, item.id)
+    failures = [run for run in runs if run.failure_reason]
+    if failures:
+        last = failures[-1]
+        print(f"  last failure  {last.session_id} {last.status}: {_flat(last.failure_reason)}")
+    print("\nbody")
+    for line in (_body(config, root, item) or "(empty)").splitlines():
+        print(f"  {line}")
+    print("\nstatus history (oldest first)")
+    for line in _history(state_dir, item.id) or ["(none journaled yet)"]:
+        print(f"  {line}")
+    print("\nagent runs")
+    for run in runs:
+        print("  " + describe_run(run, run_runtime(state_dir, run.session_id)))
+    if not runs:
+        print("  (none)")
+    else:
+        print(f"  total cost {_cost(state, item.id) or '$0'}")
+    print("\nreviews")
+    for line in _reviews(config, root, state, item) or ["(none)"]:
+        print(f"  {line}")
+    return 0
+
+
+def _items_and_state(config: CpeConfig, root: Path) -> tuple[dict[WorkItemId, WorkItem], Any]:
+    """The work items and the state to describe them by: the journal's, with the tracker's
+    items and revisions over it (local provider); on GitHub, the engine's last view."""
+    state = journal_state(root / config.engine.state_dir)
+    if config.provider.kind == "local":
+        from adapters.local.provider import LocalProvider  # noqa: PLC0415
+
+        branch = default_branch(config, root)
+        provider = LocalProvider(root, root / config.engine.state_dir, branch)
+        try:
+            items = provider.work_item_reader.list_work_items()
+            revisions = provider.revision_reader.list_revisions()
+        finally:
+            provider.close()
+        state = state.model_copy(
+            update={
+                "work_items": {i.id: i for i in items},
+                "revisions": {r.id: r for r in revisions},
+            }
+        )
+    return dict(state.work_items), state
+
+
+def _tracker_items(config: CpeConfig, root: Path) -> list[WorkItem] | None:
+    if config.provider.kind != "local":
+        return None
+    from adapters.local.provider import LocalProvider  # noqa: PLC0415
+
+    provider = LocalProvider(root, root / config.engine.state_dir, default_branch(config, root))
+    try:
+        return list(provider.work_item_reader.list_work_items())
+    finally:
+        provider.close()
+
+
+def _body(config: CpeConfig, root: Path, item: WorkItem) -> str:
+    if config.provider.kind != "local":
+        github = config.provider.github
+        where = github.repository if github else ""
+        return f"(on GitHub: https://github.com/{where}/issues/{item.id})"
+    from adapters.local.provider import LocalProvider  # noqa: PLC0415
+
+    provider = LocalProvider(root, root / config.engine.state_dir, default_branch(config, root))
+    try:
+        return provider.work_item_reader.get_work_item_body(item.id)
+    finally:
+        provider.close()
+
+
+def _history(state_dir: Path, wid: WorkItemId) -> list[str]:
+    """Each change of the item's status the journal holds: the engine's, a person's request,
+    one seen on the tracker."""
+    path = state_dir / JOURNAL_NAME
+    if not path.exists():
+        return []
+    lines: list[str] = []
+    last: str | None = None
+    journal = Journal(path)
+    try:
+        for entry in journal.entries():
+            event = entry.event
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(entry.at))
+            if isinstance(event, WorkItemChanged) and event.work_item.id == wid:
+                status = event.work_item.status
+                if last is None:
+                    lines.append(f"{when}  first seen: {status}  (tracker)")
+                elif status != last:
+                    lines.append(f"{when}  {last} → {status}  (seen on the tracker)")
+                last = status
+            elif isinstance(event, StatusTransitioned) and event.work_item_id == wid:
+                lines.append(f"{when}  {last or '?'} → {event.to}  (cpe)")
+                last = event.to
+            elif isinstance(event, UserTransitionedStatus) and event.work_item_id == wid:
+                lines.append(f"{when}  {event.to} requested by a person")
+    finally:
+        journal.close()
+    return lines
+
+
+def _reviews(config: CpeConfig, root: Path, state: EngineState, item: WorkItem) -> list[str]:
+    revisions = [r for r in state.revisions.values() if r.work_item_id == item.id]
+    lines: list[str] = []
+    if config.provider.kind == "local" and revisions:
+        from adapters.local.provider import LocalProvider  # noqa: PLC0415
+
+        branch = default_branch(config, root)
+        provider = LocalProvider(root, root / config.engine.state_dir, branch)
+        try:
+            for revision in revisions:
+                history: ReviewHistory = provider.revision_reader.get_review_history(revision.id)
+                for review in history.reviews:
+                    summary = _flat(review.body)[:200]
+                    lines.append(
+                        f"revision {revision.id}: {review.state} by {review.author}: {summary}"
+                    )
+        finally:
+            provider.close()
+        return lines
+    for run in runs_for_work_item(state, item.id):
+        if run.role == "reviewer" and run.outcome:
+            lines.append(f"{run.session_id}: {run.outcome} (head {(run.subject_sha or '')[:12]})")
+    return lines
+
+
+def _cost(state: EngineState, wid: WorkItemId) -> str:
+    costs = [run.cost_usd for run in runs_for_work_item(state, wid) if run.cost_usd is not None]
+    return f"${sum(costs):.4f}" if costs else ""
+
+
+def _flat(text: str | None) -> str:
+    return " ".join((text or "").split())
+
+
+# ---------------------------------------------------------------------------- requests
+
+
+def request(payload: UserRequest, config_path: Path | None, repo: Path | None) -> int:
+    """Send ``payload`` to the running engine, or journal it for the next one."""
+    try:
+        config, root = resolve_config(config_path, repo)
+    except ConfigError as exc:
+        return fail(f"configuration error: {exc}")
+    state_dir = root / config.engine.state_dir
+    message = {"request": REQUEST_ADAPTER.dump_python(payload, mode="json")}
+    deadline = time.monotonic() + ENGINE_START_WAIT
+    pause = threading.Event()  # never set: a bounded pause between two tries
+
+    def tracked() -> list[WorkItem] | None:
+        return _tracker_items(config, root)
+
+    while True:
+        try:
+            replies = exchange(state_dir, message, 30, read_timeout=PROCESS_TIMEOUT + 30)
+            reply = next(iter(replies), None)
+        except (TimeoutError, ConnectionError) as exc:
+            return fail(f"the engine did not answer on {state_dir / 'control.sock'}: {exc}", 1)
+        except NoEngine:
+            reply = None
+            try:
+                accepted = accept_offline(payload, config, state_dir, tracked)
+            except JournalInUseError as exc:
+                # An engine holds the state but does not answer yet (it is starting).
+                if time.monotonic() < deadline:
+                    pause.wait(0.2)
+                    continue
+                return fail(f"{exc}; it does not answer on {state_dir / 'control.sock'}", 1)
+            except RequestRefused as exc:
+                return fail(str(exc), _exit(exc.kind))
+            if isinstance(payload, SetStatus) and accepted.events and _local(config):
+                _write_status(config, root, payload)  # seen at once; the engine says it again
+            print(accepted.message)
+            return 0
+        if reply is None:
+            return fail("the engine closed the control socket without an answer", 1)
+        if not reply.get("ok"):
+            return fail(str(reply.get("error")), _exit(str(reply.get("kind"))))
+        print(reply.get("message", "done"))
+        return 0
+
+
+def _local(config: CpeConfig) -> bool:
+    return config.provider.kind == "local"
+
+
+def _write_status(config: CpeConfig, root: Path, payload: SetStatus) -> None:
+    from adapters.local.provider import LocalProvider  # noqa: PLC0415
+
+    provider = LocalProvider(root, root / config.engine.state_dir, default_branch(config, root))
+    try:
+        provider.work_item_writer.transition_status(payload.work_item_id, payload.to)
+    finally:
+        provider.close()
+
+
+def _exit(kind: str) -> int:
+    return EXIT_USAGE if kind == "invalid" else EXIT_REFUSED

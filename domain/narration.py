@@ -1,0 +1,200 @@
+"""The engine's decisions in words, one line each, for a person watching (``cpe run`` on a
+terminal, the dashboard's feed).
+
+``narrate(event, before, after)`` says what a processed event decided or revealed: a dispatch,
+a status change with its reason, a revision, a pipeline result, a review, a merge, a failure, a
+pause. Events that decide nothing a person follows (an agent that started, a spec read again)
+say nothing. Pure: the state before and after the event is all it reads.
+"""
+
+from __future__ import annotations
+
+from domain.commands import StartAgent
+from domain.decisions import explain_transition
+from domain.events import (
+    AgentFailed,
+    AgentRequested,
+    CommandFailed,
+    EngineEvent,
+    ImplementorCompleted,
+    PlanApplied,
+    PlannerCompleted,
+    ReviewerCompleted,
+    ReviewPosted,
+    RevisionChanged,
+    RevisionCreated,
+    RevisionMerged,
+    RevisionUpdated,
+    StatusTransitioned,
+    UserCancelledRun,
+    UserPausedDispatch,
+    UserRequestedImplementorRun,
+    UserResumedDispatch,
+    UserTransitionedStatus,
+    WorkItemChanged,
+    WorkItemRemoved,
+)
+from domain.models import AgentRun, EngineState, Revision, RevisionId, Status, WorkItemId
+from domain.workflow import WORKFLOW
+
+_REASON = 300  # characters of a failure's reason in one line
+
+
+class Narrator:
+    """``narrate`` with a memory of a person's status requests, so that the transition that
+    carries one out says so (and not what the table says of the same pair of statuses)."""
+
+    def __init__(self) -> None:
+        self._asked: dict[WorkItemId, Status] = {}
+
+    def __call__(self, event: EngineEvent, before: EngineState, after: EngineState) -> list[str]:
+        if isinstance(event, UserTransitionedStatus):
+            self._asked[event.work_item_id] = event.to
+        elif isinstance(event, StatusTransitioned):
+            if self._asked.get(event.work_item_id) == event.to:
+                del self._asked[event.work_item_id]
+                return [
+                    f"{explain_transition(before, event.work_item_id, event.to)}: set by a person"
+                ]
+            self._asked.pop(event.work_item_id, None)
+        return narrate(event, before, after)
+
+
+def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list[str]:
+    """What ``event`` (applied to ``before``, giving ``after``) means to a person."""
+    match event:
+        case AgentRequested():
+            run = after.agent_runs.get(event.session_id)
+            return [_dispatched(run, after)] if run is not None else []
+        case PlannerCompleted() | ImplementorCompleted() | ReviewerCompleted():
+            run = after.agent_runs.get(event.session_id)
+            return [_completed(run)] if run is not None else []
+        case AgentFailed():
+            run = after.agent_runs.get(event.session_id)
+            return [_failed(run, event)] if run is not None else []
+        case PlanApplied(created_ids=created):
+            made = ", ".join(f"#{wid} {_title(after, wid)}" for wid in created)
+            return [f"plan applied: {'created ' + made if made else 'nothing new to create'}"]
+        case RevisionCreated() | RevisionUpdated():
+            verb = "created" if isinstance(event, RevisionCreated) else "updated"
+            rev = event.revision
+            return [
+                f"{_item(after, event.work_item_id)}revision {rev.id} {verb} "
+                f"(branch {rev.branch}, head {rev.head_sha[:10]})"
+            ]
+        case RevisionChanged(revision=rev):
+            return _revision_seen(before.revisions.get(rev.id), rev, after)
+        case ReviewPosted(revision_id=rid, verdict=verdict, head_sha=sha):
+            return [
+                f"{_of_revision(after, rid)}review posted on revision {rid} ({sha[:10]}): {verdict}"
+            ]
+        case RevisionMerged(revision_id=rid, merge_sha=sha):
+            merge = f" as {sha[:10]}" if sha else ""
+            return [f"{_of_revision(after, rid)}revision {rid} merged{merge}"]
+        case StatusTransitioned(work_item_id=wid, to=to):
+            return [_status_change(before, after, wid, to)]
+        case CommandFailed(command=command, error=error):
+            what = command.type + (f" for #{_wid(command)}" if _wid(command) else "")
+            return [f"a write failed: {what}: {_flat(error)}"]
+        case WorkItemChanged(work_item=item):
+            known = before.work_items.get(item.id)
+            if known is None:
+                return [f"#{item.id} {item.title!r} seen ({item.status})"]
+            if known.status != item.status:
+                return [f"#{item.id} {known.status} → {item.status} (changed on the tracker)"]
+            return []
+        case WorkItemRemoved(work_item_id=wid):
+            return [f"#{wid} removed from the tracker"]
+        case UserRequestedImplementorRun(work_item_id=wid):
+            return [f"#{wid}: a person asked for an implementor run"]
+        case UserCancelledRun(session_id=sid):
+            return [f"a person cancelled run {sid}"]
+        case UserTransitionedStatus(work_item_id=wid, to=to):
+            return [f"#{wid}: a person set the status to {to}"]
+        case UserPausedDispatch(reason=reason):
+            return [f"dispatch paused by a person{': ' + reason if reason else ''}"]
+        case UserResumedDispatch():
+            return ["dispatch resumed by a person"]
+    return []
+
+
+def _dispatched(run: AgentRun, state: EngineState) -> str:
+    if run.work_item_id is None:
+        return f"planner dispatched on {run.subject} ({run.session_id})"
+    head = _item(state, run.work_item_id)
+    if run.role == "reviewer":
+        return (
+            f"{head}reviewer dispatched on head {(run.subject_sha or '')[:10]} ({run.session_id})"
+        )
+    attempt = state.attempts.get(run.work_item_id, 0) + 1
+    return f"{head}implementor dispatched, attempt {attempt} ({run.session_id})"
+
+
+def _completed(run: AgentRun) -> str:
+    head = f"#{run.work_item_id}: " if run.work_item_id else ""
+    cost = f", ${run.cost_usd:.4f}" if run.cost_usd is not None else ""
+    outcome = f": {run.outcome}" if run.outcome else ""
+    return f"{head}{run.role} {run.session_id} completed{outcome}{cost}"
+
+
+def _failed(run: AgentRun, event: AgentFailed) -> str:
+    head = f"#{run.work_item_id}: " if run.work_item_id else ""
+    under = " under the agent" if event.failure_class == "infrastructure" else ""
+    return f"{head}{run.role} {run.session_id} {event.kind}{under}: {_flat(event.reason)}"
+
+
+def _revision_seen(known: Revision | None, rev: Revision, state: EngineState) -> list[str]:
+    head = _of_revision(state, rev.id)
+    lines = []
+    if known is not None and rev.state not in (known.state, "open"):
+        lines.append(f"{head}revision {rev.id} {rev.state} (on the tracker)")
+    pipeline = rev.pipeline
+    moved = (
+        known is None or known.pipeline.status != pipeline.status or known.head_sha != rev.head_sha
+    )
+    if moved and pipeline.status in ("success", "failure"):
+        checks = f" (failed: {', '.join(pipeline.failed_checks)})" if pipeline.failed_checks else ""
+        lines.append(
+            f"{head}revision {rev.id} pipeline {pipeline.status} at {rev.head_sha[:10]}{checks}"
+        )
+    return lines
+
+
+def _status_change(before: EngineState, after: EngineState, wid: WorkItemId, to: Status) -> str:
+    text = explain_transition(before, wid, to)
+    item = before.work_items.get(wid)
+    if item is None or ": " in text.split(" → ", 1)[-1]:
+        return text  # the reason is given (a run's end)
+    rows = [row for row in WORKFLOW if row.source == item.status and row.target == to]
+    if len(rows) > 1:  # in-review → needs-refinement: the pipeline or the review
+        rev = after.revisions.get(item.linked_revision) if item.linked_revision else None
+        red = rev is not None and rev.pipeline.status == "failure"
+        rows = [row for row in rows if (row.trigger == "pipeline-failed") == red] or rows
+    if not rows:  # no row of the table: only a person moves an item so
+        return f"{text}: a person's request"
+    return f"{text}: {rows[0].why}"
+
+
+def _item(state: EngineState, wid: WorkItemId) -> str:
+    return f"#{wid} {_title(state, wid)}: "
+
+
+def _title(state: EngineState, wid: WorkItemId) -> str:
+    item = state.work_items.get(wid)
+    return repr(item.title) if item is not None else ""
+
+
+def _of_revision(state: EngineState, rid: RevisionId) -> str:
+    rev = state.revisions.get(rid)
+    return f"#{rev.work_item_id}: " if rev is not None and rev.work_item_id else ""
+
+
+def _wid(command: object) -> str | None:
+    if isinstance(command, StartAgent):
+        return getattr(command.params, "work_item_id", None)
+    value = getattr(command, "work_item_id", None)
+    return str(value) if value is not None else None
+
+
+def _flat(text: str | None) -> str:
+    return " ".join((text or "").split())[:_REASON]

@@ -1,0 +1,283 @@
+"""The dashboard's endpoints over a real engine (fake provider and runtime, a real journal):
+the state, a run, server-sent events, the guarded actions and the metrics, each with its bad
+input."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
+
+from actors.config import parse_config
+from actors.engine import Engine
+from actors.services import Services
+from actors.supervisor import SupervisorSettings
+from adapters.control import Control
+from adapters.dashboard.server import DashboardServer
+from adapters.dashboard.source import Source
+from adapters.dashboard.web import create_app
+from domain.events import UserPausedDispatch
+from tests.actors.conftest import Harness, wait_until
+from tests.fakes.runtime import FakeRun
+
+TOKEN = "t0k3n-for-the-tests"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+class Board:
+    def __init__(self, harness: Harness, engine: Engine):
+        self.harness = harness
+        self.engine = engine
+        config = parse_config({})
+        self.source = Source(
+            engine,
+            config,
+            harness.tmp_path,
+            control=Control(engine, config),
+            title="/srv/repo",
+        )
+        self.client = TestClient(create_app(self.source, TOKEN), base_url="http://127.0.0.1")
+
+    def running(self) -> FakeRun:
+        """The implementor's run on #1, once the engine has seen #1 go in-progress."""
+        [run] = self.harness.runtime.wait_runs(1)
+        wait_until(
+            lambda: self.engine.get_state().work_items["1"].status == "in-progress", self.engine
+        )
+        return run
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Iterator[Harness]:
+    made = Harness(tmp_path)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def board(harness: Harness) -> Iterator[Board]:
+    harness.tracker.add_item("1", "pending", title="Greeting")
+    harness.tracker.add_item("2", "pending", title="Farewell", blocked_by=["1"])
+    engine = harness.engine()
+    made = Board(harness, engine)  # before the start: the source hears every decision
+    engine.start()
+    with made.client:
+        yield made
+    made.source.close()
+
+
+def test_the_state_lists_items_runs_totals_and_whether_dispatch_is_paused(board: Board) -> None:
+    run = board.running()
+    run.say("Reading the work item.")
+    state = board.client.get("/api/state").json()
+    greeting, farewell = state["work_items"]
+    assert (greeting["id"], greeting["status"], greeting["active_runs"]) == (
+        "1",
+        "in-progress",
+        [run.session_id],
+    )
+    assert farewell["blocked_by"] == [{"id": "1", "status": "in-progress"}]
+    assert [r["session_id"] for r in state["runs"]["active"]] == [run.session_id]
+    assert state["runs"]["active"][0]["runtime"] == "claude-sdk"
+    assert state["paused"] is None
+    assert state["totals"]["runs"] == 1
+    assert state["actions"] is True
+    assert any("implementor dispatched" in d["text"] for d in state["decisions"])
+
+
+def test_a_run_shows_its_live_output_and_an_unknown_one_is_404(board: Board) -> None:
+    run = board.running()
+    run.say("Reading the work item.")
+    wait_until(lambda: "Reading" in _output(board, run), board.engine)
+    detail = board.client.get(f"/api/runs/{run.session_id}").json()
+    assert (detail["live"], detail["output"]) == (True, "Reading the work item.")
+    missing = board.client.get("/api/runs/implementor-nope")
+    assert missing.status_code == 404
+    assert "unknown session 'implementor-nope'" in missing.json()["error"]
+    assert board.client.get("/api/runs/..%2F..%2Fetc").status_code == 404
+
+
+def _output(board: Board, run: FakeRun) -> str:
+    buffer = board.engine.streams.buffer(run.session_id)
+    return buffer.text() if buffer is not None else ""
+
+
+def test_events_stream_the_state_then_a_runs_output_as_it_comes(board: Board) -> None:
+    run = board.running()
+    with board.client.stream("GET", "/api/events") as events:
+        lines = events.iter_lines()
+        first = _next_event(lines)
+        assert first[0] == "state"
+        assert first[1]["runs"]["active"][0]["session_id"] == run.session_id
+        run.say("Writing greet(name).")
+        _, data = _next_event(lines, "output")
+        assert data == {"session": run.session_id, "text": "Writing greet(name)."}
+
+
+def _next_event(lines: Iterator[str], kind: str | None = None) -> tuple[str, dict]:
+    event = None
+    for line in lines:
+        if line.startswith("event: "):
+            event = line.removeprefix("event: ")
+        elif line.startswith("data: ") and event and (kind is None or event == kind):
+            return event, json.loads(line.removeprefix("data: "))
+    raise AssertionError("the stream ended")
+
+
+def test_an_action_without_the_token_is_401_and_changes_nothing(board: Board) -> None:
+    run = board.running()
+    answer = board.client.post("/api/work/1/cancel")
+    assert answer.status_code == 401
+    assert answer.json()["error"].startswith("missing token")
+    wrong = board.client.post("/api/work/1/cancel", headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 403
+    assert board.engine.get_state().agent_runs[run.session_id].is_active
+
+
+def test_no_action_by_get(board: Board) -> None:
+    for path in ("/api/work/1/retry", "/api/work/1/cancel", "/api/pause", "/api/resume"):
+        assert board.client.get(path, headers=AUTH).status_code == 405
+
+
+def test_a_cancel_with_the_token_blocks_the_item_then_a_retry_starts_it_again(
+    board: Board,
+) -> None:
+    run = board.running()
+    answer = board.client.post("/api/work/1/cancel", headers=AUTH)
+    assert answer.status_code == 200, answer.text
+    assert "cancelling implementor run" in answer.json()["message"]
+    wait_until(lambda: board.harness.tracker.work_items["1"].status == "blocked", board.engine)
+    retried = board.client.post("/api/work/1/retry", headers=AUTH)
+    assert retried.status_code == 200, retried.text
+    second = board.harness.runtime.wait_runs(2)[1]
+    assert second.session_id != run.session_id
+    wait_until(lambda: board.harness.tracker.work_items["1"].status == "in-progress", board.engine)
+
+
+def test_a_status_set_from_the_dashboard_reaches_the_tracker(board: Board) -> None:
+    board.running()
+    answer = board.client.post("/api/work/2/status", headers=AUTH, json={"status": "blocked"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["message"] == "#2 'Farewell': pending → blocked"
+    wait_until(lambda: board.harness.tracker.work_items["2"].status == "blocked", board.engine)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "says"),
+    [
+        ("/api/work/9/retry", None, 404, "unknown work item '9'"),
+        ("/api/work/2/cancel", None, 409, "#2 has no active agent run"),
+        ("/api/work/1/retry", None, 409, "#1 is in-progress"),
+        ("/api/work/2/status", {"status": "finished"}, 422, "to: Input should be"),
+        ("/api/work/2/status", [1], 422, "expected a JSON object"),
+    ],
+)
+def test_bad_input_gets_its_status_and_one_line(
+    board: Board, path: str, body: object, status: int, says: str
+) -> None:
+    board.running()
+    answer = board.client.post(path, headers=AUTH, json=body)
+    assert answer.status_code == status, answer.text
+    error = answer.json()["error"]
+    assert says in error
+    assert "\n" not in error
+
+
+def test_pause_and_resume_from_the_dashboard(board: Board) -> None:
+    board.running()
+    paused = board.client.post("/api/pause", headers=AUTH, json={"reason": "lunch"})
+    assert paused.status_code == 200
+    state = board.client.get("/api/state").json()
+    assert state["paused"] == {"by": "person", "reason": state["paused"]["reason"]}
+    assert state["paused"]["reason"].endswith(": lunch")
+    assert "dispatch paused by a person" in board.client.get("/").text
+    assert board.client.post("/api/resume", headers=AUTH).status_code == 200
+    assert board.client.get("/api/state").json()["paused"] is None
+
+
+def test_the_page_renders_the_board_with_escaped_text(harness: Harness) -> None:
+    harness.tracker.add_item("1", "blocked", title="<script>alert(1)</script>")
+    engine = harness.engine()
+    engine.start()
+    made = Board(harness, engine)
+    with made.client:
+        page = made.client.get("/")
+    made.source.close()
+    assert page.status_code == 200
+    assert "<script>alert(1)</script>" not in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+    assert 'data-action="retry" data-item="1"' in page.text
+    assert "script-src" not in page.headers["content-security-policy"]  # default-src 'self'
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
+
+
+def test_a_host_that_is_not_the_loopback_is_refused(board: Board) -> None:
+    assert board.client.get("/api/state", headers={"Host": "evil.example"}).status_code == 400
+
+
+def test_metrics_are_valid_prometheus_text_with_the_engines_figures(board: Board) -> None:
+    run = board.running()
+    run.complete()
+    board.harness.runtime.wait_runs(1)
+    wait_until(
+        lambda: board.engine.get_state().agent_runs[run.session_id].is_terminal, board.engine
+    )
+    board.engine.submit([UserPausedDispatch(reason="x")], 30)
+    text = board.client.get("/metrics")
+    assert text.headers["content-type"].startswith("text/plain; version=0.0.4")
+    families = {f.name: f for f in text_string_to_metric_families(text.text)}
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in families.values()
+        for s in family.samples
+    }
+    implementor = (("role", "implementor"), ("runtime", "claude-sdk"))
+    assert samples[("cpe_runs_started_total", implementor)] >= 1
+    assert samples[("cpe_runs_ended_total", (("outcome", "completed"), *implementor))] == 1
+    assert samples[("cpe_run_duration_seconds_count", implementor)] == 1
+    assert samples[("cpe_dispatch_paused", (("cause", "person"),))] == 1
+    assert ("cpe_queue_depth", ()) in samples
+    assert "cpe_provider_rate_limited" in families
+    assert "cpe_run_cost_usd" in families
+
+
+def test_a_dashboard_that_cannot_listen_is_given_up_and_the_engine_goes_on(
+    board: Board,
+) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    services = Services(SupervisorSettings(backoff_initial=0, jitter=0, max_restarts=2))
+    try:
+        services.start(
+            "dashboard", lambda: DashboardServer(board.source, f"127.0.0.1:{port}", TOKEN)
+        )
+        assert services.supervisor("dashboard").gave_up.wait(30)
+        run = board.running()  # the engine works on
+        run.complete()
+        wait_until(
+            lambda: board.harness.tracker.work_items["1"].status == "in-review", board.engine
+        )
+    finally:
+        services.stop()
+        taken.close()
+
+
+def test_the_dashboard_serves_on_a_port_of_its_own_and_stops(board: Board) -> None:
+    server = DashboardServer(board.source, "127.0.0.1:0", TOKEN)
+    services = Services(SupervisorSettings(backoff_initial=0, jitter=0))
+    services.start("dashboard", lambda: server)
+    try:
+        assert server.listening.wait(30)
+        assert server.url is not None
+        with urllib.request.urlopen(server.url + "api/state", timeout=30) as answer:
+            assert json.load(answer)["work_items"][0]["id"] == "1"
+    finally:
+        services.stop()
