@@ -205,6 +205,7 @@ def find_sandbox(
         version=version,
         shell=shell,
         python=sys.executable,
+        installation=_installation(),
         homes=_homes(env),
         protected=protected,
         network="registries" if config.allow_install else "none",
@@ -213,6 +214,14 @@ def find_sandbox(
         unset_env=MODEL_SECRETS,
         identity=_identity(),
     )
+
+
+def _installation() -> tuple[str, ...]:
+    """cpe's interpreter environment (the virtual environment, its base) and the directory its
+    packages are imported from (an editable install's checkout)."""
+    source = Path(__file__).resolve().parents[2]  # adapters/runtime/preflight.py
+    places = [sys.prefix, sys.base_prefix, str(source)]
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in places if os.path.isdir(p)))
 
 
 def check_sandbox(

@@ -16,7 +16,9 @@ an earlier one):
    home (the Bash guard's protected paths, ``.claude``, ``.codex``, ``[sandbox]
    protected_paths``); ``/tmp`` is the run's own private directory.
 4. The repository read-only again (it may lie under a hidden directory, ``/tmp`` in tests), its
-   state directory hidden again.
+   state directory hidden again; cpe's own installation (its virtual environment and source)
+   read-only again where it lies under an emptied directory (a checkout under ``/tmp``), so the
+   programs cpe runs in the sandbox find their interpreter.
 5. Writable: the worktree (an implementor's) and its own files in the main repository's
    ``.git`` (``worktrees/<name>``: index, HEAD); the pointers from one to the other
    (``<worktree>/.git``, ``commondir``, ``gitdir``) stay read-only, so git outside the sandbox
@@ -54,6 +56,7 @@ PROXY_PORT = 3128  # the forwarder's port on the sandbox's loopback
 _CWD = ".cpe-cwd"  # in the run's /tmp: where the last command ended
 SCRATCH = SANDBOX_OBJECTS.partition("/")[0]  # in the worktree's own git dir: refs, objects
 Network = Literal["none", "registries"]
+_EMPTIED = ("/tmp", "/run", "/var/tmp")  # the host's, emptied in the sandbox
 # With the user's own home read-only, the caches tools keep there go to the run's /tmp.
 _CACHES = (
     ("XDG_CACHE_HOME", "/tmp/.cache"),
@@ -71,6 +74,9 @@ class Sandbox(BaseModel):
     version: str = ""
     shell: str = "/bin/bash"
     python: str = ""  # runs the proxy forwarder in the sandbox (allow_install)
+    # cpe's own interpreter environment and source: shown read-only wherever they are, so the
+    # forwarder (and a CLI run by cpe's interpreter) runs from a checkout under /tmp too
+    installation: tuple[str, ...] = ()
     homes: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()  # fragments (as the guard's) and ~/… or absolute paths
     network: Network = "none"
@@ -182,6 +188,9 @@ class RunSandbox(BaseModel):
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         args += ["--tmpfs", "/run", "--tmpfs", "/var/tmp"]
         args += ["--bind", str(Path(self.private) / "tmp"), "/tmp"]
+        for path in sb.installation:
+            if any(_inside(path, top) for top in _EMPTIED):
+                args += ["--ro-bind", path, path]
         args += ["--ro-bind", self.repo, self.repo]
         if os.path.isdir(self.state_dir):
             args += ["--tmpfs", self.state_dir]

@@ -202,6 +202,36 @@ def test_tmp_is_private_to_the_run(place: Place, sandbox: RunSandbox) -> None:
     assert not Path(sandbox.private).exists()
 
 
+def test_cpes_own_installation_under_tmp_runs_read_only_and_the_rest_of_tmp_stays_hidden(
+    place: Place, tmp_path: Path
+) -> None:
+    """A checkout and virtual environment under /tmp (a CI clone) stay visible in the sandbox:
+    the programs cpe runs there (the proxy forwarder, a CLI on cpe's interpreter) start."""
+    install = tmp_path / "checkout"
+    (install / "bin").mkdir(parents=True)
+    tool = install / "bin" / "tool"
+    tool.write_text("#!/bin/sh\necho tool ran\n")
+    tool.chmod(0o755)
+    beside = tmp_path / "beside.txt"
+    beside.write_text("not for the sandbox\n")
+    assert str(tmp_path).startswith("/tmp/")
+    found = place.sandbox().model_copy(update={"installation": (str(install),)})
+    sandbox = open_sandbox(
+        found,
+        worktree=place.worktree,
+        writable=True,
+        repo=place.repo,
+        state_dir=place.state_dir,
+        session_id="implementor-1",
+        home=None,
+    )
+    assert sandbox is not None
+    done = run(sandbox, f"{tool}; cat {beside}; touch {install}/written")
+    assert "tool ran" in done.stdout
+    assert "not for the sandbox" not in done.stdout
+    assert not (install / "written").exists()
+
+
 def test_a_cd_holds_for_the_next_command_as_in_the_cli_but_only_inside_the_worktree(
     place: Place, sandbox: RunSandbox
 ) -> None:
