@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from adapters.runtime.artifacts import Termination
 from adapters.runtime.bash_guard import BashGuardConfig
+from adapters.runtime.pricing import ModelPrice
 from adapters.runtime.sandbox import RunSandbox
 
 __all__ = [
@@ -63,6 +64,9 @@ class RunnerCapabilities:
     command_guard: bool = False  # cpe's Bash guard can check every shell command (a hook)
     supports_max_turns: bool = False  # a limit on the agent's turns
     supports_max_budget: bool = False  # a limit on what the run costs
+    # The run's token usage can be read as it goes (codex's session log): cpe prices it and
+    # stops the run at a budget itself (``counted_budget_usd``).
+    live_token_usage: bool = False
 
     def enforces(self, guarantee: Guarantee) -> bool:
         return bool(getattr(self, guarantee))
@@ -78,6 +82,7 @@ class RunnerCapabilities:
             "command_guard": self.command_guard,
             "supports_max_turns": self.supports_max_turns,
             "supports_max_budget": self.supports_max_budget,
+            "live_token_usage": self.live_token_usage,
         }
 
 
@@ -112,6 +117,10 @@ class RunRequest:
     # event stream and stops the run past this many.
     counted_max_turns: int | None = None
     max_budget_usd: float | None = None  # the run ends (error_max_budget_usd) past this cost
+    # For a runner with no budget of its own but live token usage: cpe prices the usage with
+    # ``token_price`` and stops the run (killed_policy) once it reaches this cost.
+    counted_budget_usd: float | None = None
+    token_price: ModelPrice | None = None
     repeat_limit: int | None = None  # the same tool call this many times in a row: stopped
     bash_guard: BashGuardConfig | None = None  # check every shell command with cpe's guard
     sandbox: RunSandbox | None = None  # cpe's OS sandbox for the agent's commands
@@ -172,6 +181,10 @@ def check_request(caps: RunnerCapabilities, run: RunRequest) -> None:
         raise RunRejectedError("a read-only run cannot also require a writable workspace")
     if run.bash_guard is not None and not caps.command_guard:
         raise RunRejectedError(f"{caps.name} cannot run cpe's bash guard on its commands")
+    if run.counted_budget_usd is not None and (
+        not caps.live_token_usage or run.token_price is None
+    ):
+        raise RunRejectedError(f"{caps.name} cannot count a budget without live usage and a price")
     if run.max_turns is not None and not caps.supports_max_turns:
         raise RunRejectedError(f"{caps.name} has no turn limit (asked for max_turns)")
     for name, value in (("wall_timeout", run.wall_timeout), ("idle_timeout", run.idle_timeout)):

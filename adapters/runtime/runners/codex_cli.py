@@ -70,6 +70,7 @@ CODEX_CAPABILITIES = RunnerCapabilities(
     tool_allow_deny=False,  # exec has no per-tool allow or deny list
     structured_event_stream=True,  # --json
     interactive_prompt_suppression=True,  # exec, approval never, stdin /dev/null
+    live_token_usage=True,  # token_count events in its session log, after each model response
 )
 # The model credentials and endpoint codex reads, passed to it on purpose (nothing else secret).
 CODEX_MODEL_VARIABLES = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")

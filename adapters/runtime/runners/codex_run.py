@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeGuard
 
 from adapters.runtime.artifacts import RunArtifacts
+from adapters.runtime.pricing import token_cost
 from adapters.runtime.runners.base import RunRequest
 from adapters.runtime.runners.claude_cli import MODEL_API, CliOutcome, EventCallback, JsonlRun
 from adapters.runtime.runners.codex_home import CodexHome
@@ -77,6 +78,9 @@ class CodexCliRun(JsonlRun):
     tool_calls: int = 0  # item.started events that are not messages
     network_waits: int = 0  # "waiting for network" error events since the last other event
     unreachable: str | None = None  # why the run was stopped: the model API cannot be reached
+    over_budget: str | None = None  # why the run was stopped: its live usage reached the budget
+    live_cost: float = 0.0  # the live usage so far, priced (counted_budget_usd)
+    meter: SessionLogMeter | None = None
     result: dict[str, Any] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _outcome: CliOutcome | None = None
@@ -92,6 +96,7 @@ class CodexCliRun(JsonlRun):
                 self.process.stop("killed_policy", self.unreachable)
             return
         self.network_waits = 0
+        self._meter()
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
             self.thread_id = event["thread_id"]
         elif kind == "turn.completed":
@@ -115,6 +120,30 @@ class CodexCliRun(JsonlRun):
                 self.process.tool_ended(item["id"])
             if _is_command(item):
                 self.commands.append(item)  # codex_sandbox tells whether any really ran
+
+    def _meter(self) -> None:
+        """With a counted budget: the usage codex logged since the last event (a
+        ``token_count`` after each model response), priced; at the budget the run is stopped.
+        Read on each stdout event, so a run is stopped at most one model response late."""
+        budget, price = self.request.counted_budget_usd, self.request.token_price
+        if budget is None or price is None or self.over_budget is not None:
+            return
+        if self.meter is None:
+            log = self._session_log()
+            if log is None:
+                return
+            self.meter = SessionLogMeter(log)
+        usage = self.meter.read()
+        if usage is None:
+            return
+        self.live_cost = token_cost("priced", usage, {"priced": price}) or 0.0
+        if self.live_cost >= budget:
+            self.over_budget = (
+                f"budget: the run reached [budget] per_run_usd (${budget:g}; "
+                f"${self.live_cost:.4f} counted from codex's token usage)"
+            )
+            self.artifacts.note(self.over_budget)
+            self.process.stop("killed_policy", self.over_budget)
 
     def _count_turn(self, kind: str) -> None:
         """codex has no turn limit: each tool call it starts (a command, a patch, a search) is
@@ -168,6 +197,8 @@ class CodexCliRun(JsonlRun):
             termination, reason, infrastructure = "error", self.unreachable, MODEL_API
         elif self.looping is not None and ended.cancelled_at is not None:
             termination, reason = "killed_policy", self.looping
+        elif self.over_budget is not None and ended.cancelled_at is not None:
+            termination, reason = "killed_policy", self.over_budget
         if termination == "completed":
             if self.malformed:
                 termination, reason = "error", f"{len(self.malformed)} malformed stdout line(s)"
@@ -187,7 +218,7 @@ class CodexCliRun(JsonlRun):
             reason = f"the model API failed: {self.turn_failed}"
         if infrastructure == MODEL_API:
             self.artifacts.annotate(infrastructure_failure=MODEL_API)
-        if self.turns_completed or self.turn_failed is not None:
+        if self.turns_completed or self.turn_failed is not None or self._live_usage():
             self.result = self._result(last, termination == "completed")
         if ended.cancelled_at is not None:
             self.artifacts.annotate(cancelled_at=ended.cancelled_at.isoformat())
@@ -204,6 +235,13 @@ class CodexCliRun(JsonlRun):
         return CliOutcome(
             termination, ended.exit_code, reason, self.result, finished, ended, infrastructure
         )
+
+    def _live_usage(self) -> dict[str, int]:
+        """A run stopped before its turn completed reports no usage on stdout: what its session
+        log counted so far (the tokens were spent all the same)."""
+        if self.meter is None and (log := self._session_log()) is not None:
+            self.meter = SessionLogMeter(log)
+        return dict(self.meter.read() or {}) if self.meter is not None else {}
 
     def _result(self, last: str | None, success: bool) -> dict[str, Any]:
         """The run's result in the shape ``CliRuntime`` reads (``structured_output``, usage)."""
@@ -222,10 +260,48 @@ class CodexCliRun(JsonlRun):
             "result": last,
             "structured_output": structured,
             "num_turns": self.turns_completed,
-            "usage": dict(self.usage),
+            "usage": dict(self.usage) or self._live_usage(),
+            "model": self.request.model,
             "session_id": self.thread_id,
             "source": "codex exec --output-last-message",
         }
+
+
+class SessionLogMeter:
+    """The running token usage of one codex run, read from its session log as it grows: the
+    ``total_token_usage`` of the last ``token_count`` event (complete lines only)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.usage: dict[str, int] | None = None
+
+    def read(self) -> dict[str, int] | None:
+        try:
+            with self.path.open("rb") as log:
+                log.seek(self.offset)
+                data = log.read()
+        except OSError:
+            return self.usage
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        for line in data[:end].splitlines():
+            if b'"token_count"' not in line:
+                continue
+            with contextlib.suppress(ValueError):
+                total = _total_usage(json.loads(line))
+                if total is not None:
+                    self.usage = total
+        return self.usage
+
+
+def _total_usage(entry: Any) -> dict[str, int] | None:
+    payload = entry.get("payload") if isinstance(entry, dict) else None
+    info = payload.get("info") if isinstance(payload, dict) else None
+    total = info.get("total_token_usage") if isinstance(info, dict) else None
+    if not isinstance(total, dict):
+        return None
+    return {k: v for k, v in total.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _is_command(item: Any) -> TypeGuard[dict[str, Any]]:

@@ -248,8 +248,18 @@ class CliRuntime:
         unenforced: dict[str, Any] = {}  # what the agent definition asks and the runner lacks
         counted = spec.max_turns if not caps.supports_max_turns else None  # cpe counts them
         budget = self.config.max_budget_usd
+        model = self.config.models.get(run.params.role) or self.config.model
+        price = self.config.prices.get(model) if model else None
+        counted_budget = None  # cpe prices the live usage and stops the run itself
         if budget is not None and not caps.supports_max_budget:
-            unenforced["max_budget_usd"] = budget  # [budget] per_item/per_day still hold
+            if caps.live_token_usage and price is not None:
+                counted_budget = budget
+            else:  # [budget] per_item/per_day still hold
+                unenforced["max_budget_usd"] = (
+                    f"{budget} (no price for model {model or 'default'})"
+                    if caps.live_token_usage
+                    else budget
+                )
         if not guarded:
             unenforced["tools"] = None if tools is None else list(tools)
             unenforced["bash_guard"] = "the runner's sandbox confines commands instead"
@@ -258,7 +268,7 @@ class CliRuntime:
             worktree_path=run.worktree.path if run.worktree is not None else self.repo_root,
             prompt=prompt,
             env=self._env(session_id),
-            model=self.config.models.get(run.params.role) or self.config.model,
+            model=model,
             requested_policy=policy,
             read_only=run.params.role != "implementor",
             prompt_reference=f".claude/agents/{spec.role}.md",
@@ -275,6 +285,8 @@ class CliRuntime:
             max_turns=spec.max_turns if caps.supports_max_turns else None,
             counted_max_turns=counted,
             max_budget_usd=budget if caps.supports_max_budget else None,
+            counted_budget_usd=counted_budget,
+            token_price=price if counted_budget is not None else None,
             repeat_limit=self.config.repeat_limit,
             bash_guard=self.config.bash_guard if guarded else None,
             sandbox=run.sandbox,
@@ -329,7 +341,8 @@ class CliRuntime:
         """A run the runner reported tokens for but no cost (codex) is priced by its model."""
         if usage.cost_usd is not None or result is None or not _tokens(result):
             return usage
-        cost = token_cost(self.config.model, _tokens(result), self.config.prices)
+        model = result.get("model") if isinstance(result.get("model"), str) else None
+        cost = token_cost(model or self.config.model, _tokens(result), self.config.prices)
         return usage.model_copy(update={"cost_usd": cost})
 
     async def _drive(self, session_id: SessionId, run: _Run) -> AgentResult:

@@ -29,6 +29,7 @@ from typing import Any
 import psutil
 import pytest
 
+from adapters.runtime.pricing import DEFAULT_PRICES, token_cost
 from adapters.runtime.runners.base import RunRequest
 from adapters.runtime.runners.claude_cli import CliOutcome
 from adapters.runtime.runners.codex_cli import CodexCliRun, CodexCliRunner, SandboxMode
@@ -434,3 +435,51 @@ def test_with_its_home_under_the_temporary_directory_codex_runs_commands_or_the_
         assert (outcome.termination, outcome.infrastructure) == ("completed", None)
         (ran,) = completed_items(transcript(outcome), "command_execution")
         assert "ran=yes" in ran["aggregated_output"]
+
+
+def test_a_real_codex_run_past_its_budget_is_stopped_by_cpe_from_its_live_token_usage(
+    worktree: Path, server: ScriptedModelServer, codex: Codex
+) -> None:
+    """codex has no budget of its own: cpe prices the token usage codex logs after each model
+    response and stops the run once it reaches ``[budget] per_run_usd``: killed_policy, saying
+    budget, with the tokens spent so far recorded (the turn never completed)."""
+    price = DEFAULT_PRICES["gpt-5-codex"]
+    # each scripted response costs about 1.6 cents here (some 10k input tokens at $1.25/M):
+    # the second one crosses the budget
+    req = codex.request(
+        worktree,
+        "Implement Work Item #1: add greet(name).",
+        model="gpt-5-codex",
+        counted_budget_usd=0.025,
+        token_price=price,
+    )
+    handle = codex.runner(server).start(req, req.prompt, req.env)
+    outcome = finish(handle)
+
+    assert outcome.termination == "killed_policy", outcome.reason
+    assert outcome.reason is not None
+    assert outcome.reason.startswith("budget: the run reached [budget] per_run_usd ($0.025;")
+    assert handle.live_cost >= 0.025
+    turns = [r for r in server.requests if r.path == "/v1/responses"]
+    assert 2 <= len(turns) < 5  # the scenario takes five; stopped at most one response late
+    assert outcome.result is not None
+    usage = outcome.result["usage"]
+    assert usage["input_tokens"] > 0
+    # the tokens spent up to the stop, the response that crossed the budget and any after it
+    recorded = token_cost("gpt-5-codex", usage, DEFAULT_PRICES)
+    assert recorded is not None
+    assert recorded >= handle.live_cost
+    meta_path = outcome.artifacts.path("runner_metadata")
+    assert meta_path is not None
+    assert json.loads(meta_path.read_text())["termination"] == "killed_policy"
+
+
+def test_without_a_budget_a_real_codex_run_is_not_metered(
+    worktree: Path, server: ScriptedModelServer, codex: Codex
+) -> None:
+    req = codex.request(worktree, "Implement Work Item #1: add greet(name).", model="gpt-5-codex")
+    handle = codex.runner(server).start(req, req.prompt, req.env)
+    outcome = finish(handle)
+    assert outcome.termination == "completed"
+    assert handle.meter is None
+    assert handle.live_cost == 0.0
