@@ -228,6 +228,9 @@ class RuntimeSection(_Section):
     # The same tool call with the same input this many times in a row: the run makes no
     # progress and is stopped (killed_policy, an attempt); 0 turns it off.
     repeat_limit: int = Field(default=5, ge=0, le=1000)
+    # An implementor's tool calls in a row that change nothing in its worktree (git status):
+    # no progress, stopped the same way; 0 turns it off.
+    unchanged_limit: int = Field(default=50, ge=0, le=10000)
     context_paths: list[ExpandedPath] = Field(default_factory=lambda: [".claude/CLAUDE.md"])
     setup_command: str = ""
     hooks: HooksSection = HooksSection()

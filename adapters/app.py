@@ -48,6 +48,7 @@ _CLI_FIELDS = {
     "hooks",
     "max_budget_usd",
     "repeat_limit",
+    "unchanged_limit",
     "agent_env",
     "isolated_home",
     "bash_guard",
@@ -495,6 +496,7 @@ def _runtime_factory(
         max_budget_usd=config.budget.per_run_usd or None,
         models=claude_models,
         repeat_limit=config.runtime.repeat_limit if config.runtime.repeat_limit >= 2 else None,
+        unchanged_limit=config.runtime.unchanged_limit or None,
         logging=SessionLogging(
             agent_sessions=config.logging.agent_transcripts, logs_dir=str(state_dir / "runs")
         ),

@@ -56,6 +56,7 @@ from adapters.runtime.launcher import (
     wait_for_exit,
     write_launch_script,
 )
+from adapters.runtime.progress import ProgressWatch
 from adapters.runtime.provision import Provisioner
 from adapters.runtime.runners.bash_hook import (
     FILE_MATCHER,
@@ -124,6 +125,9 @@ class ClaudeAdapterConfig(RuntimeAdapterConfig):
     repeat_limit: int | None = Field(
         default=None, ge=2, description="the same tool call this many times in a row: stopped"
     )
+    unchanged_limit: int | None = Field(
+        default=None, ge=1, description="an implementor's tool calls changing nothing: stopped"
+    )
 
 
 def create_claude_adapter(
@@ -148,6 +152,7 @@ class _Run:
     over_budget: bool = False
     looping: str | None = None  # why the run was stopped for making no progress
     repeat_limit: int | None = None
+    progress: ProgressWatch | None = None  # an implementor's tool calls since its last change
     last_call: tuple[str, str] | None = None  # the last tool call: name, input
     repeats: int = 0
     ended: bool = False
@@ -174,6 +179,7 @@ class _Run:
             if isinstance(block, ToolUseBlock):
                 self.tools_open.add(block.id)
                 self._count_repeats(block.name, block.input)
+                self._count_progress()
             elif isinstance(block, ToolResultBlock):
                 self.tools_open.discard(block.tool_use_id)
 
@@ -186,6 +192,16 @@ class _Run:
         limit = self.repeat_limit
         if limit is not None and self.repeats >= limit and self.looping is None:
             self.looping = f"no progress: the same {name} call {self.repeats} times in a row"
+            self._stop()
+
+    def _count_progress(self) -> None:
+        """An implementor's tool calls that change nothing in its worktree, too many in a row:
+        the run is stopped (``ProgressWatch``)."""
+        if self.progress is None or self.looping is not None:
+            return
+        stuck = self.progress.tool_call()
+        if stuck is not None:
+            self.looping = stuck
             self._stop()
 
     def watch_idle(self, seconds: float) -> None:  # on the run's loop
@@ -261,6 +277,8 @@ class ClaudeAdapter:
         run = _Run(session_id, params, files, asyncio.get_running_loop(), worktree)
         run.kill_grace = self.config.kill_grace
         run.repeat_limit = self.config.repeat_limit
+        if worktree is not None and self.config.unchanged_limit is not None:
+            run.progress = ProgressWatch(worktree.path, self.config.unchanged_limit)
         run.sandbox = sandbox
         with self._lock:
             self._runs[session_id] = run

@@ -122,6 +122,7 @@ class RunRequest:
     counted_budget_usd: float | None = None
     token_price: ModelPrice | None = None
     repeat_limit: int | None = None  # the same tool call this many times in a row: stopped
+    unchanged_limit: int | None = None  # this many tool calls changing nothing: stopped
     bash_guard: BashGuardConfig | None = None  # check every shell command with cpe's guard
     sandbox: RunSandbox | None = None  # cpe's OS sandbox for the agent's commands
     sandbox_missing: str = "no sandbox was configured for this runtime"  # why sandbox is None

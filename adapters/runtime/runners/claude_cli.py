@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from adapters.runtime.artifacts import FinishedArtifacts, RunArtifacts, Termination
+from adapters.runtime.progress import ProgressWatch
 from adapters.runtime.runners.base import (
     RunnerCapabilities,
     RunRequest,
@@ -104,6 +105,7 @@ class JsonlRun(ABC):
     last_call: tuple[str, str] | None = None  # the last tool call: name, input
     repeats: int = 0
     looping: str | None = None  # why the run was stopped for making no progress
+    progress: ProgressWatch | None = None  # an implementor's tool calls since its last change
     artifacts: RunArtifacts
     on_event: EventCallback | None
     malformed: list[str]
@@ -124,6 +126,19 @@ class JsonlRun(ABC):
             self.looping = f"no progress: the same {name} call {self.repeats} times in a row"
             self.artifacts.note(self.looping)
             self.process.stop("killed_policy", self.looping)
+
+    def count_progress(self) -> None:
+        """An implementor's tool calls that change nothing in its worktree,
+        ``request.unchanged_limit`` of them in a row: the run is stopped, saying so."""
+        if self.request.read_only or self.request.unchanged_limit is None or self.looping:
+            return
+        if self.progress is None:
+            self.progress = ProgressWatch(self.request.worktree_path, self.request.unchanged_limit)
+        stuck = self.progress.tool_call()
+        if stuck is not None:
+            self.looping = stuck
+            self.artifacts.note(stuck)
+            self.process.stop("killed_policy", stuck)
 
     def wait(self, timeout: float | None = None) -> CliOutcome:
         ended = self.process.wait(timeout)
@@ -248,6 +263,7 @@ class ClaudeCliRun(JsonlRun):
                 if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                     self.process.tool_started(block["id"])
                     self.count_repeats(str(block.get("name")), block.get("input"))
+                    self.count_progress()
                 elif block.get("type") == "tool_result" and isinstance(
                     block.get("tool_use_id"), str
                 ):

@@ -151,6 +151,7 @@ class CodexCliRun(JsonlRun):
         if kind == "agent_message":
             return
         self.tool_calls += 1
+        self.count_progress()
         limit = self.request.counted_max_turns
         if limit is not None and self.tool_calls > limit and self.looping is None:
             self.looping = f"no progress: past max_turns ({limit} tool calls)"

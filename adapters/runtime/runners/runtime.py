@@ -110,6 +110,9 @@ class CliRuntimeConfig(RuntimeAdapterConfig):
     repeat_limit: int | None = Field(
         default=None, ge=2, description="the same tool call this many times in a row: stopped"
     )
+    unchanged_limit: int | None = Field(
+        default=None, ge=1, description="an implementor's tool calls changing nothing: stopped"
+    )
     bash_guard: BashGuardConfig = BashGuardConfig()
     # USD per million tokens by model, for a runner that reports tokens but no cost (codex)
     prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
@@ -288,6 +291,7 @@ class CliRuntime:
             counted_budget_usd=counted_budget,
             token_price=price if counted_budget is not None else None,
             repeat_limit=self.config.repeat_limit,
+            unchanged_limit=self.config.unchanged_limit,
             bash_guard=self.config.bash_guard if guarded else None,
             sandbox=run.sandbox,
             sandbox_missing=self.config.sandbox_missing,

@@ -340,6 +340,36 @@ def test_a_run_repeating_the_same_tool_call_is_stopped_as_making_no_progress(
     assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
 
 
+def test_an_implementor_whose_tool_calls_change_nothing_is_stopped_as_making_no_progress(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Different calls each time (the repeat breaker does not see them), none changing the
+    worktree: past ``unchanged_limit`` of them the run is stopped, an attempt spent."""
+    with ScriptedModelServer([load_scenario("wander")]) as wandering:
+        rig = Rig(repo, wandering, tmp_path / "runs", unchanged_limit=4)
+        _, failure = rig.run(implementor("1", "implementor-1"))
+        calls = [r for r in wandering.requests if r.kind == "turn"]
+    assert isinstance(failure, AgentFailure)
+    assert failure.kind == "failed"
+    assert failure.reason == "no progress: 4 tool calls in a row changed nothing in the worktree"
+    assert len(calls) <= 6  # stopped at the fifth call, not at the duration limit
+    meta = json.loads((tmp_path / "runs" / "implementor-1" / "runner_metadata.json").read_text())
+    assert meta["termination"] == "killed_policy"
+    assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
+
+
+def test_an_implementor_that_changes_its_worktree_is_not_stopped_by_the_unchanged_limit(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The shipped implement scenario writes, edits and tests: every tool call but the test
+    runs after an edit changes something, so a limit of 2 does not stop it."""
+    with ScriptedModelServer([load_scenario("implement")]) as implementing:
+        rig = Rig(repo, implementing, tmp_path / "runs", unchanged_limit=2)
+        _, outcome = rig.run(implementor("1", "implementor-1"))
+    assert not isinstance(outcome, AgentFailure), outcome
+    assert outcome.outcome == "completed"
+
+
 def test_a_run_silent_past_its_idle_timeout_is_killed_idle_and_cleaned_up(
     repo: Path, server: ScriptedModelServer, tmp_path: Path
 ) -> None:

@@ -330,6 +330,29 @@ def test_a_run_past_its_budget_on_the_real_cli_is_killed_policy_and_an_attempt(
     assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
 
 
+def test_an_implementor_changing_nothing_on_the_real_cli_is_stopped(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The unchanged-worktree breaker on `claude -p`: different Bash calls, none changing the
+    worktree; past the limit the run's group is stopped, saying so, as a failure."""
+    with ScriptedModelServer([load_scenario("wander")]) as wandering:
+        adapter = runtime(repo, wandering, tmp_path / "state" / "logs", unchanged_limit=4)
+        params = ImplementorStartParams(
+            session_id=SessionId("implementor-1"),
+            work_item_id=WorkItemId("1"),
+            branch_name="cpe/1-x",
+        )
+        _, failure = drive(adapter, params)
+    assert isinstance(failure, AgentFailure), failure
+    assert failure.kind == "failed"
+    assert "no progress: 4 tool calls in a row changed nothing in the worktree" in failure.reason
+    run_dir = tmp_path / "state" / "runs" / "implementor-1"
+    meta = json.loads((run_dir / "runner_metadata.json").read_text())
+    assert meta["termination"] == "killed_policy"
+    assert not group_members(pgid_of(run_dir))
+    assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
+
+
 def test_a_run_repeating_the_same_tool_call_on_the_real_cli_is_stopped(
     repo: Path, tmp_path: Path
 ) -> None:

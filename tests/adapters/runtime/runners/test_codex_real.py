@@ -483,3 +483,19 @@ def test_without_a_budget_a_real_codex_run_is_not_metered(
     assert outcome.termination == "completed"
     assert handle.meter is None
     assert handle.live_cost == 0.0
+
+
+def test_a_real_codex_implementor_changing_nothing_is_stopped_by_cpe(
+    worktree: Path, codex: Codex
+) -> None:
+    """Different commands each turn, none changing the worktree: past ``unchanged_limit`` tool
+    calls in a row cpe stops the run (killed_policy), saying so."""
+    with ScriptedModelServer([load_scenario("wander")]) as wandering:
+        req = codex.request(
+            worktree, "Implement Work Item #1.", model="gpt-5-codex", unchanged_limit=3
+        )
+        outcome = finish(codex.runner(wandering).start(req, req.prompt, req.env))
+        turns = [r for r in wandering.requests if r.path == "/v1/responses"]
+    assert outcome.termination == "killed_policy", outcome.reason
+    assert outcome.reason == "no progress: 3 tool calls in a row changed nothing in the worktree"
+    assert len(turns) <= 6  # the scenario goes on for eleven calls, then repeats forever
