@@ -152,6 +152,7 @@ class _Run:
     over_budget: bool = False
     looping: str | None = None  # why the run was stopped for making no progress
     repeat_limit: int | None = None
+    max_turns: int | None = None  # the agent definition's, held by the CLI
     progress: ProgressWatch | None = None  # an implementor's tool calls since its last change
     last_call: tuple[str, str] | None = None  # the last tool call: name, input
     repeats: int = 0
@@ -277,6 +278,7 @@ class ClaudeAdapter:
         run = _Run(session_id, params, files, asyncio.get_running_loop(), worktree)
         run.kill_grace = self.config.kill_grace
         run.repeat_limit = self.config.repeat_limit
+        run.max_turns = spec.max_turns
         if worktree is not None and self.config.unchanged_limit is not None:
             run.progress = ProgressWatch(worktree.path, self.config.unchanged_limit)
         run.sandbox = sandbox
@@ -369,7 +371,7 @@ class ClaudeAdapter:
             termination, exit_code = "completed", 0
             return result
         finally:
-            if run.over_budget:
+            if run.over_budget or run.looping is not None:
                 termination = "killed_policy"
             run.ended = True
             deadline.cancel()
@@ -441,6 +443,9 @@ class ClaudeAdapter:
                 "failed",
                 f"budget: the run reached [budget] per_run_usd (${self.config.max_budget_usd})",
             )
+        if final.subtype == "error_max_turns":
+            run.looping = f"no progress: the run reached max_turns ({run.max_turns})"
+            raise AgentFailure("failed", run.looping)
         if final.subtype != "success" or final.is_error:
             detail = "; ".join(final.errors or []) or (final.result or final.subtype)
             if final.terminal_reason == "api_error" or final.api_error_status is not None:

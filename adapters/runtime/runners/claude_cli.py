@@ -284,6 +284,9 @@ class ClaudeCliRun(JsonlRun):
                 termination, reason = "error", f"{label}: {said}" if said else label
         if self.looping is not None and ended.cancelled_at is not None:
             termination, reason = "killed_policy", self.looping
+        if self.result is not None and self.result.get("subtype") == "error_max_turns":
+            termination = "killed_policy"  # the CLI ends the run itself (exit 1)
+            reason = f"no progress: the run reached max_turns ({self.request.max_turns})"
         if self.result is not None and self.result.get("subtype") == "error_max_budget_usd":
             termination = "killed_policy"
             reason = (

@@ -370,6 +370,26 @@ def test_an_implementor_that_changes_its_worktree_is_not_stopped_by_the_unchange
     assert outcome.outcome == "completed"
 
 
+def test_the_sdk_stops_a_run_at_the_definitions_max_turns(repo: Path, tmp_path: Path) -> None:
+    """maxTurns reaches the SDK as max_turns and the CLI under it holds it: a scenario that
+    would go on for ever (different calls: no other breaker sees it) ends at the limit, as
+    a policy stop that spends an attempt."""
+    definition = repo / ".claude" / "agents" / "implementor.md"
+    text = definition.read_text()
+    assert "maxTurns: 150" in text
+    definition.write_text(text.replace("maxTurns: 150", "maxTurns: 3"))
+    with ScriptedModelServer([load_scenario("wander")]) as wandering:
+        rig = Rig(repo, wandering, tmp_path / "runs")
+        _, failure = rig.run(implementor("1", "implementor-1"))
+        turns = [r for r in wandering.requests if r.kind == "turn"]
+    assert isinstance(failure, AgentFailure)
+    assert failure.kind == "failed"
+    assert failure.reason == "no progress: the run reached max_turns (3)"
+    assert len(turns) == 3
+    meta = json.loads((tmp_path / "runs" / "implementor-1" / "runner_metadata.json").read_text())
+    assert meta["termination"] == "killed_policy"
+
+
 def test_a_run_silent_past_its_idle_timeout_is_killed_idle_and_cleaned_up(
     repo: Path, server: ScriptedModelServer, tmp_path: Path
 ) -> None:

@@ -374,3 +374,30 @@ def test_a_run_repeating_the_same_tool_call_on_the_real_cli_is_stopped(
     assert meta["termination"] == "killed_policy"
     assert not group_members(pgid_of(run_dir))
     assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
+
+
+def test_the_real_cli_stops_a_run_at_the_definitions_max_turns(repo: Path, tmp_path: Path) -> None:
+    """maxTurns reaches `claude -p` as --max-turns, and the CLI holds it: a scenario that would
+    go on for ever (different calls, so no other breaker sees it) ends at the limit."""
+    definition = repo / ".claude" / "agents" / "implementor.md"
+    text = definition.read_text()
+    assert "maxTurns: 150" in text
+    definition.write_text(text.replace("maxTurns: 150", "maxTurns: 3"))
+    with ScriptedModelServer([load_scenario("wander")]) as wandering:
+        adapter = runtime(repo, wandering, tmp_path / "state" / "logs")
+        params = ImplementorStartParams(
+            session_id=SessionId("implementor-1"),
+            work_item_id=WorkItemId("1"),
+            branch_name="cpe/1-x",
+        )
+        _, failure = drive(adapter, params)
+        turns = [r for r in wandering.requests if r.kind == "turn"]
+    assert isinstance(failure, AgentFailure), failure
+    assert failure.kind == "failed"  # an attempt spent
+    assert "no progress: the run reached max_turns (3)" in failure.reason
+    assert len(turns) == 3
+    meta = json.loads(
+        (tmp_path / "state" / "runs" / "implementor-1" / "runner_metadata.json").read_text()
+    )
+    assert meta["termination"] == "killed_policy"
+    assert "--max-turns" in meta["command"]
