@@ -266,6 +266,7 @@ class BudgetSection(_Section):
 
     per_run_usd: Usd = 5.0
     per_item_usd: Usd = 25.0
+    per_spec_usd: Usd = 10.0
     per_day_usd: Usd = 100.0
     on_item_budget: Literal["block", "wait"] = "block"
     timezone: str = "UTC"
@@ -396,6 +397,7 @@ class CpeConfig(_Section):
             retry_backoff_max=w.retry_backoff_max,
             charge_baseline_failures=w.charge_baseline_failures,
             item_budget_usd=self.budget.per_item_usd or None,
+            spec_budget_usd=self.budget.per_spec_usd or None,
             block_on_item_budget=self.budget.on_item_budget == "block",
             branch_prefix=w.branch_prefix,
             max_concurrent=w.max_concurrent,

@@ -2,7 +2,8 @@
 
 The ``Observer`` runs on the engine's thread after an event is applied and before its handlers
 run: it tells the watchers (``Engine.watch``: the console, the dashboard) and logs what a
-person must know that no command shows: a spec version the planner gave up on, the default
+person must know that no command shows: a spec version the planner gave up on (its attempts
+or its planning budget spent), the default
 branch's pipeline turning red or green again.
 """
 
@@ -14,8 +15,8 @@ import structlog
 
 from domain.events import AgentFailed, BaselineChanged, EngineEvent
 from domain.handlers import HandlerOptions
-from domain.models import Baseline, EngineState
-from domain.state import planner_failures
+from domain.models import AgentRun, Baseline, EngineState
+from domain.state import planner_failures, spent_on_spec
 
 log = structlog.get_logger("cpe.engine")
 
@@ -53,7 +54,10 @@ class Observer:
         if not (isinstance(event, AgentFailed) and event.role == "planner"):
             return
         run = state.agent_runs.get(event.session_id)
-        if run is None or run.failure_class == "infrastructure":
+        if run is None:
+            return
+        self._spec_budget(run, before, state)
+        if run.failure_class == "infrastructure":
             return
         limit = self.options.max_attempts
         for path, sha in run.spec_shas.items():
@@ -64,6 +68,22 @@ class Observer:
                     blob_sha=sha[:12],
                     failed_planner_runs=limit,
                     last_failure=" ".join((event.reason or "").split())[:300],
+                )
+
+    def _spec_budget(self, run: AgentRun, before: EngineState, state: EngineState) -> None:
+        """Say so when this failed planner run spent a spec version's planning budget."""
+        budget = self.options.spec_budget_usd
+        if budget is None:
+            return
+        for path, sha in run.spec_shas.items():
+            spent = spent_on_spec(state, path, sha)
+            if spent >= budget > spent_on_spec(before, path, sha):
+                log.error(
+                    "spec not planned again until it changes: its planning budget is spent",
+                    spec=path,
+                    blob_sha=sha[:12],
+                    spent_usd=round(spent, 4),
+                    per_spec_usd=budget,
                 )
 
     def _baseline(self, baseline: Baseline) -> None:

@@ -120,6 +120,7 @@ class App:
 RELOADABLE = (
     "workflow",
     "budget.per_item_usd",
+    "budget.per_spec_usd",
     "budget.per_day_usd",
     "budget.on_item_budget",
     "budget.timezone",

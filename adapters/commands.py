@@ -154,7 +154,8 @@ def init(repo: Path) -> int:
     b = config.budget
     print(
         f"\nbudgets ([budget] in supervisor.toml; 0 is none): ${b.per_run_usd:g} a run, "
-        f"${b.per_item_usd:g} a work item, ${b.per_day_usd:g} a day"
+        f"${b.per_item_usd:g} a work item, ${b.per_spec_usd:g} planning a spec version, "
+        f"${b.per_day_usd:g} a day"
     )
     return 0
 
@@ -339,11 +340,20 @@ def _print_planner_waits(state: Any, config: Any) -> None:
     """Specs whose planner runs failed: when the next run is due, or that they wait for a new
     version after ``max_attempts`` failures (domain.decisions.planner_backoff)."""
     from domain.decisions import planner_backoff  # noqa: PLC0415
-    from domain.state import planner_failures, specs_to_plan  # noqa: PLC0415
+    from domain.state import planner_failures, specs_to_plan, spent_on_spec  # noqa: PLC0415
 
     w = config.workflow
     lines = []
+    budget = config.budget.per_spec_usd
     for path, sha in specs_to_plan(state).items():
+        spent = spent_on_spec(state, path, sha)
+        if budget and spent >= budget:
+            why = (
+                f"its planner runs spent [budget] per_spec_usd (${spent:.2f} of ${budget:g}): "
+                "planned again once it changes"
+            )
+            lines.append(f"  {path}\n    {why}")
+            continue
         failures = planner_failures(state, path, sha)
         if not failures:
             continue

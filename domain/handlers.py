@@ -96,6 +96,7 @@ from domain.state import (
     planner_in_flight,
     revision_for,
     specs_to_plan,
+    spent_on_spec,
 )
 
 _DEFAULT_CONCURRENCY: Mapping[AgentRole, int] = MappingProxyType(
@@ -122,6 +123,9 @@ class HandlerOptions(Frozen):
     )
     item_budget_usd: float | None = Field(
         default=None, gt=0, description="what all of an item's runs may cost; None: no limit"
+    )
+    spec_budget_usd: float | None = Field(
+        default=None, gt=0, description="what planning one spec version may cost; None: no limit"
     )
     block_on_item_budget: bool = Field(
         default=True, description="an item over its budget is blocked (else it waits)"
@@ -160,11 +164,14 @@ def plan(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[Engi
     # A failed planner is run again on the same spec versions (an API blip, a timeout) until
     # ``max_attempts`` runs failed on a version, however the runs grouped the specs; then that
     # version waits for the spec's next change instead of failing in a loop. The failures are
-    # journaled, so a restart does not start the count again.
+    # journaled, so a restart does not start the count again. A version whose planner runs
+    # have spent ``spec_budget_usd`` waits for the next change the same way.
+    budget = o.spec_budget_usd
     wanted = {
         path: sha
         for path, sha in specs_to_plan(state).items()
         if planner_failures(state, path, sha) < o.max_attempts
+        and (budget is None or spent_on_spec(state, path, sha) < budget)
     }
     if not wanted:
         return []

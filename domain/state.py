@@ -188,6 +188,16 @@ def planner_failures(state: EngineState, path: str, blob_sha: str) -> int:
     )
 
 
+def spent_on_spec(state: EngineState, path: str, blob_sha: str) -> float:
+    """What the planner runs on this version of the spec cost, in USD (a run that planned
+    several specs counts in full for each: it cannot be split)."""
+    return sum(
+        run.cost_usd or 0.0
+        for run in state.agent_runs.values()
+        if run.role == "planner" and run.spec_shas.get(path) == blob_sha
+    )
+
+
 def planner_in_flight(state: EngineState) -> bool:
     return any(run.in_flight for run in state.agent_runs.values() if run.role == "planner")
 

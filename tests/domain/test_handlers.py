@@ -191,6 +191,29 @@ def test_a_planner_that_failed_max_attempts_times_waits_for_the_next_change() ->
     assert start.spec_shas == {"specs/a.md": "a2"}
 
 
+def test_a_spec_version_whose_planning_spent_its_budget_waits_for_the_next_change() -> None:
+    """[budget] per_spec_usd: the planner runs on a1 cost $6 + $5 ≥ $10, so no third run on
+    a1 (attempts are left); b1 in the same batch is still planned; a2 is planned again."""
+    runs = [
+        planner_run("p0", {"specs/a.md": "a1", "specs/b.md": "b1"}, status="failed", cost_usd=6.0),
+        planner_run("p1", {"specs/a.md": "a1"}),
+    ]
+    before = state(specs=[spec("specs/a.md", "a1"), spec("specs/b.md", "b1")], runs=runs)
+    options = HandlerOptions(max_attempts=5, spec_budget_usd=10)
+    ended = failed("p1", role="planner").model_copy(update={"cost_usd": 5.0})
+    _, commands = step(before, ended, options)
+    [start] = starts(commands, "planner")
+    assert start.spec_shas == {"specs/b.md": "b1"}
+    # more budget: a1 is retried too
+    _, commands = step(before, ended, HandlerOptions(max_attempts=5))
+    [start] = starts(commands, "planner")
+    assert start.spec_shas == {"specs/a.md": "a1", "specs/b.md": "b1"}
+    changed = state(specs=[spec("specs/a.md", "a2")], runs=runs)
+    _, commands = step(changed, ended, options)
+    [start] = starts(commands, "planner")
+    assert start.spec_shas == {"specs/a.md": "a2"}
+
+
 def test_a_failed_planner_lets_specs_changed_meanwhile_be_planned() -> None:
     before = state(
         specs=[spec("specs/a.md", "a1"), spec("specs/b.md", "b1")],

@@ -35,6 +35,7 @@ commands' environment.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import posixpath
@@ -162,7 +163,7 @@ class RunSandbox(BaseModel):
             scratch = Path(self.git.scratch)
             if not (scratch / "refs").is_dir():
                 scratch.mkdir(parents=True, exist_ok=True)
-                shutil.copytree(Path(self.git.common) / "refs", scratch / "refs", symlinks=True)
+                _copy_refs(Path(self.git.common) / "refs", scratch / "refs")
             for sub in ("logs", "objects"):
                 (scratch / sub).mkdir(parents=True, exist_ok=True)
 
@@ -344,6 +345,20 @@ class RunSandbox(BaseModel):
         if self.git is None:
             return []
         return [f"{self.git.own} (the worktree's own git files; refs and objects private)"]
+
+
+def _copy_refs(source: Path, target: Path) -> None:
+    """The repository's loose refs as they are now. Other sessions create and delete branches
+    meanwhile: a ref being written (its ``.lock``) is not copied, one that vanishes is skipped
+    (``shutil.copytree`` failed the whole run on either)."""
+    for root, _dirs, files in os.walk(source):
+        here = target / Path(root).relative_to(source)
+        here.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if name.endswith(".lock"):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                shutil.copy2(Path(root) / name, here / name, follow_symlinks=False)
 
 
 def _inside(path: str, root: str) -> bool:

@@ -168,6 +168,35 @@ def test_git_commits_on_its_branch_and_the_repository_keeps_its_refs(
     assert "y = 2" in patch
 
 
+def test_a_sandbox_opens_while_another_session_is_writing_a_branch(place: Place) -> None:
+    """Two sessions start at once: one creates its branch (git holds ``<ref>.lock`` while it
+    writes) while the other's sandbox copies the refs. The copy skips the lock and any ref that
+    vanishes under it, instead of failing the run (it did, in CI)."""
+    common = Path(git(place.repo, "rev-parse", "--git-common-dir").strip())
+    common = common if common.is_absolute() else place.repo / common
+    lock = common / "refs" / "heads" / "cpe" / "2-other.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(place.main_ref() + "\n")
+    try:
+        sandbox = open_sandbox(
+            place.sandbox(),
+            worktree=place.worktree,
+            writable=True,
+            repo=place.repo,
+            state_dir=place.state_dir,
+            session_id="implementor-1",
+            home=None,
+        )
+    finally:
+        lock.unlink()
+    assert sandbox is not None
+    assert sandbox.git is not None
+    private = Path(sandbox.git.scratch) / "refs" / "heads"
+    assert (private / "main").read_text().strip() == place.main_ref()
+    assert not (private / "cpe" / "2-other.lock").exists()
+    assert run(sandbox, "git rev-parse HEAD").returncode == 0
+
+
 def test_the_repository_objects_and_pointers_stay_as_they_are(
     place: Place, sandbox: RunSandbox
 ) -> None:
