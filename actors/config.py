@@ -282,11 +282,12 @@ class BudgetSection(_Section):
 
 
 class PriceSection(_Section):
-    """USD per million tokens: fresh input, cached input, output."""
+    """USD per million tokens: fresh input, cached input, output, and (Claude) cache writes."""
 
     input: Usd
     cached_input: Usd
     output: Usd
+    cache_write: Usd | None = None
 
 
 class PricingSection(_Section):

@@ -54,6 +54,7 @@ _CLI_FIELDS = {
     "bash_guard",
     "sandbox",
     "sandbox_missing",
+    "prices",
 }
 
 
@@ -516,6 +517,13 @@ def _runtime_factory(
         bash_guard=guard,
         sandbox=sandbox,
         sandbox_missing=sandbox_missing,
+        prices={
+            **DEFAULT_PRICES,
+            **{
+                name: ModelPrice(**price.model_dump())
+                for name, price in config.pricing.models.items()
+            },
+        },
     )
     shared = {name: getattr(adapter_config, name) for name in _CLI_FIELDS}
 
@@ -532,13 +540,6 @@ def _runtime_factory(
             return create_cli_runtime(settings, deps, cli_path=claude_cli.cli_path or None)
         settings = CliRuntimeConfig(
             **shared,
-            prices={
-                **DEFAULT_PRICES,
-                **{
-                    name: ModelPrice(**price.model_dump())
-                    for name, price in config.pricing.models.items()
-                },
-            },
             model=codex.model or None,
             idle_timeout=codex.idle_timeout or config.runtime.idle_timeout or None,
         )

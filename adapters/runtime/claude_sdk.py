@@ -56,6 +56,7 @@ from adapters.runtime.launcher import (
     wait_for_exit,
     write_launch_script,
 )
+from adapters.runtime.pricing import DEFAULT_PRICES, LiveUsage, ModelPrice
 from adapters.runtime.progress import ProgressWatch
 from adapters.runtime.provision import Provisioner
 from adapters.runtime.runners.bash_hook import (
@@ -128,6 +129,8 @@ class ClaudeAdapterConfig(RuntimeAdapterConfig):
     unchanged_limit: int | None = Field(
         default=None, ge=1, description="an implementor's tool calls changing nothing: stopped"
     )
+    # USD per million tokens: prices a run stopped before the CLI reported its cost
+    prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
 
 
 def create_claude_adapter(
@@ -154,6 +157,7 @@ class _Run:
     repeat_limit: int | None = None
     max_turns: int | None = None  # the agent definition's, held by the CLI
     progress: ProgressWatch | None = None  # an implementor's tool calls since its last change
+    live: LiveUsage = field(default_factory=LiveUsage)  # the tokens streamed so far
     last_call: tuple[str, str] | None = None  # the last tool call: name, input
     repeats: int = 0
     ended: bool = False
@@ -380,6 +384,8 @@ class ClaudeAdapter:
             if run.sandbox is not None:
                 await anyio.to_thread.run_sync(run.sandbox.release)
             await self._remove_worktree(run)
+            if run.usage.cost_usd is None:  # stopped before the CLI said: its tokens, priced
+                run.usage = run.live.priced(self.config.prices, run.usage)
             run.files.finish(termination, exit_code, final_response=final, usage=run.usage)
             run.output.put_nowait(None)
             with self._lock:
@@ -397,6 +403,7 @@ class ClaudeAdapter:
                         run.active(message)
                         run.files.record_native(message)
                         if isinstance(message, AssistantMessage):
+                            run.live.add(message.message_id, message.model, message.usage)
                             for block in message.content:
                                 if isinstance(block, TextBlock) and block.text:
                                     run.output.put_nowait(block.text)

@@ -1,10 +1,16 @@
-"""What a run cost when its runtime reports only tokens (``codex exec``): a price table per
-model, in USD per million tokens.
+"""What a run cost when its runtime reports only tokens: a price table per model, in USD per
+million tokens.
 
-The shipped prices are the vendor's published list prices as of ``PRICES_AS_OF``; a
+Two kinds of run need it: every ``codex exec`` run (codex reports tokens, never a cost), and a
+Claude run stopped before the CLI reported its cost (a timeout, a breaker, a cancel): its
+tokens are summed from the assistant messages it streamed (``LiveUsage``). A Claude run that
+ended with its result keeps the cost the CLI reported.
+
+The shipped prices are the vendors' published list prices as of ``PRICES_AS_OF``; a key is a
+model name or a family (a key ending in ``-``: ``claude-sonnet-`` prices every Sonnet the CLI
+may name). A
 ``[pricing.models.NAME]`` table in ``supervisor.toml`` overrides or adds one. A model missing
 from the table gives no cost (``None``, shown as unknown, never 0), with one warning per model.
-The Claude CLIs report their own cost, which is taken as it is.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from collections.abc import Mapping
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
+
+from domain.models import RunUsage
 
 log = structlog.get_logger("cpe.runtime.pricing")
 
@@ -28,12 +36,16 @@ class ModelPrice(BaseModel):
     input: float = Field(ge=0, le=10_000)
     cached_input: float = Field(ge=0, le=10_000)
     output: float = Field(ge=0, le=10_000)
+    cache_write: float | None = Field(default=None, ge=0, le=10_000)  # None: 1.25 times input
 
 
 DEFAULT_PRICES: Mapping[str, ModelPrice] = {
     "gpt-5-codex": ModelPrice(input=1.25, cached_input=0.125, output=10.0),
     "gpt-5": ModelPrice(input=1.25, cached_input=0.125, output=10.0),
     "gpt-5-mini": ModelPrice(input=0.25, cached_input=0.025, output=2.0),
+    "claude-opus-": ModelPrice(input=5.0, cached_input=0.5, output=25.0, cache_write=6.25),
+    "claude-sonnet-": ModelPrice(input=3.0, cached_input=0.3, output=15.0, cache_write=3.75),
+    "claude-haiku-": ModelPrice(input=1.0, cached_input=0.1, output=5.0, cache_write=1.25),
 }
 
 _warned: set[str] = set()
@@ -45,7 +57,7 @@ def token_cost(
 ) -> float | None:
     """The cost of ``usage`` (codex's ``input_tokens``, ``cached_input_tokens``,
     ``output_tokens``) on ``model``; None when the model or its price is unknown."""
-    price = prices.get(model) if model else None
+    price = price_of(model, prices)
     if price is None:
         key = model or "(codex's default)"
         with _warned_lock:
@@ -62,3 +74,85 @@ def token_cost(
     fresh = max(0, usage.get("input_tokens", 0) - cached)
     output = usage.get("output_tokens", 0)
     return (fresh * price.input + cached * price.cached_input + output * price.output) / 1e6
+
+
+def price_of(model: str | None, prices: Mapping[str, ModelPrice]) -> ModelPrice | None:
+    """The price of ``model``: its own entry, else the longest family key (one that ends in
+    ``-``, such as ``claude-sonnet-``) it starts with."""
+    if not model:
+        return None
+    if model in prices:
+        return prices[model]
+    families = (key for key in prices if key.endswith("-") and model.startswith(key))
+    family = max(families, key=len, default=None)
+    return prices[family] if family is not None else None
+
+
+def claude_token_cost(
+    model: str | None, usage: Mapping[str, int], prices: Mapping[str, ModelPrice]
+) -> float | None:
+    """The cost of a Claude ``usage`` (``input_tokens`` not counting the cache, which
+    ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` count) on ``model``."""
+    price = price_of(model, prices)
+    if price is None:
+        return token_cost(model, {}, {})  # the warning, once; None
+    write = price.cache_write if price.cache_write is not None else price.input * 1.25
+    return (
+        usage.get("input_tokens", 0) * price.input
+        + usage.get("cache_read_input_tokens", 0) * price.cached_input
+        + usage.get("cache_creation_input_tokens", 0) * write
+        + usage.get("output_tokens", 0) * price.output
+    ) / 1e6
+
+
+class LiveUsage:
+    """The tokens of a Claude run so far, from the assistant messages it streamed: the CLI
+    repeats a message once per content block, so each message counts once, at its largest."""
+
+    _KEYS = (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    )
+
+    def __init__(self) -> None:
+        self.messages: dict[str, dict[str, int]] = {}
+        self.model: str | None = None
+
+    def add(self, message_id: object, model: object, usage: object) -> None:
+        if not isinstance(message_id, str) or not isinstance(usage, Mapping):
+            return
+        if isinstance(model, str) and model:
+            self.model = model
+        seen = self.messages.setdefault(message_id, {})
+        for key in self._KEYS:
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                seen[key] = max(seen.get(key, 0), value)
+
+    def totals(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for usage in self.messages.values():
+            for key, value in usage.items():
+                total[key] = total.get(key, 0) + value
+        return total
+
+    def priced(self, prices: Mapping[str, ModelPrice], usage: RunUsage) -> RunUsage:
+        """``usage`` of a run whose CLI reported no cost: what its messages show it spent."""
+        if not self.messages:
+            return usage
+        totals = self.totals()
+        return usage.model_copy(
+            update={
+                "cost_usd": self.cost(prices),
+                "input_tokens": totals.get("input_tokens"),
+                "output_tokens": totals.get("output_tokens"),
+            }
+        )
+
+    def cost(self, prices: Mapping[str, ModelPrice]) -> float | None:
+        """None when nothing was streamed or the model has no price."""
+        if not self.messages:
+            return None
+        return claude_token_cost(self.model, self.totals(), prices)

@@ -67,3 +67,52 @@ def test_specs_failing_in_separate_planner_runs_get_at_most_max_attempts_runs_ea
     log_text = (home / "cpe.log").read_text()
     assert log_text.count('"spec not planned again until it changes"') == 2
     assert '"planner run deferred"' in log_text  # the retries backed off
+
+
+def test_a_spec_whose_planning_spent_its_budget_waits_for_its_next_version(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    """[budget] per_spec_usd: the first failed planner run on a.md costs more than the spec's
+    planning budget, so no second run comes although attempts are left; the log and `cpe
+    status` say why; a new version of the spec is planned again."""
+    repo = make_cpe_repo(tmp_path / "repo", extra="[budget]\nper_spec_usd = 0.000001\n")
+    _commit_spec(repo, "a.md")
+    home = tmp_path / "home"
+    home.mkdir()
+    status = ""
+
+    def status_says(text: str) -> bool:
+        nonlocal status
+        status = cpe("status", cwd=repo).stdout
+        return text in status
+
+    book = [load_scenario("invalid_output", match=Match(role="planner"))]
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(ScriptedModelServer(book))
+        log = stack.enter_context((home / "cpe.log").open("a"))
+        cpe_run = start_cpe(repo, home, log, server.client_env())
+        processes.append(cpe_run)
+        assert wait_for(lambda: status_says("spent [budget] per_spec_usd"), 180), status
+        assert "planned again once it changes" in status
+        logged = home / "cpe.log"
+        assert wait_for(lambda: "its planning budget is spent" in logged.read_text(), 60)
+        # a new version is planned (and fails, and waits) in its turn
+        (repo / "specs" / "a.md").write_text("# a.md\n\nAdd a function a() returning 1.\n")
+        git(repo, "commit", "-qam", "spec a, second version")
+        assert wait_for(
+            lambda: (
+                sum(
+                    1
+                    for run in agent_runs(repo)
+                    if run.role == "planner" and run.status == "failed"
+                )
+                == 2
+            ),
+            180,
+        )
+        cpe_run.send_signal(signal.SIGTERM)
+        assert cpe_run.wait(120) == 0
+    planners = [run for run in agent_runs(repo) if run.role == "planner"]
+    assert len(planners) == 2  # one per version: attempts were left, the budget was not
+    assert len({run.spec_shas["specs/a.md"] for run in planners}) == 2
+    assert all((run.cost_usd or 0) > 0 for run in planners)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from adapters.runtime.artifacts import FinishedArtifacts, RunArtifacts, Termination
+from adapters.runtime.pricing import LiveUsage
 from adapters.runtime.progress import ProgressWatch
 from adapters.runtime.runners.base import (
     RunnerCapabilities,
@@ -91,6 +92,7 @@ class CliOutcome:
     artifacts: FinishedArtifacts
     process: ProcessOutcome | None
     infrastructure: str | None = None
+    live: LiveUsage | None = None  # the tokens the run streamed (priced when no cost came)
 
 
 class JsonlRun(ABC):
@@ -247,6 +249,7 @@ class ClaudeCliRun(JsonlRun):
     on_event: EventCallback | None = None
     result: dict[str, Any] | None = None
     malformed: list[str] = field(default_factory=list)
+    live: LiveUsage = field(default_factory=LiveUsage)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _outcome: CliOutcome | None = None
 
@@ -256,6 +259,8 @@ class ClaudeCliRun(JsonlRun):
             self.result = event
         elif kind in ("assistant", "user"):  # tool calls open and close: activity
             message = event.get("message")
+            if kind == "assistant" and isinstance(message, dict):
+                self.live.add(message.get("id"), message.get("model"), message.get("usage"))
             content = message.get("content") if isinstance(message, dict) else None
             for block in content if isinstance(content, list) else ():
                 if not isinstance(block, dict):
@@ -305,7 +310,14 @@ class ClaudeCliRun(JsonlRun):
             termination = "error"
             reason = reason or "required artifacts missing"
         return CliOutcome(
-            termination, ended.exit_code, reason, self.result, finished, ended, infrastructure
+            termination,
+            ended.exit_code,
+            reason,
+            self.result,
+            finished,
+            ended,
+            infrastructure,
+            self.live,
         )
 
 

@@ -360,6 +360,8 @@ class CliRuntime:
                     await anyio.to_thread.run_sync(run.handle.wait)
                 raise
             run.usage = self._priced(_usage(outcome.result), outcome.result)
+            if run.usage.cost_usd is None and outcome.live is not None:
+                run.usage = outcome.live.priced(self.config.prices, run.usage)
             return await self._result(run, outcome)
         finally:
             await self._end_sandbox(run)

@@ -337,6 +337,9 @@ def test_a_run_repeating_the_same_tool_call_is_stopped_as_making_no_progress(
     assert len(calls) <= 4  # stopped at the third call, not at the duration limit
     meta = json.loads((tmp_path / "runs" / "implementor-1" / "runner_metadata.json").read_text())
     assert meta["termination"] == "killed_policy"
+    # stopped before the CLI reported a cost: the tokens it streamed, priced, not "unknown"
+    assert meta["usage"]["input_tokens"] > 0
+    assert meta["cost_usd"] > 0
     assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
 
 

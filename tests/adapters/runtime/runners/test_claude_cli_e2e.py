@@ -20,6 +20,7 @@ from domain.errors import AgentFailure
 from domain.models import (
     ImplementorStartParams,
     PlannerStartParams,
+    RunUsage,
     SessionId,
     WorkItemId,
 )
@@ -365,10 +366,24 @@ def test_a_run_repeating_the_same_tool_call_on_the_real_cli_is_stopped(
             work_item_id=WorkItemId("1"),
             branch_name="cpe/1-x",
         )
-        _, failure = drive(adapter, params)
+
+        async def main() -> tuple[object, RunUsage]:
+            handle = await adapter.start_agent(params)
+            _ = [chunk async for chunk in handle.output]
+            try:
+                return await handle.result, handle.usage()
+            except AgentFailure as failure:
+                return failure, handle.usage()
+
+        failure, usage = anyio.run(main)
     assert isinstance(failure, AgentFailure), failure
     assert failure.kind == "failed"
     assert "no progress: the same Bash call 3 times in a row" in failure.reason
+    # no result event, so no cost from the CLI: the tokens it streamed, priced (not unknown)
+    assert usage.input_tokens is not None
+    assert usage.input_tokens > 0
+    assert usage.cost_usd is not None
+    assert usage.cost_usd > 0
     run_dir = tmp_path / "state" / "runs" / "implementor-1"
     meta = json.loads((run_dir / "runner_metadata.json").read_text())
     assert meta["termination"] == "killed_policy"
