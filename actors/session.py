@@ -262,6 +262,7 @@ class AgentSession(SupervisedActor):
             "session_id": self.session_id,
             "cost_usd": usage.cost_usd,
             "turns": usage.turns,
+            "model": usage.model,
             "at": _now(),
         }
         role = self.params.role
@@ -286,6 +287,7 @@ class AgentSession(SupervisedActor):
             reason=reason,
             cost_usd=usage.cost_usd,
             turns=usage.turns,
+            model=usage.model,
             failure_class="infrastructure" if infrastructure else "work",
             at=_now(),
         )

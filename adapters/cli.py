@@ -122,7 +122,7 @@ def _add_costs(
     costs = commands.add_parser(
         "costs", parents=[where], help="what the agent runs cost, from the journal"
     )
-    costs.add_argument("--by", choices=("item", "role", "runtime", "day"), default="item")
+    costs.add_argument("--by", choices=("item", "role", "runtime", "model", "day"), default="item")
     costs.add_argument("--since", metavar="YYYY-MM-DD", default=None)
 
 

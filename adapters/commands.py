@@ -235,14 +235,14 @@ def _status(config: Any, root: Path, branch: str) -> None:
 
         provider = LocalProvider(root, state_dir, branch)
         try:
-            _print_items(provider.work_item_reader.list_work_items())
+            _print_items(provider.work_item_reader.list_work_items(), state)
             _print_revisions(provider.revision_reader.list_revisions())
         finally:
             provider.close()
     else:  # no token needed to look: the engine's last view of GitHub, from its journal
         github = config.provider.github
         print(f"\n(GitHub {github.repository if github else ''}: as the engine last saw it)")
-        _print_items(state.work_items.values())
+        _print_items(state.work_items.values(), state)
         _print_revisions(list(state.revisions.values()))
     _print_retries(state, config)
     _print_skipped_specs(state)
@@ -371,16 +371,24 @@ def _print_planner_waits(state: Any, config: Any) -> None:
         print("\n".join(lines))
 
 
-def _print_items(items: Any) -> None:
+def _print_items(items: Any, state: EngineState) -> None:
+    """Each item with its status, what its ended runs cost (``?``: a run's cost is unknown)
+    and its open blockers."""
     print("\nwork items")
     by_id = {item.id: item for item in items}
     if not by_id:
         print("  (none)")
+    costs: dict[str, list[float | None]] = {}
+    for run in state.agent_runs.values():
+        if run.work_item_id is not None and run.ended_at is not None:
+            costs.setdefault(run.work_item_id, []).append(run.cost_usd)
     for wid in ordered(by_id):
         item = by_id[wid]
         blockers = ", ".join(b if "#" in b else f"#{b}" for b in item.blocked_by)
         blocked = f"  blocked by {blockers}" if blockers else ""
-        print(f"  #{item.id:<4} {item.status:<17} {item.title}{blocked}")
+        runs = costs.get(item.id, [])
+        cost = f"${sum(c or 0.0 for c in runs):.2f}{'?' if None in runs else ''}"
+        print(f"  #{item.id:<4} {item.status:<17} {cost:<8} {item.title}{blocked}")
 
 
 def _print_revisions(revisions: Any) -> None:
@@ -553,12 +561,12 @@ def replay(until: int | None, config_path: Path | None, repo: Path | None) -> in
 
 # ---------------------------------------------------------------------------- costs
 
-COST_GROUPS = ("item", "role", "runtime", "day")
+COST_GROUPS = ("item", "role", "runtime", "model", "day")
 
 
 def costs(by: str, since: str | None, config_path: Path | None, repo: Path | None) -> int:
-    """What the agent runs cost, from the journal: a table grouped ``by`` item, role, runtime
-    or day (UTC), of the runs that ended on or after ``since`` (YYYY-MM-DD). A run that
+    """What the agent runs cost, from the journal: a table grouped ``by`` item, role, runtime,
+    model or day (UTC), of the runs that ended on or after ``since`` (YYYY-MM-DD). A run that
     reported no cost is counted apart (``unknown``), never as 0."""
     try:
         config, root = resolve_config(config_path, repo)
@@ -580,6 +588,7 @@ def costs(by: str, since: str | None, config_path: Path | None, repo: Path | Non
             "item": f"#{run.work_item_id}" if run.work_item_id else "planning",
             "role": run.role,
             "runtime": run_runtime(state_dir, run.session_id) or "unknown",
+            "model": run.model or "unknown",
             "day": run.ended_at.astimezone(UTC).strftime("%Y-%m-%d"),
         }[by]
         groups.setdefault(key, []).append(run.cost_usd)

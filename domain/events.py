@@ -113,6 +113,7 @@ class _AgentCompleted(_Event):
     session_id: SessionId
     cost_usd: float | None = None
     turns: int | None = None
+    model: str | None = None
 
 
 class PlannerCompleted(_AgentCompleted):
@@ -138,6 +139,7 @@ class AgentFailed(_Event):
     reason: str
     cost_usd: float | None = None
     turns: int | None = None
+    model: str | None = None
     # "infrastructure": it failed under the agent (credentials, the model API, the CLI): no
     # attempt is spent (domain.errors.AgentFailure)
     failure_class: FailureClass = "work"

@@ -168,6 +168,7 @@ class RunUsage(Frozen):
     turns: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    model: str | None = None  # the model the run used, as its runtime named it
 
 
 class AgentRun(Frozen):
@@ -190,6 +191,7 @@ class AgentRun(Frozen):
     log_file_path: str | None = None
     cost_usd: float | None = None
     turns: int | None = None
+    model: str | None = None
     outcome: str | None = None
     failure_reason: str | None = None
     failure_class: FailureClass | None = None

@@ -356,6 +356,7 @@ def _complete_run(
         "ended_at": event.at,
         "cost_usd": event.cost_usd,
         "turns": event.turns,
+        "model": event.model,
     }
     if state.infrastructure.count:  # the model answered: the streak is over
         state = _replace(state, infrastructure=InfrastructureStreak())
@@ -382,6 +383,7 @@ def _fail_run(state: EngineState, event: AgentFailed) -> EngineState:
         "settled": True,
         "cost_usd": event.cost_usd,
         "turns": event.turns,
+        "model": event.model,
     }
     if event.kind == "cancelled":
         return _put_run(state, run, changes)  # by shutdown or a person: no attempt used up

@@ -96,6 +96,7 @@ def run_events(greeting: WorkItemId, revision: RevisionId) -> list[EngineEvent]:
             result=result,
             cost_usd=0.0123,
             turns=4,
+            model="claude-sonnet-5",
             at=T0 + timedelta(seconds=13.5),
         ),
         AgentRequested(session_id=PLANNER, params=planner, at=T0 + timedelta(seconds=20)),
@@ -156,10 +157,36 @@ def test_status_shows_work_items_with_status_and_blockers(worked: Worked) -> Non
     result = cpe("status", cwd=worked.repo)
     assert result.returncode == 0, result.stderr
     items = sections(result.stdout)["work items"]
-    assert line_with(items, "Greeting").split()[:2] == [f"#{worked.greeting}", "in-review"]
+    # each with what its runs cost: the greeting's implementor $0.0123, its reviewer not yet
+    greeting = line_with(items, "Greeting").split()[:3]
+    assert greeting == [f"#{worked.greeting}", "in-review", "$0.01"]
     farewell = line_with(items, "Farewell")
-    assert farewell.split()[:2] == [f"#{worked.farewell}", "pending"]
+    assert farewell.split()[:3] == [f"#{worked.farewell}", "pending", "$0.00"]
     assert farewell.endswith(f"blocked by #{worked.greeting}")
+
+
+def test_status_marks_an_items_cost_with_a_run_that_reported_none(worked: Worked) -> None:
+    """A run that ended without a cost makes the item's figure a lower bound: `?`."""
+    params = ImplementorStartParams(
+        session_id=SessionId("implementor-ffff"),
+        work_item_id=worked.farewell,
+        branch_name="cpe/2-farewell",
+    )
+    journal(
+        worked.state_dir,
+        [
+            AgentRequested(session_id=params.session_id, params=params, at=T0),
+            AgentFailed(
+                session_id=params.session_id,
+                role="implementor",
+                kind="timed-out",
+                reason="exceeded max_agent_duration",
+                at=T0 + timedelta(seconds=5),
+            ),
+        ],
+    )
+    items = sections(cpe("status", cwd=worked.repo).stdout)["work items"]
+    assert line_with(items, "Farewell").split()[:3] == [f"#{worked.farewell}", "pending", "$0.00?"]
 
 
 def test_status_shows_revisions_with_their_pipeline_state(worked: Worked) -> None:
@@ -418,7 +445,7 @@ def test_status_shows_when_a_failed_item_is_retried_and_why(tmp_path: Path) -> N
     assert why == "why: the tests failed: test_greet"
 
 
-@pytest.mark.parametrize("by", ["item", "role", "runtime", "day"])
+@pytest.mark.parametrize("by", ["item", "role", "runtime", "model", "day"])
 def test_costs_add_up_to_what_the_runs_recorded(worked: Worked, by: str) -> None:
     """`cpe costs`: every group, and the total, is the sum of the journal's recorded costs; a
     run without a cost is counted as unknown, never as 0."""
@@ -444,6 +471,9 @@ def test_costs_add_up_to_what_the_runs_recorded(worked: Worked, by: str) -> None
     if by == "role":
         implementors = sum(r.cost_usd or 0.0 for r in runs if r.role == "implementor")
         assert float(figures["implementor"][1]) == pytest.approx(implementors, abs=1e-4)
+    if by == "model":  # the planner's run named no model
+        assert figures["claude-sonnet-5"] == ["1", "0.0123", "0"]
+        assert figures["unknown"] == ["1", "0.5000", "0"]
 
 
 def test_costs_refuses_a_date_it_cannot_read(worked: Worked) -> None:

@@ -56,7 +56,7 @@ from adapters.runtime.launcher import (
     wait_for_exit,
     write_launch_script,
 )
-from adapters.runtime.pricing import DEFAULT_PRICES, LiveUsage, ModelPrice
+from adapters.runtime.pricing import DEFAULT_PRICES, LiveUsage, ModelPrice, main_model
 from adapters.runtime.progress import ProgressWatch
 from adapters.runtime.provision import Provisioner
 from adapters.runtime.runners.bash_hook import (
@@ -386,6 +386,8 @@ class ClaudeAdapter:
             await self._remove_worktree(run)
             if run.usage.cost_usd is None:  # stopped before the CLI said: its tokens, priced
                 run.usage = run.live.priced(self.config.prices, run.usage)
+            if run.usage.model is None and run.live.model is not None:
+                run.usage = run.usage.model_copy(update={"model": run.live.model})
             run.files.finish(termination, exit_code, final_response=final, usage=run.usage)
             run.output.put_nowait(None)
             with self._lock:
@@ -538,6 +540,7 @@ async def _drain(queue: asyncio.Queue[str | None]) -> AsyncIterator[str]:
 def _usage(result: ResultMessage) -> RunUsage:
     usage = result.usage or {}
     return RunUsage(
+        model=main_model(result.model_usage),
         cost_usd=result.total_cost_usd,
         turns=result.num_turns,
         input_tokens=usage.get("input_tokens"),

@@ -76,6 +76,20 @@ def token_cost(
     return (fresh * price.input + cached * price.cached_input + output * price.output) / 1e6
 
 
+def main_model(model_usage: object) -> str | None:
+    """The model that cost most in a Claude result's ``modelUsage`` (model name to usage)."""
+    if not isinstance(model_usage, Mapping) or not model_usage:
+        return None
+
+    def cost(name: str) -> float:
+        entry = model_usage.get(name)
+        value = entry.get("costUSD") if isinstance(entry, Mapping) else None
+        return float(value) if isinstance(value, (int, float)) else 0.0
+
+    names = [name for name in model_usage if isinstance(name, str)]
+    return max(names, key=cost, default=None)
+
+
 def price_of(model: str | None, prices: Mapping[str, ModelPrice]) -> ModelPrice | None:
     """The price of ``model``: its own entry, else the longest family key (one that ends in
     ``-``, such as ``claude-sonnet-``) it starts with."""
@@ -148,6 +162,7 @@ class LiveUsage:
                 "cost_usd": self.cost(prices),
                 "input_tokens": totals.get("input_tokens"),
                 "output_tokens": totals.get("output_tokens"),
+                "model": usage.model or self.model,
             }
         )
 

@@ -37,7 +37,7 @@ from adapters.runtime.agents import (
 )
 from adapters.runtime.bash_guard import BashGuardConfig
 from adapters.runtime.claude_sdk import MODEL_VARIABLES, bundled_cli
-from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice, token_cost
+from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice, main_model, token_cost
 from adapters.runtime.provision import Provisioner
 from adapters.runtime.runners.base import (
     AgentProfile,
@@ -362,6 +362,8 @@ class CliRuntime:
             run.usage = self._priced(_usage(outcome.result), outcome.result)
             if run.usage.cost_usd is None and outcome.live is not None:
                 run.usage = outcome.live.priced(self.config.prices, run.usage)
+            if run.usage.model is None and outcome.live is not None and outcome.live.model:
+                run.usage = run.usage.model_copy(update={"model": outcome.live.model})
             return await self._result(run, outcome)
         finally:
             await self._end_sandbox(run)
@@ -411,7 +413,9 @@ def _tokens(result: Mapping[str, Any] | None) -> dict[str, int]:
 def _usage(result: Mapping[str, Any] | None) -> RunUsage:
     result = result or {}
     usage = result.get("usage") or {}
+    model = result.get("model")  # codex's, set by its runner
     return RunUsage(
+        model=model if isinstance(model, str) else main_model(result.get("modelUsage")),
         cost_usd=result.get("total_cost_usd"),
         turns=result.get("num_turns"),
         input_tokens=usage.get("input_tokens"),
