@@ -462,10 +462,13 @@ class CommandExecutor:
         w, r = self.work_item_writer, self.revision_writer
         at = _now()
         match command:
-            case TransitionStatus(work_item_id=wid, to=to):
+            case TransitionStatus(work_item_id=wid, to=to, reason=reason):
                 w.transition_status(wid, to)
-                log.info("status changed", change=explain_transition(snapshot, wid, to))
-                return [StatusTransitioned(work_item_id=wid, to=to, at=at)]
+                change = explain_transition(snapshot, wid, to)
+                if reason and ":" not in change:  # the state alone could not say why
+                    change = f"{change}: {reason}"
+                log.info("status changed", change=change)
+                return [StatusTransitioned(work_item_id=wid, to=to, reason=reason, at=at)]
             case ApplyPlan():
                 created = self._apply_plan(command, key)
                 return [

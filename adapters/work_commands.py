@@ -190,7 +190,8 @@ def _history(state_dir: Path, wid: WorkItemId) -> list[str]:
                     lines.append(f"{when}  {last} → {status}  (seen on the tracker)")
                 last = status
             elif isinstance(event, StatusTransitioned) and event.work_item_id == wid:
-                lines.append(f"{when}  {last or '?'} → {event.to}  (cpe)")
+                why = f": {event.reason}" if event.reason else ""
+                lines.append(f"{when}  {last or '?'} → {event.to}  (cpe{why})")
                 last = event.to
             elif isinstance(event, UserTransitionedStatus) and event.work_item_id == wid:
                 lines.append(f"{when}  {event.to} requested by a person")

@@ -48,6 +48,7 @@ class TransitionStatus(Frozen):
     type: Literal["TransitionStatus"] = "TransitionStatus"
     work_item_id: WorkItemId
     to: Status
+    reason: str | None = None  # why, where the decision knows more than the state shows
 
 
 class ApplyPlan(Frozen):

@@ -40,12 +40,12 @@ from domain.state import (
 from domain.workflow import Trigger, next_status
 
 
-def transition(item: WorkItem, trigger: Trigger) -> list[EngineCommand]:
+def transition(item: WorkItem, trigger: Trigger, reason: str | None = None) -> list[EngineCommand]:
     """``TransitionStatus`` per the workflow table, or nothing when the table has no row."""
     target = next_status(item.status, trigger)
     if target is None:
         return []
-    return [TransitionStatus(work_item_id=item.id, to=target)]
+    return [TransitionStatus(work_item_id=item.id, to=target, reason=reason)]
 
 
 def exhausted(state: EngineState, item_id: WorkItemId, max_attempts: int) -> bool:
@@ -314,10 +314,13 @@ def dispatch_items(
         if not _eligible(state, item):
             continue
         if exhausted(state, item.id, max_attempts):
-            commands += transition(item, "attempts-exhausted")
+            why = f"attempts exhausted ({state.attempts.get(item.id, 0)} of {max_attempts})"
+            commands += transition(item, "attempts-exhausted", why)
             continue
         if item_budget_spent(state, item.id, item_budget):
-            commands += transition(item, "budget-spent") if block_on_budget else []
+            spent = spent_on_item(state, item.id)
+            why = f"budget: its runs cost ${spent:.2f} of [budget] per_item_usd ${item_budget:g}"
+            commands += transition(item, "budget-spent", why) if block_on_budget else []
             continue
         if slots <= 0:
             continue

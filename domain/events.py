@@ -206,6 +206,7 @@ class StatusTransitioned(_Event):
     type: Literal["StatusTransitioned"] = "StatusTransitioned"
     work_item_id: WorkItemId
     to: Status
+    reason: str | None = None
 
 
 class CommandFailed(_Event):

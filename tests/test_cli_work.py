@@ -89,6 +89,24 @@ def test_work_show_names_the_last_failure(worked: Worked) -> None:
     assert f"last failure  {REVIEWER} timed-out: exceeded max_agent_duration (1800s)" in out
 
 
+def test_work_show_says_why_cpe_changed_an_items_status(worked: Worked) -> None:
+    """A transition whose reason the state cannot show (a budget spent) keeps it: in the
+    status history, as in the log."""
+    from datetime import timedelta  # noqa: PLC0415
+
+    from domain.events import StatusTransitioned  # noqa: PLC0415
+    from tests.test_cli_status import T0, journal  # noqa: PLC0415
+
+    why = "budget: its runs cost $25.40 of [budget] per_item_usd $25"
+    event = StatusTransitioned(
+        work_item_id=worked.farewell, to="blocked", reason=why, at=T0 + timedelta(seconds=90)
+    )
+    journal(worked.state_dir, [event])
+    out = cpe("work", "show", worked.farewell, cwd=worked.repo).stdout
+    history = out.split("\nstatus history (oldest first)\n")[1].split("\n\n")[0]
+    assert history.splitlines()[-1].endswith(f"→ blocked  (cpe: {why})")
+
+
 def test_work_show_of_an_unknown_item_is_a_one_line_error(worked: Worked) -> None:
     line = one_line_error(cpe("work", "show", "42", cwd=worked.repo), 1)
     assert "unknown work item '42'; expected one cpe work list shows (#1, #2)" in line

@@ -884,7 +884,8 @@ def test_an_item_past_its_budget_waits_instead_when_so_configured() -> None:
     spent = implementor_run("s1", "1", status="completed", settled=True, cost_usd=6.0)
     before = state(item("1", "pending"), runs=[spent])
     _, commands = step(before, DispatchDue(), HandlerOptions(item_budget_usd=5))
-    assert commands == [TransitionStatus(work_item_id="1", to="blocked")]
+    why = "budget: its runs cost $6.00 of [budget] per_item_usd $5"
+    assert commands == [TransitionStatus(work_item_id="1", to="blocked", reason=why)]
     waiting = HandlerOptions(item_budget_usd=5, block_on_item_budget=False)
     _, commands = step(before, DispatchDue(), waiting)
     assert commands == []
