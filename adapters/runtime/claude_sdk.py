@@ -361,6 +361,8 @@ class ClaudeAdapter:
             if run.looping is not None:
                 termination = "killed_policy"
                 raise AgentFailure("failed", run.looping)
+            if run.over_budget and final is None:  # stopped by cpe: the CLI did not stop it
+                raise AgentFailure("failed", self._budget_reason(run))
             if run.idle:
                 termination = "killed_idle"
                 raise AgentFailure(
@@ -406,6 +408,7 @@ class ClaudeAdapter:
                         run.files.record_native(message)
                         if isinstance(message, AssistantMessage):
                             run.live.add(message.message_id, message.model, message.usage)
+                            self._check_budget(run)
                             for block in message.content:
                                 if isinstance(block, TextBlock) and block.text:
                                     run.output.put_nowait(block.text)
@@ -443,6 +446,23 @@ class ClaudeAdapter:
                 log.exception("watching the claude CLI failed", pid=pid)
 
         return run.loop.create_task(watch())
+
+    def _check_budget(self, run: _Run) -> None:
+        """The CLI holds ``max_budget_usd`` itself, checking after each message; should it
+        start another message past the budget, cpe stops the run (its streamed usage, priced)."""
+        budget = self.config.max_budget_usd
+        if budget is None or run.over_budget:
+            return
+        if run.live.overrun(self.config.prices, budget) is not None:
+            run.over_budget = True
+            run._stop()
+
+    def _budget_reason(self, run: _Run) -> str:
+        cost = run.live.cost(self.config.prices) or 0.0
+        return (
+            f"budget: the run reached [budget] per_run_usd (${self.config.max_budget_usd}) and "
+            f"the CLI went on: stopped by cpe at ${cost:.4f} counted from its streamed usage"
+        )
 
     async def _result(self, run: _Run, final: ResultMessage) -> AgentResult:
         role = run.params.role

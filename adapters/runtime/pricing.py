@@ -145,9 +145,20 @@ class LiveUsage:
             if isinstance(value, int) and not isinstance(value, bool):
                 seen[key] = max(seen.get(key, 0), value)
 
-    def totals(self) -> dict[str, int]:
+    def overrun(self, prices: Mapping[str, ModelPrice], budget: float) -> float | None:
+        """What the messages before the newest cost, when that reaches ``budget``: the CLI
+        started another message although the run had spent its budget (it checks after each
+        message, so within one message it is not late yet). None otherwise."""
+        if len(self.messages) < 2:
+            return None
+        *before, _newest = self.messages
+        spent = claude_token_cost(self.model, self.totals(before), prices)
+        return spent if spent is not None and spent >= budget else None
+
+    def totals(self, ids: list[str] | None = None) -> dict[str, int]:
         total: dict[str, int] = {}
-        for usage in self.messages.values():
+        chosen = self.messages.values() if ids is None else [self.messages[i] for i in ids]
+        for usage in chosen:
             for key, value in usage.items():
                 total[key] = total.get(key, 0) + value
         return total

@@ -25,6 +25,9 @@ Behaviour comes from the environment (the SDK passes ``ClaudeAgentOptions.env`` 
     ``grandchild``: starts a sleeping child (stdin from /dev/null, stdout and stderr inherited,
     as a backgrounded shell command would), records its pid, then as ``hang``.
     ``crash_grandchild``: starts that child, then as ``crash``: the CLI is gone, its child not.
+    ``overspend``: a CLI that does not hold its budget: assistant messages (distinct ids) of a
+    million input tokens each on ``claude-sonnet-fake`` (some $3 at list price), one every
+    50 ms, up to 1000, and no result.
 ``FAKE_CLAUDE_OUTPUT``
     A JSON file holding the structured output of the result (none when unset).
 ``FAKE_CLAUDE_TEXT`` / ``FAKE_CLAUDE_BASH``
@@ -65,6 +68,7 @@ from typing import Any
 
 VERSION = "2.1.330"  # the bundled CLI of SDK 0.2.187; the SDK warns when init lacks one
 MODEL = "fake-model"
+OVERSPEND = "claude-sonnet-fake"  # priced as a Sonnet by cpe's table
 SESSION = "fake-session-0001"
 GRANDCHILD_MARKER = "fake-claude-grandchild"
 MODES = (
@@ -77,6 +81,7 @@ MODES = (
     "ignore_sigterm",
     "grandchild",
     "crash_grandchild",
+    "overspend",
 )
 
 
@@ -180,6 +185,14 @@ class FakeCli:
         if self.mode in ("hang", "ignore_sigterm", "grandchild"):
             threading.Event().wait(_hang_seconds())
             return 124
+        if self.mode == "overspend":
+            pause = threading.Event()  # never set: the time between two messages
+            for n in range(1000):
+                usage = {"input_tokens": 1_000_000, "output_tokens": 10}
+                text = {"type": "text", "text": f"spending {n}"}
+                self.assistant(text, message_id=f"msg_fake_{n}", model=OVERSPEND, usage=usage)
+                pause.wait(0.05)
+            return 0
         self.assistant({"type": "text", "text": _env("FAKE_CLAUDE_TEXT", "Working on it.")})
         if self.mode in ("crash", "crash_grandchild"):
             sys.stderr.write("fake claude: simulated crash\n")
@@ -211,17 +224,25 @@ class FakeCli:
             "uuid": str(uuid.uuid4()),
         }
 
-    def assistant(self, block: dict[str, Any]) -> None:
+    def assistant(
+        self,
+        block: dict[str, Any],
+        *,
+        message_id: str = "msg_fake_1",
+        model: str = MODEL,
+        usage: dict[str, int] | None = None,
+    ) -> None:
         # The real CLI writes one assistant line per content block.
         self.emit(
             {
                 "type": "assistant",
                 "message": {
-                    "id": "msg_fake_1",
+                    "id": message_id,
                     "type": "message",
                     "role": "assistant",
-                    "model": MODEL,
+                    "model": model,
                     "content": [block],
+                    **({"usage": usage} if usage is not None else {}),
                 },
                 "parent_tool_use_id": None,
                 "session_id": SESSION,

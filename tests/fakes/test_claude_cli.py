@@ -345,6 +345,19 @@ def test_hang_mode_ends_at_stdin_eof_only_when_killed(
     assert session.process.wait(timeout=WAIT) in (-signal.SIGKILL, 0)
 
 
+def test_overspend_mode_streams_costly_messages_and_never_a_result(
+    raw: Callable[[str], RawSession],
+) -> None:
+    session = raw("overspend")
+    assert session.start_turn()["subtype"] == "init"
+    messages = [session.receive()["message"] for _ in range(3)]
+    assert [m["id"] for m in messages] == ["msg_fake_0", "msg_fake_1", "msg_fake_2"]
+    assert {m["model"] for m in messages} == {"claude-sonnet-fake"}
+    assert all(m["usage"]["input_tokens"] == 1_000_000 for m in messages)
+    session.process.kill()
+    assert session.process.wait(timeout=WAIT) == -signal.SIGKILL
+
+
 def test_an_unknown_mode_exits_2_with_a_message(fake: FakeClaude) -> None:
     result = subprocess.run(
         [str(fake.path)],

@@ -121,6 +121,9 @@ class RunRequest:
     # ``token_price`` and stops the run (killed_policy) once it reaches this cost.
     counted_budget_usd: float | None = None
     token_price: ModelPrice | None = None
+    # Prices the streamed usage of a runner whose own budget may fail to hold (the claude
+    # CLI): at ``max_budget_usd`` cpe stops the run itself.
+    prices: Mapping[str, ModelPrice] | None = None
     repeat_limit: int | None = None  # the same tool call this many times in a row: stopped
     unchanged_limit: int | None = None  # this many tool calls changing nothing: stopped
     bash_guard: BashGuardConfig | None = None  # check every shell command with cpe's guard

@@ -250,6 +250,7 @@ class ClaudeCliRun(JsonlRun):
     result: dict[str, Any] | None = None
     malformed: list[str] = field(default_factory=list)
     live: LiveUsage = field(default_factory=LiveUsage)
+    over_budget: str | None = None  # why cpe stopped the run: its streamed usage, priced
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _outcome: CliOutcome | None = None
 
@@ -261,6 +262,7 @@ class ClaudeCliRun(JsonlRun):
             message = event.get("message")
             if kind == "assistant" and isinstance(message, dict):
                 self.live.add(message.get("id"), message.get("model"), message.get("usage"))
+                self._check_budget()
             content = message.get("content") if isinstance(message, dict) else None
             for block in content if isinstance(content, list) else ():
                 if not isinstance(block, dict):
@@ -273,6 +275,21 @@ class ClaudeCliRun(JsonlRun):
                     block.get("tool_use_id"), str
                 ):
                     self.process.tool_ended(block["tool_use_id"])
+
+    def _check_budget(self) -> None:
+        """The CLI holds ``--max-budget-usd`` itself, checking after each message; should it
+        start another message past the budget, cpe stops the run (its streamed usage, priced)."""
+        budget, prices = self.request.max_budget_usd, self.request.prices
+        if budget is None or prices is None or self.over_budget is not None:
+            return
+        spent = self.live.overrun(prices, budget)
+        if spent is not None:
+            self.over_budget = (
+                f"budget: the run reached [budget] per_run_usd (${budget}) and the CLI went "
+                f"on: stopped by cpe at ${spent:.4f} counted from its streamed usage"
+            )
+            self.artifacts.note(self.over_budget)
+            self.process.stop("killed_policy", self.over_budget)
 
     def _finish(self, ended: ProcessOutcome) -> CliOutcome:
         termination, reason = ended.termination, ended.reason
@@ -289,6 +306,8 @@ class ClaudeCliRun(JsonlRun):
                 termination, reason = "error", f"{label}: {said}" if said else label
         if self.looping is not None and ended.cancelled_at is not None:
             termination, reason = "killed_policy", self.looping
+        if self.over_budget is not None and ended.cancelled_at is not None and not self.result:
+            termination, reason = "killed_policy", self.over_budget
         if self.result is not None and self.result.get("subtype") == "error_max_turns":
             termination = "killed_policy"  # the CLI ends the run itself (exit 1)
             reason = f"no progress: the run reached max_turns ({self.request.max_turns})"

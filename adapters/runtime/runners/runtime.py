@@ -289,6 +289,7 @@ class CliRuntime:
             counted_max_turns=counted,
             max_budget_usd=budget if caps.supports_max_budget else None,
             counted_budget_usd=counted_budget,
+            prices=self.config.prices if budget is not None else None,
             token_price=price if counted_budget is not None else None,
             repeat_limit=self.config.repeat_limit,
             unchanged_limit=self.config.unchanged_limit,

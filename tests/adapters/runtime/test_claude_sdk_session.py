@@ -247,3 +247,32 @@ def test_a_patch_that_cannot_be_extracted_rejects_with_an_agent_failure(
     assert metadata(tmp_path)["termination"] == "error"
     assert not (repo / WORKTREE).exists()
     assert "cpe/1-f" not in git(repo, "branch", "--list")
+
+
+def test_a_cli_that_goes_on_past_its_budget_is_stopped_by_cpe(
+    repo: Path, tmp_path: Path, fake: FakeClaude
+) -> None:
+    """The SDK passes max_budget_usd to the CLI, which checks it after each message; one that
+    starts another message past it anyway is stopped from its streamed usage, priced: a
+    budget stop (killed_policy, an attempt), its cost recorded."""
+    runtime = fake_adapter(repo, tmp_path, fake, fake.env("overspend"), max_budget_usd=5.0)
+
+    async def main() -> tuple[object, RunUsage]:
+        handle = await runtime.start_agent(PARAMS)
+        _ = [chunk async for chunk in handle.output]
+        try:
+            return await handle.result, handle.usage()
+        except AgentFailure as failure:
+            return failure, handle.usage()
+
+    failure, usage = anyio.run(main)
+    assert isinstance(failure, AgentFailure), failure
+    assert failure.kind == "failed"
+    assert failure.reason.startswith(
+        "budget: the run reached [budget] per_run_usd ($5.0) and the CLI went on: stopped by cpe"
+    )
+    assert usage.cost_usd is not None
+    assert usage.cost_usd >= 6.0  # two messages over, the third one too many
+    assert usage.model == "claude-sonnet-fake"
+    meta = json.loads((run_dir(tmp_path) / "runner_metadata.json").read_text())
+    assert meta["termination"] == "killed_policy"

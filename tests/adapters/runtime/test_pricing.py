@@ -61,6 +61,20 @@ def test_live_usage_counts_each_message_once_at_its_largest() -> None:
     cost = live.cost(DEFAULT_PRICES)
     assert cost == pytest.approx((2200 * 3 + 50 * 15) / 1e6)
     priced = live.priced(DEFAULT_PRICES, RunUsage(turns=2))
-    assert priced == RunUsage(cost_usd=cost, turns=2, input_tokens=2200, output_tokens=50)
+    assert priced == RunUsage(
+        cost_usd=cost, turns=2, input_tokens=2200, output_tokens=50, model="claude-sonnet-5"
+    )
     assert LiveUsage().cost(DEFAULT_PRICES) is None
     assert LiveUsage().priced(DEFAULT_PRICES, RunUsage()) == RunUsage()
+
+
+def test_an_overrun_is_a_message_started_after_the_earlier_ones_reached_the_budget() -> None:
+    """The CLI checks its budget after each message: within a message it is not late yet."""
+    live = LiveUsage()
+    live.add("m1", "claude-sonnet-5", {"input_tokens": 1_000_000})  # $3
+    assert live.overrun(DEFAULT_PRICES, 2.0) is None  # over, but the first message only
+    live.add("m1", "claude-sonnet-5", {"input_tokens": 1_000_000, "output_tokens": 5})
+    assert live.overrun(DEFAULT_PRICES, 2.0) is None  # the same message, repeated
+    live.add("m2", "claude-sonnet-5", {"input_tokens": 10})
+    assert live.overrun(DEFAULT_PRICES, 2.0) == pytest.approx(3.0 + 5 * 15 / 1e6)
+    assert live.overrun(DEFAULT_PRICES, 4.0) is None

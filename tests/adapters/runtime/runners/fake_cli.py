@@ -10,6 +10,8 @@ check that none of them survives. Modes:
 - ``silent``: no output, exit 0 (no transcript, no result).
 - ``garbage``: a line that is not JSON, then a result; exit 0.
 - ``prompt``: asks a question on stdout and waits for an answer on stdin.
+- ``overspend``: a CLI that does not hold its ``--max-budget-usd``: assistant messages of a
+  million input tokens each on a Sonnet (some $3 each), one every 50 ms, and no result.
 """
 
 import json
@@ -56,6 +58,14 @@ def main() -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         while True:
             time.sleep(1)
+    if mode == "overspend":
+        for n in range(1000):
+            usage = {"input_tokens": 1_000_000, "output_tokens": 10}
+            message = {"id": f"msg_{n}", "model": "claude-sonnet-fake", "usage": usage}
+            text = {"type": "text", "text": f"spending {n}"}
+            emit({"type": "assistant", "message": {**message, "content": [text]}})
+            time.sleep(0.05)
+        return 0
     if mode == "chatty":
         while True:
             emit({"type": "system", "subtype": "tick"})

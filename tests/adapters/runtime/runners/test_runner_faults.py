@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from adapters.runtime.artifacts import read_prompt
+from adapters.runtime.pricing import DEFAULT_PRICES
 from adapters.runtime.runners.base import RunnerAdapter, RunRejectedError, RunRequest
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome
 from adapters.runtime.runners.process import group_members
@@ -187,6 +188,35 @@ def test_a_hang_with_no_output_is_killed_idle_and_nothing_survives(
     assert metadata(outcome)["termination"] == "killed_idle"
     assert "cancelled_at" in str(metadata(outcome)["extra"])
     assert_gone(pids)
+
+
+def test_a_cli_that_goes_on_past_its_budget_is_stopped_by_cpe(
+    tmp_path: Path, cli: Path, worktree: Path
+) -> None:
+    """The CLI is given --max-budget-usd and checks it after each message; one that starts
+    another message past it anyway is stopped by cpe from its streamed usage, priced."""
+    request = RunRequest(
+        run_id="run-overspend",
+        worktree_path=worktree,
+        prompt="do the thing",
+        env={"FAKE_MODE": "overspend", "PATH": "/usr/bin:/bin"},
+        max_budget_usd=5.0,
+        prices=DEFAULT_PRICES,
+    )
+    handle = runner(tmp_path, cli).start(request, request.prompt, request.env)
+    outcome = handle.wait(timeout=120)
+    assert outcome.termination == "killed_policy"
+    assert outcome.reason is not None
+    assert outcome.reason.startswith(
+        "budget: the run reached [budget] per_run_usd ($5.0) and the CLI went on: stopped by cpe"
+    )
+    # $3 a message: two messages ($6) were over, the third was the one too many (a loaded
+    # machine may read a few more already in the pipe before the kill lands)
+    assert 3 <= len(handle.live.messages) < 1000
+    assert outcome.reason.endswith("at $6.0003 counted from its streamed usage")  # + output
+    meta = metadata(outcome)
+    assert meta["termination"] == "killed_policy"
+    assert "--max-budget-usd" in str(meta["command"])
 
 
 @pytest.mark.spec("S003-13")
