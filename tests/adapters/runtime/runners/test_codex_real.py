@@ -499,3 +499,19 @@ def test_a_real_codex_implementor_changing_nothing_is_stopped_by_cpe(
     assert outcome.termination == "killed_policy", outcome.reason
     assert outcome.reason == "no progress: 3 tool calls in a row changed nothing in the worktree"
     assert len(turns) <= 6  # the scenario goes on for eleven calls, then repeats forever
+
+
+def test_a_real_codex_run_repeating_the_same_command_is_stopped_by_cpe(
+    worktree: Path, codex: Codex
+) -> None:
+    """The repeat breaker on codex: the same command again and again; at ``repeat_limit`` in a
+    row cpe stops the run (killed_policy), saying so."""
+    with ScriptedModelServer([load_scenario("loop")]) as looping:
+        req = codex.request(
+            worktree, "Implement Work Item #1.", model="gpt-5-codex", repeat_limit=3
+        )
+        outcome = finish(codex.runner(looping).start(req, req.prompt, req.env))
+        turns = [r for r in looping.requests if r.path == "/v1/responses"]
+    assert outcome.termination == "killed_policy", outcome.reason
+    assert outcome.reason == "no progress: the same command call 3 times in a row"
+    assert len(turns) <= 5  # stopped at the third call, not at the duration limit
