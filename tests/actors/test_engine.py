@@ -312,6 +312,7 @@ def test_there_is_no_agent_stream_before_the_runtime_returns_a_handle(harness: H
     engine.start()
     wait_until(lambda: bool(engine.get_state().agent_runs), engine)
     [sid] = engine.get_state().agent_runs
+    harness.runtime.wait_starting(sid)  # the session is inside start_agent, which holds
     assert engine.get_state().agent_runs[sid].status == "requested"
     assert engine.get_agent_stream(sid) is None
     harness.runtime.release_start.set()

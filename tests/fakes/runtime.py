@@ -115,12 +115,14 @@ class FakeRuntime:
         self.cancels: list[SessionId] = []
         self.on_cancel: Callable[[SessionId], None] | None = None
         self.release_start = threading.Event()
+        self.starting: set[SessionId] = set()  # start_agent entered (and maybe blocked there)
         self._cond = threading.Condition()
         self.reaped = 0
 
     async def start_agent(self, params: AgentStartParams) -> AgentRunHandle:
         assert params.session_id is not None, "the executor assigns the session id"
         with self._cond:
+            self.starting.add(params.session_id)
             self._cond.notify_all()
         if self.script.block_start(params):
             loop = asyncio.get_running_loop()
@@ -175,6 +177,12 @@ class FakeRuntime:
             if not self._cond.wait_for(ready, timeout):
                 raise TimeoutError("no matching run started")
             return found[0]
+
+    def wait_starting(self, session_id: SessionId, timeout: float = 30.0) -> None:
+        """Until ``start_agent`` was entered for ``session_id`` (it may be blocked there)."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: session_id in self.starting, timeout):
+                raise TimeoutError(f"start_agent was not called for {session_id}")
 
     def wait_runs(self, count: int, timeout: float = 30.0) -> list[FakeRun]:
         with self._cond:
