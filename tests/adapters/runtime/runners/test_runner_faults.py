@@ -155,6 +155,14 @@ def test_a_clean_run_is_completed_with_the_normalized_artifacts(
     for key in ("invocation_mode", "command", "working_directory", "started_at", "ended_at"):
         assert meta[key], key
     assert meta["capture_format"] == "claude_stream_json"
+    # the final result, as the CLI gave it: its text and its structured output
+    final_path = outcome.artifacts.path("runner_final_response")
+    assert final_path is not None
+    final = json.loads(final_path.read_text())
+    assert final["available"] is True
+    assert final["text"] == "done"
+    assert final["structured_output"] == {"ok": True}
+    assert (final["subtype"], final["is_error"]) == ("success", False)
     transcript = outcome.artifacts.path("runner_transcript")
     assert transcript is not None
     events = [json.loads(line) for line in transcript.read_text().splitlines()]
