@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import threading
 from pathlib import Path
 
 import psutil
@@ -196,6 +197,38 @@ def test_a_hang_with_no_output_is_killed_idle_and_nothing_survives(
     assert metadata(outcome)["termination"] == "killed_idle"
     assert "cancelled_at" in str(metadata(outcome)["extra"])
     assert_gone(pids)
+
+
+@pytest.mark.spec("S003-07")
+def test_events_are_handed_over_as_they_stream_not_when_the_process_ends(
+    tmp_path: Path, cli: Path, worktree: Path
+) -> None:
+    """A CLI that never ends (``chatty``: a line every 50 ms): its events reach ``on_event``
+    while it runs, and its transcript grows meanwhile."""
+    seen: list[dict[str, object]] = []
+    three = threading.Event()
+
+    def on_event(event: dict[str, object]) -> None:
+        seen.append(event)
+        if len(seen) >= 3:
+            three.set()
+
+    request = RunRequest(
+        run_id="run-streaming",
+        worktree_path=worktree,
+        prompt="do the thing",
+        env={"FAKE_MODE": "chatty", "PATH": "/usr/bin:/bin"},
+    )
+    handle = runner(tmp_path, cli).start(request, request.prompt, request.env, on_event=on_event)
+    try:
+        assert three.wait(60), "no event reached on_event while the CLI ran"
+        assert psutil.pid_exists(handle.process.pid)
+        assert group_members(handle.process.pid), "the CLI had ended: events came only at the end"
+        assert seen[0] == {"type": "system", "subtype": "tick"}
+    finally:
+        handle.stop()
+        outcome = handle.wait(timeout=120)
+    assert outcome.termination == "killed_policy"
 
 
 def test_a_cli_that_goes_on_past_its_budget_is_stopped_by_cpe(
