@@ -97,6 +97,23 @@ def test_the_cli_gets_the_agent_no_setting_sources_max_turns_model_and_bypass(
     assert effective["workspace"] == "writable"
 
 
+@pytest.mark.spec("S001-37")
+def test_the_cli_gets_the_definitions_disallowed_tools_and_they_are_not_in_tools(
+    repo: Path, tmp_path: Path, fake: FakeClaude
+) -> None:
+    """The shipped implementor definition denies WebFetch, WebSearch and NotebookEdit: the
+    agent the CLI is given denies them too, and its tools do not list them."""
+    runtime = fake_adapter(repo, tmp_path, fake, fake.env("ok", output=BLOCKED))
+    _, result = run(runtime)
+    assert isinstance(result, ImplementorResult), result
+    (initialize,) = stdin_requests(fake, "initialize")
+    agent = initialize["agents"]["implementor"]
+    assert {"WebFetch", "WebSearch", "NotebookEdit"} <= set(agent["disallowedTools"])
+    assert not {"WebFetch", "WebSearch", "NotebookEdit"} & set(agent["tools"])
+    meta = json.loads((run_dir(tmp_path) / "runner_metadata.json").read_text())
+    assert meta["effective_policy"]["disallowed_tools"] == agent["disallowedTools"]
+
+
 @pytest.mark.spec("S001-35")
 def test_a_definition_without_max_turns_sets_no_turn_limit(
     repo: Path, tmp_path: Path, fake: FakeClaude
