@@ -120,6 +120,10 @@ def test_a_planner_on_codex_runs_read_only_confined_by_the_sandbox(
     assert Path(record["cwd"]).resolve() == repo.resolve()
     meta = metadata(state, "planner-1")
     assert meta["agent_family"] == "codex_cli"
+    # the request names the task it rendered, where it ran and which definition it came from
+    assert meta["prompt_reference"] == ".claude/agents/planner.md"
+    assert Path(meta["working_directory"]).resolve() == repo.resolve()
+    assert meta["prompt_chars"] > 0
     required = meta["requested_policy"]["require"]
     assert "sandboxed_execution" in required
     assert "tool_allow_deny" not in required
