@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from adapters.runtime.preflight import find_sandbox
-from adapters.runtime.sandbox import Sandbox, SandboxConfig
+from adapters.runtime.sandbox import RunSandbox, Sandbox, SandboxConfig
+from adapters.runtime.sandbox.runs import open_sandbox
 from tests.repos import git, make_repo
 
 CREDENTIAL = ".claude/.credentials.json"
@@ -60,6 +61,20 @@ class Place:
         found = find_sandbox(config or SandboxConfig(), proxy_socket=proxy)
         assert isinstance(found, Sandbox), found
         return found.model_copy(update={"homes": (*found.homes, str(self.home))})
+
+    def open(self, found: Sandbox | None = None, *, home: str | None = None) -> RunSandbox:
+        """The sandbox of implementor-1's run in this place (``found``: the machine's)."""
+        run = open_sandbox(
+            found if found is not None else self.sandbox(),
+            worktree=self.worktree,
+            writable=True,
+            repo=self.repo,
+            state_dir=self.state_dir,
+            session_id="implementor-1",
+            home=home,
+        )
+        assert run is not None
+        return run
 
     def main_ref(self) -> str:
         return git(self.repo, "rev-parse", "refs/heads/main").strip()

@@ -17,7 +17,7 @@ import pytest
 from adapters.runtime.patches import extract_patch
 from adapters.runtime.sandbox import RunSandbox, SandboxConfig
 from adapters.runtime.sandbox.proxy import RegistryProxy, allowed
-from adapters.runtime.sandbox.runs import open_sandbox, sandbox_record, sweep
+from adapters.runtime.sandbox.runs import sandbox_record, sweep
 from tests.adapters.runtime.sandbox_place import (
     CREDENTIAL,
     SECRET,
@@ -39,17 +39,7 @@ def place() -> Iterator[Place]:
 
 @pytest.fixture
 def sandbox(place: Place) -> RunSandbox:
-    run = open_sandbox(
-        place.sandbox(),
-        worktree=place.worktree,
-        writable=True,
-        repo=place.repo,
-        state_dir=place.state_dir,
-        session_id="implementor-1",
-        home=str(place.state_dir / "runs" / "implementor-1" / "home"),
-    )
-    assert run is not None
-    return run
+    return place.open(home=str(place.state_dir / "runs" / "implementor-1" / "home"))
 
 
 def run(sandbox: RunSandbox, command: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -178,18 +168,9 @@ def test_a_sandbox_opens_while_another_session_is_writing_a_branch(place: Place)
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text(place.main_ref() + "\n")
     try:
-        sandbox = open_sandbox(
-            place.sandbox(),
-            worktree=place.worktree,
-            writable=True,
-            repo=place.repo,
-            state_dir=place.state_dir,
-            session_id="implementor-1",
-            home=None,
-        )
+        sandbox = place.open()
     finally:
         lock.unlink()
-    assert sandbox is not None
     assert sandbox.git is not None
     private = Path(sandbox.git.scratch) / "refs" / "heads"
     assert (private / "main").read_text().strip() == place.main_ref()
@@ -245,16 +226,7 @@ def test_cpes_own_installation_under_tmp_runs_read_only_and_the_rest_of_tmp_stay
     beside.write_text("not for the sandbox\n")
     assert str(tmp_path).startswith("/tmp/")
     found = place.sandbox().model_copy(update={"installation": (str(install),)})
-    sandbox = open_sandbox(
-        found,
-        worktree=place.worktree,
-        writable=True,
-        repo=place.repo,
-        state_dir=place.state_dir,
-        session_id="implementor-1",
-        home=None,
-    )
-    assert sandbox is not None
+    sandbox = place.open(found)
     done = run(sandbox, f"{tool}; cat {beside}; touch {install}/written")
     assert "tool ran" in done.stdout
     assert "not for the sandbox" not in done.stdout
@@ -358,16 +330,7 @@ def test_with_allow_install_the_registries_and_nothing_else_are_reachable(place:
         proxy = RegistryProxy([f"127.0.0.1:{registry}"])
         try:
             config = SandboxConfig(allow_install=True, registries=(f"127.0.0.1:{registry}",))
-            sandbox = open_sandbox(
-                place.sandbox(config, proxy.path),
-                worktree=place.worktree,
-                writable=True,
-                repo=place.repo,
-                state_dir=place.state_dir,
-                session_id="implementor-1",
-                home=None,
-            )
-            assert sandbox is not None
+            sandbox = place.open(place.sandbox(config, proxy.path))
             direct = f"import socket; socket.create_connection(('127.0.0.1', {other}), 5)"
             done = run(
                 sandbox,

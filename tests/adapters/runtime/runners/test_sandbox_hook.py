@@ -19,7 +19,6 @@ from adapters.runtime.bash_guard.files import check_file_tool
 from adapters.runtime.runners.bash_hook import FILE_MATCHER, decide, hook_settings, main
 from adapters.runtime.runners.codex_cli import installation
 from adapters.runtime.sandbox import RunSandbox
-from adapters.runtime.sandbox.runs import open_sandbox
 from tests.adapters.runtime.sandbox_place import CREDENTIAL, Place, place_root
 
 GUARD = BashGuardConfig()
@@ -33,17 +32,7 @@ def place() -> Iterator[Place]:
 
 @pytest.fixture
 def sandbox(place: Place) -> RunSandbox:
-    run = open_sandbox(
-        place.sandbox(),
-        worktree=place.worktree,
-        writable=True,
-        repo=place.repo,
-        state_dir=place.state_dir,
-        session_id="implementor-1",
-        home=None,
-    )
-    assert run is not None
-    return run
+    return place.open()
 
 
 def bash(place: Place, command: str) -> dict[str, Any]:
