@@ -1,10 +1,9 @@
 """Agent definitions: ``.claude/agents/<role>.md`` at the repository root, plus project context.
 
 Agent definition loading and project context injection (docs/contract.md, S001-34 to S001-38 and
-S001-09 to S001-11). The file is read fresh on
-every call (no cache), so an edit takes effect at the next run. Besides the Claude SDK adapter,
-this is the only module that imports ``frontmatter`` (the layering rule: vendor libraries stay in
-their adapter).
+S001-09 to S001-11). The file is read fresh on every call (no cache), so an edit takes effect at the
+next run. Besides the Claude SDK adapter, this is the only module that imports ``frontmatter`` (the
+layering rule: vendor libraries stay in their adapter).
 
 Decisions the contract leaves open:
 
