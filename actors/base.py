@@ -1,12 +1,12 @@
 """The base of every cpe actor: failures from every pykka path reach the supervisor.
 
-pykka has several failure paths that bypass ``on_failure`` (field notes): an exception in an
-``ask`` goes back to the caller and the actor keeps running; an exception in ``on_start`` calls
-neither; a ``BaseException`` stops every actor in the process. ``SupervisedActor`` replaces the
-loop so that each of these is one thing, a *crash*: the caller of an ``ask`` still gets the
-exception, the actor stops (its queued asks fail with ``ActorDeadError``), ``release()`` runs,
-and the crash is reported to the supervisor, which decides about a restart. Nothing ever
-reaches ``ActorRegistry.stop_all``.
+pykka has several failure paths that bypass ``on_failure`` (checked on pykka 4.5): an exception in
+an ``ask`` goes back to the caller and the actor keeps running; an exception in ``on_start`` calls
+neither; a ``BaseException`` stops every actor in the process. ``SupervisedActor`` replaces the loop
+so that each of these is one thing, a *crash*: the caller of an ``ask`` still gets the exception,
+the actor stops (its queued asks fail with ``ActorDeadError``), ``release()`` runs, and the crash is
+reported to the supervisor, which decides about a restart. Nothing ever reaches
+``ActorRegistry.stop_all``.
 
 An actor that ends without crashing (it stopped itself, or someone stopped it) reports that too,
 with ``None`` for the exception: the supervisor restarts a ``permanent`` child whatever the

@@ -2,9 +2,9 @@
 
 ``load_config`` parses the file into pydantic models with ``extra="forbid"``: a typo or a wrong
 type fails at start with a ``ConfigError`` that names the key path and what was expected.
-``EngineConfig`` is seed 002's ``EngineConfig``: the injected provider interfaces and runtime
-adapter factory, plus the engine-owned settings. ``CpeConfig.engine_settings()`` gives the
-engine-owned part of the file to the composition root.
+``EngineConfig`` is what ``create_engine`` is built from: the injected provider interfaces and
+runtime adapter factory, plus the engine-owned settings (docs/configuration.md).
+``CpeConfig.engine_settings()`` gives the engine-owned part of the file to the composition root.
 """
 
 from __future__ import annotations
@@ -479,7 +479,7 @@ class PollerSettings(_Section):
 
 
 class EngineConfig(BaseModel):
-    """Seed 002's ``EngineConfig``: injected components plus engine-owned settings."""
+    """What ``create_engine`` takes: injected components plus engine-owned settings."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 

@@ -1,10 +1,11 @@
-"""The ``Engine`` facade and ``create_engine`` (seed 002's public interface, in snake_case).
+"""The ``Engine`` facade and ``create_engine``: the engine's public interface (docs/contract.md).
 
 ``create_engine(config)`` is synchronous: it validates the config, opens the journal, builds the
 store, the runtime adapters (through the injected factory), the executor, the handlers and the
 pollers, and starts nothing, so a caller can subscribe before any event is processed.
-``start()`` and ``stop()`` follow seed 002's numbered steps; the actor tree runs under a
-``Supervisor``.
+``start()`` and ``stop()`` go through fixed, numbered steps (first poll before ``start`` returns;
+runs cancelled before pollers stop, queue drained before the loop stops); the actor tree runs
+under a ``Supervisor``.
 """
 
 from __future__ import annotations
@@ -504,7 +505,8 @@ class Engine:
     # ------------------------------------------------------------------ stop
 
     def stop(self, reason: str = "requested") -> None:
-        """Graceful shutdown, seed 002's six steps."""
+        """Graceful shutdown in six steps: refuse new work, cancel the runs, wait for them, stop the
+        pollers, drain the queue, stop the rest."""
         with self._lifecycle:
             if self._stopped.is_set() or not self._started:
                 if not self._stopped.is_set():

@@ -1,4 +1,4 @@
-"""The engine's processing loop (seed 002): one event at a time, fully processed.
+"""The engine's processing loop: one event at a time, fully processed (S002-01, S002-02).
 
 For each event: apply it to the store, take one snapshot, run every handler against that
 snapshot, execute the commands in order, and queue their result events (processed in later

@@ -1,6 +1,6 @@
 """Running an engine as a supervised process: signals and exit codes.
 
-Exit codes follow sysexits and systemd's expectations (field notes): 0 after a clean stop, 75
+Exit codes follow sysexits and systemd's expectations (docs/operations.md): 0 after a clean stop, 75
 (EX_TEMPFAIL) when supervision gave up (restart me), 78 (EX_CONFIG) for a configuration error
 (do not restart me: ``RestartPreventExitStatus=78``), 65 (EX_DATAERR) for a journal that
 cannot be read (a restart would not fix it either). SIGTERM and SIGINT run the graceful stop;

@@ -1,10 +1,11 @@
 """An agent session: one actor per run, owning its event loop, timeout, cancel and cleanup.
 
-The runtime adapter is asynchronous; the session runs it on its own event loop (an anyio
-blocking portal entered in ``on_start``, field notes) and hears of the run's end through a
-done-callback that ``tell``s the actor. The duration limit is an anyio deadline, and a cancel
-first asks the adapter (``cancel_agent``, so the adapter's own cleanup runs), then, after a
-grace period, cancels the run's scope, and after a second one abandons it.
+The runtime adapter is asynchronous; the session runs it on its own event loop (an anyio blocking
+portal entered in ``on_start``: ``asyncio.run`` in a handler would block the mailbox, and an
+escaping ``CancelledError`` is a ``BaseException`` that stops every pykka actor) and hears of the
+run's end through a done-callback that ``tell``s the actor. The duration limit is an anyio deadline,
+and a cancel first asks the adapter (``cancel_agent``, so the adapter's own cleanup runs), then,
+after a grace period, cancels the run's scope, and after a second one abandons it.
 
 Whatever the adapter does (returns, raises, hangs, returns garbage) and however the session
 ends (run over, cancel, timeout, stop, crash), exactly one terminal event reaches the queue.

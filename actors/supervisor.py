@@ -1,4 +1,4 @@
-"""Supervision with Erlang/OTP semantics (architecture §5).
+"""Supervision with Erlang/OTP semantics: pykka has none of its own.
 
 Children start in order. When one must be restarted the strategy says who restarts:
 ``one_for_one`` the child alone, ``one_for_all`` every child, ``rest_for_one`` the child and

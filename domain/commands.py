@@ -1,8 +1,8 @@
 """Engine commands: what the handlers ask the executor to do, as a union on ``type``.
 
 Commands emitted for one event are independent of each other: none relies on the effect of
-another from the same cycle (seed 002, "Processing Loop"). Commands that follow up on an agent
-run carry its ``session_id``, so their result (or failure) settles that run.
+another from the same cycle (they all see one snapshot, S002-03). Commands that follow up on an
+agent run carry its ``session_id``, so their result (or failure) settles that run.
 """
 
 from __future__ import annotations

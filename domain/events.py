@@ -1,6 +1,6 @@
 """Engine events: everything that happens, as a discriminated union on ``type``.
 
-Four families (architecture §3): observations from the pollers, agent lifecycle events from the
+Four families: observations from the pollers, agent lifecycle events from the
 sessions, result events from the command executor, and user requests. Events are the only input
 of ``domain.state.apply_event`` and of the handlers, and what the journal stores.
 """

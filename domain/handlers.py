@@ -1,7 +1,7 @@
 """The seven handlers: pure ``(event, state) -> list[EngineCommand]``.
 
 Each handler sees the event and one snapshot taken after the event was applied; it never sees
-another handler's commands (seed 002). ``run_handlers`` runs them in order and collects their
+another handler's commands (S002-03). ``run_handlers`` runs them in order and collects their
 commands. Options come from configuration through ``create_handlers(options)``.
 
 1. plan — specs whose blob differs from the last planned one → one planner run for all of

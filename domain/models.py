@@ -1,8 +1,8 @@
 """The domain model: what the engine knows about work items, revisions, specs and agent runs.
 
 Every model is a frozen pydantic model; collections are tuples or read-only mappings, and a new
-state is always a new object (``domain.state.apply_event``). Field names are the contract of
-architecture §3; fields may grow.
+state is always a new object (``domain.state.apply_event``). Field names are a contract
+(adapters, the journal and the dashboard read them); fields may grow.
 """
 
 from __future__ import annotations

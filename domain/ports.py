@@ -1,4 +1,4 @@
-"""Ports: the Protocols adapters implement (architecture §4).
+"""Ports: the Protocols adapters implement, so the engine never names a concrete adapter.
 
 Providers are synchronous (actors are threads). Each entity has a reader and a writer, and no
 component is given both for one entity type: readers go to the pollers and the runtimes,
@@ -125,7 +125,7 @@ class SpecProviderReader(Protocol):
 
 @dataclass(frozen=True)
 class ProviderInterfaces:
-    """The five provider interfaces an engine is built with (seed 002 ``config.provider``)."""
+    """The five provider interfaces an engine is built with (S002-19: all five are required)."""
 
     work_item_reader: WorkProviderReader
     work_item_writer: WorkProviderWriter
@@ -164,7 +164,7 @@ class RuntimeAdapter(Protocol):
 
 @dataclass(frozen=True)
 class RuntimeAdapterDeps:
-    """What the engine gives every runtime adapter factory (seed 000)."""
+    """What the engine gives every runtime adapter factory (S002-21)."""
 
     work_item_reader: WorkProviderReader
     revision_reader: RevisionProviderReader
@@ -178,11 +178,11 @@ class SessionLogging(Frozen):
 
 
 class RuntimeAdapterConfig(Frozen):
-    """The base of every runtime's config (seed 000): duration limit and transcripts."""
+    """The base of every runtime's config: duration limit and transcripts."""
 
     max_agent_duration: float
     logging: SessionLogging
 
 
 RuntimeAdapterFactory = Callable[[RuntimeAdapterDeps], dict[AgentRole, RuntimeAdapter]]
-"""Seed 002 ``createRuntimeAdapters``: one adapter per role."""
+"""The runtime adapter factory ``create_engine`` requires (S002-20): one adapter per role."""

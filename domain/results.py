@@ -1,6 +1,6 @@
 """Agent results: what each role returns, and the JSON Schemas a runtime hands to the model.
 
-The pydantic models are the one source of truth (seed 001 "Agent Output Schemas"): the schema
+The pydantic models are the one source of truth for agent output: the schema
 a runtime passes to the agent is generated from them (``output_schema``), and what the agent
 returns is validated against them (``validate_output``). ``strict_output_schema`` is the same
 schema in the form that runtimes with a strict structured-output mode demand (OpenAI's Responses

@@ -1,4 +1,4 @@
-"""The work item status table (architecture §3, "Workflow").
+"""The work item status table (docs/workflow.md).
 
 Every status change the engine makes on its own is a row of ``WORKFLOW``: from one status, on
 one trigger, to one status, with the reason. The handlers ask ``next_status``; a trigger with no

@@ -252,7 +252,7 @@ class GitHubApi(GitDataCalls):
         )
 
     def add_blocked_by(self, number: int, blocker_database_id: int) -> None:
-        # The dependencies API takes the blocker's database id, not its number (field notes).
+        # The dependencies API takes the blocker's database id, not its number (githubkit 0.16).
         with self.translated(f"add a dependency to #{number}"):
             self.gh.rest.issues.add_blocked_by_dependency(
                 self.owner, self.repo, number, issue_id=blocker_database_id

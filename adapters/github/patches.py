@@ -1,14 +1,14 @@
 """A patch turned into a tree on GitHub without a clone and without a push.
 
-``git apply`` does the applying (field notes: reliable for renames, deletions, modes, binary
-and CRLF), in a throwaway repository that holds only what the patch touches: the blobs of those
-paths at the base commit are fetched through the Git Data API, staged in a temporary index as a
-stand-in base, and the patch is applied there (``GitRepo.tree_with_patch``, shared with the
-local provider). When the base has moved under the patch, the blobs the patch was made against
-are fetched too, so the three-way apply can merge as it does locally. What changed between the
-stand-in and the result becomes a ``create_tree`` over the real base tree: new blobs uploaded,
-deleted paths sent with ``sha: null``. Blob ids are git's own hashes, so each uploaded blob must
-come back with the id computed here.
+``git apply`` does the applying (it is reliable for renames, deletions, modes, binary and CRLF,
+which a hand-written applier would not be), in a throwaway repository that holds only what the patch
+touches: the blobs of those paths at the base commit are fetched through the Git Data API, staged in
+a temporary index as a stand-in base, and the patch is applied there (``GitRepo.tree_with_patch``,
+shared with the local provider). When the base has moved under the patch, the blobs the patch was
+made against are fetched too, so the three-way apply can merge as it does locally. What changed
+between the stand-in and the result becomes a ``create_tree`` over the real base tree: new blobs
+uploaded, deleted paths sent with ``sha: null``. Blob ids are git's own hashes, so each uploaded
+blob must come back with the id computed here.
 
 Text files go into the tree request itself (``content``): GitHub writes those blobs, so a patch
 of a hundred source files is one write, not a hundred and one (GitHub limits content-creating

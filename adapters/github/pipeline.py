@@ -1,7 +1,7 @@
 """A revision's pipeline from GitHub's two CI sources: check runs and commit statuses.
 
 Actions reports check runs; older integrations post commit statuses; a repository may have
-both. Both are combined (field notes): any failure fails the pipeline, then anything still
+both, so both are combined: any failure fails the pipeline, then anything still
 running keeps it pending, then all green is success. Neither present means no CI (``none``),
 not "pending forever". ``cancelled``, ``timed_out``, ``action_required``, ``stale`` and
 ``startup_failure`` are not green. A failed pipeline names its failed checks (a check run's

@@ -4,7 +4,7 @@ the repository, the default branch, and how a revision row becomes a domain ``Re
 A revision's head lives in the database. Two refs follow it: the branch the user sees
 (``refs/heads/<branch>``) and a hidden ref (``refs/cpe/revisions/<id>``) that keeps every head
 reachable for ``git gc`` even when someone deletes or resets the branch — the runtime's worktree
-cleanup deletes a local branch of the same name (seed 001), so the branch alone is not safe.
+cleanup deletes a local branch of the same name (S001-02), so the branch alone is not safe.
 """
 
 from __future__ import annotations

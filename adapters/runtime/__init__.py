@@ -1,2 +1,2 @@
-"""Agent runtimes (architecture §6): worktrees, context, the Claude SDK adapter, the
+"""Agent runtimes and what they share: worktrees, context, the Claude SDK adapter, the
 scripted model."""

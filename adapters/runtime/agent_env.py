@@ -1,7 +1,7 @@
 """The environment an agent process gets: an allowlist, with secrets removed even from that.
 
 Agents run untrusted, model-written commands, so they must never see a credential of the
-daemon (architecture §6: "Agents never see provider credentials"). The rule, in order:
+daemon (docs/security.md). The rule, in order:
 
 1. **Allowlist.** Only variables whose name matches a pattern in ``allow`` (``fnmatch``,
    case-sensitive: ``LC_*`` matches ``LC_ALL``) are copied from ``base``. The default,

@@ -1,11 +1,11 @@
 """Agent definitions: ``.claude/agents/<role>.md`` at the repository root, plus project context.
 
-Seed 001 "Agent Definition Loading" and "Project Context Injection". The file is read fresh on
-every call (no cache), so an edit takes effect at the next run. Besides the Claude SDK adapter,
-this is the only module that imports ``frontmatter`` (conventions: vendor libraries stay in
-their adapter).
+Agent definition loading and project context injection (docs/contract.md, S001-34 to S001-38 and
+S001-09 to S001-11). The file is read fresh on every call (no cache), so an edit takes effect at the
+next run. Besides the Claude SDK adapter, this is the only module that imports ``frontmatter`` (the
+layering rule: vendor libraries stay in their adapter).
 
-Decisions the seed leaves open:
+Decisions the contract leaves open:
 
 - The frontmatter must be there, closed, and a YAML mapping: a file without it, with a list or
   a scalar instead, or with YAML that does not parse is ``AgentDefinitionError``. (The library's
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 STRUCTURED_OUTPUT_TOOL = "StructuredOutput"
-"""The tool through which the CLI takes a schema-bound final answer (field notes)."""
+"""The tool through which the CLI takes a schema-bound final answer (observed on CLI 2.1.330)."""
 
 _ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _INTEGER = re.compile(r"\s*\+?[0-9]+\s*")
@@ -119,8 +119,8 @@ def effective_tools(spec: AgentSpec, *, structured_output: bool) -> tuple[str, .
 
     None (no allowlist: the agent inherits every tool) stays None, since the CLI then offers
     ``StructuredOutput`` by itself. With an allowlist it filters that tool out unless named,
-    and the run ends "successfully" without output (field notes), so it is always added —
-    even over ``disallowedTools``: a run that cannot answer can only fail.
+    and the run ends "successfully" without output (observed on CLI 2.1.330), so it is always
+    added — even over ``disallowedTools``: a run that cannot answer can only fail.
     """
     if spec.tools is None:
         return None

@@ -1,5 +1,5 @@
 """The files under a run directory, written so that a failure never raises, and the manifest
-through which evaluators find them (seed 004 §5, §8).
+through which evaluators find them (S004-06, S004-14).
 
 :class:`SafeFiles` is the only writer: appends (``transcript.log``, the JSONL transcript,
 attachments) and whole JSON documents written atomically (temp file + ``os.replace``). The

@@ -1,4 +1,4 @@
-"""The artifact store of one agent run: ``<state_dir>/runs/<session_id>/`` (seed 004 §4-§9).
+"""The artifact store of one agent run: ``<state_dir>/runs/<session_id>/`` (docs/contract.md, S004).
 
 ::
 
@@ -24,13 +24,13 @@ named by its content and written only when no run wrote it before; the metadata 
 ``prompt_sha256``, ``prompt_chars`` and ``prompt_file`` (relative to the run directory). A
 planner retried on a large spec, or runs that share a prompt, do not store it again.
 
-**The human-readable transcript is optional** (seed 000/001: written only when
-``logging.agentSessions`` is on; ``open(..., transcript_log=False)`` leaves it out, and the
-manifest does not list it). The normalized artifacts are written either way (seed 004 §5).
+**The human-readable transcript is optional** (written only when session transcripts are on,
+``[logging] agent_transcripts``; ``open(..., transcript_log=False)`` leaves it out, and the
+manifest does not list it). The normalized artifacts are written either way (S004-06).
 
-**Writing never raises** (seed 000: log failures are non-fatal). The first failure of each file
-is logged once, later writes to a broken append-only file are dropped (a transcript with holes
-would mislead), and the failures are listed in the metadata's ``artifact_errors``. A run whose
+**Writing never raises** (a log that cannot be written must not fail the run). The first failure of
+each file is logged once, later writes to a broken append-only file are dropped (a transcript with
+holes would mislead), and the failures are listed in the metadata's ``artifact_errors``. A run whose
 transcript or metadata could not be written is not ``completed``: ``finish`` turns that into
 ``error`` (S004-12); a failing optional artifact (``transcript.log``, an attachment) changes
 nothing. ``finish`` is idempotent: the first call wins, later calls return its outcome.
@@ -93,7 +93,7 @@ _TERMINATIONS: dict[str, Termination] = {name: name for name in get_args(Termina
 _PROMPT_CHARS = 300  # of the prompt in transcript.log; the prompt file holds all of it
 PROMPTS_DIR = "prompts"  # under the state directory, beside runs/
 _DEFAULT_CAPTURE = {"claude_cli": "claude_stream_json", "codex_cli": "codex_exec_jsonl"}
-# Seed 004 §7: a missing normalized transcript or metadata makes the run an error.
+# A missing normalized transcript or metadata makes the run an error (S004-12).
 _FATAL_WHEN_MISSING = ("runner_transcript", "runner_metadata")
 _JSONL = CANONICAL_FILES["runner_transcript"]
 _FINAL = CANONICAL_FILES["runner_final_response"]

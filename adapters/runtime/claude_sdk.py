@@ -1,4 +1,4 @@
-"""The Claude SDK runtime adapter (seed 001): the only module that imports ``claude_agent_sdk``.
+"""The Claude SDK runtime adapter: the only module that imports ``claude_agent_sdk``.
 
 ``create_claude_adapter(config, deps)`` returns a ``RuntimeAdapter``. ``start_agent`` provisions
 the worktree (implementor), assembles the context, loads the agent definition, starts the CLI

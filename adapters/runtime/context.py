@@ -1,14 +1,15 @@
-"""Context assembly: turn an agent's minimal start params into the enriched prompt of seed 001.
+"""Context assembly: turn an agent's minimal start params into its enriched prompt.
 
-The layouts are seed 001 "Context Assembly" byte for byte. Where the seed leaves a case open,
+The layouts are fixed byte for byte (docs/contract.md, S001-15 to S001-26). Where the contract
+leaves a case open,
 this module decides, so that the same inputs always give the same bytes:
 
 - Blocks are separated by exactly one blank line and the prompt ends with one newline. Text
   taken from elsewhere (spec content, bodies, patches) loses its trailing newlines, so a file
   that ends in ``\\n`` does not add a second blank line; an empty one renders as ``(empty)``.
-- A changed file's patch is fenced exactly as the seed's template reads: the fence on the line
+- A changed file's patch is fenced exactly as the prompt template reads: the fence on the line
   after the heading, a blank line, the patch, the closing fence (a plain ```` ``` ````, no
-  language, since the seed names none). A patch that itself holds a run of three
+  language, since the template names none). A patch that itself holds a run of three
   or more backticks (a Markdown file) gets a longer fence, as CommonMark allows, so it cannot
   end the block early.
 - Work items are listed in natural id order (``domain.state.ordered``: "2" before "10"), not
@@ -24,7 +25,7 @@ this module decides, so that the same inputs always give the same bytes:
 - Empty lists read ``(none)`` (no work items yet, a revision without files).
 
 Every read goes through ``deps``, ``repo_root`` or ``read_blob``; any failure, and any id the
-state does not hold, raises ``ContextError`` naming what could not be read (seed 000: the run
+state does not hold, raises ``ContextError`` naming what could not be read (S000-02: the run
 must not start with partial context).
 """
 
@@ -201,7 +202,7 @@ def _revision_blocks(revision: Revision, files: Sequence[RevisionFile]) -> list[
 def _file_entry(file: RevisionFile) -> str:
     heading = f"#### {file.path} ({file.status})"
     if file.patch is None:
-        # Binary or oversized: the seed wants the path and status only, no empty code block.
+        # Binary or oversized: the path and status only, no empty code block (S001-26).
         return heading
     longest = max((len(run) for run in _BACKTICK_RUN.findall(file.patch)), default=2)
     fence = "`" * max(3, longest + 1)
@@ -277,7 +278,7 @@ def _read_spec(repo_root: Path, path: str) -> str:
 
 def _fetch(what: str, read: Callable[..., T], *args: object) -> T:
     # Readers are ports with any implementation behind them (GitHub, SQLite, git, a fake), so
-    # any exception is a failed read: the run must not start (seed 000 "Error Handling").
+    # any exception is a failed read: the run must not start (S000-02).
     try:
         return read(*args)
     except Exception as exc:

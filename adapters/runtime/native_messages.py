@@ -3,9 +3,9 @@
 :func:`to_wire` turns what a runner adapter holds into the CLI's wire shape: a dict from the
 stream (``claude`` stream-json, ``codex exec --json``) is kept as it is; a claude-agent-sdk
 message object (``AssistantMessage``, ``ResultMessage``…) is turned back into the stream-json
-dict it was parsed from (agent-protocols.md §1.3), recognised by its class name so this module
-never imports the SDK (only the SDK adapter may). The SDK does not expose the raw lines, so
-what comes back is the parsed content, not the bytes.
+dict it was parsed from (the SDK's message parser, inverted), recognised by its class name so
+this module never imports the SDK (only the SDK adapter may). The SDK does not expose the raw
+lines, so what comes back is the parsed content, not the bytes.
 
 :func:`render` gives the transcript lines of one wire dict: assistant text in full, each tool
 call with a one-line summary of its input, tool results cut to :data:`RESULT_CHARS`, the

@@ -1,6 +1,6 @@
 """Patch extraction: everything an agent changed in its worktree, as one ``git apply``-able diff.
 
-Seed 001 "Patch Extraction" says ``git diff <defaultBranch>..HEAD``, which sees commits only.
+The contract (S001-27) names ``git diff <defaultBranch>..HEAD``, which sees commits only.
 Agents also leave work uncommitted — staged, unstaged, new files — so the patch here is the
 difference between the fork point and the worktree *as it is on disk*:
 

@@ -1,9 +1,9 @@
 """What every runtime does before its agent starts, and after it ends.
 
 The worktree (implementor only), the enriched prompt (context assembly) and the agent
-definition, in that order; any failure removes the worktree again before it propagates (seed
-001: no session is created). ``release`` removes the worktree and its branch, shielded from
-cancellation, on every ending. The Claude SDK adapter and the CLI runtime share it.
+definition, in that order; any failure removes the worktree again before it propagates
+(S001-01, S001-08: no session is created). ``release`` removes the worktree and its branch,
+shielded from cancellation, on every ending. The Claude SDK adapter and the CLI runtime share it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Implementor worktrees: ``<repo>/.worktrees/<branch>``, created fresh and removed on every ending.
 
-Seed 001 "Worktree Management": a stale worktree at the target path is removed first, the
+Worktree management (S001-01 to S001-04): a stale worktree at the target path is removed first, the
 worktree is created with ``git worktree add <path> -B <branch> <default_branch>`` (so an existing
 branch is force-reset to the default branch), a setup command runs inside it, and when the
 session ends both the worktree and the local branch are removed — the patch is the durable

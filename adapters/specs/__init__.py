@@ -1,4 +1,4 @@
-"""Spec files read from the repository's default branch (architecture §7)."""
+"""Spec files read from the repository's default branch (what the planner turns into work)."""
 
 from adapters.specs.reader import DEFAULT_SPEC_GLOBS, GitSpecReader
 

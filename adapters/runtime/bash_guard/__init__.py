@@ -1,6 +1,6 @@
 """The Bash guard: the validator behind every agent's ``PreToolUse`` hook for the Bash tool.
 
-Agents must never write to the outside world themselves (architecture §6). :func:`check_bash`
+Agents must never write to the outside world themselves (docs/security.md). :func:`check_bash`
 splits a command line into every simple command it can run (:mod:`.split`: lists, pipelines,
 subshells, groups, ``if``/``while``/``for``/``case``, functions, ``$(…)``, backticks, process
 substitutions, heredocs), unwraps what runs other commands (:mod:`.wrappers`: ``bash -c``,

@@ -1,4 +1,4 @@
-"""The runner layer of seeds 003 and 004: an agent CLI behind one agent-neutral interface.
+"""The runner layer (docs/contract.md, S003, S004): an agent CLI behind one agent-neutral interface.
 
 A :class:`RunRequest` says *what* a run needs (a worktree, a prompt, an optional model, the
 guarantees it requires); a runner translates that intent into its CLI's own flags, and refuses
@@ -48,7 +48,7 @@ class RunRejectedError(ValueError):
 
 @dataclass(frozen=True)
 class RunnerCapabilities:
-    """What a runner supports (seed 003) and enforces natively (seed 004 §3a)."""
+    """What a runner supports (S003-02) and enforces natively (S004-03)."""
 
     name: str
     supports_model: bool
@@ -139,7 +139,7 @@ class RunRequest:
 
 @runtime_checkable
 class RunnerAdapter(Protocol):
-    """Seed 003's runner interface (S003-01); ``start`` returns the runner's process handle."""
+    """The runner interface (S003-01); ``start`` returns the runner's process handle."""
 
     def start(self, run: RunRequest, prompt: str, env: Mapping[str, str] | None) -> Any: ...
 

@@ -1,6 +1,6 @@
 """The ``claude-cli`` runner (S003-09, S004-09): ``claude -p`` in stream-json mode.
 
-The command, as the CLI really accepts it (agent-protocols.md §3)::
+The command, as the CLI really accepts it (observed on CLI 2.1.330)::
 
     claude -p --output-format stream-json --verbose --permission-mode bypassPermissions
            [--model M] [--json-schema S] [--agents J --agent NAME] [--max-turns N]

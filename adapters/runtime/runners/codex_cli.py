@@ -1,18 +1,18 @@
 """The ``codex-cli`` runner (S003-10, S004-10): ``codex exec --json``, headless.
 
-The command, as ``codex exec`` 0.169.0 really accepts it (agent-protocols.md §4)::
+The command, as ``codex exec`` 0.169.0 really accepts it (observed on that version)::
 
     codex exec --json -c approval_policy="never" --sandbox SANDBOX -C WORKTREE
                --output-schema SCHEMA_FILE --output-last-message LAST_FILE
                [-m MODEL] [-c developer_instructions="…"] [-c OVERRIDE]… -- PROMPT
 
 ``--approval-policy`` does not exist and ``exec -a`` is a usage error, so approvals go through
-``-c``. SANDBOX is ``workspace-write`` unless the runner is built with another mode (seed 003's
+``-c``. SANDBOX is ``workspace-write`` unless the runner is built with another mode (S003-10's
 ``danger-full-access`` gives up the ``sandboxed_execution`` guarantee). The schema file holds
 the *strict* form of the requested schema (codex sends it with ``strict: true``).
 
 stdin is ``/dev/null``, never a pipe: codex reads a non-TTY stdin to EOF and an open pipe
-hangs it for ever (pitfall §5.2). A prompt too long for argv goes on stdin from a file, with
+hangs it for ever (a known codex hang). A prompt too long for argv goes on stdin from a file, with
 ``-`` as the prompt. Every stdout line is a JSON event, kept as ``runner_transcript``; the
 ``--output-last-message`` file becomes ``runner_final_response`` (and is kept as the optional
 ``codex_last_message``); the metadata, with the prompt, is written before the process starts

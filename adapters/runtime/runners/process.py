@@ -6,7 +6,7 @@ with stdin from ``/dev/null`` (or a file), never a pipe: nothing further can rea
 (S003-06). Two reader threads copy stdout and stderr line by line to their log files and, at
 the same time, to a callback (S003-07). A watcher thread enforces the timeouts; ``stop`` sends
 SIGTERM to the group, waits the grace, then SIGKILL (S003-11). Exit status maps to the
-termination of seed 004 §7: 0 → ``completed``, anything else → ``error``, unless the run was
+termination (docs/contract.md): 0 → ``completed``, anything else → ``error``, unless the run was
 killed, whose reason wins (S003-08, S004-11).
 """
 

@@ -7,7 +7,7 @@ extraction. The runner does the rest: the process group, the timeouts (``max_age
 is the wall-clock timeout), the normalized artifacts in ``<logs_dir>/../runs/<session_id>``.
 
 What a run asks of its runner is intent, derived from the role and the runner's declared
-capabilities (seed 004 §3a), never a flag: every run needs a non-interactive structured event
+capabilities (S004-02, S004-03), never a flag: every run needs a non-interactive structured event
 stream; an implementor needs a writable workspace, a planner or reviewer runs read-only
 (``read_only``: codex gets ``--sandbox read-only``). The agent must be confined one way or the
 other: by its definition's tool lists and cpe's Bash guard where the runner can enforce them
@@ -301,8 +301,8 @@ class CliRuntime:
         )
 
     def _log_file_path(self, session_id: str) -> str | None:
-        """Where the runner keeps the run's human-readable transcript (seed 000: None when
-        session transcripts are off)."""
+        """Where the runner keeps the run's human-readable transcript (None when session
+        transcripts are off)."""
         if not self.config.logging.agent_sessions:
             return None
         return str(

@@ -1,6 +1,6 @@
 """The OpenAI Responses API as ``codex exec`` speaks it: reading requests, writing replies.
 
-Shapes follow ``shared/design/agent-protocols.md`` (codex 0.169.0): a streamed reply is
+Shapes follow what codex 0.169.0 was observed to send and accept: a streamed reply is
 ``response.created`` and ``response.in_progress``, then per output item
 ``response.output_item.added``, its deltas (``response.content_part.added`` /
 ``response.output_text.delta`` / ``.done`` / ``response.content_part.done`` for a ``message``,
@@ -214,7 +214,7 @@ def response_json(
 
 
 def usage_json(input_tokens: int, output_tokens: int) -> dict[str, Any]:
-    # The API's fields, plus the two extra counters codex reports (agent-protocols.md §5.8).
+    # The API's fields, plus the two extra counters codex reports (observed on codex 0.169.0).
     return {
         "input_tokens": input_tokens,
         "input_tokens_details": {"cached_tokens": 0},

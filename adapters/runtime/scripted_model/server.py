@@ -28,7 +28,7 @@ from adapters.runtime.scripted_model.scenario import (
 from adapters.runtime.scripted_model.scenario import select as select_scenario
 from adapters.runtime.scripted_model.wire import ToolResult
 
-# stdlib logging: silent unless the application routes it (field notes: ProcessorFormatter).
+# stdlib logging: silent unless the application routes it (structlog's ProcessorFormatter).
 log = logging.getLogger(__name__)
 
 RequestKind = Literal["turn", "side", "count_tokens", "probe", "unknown"]

@@ -1,6 +1,6 @@
 """The Anthropic Messages API as the ``claude`` CLI speaks it: reading requests, writing replies.
 
-Shapes follow ``shared/design/agent-protocols.md`` (observed on CLI 2.1.330): a streamed reply
+Shapes follow what the CLI was observed to send and accept (CLI 2.1.330): a streamed reply
 is ``message_start``, per block ``content_block_start`` / ``content_block_delta`` /
 ``content_block_stop``, then ``message_delta`` (stop reason, usage) and ``message_stop``, each
 as an SSE ``event:``/``data:`` pair.
