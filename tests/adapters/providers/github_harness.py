@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.github import GitHubProvider, GitHubSettings
-from tests.adapters.providers.gitrepo import Content
 from tests.fakes.github import FakeGitHub
+from tests.support.git import Content
 
 TOKEN_ENV = "CPE_TEST_GITHUB_TOKEN"
 

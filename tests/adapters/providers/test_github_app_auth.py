@@ -26,8 +26,8 @@ from adapters.specs.reader import GitSpecReader
 from domain.errors import ConfigError, NotFoundError, ProviderError
 from domain.ports import ProviderInterfaces
 from tests.adapters.providers.edits import BASE_FILES
-from tests.adapters.providers.gitrepo import clone, isolate_git
 from tests.fakes.github import FakeApp, FakeGitHub, ManualClock, rsa_key_pair
+from tests.support.git import clone, isolate_git
 
 KEY_ENV = "CPE_TEST_GITHUB_APP_KEY"
 TOKEN_ENV = "CPE_TEST_GITHUB_TOKEN_UNSET"  # App auth must not fall back to a token

@@ -10,8 +10,8 @@ import pytest
 from tests.adapters.providers.contract import ProviderContract
 from tests.adapters.providers.edits import BASE_FILES
 from tests.adapters.providers.github_harness import GitHubHarness, github_provider
-from tests.adapters.providers.gitrepo import isolate_git
 from tests.fakes.github import FakeGitHub
+from tests.support.git import isolate_git
 
 
 class TestGitHubProvider(ProviderContract):

@@ -13,9 +13,8 @@ from adapters.app import App, build_app
 from domain.errors import ConfigError
 from domain.models import WorkItemId
 from tests.adapters.providers.edits import BASE_FILES
-from tests.adapters.providers.gitrepo import isolate_git
 from tests.fakes.github import FakeGitHub
-from tests.repos import make_repo
+from tests.support.git import isolate_git, make_repo
 
 TOKEN_ENV = "CPE_BOT_GITHUB_TOKEN"  # not the default GITHUB_TOKEN
 TOKEN = "token-from-the-named-variable"

@@ -24,8 +24,8 @@ from domain.events import EngineEvent
 from domain.models import EngineState
 from tests.adapters.providers.edits import BASE_FILES
 from tests.adapters.providers.github_harness import TOKEN_ENV, Sleeps, settings_for
-from tests.adapters.providers.gitrepo import Repo, isolate_git, make_patch, tree_from_git_apply
 from tests.fakes.github import FakeGitHub, ManualClock
+from tests.support.git import Repo, isolate_git, make_patch, tree_from_git_apply
 
 CONTENT_WRITES = ("POST", "PATCH", "PUT", "DELETE")
 

@@ -17,8 +17,8 @@ from domain.models import Revision, WorkItem, WorkItemId
 from domain.results import AgentReview, AgentReviewComment
 from tests.adapters.providers.edits import BASE_FILES, EDITS
 from tests.adapters.providers.github_harness import github_provider
-from tests.adapters.providers.gitrepo import isolate_git, make_patch
 from tests.fakes.github import FakeGitHub, Fault, rsa_key_pair
+from tests.support.git import isolate_git, make_patch
 
 
 @pytest.fixture

@@ -30,9 +30,9 @@ from domain.results import AgentReview
 from domain.state import apply_event
 from tests.adapters.providers.edits import BASE_FILES, EDITS
 from tests.adapters.providers.github_harness import github_provider
-from tests.adapters.providers.gitrepo import isolate_git, make_patch
 from tests.fakes.github import FakeGitHub, Fault
 from tests.fakes.github.routes_merge import BASE_MODIFIED
+from tests.support.git import isolate_git, make_patch
 
 REVIEWER_TOKEN = "reviewer-token"
 

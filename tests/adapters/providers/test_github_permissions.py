@@ -20,9 +20,9 @@ from adapters.github.labels import STATUS_LABELS
 from domain.errors import ConfigError
 from tests.adapters.providers.edits import BASE_FILES, EDITS
 from tests.adapters.providers.github_harness import github_provider
-from tests.adapters.providers.gitrepo import isolate_git, make_patch
 from tests.fakes.github import FakeGitHub, Fault
 from tests.fakes.github.records import FINE_GRAINED_PERMISSIONS, Access
+from tests.support.git import isolate_git, make_patch
 
 FINE_GRAINED = "github_pat_11AAAAAAA0fine"
 TRIAGE = "ghp_triage0000000000000000000000000000"

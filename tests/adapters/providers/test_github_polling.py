@@ -12,8 +12,8 @@ import pytest
 from adapters.github import GitHubProvider
 from tests.adapters.providers.edits import BASE_FILES, EDITS
 from tests.adapters.providers.github_harness import github_provider
-from tests.adapters.providers.gitrepo import isolate_git, make_patch
 from tests.fakes.github import FakeGitHub
+from tests.support.git import isolate_git, make_patch
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from tests.adapters.providers.github_harness import (
     github_provider,
     settings_for,
 )
-from tests.adapters.providers.gitrepo import isolate_git, make_patch
 from tests.fakes.github import FakeGitHub, Fault, Stall
+from tests.support.git import isolate_git, make_patch
 
 
 @pytest.fixture

@@ -14,13 +14,8 @@ from domain.errors import ConflictError, NotFoundError, PatchError
 from domain.models import WorkItemId
 from tests.adapters.providers.edits import BASE_FILES, EDITS, every_edit
 from tests.adapters.providers.github_harness import github_provider
-from tests.adapters.providers.gitrepo import (
-    Repo,
-    isolate_git,
-    make_patch,
-    tree_from_git_apply,
-)
 from tests.fakes.github import FakeGitHub
+from tests.support.git import Repo, isolate_git, make_patch, tree_from_git_apply
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from tests.adapters.runtime.fake_sdk import (
     wait_for_file,
 )
 from tests.fakes.claude_cli_fixture import FakeClaude
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_a_timeout_kills_the_whole_tree(
         assert fake.grandchild_pid() in started
     assert still_running(started) == []
     assert not (repo / WORKTREE).exists()
-    assert "cpe/1-f" not in git(repo, "branch", "--list")
+    assert "cpe/1-f" not in git_raw(repo, "branch", "--list")
 
 
 @pytest.mark.spec("S000-05")

@@ -29,7 +29,7 @@ from tests.adapters.runtime.fake_sdk import (
 )
 from tests.adapters.runtime.transcripts import assert_transcript_switch
 from tests.fakes.claude_cli_fixture import FakeClaude
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 
 @pytest.fixture
@@ -263,7 +263,7 @@ def test_a_patch_that_cannot_be_extracted_rejects_with_an_agent_failure(
     assert "cannot extract the patch" in failure.reason
     assert metadata(tmp_path)["termination"] == "error"
     assert not (repo / WORKTREE).exists()
-    assert "cpe/1-f" not in git(repo, "branch", "--list")
+    assert "cpe/1-f" not in git_raw(repo, "branch", "--list")
 
 
 def test_a_cli_that_goes_on_past_its_budget_is_stopped_by_cpe(

@@ -23,7 +23,7 @@ from domain.results import ImplementorResult, PlannerResult
 from tests.adapters.runtime.driving import drive_at_once, provider_deps
 from tests.adapters.runtime.fake_sdk import fake_adapter, still_running
 from tests.fakes.claude_cli_fixture import FakeClaude
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 AT_ONCE_FAKE = 32
 AT_ONCE_REAL = 8
@@ -58,8 +58,8 @@ def failures(results: list[Any]) -> list[str]:
 
 
 def assert_nothing_left(repo: Path) -> None:
-    assert len(git(repo, "worktree", "list").splitlines()) == 1  # the checkout itself
-    assert git(repo, "branch", "--list", "cpe/*") == ""
+    assert len(git_raw(repo, "worktree", "list").splitlines()) == 1  # the checkout itself
+    assert git_raw(repo, "branch", "--list", "cpe/*") == ""
 
 
 @pytest.mark.timeout(600)

@@ -24,10 +24,10 @@ from domain.errors import ConflictError, MergeWaitError, NotFoundError, Provider
 from domain.models import RevisionId, WorkItemId
 from domain.results import AgentReview, AgentReviewComment
 from tests.adapters.providers.edits import BASE_FILES
-from tests.adapters.providers.gitrepo import Repo, isolate_git, make_patch
 from tests.fakes.github import FakeApp, FakeGitHub, rsa_key_pair
 from tests.fakes.github.records import FINE_GRAINED_PERMISSIONS, Access, RecordedRequest
 from tests.fakes.github.schemas import OPERATIONS, check, undeclared
+from tests.support.git import Repo, isolate_git, make_patch
 
 KEY_ENV = "CPE_TEST_SCHEMA_APP_KEY"
 TOKEN_ENV = "CPE_TEST_SCHEMA_TOKEN"

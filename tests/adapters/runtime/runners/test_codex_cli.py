@@ -32,7 +32,7 @@ from adapters.runtime.scripted_model.responses_wire import codex_overrides
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import output_schema, strict_output_schema, validate_output
 from tests.fakes.codex_cli_fixture import FakeCodex
-from tests.repos import make_repo
+from tests.support.git import make_repo
 
 OUTPUT = {"role": "implementor", "outcome": "completed", "summary": "done"}
 

@@ -31,7 +31,7 @@ from domain.results import ImplementorResult, PlannerResult, output_schema
 from tests.adapters.runtime.driving import drive, provider_deps
 from tests.adapters.runtime.transcripts import assert_transcript_switch
 from tests.fakes.codex_cli_fixture import FakeCodex
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 PLAN = {
     "role": "planner",
@@ -183,7 +183,7 @@ def test_an_implementor_on_codex_writes_in_its_worktree_and_returns_the_patch(
     (record,) = fake.records()
     assert argv_value(record["argv"], "--sandbox") == "workspace-write"
     assert Path(record["cwd"]).name == "1-x"  # the implementor's own worktree
-    assert "cpe/1-x" not in git(repo, "branch", "--list")  # cleaned up after the run
+    assert "cpe/1-x" not in git_raw(repo, "branch", "--list")  # cleaned up after the run
     meta = metadata(state, "implementor-1")
     assert "writable_workspace" in meta["requested_policy"]["require"]
     assert meta["effective_policy"]["sandbox"] == "workspace-write"
