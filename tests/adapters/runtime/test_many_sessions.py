@@ -64,13 +64,15 @@ def assert_nothing_left(repo: Path) -> None:
 
 @pytest.mark.timeout(600)
 def test_many_runs_started_at_once_on_fake_clis_all_start_and_complete(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
-    runtime = fake_adapter(repo, tmp_path, fake, fake.env("ok", output={"role": "planner"}))
+    runtime = fake_adapter(
+        repo, tmp_path, fake_claude, fake_claude.env("ok", output={"role": "planner"})
+    )
     results = drive_at_once(runtime, planners(AT_ONCE_FAKE), timeout=500)
     assert failures(results) == []
-    assert len(fake.recorded_pids()) >= AT_ONCE_FAKE  # a CLI really started for each run
-    assert still_running(fake.recorded_pids()) == []
+    assert len(fake_claude.recorded_pids()) >= AT_ONCE_FAKE  # a CLI really started for each run
+    assert still_running(fake_claude.recorded_pids()) == []
 
 
 @pytest.mark.timeout(600)
