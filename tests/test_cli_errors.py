@@ -15,7 +15,7 @@ import pytest
 
 from actors.journal import InstanceLock
 from tests.real_clis import WITHOUT_BWRAP, codex_path
-from tests.repos import make_repo
+from tests.support.git import make_repo
 from tests.test_cli import ROOT, cpe, one_line_error
 
 GOOD = "[provider.local]\npipeline_command = []\n"

@@ -38,7 +38,7 @@ from domain.models import (
     WorkItemId,
 )
 from domain.results import ImplementorResult
-from tests.repos import make_repo
+from tests.support.git import make_repo
 from tests.test_cli import cpe, one_line_error
 
 CONFIG = "[provider.local]\npipeline_command = []\n"

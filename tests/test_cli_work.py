@@ -140,7 +140,7 @@ def test_a_request_the_state_refuses_is_one_line_and_changes_nothing(
 
 
 def test_a_bad_dashboard_listen_address_is_a_one_line_configuration_error(tmp_path: Path) -> None:
-    from tests.repos import make_repo  # noqa: PLC0415
+    from tests.support.git import make_repo  # noqa: PLC0415
 
     repo = make_repo(
         tmp_path / "repo", {"supervisor.toml": '[dashboard]\nlisten = "8765"\n', "README.md": "x\n"}
@@ -153,7 +153,7 @@ def test_a_bad_dashboard_listen_address_is_a_one_line_configuration_error(tmp_pa
 def test_a_dashboard_token_variable_that_is_not_set_is_a_one_line_configuration_error(
     tmp_path: Path,
 ) -> None:
-    from tests.repos import make_repo  # noqa: PLC0415
+    from tests.support.git import make_repo  # noqa: PLC0415
 
     toml = '[dashboard]\ntoken_env = "CPE_NO_SUCH_TOKEN"\n[provider.local]\npipeline_command = []\n'
     repo = make_repo(tmp_path / "repo", {"supervisor.toml": toml, "README.md": "x\n"})

@@ -22,7 +22,7 @@ from adapters.runtime.runners.runtime import CliRuntime
 from domain.errors import ConfigError
 from tests.fakes.codex_cli_fixture import FakeCodex
 from tests.real_clis import WITHOUT_BWRAP, codex_path
-from tests.repos import make_repo
+from tests.support.git import make_repo
 from tests.test_cli import cpe, one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -73,7 +73,7 @@ from domain.results import (
     ReviewerResult,
     validate_output,
 )
-from tests.adapters.runtime.gitrepo import git, isolate_git
+from tests.support.git import git, isolate_git
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_COMMAND = shlex.join(PIPELINE_COMMAND)

@@ -22,7 +22,7 @@ from adapters.demo_run import FEATURES, TEST_COMMAND
 from adapters.runtime.launcher import live_group
 from adapters.runtime.scripted_model import ScriptedModelServer
 from tests.e2e.running import CPE, revisions, wait_for, work_items
-from tests.repos import git
+from tests.support.git import git_raw
 
 CRASH_TIMEOUT = 240.0  # seconds for a run to reach its crashpoint (the loop takes ~15 s)
 FINISH_TIMEOUT = 180.0  # seconds for a restarted run to finish the loop
@@ -59,7 +59,7 @@ def selected(all_cases: Sequence[Crash]) -> list[Crash]:
     if os.environ.get("CPE_CRASH_ALL") == "1":
         return list(all_cases)
     try:
-        commit = git(Path(__file__).resolve().parents[2], "rev-parse", "HEAD").strip()
+        commit = git_raw(Path(__file__).resolve().parents[2], "rev-parse", "HEAD").strip()
     except Exception:
         commit = "0"
     start = int(hashlib.sha256(commit.encode()).hexdigest(), 16) % len(all_cases)
@@ -75,7 +75,7 @@ class Loop:
         # A setup command, so that its crashpoint is reached and the reaper finds it
         toml = self.repo / "supervisor.toml"
         toml.write_text(toml.read_text().replace('setup_command = ""', 'setup_command = "true"'))
-        git(self.repo, "commit", "-qam", "a setup command")
+        git_raw(self.repo, "commit", "-qam", "a setup command")
         self.home = base / "home"
         self.home.mkdir()
         self.trace = base / "crash-trace"
@@ -163,15 +163,15 @@ class Loop:
         by_item = sorted(r.work_item_id or "" for r in revs)
         assert by_item == sorted(i.id for i in items), f"one revision per item: {self.state()}"
         assert all(r.state == "merged" for r in revs), self.state()
-        merges = git(repo, "log", "--merges", "--format=%s", "main").splitlines()
+        merges = git_raw(repo, "log", "--merges", "--format=%s", "main").splitlines()
         for rev in revs:
             mine = [m for m in merges if m.startswith(f"Merge revision #{rev.id} ")]
             assert len(mine) <= 1, f"revision {rev.id} merged {len(mine)} times: {merges}"
         for path, needles in FEATURES.items():
-            text = git(repo, "show", f"main:{path}")
+            text = git_raw(repo, "show", f"main:{path}")
             for needle in needles:
                 assert needle in text, f"main's {path} lacks {needle!r}"
-        greet = git(repo, "show", "main:greetings/greet.py")
+        greet = git_raw(repo, "show", "main:greetings/greet.py")
         assert greet.count("def greet(") == 1, greet
         assert greet.count("def greet_all(") == 1, greet
         self._check_tests_pass()
@@ -181,7 +181,7 @@ class Loop:
         finally:
             journal.close()
         assert pending == [], f"intents left pending: {[i.key for i in pending]}"
-        listed = git(repo, "worktree", "list", "--porcelain").splitlines()
+        listed = git_raw(repo, "worktree", "list", "--porcelain").splitlines()
         trees = [line for line in listed if line.startswith("worktree ")]
         assert trees == [f"worktree {repo}"], f"worktrees left: {trees}"
         self._check_no_process_left()
@@ -189,7 +189,7 @@ class Loop:
     def _check_tests_pass(self) -> None:
         with tempfile.TemporaryDirectory(prefix="cpe-crash-check-") as tmp:
             checkout = Path(tmp) / "main"
-            git(self.repo, "worktree", "add", "--detach", str(checkout), "main")
+            git_raw(self.repo, "worktree", "add", "--detach", str(checkout), "main")
             try:
                 result = subprocess.run(
                     TEST_COMMAND,
@@ -200,7 +200,7 @@ class Loop:
                     check=False,
                 )
             finally:
-                git(self.repo, "worktree", "remove", "--force", str(checkout))
+                git_raw(self.repo, "worktree", "remove", "--force", str(checkout))
         assert result.returncode == 0, f"main's tests fail:\n{result.stdout}{result.stderr}"
 
     def _ours(self, pidfile: Path) -> bool:

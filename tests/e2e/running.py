@@ -17,7 +17,7 @@ from typing import TextIO
 from actors.journal import Journal
 from adapters.local.provider import LocalProvider
 from domain.models import AgentRun, Revision, WorkItem
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 CPE = Path(sys.executable).parent / "cpe"
 MODEL_KEY = "sk-ant-test-never-sent"  # no test reaches a real model
@@ -117,7 +117,7 @@ def worktrees(repo: Path) -> list[Path]:
 
 
 def agent_branches(repo: Path) -> list[str]:
-    return git(repo, "branch", "--list", "--format=%(refname:short)", "cpe/*").split()
+    return git_raw(repo, "branch", "--list", "--format=%(refname:short)", "cpe/*").split()
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 120) -> bool:

@@ -21,7 +21,7 @@ from tests.e2e.running import (
     wait_for,
     work_items,
 )
-from tests.repos import git
+from tests.support.git import git_raw
 from tests.test_cli import cpe
 
 RED = (
@@ -36,7 +36,7 @@ def test_a_red_default_branch_is_reported_and_not_charged_to_the_implementor(
     repo = make_cpe_repo(tmp_path / "repo")
     config = repo / "supervisor.toml"
     config.write_text(config.read_text().replace("pipeline_command = []", RED))
-    git(repo, "commit", "-qam", "a pipeline that fails everywhere")
+    git_raw(repo, "commit", "-qam", "a pipeline that fails everywhere")
     add_work_item(repo, "Greeting", "Add greet(name) with a test.")
     home = tmp_path / "home"
     home.mkdir()

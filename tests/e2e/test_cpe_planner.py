@@ -15,7 +15,7 @@ from pathlib import Path
 
 from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.running import agent_runs, make_cpe_repo, start_cpe, wait_for
-from tests.repos import git
+from tests.support.git import git_raw
 from tests.test_cli import cpe
 
 GAVE_UP = "planner runs failed on this version: planned again once it changes"
@@ -24,8 +24,8 @@ GAVE_UP = "planner runs failed on this version: planned again once it changes"
 def _commit_spec(repo: Path, name: str) -> None:
     (repo / "specs").mkdir(exist_ok=True)
     (repo / "specs" / name).write_text(f"# {name}\n\nAdd a function named after {name}.\n")
-    git(repo, "add", "specs")
-    git(repo, "commit", "-q", "-m", f"spec {name}")
+    git_raw(repo, "add", "specs")
+    git_raw(repo, "commit", "-q", "-m", f"spec {name}")
 
 
 def test_specs_failing_in_separate_planner_runs_get_at_most_max_attempts_runs_each(
@@ -98,7 +98,7 @@ def test_a_spec_whose_planning_spent_its_budget_waits_for_its_next_version(
         assert wait_for(lambda: "its planning budget is spent" in logged.read_text(), 60)
         # a new version is planned (and fails, and waits) in its turn
         (repo / "specs" / "a.md").write_text("# a.md\n\nAdd a function a() returning 1.\n")
-        git(repo, "commit", "-qam", "spec a, second version")
+        git_raw(repo, "commit", "-qam", "spec a, second version")
         assert wait_for(
             lambda: (
                 sum(

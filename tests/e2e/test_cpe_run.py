@@ -23,7 +23,7 @@ from tests.e2e.running import (
     work_items,
     worktrees,
 )
-from tests.repos import git
+from tests.support.git import git_raw
 
 # The killed run: it writes a file of its own, then its model never answers again.
 WRITE_THEN_HANG = Scenario.model_validate(
@@ -93,7 +93,7 @@ def _kill_9_then_restart(
     assert worktrees(repo) == [], "no worktree is left, the killed run's included"
     assert set(agent_branches(repo)) <= {revision.branch}, "no branch but the revision's"
     for branch in agent_branches(repo):  # the same name as the killed run's: the revision's
-        assert git(repo, "rev-parse", branch).strip() == revision.head_sha
-    merged = git(repo, "ls-tree", "-r", "--name-only", "main").split()
+        assert git_raw(repo, "rev-parse", branch).strip() == revision.head_sha
+    merged = git_raw(repo, "ls-tree", "-r", "--name-only", "main").split()
     assert "greeting.py" in merged
     assert "leftover.txt" not in merged, "nothing of the killed run reached the revision"

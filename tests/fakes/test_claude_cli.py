@@ -39,16 +39,11 @@ SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required
 OnMessage = Callable[[Message], Awaitable[None]]
 
 
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeClaude]:
-    installed = FakeClaude.install(tmp_path / "fake")
-    yield installed
-    installed.reap()  # whatever a failing test left behind
-
-
-def options(fake: FakeClaude, cwd: Path, env: dict[str, str], **extra: Any) -> ClaudeAgentOptions:
+def options(
+    fake_claude: FakeClaude, cwd: Path, env: dict[str, str], **extra: Any
+) -> ClaudeAgentOptions:
     return ClaudeAgentOptions(
-        cli_path=fake.path,
+        cli_path=fake_claude.path,
         cwd=cwd,
         env=env,
         setting_sources=[],
@@ -86,9 +81,11 @@ def is_init(message: Message) -> bool:
 
 
 def test_ok_mode_gives_the_sdk_a_result_with_the_structured_output(
-    fake: FakeClaude, tmp_path: Path
+    fake_claude: FakeClaude, tmp_path: Path
 ) -> None:
-    messages, error = run_query(options(fake, tmp_path, fake.env("ok", output={"ok": True})))
+    messages, error = run_query(
+        options(fake_claude, tmp_path, fake_claude.env("ok", output={"ok": True}))
+    )
 
     assert error is None
     assert is_init(messages[0])
@@ -108,11 +105,11 @@ def test_ok_mode_gives_the_sdk_a_result_with_the_structured_output(
 
 
 def test_ok_mode_records_the_argv_and_the_prompt_the_sdk_sent(
-    fake: FakeClaude, tmp_path: Path
+    fake_claude: FakeClaude, tmp_path: Path
 ) -> None:
-    run_query(options(fake, tmp_path, fake.env("ok", output={"ok": True})))
+    run_query(options(fake_claude, tmp_path, fake_claude.env("ok", output={"ok": True})))
 
-    records = fake.records()
+    records = fake_claude.records()
     argv = records[0]["argv"]
     assert argv[argv.index("--input-format") + 1] == "stream-json"
     assert json.loads(argv[argv.index("--json-schema") + 1]) == SCHEMA
@@ -123,7 +120,7 @@ def test_ok_mode_records_the_argv_and_the_prompt_the_sdk_sent(
 
 
 def test_a_denying_pre_tool_use_hook_turns_the_bash_call_into_a_permission_denial(
-    fake: FakeClaude, tmp_path: Path
+    fake_claude: FakeClaude, tmp_path: Path
 ) -> None:
     asked: list[str] = []
 
@@ -138,8 +135,8 @@ def test_a_denying_pre_tool_use_hook_turns_the_bash_call_into_a_permission_denia
         }
 
     hooks: Any = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[deny])]}
-    env = fake.env("ok", output={"ok": True}, bash="git push")
-    messages, error = run_query(options(fake, tmp_path, env, hooks=hooks))
+    env = fake_claude.env("ok", output={"ok": True}, bash="git push")
+    messages, error = run_query(options(fake_claude, tmp_path, env, hooks=hooks))
 
     assert error is None
     assert asked == ["git push"]
@@ -162,9 +159,9 @@ def test_a_denying_pre_tool_use_hook_turns_the_bash_call_into_a_permission_denia
 
 
 def test_error_result_mode_yields_the_error_result_then_raises_result_error(
-    fake: FakeClaude, tmp_path: Path
+    fake_claude: FakeClaude, tmp_path: Path
 ) -> None:
-    messages, error = run_query(options(fake, tmp_path, fake.env("error_result")))
+    messages, error = run_query(options(fake_claude, tmp_path, fake_claude.env("error_result")))
 
     result = messages[-1]
     assert isinstance(result, ResultMessage)
@@ -175,9 +172,11 @@ def test_error_result_mode_yields_the_error_result_then_raises_result_error(
 
 
 def test_crash_mode_makes_the_sdk_raise_process_error_with_the_exit_code(
-    fake: FakeClaude, tmp_path: Path
+    fake_claude: FakeClaude, tmp_path: Path
 ) -> None:
-    messages, error = run_query(options(fake, tmp_path, fake.env("crash", exit_code=7)))
+    messages, error = run_query(
+        options(fake_claude, tmp_path, fake_claude.env("crash", exit_code=7))
+    )
 
     assert isinstance(error, ProcessError)
     assert not isinstance(error, ResultError)
@@ -187,9 +186,9 @@ def test_crash_mode_makes_the_sdk_raise_process_error_with_the_exit_code(
 
 
 def test_no_result_mode_ends_the_sdk_stream_quietly_without_a_result(
-    fake: FakeClaude, tmp_path: Path
+    fake_claude: FakeClaude, tmp_path: Path
 ) -> None:
-    messages, error = run_query(options(fake, tmp_path, fake.env("no_result")))
+    messages, error = run_query(options(fake_claude, tmp_path, fake_claude.env("no_result")))
 
     # The SDK reports nothing: telling this apart from success is the runner's job.
     assert error is None
@@ -198,26 +197,30 @@ def test_no_result_mode_ends_the_sdk_stream_quietly_without_a_result(
 
 
 def test_garbage_mode_makes_the_sdk_raise_a_json_decode_error(
-    fake: FakeClaude, tmp_path: Path
+    fake_claude: FakeClaude, tmp_path: Path
 ) -> None:
-    messages, error = run_query(options(fake, tmp_path, fake.env("garbage")))
+    messages, error = run_query(options(fake_claude, tmp_path, fake_claude.env("garbage")))
 
     assert isinstance(error, CLIJSONDecodeError)
     assert "{this line starts like JSON" in str(error)
     assert not any(isinstance(m, ResultMessage) for m in messages)
 
 
-def test_hang_mode_stays_silent_until_the_test_kills_it(fake: FakeClaude, tmp_path: Path) -> None:
+def test_hang_mode_stays_silent_until_the_test_kills_it(
+    fake_claude: FakeClaude, tmp_path: Path
+) -> None:
     killed: list[int] = []
 
     async def kill_at_init(message: Message) -> None:
         if is_init(message):
-            process = psutil.Process(fake.pid())
+            process = psutil.Process(fake_claude.pid())
             assert process.is_running()
             process.kill()  # the SDK reaps its own child: do not wait() here
             killed.append(process.pid)
 
-    messages, error = run_query(options(fake, tmp_path, fake.env("hang")), kill_at_init)
+    messages, error = run_query(
+        options(fake_claude, tmp_path, fake_claude.env("hang")), kill_at_init
+    )
 
     assert len(killed) == 1
     assert [m for m in messages if not is_init(m)] == []
@@ -227,20 +230,22 @@ def test_hang_mode_stays_silent_until_the_test_kills_it(fake: FakeClaude, tmp_pa
 
 
 def test_grandchild_mode_through_the_sdk_dies_with_its_process_tree(
-    fake: FakeClaude, tmp_path: Path
+    fake_claude: FakeClaude, tmp_path: Path
 ) -> None:
     tree: list[psutil.Process] = []
 
     async def kill_tree_at_init(message: Message) -> None:
         if is_init(message):
-            cli = psutil.Process(fake.pid())
+            cli = psutil.Process(fake_claude.pid())
             tree.extend([cli, *cli.children(recursive=True)])
             for process in tree:
                 process.kill()
 
-    _, error = run_query(options(fake, tmp_path, fake.env("grandchild")), kill_tree_at_init)
+    _, error = run_query(
+        options(fake_claude, tmp_path, fake_claude.env("grandchild")), kill_tree_at_init
+    )
 
-    assert fake.grandchild_pid() in [p.pid for p in tree]
+    assert fake_claude.grandchild_pid() in [p.pid for p in tree]
     assert isinstance(error, ProcessError)
     assert error.exit_code == -signal.SIGKILL
     _, alive = psutil.wait_procs(tree[1:], timeout=WAIT)  # not ours to reap: init does
@@ -253,10 +258,10 @@ def test_grandchild_mode_through_the_sdk_dies_with_its_process_tree(
 class RawSession:
     """The fake driven by hand, for what the SDK cannot show: signals and orphans."""
 
-    def __init__(self, fake: FakeClaude, mode: str) -> None:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **fake.env(mode)}
+    def __init__(self, fake_claude: FakeClaude, mode: str) -> None:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **fake_claude.env(mode)}
         self.process = subprocess.Popen(
-            [str(fake.path), "--output-format", "stream-json"],
+            [str(fake_claude.path), "--output-format", "stream-json"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -285,15 +290,15 @@ class RawSession:
 
 
 @pytest.fixture
-def raw(fake: FakeClaude) -> Iterator[Callable[[str], RawSession]]:
+def raw(fake_claude: FakeClaude) -> Iterator[Callable[[str], RawSession]]:
     sessions: list[RawSession] = []
 
     def start(mode: str) -> RawSession:
-        sessions.append(RawSession(fake, mode))
+        sessions.append(RawSession(fake_claude, mode))
         return sessions[-1]
 
     yield start
-    fake.reap()
+    fake_claude.reap()
     for session in sessions:
         with session.process:  # closes the pipes and reaps
             session.process.kill()
@@ -315,23 +320,23 @@ def test_ignore_sigterm_mode_survives_sigterm_and_dies_on_sigkill(
 
 
 def test_grandchild_mode_leaves_an_orphan_that_the_test_kills_by_pid(
-    fake: FakeClaude, raw: Callable[[str], RawSession]
+    fake_claude: FakeClaude, raw: Callable[[str], RawSession]
 ) -> None:
     session = raw("grandchild")
     assert session.start_turn()["subtype"] == "init"
-    grandchild = psutil.Process(fake.grandchild_pid())
+    grandchild = psutil.Process(fake_claude.grandchild_pid())
     assert grandchild.ppid() == session.process.pid
 
     session.process.kill()
     assert session.process.wait(timeout=WAIT) == -signal.SIGKILL
     assert grandchild.is_running()  # it outlived the CLI
     assert grandchild.ppid() != session.process.pid
-    assert fake.reap() == [grandchild.pid]
+    assert fake_claude.reap() == [grandchild.pid]
     assert not _running(grandchild)
 
 
 def test_hang_mode_ends_at_stdin_eof_only_when_killed(
-    fake: FakeClaude, raw: Callable[[str], RawSession]
+    fake_claude: FakeClaude, raw: Callable[[str], RawSession]
 ) -> None:
     session = raw("hang")
     assert session.start_turn()["subtype"] == "init"
@@ -340,7 +345,7 @@ def test_hang_mode_ends_at_stdin_eof_only_when_killed(
 
     with pytest.raises(subprocess.TimeoutExpired):
         session.process.wait(timeout=0.5)  # bounded proof of a negative, not a sync sleep
-    assert fake.reap() == [session.process.pid]
+    assert fake_claude.reap() == [session.process.pid]
     # reap() waited for its own kill, so Popen finds the child already collected (status 0).
     assert session.process.wait(timeout=WAIT) in (-signal.SIGKILL, 0)
 
@@ -358,10 +363,10 @@ def test_overspend_mode_streams_costly_messages_and_never_a_result(
     assert session.process.wait(timeout=WAIT) == -signal.SIGKILL
 
 
-def test_an_unknown_mode_exits_2_with_a_message(fake: FakeClaude) -> None:
+def test_an_unknown_mode_exits_2_with_a_message(fake_claude: FakeClaude) -> None:
     result = subprocess.run(
-        [str(fake.path)],
-        env=fake.env("nonsense"),
+        [str(fake_claude.path)],
+        env=fake_claude.env("nonsense"),
         input="",
         capture_output=True,
         text=True,

@@ -30,23 +30,18 @@ PROVIDER = (
 
 
 @pytest.fixture
-def fake(tmp_path: Path) -> FakeCodex:
-    return FakeCodex.install(tmp_path / "fake")
-
-
-@pytest.fixture
 def repo(tmp_path: Path) -> Path:
     path = tmp_path / "repo"
     (path / ".git").mkdir(parents=True)  # all the trust check looks for
     return path
 
 
-def environment(fake: FakeCodex, mode: str = "ok", **settings: Any) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **fake.env(mode, **settings)}
+def environment(fake_codex: FakeCodex, mode: str = "ok", **settings: Any) -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **fake_codex.env(mode, **settings)}
 
 
 def run(
-    fake: FakeCodex,
+    fake_codex: FakeCodex,
     args: Sequence[str],
     *,
     cwd: Path,
@@ -54,9 +49,9 @@ def run(
     stdin_text: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(fake.path), *args],
+        [str(fake_codex.path), *args],
         cwd=cwd,
-        env=dict(env if env is not None else environment(fake)),
+        env=dict(env if env is not None else environment(fake_codex)),
         input=stdin_text,
         stdin=subprocess.DEVNULL if stdin_text is None else None,
         capture_output=True,
@@ -97,10 +92,10 @@ class Lines:
 
 
 def start(
-    fake: FakeCodex, args: Sequence[str], *, cwd: Path, env: Mapping[str, str]
+    fake_codex: FakeCodex, args: Sequence[str], *, cwd: Path, env: Mapping[str, str]
 ) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [str(fake.path), *args],
+        [str(fake_codex.path), *args],
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.PIPE,
@@ -128,7 +123,7 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def test_ok_emits_the_recorded_jsonl_and_writes_the_last_message(
-    fake: FakeCodex, repo: Path, tmp_path: Path
+    fake_codex: FakeCodex, repo: Path, tmp_path: Path
 ) -> None:
     schema = tmp_path / "schema.json"
     schema.write_text(json.dumps(SCHEMA))
@@ -153,8 +148,8 @@ def test_ok_emits_the_recorded_jsonl_and_writes_the_last_message(
         "workspace-write",
         "Do the work item.",
     ]
-    env = environment(fake, output=output, file="pkg/hello.txt", command="make test")
-    done = run(fake, args, cwd=tmp_path, env=env)
+    env = environment(fake_codex, output=output, file="pkg/hello.txt", command="make test")
+    done = run(fake_codex, args, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert kinds(done.stdout) == [
         "thread.started",
@@ -188,7 +183,7 @@ def test_ok_emits_the_recorded_jsonl_and_writes_the_last_message(
     }
     assert json.loads(last.read_text()) == output
     assert (repo / "pkg" / "hello.txt").read_text() == "hello\n"
-    (record,) = fake.records()
+    (record,) = fake_codex.records()
     assert record["cwd"] == str(repo)
     assert record["prompt"] == "Do the work item."  # stdin from /dev/null adds nothing
     assert record["config"] == {
@@ -206,9 +201,11 @@ def test_ok_emits_the_recorded_jsonl_and_writes_the_last_message(
 
 
 def test_a_failed_command_is_reported_and_the_run_still_exits_0(
-    fake: FakeCodex, repo: Path
+    fake_codex: FakeCodex, repo: Path
 ) -> None:
-    done = run(fake, ["exec", "--json", "x"], cwd=repo, env=environment(fake, command_exit="7"))
+    done = run(
+        fake_codex, ["exec", "--json", "x"], cwd=repo, env=environment(fake_codex, command_exit="7")
+    )
     assert done.returncode == 0
     (completed,) = [
         e["item"]
@@ -219,19 +216,19 @@ def test_a_failed_command_is_reported_and_the_run_still_exits_0(
 
 
 def test_without_json_stdout_is_the_final_message_and_stderr_a_banner(
-    fake: FakeCodex, repo: Path
+    fake_codex: FakeCodex, repo: Path
 ) -> None:
-    done = run(fake, ["exec", "x"], cwd=repo, env=environment(fake, final="All done."))
+    done = run(fake_codex, ["exec", "x"], cwd=repo, env=environment(fake_codex, final="All done."))
     assert done.returncode == 0
     assert done.stdout == "All done.\n"
     assert "sandbox: read-only" in done.stderr
     assert "approval: never" in done.stderr
 
 
-def test_approval_goes_before_exec_or_through_c(fake: FakeCodex, repo: Path) -> None:
-    top = run(fake, ["-a", "never", "exec", "--json", "x"], cwd=repo)
+def test_approval_goes_before_exec_or_through_c(fake_codex: FakeCodex, repo: Path) -> None:
+    top = run(fake_codex, ["-a", "never", "exec", "--json", "x"], cwd=repo)
     assert top.returncode == 0, top.stderr
-    assert fake.records()[-1]["config"] == {"approval_policy": "never"}
+    assert fake_codex.records()[-1]["config"] == {"approval_policy": "never"}
 
 
 # -- refusals
@@ -249,34 +246,38 @@ def test_approval_goes_before_exec_or_through_c(fake: FakeCodex, repo: Path) -> 
     ],
 )
 def test_usage_errors_exit_2_like_clap(
-    fake: FakeCodex, repo: Path, args: list[str], unexpected: str
+    fake_codex: FakeCodex, repo: Path, args: list[str], unexpected: str
 ) -> None:
-    done = run(fake, args, cwd=repo)
+    done = run(fake_codex, args, cwd=repo)
     assert done.returncode == 2
     assert f"error: unexpected argument '{unexpected}' found" in done.stderr
     assert done.stdout == ""
-    assert fake.records() == []
+    assert fake_codex.records() == []
 
 
-def test_refusals_before_any_event_exit_1(fake: FakeCodex, repo: Path, tmp_path: Path) -> None:
+def test_refusals_before_any_event_exit_1(
+    fake_codex: FakeCodex, repo: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "plain"
     outside.mkdir()
-    untrusted = run(fake, ["exec", "--json", "x"], cwd=outside)
-    missing_dir = run(fake, ["exec", "--json", "-C", str(tmp_path / "nope"), "x"], cwd=repo)
+    untrusted = run(fake_codex, ["exec", "--json", "x"], cwd=outside)
+    missing_dir = run(fake_codex, ["exec", "--json", "-C", str(tmp_path / "nope"), "x"], cwd=repo)
     missing_schema = run(
-        fake, ["exec", "--json", "--output-schema", str(tmp_path / "none.json"), "x"], cwd=repo
+        fake_codex,
+        ["exec", "--json", "--output-schema", str(tmp_path / "none.json"), "x"],
+        cwd=repo,
     )
     assert [p.returncode for p in (untrusted, missing_dir, missing_schema)] == [1, 1, 1]
     assert "Not inside a trusted directory and --skip-git-repo-check" in untrusted.stderr
     assert "failed to change directory" in missing_dir.stderr
     assert "Failed to read output schema file" in missing_schema.stderr
     assert all(p.stdout == "" for p in (untrusted, missing_dir, missing_schema))
-    skipped = run(fake, ["exec", "--json", "--skip-git-repo-check", "x"], cwd=outside)
+    skipped = run(fake_codex, ["exec", "--json", "--skip-git-repo-check", "x"], cwd=outside)
     assert skipped.returncode == 0
 
 
-def test_an_unknown_mode_is_refused(fake: FakeCodex, repo: Path) -> None:
-    done = run(fake, ["exec", "x"], cwd=repo, env=environment(fake, "explode"))
+def test_an_unknown_mode_is_refused(fake_codex: FakeCodex, repo: Path) -> None:
+    done = run(fake_codex, ["exec", "x"], cwd=repo, env=environment(fake_codex, "explode"))
     assert done.returncode == 2
     assert "unknown FAKE_CODEX_MODE" in done.stderr
 
@@ -285,9 +286,9 @@ def test_an_unknown_mode_is_refused(fake: FakeCodex, repo: Path) -> None:
 
 
 def test_an_open_stdin_pipe_holds_the_run_until_eof(
-    fake: FakeCodex, repo: Path, processes: list[subprocess.Popen[bytes]]
+    fake_codex: FakeCodex, repo: Path, processes: list[subprocess.Popen[bytes]]
 ) -> None:
-    process = start(fake, ["exec", "--json", "Do it."], cwd=repo, env=environment(fake))
+    process = start(fake_codex, ["exec", "--json", "Do it."], cwd=repo, env=environment(fake_codex))
     processes.append(process)
     assert Lines(process.stderr).next() == "Reading additional input from stdin..."
     stdout = Lines(process.stdout)
@@ -298,18 +299,18 @@ def test_an_open_stdin_pipe_holds_the_run_until_eof(
     process.stdin.close()
     assert json.loads(stdout.next())["type"] == "thread.started"
     assert process.wait(timeout=WAIT) == 0
-    assert fake.records()[0]["prompt"] == "Do it.\n\n<stdin>\nextra context\n</stdin>"
+    assert fake_codex.records()[0]["prompt"] == "Do it.\n\n<stdin>\nextra context\n</stdin>"
 
 
 def test_a_pipe_that_never_closes_ends_the_fake_at_its_cap(
-    fake: FakeCodex, repo: Path, tmp_path: Path
+    fake_codex: FakeCodex, repo: Path, tmp_path: Path
 ) -> None:
     err = tmp_path / "err.txt"
     with err.open("w") as stderr:
         process = subprocess.Popen(
-            [str(fake.path), "exec", "--json", "x"],
+            [str(fake_codex.path), "exec", "--json", "x"],
             cwd=repo,
-            env=environment(fake, hang_seconds=0),
+            env=environment(fake_codex, hang_seconds=0),
             stdin=subprocess.PIPE,  # held open, never written
             stdout=subprocess.DEVNULL,
             stderr=stderr,
@@ -320,24 +321,24 @@ def test_a_pipe_that_never_closes_ends_the_fake_at_its_cap(
             assert process.stdin is not None
             process.stdin.close()
     assert "stdin never reached EOF" in err.read_text()
-    assert fake.records() == []
+    assert fake_codex.records() == []
 
 
-def test_dash_reads_the_prompt_from_stdin(fake: FakeCodex, repo: Path) -> None:
-    done = run(fake, ["exec", "--json", "-"], cwd=repo, stdin_text="The prompt.\n")
+def test_dash_reads_the_prompt_from_stdin(fake_codex: FakeCodex, repo: Path) -> None:
+    done = run(fake_codex, ["exec", "--json", "-"], cwd=repo, stdin_text="The prompt.\n")
     assert done.returncode == 0, done.stderr
-    assert fake.records()[0]["prompt"] == "The prompt.\n"
+    assert fake_codex.records()[0]["prompt"] == "The prompt.\n"
 
 
 # -- fault modes
 
 
 def test_turn_failed_exits_1_with_an_empty_last_message_file(
-    fake: FakeCodex, repo: Path, tmp_path: Path
+    fake_codex: FakeCodex, repo: Path, tmp_path: Path
 ) -> None:
     last = tmp_path / "last.txt"
-    env = environment(fake, "turn_failed", error="boom")
-    done = run(fake, ["exec", "--json", "-o", str(last), "x"], cwd=repo, env=env)
+    env = environment(fake_codex, "turn_failed", error="boom")
+    done = run(fake_codex, ["exec", "--json", "-o", str(last), "x"], cwd=repo, env=env)
     assert done.returncode == 1
     assert kinds(done.stdout) == ["thread.started", "turn.started", "error", "turn.failed"]
     assert events(done.stdout)[2:] == [
@@ -348,9 +349,11 @@ def test_turn_failed_exits_1_with_an_empty_last_message_file(
 
 
 def test_hang_goes_silent_after_turn_started_until_killed(
-    fake: FakeCodex, repo: Path, processes: list[subprocess.Popen[bytes]]
+    fake_codex: FakeCodex, repo: Path, processes: list[subprocess.Popen[bytes]]
 ) -> None:
-    process = start(fake, ["exec", "--json", "x"], cwd=repo, env=environment(fake, "hang"))
+    process = start(
+        fake_codex, ["exec", "--json", "x"], cwd=repo, env=environment(fake_codex, "hang")
+    )
     processes.append(process)
     assert process.stdin is not None
     process.stdin.close()
@@ -361,16 +364,16 @@ def test_hang_goes_silent_after_turn_started_until_killed(
     ]
     assert stdout.idle()
     assert process.poll() is None
-    assert fake.pid() == process.pid  # the wrapper execs the fake: one process
+    assert fake_codex.pid() == process.pid  # the wrapper execs the fake: one process
     os.killpg(process.pid, signal.SIGKILL)
     assert process.wait(timeout=WAIT) == -signal.SIGKILL
 
 
 def test_ignore_sigterm_ignores_it_from_the_start(
-    fake: FakeCodex, repo: Path, processes: list[subprocess.Popen[bytes]]
+    fake_codex: FakeCodex, repo: Path, processes: list[subprocess.Popen[bytes]]
 ) -> None:
-    env = environment(fake, "ignore_sigterm")
-    process = start(fake, ["exec", "--json", "x"], cwd=repo, env=env)
+    env = environment(fake_codex, "ignore_sigterm")
+    process = start(fake_codex, ["exec", "--json", "x"], cwd=repo, env=env)
     processes.append(process)
     assert process.stdin is not None
     process.stdin.close()
@@ -382,29 +385,34 @@ def test_ignore_sigterm_ignores_it_from_the_start(
     assert process.wait(timeout=WAIT) == -signal.SIGKILL
 
 
-def test_crash_exits_mid_turn_with_a_panic(fake: FakeCodex, repo: Path) -> None:
-    done = run(fake, ["exec", "--json", "x"], cwd=repo, env=environment(fake, "crash"))
+def test_crash_exits_mid_turn_with_a_panic(fake_codex: FakeCodex, repo: Path) -> None:
+    done = run(fake_codex, ["exec", "--json", "x"], cwd=repo, env=environment(fake_codex, "crash"))
     assert done.returncode == 101
     assert "panicked" in done.stderr
     assert kinds(done.stdout) == ["thread.started", "turn.started", "item.completed:agent_message"]
     custom = run(
-        fake, ["exec", "--json", "x"], cwd=repo, env=environment(fake, "crash", exit_code="3")
+        fake_codex,
+        ["exec", "--json", "x"],
+        cwd=repo,
+        env=environment(fake_codex, "crash", exit_code="3"),
     )
     assert custom.returncode == 3
 
 
 def test_no_output_exits_0_having_printed_nothing(
-    fake: FakeCodex, repo: Path, tmp_path: Path
+    fake_codex: FakeCodex, repo: Path, tmp_path: Path
 ) -> None:
     last = tmp_path / "last.txt"
-    env = environment(fake, "no_output")
-    done = run(fake, ["exec", "--json", "-o", str(last), "x"], cwd=repo, env=env)
+    env = environment(fake_codex, "no_output")
+    done = run(fake_codex, ["exec", "--json", "-o", str(last), "x"], cwd=repo, env=env)
     assert (done.returncode, done.stdout) == (0, "")
     assert not last.exists()
 
 
-def test_garbage_prints_lines_that_are_not_json(fake: FakeCodex, repo: Path) -> None:
-    done = run(fake, ["exec", "--json", "x"], cwd=repo, env=environment(fake, "garbage"))
+def test_garbage_prints_lines_that_are_not_json(fake_codex: FakeCodex, repo: Path) -> None:
+    done = run(
+        fake_codex, ["exec", "--json", "x"], cwd=repo, env=environment(fake_codex, "garbage")
+    )
     assert done.returncode == 0
     first, second, *rest = done.stdout.splitlines()
     assert [json.loads(first)["type"], json.loads(second)["type"]] == [

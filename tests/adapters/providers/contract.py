@@ -27,7 +27,7 @@ from domain.ports import (
 )
 from domain.results import AgentReview, AgentReviewComment
 from tests.adapters.providers.edits import EDITS, Edit, every_edit
-from tests.adapters.providers.gitrepo import Content, Repo, git, make_patch, tree_from_git_apply
+from tests.support.git import Content, Repo, git, make_patch, tree_from_git_apply
 
 
 class WorkItemHarness(Protocol):

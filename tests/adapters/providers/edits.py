@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.adapters.providers.gitrepo import Content, Repo
+from tests.support.git import Content, Repo
 
 OLD_MODULE = "".join(
     f"CONSTANT_{i} = {i}  # a line long enough to be recognised\n" for i in range(20)

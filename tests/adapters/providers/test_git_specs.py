@@ -10,7 +10,7 @@ from adapters.specs import GitSpecReader
 from adapters.specs.globs import PathMatcher
 from adapters.specs.reader import spec_problem
 from domain.errors import NotFoundError
-from tests.adapters.providers.gitrepo import Repo, isolate_git, make_repo
+from tests.support.git import Repo, isolate_git
 
 SPECS = {
     "specs/auth.md": "# Auth\n\nUsers log in.\n",
@@ -24,7 +24,7 @@ SPECS = {
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
     isolate_git(monkeypatch)
-    return make_repo(tmp_path / "repo", SPECS)
+    return Repo.create(tmp_path / "repo", SPECS)
 
 
 def reader(repo: Repo, *globs: str) -> GitSpecReader:

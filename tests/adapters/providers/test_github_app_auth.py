@@ -25,9 +25,9 @@ from adapters.github import GitHubProvider, create_github_provider
 from adapters.specs.reader import GitSpecReader
 from domain.errors import ConfigError, NotFoundError, ProviderError
 from domain.ports import ProviderInterfaces
-from tests.adapters.providers.edits import BASE_FILES
-from tests.adapters.providers.gitrepo import clone, isolate_git
 from tests.fakes.github import FakeApp, FakeGitHub, ManualClock, rsa_key_pair
+from tests.support.git import clone
+from tests.support.github import running_github
 
 KEY_ENV = "CPE_TEST_GITHUB_APP_KEY"
 TOKEN_ENV = "CPE_TEST_GITHUB_TOKEN_UNSET"  # App auth must not fall back to a token
@@ -56,11 +56,11 @@ def app(keys: tuple[str, str], clock: ManualClock) -> FakeApp:
 
 
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, app: FakeApp) -> Iterator[FakeGitHub]:
-    isolate_git(monkeypatch)
+def fake_github(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, app: FakeApp
+) -> Iterator[FakeGitHub]:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
-    with FakeGitHub(tmp_path / "github", app=app) as gh:
-        gh.seed(BASE_FILES)
+    with running_github(tmp_path, monkeypatch, app=app) as gh:
         yield gh
 
 
@@ -69,7 +69,7 @@ Opener = Callable[..., tuple[GitHubProvider, ProviderInterfaces]]
 
 @pytest.fixture
 def open_provider(
-    fake: FakeGitHub, app: FakeApp, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    fake_github: FakeGitHub, app: FakeApp, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Opener:
     """``open_provider(private_key, **settings)``: the provider as ``adapters/app.py`` builds
     it, settings as a mapping, the key in the process environment, specs from a checkout."""
@@ -77,8 +77,8 @@ def open_provider(
     def opened(private_key: str, **overrides: Any) -> tuple[GitHubProvider, ProviderInterfaces]:
         monkeypatch.setenv(KEY_ENV, private_key)
         settings = {
-            "repository": f"{fake.owner}/{fake.repo}",
-            "base_url": fake.base_url + "/",
+            "repository": f"{fake_github.owner}/{fake_github.repo}",
+            "base_url": fake_github.base_url + "/",
             "token_env": TOKEN_ENV,
             "app_id": app.app_id,
             "app_installation_id": app.installation_id,
@@ -86,8 +86,10 @@ def open_provider(
             **overrides,
         }
         opened_before = len(list(tmp_path.glob("checkout-*")))
-        checkout = clone(fake.git.path, tmp_path / f"checkout-{opened_before}", fake.default_branch)
-        specs = GitSpecReader(checkout.root, default_branch=fake.default_branch)
+        checkout = clone(
+            fake_github.git.path, tmp_path / f"checkout-{opened_before}", fake_github.default_branch
+        )
+        specs = GitSpecReader(checkout.root, default_branch=fake_github.default_branch)
         return create_github_provider(settings, specs)
 
     return opened
@@ -109,7 +111,7 @@ def assert_not_in(text: str, *secrets: str) -> None:
 
 
 def test_a_poll_runs_on_an_installation_token_bought_with_the_apps_jwt(
-    fake: FakeGitHub,
+    fake_github: FakeGitHub,
     app: FakeApp,
     keys: tuple[str, str],
     open_provider: Opener,
@@ -124,7 +126,7 @@ def test_a_poll_runs_on_an_installation_token_bought_with_the_apps_jwt(
 
     # One token, bought once with a JWT the App's public key verifies.
     (grant,) = app.grants
-    buy, *calls = fake.requests
+    buy, *calls = fake_github.requests
     assert (buy.method, buy.path, buy.status) == ("POST", TOKENS_PATH, 201)
     scheme, _, signed = buy.authorization.partition(" ")
     assert scheme == "Bearer"
@@ -137,14 +139,14 @@ def test_a_poll_runs_on_an_installation_token_bought_with_the_apps_jwt(
     assert len(calls) >= 5
     assert {r.authorization for r in calls} == {f"token {grant.token}"}
     assert all(r.status < 400 for r in calls)
-    assert fake.issues[int(item)].user == app.bot_login
+    assert fake_github.issues[int(item)].user == app.bot_login
     # Nothing logged, down to httpx's debug lines, holds the key, the JWT or the token.
     assert caplog.records
     assert_not_in(caplog.text, *key_lines(keys[0]), signed, grant.token)
 
 
 def test_an_expired_installation_token_is_replaced_before_the_next_call(
-    fake: FakeGitHub,
+    fake_github: FakeGitHub,
     app: FakeApp,
     clock: ManualClock,
     keys: tuple[str, str],
@@ -159,25 +161,27 @@ def test_an_expired_installation_token_is_replaced_before_the_next_call(
         earlier = list(app.grants)
         assert earlier
         clock.now = max(grant.expires_at for grant in earlier)  # all of them dead on GitHub
-        with httpx.Client(base_url=fake.base_url) as client:
+        with httpx.Client(base_url=fake_github.base_url) as client:
             dead = {"Authorization": f"token {earlier[-1].token}"}
-            refused = client.get(f"/repos/{fake.owner}/{fake.repo}/issues", headers=dead)
+            refused = client.get(
+                f"/repos/{fake_github.owner}/{fake_github.repo}/issues", headers=dead
+            )
         assert (refused.status_code, refused.json()["message"]) == (401, "Bad credentials")
-        fake.clear_requests()
+        fake_github.clear_requests()
 
         poll(interfaces)
 
-    assert all(r.status < 400 for r in fake.requests), "a 401 reached the provider"
+    assert all(r.status < 400 for r in fake_github.requests), "a 401 reached the provider"
     fresh = app.grants[len(earlier) :]
     assert fresh
     assert all(grant.expires_at > clock.now for grant in fresh)
-    calls = [r for r in fake.requests if r.path != TOKENS_PATH]
+    calls = [r for r in fake_github.requests if r.path != TOKENS_PATH]
     assert calls
     assert {r.authorization for r in calls} <= {f"token {grant.token}" for grant in fresh}
 
 
 def test_a_wrong_private_key_fails_the_start_with_a_provider_error(
-    fake: FakeGitHub,
+    fake_github: FakeGitHub,
     app: FakeApp,
     open_provider: Opener,
     caplog: pytest.LogCaptureFixture,
@@ -194,7 +198,7 @@ def test_a_wrong_private_key_fails_the_start_with_a_provider_error(
     assert raised.value.status == 401
     assert not raised.value.transient  # retrying cannot mend a wrong key
     assert "cannot reach GitHub" not in str(raised.value)
-    assert [(r.path, r.status) for r in fake.requests] == [(TOKENS_PATH, 401)]
+    assert [(r.path, r.status) for r in fake_github.requests] == [(TOKENS_PATH, 401)]
     assert app.grants == []
     told = "".join(traceback.format_exception(raised.value)) + caplog.text
     assert_not_in(told, *key_lines(wrong))
@@ -222,7 +226,7 @@ def _truncated_key(keys: tuple[str, str]) -> str:
     ids=["another key", "unknown installation"],
 )
 def test_bad_app_credentials_fail_the_first_poll_without_leaking_the_key(
-    fake: FakeGitHub,
+    fake_github: FakeGitHub,
     app: FakeApp,
     keys: tuple[str, str],
     open_provider: Opener,
@@ -239,7 +243,7 @@ def test_bad_app_credentials_fail_the_first_poll_without_leaking_the_key(
     caplog.set_level(logging.DEBUG)
     key = private_key(keys)
     provider, interfaces = open_provider(
-        key, default_branch=fake.default_branch, app_installation_id=installation
+        key, default_branch=fake_github.default_branch, app_installation_id=installation
     )
     with provider, pytest.raises(ProviderError) as raised:
         interfaces.work_item_reader.list_work_items()
@@ -247,7 +251,7 @@ def test_bad_app_credentials_fail_the_first_poll_without_leaking_the_key(
     assert not isinstance(raised.value, NotFoundError)
     assert raised.value.status == refusals[0][1]
     assert not raised.value.transient
-    assert [(r.path, r.status) for r in fake.requests] == refusals * 2  # the start, the poll
+    assert [(r.path, r.status) for r in fake_github.requests] == refusals * 2  # the start, the poll
     assert app.grants == []
     told = "".join(traceback.format_exception(raised.value)) + caplog.text
     assert_not_in(told, *key_lines(key))
@@ -259,23 +263,23 @@ def test_bad_app_credentials_fail_the_first_poll_without_leaking_the_key(
     ids=["truncated key", "garbage", "the public key"],
 )
 def test_a_private_key_that_cannot_sign_is_a_configuration_error_at_start(
-    fake: FakeGitHub, keys: tuple[str, str], open_provider: Opener, private_key: Any
+    fake_github: FakeGitHub, keys: tuple[str, str], open_provider: Opener, private_key: Any
 ) -> None:
     """Caught before any request, naming the variable, never quoting the key."""
     key = private_key(keys)
     with pytest.raises(ConfigError, match=KEY_ENV) as raised:
-        open_provider(key, default_branch=fake.default_branch)
+        open_provider(key, default_branch=fake_github.default_branch)
     assert raised.value.key_path == "provider.github.app_private_key_env"
     assert_not_in(str(raised.value), *key_lines(key))
-    assert fake.requests == []
+    assert fake_github.requests == []
 
 
 def test_a_token_github_revokes_early_is_dropped_after_one_refused_call(
-    fake: FakeGitHub, app: FakeApp, keys: tuple[str, str], open_provider: Opener
+    fake_github: FakeGitHub, app: FakeApp, keys: tuple[str, str], open_provider: Opener
 ) -> None:
     """githubkit would reuse a cached token until its own idea of the expiry: after GitHub
     refuses it once, the provider drops it and the next call buys a new one."""
-    provider, interfaces = open_provider(keys[0], default_branch=fake.default_branch)
+    provider, interfaces = open_provider(keys[0], default_branch=fake_github.default_branch)
     with provider:
         poll(interfaces)
         (first,) = app.grants
@@ -287,21 +291,21 @@ def test_a_token_github_revokes_early_is_dropped_after_one_refused_call(
         poll(interfaces)  # recovered: a new token
     assert app.grants[0].token == first.token
     assert len(app.grants) == 2
-    last = fake.requests[-1]
+    last = fake_github.requests[-1]
     assert last.authorization == f"token {app.grants[1].token}"
     assert last.status < 400
 
 
 def test_two_providers_with_one_app_id_do_not_share_tokens(
-    fake: FakeGitHub, app: FakeApp, keys: tuple[str, str], open_provider: Opener
+    fake_github: FakeGitHub, app: FakeApp, keys: tuple[str, str], open_provider: Opener
 ) -> None:
     """With githubkit's process-wide default cache, a provider with the wrong key used the
     tokens another provider with the same app id had bought, without signing anything."""
-    good, good_interfaces = open_provider(keys[0], default_branch=fake.default_branch)
+    good, good_interfaces = open_provider(keys[0], default_branch=fake_github.default_branch)
     with good:
         poll(good_interfaces)
         wrong, wrong_interfaces = open_provider(
-            rsa_key_pair()[0], default_branch=fake.default_branch
+            rsa_key_pair()[0], default_branch=fake_github.default_branch
         )
         with wrong, pytest.raises(ProviderError) as raised:
             poll(wrong_interfaces)

@@ -12,35 +12,32 @@ import pytest
 from adapters.app import App, build_app
 from domain.errors import ConfigError
 from domain.models import WorkItemId
-from tests.adapters.providers.edits import BASE_FILES
-from tests.adapters.providers.gitrepo import isolate_git
 from tests.fakes.github import FakeGitHub
-from tests.repos import make_repo
+from tests.support.git import make_repo
+from tests.support.github import running_github
 
 TOKEN_ENV = "CPE_BOT_GITHUB_TOKEN"  # not the default GITHUB_TOKEN
 TOKEN = "token-from-the-named-variable"
 
 
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    isolate_git(monkeypatch)
+def fake_github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-never-sent")  # past the preflight
     # GITHUB_TOKEN holds a token the fake accepts too, as another user: a provider that read
     # the default variable instead of the named one would be seen doing so.
     tokens = {TOKEN: "cpe-bot", "token-from-github-token": "someone-else"}
-    with FakeGitHub(tmp_path / "github", tokens=tokens) as gh:
-        gh.seed(BASE_FILES)
+    with running_github(tmp_path, monkeypatch, tokens=tokens) as gh:
         yield gh
 
 
-def configured_repo(tmp_path: Path, fake: FakeGitHub, extra: str = "") -> Path:
+def configured_repo(tmp_path: Path, fake_github: FakeGitHub, extra: str = "") -> Path:
     repo = make_repo(tmp_path / "repo")
     (repo / "supervisor.toml").write_text(
         '[provider]\nkind = "github"\n'
         "[provider.github]\n"
-        f'repository = "{fake.owner}/{fake.repo}"\n'
+        f'repository = "{fake_github.owner}/{fake_github.repo}"\n'
         f'token_env = "{TOKEN_ENV}"\n'
-        f'base_url = "{fake.base_url}/"\n'
+        f'base_url = "{fake_github.base_url}/"\n'
         "request_timeout = 30\n" + extra
     )
     return repo
@@ -48,7 +45,7 @@ def configured_repo(tmp_path: Path, fake: FakeGitHub, extra: str = "") -> Path:
 
 @pytest.fixture
 def app_for(
-    tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fake_github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[list[App]]:
     """Apps a test builds, closed at its end."""
     monkeypatch.setenv("GITHUB_TOKEN", "token-from-github-token")
@@ -59,42 +56,44 @@ def app_for(
 
 
 def test_the_provider_authenticates_with_the_token_in_the_variable_the_config_names(
-    tmp_path: Path, fake: FakeGitHub, app_for: list[App], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fake_github: FakeGitHub, app_for: list[App], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
-    app = build_app(None, configured_repo(tmp_path, fake))
+    app = build_app(None, configured_repo(tmp_path, fake_github))
     app_for.append(app)
-    fake.add_issue("Filed by someone")
+    fake_github.add_issue("Filed by someone")
     provider = app.engine.provider
     made = provider.work_item_writer.create_work_item("Filed by cpe", "b")
     listed = {i.id: i.title for i in provider.work_item_reader.list_work_items()}
     assert listed == {"1": "Filed by someone", made: "Filed by cpe"}
-    assert fake.issues[int(made)].user == "cpe-bot"  # the named variable's token's user
-    assert fake.requests
-    assert {r.authorization for r in fake.requests} == {f"token {TOKEN}"}
+    assert fake_github.issues[int(made)].user == "cpe-bot"  # the named variable's token's user
+    assert fake_github.requests
+    assert {r.authorization for r in fake_github.requests} == {f"token {TOKEN}"}
 
 
 def test_a_missing_token_variable_is_a_configuration_error_naming_it(
-    tmp_path: Path, fake: FakeGitHub, app_for: list[App], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fake_github: FakeGitHub, app_for: list[App], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     with pytest.raises(ConfigError, match=TOKEN_ENV) as raised:
-        build_app(None, configured_repo(tmp_path, fake))
+        build_app(None, configured_repo(tmp_path, fake_github))
     assert "token_env" in str(raised.value)
-    assert fake.requests == []
+    assert fake_github.requests == []
 
 
 def test_the_workflow_branch_prefix_links_a_pull_request_to_its_work_item(
-    tmp_path: Path, fake: FakeGitHub, app_for: list[App], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fake_github: FakeGitHub, app_for: list[App], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
-    repo = configured_repo(tmp_path, fake, '[workflow]\nbranch_prefix = "bot/"\n')
+    repo = configured_repo(tmp_path, fake_github, '[workflow]\nbranch_prefix = "bot/"\n')
     app = build_app(None, repo)
     app_for.append(app)
-    item = fake.add_issue("Item")
+    item = fake_github.add_issue("Item")
     # No "Closes #N" in either body: only the branch name can link them.
-    ours = fake.add_pull(f"bot/{item}-item", {"src/new.py": "x\n"}, "Ours", "No keyword.")
-    other = fake.add_pull(f"cpe/{item}-item", {"src/other.py": "y\n"}, "Other", "No keyword.")
+    ours = fake_github.add_pull(f"bot/{item}-item", {"src/new.py": "x\n"}, "Ours", "No keyword.")
+    other = fake_github.add_pull(
+        f"cpe/{item}-item", {"src/other.py": "y\n"}, "Other", "No keyword."
+    )
     provider = app.engine.provider
     linked = {r.id: r.work_item_id for r in provider.revision_reader.list_revisions()}
     assert linked == {str(ours): WorkItemId(str(item)), str(other): None}

@@ -15,23 +15,15 @@ from adapters.github.reviews import right_side_lines
 from domain.errors import ConfigError
 from domain.models import Revision, WorkItem, WorkItemId
 from domain.results import AgentReview, AgentReviewComment
-from tests.adapters.providers.edits import BASE_FILES, EDITS
-from tests.adapters.providers.github_harness import github_provider
-from tests.adapters.providers.gitrepo import isolate_git, make_patch
+from tests.adapters.providers.edits import EDITS
 from tests.fakes.github import FakeGitHub, Fault, rsa_key_pair
+from tests.support.git import make_patch
+from tests.support.github import github_provider
 
 
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    isolate_git(monkeypatch)
-    with FakeGitHub(tmp_path / "github") as gh:
-        gh.seed(BASE_FILES)
-        yield gh
-
-
-@pytest.fixture
-def provider(fake: FakeGitHub) -> Iterator[GitHubProvider]:
-    with github_provider(fake) as made:
+def provider(fake_github: FakeGitHub) -> Iterator[GitHubProvider]:
+    with github_provider(fake_github) as made:
         yield made
 
 
@@ -39,9 +31,9 @@ def items(provider: GitHubProvider) -> dict[str, WorkItem]:
     return {i.id: i for i in provider.work_item_reader.list_work_items()}
 
 
-def revision(fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path) -> Revision:
+def revision(fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path) -> Revision:
     item = provider.work_item_writer.create_work_item("T", "b")
-    patch = make_patch(fake.git.path, tmp_path / "patch", EDITS["modified"])
+    patch = make_patch(fake_github.git.path, tmp_path / "patch", EDITS["modified"])
     return provider.revision_writer.create_from_patch(item, "cpe/1-t", "T", "", patch)
 
 
@@ -49,151 +41,155 @@ def revision(fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path) -> Revi
 
 
 def test_status_labels_are_removed_then_added_and_other_labels_kept(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
-    number = fake.add_issue("Mine", labels=("priority", "status:pending"))
-    fake.clear_requests()
+    number = fake_github.add_issue("Mine", labels=("priority", "status:pending"))
+    fake_github.clear_requests()
     provider.work_item_writer.transition_status(WorkItemId(str(number)), "in-progress")
-    writes = [(r.method, r.path.rsplit("/", 1)[-1]) for r in fake.requests if r.method != "GET"]
+    writes = [
+        (r.method, r.path.rsplit("/", 1)[-1]) for r in fake_github.requests if r.method != "GET"
+    ]
     assert writes == [("DELETE", "status:pending"), ("POST", "labels")]
-    assert fake.issues[number].labels == ["priority", "status:in-progress"]
+    assert fake_github.issues[number].labels == ["priority", "status:in-progress"]
     [item] = provider.work_item_reader.list_work_items()
     assert (item.status, item.labels) == ("in-progress", ("priority",))
 
 
 def test_done_closes_the_issue_and_a_new_status_reopens_it(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
     item = provider.work_item_writer.create_work_item("T", "b")
     provider.work_item_writer.transition_status(item, "done")
-    assert fake.issues[int(item)].state == "closed"
+    assert fake_github.issues[int(item)].state == "closed"
     provider.work_item_writer.transition_status(item, "blocked")
-    assert fake.issues[int(item)].state == "open"
+    assert fake_github.issues[int(item)].state == "open"
     [listed] = provider.work_item_reader.list_work_items()
     assert listed.status == "blocked"
 
 
 def test_blockers_are_body_lines_and_native_dependencies(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
     first = provider.work_item_writer.create_work_item("First", "b")
     second = provider.work_item_writer.create_work_item("Second", "b", blocked_by=[first])
-    body = fake.issues[int(second)].body or ""
+    body = fake_github.issues[int(second)].body or ""
     assert f"Blocked by #{first}" in body
-    assert fake.issues[int(second)].blocked_by == [int(first)]  # sent as the database id
+    assert fake_github.issues[int(second)].blocked_by == [int(first)]  # sent as the database id
     assert provider.work_item_reader.get_work_item_body(second) == "b"
 
 
 def test_a_dependency_added_on_github_is_a_blocker(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
-    blocker = fake.add_issue("Blocker")
-    blocked = fake.add_issue("Blocked")
-    fake.edit_issue(blocked, blocked_by=[blocker])
+    blocker = fake_github.add_issue("Blocker")
+    blocked = fake_github.add_issue("Blocked")
+    fake_github.edit_issue(blocked, blocked_by=[blocker])
     assert items(provider)[str(blocked)].blocked_by == (str(blocker),)
 
 
 @pytest.mark.parametrize("status", [404, 422, 502])
 def test_a_work_item_is_made_with_its_body_line_when_native_dependencies_fail(
-    fake: FakeGitHub, provider: GitHubProvider, status: int
+    fake_github: FakeGitHub, provider: GitHubProvider, status: int
 ) -> None:
     first = provider.work_item_writer.create_work_item("First", "b")
-    fake.fail(Fault("POST", r"/dependencies/blocked_by$", status))
+    fake_github.fail(Fault("POST", r"/dependencies/blocked_by$", status))
     second = provider.work_item_writer.create_work_item("Second", "b", blocked_by=[first])
-    assert fake.http.faults[0].hits == 1  # the native dependency was asked for, and refused
-    assert fake.issues[int(second)].blocked_by == []
-    assert f"Blocked by #{first}" in (fake.issues[int(second)].body or "")
+    assert fake_github.http.faults[0].hits == 1  # the native dependency was asked for, and refused
+    assert fake_github.issues[int(second)].blocked_by == []
+    assert f"Blocked by #{first}" in (fake_github.issues[int(second)].body or "")
     assert items(provider)[second].blocked_by == (first,)
     assert provider.work_item_reader.get_work_item_body(second) == "b"
 
 
 def test_a_native_blocker_beside_a_different_body_line_is_read(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
-    named = fake.add_issue("Named in the body")
-    native = fake.add_issue("Native only")
-    blocked = fake.add_issue("Blocked", body=f"Blocked by #{named}")
-    fake.edit_issue(blocked, blocked_by=[native])  # one line, one native: the counts agree
+    named = fake_github.add_issue("Named in the body")
+    native = fake_github.add_issue("Native only")
+    blocked = fake_github.add_issue("Blocked", body=f"Blocked by #{named}")
+    fake_github.edit_issue(blocked, blocked_by=[native])  # one line, one native: the counts agree
     assert items(provider)[str(blocked)].blocked_by == (str(named), str(native))
 
 
 def test_re_reading_an_issue_with_native_blockers_costs_no_rate_limit(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
-    blocker = fake.add_issue("Blocker")
-    blocked = fake.add_issue("Blocked")
-    fake.edit_issue(blocked, blocked_by=[blocker])
+    blocker = fake_github.add_issue("Blocker")
+    blocked = fake_github.add_issue("Blocked")
+    fake_github.edit_issue(blocked, blocked_by=[blocker])
     provider.work_item_reader.get_work_item_body(WorkItemId(str(blocked)))
-    fake.clear_requests()
+    fake_github.clear_requests()
     provider.work_item_reader.get_work_item_body(WorkItemId(str(blocked)))
-    paths = {r.path.rsplit("/", 2)[-1] for r in fake.requests}
+    paths = {r.path.rsplit("/", 2)[-1] for r in fake_github.requests}
     assert paths == {str(blocked), "blocked_by"}  # the issue and its native blockers
-    assert all(r.if_none_match and r.status == 304 and not r.counted for r in fake.requests)
+    assert all(r.if_none_match and r.status == 304 and not r.counted for r in fake_github.requests)
 
 
 def test_a_native_blocker_in_another_repository_is_not_the_local_issue_of_its_number(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
-    local = fake.add_issue("Local twelve", state="closed")
-    foreign = fake.add_foreign_issue("other/lib", "Their fix")
+    local = fake_github.add_issue("Local twelve", state="closed")
+    foreign = fake_github.add_foreign_issue("other/lib", "Their fix")
     assert foreign == local  # the same number, in two repositories
-    blocked = fake.add_issue("Waits for their fix")
-    fake.edit_issue(blocked, foreign_blockers=[("other/lib", foreign)])
+    blocked = fake_github.add_issue("Waits for their fix")
+    fake_github.edit_issue(blocked, foreign_blockers=[("other/lib", foreign)])
     assert items(provider)[str(blocked)].blocked_by == (f"other/lib#{foreign}",)
-    fake.close_foreign_issue("other/lib", foreign)
+    fake_github.close_foreign_issue("other/lib", foreign)
     assert items(provider)[str(blocked)].blocked_by == ()  # closed there: blocks no more
 
 
 def test_a_blocked_by_line_naming_another_repository_keeps_its_repository(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
-    foreign = fake.add_foreign_issue("other/lib", "Their fix")
-    here = fake.add_issue("Ours")
+    foreign = fake_github.add_foreign_issue("other/lib", "Their fix")
+    here = fake_github.add_issue("Ours")
     body = f"Blocked by other/lib#{foreign}, #{here} and acme/widgets#{here}"
-    blocked = fake.add_issue("Waits", body=body)
+    blocked = fake_github.add_issue("Waits", body=body)
     assert items(provider)[str(blocked)].blocked_by == (f"other/lib#{foreign}", str(here))
 
 
 def test_an_unreadable_blocker_in_another_repository_keeps_blocking(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
-    blocked = fake.add_issue("Waits", body="Blocked by secret/repo#3")
+    blocked = fake_github.add_issue("Waits", body="Blocked by secret/repo#3")
     assert items(provider)[str(blocked)].blocked_by == ("secret/repo#3",)
 
 
 def test_a_work_item_made_with_a_blocker_in_another_repository_names_it(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
-    foreign = fake.add_foreign_issue("other/lib", "Their fix")
+    foreign = fake_github.add_foreign_issue("other/lib", "Their fix")
     made = provider.work_item_writer.create_work_item(
         "Waits", "b", blocked_by=[WorkItemId(f"other/lib#{foreign}")]
     )
-    assert f"Blocked by other/lib#{foreign}" in (fake.issues[int(made)].body or "")
+    assert f"Blocked by other/lib#{foreign}" in (fake_github.issues[int(made)].body or "")
     assert items(provider)[made].blocked_by == (f"other/lib#{foreign}",)
 
 
-def test_a_closed_blocker_is_listed_as_done(fake: FakeGitHub, provider: GitHubProvider) -> None:
-    old = fake.add_issue("Finished long ago", state="closed")
-    waiting = fake.add_issue("Waiting", body=f"Needs the old one.\n\nBlocked by #{old}")
+def test_a_closed_blocker_is_listed_as_done(
+    fake_github: FakeGitHub, provider: GitHubProvider
+) -> None:
+    old = fake_github.add_issue("Finished long ago", state="closed")
+    waiting = fake_github.add_issue("Waiting", body=f"Needs the old one.\n\nBlocked by #{old}")
     listed = items(provider)
     assert listed[str(waiting)].blocked_by == (str(old),)
     assert listed[str(old)].status == "done"
 
 
 def test_pull_requests_are_not_work_items(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    made = revision(fake, provider, tmp_path)
+    made = revision(fake_github, provider, tmp_path)
     assert made.id not in items(provider)
 
 
 def test_a_pull_request_is_linked_by_its_branch_name(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    made = revision(fake, provider, tmp_path)
+    made = revision(fake_github, provider, tmp_path)
     number = int(made.id)
-    fake.issues[number].body = "No closing keyword here."
-    fake.edit_issue(number)
+    fake_github.issues[number].body = "No closing keyword here."
+    fake_github.edit_issue(number)
     [listed] = provider.revision_reader.list_revisions()
     assert listed.work_item_id == "1"  # from cpe/1-t
 
@@ -213,43 +209,43 @@ def test_a_pull_request_is_linked_by_its_branch_name(
     ],
 )
 def test_pipeline_combines_check_runs_and_statuses(
-    fake: FakeGitHub,
+    fake_github: FakeGitHub,
     provider: GitHubProvider,
     tmp_path: Path,
     case: tuple[list[tuple[str, str, str | None]], list[tuple[str, str]], str],
 ) -> None:
     checks, statuses, expected = case
-    head = revision(fake, provider, tmp_path).head_sha
+    head = revision(fake_github, provider, tmp_path).head_sha
     for name, status, conclusion in checks:
-        fake.add_check_run(head, name, status, conclusion)
+        fake_github.add_check_run(head, name, status, conclusion)
     for context, state in statuses:
-        fake.add_status(head, context, state)
+        fake_github.add_status(head, context, state)
     [listed] = provider.revision_reader.list_revisions()
     assert listed.pipeline.status == expected
 
 
 def test_a_failed_pipeline_names_its_failed_checks(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    head = revision(fake, provider, tmp_path).head_sha
-    fake.add_check_run(head, "tests", "completed", "failure")
-    fake.add_check_run(head, "build", "completed", "success")
-    fake.add_check_run(head, "e2e", "completed", "timed_out")
-    fake.add_status(head, "ci/legacy", "error")
+    head = revision(fake_github, provider, tmp_path).head_sha
+    fake_github.add_check_run(head, "tests", "completed", "failure")
+    fake_github.add_check_run(head, "build", "completed", "success")
+    fake_github.add_check_run(head, "e2e", "completed", "timed_out")
+    fake_github.add_status(head, "ci/legacy", "error")
     [listed] = provider.revision_reader.list_revisions()
     assert listed.pipeline.status == "failure"
     assert listed.pipeline.failed_checks == ("ci/legacy", "e2e", "tests")
 
 
 def test_the_baseline_is_the_default_branchs_head_and_its_checks(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
-    head = fake.git.resolve(f"refs/heads/{fake.default_branch}")
+    head = fake_github.git.resolve(f"refs/heads/{fake_github.default_branch}")
     baseline = provider.revision_reader.baseline()
     assert baseline is not None
     assert (baseline.sha, baseline.pipeline.status) == (head, "none")
-    fake.add_check_run(head, "tests", "completed", "failure")
-    fake.add_check_run(head, "lint", "completed", "success")
+    fake_github.add_check_run(head, "tests", "completed", "failure")
+    fake_github.add_check_run(head, "lint", "completed", "success")
     baseline = provider.revision_reader.baseline()
     assert baseline is not None
     assert baseline.pipeline.status == "failure"
@@ -265,9 +261,9 @@ def test_right_side_lines_are_context_and_added_lines() -> None:
 
 
 def test_comments_outside_the_diff_go_into_the_review_body(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    made = revision(fake, provider, tmp_path)
+    made = revision(fake_github, provider, tmp_path)
     review = AgentReview(
         verdict="approve",
         summary="Fine.",
@@ -286,9 +282,9 @@ def test_comments_outside_the_diff_go_into_the_review_body(
 
 
 def test_a_verdict_on_ones_own_pull_request_is_posted_as_a_comment(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    made = revision(fake, provider, tmp_path)
+    made = revision(fake_github, provider, tmp_path)
     provider.revision_writer.post_review(
         made.id, made.head_sha, AgentReview(verdict="approve", summary="Good.")
     )
@@ -298,10 +294,10 @@ def test_a_verdict_on_ones_own_pull_request_is_posted_as_a_comment(
 
 
 def test_a_verdict_on_someone_elses_pull_request_is_the_review_state(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    fake.allow_self_review = True
-    made = revision(fake, provider, tmp_path)
+    fake_github.allow_self_review = True
+    made = revision(fake_github, provider, tmp_path)
     provider.revision_writer.post_review(
         made.id, made.head_sha, AgentReview(verdict="needs-changes", summary="No.")
     )
@@ -312,7 +308,9 @@ def test_a_verdict_on_someone_elses_pull_request_is_the_review_state(
 # ------------------------------------------------------------------ configuration
 
 
-def test_the_default_branch_is_asked_of_github(fake: FakeGitHub, provider: GitHubProvider) -> None:
+def test_the_default_branch_is_asked_of_github(
+    fake_github: FakeGitHub, provider: GitHubProvider
+) -> None:
     assert provider.default_branch == "main"
 
 

@@ -28,44 +28,42 @@ from domain.models import EngineState, Revision
 from domain.policy import AllowAll
 from domain.results import AgentReview
 from domain.state import apply_event
-from tests.adapters.providers.edits import BASE_FILES, EDITS
-from tests.adapters.providers.github_harness import github_provider
-from tests.adapters.providers.gitrepo import isolate_git, make_patch
+from tests.adapters.providers.edits import EDITS
 from tests.fakes.github import FakeGitHub, Fault
 from tests.fakes.github.routes_merge import BASE_MODIFIED
+from tests.support.git import make_patch
+from tests.support.github import github_provider, running_github
 
 REVIEWER_TOKEN = "reviewer-token"
 
 
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    isolate_git(monkeypatch)
+def fake_github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
     tokens = {"test-token": "cpe-bot", REVIEWER_TOKEN: "alice"}
-    with FakeGitHub(tmp_path / "github", tokens=tokens) as gh:
-        gh.seed(BASE_FILES)
+    with running_github(tmp_path, monkeypatch, tokens=tokens) as gh:
         yield gh
 
 
 @pytest.fixture
-def provider(fake: FakeGitHub) -> Iterator[GitHubProvider]:
-    with github_provider(fake) as made:
+def provider(fake_github: FakeGitHub) -> Iterator[GitHubProvider]:
+    with github_provider(fake_github) as made:
         yield made
 
 
 def open_revision(
-    provider: GitHubProvider, fake: FakeGitHub, tmp_path: Path, edit: str = "modified"
+    provider: GitHubProvider, fake_github: FakeGitHub, tmp_path: Path, edit: str = "modified"
 ) -> Revision:
     item = provider.work_item_writer.create_work_item("Answer", "Make it 42.")
-    patch = make_patch(fake.git.path, tmp_path / "patch", EDITS[edit])
+    patch = make_patch(fake_github.git.path, tmp_path / "patch", EDITS[edit])
     writer = provider.revision_writer
     return writer.create_from_patch(item, f"cpe/{item}-answer", "Answer", "", patch)
 
 
-def approve_as_someone_else(fake: FakeGitHub, revision: Revision) -> None:
+def approve_as_someone_else(fake_github: FakeGitHub, revision: Revision) -> None:
     headers = {"Authorization": f"token {REVIEWER_TOKEN}"}
-    with httpx.Client(base_url=fake.base_url, headers=headers, timeout=30) as client:
+    with httpx.Client(base_url=fake_github.base_url, headers=headers, timeout=30) as client:
         answer = client.post(
-            f"/repos/{fake.owner}/{fake.repo}/pulls/{revision.id}/reviews",
+            f"/repos/{fake_github.owner}/{fake_github.repo}/pulls/{revision.id}/reviews",
             json={"commit_id": revision.head_sha, "event": "APPROVE"},
         )
     assert answer.status_code == 200, answer.text
@@ -75,91 +73,91 @@ def approve_as_someone_else(fake: FakeGitHub, revision: Revision) -> None:
 
 
 def test_merging_an_already_merged_pull_request_returns_its_merge_commit(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    revision = open_revision(provider, fake, tmp_path)
+    revision = open_revision(provider, fake_github, tmp_path)
     merged = provider.revision_writer.merge(revision.id)
-    assert provider.revision_writer.merge(revision.id) == merged == fake.default_head()
+    assert provider.revision_writer.merge(revision.id) == merged == fake_github.default_head()
 
 
 def test_no_answer_cpe_reads_carries_a_field_its_api_version_removed(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    revision = open_revision(provider, fake, tmp_path)
+    revision = open_revision(provider, fake_github, tmp_path)
     provider.revision_writer.merge(revision.id)
-    assert {r.api_version for r in fake.requests} == {"2026-03-10"}
-    with httpx.Client(base_url=fake.base_url, timeout=30) as client:
-        path = f"/repos/{fake.owner}/{fake.repo}/pulls/{revision.id}"
+    assert {r.api_version for r in fake_github.requests} == {"2026-03-10"}
+    with httpx.Client(base_url=fake_github.base_url, timeout=30) as client:
+        path = f"/repos/{fake_github.owner}/{fake_github.repo}/pulls/{revision.id}"
         auth = {"Authorization": "token test-token"}
         new = client.get(path, headers={**auth, "X-GitHub-Api-Version": "2026-03-10"}).json()
         old = client.get(path, headers={**auth, "X-GitHub-Api-Version": "2022-11-28"}).json()
     assert "merge_commit_sha" not in new
     assert "assignee" not in new
-    assert old["merge_commit_sha"] == fake.default_head()
+    assert old["merge_commit_sha"] == fake_github.default_head()
 
 
 # ------------------------------------------------------------------ 405s, sorted
 
 
 def test_a_merge_before_a_required_check_reported_waits_and_then_goes_through(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    fake.protect(checks=("deploy",))
-    revision = open_revision(provider, fake, tmp_path)
+    fake_github.protect(checks=("deploy",))
+    revision = open_revision(provider, fake_github, tmp_path)
     with pytest.raises(MergeWaitError) as waiting:
         provider.revision_writer.merge(revision.id)
     assert waiting.value.reason == 'Required status check "deploy" is expected.'
     assert not isinstance(waiting.value, ConflictError)
-    fake.add_check_run(revision.head_sha, "deploy")
-    assert provider.revision_writer.merge(revision.id) == fake.default_head()
+    fake_github.add_check_run(revision.head_sha, "deploy")
+    assert provider.revision_writer.merge(revision.id) == fake_github.default_head()
 
 
 def test_a_merge_before_a_required_approval_waits_for_it(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    fake.protect(reviews=1)
-    revision = open_revision(provider, fake, tmp_path)
+    fake_github.protect(reviews=1)
+    revision = open_revision(provider, fake_github, tmp_path)
     with pytest.raises(MergeWaitError) as waiting:
         provider.revision_writer.merge(revision.id)
     assert "approving review is required" in waiting.value.reason
-    approve_as_someone_else(fake, revision)
-    assert provider.revision_writer.merge(revision.id) == fake.default_head()
+    approve_as_someone_else(fake_github, revision)
+    assert provider.revision_writer.merge(revision.id) == fake_github.default_head()
 
 
 def test_a_base_branch_modified_during_the_merge_is_a_transient_refusal(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    revision = open_revision(provider, fake, tmp_path)
-    fake.fail(Fault("PUT", r"/merge$", 405, message=BASE_MODIFIED))
+    revision = open_revision(provider, fake_github, tmp_path)
+    fake_github.fail(Fault("PUT", r"/merge$", 405, message=BASE_MODIFIED))
     with pytest.raises(ProviderError) as refused:
         provider.revision_writer.merge(revision.id)
     assert refused.value.transient
     assert not isinstance(refused.value, ConflictError | MergeWaitError)
-    assert provider.revision_writer.merge(revision.id) == fake.default_head()
+    assert provider.revision_writer.merge(revision.id) == fake_github.default_head()
 
 
 def test_a_repository_without_merge_commits_is_merged_by_squash(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    fake.merge_methods["merge"] = False
-    revision = open_revision(provider, fake, tmp_path)
-    base = fake.default_head()
+    fake_github.merge_methods["merge"] = False
+    revision = open_revision(provider, fake_github, tmp_path)
+    base = fake_github.default_head()
     merged = provider.revision_writer.merge(revision.id)
-    assert fake.git.line("rev-list", "--parents", "-n", "1", merged).split()[1:] == [base]
-    assert fake.git.line("rev-parse", f"{merged}^{{tree}}") == fake.git.line(
+    assert fake_github.git.line("rev-list", "--parents", "-n", "1", merged).split()[1:] == [base]
+    assert fake_github.git.line("rev-parse", f"{merged}^{{tree}}") == fake_github.git.line(
         "rev-parse", f"{revision.head_sha}^{{tree}}"
     )
-    second = open_revision(provider, fake, tmp_path / "second", "added")
-    merge_puts = [r for r in fake.requests if r.method == "PUT"]
+    second = open_revision(provider, fake_github, tmp_path / "second", "added")
+    merge_puts = [r for r in fake_github.requests if r.method == "PUT"]
     provider.revision_writer.merge(second.id)
-    assert len([r for r in fake.requests if r.method == "PUT"]) == len(merge_puts) + 1
+    assert len([r for r in fake_github.requests if r.method == "PUT"]) == len(merge_puts) + 1
 
 
 def test_a_conflict_is_still_a_conflict(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    revision = open_revision(provider, fake, tmp_path)
-    fake.commit_to_default({"src/app.py": "def answer():\n    return 40\n"}, "theirs")
+    revision = open_revision(provider, fake_github, tmp_path)
+    fake_github.commit_to_default({"src/app.py": "def answer():\n    return 40\n"}, "theirs")
     with pytest.raises(ConflictError) as refused:
         provider.revision_writer.merge(revision.id)
     assert "src/app.py" in str(refused.value)
@@ -203,11 +201,11 @@ class Loop:
 
 
 def test_an_approved_item_waits_for_branch_protection_and_is_merged_on_a_later_poll(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
-    fake.protect(checks=("deploy",))
-    revision = open_revision(provider, fake, tmp_path)
-    fake.add_check_run(revision.head_sha, "tests")
+    fake_github.protect(checks=("deploy",))
+    revision = open_revision(provider, fake_github, tmp_path)
+    fake_github.add_check_run(revision.head_sha, "tests")
     provider.revision_writer.post_review(
         revision.id, revision.head_sha, AgentReview(verdict="approve", summary="Good.")
     )
@@ -223,11 +221,11 @@ def test_an_approved_item_waits_for_branch_protection_and_is_merged_on_a_later_p
 
     loop.poller.poll()  # nothing changed on GitHub: the waiting revision is tried again
     assert loop.state.merge_waits[revision.id].tries == 2
-    assert fake.pulls[int(revision.id)].merged is False
+    assert fake_github.pulls[int(revision.id)].merged is False
 
-    fake.add_check_run(revision.head_sha, "deploy")
+    fake_github.add_check_run(revision.head_sha, "deploy")
     loop.poller.poll()
     assert any(isinstance(e, RevisionMerged) for e in loop.seen)
-    assert fake.pulls[int(revision.id)].merged
+    assert fake_github.pulls[int(revision.id)].merged
     assert revision.id not in loop.state.merge_waits
     loop.journal.close()

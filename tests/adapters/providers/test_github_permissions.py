@@ -18,11 +18,11 @@ import pytest
 
 from adapters.github.labels import STATUS_LABELS
 from domain.errors import ConfigError
-from tests.adapters.providers.edits import BASE_FILES, EDITS
-from tests.adapters.providers.github_harness import github_provider
-from tests.adapters.providers.gitrepo import isolate_git, make_patch
+from tests.adapters.providers.edits import EDITS
 from tests.fakes.github import FakeGitHub, Fault
 from tests.fakes.github.records import FINE_GRAINED_PERMISSIONS, Access
+from tests.support.git import make_patch
+from tests.support.github import github_provider, running_github
 
 FINE_GRAINED = "github_pat_11AAAAAAA0fine"
 TRIAGE = "ghp_triage0000000000000000000000000000"
@@ -30,36 +30,37 @@ STATUS_LABEL_NAMES = [f"status:{s}" for s in STATUS_LABELS]
 
 
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    isolate_git(monkeypatch)
+def fake_github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
     tokens: dict[str, str | Access] = {
         "test-token": "cpe-bot",
         FINE_GRAINED: Access("cpe-bot", "fine-grained", permissions=FINE_GRAINED_PERMISSIONS),
         TRIAGE: Access("triager", role="triage"),
     }
-    with FakeGitHub(tmp_path / "github", tokens=tokens) as gh:
-        gh.seed(BASE_FILES)
+    with running_github(tmp_path, monkeypatch, tokens=tokens) as gh:
         yield gh
 
 
-def refusals(fake: FakeGitHub, path_end: str) -> int:
-    return sum(1 for r in fake.requests if r.path.endswith(path_end) and r.status == 403)
+def refusals(fake_github: FakeGitHub, path_end: str) -> int:
+    return sum(1 for r in fake_github.requests if r.path.endswith(path_end) and r.status == 403)
 
 
 # ------------------------------------------------------------------ check runs
 
 
 def test_a_fine_grained_token_sees_statuses_and_is_told_once_why_not_check_runs(
-    fake: FakeGitHub, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    fake_github: FakeGitHub, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with github_provider(fake) as writer:  # a classic token opens the revision
+    with github_provider(fake_github) as writer:  # a classic token opens the revision
         item = writer.work_item_writer.create_work_item("T", "b")
-        patch = make_patch(fake.git.path, tmp_path / "patch", EDITS["modified"])
+        patch = make_patch(fake_github.git.path, tmp_path / "patch", EDITS["modified"])
         revision = writer.revision_writer.create_from_patch(item, "cpe/1-t", "T", "", patch)
-    fake.add_check_run(revision.head_sha, "actions", conclusion="failure")
-    fake.add_status(revision.head_sha, "lint", "success")
-    fake.add_status(fake.default_head(), "lint", "success")
-    with caplog.at_level(logging.WARNING), github_provider(fake, token=FINE_GRAINED) as provider:
+    fake_github.add_check_run(revision.head_sha, "actions", conclusion="failure")
+    fake_github.add_status(revision.head_sha, "lint", "success")
+    fake_github.add_status(fake_github.default_head(), "lint", "success")
+    with (
+        caplog.at_level(logging.WARNING),
+        github_provider(fake_github, token=FINE_GRAINED) as provider,
+    ):
         for _ in range(3):
             [seen] = provider.revision_reader.list_revisions()
             baseline = provider.revision_reader.baseline()
@@ -70,74 +71,78 @@ def test_a_fine_grained_token_sees_statuses_and_is_told_once_why_not_check_runs(
     [warning] = [r for r in caplog.records if "check runs" in r.getMessage()]
     assert "fine-grained personal access token" in warning.getMessage()
     assert "Checks permission" in warning.getMessage()
-    assert refusals(fake, "/check-runs") == 1  # not asked again
+    assert refusals(fake_github, "/check-runs") == 1  # not asked again
 
 
 def test_an_app_without_checks_permission_is_not_a_failed_poll(
-    fake: FakeGitHub, tmp_path: Path
+    fake_github: FakeGitHub, tmp_path: Path
 ) -> None:
-    fake.http.tokens["ghs_app"] = Access(
+    fake_github.http.tokens["ghs_app"] = Access(
         "app[bot]", "app", permissions={"statuses": "read", "issues": "write"}
     )
-    with github_provider(fake, token="ghs_app") as provider:
+    with github_provider(fake_github, token="ghs_app") as provider:
         assert provider.revision_reader.baseline() is not None
 
 
 # ------------------------------------------------------------------ labels
 
 
-def test_the_status_labels_are_created_at_start(fake: FakeGitHub) -> None:
-    with github_provider(fake):
+def test_the_status_labels_are_created_at_start(fake_github: FakeGitHub) -> None:
+    with github_provider(fake_github):
         pass
-    assert sorted(n for n in fake.labels if n.startswith("status:")) == sorted(STATUS_LABEL_NAMES)
-    with github_provider(fake):
+    assert sorted(n for n in fake_github.labels if n.startswith("status:")) == sorted(
+        STATUS_LABEL_NAMES
+    )
+    with github_provider(fake_github):
         pass
-    assert [r.method for r in fake.requests if r.path.endswith("/labels")] == [
+    assert [r.method for r in fake_github.requests if r.path.endswith("/labels")] == [
         *["GET"] + ["POST"] * len(STATUS_LABELS),
         "GET",  # the second start finds them all
     ]
 
 
 def test_a_token_that_may_not_create_the_status_labels_stops_cpe_at_start(
-    fake: FakeGitHub,
+    fake_github: FakeGitHub,
 ) -> None:
-    with pytest.raises(ConfigError) as refused, github_provider(fake, token=TRIAGE):
+    with pytest.raises(ConfigError) as refused, github_provider(fake_github, token=TRIAGE):
         pass
     message = str(refused.value)
     assert "\n" not in message
     assert "status:pending" in message
     assert "write access to the repository" in message
     assert "classic personal access token" in message
-    assert not any(n.startswith("status:") for n in fake.labels)
+    assert not any(n.startswith("status:") for n in fake_github.labels)
 
 
 def test_labels_github_drops_from_a_triage_users_new_issue_are_applied_after(
-    fake: FakeGitHub,
+    fake_github: FakeGitHub,
 ) -> None:
     for name in [*STATUS_LABEL_NAMES, "bug"]:
-        fake.label_id(name)
-    with github_provider(fake, token=TRIAGE) as provider:
+        fake_github.label_id(name)
+    with github_provider(fake_github, token=TRIAGE) as provider:
         made = provider.work_item_writer.create_work_item("T", "b", labels=["bug", "nope"])
         [item] = provider.work_item_reader.list_work_items()
-    assert fake.issues[int(made)].labels == ["bug", "status:pending"]
+    assert fake_github.issues[int(made)].labels == ["bug", "status:pending"]
     assert (item.status, item.labels) == ("pending", ("bug",))
-    assert "nope" not in fake.labels
+    assert "nope" not in fake_github.labels
 
 
-def test_a_status_change_by_a_triage_user_uses_the_labels_that_exist(fake: FakeGitHub) -> None:
+def test_a_status_change_by_a_triage_user_uses_the_labels_that_exist(
+    fake_github: FakeGitHub,
+) -> None:
     for name in STATUS_LABEL_NAMES:
-        fake.label_id(name)
-    number = fake.add_issue("T", labels=("status:pending",))
-    with github_provider(fake, token=TRIAGE) as provider:
+        fake_github.label_id(name)
+    number = fake_github.add_issue("T", labels=("status:pending",))
+    with github_provider(fake_github, token=TRIAGE) as provider:
         provider.work_item_writer.transition_status(str(number), "in-progress")
-    assert fake.issues[number].labels == ["status:in-progress"]
+    assert fake_github.issues[number].labels == ["status:in-progress"]
 
 
 def test_a_provider_that_cannot_reach_github_at_start_checks_the_labels_on_first_use(
-    fake: FakeGitHub,
+    fake_github: FakeGitHub,
 ) -> None:
-    fake.fail(Fault("GET", r"/labels$", 503))
-    with github_provider(fake, read_attempts=1) as provider:
-        assert not fake.labels
+    fake_github.fail(Fault("GET", r"/labels$", 503))
+    with github_provider(fake_github, read_attempts=1) as provider:
+        assert not fake_github.labels
         provider.work_item_writer.create_work_item("T", "b")
-    assert "status:blocked" in fake.labels
+    assert "status:blocked" in fake_github.labels

@@ -14,23 +14,15 @@ from adapters.github import GitHubProvider
 from domain.errors import NotFoundError, ProviderError
 from domain.models import WorkItemId
 from domain.results import AgentReview, AgentReviewComment
-from tests.adapters.providers.edits import BASE_FILES, EDITS
-from tests.adapters.providers.github_harness import (
+from tests.adapters.providers.edits import EDITS
+from tests.fakes.github import FakeGitHub, Fault, Stall
+from tests.support.git import make_patch
+from tests.support.github import (
     TOKEN_ENV,
     Sleeps,
     github_provider,
     settings_for,
 )
-from tests.adapters.providers.gitrepo import isolate_git, make_patch
-from tests.fakes.github import FakeGitHub, Fault, Stall
-
-
-@pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    isolate_git(monkeypatch)
-    with FakeGitHub(tmp_path / "github") as gh:
-        gh.seed(BASE_FILES)
-        yield gh
 
 
 @pytest.fixture
@@ -39,17 +31,17 @@ def sleeps() -> Sleeps:
 
 
 @pytest.fixture
-def provider(fake: FakeGitHub, sleeps: Sleeps) -> Iterator[GitHubProvider]:
-    with github_provider(fake, sleeps) as made:
+def provider(fake_github: FakeGitHub, sleeps: Sleeps) -> Iterator[GitHubProvider]:
+    with github_provider(fake_github, sleeps) as made:
         yield made
 
 
-def posts(fake: FakeGitHub, path_end: str) -> int:
-    return sum(1 for r in fake.requests if r.method == "POST" and r.path.endswith(path_end))
+def posts(fake_github: FakeGitHub, path_end: str) -> int:
+    return sum(1 for r in fake_github.requests if r.method == "POST" and r.path.endswith(path_end))
 
 
-def patch_for(fake: FakeGitHub, tmp_path: Path, kind: str = "modified") -> str:
-    return make_patch(fake.git.path, tmp_path / f"patch-{kind}", EDITS[kind])
+def patch_for(fake_github: FakeGitHub, tmp_path: Path, kind: str = "modified") -> str:
+    return make_patch(fake_github.git.path, tmp_path / f"patch-{kind}", EDITS[kind])
 
 
 # ------------------------------------------------------------------ reads are retried
@@ -57,10 +49,10 @@ def patch_for(fake: FakeGitHub, tmp_path: Path, kind: str = "modified") -> str:
 
 @pytest.mark.parametrize("status", [500, 502, 503])
 def test_a_read_that_fails_with_5xx_is_retried(
-    fake: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps, status: int
+    fake_github: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps, status: int
 ) -> None:
-    fake.add_issue("Survives")
-    fake.fail(Fault("GET", r"/issues$", status, times=2))
+    fake_github.add_issue("Survives")
+    fake_github.fail(Fault("GET", r"/issues$", status, times=2))
     assert [i.title for i in provider.work_item_reader.list_work_items()] == ["Survives"]
     assert len(sleeps.waits) == 2
 
@@ -69,17 +61,19 @@ def test_a_read_that_fails_with_5xx_is_retried(
     ("status", "message"), [(429, "Too Many Requests"), (403, "secondary rate limit")]
 )
 def test_a_rate_limited_read_waits_as_long_as_retry_after_says(
-    fake: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps, status: int, message: str
+    fake_github: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps, status: int, message: str
 ) -> None:
-    fake.fail(Fault("GET", r"/issues$", status, retry_after=7, message=message))
+    fake_github.fail(Fault("GET", r"/issues$", status, retry_after=7, message=message))
     assert provider.work_item_reader.list_work_items() == []
     assert sleeps.waits == [7.0]
 
 
 def test_an_exhausted_primary_rate_limit_is_not_slept_through(
-    fake: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps
+    fake_github: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps
 ) -> None:
-    fake.http.rate_limit = fake.http.rate_used  # nothing left until the reset, an hour away
+    fake_github.http.rate_limit = (
+        fake_github.http.rate_used
+    )  # nothing left until the reset, an hour away
     with pytest.raises(ProviderError) as raised:
         provider.work_item_reader.list_work_items()
     assert (raised.value.status, raised.value.transient) == (403, True)
@@ -89,38 +83,42 @@ def test_an_exhausted_primary_rate_limit_is_not_slept_through(
 
 
 def test_a_read_waits_for_a_near_rate_limit_reset_and_is_then_answered(
-    fake: FakeGitHub,
+    fake_github: FakeGitHub,
 ) -> None:
     now = 2_000_000_000
     waits: list[float] = []
 
     def sleep(seconds: float) -> None:  # the reset comes while the provider sleeps
         waits.append(seconds)
-        fake.restore_rate_limit()
+        fake_github.restore_rate_limit()
 
-    settings = settings_for(fake, default_branch=fake.default_branch)
+    settings = settings_for(fake_github, default_branch=fake_github.default_branch)
     with GitHubProvider(
         settings, environ={TOKEN_ENV: "test-token"}, sleep=sleep, clock=lambda: float(now)
     ) as provider:
-        fake.add_issue("After the reset")
-        fake.clear_requests()  # the start's (the status labels)
-        fake.exhaust_rate_limit(reset=now + 2)
+        fake_github.add_issue("After the reset")
+        fake_github.clear_requests()  # the start's (the status labels)
+        fake_github.exhaust_rate_limit(reset=now + 2)
         titles = [i.title for i in provider.work_item_reader.list_work_items()]
     assert titles == ["After the reset"]
     assert waits == [3.0]  # until the reset, and a second's margin for clock skew
-    assert [(r.path.rsplit("/", 1)[-1], r.status) for r in fake.requests[:2]] == [
+    assert [(r.path.rsplit("/", 1)[-1], r.status) for r in fake_github.requests[:2]] == [
         ("issues", 403),
         ("issues", 200),
     ]
 
 
 def test_a_read_github_does_not_answer_fails_within_the_timeout_as_transient(
-    fake: FakeGitHub, sleeps: Sleeps
+    fake_github: FakeGitHub, sleeps: Sleeps
 ) -> None:
     with github_provider(
-        fake, sleeps, default_branch=fake.default_branch, request_timeout=0.5, read_attempts=2
+        fake_github,
+        sleeps,
+        default_branch=fake_github.default_branch,
+        request_timeout=0.5,
+        read_attempts=2,
     ) as provider:
-        fake.stall(Stall("GET", r"/issues$", times=2))  # held until the fake closes
+        fake_github.stall(Stall("GET", r"/issues$", times=2))  # held until the fake closes
         with pytest.raises(ProviderError) as raised:
             provider.work_item_reader.list_work_items()
     assert raised.value.transient
@@ -129,20 +127,20 @@ def test_a_read_github_does_not_answer_fails_within_the_timeout_as_transient(
 
 
 def test_a_read_answered_after_one_timeout_succeeds_on_its_retry(
-    fake: FakeGitHub, sleeps: Sleeps
+    fake_github: FakeGitHub, sleeps: Sleeps
 ) -> None:
-    with github_provider(fake, sleeps, request_timeout=0.5) as provider:
-        fake.add_issue("Slow, then not")
-        fake.stall(Stall("GET", r"/issues$"))
+    with github_provider(fake_github, sleeps, request_timeout=0.5) as provider:
+        fake_github.add_issue("Slow, then not")
+        fake_github.stall(Stall("GET", r"/issues$"))
         titles = [i.title for i in provider.work_item_reader.list_work_items()]
     assert titles == ["Slow, then not"]
     assert len(sleeps.waits) == 1
 
 
 def test_a_read_that_keeps_failing_raises_a_transient_provider_error(
-    fake: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps
+    fake_github: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps
 ) -> None:
-    fake.fail(Fault("GET", r"/issues$", 503, times=10))
+    fake_github.fail(Fault("GET", r"/issues$", 503, times=10))
     with pytest.raises(ProviderError) as raised:
         provider.work_item_reader.list_work_items()
     assert (raised.value.status, raised.value.transient) == (503, True)
@@ -150,16 +148,16 @@ def test_a_read_that_keeps_failing_raises_a_transient_provider_error(
 
 
 def test_a_missing_entity_is_not_found_and_not_retried(
-    fake: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps
+    fake_github: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps
 ) -> None:
     with pytest.raises(NotFoundError):
         provider.work_item_reader.get_work_item_body(WorkItemId("4242"))
     assert sleeps.waits == []
 
 
-def test_a_refused_token_is_a_permanent_error(fake: FakeGitHub, sleeps: Sleeps) -> None:
+def test_a_refused_token_is_a_permanent_error(fake_github: FakeGitHub, sleeps: Sleeps) -> None:
     with (
-        github_provider(fake, sleeps, token="wrong", default_branch="main") as provider,
+        github_provider(fake_github, sleeps, token="wrong", default_branch="main") as provider,
         pytest.raises(ProviderError) as raised,
     ):
         provider.work_item_reader.list_work_items()
@@ -171,109 +169,111 @@ def test_a_refused_token_is_a_permanent_error(fake: FakeGitHub, sleeps: Sleeps) 
 
 
 def test_a_write_that_fails_is_not_retried(
-    fake: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps
+    fake_github: FakeGitHub, provider: GitHubProvider, sleeps: Sleeps
 ) -> None:
-    fake.fail(Fault("POST", r"/issues$", 502))
+    fake_github.fail(Fault("POST", r"/issues$", 502))
     with pytest.raises(ProviderError) as raised:
         provider.work_item_writer.create_work_item("Once", "b")
     assert raised.value.status == 502
-    assert posts(fake, "/issues") == 1
+    assert posts(fake_github, "/issues") == 1
     assert sleeps.waits == []
-    assert fake.issues == {}
+    assert fake_github.issues == {}
 
 
 def test_an_issue_made_before_a_502_is_found_not_made_again(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
-    fake.fail(Fault("POST", r"/issues$", 502, apply_first=True))
+    fake_github.fail(Fault("POST", r"/issues$", 502, apply_first=True))
     made = provider.work_item_writer.create_work_item("Once", "b", idempotency_key="plan:1:a")
     again = provider.work_item_writer.create_work_item("Once", "b", idempotency_key="plan:1:a")
     assert made == again
-    assert [i.title for i in fake.issues.values()] == ["Once"]
-    assert posts(fake, "/issues") == 1
+    assert [i.title for i in fake_github.issues.values()] == ["Once"]
+    assert posts(fake_github, "/issues") == 1
 
 
 def test_a_key_unseen_after_a_failed_create_raises_the_failure(
-    fake: FakeGitHub, provider: GitHubProvider
+    fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
-    fake.fail(Fault("POST", r"/issues$", 502))
+    fake_github.fail(Fault("POST", r"/issues$", 502))
     with pytest.raises(ProviderError):
         provider.work_item_writer.create_work_item("Once", "b", idempotency_key="plan:1:b")
     assert provider.work_item_writer.create_work_item("Once", "b", idempotency_key="plan:1:b")
-    assert len(fake.issues) == 1
+    assert len(fake_github.issues) == 1
 
 
 def test_a_pull_request_made_before_a_502_is_found_not_made_again(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
     item = provider.work_item_writer.create_work_item("T", "b")
-    patch = patch_for(fake, tmp_path)
-    fake.fail(Fault("POST", r"/pulls$", 502, apply_first=True))
+    patch = patch_for(fake_github, tmp_path)
+    fake_github.fail(Fault("POST", r"/pulls$", 502, apply_first=True))
     writer = provider.revision_writer
     made = writer.create_from_patch(item, "cpe/1-t", "T", "", patch, idempotency_key="rev:1")
     again = writer.create_from_patch(item, "cpe/1-t", "T", "", patch, idempotency_key="rev:1")
     assert made == again
-    assert len(fake.pulls) == 1
-    assert posts(fake, "/pulls") == 1
+    assert len(fake_github.pulls) == 1
+    assert posts(fake_github, "/pulls") == 1
 
 
 def test_a_retried_create_after_a_lost_branch_write_reuses_the_branch(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
     item = provider.work_item_writer.create_work_item("T", "b")
-    patch = patch_for(fake, tmp_path)
-    fake.fail(Fault("POST", r"/git/refs$", 502, apply_first=True))
-    fake.fail(Fault("POST", r"/pulls$", 502))
+    patch = patch_for(fake_github, tmp_path)
+    fake_github.fail(Fault("POST", r"/git/refs$", 502, apply_first=True))
+    fake_github.fail(Fault("POST", r"/pulls$", 502))
     writer = provider.revision_writer
     with pytest.raises(ProviderError):
         writer.create_from_patch(item, "cpe/1-t", "T", "", patch, idempotency_key="rev:2")
-    branch_head = fake.git.resolve("refs/heads/cpe/1-t")
+    branch_head = fake_github.git.resolve("refs/heads/cpe/1-t")
     revision = writer.create_from_patch(item, "cpe/1-t", "T", "", patch, idempotency_key="rev:2")
     assert revision.head_sha == branch_head  # the commit made the first time, not a new one
-    assert len(fake.pulls) == 1
+    assert len(fake_github.pulls) == 1
 
 
 def test_an_update_applied_before_a_502_is_not_committed_twice(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
     item = provider.work_item_writer.create_work_item("T", "b")
     writer = provider.revision_writer
-    first = writer.create_from_patch(item, "cpe/1-t", "T", "", patch_for(fake, tmp_path, "added"))
-    patch = patch_for(fake, tmp_path, "modified")
-    fake.fail(Fault("PATCH", r"/git/refs/heads/cpe/1-t$", 502, apply_first=True))
+    first = writer.create_from_patch(
+        item, "cpe/1-t", "T", "", patch_for(fake_github, tmp_path, "added")
+    )
+    patch = patch_for(fake_github, tmp_path, "modified")
+    fake_github.fail(Fault("PATCH", r"/git/refs/heads/cpe/1-t$", 502, apply_first=True))
     once = writer.update_from_patch(first.id, patch, idempotency_key="update:1")
     twice = writer.update_from_patch(first.id, patch, idempotency_key="update:1")
     assert once.head_sha == twice.head_sha != first.head_sha
-    assert fake.git.line("rev-parse", f"{once.head_sha}^") == first.head_sha
+    assert fake_github.git.line("rev-parse", f"{once.head_sha}^") == first.head_sha
 
 
 def test_a_review_posted_before_a_502_is_not_posted_twice(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
     item = provider.work_item_writer.create_work_item("T", "b")
     revision = provider.revision_writer.create_from_patch(
-        item, "cpe/1-t", "T", "", patch_for(fake, tmp_path)
+        item, "cpe/1-t", "T", "", patch_for(fake_github, tmp_path)
     )
     review = AgentReview(
         verdict="needs-changes",
         summary="Again.",
         comments=(AgentReviewComment(path="src/app.py", line=2, body="Here."),),
     )
-    fake.fail(Fault("POST", r"/reviews$", 502, apply_first=True))
+    fake_github.fail(Fault("POST", r"/reviews$", 502, apply_first=True))
     provider.revision_writer.post_review(revision.id, revision.head_sha, review)
     provider.revision_writer.post_review(revision.id, revision.head_sha, review)
-    assert len(fake.reviews) == 1
-    assert len(fake.review_comments) == 1
+    assert len(fake_github.reviews) == 1
+    assert len(fake_github.review_comments) == 1
 
 
 def test_a_merge_applied_before_a_502_returns_its_commit(
-    fake: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
 ) -> None:
     item = provider.work_item_writer.create_work_item("T", "b")
     revision = provider.revision_writer.create_from_patch(
-        item, "cpe/1-t", "T", "", patch_for(fake, tmp_path)
+        item, "cpe/1-t", "T", "", patch_for(fake_github, tmp_path)
     )
-    fake.fail(Fault("PUT", r"/merge$", 502, apply_first=True))
+    fake_github.fail(Fault("PUT", r"/merge$", 502, apply_first=True))
     merged = provider.revision_writer.merge(revision.id)
-    assert merged == fake.default_head()
+    assert merged == fake_github.default_head()
     assert provider.revision_writer.merge(revision.id) == merged

@@ -10,7 +10,7 @@ import pytest
 from adapters.local import LocalProvider
 from tests.adapters.providers.contract import ProviderContract
 from tests.adapters.providers.edits import BASE_FILES
-from tests.adapters.providers.gitrepo import Content, Repo, isolate_git, make_repo
+from tests.support.git import Content, Repo, isolate_git
 
 
 class LocalHarness:
@@ -33,6 +33,6 @@ class TestLocalProvider(ProviderContract):
     @pytest.fixture
     def harness(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalHarness]:
         isolate_git(monkeypatch)
-        repo = make_repo(tmp_path / "repo", BASE_FILES)
+        repo = Repo.create(tmp_path / "repo", BASE_FILES)
         with LocalProvider(repo.root, tmp_path / "state") as provider:
             yield LocalHarness(repo, provider)

@@ -25,7 +25,7 @@ from adapters.local import LocalPipeline, LocalProvider
 from adapters.local.provider import DATABASE_NAME
 from domain.errors import ConfigError
 from domain.models import Revision
-from tests.adapters.providers.gitrepo import Repo, isolate_git, make_patch, make_repo
+from tests.support.git import Repo, isolate_git, make_patch
 
 WAIT = 60.0  # generous: a loaded 2-core machine is slow, never this slow
 
@@ -76,7 +76,7 @@ def gate() -> Iterator[Gate]:
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
     isolate_git(monkeypatch)
-    return make_repo(tmp_path / "repo", FILES)
+    return Repo.create(tmp_path / "repo", FILES)
 
 
 def dies(pid: int) -> bool:

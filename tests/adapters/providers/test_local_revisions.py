@@ -26,13 +26,13 @@ from domain.ports import (
 )
 from domain.results import AgentReview
 from tests.adapters.providers.edits import BASE_FILES, EDITS, Edit
-from tests.adapters.providers.gitrepo import Repo, isolate_git, make_patch, make_repo
+from tests.support.git import Repo, isolate_git, make_patch
 
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
     isolate_git(monkeypatch)
-    return make_repo(tmp_path / "repo", BASE_FILES)
+    return Repo.create(tmp_path / "repo", BASE_FILES)
 
 
 @pytest.fixture
@@ -306,7 +306,7 @@ def test_a_database_from_a_newer_cpe_is_refused(repo: Repo, tmp_path: Path) -> N
 
 def test_default_branch_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     isolate_git(monkeypatch)
-    trunk = make_repo(tmp_path / "trunk", {"a.txt": "a\n"}, branch="trunk")
+    trunk = Repo.create(tmp_path / "trunk", {"a.txt": "a\n"}, branch="trunk")
     trunk.git("checkout", "--quiet", "-b", "feature")
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "init.defaultBranch")

@@ -30,14 +30,14 @@ COMPLETED = {"role": "implementor", "outcome": "completed", "summary": "done"}
 def fake_adapter(
     repo: Path,
     tmp_path: Path,
-    fake: FakeClaude,
+    fake_claude: FakeClaude,
     env: dict[str, str],
     *,
     bash_check: BashCheck = check_bash,
     agent_sessions: bool = True,
     **config: Any,
 ) -> ClaudeAdapter:
-    """An adapter on ``repo`` whose CLI is ``fake`` behaving as ``env`` says; its runs go to
+    """An adapter on ``repo`` whose CLI is ``fake_claude`` behaving as ``env`` says; its runs go to
     ``tmp_path/runs/<session_id>``. ``config`` overrides ``ClaudeAdapterConfig`` fields."""
     tracker, provider = fake_provider()
     tracker.add_item("1", "in-progress", title="Fault")
@@ -53,7 +53,7 @@ def fake_adapter(
         "default_branch": "main",
         "max_agent_duration": 60,
         "logging": SessionLogging(agent_sessions=agent_sessions, logs_dir=str(tmp_path / "runs")),
-        "cli_path": str(fake.path),
+        "cli_path": str(fake_claude.path),
         "agent_env": env,
         "kill_grace": 1,
     }

@@ -19,7 +19,7 @@ from pathlib import Path
 from adapters.runtime.preflight import find_sandbox
 from adapters.runtime.sandbox import RunSandbox, Sandbox, SandboxConfig
 from adapters.runtime.sandbox.runs import open_sandbox
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 CREDENTIAL = ".claude/.credentials.json"
 SECRET = "sk-ant-oat01-not-a-real-secret"
@@ -43,7 +43,7 @@ class Place:
         files = {"README.md": "demo\n", "src/a.py": "x = 1\n"}
         self.repo = make_repo(tmp_path / "repo", files, with_agents=with_agents)
         self.worktree = self.repo / ".worktrees" / "cpe" / "1-x"
-        git(self.repo, "worktree", "add", "-q", "-B", "cpe/1-x", str(self.worktree), "main")
+        git_raw(self.repo, "worktree", "add", "-q", "-B", "cpe/1-x", str(self.worktree), "main")
         self.state_dir = self.repo / ".cpe"
         (self.state_dir / "runs").mkdir(parents=True)
         (self.state_dir / "journal.sqlite3").write_text("the journal\n")
@@ -55,7 +55,7 @@ class Place:
         (self.outside / "victim" / "specs").mkdir(parents=True)
         (self.outside / "victim" / "specs" / "a.md").write_text("a spec\n")
         self.bare = tmp_path / "stolen.git"
-        git(tmp_path, "init", "-q", "--bare", str(self.bare))
+        git_raw(tmp_path, "init", "-q", "--bare", str(self.bare))
 
     def sandbox(self, config: SandboxConfig | None = None, proxy: str | None = None) -> Sandbox:
         found = find_sandbox(config or SandboxConfig(), proxy_socket=proxy)
@@ -77,7 +77,7 @@ class Place:
         return run
 
     def main_ref(self) -> str:
-        return git(self.repo, "rev-parse", "refs/heads/main").strip()
+        return git_raw(self.repo, "rev-parse", "refs/heads/main").strip()
 
     def escaped(self) -> list[str]:
         """What an escape left outside the worktree, if anything."""
@@ -85,7 +85,7 @@ class Place:
         if not (self.outside / "victim" / "specs" / "a.md").exists():
             found.append("the victim's specs were deleted")
         found += [str(p) for p in self.outside.rglob("*") if "escaped" in p.name]
-        if git(self.bare, "for-each-ref").strip():
+        if git_raw(self.bare, "for-each-ref").strip():
             found.append("a push reached the bare repository")
         return found
 

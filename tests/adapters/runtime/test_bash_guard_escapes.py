@@ -13,7 +13,7 @@ import pytest
 
 from adapters.runtime.bash_guard import BashGuardConfig, check_bash
 from adapters.runtime.bash_guard.secrets import default_homes
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 p = pytest.param
 DEFAULT = BashGuardConfig()
@@ -38,7 +38,7 @@ class Place:
     def __init__(self, tmp_path: Path) -> None:
         self.repo = make_repo(tmp_path / "repo", {"README.md": "demo\n", "src/a.py": "x = 1\n"})
         self.worktree = self.repo / ".worktrees" / "cpe" / "1-x"
-        git(self.repo, "worktree", "add", "-q", "-B", "cpe/1-x", str(self.worktree), "main")
+        git_raw(self.repo, "worktree", "add", "-q", "-B", "cpe/1-x", str(self.worktree), "main")
         self.home = tmp_path / "home"
         for name in CREDENTIALS:
             (self.home / name).parent.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import ImplementorResult, PlannerResult, ReviewerResult
 from tests.adapters.runtime.fake_sdk import still_running
 from tests.fakes.provider import fake_provider
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 
 @pytest.fixture
@@ -133,10 +133,10 @@ def test_an_implementor_run_returns_a_patch_that_applies_and_leaves_nothing_behi
     assert any("greeting module" in c for c in chunks)
     # the patch applies cleanly to the default branch
     (tmp_path / "p.diff").write_text(result.patch or "")
-    git(repo, "apply", "--check", str(tmp_path / "p.diff"))
+    git_raw(repo, "apply", "--check", str(tmp_path / "p.diff"))
     # the worktree and its branch are gone
     assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
-    assert "cpe/1-x" not in git(repo, "branch", "--list")
+    assert "cpe/1-x" not in git_raw(repo, "branch", "--list")
     # artifacts and the transcript are there
     run_dir = tmp_path / "runs" / "implementor-1"
     assert "assistant:" in (run_dir / "transcript.log").read_text()
@@ -253,7 +253,7 @@ def test_cancel_ends_the_run_kills_the_cli_and_removes_the_worktree(
     assert pids[0] is not None
     assert not psutil.pid_exists(pids[0]) or psutil.Process(pids[0]).status() == "zombie"
     assert not (repo / ".worktrees" / "cpe" / "8-x").exists()
-    assert "cpe/8-x" not in git(repo, "branch", "--list")
+    assert "cpe/8-x" not in git_raw(repo, "branch", "--list")
 
 
 @pytest.mark.spec("S000-27")
@@ -289,7 +289,7 @@ def test_a_run_past_its_duration_is_timed_out(
     assert still_running(tree) == []
     assert not group_members(tree[0])  # nothing left in the CLI's process group either
     assert not (repo / ".worktrees" / "cpe" / "8-x").exists()
-    assert "cpe/8-x" not in git(repo, "branch", "--list")
+    assert "cpe/8-x" not in git_raw(repo, "branch", "--list")
 
 
 def test_each_role_runs_on_its_configured_model(
@@ -409,7 +409,7 @@ def test_a_run_silent_past_its_idle_timeout_is_killed_idle_and_cleaned_up(
     assert meta["termination"] == "killed_idle"
     assert server.requests, "the CLI reached the model, which held its answer"
     assert not (repo / ".worktrees" / "cpe" / "8-x").exists()
-    assert "cpe/8-x" not in git(repo, "branch", "--list")
+    assert "cpe/8-x" not in git_raw(repo, "branch", "--list")
 
 
 @pytest.mark.spec("S000-07")
@@ -489,7 +489,7 @@ def test_a_failing_setup_command_rejects_and_removes_the_worktree(
     with pytest.raises(WorktreeError):
         anyio.run(rig.adapter.start_agent, implementor())
     assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
-    assert "cpe/1-x" not in git(repo, "branch", "--list")
+    assert "cpe/1-x" not in git_raw(repo, "branch", "--list")
     assert [r for r in server.requests if r.kind == "turn"] == []  # no session was created
 
 
@@ -525,7 +525,7 @@ def test_a_failed_context_fetch_rejects_and_removes_the_worktree(
     with pytest.raises(ContextError):
         anyio.run(rig.adapter.start_agent, implementor())
     assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
-    assert "cpe/1-x" not in git(repo, "branch", "--list")
+    assert "cpe/1-x" not in git_raw(repo, "branch", "--list")
 
 
 @pytest.mark.spec("S001-05")

@@ -25,7 +25,7 @@ from tests.adapters.runtime.fake_sdk import (
     wait_for_file,
 )
 from tests.fakes.claude_cli_fixture import FakeClaude
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 
 @pytest.fixture
@@ -40,54 +40,54 @@ adapter = fake_adapter
 @pytest.mark.spec("S001-41")
 @pytest.mark.spec("S000-30")
 def test_cancel_kills_the_whole_tree_and_ends_the_stream(
-    repo: Path, tmp_path: Path, fake: FakeClaude, mode: str
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude, mode: str
 ) -> None:
-    runtime = adapter(repo, tmp_path, fake, fake.env(mode))
-    watched = fake.grandchild_pid_file if mode == "grandchild" else fake.pid_file
+    runtime = adapter(repo, tmp_path, fake_claude, fake_claude.env(mode))
+    watched = fake_claude.grandchild_pid_file if mode == "grandchild" else fake_claude.pid_file
     chunks, failure = run(runtime, cancel_when=lambda: wait_for_file(watched))
     assert isinstance(failure, AgentFailure)
     assert failure.kind == "cancelled"
     assert isinstance(chunks, list)  # the stream ended
-    assert gone(fake.pid())
+    assert gone(fake_claude.pid())
     if mode == "grandchild":
-        assert gone(fake.grandchild_pid())
+        assert gone(fake_claude.grandchild_pid())
     assert not (repo / WORKTREE).exists()
 
 
 @pytest.mark.parametrize("mode", ["hang", "ignore_sigterm", "grandchild"])
 @pytest.mark.spec("S000-27")
 def test_a_timeout_kills_the_whole_tree(
-    repo: Path, tmp_path: Path, fake: FakeClaude, mode: str
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude, mode: str
 ) -> None:
     # ignore_sigterm: only the SIGKILL after the grace period can end the CLI
-    runtime = adapter(repo, tmp_path, fake, fake.env(mode), max_agent_duration=3)
+    runtime = adapter(repo, tmp_path, fake_claude, fake_claude.env(mode), max_agent_duration=3)
     chunks, failure = run(runtime)
     assert isinstance(failure, AgentFailure)
     assert failure.kind == "timed-out"
     assert isinstance(chunks, list)  # the stream ended
-    started = fake.recorded_pids()  # the CLI's pid, and the grandchild's in that mode
-    assert fake.pid() in started
+    started = fake_claude.recorded_pids()  # the CLI's pid, and the grandchild's in that mode
+    assert fake_claude.pid() in started
     if mode == "grandchild":
-        assert fake.grandchild_pid() in started
+        assert fake_claude.grandchild_pid() in started
     assert still_running(started) == []
     assert not (repo / WORKTREE).exists()
-    assert "cpe/1-f" not in git(repo, "branch", "--list")
+    assert "cpe/1-f" not in git_raw(repo, "branch", "--list")
 
 
 @pytest.mark.spec("S000-05")
 @pytest.mark.spec("S000-09")
 def test_a_crashed_cli_leaves_no_grandchild_behind(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
     # The CLI exits on its own while a command it started still runs: no signal ever reached
     # the CLI, so only killing its process group can end the grandchild.
-    runtime = adapter(repo, tmp_path, fake, fake.env("crash_grandchild", exit_code=3))
+    runtime = adapter(repo, tmp_path, fake_claude, fake_claude.env("crash_grandchild", exit_code=3))
     _, failure = run(runtime)
     assert isinstance(failure, AgentFailure), failure
     assert (failure.kind, "the claude CLI failed" in failure.reason) == ("failed", True)
-    assert gone(fake.pid())
-    grandchild = fake.grandchild_pid()
-    assert grandchild != fake.pid()
+    assert gone(fake_claude.pid())
+    grandchild = fake_claude.grandchild_pid()
+    assert grandchild != fake_claude.pid()
     assert still_running([grandchild]) == []
     assert not (repo / WORKTREE).exists()
 
@@ -103,24 +103,24 @@ def test_a_crashed_cli_leaves_no_grandchild_behind(
 )
 @pytest.mark.spec("S000-05")
 def test_a_broken_cli_is_a_failed_run_with_nothing_left(
-    repo: Path, tmp_path: Path, fake: FakeClaude, mode: str, fragment: str
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude, mode: str, fragment: str
 ) -> None:
-    runtime = adapter(repo, tmp_path, fake, fake.env(mode, exit_code=3))
+    runtime = adapter(repo, tmp_path, fake_claude, fake_claude.env(mode, exit_code=3))
     _, failure = run(runtime)
     assert isinstance(failure, AgentFailure), failure
     assert failure.kind == "failed"
     assert fragment in failure.reason
-    assert gone(fake.pid())
+    assert gone(fake_claude.pid())
     assert not (repo / WORKTREE).exists()
 
 
 @pytest.mark.spec("S001-28")
 @pytest.mark.spec("S000-22")
 def test_completed_with_no_changes_is_a_failure(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
     output = {"role": "implementor", "outcome": "completed", "summary": "did nothing"}
-    runtime = adapter(repo, tmp_path, fake, fake.env("ok", output=output))
+    runtime = adapter(repo, tmp_path, fake_claude, fake_claude.env("ok", output=output))
     _, failure = run(runtime)
     assert isinstance(failure, AgentFailure)
     assert "no changes" in failure.reason
@@ -128,10 +128,10 @@ def test_completed_with_no_changes_is_a_failure(
 
 @pytest.mark.spec("S001-30")
 def test_a_validation_failure_outcome_has_no_patch(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
     output = {"role": "implementor", "outcome": "validation-failure", "summary": "tests fail"}
-    runtime = adapter(repo, tmp_path, fake, fake.env("ok", output=output))
+    runtime = adapter(repo, tmp_path, fake_claude, fake_claude.env("ok", output=output))
     _, result = run(runtime)
     assert isinstance(result, ImplementorResult)
     assert (result.outcome, result.patch) == ("validation-failure", None)
@@ -146,7 +146,7 @@ def _session_leader(*argv: str) -> subprocess.Popen[bytes]:
 
 
 def test_the_reaper_kills_a_group_its_stamped_pid_file_proves_is_an_earlier_runs(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
     orphan = _session_leader("claude")
     try:
@@ -154,7 +154,7 @@ def test_the_reaper_kills_a_group_its_stamped_pid_file_proves_is_an_earlier_runs
         pidfile.parent.mkdir(parents=True)
         pidfile.write_text(f"{orphan.pid}\n")
         stamp_pid(pidfile, orphan.pid)  # what a run does once its CLI answered
-        adapter(repo, tmp_path, fake, fake.env("ok")).reap()
+        adapter(repo, tmp_path, fake_claude, fake_claude.env("ok")).reap()
         orphan.wait(60)  # ended (the reaper may have collected its status already)
         assert not psutil.pid_exists(orphan.pid)
         assert not pidfile.exists()
@@ -165,7 +165,7 @@ def test_the_reaper_kills_a_group_its_stamped_pid_file_proves_is_an_earlier_runs
 
 @pytest.mark.parametrize("stamp", ["12345.0", ""], ids=["other-start-time", "never-stamped"])
 def test_the_reaper_leaves_a_process_its_pid_file_does_not_prove_is_ours(
-    repo: Path, tmp_path: Path, fake: FakeClaude, stamp: str
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude, stamp: str
 ) -> None:
     """A recycled pid: a live process, even one whose command line says claude, that started
     at another time than the run's CLI (or a file the run never stamped) is not killed."""
@@ -174,7 +174,7 @@ def test_the_reaper_leaves_a_process_its_pid_file_does_not_prove_is_ours(
         pidfile = tmp_path / "runs" / "implementor-old" / "cli.pid"
         pidfile.parent.mkdir(parents=True)
         pidfile.write_text(f"{bystander.pid} {stamp}\n")
-        adapter(repo, tmp_path, fake, fake.env("ok")).reap()
+        adapter(repo, tmp_path, fake_claude, fake_claude.env("ok")).reap()
         assert bystander.poll() is None, "a process that is not ours was killed"
         assert psutil.Process(bystander.pid).status() != psutil.STATUS_ZOMBIE
         assert not pidfile.exists()

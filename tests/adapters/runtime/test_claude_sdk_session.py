@@ -29,7 +29,7 @@ from tests.adapters.runtime.fake_sdk import (
 )
 from tests.adapters.runtime.transcripts import assert_transcript_switch
 from tests.fakes.claude_cli_fixture import FakeClaude
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 
 @pytest.fixture
@@ -47,10 +47,10 @@ def flag(argv: list[str], name: str) -> str | None:
     return argv[argv.index(name) + 1] if name in argv else None
 
 
-def stdin_requests(fake: FakeClaude, subtype: str) -> list[dict[str, Any]]:
+def stdin_requests(fake_claude: FakeClaude, subtype: str) -> list[dict[str, Any]]:
     return [
         r["stdin"]["request"]
-        for r in fake.records()
+        for r in fake_claude.records()
         if "stdin" in r and (r["stdin"].get("request") or {}).get("subtype") == subtype
     ]
 
@@ -68,15 +68,19 @@ def set_max_turns(repo: Path, line: str) -> None:
 
 @pytest.mark.spec("S001-34")
 def test_the_cli_gets_the_agent_no_setting_sources_max_turns_model_and_bypass(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
     set_max_turns(repo, "maxTurns: 7\n")
     runtime = fake_adapter(
-        repo, tmp_path, fake, fake.env("ok", output=BLOCKED), model="claude-test-model"
+        repo,
+        tmp_path,
+        fake_claude,
+        fake_claude.env("ok", output=BLOCKED),
+        model="claude-test-model",
     )
     _, result = run(runtime)
     assert isinstance(result, ImplementorResult), result
-    argv = fake.records()[0]["argv"]
+    argv = fake_claude.records()[0]["argv"]
     assert flag(argv, "--agent") == "implementor"  # extra_args={"agent": role}
     assert "--setting-sources=" in argv  # setting_sources=[]: no user or project settings
     assert not any(a.startswith("--setting-sources=") and a != "--setting-sources=" for a in argv)
@@ -84,7 +88,7 @@ def test_the_cli_gets_the_agent_no_setting_sources_max_turns_model_and_bypass(
     assert flag(argv, "--model") == "claude-test-model"
     assert flag(argv, "--permission-mode") == "bypassPermissions"
     # the agent it selects is defined inline, in the initialize request
-    (initialize,) = stdin_requests(fake, "initialize")
+    (initialize,) = stdin_requests(fake_claude, "initialize")
     assert set(initialize["agents"]) == {"implementor"}
     assert "StructuredOutput" in initialize["agents"]["implementor"]["tools"]
     # and the run records what it enforced: the same tools, turns and guard
@@ -99,14 +103,14 @@ def test_the_cli_gets_the_agent_no_setting_sources_max_turns_model_and_bypass(
 
 @pytest.mark.spec("S001-37")
 def test_the_cli_gets_the_definitions_disallowed_tools_and_they_are_not_in_tools(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
     """The shipped implementor definition denies WebFetch, WebSearch and NotebookEdit: the
     agent the CLI is given denies them too, and its tools do not list them."""
-    runtime = fake_adapter(repo, tmp_path, fake, fake.env("ok", output=BLOCKED))
+    runtime = fake_adapter(repo, tmp_path, fake_claude, fake_claude.env("ok", output=BLOCKED))
     _, result = run(runtime)
     assert isinstance(result, ImplementorResult), result
-    (initialize,) = stdin_requests(fake, "initialize")
+    (initialize,) = stdin_requests(fake_claude, "initialize")
     agent = initialize["agents"]["implementor"]
     assert {"WebFetch", "WebSearch", "NotebookEdit"} <= set(agent["disallowedTools"])
     assert not {"WebFetch", "WebSearch", "NotebookEdit"} & set(agent["tools"])
@@ -116,13 +120,13 @@ def test_the_cli_gets_the_definitions_disallowed_tools_and_they_are_not_in_tools
 
 @pytest.mark.spec("S001-35")
 def test_a_definition_without_max_turns_sets_no_turn_limit(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
     set_max_turns(repo, "")
-    runtime = fake_adapter(repo, tmp_path, fake, fake.env("ok", output=BLOCKED))
+    runtime = fake_adapter(repo, tmp_path, fake_claude, fake_claude.env("ok", output=BLOCKED))
     _, result = run(runtime)
     assert isinstance(result, ImplementorResult), result
-    argv = fake.records()[0]["argv"]
+    argv = fake_claude.records()[0]["argv"]
     assert "--max-turns" not in argv
     assert "--model" not in argv  # no model configured: the definition's (inherit) applies
 
@@ -137,17 +141,17 @@ def exploding_check(
 
 
 def test_a_guard_that_raises_denies_the_command_through_the_sdk(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
     marker = tmp_path / "the-command-ran"
-    env = fake.env("ok", output=BLOCKED, bash=f"touch {marker}", bash_run=True)
-    runtime = fake_adapter(repo, tmp_path, fake, env, bash_check=exploding_check)
+    env = fake_claude.env("ok", output=BLOCKED, bash=f"touch {marker}", bash_run=True)
+    runtime = fake_adapter(repo, tmp_path, fake_claude, env, bash_check=exploding_check)
     _, result = run(runtime)
     assert isinstance(result, ImplementorResult), result
     assert not marker.exists()  # the fake runs the command only when the hook allows it
     (answer,) = [
         r["stdin"]["response"]["response"]
-        for r in fake.records()
+        for r in fake_claude.records()
         if r.get("stdin", {}).get("type") == "control_response"
     ]
     decision = answer["hookSpecificOutput"]
@@ -160,12 +164,12 @@ def test_a_guard_that_raises_denies_the_command_through_the_sdk(
 
 
 def test_the_hook_is_registered_to_block_when_it_fails(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
-    runtime = fake_adapter(repo, tmp_path, fake, fake.env("ok", output=BLOCKED))
+    runtime = fake_adapter(repo, tmp_path, fake_claude, fake_claude.env("ok", output=BLOCKED))
     _, result = run(runtime)
     assert isinstance(result, ImplementorResult), result
-    (initialize,) = stdin_requests(fake, "initialize")
+    (initialize,) = stdin_requests(fake_claude, "initialize")
     matchers = initialize["hooks"]["PreToolUse"]
     assert [(m["matcher"], m["onFailure"]) for m in matchers] == [
         ("Bash", "block"),
@@ -175,16 +179,16 @@ def test_the_hook_is_registered_to_block_when_it_fails(
 
 @pytest.mark.spec("S000-05")
 def test_a_cli_that_cannot_block_on_hook_failure_is_refused(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
-    env = fake.env("ok", output=BLOCKED, hook_on_failure=False)
-    _, failure = run(fake_adapter(repo, tmp_path, fake, env))
+    env = fake_claude.env("ok", output=BLOCKED, hook_on_failure=False)
+    _, failure = run(fake_adapter(repo, tmp_path, fake_claude, env))
     assert isinstance(failure, AgentFailure), failure
     assert failure.kind == "failed"
     assert "on_failure" in failure.reason
-    assert stdin_requests(fake, "initialize")
-    assert not [r for r in fake.records() if r.get("stdin", {}).get("type") == "user"]
-    assert gone(fake.pid())
+    assert stdin_requests(fake_claude, "initialize")
+    assert not [r for r in fake_claude.records() if r.get("stdin", {}).get("type") == "user"]
+    assert gone(fake_claude.pid())
     assert not (repo / WORKTREE).exists()
 
 
@@ -199,9 +203,9 @@ def test_a_cli_that_cannot_block_on_hook_failure_is_refused(
     ],
 )
 def test_cost_turns_and_tokens_are_recorded_on_the_handle_and_in_the_metadata(
-    repo: Path, tmp_path: Path, fake: FakeClaude, mode: str, usage: RunUsage
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude, mode: str, usage: RunUsage
 ) -> None:
-    runtime = fake_adapter(repo, tmp_path, fake, fake.env(mode, output=BLOCKED))
+    runtime = fake_adapter(repo, tmp_path, fake_claude, fake_claude.env(mode, output=BLOCKED))
 
     async def main() -> RunUsage | None:
         handle = await runtime.start_agent(PARAMS)
@@ -227,10 +231,10 @@ def test_cost_turns_and_tokens_are_recorded_on_the_handle_and_in_the_metadata(
 
 @pytest.mark.parametrize("enabled", [True, False])
 def test_the_human_transcript_follows_the_logging_switch_and_the_normalized_set_is_kept(
-    repo: Path, tmp_path: Path, fake: FakeClaude, enabled: bool
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude, enabled: bool
 ) -> None:
-    env = fake.env("ok", output=BLOCKED, text="Looking around.")
-    runtime = fake_adapter(repo, tmp_path, fake, env, agent_sessions=enabled)
+    env = fake_claude.env("ok", output=BLOCKED, text="Looking around.")
+    runtime = fake_adapter(repo, tmp_path, fake_claude, env, agent_sessions=enabled)
 
     async def main() -> tuple[str | None, Any]:
         handle = await runtime.start_agent(PARAMS)
@@ -253,26 +257,30 @@ def test_the_human_transcript_follows_the_logging_switch_and_the_normalized_set_
 
 @pytest.mark.spec("S000-05")
 def test_a_patch_that_cannot_be_extracted_rejects_with_an_agent_failure(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
     # An empty repository nested in the worktree makes `git add` (and so the extraction) fail.
-    env = fake.env("ok", output=COMPLETED, bash="git init -q sub && touch sub/x", bash_run=True)
-    _, failure = run(fake_adapter(repo, tmp_path, fake, env))
+    env = fake_claude.env(
+        "ok", output=COMPLETED, bash="git init -q sub && touch sub/x", bash_run=True
+    )
+    _, failure = run(fake_adapter(repo, tmp_path, fake_claude, env))
     assert isinstance(failure, AgentFailure), failure
     assert failure.kind == "failed"
     assert "cannot extract the patch" in failure.reason
     assert metadata(tmp_path)["termination"] == "error"
     assert not (repo / WORKTREE).exists()
-    assert "cpe/1-f" not in git(repo, "branch", "--list")
+    assert "cpe/1-f" not in git_raw(repo, "branch", "--list")
 
 
 def test_a_cli_that_goes_on_past_its_budget_is_stopped_by_cpe(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
     """The SDK passes max_budget_usd to the CLI, which checks it after each message; one that
     starts another message past it anyway is stopped from its streamed usage, priced: a
     budget stop (killed_policy, an attempt), its cost recorded."""
-    runtime = fake_adapter(repo, tmp_path, fake, fake.env("overspend"), max_budget_usd=5.0)
+    runtime = fake_adapter(
+        repo, tmp_path, fake_claude, fake_claude.env("overspend"), max_budget_usd=5.0
+    )
 
     async def main() -> tuple[object, RunUsage]:
         handle = await runtime.start_agent(PARAMS)

@@ -12,7 +12,7 @@ from adapters.app import _runtime_factory
 from adapters.runtime import launcher
 from adapters.runtime.launcher import LAUNCHER, write_launch_script
 from domain.errors import ConfigError
-from tests.repos import make_repo
+from tests.support.git import make_repo
 
 
 def test_the_launcher_is_executable_as_committed() -> None:

@@ -23,7 +23,7 @@ from domain.results import ImplementorResult, PlannerResult
 from tests.adapters.runtime.driving import drive_at_once, provider_deps
 from tests.adapters.runtime.fake_sdk import fake_adapter, still_running
 from tests.fakes.claude_cli_fixture import FakeClaude
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 AT_ONCE_FAKE = 32
 AT_ONCE_REAL = 8
@@ -58,19 +58,21 @@ def failures(results: list[Any]) -> list[str]:
 
 
 def assert_nothing_left(repo: Path) -> None:
-    assert len(git(repo, "worktree", "list").splitlines()) == 1  # the checkout itself
-    assert git(repo, "branch", "--list", "cpe/*") == ""
+    assert len(git_raw(repo, "worktree", "list").splitlines()) == 1  # the checkout itself
+    assert git_raw(repo, "branch", "--list", "cpe/*") == ""
 
 
 @pytest.mark.timeout(600)
 def test_many_runs_started_at_once_on_fake_clis_all_start_and_complete(
-    repo: Path, tmp_path: Path, fake: FakeClaude
+    repo: Path, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
-    runtime = fake_adapter(repo, tmp_path, fake, fake.env("ok", output={"role": "planner"}))
+    runtime = fake_adapter(
+        repo, tmp_path, fake_claude, fake_claude.env("ok", output={"role": "planner"})
+    )
     results = drive_at_once(runtime, planners(AT_ONCE_FAKE), timeout=500)
     assert failures(results) == []
-    assert len(fake.recorded_pids()) >= AT_ONCE_FAKE  # a CLI really started for each run
-    assert still_running(fake.recorded_pids()) == []
+    assert len(fake_claude.recorded_pids()) >= AT_ONCE_FAKE  # a CLI really started for each run
+    assert still_running(fake_claude.recorded_pids()) == []
 
 
 @pytest.mark.timeout(600)

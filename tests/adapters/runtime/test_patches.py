@@ -15,12 +15,12 @@ import pytest
 from adapters.runtime.patches import apply_patch_check, extract_patch
 from adapters.runtime.worktrees import Worktree, WorktreeManager
 from domain.errors import PatchError
-from tests.adapters.runtime.gitrepo import (
+from tests.support.git import (
     BINARY,
     apply_to_fresh_clone,
     git,
     isolate_git,
-    make_repo,
+    make_mixed_repo,
     tree_of,
     write,
 )
@@ -33,7 +33,7 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path)
+    return make_mixed_repo(tmp_path)
 
 
 @pytest.fixture

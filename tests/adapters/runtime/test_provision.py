@@ -12,8 +12,8 @@ from adapters.runtime.provision import Provisioner
 from domain.models import EngineState
 from domain.ports import RuntimeAdapterDeps
 from domain.results import ImplementorResult
-from tests.adapters.runtime.gitrepo import isolate_git, make_repo
 from tests.fakes.provider import fake_provider
+from tests.support.git import isolate_git, make_mixed_repo
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +32,7 @@ def _deps() -> RuntimeAdapterDeps:
 
 
 def test_after_run_runs_once_before_the_patch_is_taken(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path)
+    repo = make_mixed_repo(tmp_path)
     count = tmp_path / "after_run.count"
     hooks = {"after_run": (f"echo formatted > formatted.txt; echo run >> {count}", 30.0)}
     provisioner = Provisioner(

@@ -26,7 +26,7 @@ from tests.adapters.runtime.sandbox_place import (
     place_root,
 )
 from tests.e2e.running import wait_for
-from tests.repos import git
+from tests.support.git import git_raw
 
 WAIT = 60.0
 
@@ -151,8 +151,8 @@ def test_git_commits_on_its_branch_and_the_repository_keeps_its_refs(
     done = run(sandbox, commit)
     assert "Read-only file system" in done.stderr  # the shared config
     assert place.main_ref() == main  # main moved only in the sandbox's private refs
-    assert "cpe/1-x" in git(place.repo, "branch", "--list")
-    assert git(place.repo, "rev-parse", "cpe/1-x").strip() == main
+    assert "cpe/1-x" in git_raw(place.repo, "branch", "--list")
+    assert git_raw(place.repo, "rev-parse", "cpe/1-x").strip() == main
     patch = extract_patch(place.worktree, "main")
     assert "src/b.py" in patch
     assert "y = 2" in patch
@@ -162,7 +162,7 @@ def test_a_sandbox_opens_while_another_session_is_writing_a_branch(place: Place)
     """Two sessions start at once: one creates its branch (git holds ``<ref>.lock`` while it
     writes) while the other's sandbox copies the refs. The copy skips the lock and any ref that
     vanishes under it, instead of failing the run (it did, in CI)."""
-    common = Path(git(place.repo, "rev-parse", "--git-common-dir").strip())
+    common = Path(git_raw(place.repo, "rev-parse", "--git-common-dir").strip())
     common = common if common.is_absolute() else place.repo / common
     lock = common / "refs" / "heads" / "cpe" / "2-other.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
@@ -189,7 +189,7 @@ def test_the_repository_objects_and_pointers_stay_as_they_are(
         f"echo /tmp/evil > {gitdir}/commondir; ls {place.state_dir}",
     )
     assert done.stderr.count("Read-only file system") >= 3
-    assert git(place.repo, "fsck", "--no-dangling").strip() == ""
+    assert git_raw(place.repo, "fsck", "--no-dangling").strip() == ""
     assert (place.worktree / ".git").read_text().startswith(f"gitdir: {gitdir}")
     # the state directory (journal, other runs) is hidden: only the run's own /tmp and home
     # show there (the mount points of its private directories)

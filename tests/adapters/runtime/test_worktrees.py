@@ -14,13 +14,13 @@ import pytest
 
 from adapters.runtime.worktrees import Worktree, WorktreeManager
 from domain.errors import WorktreeError
-from tests.adapters.runtime.gitrepo import (
+from tests.support.git import (
     git,
     head_branch,
     is_clean,
     isolate_git,
     local_branches,
-    make_repo,
+    make_mixed_repo,
     worktree_paths,
     write,
 )
@@ -33,7 +33,7 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path)
+    return make_mixed_repo(tmp_path)
 
 
 @pytest.fixture

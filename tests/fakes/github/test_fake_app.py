@@ -17,9 +17,9 @@ import pytest
 from githubkit_schemas.v2026_03_10 import models
 from pydantic import TypeAdapter
 
-from tests.adapters.providers.edits import BASE_FILES
 from tests.fakes.github import FakeApp, FakeGitHub, ManualClock, rsa_key_pair
 from tests.fakes.github.records import iso
+from tests.support.github import running_github
 
 APP_ID = 31337
 INSTALLATION = 4242
@@ -38,17 +38,18 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def gh(tmp_path: Path, keys: tuple[str, str], clock: ManualClock) -> Iterator[FakeGitHub]:
+def fake_github(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keys: tuple[str, str], clock: ManualClock
+) -> Iterator[FakeGitHub]:
     app = FakeApp(APP_ID, INSTALLATION, keys[1], clock=clock)
-    with FakeGitHub(tmp_path / "gh", app=app) as fake:
-        fake.seed(BASE_FILES)
+    with running_github(tmp_path, monkeypatch, app=app) as fake:
         yield fake
 
 
 @pytest.fixture
-def http(gh: FakeGitHub) -> Iterator[httpx.Client]:
+def http(fake_github: FakeGitHub) -> Iterator[httpx.Client]:
     headers = {"Accept": "application/vnd.github+json"}
-    with httpx.Client(base_url=gh.base_url, headers=headers, timeout=30) as client:
+    with httpx.Client(base_url=fake_github.base_url, headers=headers, timeout=30) as client:
         yield client
 
 
@@ -72,12 +73,12 @@ def parse(model: Any, response: httpx.Response, status: int) -> Any:
 
 
 def test_a_valid_app_jwt_buys_an_installation_token(
-    gh: FakeGitHub, http: httpx.Client, keys: tuple[str, str], clock: ManualClock
+    fake_github: FakeGitHub, http: httpx.Client, keys: tuple[str, str], clock: ManualClock
 ) -> None:
     signed = app_jwt(keys[0])
     token = parse(models.InstallationToken, http.post(TOKENS, json={}, headers=bearer(signed)), 201)
-    assert gh.app is not None
-    (grant,) = gh.app.grants
+    assert fake_github.app is not None
+    (grant,) = fake_github.app.grants
     assert token.token == grant.token
     assert token.token.startswith("ghs_")
     assert token.expires_at == iso(int(clock.now + 3600))
@@ -86,7 +87,7 @@ def test_a_valid_app_jwt_buys_an_installation_token(
     assert token.permissions.issues == "write"
     assert grant.installation_id == INSTALLATION
     assert grant.claims["iss"] == str(APP_ID)
-    (request,) = gh.requests
+    (request,) = fake_github.requests
     assert (request.path, request.status, request.authorization) == (
         TOKENS,
         201,
@@ -95,16 +96,16 @@ def test_a_valid_app_jwt_buys_an_installation_token(
 
 
 def test_a_numeric_iss_is_taken_as_github_takes_it(
-    gh: FakeGitHub, http: httpx.Client, keys: tuple[str, str]
+    fake_github: FakeGitHub, http: httpx.Client, keys: tuple[str, str]
 ) -> None:
     response = http.post(TOKENS, json={}, headers=bearer(app_jwt(keys[0], iss=APP_ID)))
     assert response.status_code == 201, response.text
-    assert gh.app is not None
-    assert gh.app.grants[0].claims["iss"] == APP_ID
+    assert fake_github.app is not None
+    assert fake_github.app.grants[0].claims["iss"] == APP_ID
 
 
 def test_an_installation_token_works_until_it_expires(
-    gh: FakeGitHub, http: httpx.Client, keys: tuple[str, str], clock: ManualClock
+    fake_github: FakeGitHub, http: httpx.Client, keys: tuple[str, str], clock: ManualClock
 ) -> None:
     token = http.post(TOKENS, json={}, headers=bearer(app_jwt(keys[0]))).json()["token"]
     as_token = {"Authorization": f"token {token}"}
@@ -114,8 +115,8 @@ def test_an_installation_token_works_until_it_expires(
     assert created.json()["user"]["login"] == "cpe-app[bot]"
     assert created.json()["user"]["type"] == "Bot"
 
-    assert gh.app is not None
-    clock.now = gh.app.grants[0].expires_at
+    assert fake_github.app is not None
+    clock.now = fake_github.app.grants[0].expires_at
     refused = http.get(f"{REPO}/issues", headers=as_token)
     assert (refused.status_code, refused.json()["message"]) == (401, "Bad credentials")
     configured = {"Authorization": "token test-token"}
@@ -177,7 +178,7 @@ def _none(keys: tuple[str, str], clock: ManualClock) -> dict[str, str]:
     ids=lambda value: getattr(value, "__name__", "")[1:] or "refused",
 )
 def test_a_bad_app_jwt_is_refused_with_401(
-    gh: FakeGitHub,
+    fake_github: FakeGitHub,
     http: httpx.Client,
     *,
     keys: tuple[str, str],
@@ -190,12 +191,12 @@ def test_a_bad_app_jwt_is_refused_with_401(
     assert error.message is not None
     assert error.message.startswith(message)
     assert error.status == "401"
-    assert gh.app is not None
-    assert gh.app.grants == []
+    assert fake_github.app is not None
+    assert fake_github.app.grants == []
 
 
 def test_an_unknown_installation_is_404(
-    gh: FakeGitHub, http: httpx.Client, keys: tuple[str, str]
+    fake_github: FakeGitHub, http: httpx.Client, keys: tuple[str, str]
 ) -> None:
     refused = http.post(
         f"/app/installations/{INSTALLATION + 1}/access_tokens",
@@ -203,19 +204,19 @@ def test_an_unknown_installation_is_404(
         headers=bearer(app_jwt(keys[0])),
     )
     assert parse(models.BasicError, refused, 404).message == "Not Found"
-    assert gh.app is not None
-    assert gh.app.grants == []
+    assert fake_github.app is not None
+    assert fake_github.app.grants == []
 
 
 def test_the_app_jwt_is_no_token_for_the_repository(
-    gh: FakeGitHub, http: httpx.Client, keys: tuple[str, str]
+    fake_github: FakeGitHub, http: httpx.Client, keys: tuple[str, str]
 ) -> None:
     refused = http.get(f"{REPO}/issues", headers=bearer(app_jwt(keys[0])))
     assert (refused.status_code, refused.json()["message"]) == (401, "Bad credentials")
 
 
 def test_a_token_can_be_narrowed_but_not_widened(
-    gh: FakeGitHub, http: httpx.Client, keys: tuple[str, str]
+    fake_github: FakeGitHub, http: httpx.Client, keys: tuple[str, str]
 ) -> None:
     narrowed = http.post(
         TOKENS,

@@ -21,16 +21,9 @@ REPO = "/repos/acme/widgets"
 
 
 @pytest.fixture
-def gh(tmp_path: Path) -> Iterator[FakeGitHub]:
-    with FakeGitHub(tmp_path / "gh") as fake:
-        fake.seed(BASE_FILES)
-        yield fake
-
-
-@pytest.fixture
-def http(gh: FakeGitHub) -> Iterator[httpx.Client]:
+def http(fake_github: FakeGitHub) -> Iterator[httpx.Client]:
     headers = {"Authorization": "token test-token", "Accept": "application/vnd.github+json"}
-    with httpx.Client(base_url=gh.base_url, headers=headers, timeout=30) as client:
+    with httpx.Client(base_url=fake_github.base_url, headers=headers, timeout=30) as client:
         yield client
 
 
@@ -39,13 +32,15 @@ def parse(model: Any, response: httpx.Response, status: int = 200) -> Any:
     return TypeAdapter(model).validate_python(response.json())
 
 
-def make_pull(gh: FakeGitHub, http: httpx.Client, branch: str = "feature") -> dict[str, Any]:
-    head = gh.default_head()
+def make_pull(
+    fake_github: FakeGitHub, http: httpx.Client, branch: str = "feature"
+) -> dict[str, Any]:
+    head = fake_github.default_head()
     blob = http.post(f"{REPO}/git/blobs", json={"content": "def answer():\n    return 42\n"})
     tree = http.post(
         f"{REPO}/git/trees",
         json={
-            "base_tree": gh.git.line("rev-parse", f"{head}^{{tree}}"),
+            "base_tree": fake_github.git.line("rev-parse", f"{head}^{{tree}}"),
             "tree": [{"path": "src/app.py", "mode": "100644", "type": "blob",
                       "sha": blob.json()["sha"]}],
         },
@@ -63,7 +58,9 @@ def make_pull(gh: FakeGitHub, http: httpx.Client, branch: str = "feature") -> di
     return pull
 
 
-def test_issue_endpoints_parse_with_githubkit_models(gh: FakeGitHub, http: httpx.Client) -> None:
+def test_issue_endpoints_parse_with_githubkit_models(
+    fake_github: FakeGitHub, http: httpx.Client
+) -> None:
     first = parse(
         models.Issue, http.post(f"{REPO}/issues", json={"title": "A", "labels": ["x"]}), 201
     )
@@ -92,10 +89,10 @@ def test_issue_endpoints_parse_with_githubkit_models(gh: FakeGitHub, http: httpx
 
 
 def test_pull_and_review_endpoints_parse_with_githubkit_models(
-    gh: FakeGitHub, http: httpx.Client
+    fake_github: FakeGitHub, http: httpx.Client
 ) -> None:
-    gh.allow_self_review = True
-    pull = parse(models.PullRequest, httpx.Response(201, json=make_pull(gh, http)), 201)
+    fake_github.allow_self_review = True
+    pull = parse(models.PullRequest, httpx.Response(201, json=make_pull(fake_github, http)), 201)
     number, head = pull.number, pull.head.sha
     parse(list[models.PullRequestSimple], http.get(f"{REPO}/pulls", params={"state": "all"}))
     parse(models.PullRequest, http.get(f"{REPO}/pulls/{number}"))
@@ -114,8 +111,8 @@ def test_pull_and_review_endpoints_parse_with_githubkit_models(
         list[models.PullRequestReviewComment], http.get(f"{REPO}/pulls/{number}/comments")
     )
     assert [(c.path, c.line) for c in comments] == [("src/app.py", 2)]
-    gh.add_check_run(head, "tests", "completed", "success")
-    gh.add_status(head, "lint", "success")
+    fake_github.add_check_run(head, "tests", "completed", "success")
+    fake_github.add_status(head, "lint", "success")
     parse(
         models.ReposOwnerRepoCommitsRefCheckRunsGetResponse200,
         http.get(f"{REPO}/commits/{head}/check-runs"),
@@ -124,7 +121,9 @@ def test_pull_and_review_endpoints_parse_with_githubkit_models(
     parse(models.PullRequestMergeResult, http.put(f"{REPO}/pulls/{number}/merge", json={}))
 
 
-def test_git_data_endpoints_parse_with_githubkit_models(gh: FakeGitHub, http: httpx.Client) -> None:
+def test_git_data_endpoints_parse_with_githubkit_models(
+    fake_github: FakeGitHub, http: httpx.Client
+) -> None:
     content = b"\x00binary\xff"
     blob = parse(
         models.ShortBlob,
@@ -136,11 +135,11 @@ def test_git_data_endpoints_parse_with_githubkit_models(gh: FakeGitHub, http: ht
     )
     got = parse(models.Blob, http.get(f"{REPO}/git/blobs/{blob.sha}"))
     assert base64.b64decode(got.content) == content
-    head = gh.default_head()
+    head = fake_github.default_head()
     parse(models.GitTree, http.get(f"{REPO}/git/trees/{head}", params={"recursive": "1"}))
     parse(models.GitCommit, http.get(f"{REPO}/git/commits/{head}"))
     parse(models.GitRef, http.get(f"{REPO}/git/ref/heads/main"))
-    make_pull(gh, http, "other")
+    make_pull(fake_github, http, "other")
     parse(models.GitRef, http.get(f"{REPO}/git/ref/heads/other"))
     moved = parse(
         models.GitRef,
@@ -149,20 +148,22 @@ def test_git_data_endpoints_parse_with_githubkit_models(gh: FakeGitHub, http: ht
     assert moved.object_.sha == head
 
 
-def test_matching_etag_answers_304_that_does_not_count(gh: FakeGitHub, http: httpx.Client) -> None:
+def test_matching_etag_answers_304_that_does_not_count(
+    fake_github: FakeGitHub, http: httpx.Client
+) -> None:
     first = http.get(f"{REPO}/issues")
     again = http.get(f"{REPO}/issues", headers={"If-None-Match": first.headers["ETag"]})
     assert again.status_code == 304
     assert again.headers["X-RateLimit-Used"] == first.headers["X-RateLimit-Used"]
-    assert [r.counted for r in gh.requests] == [True, False]
-    gh.add_issue("new")
+    assert [r.counted for r in fake_github.requests] == [True, False]
+    fake_github.add_issue("new")
     changed = http.get(f"{REPO}/issues", headers={"If-None-Match": first.headers["ETag"]})
     assert changed.status_code == 200
 
 
-def test_lists_are_paginated_with_link_headers(gh: FakeGitHub, http: httpx.Client) -> None:
+def test_lists_are_paginated_with_link_headers(fake_github: FakeGitHub, http: httpx.Client) -> None:
     for i in range(5):
-        gh.add_issue(f"issue {i}")
+        fake_github.add_issue(f"issue {i}")
     first = http.get(f"{REPO}/issues", params={"per_page": 2})
     assert len(first.json()) == 2
     assert 'rel="next"' in first.headers["Link"]
@@ -172,57 +173,59 @@ def test_lists_are_paginated_with_link_headers(gh: FakeGitHub, http: httpx.Clien
 
 
 def test_apply_first_fault_applies_the_write_and_answers_502(
-    gh: FakeGitHub, http: httpx.Client
+    fake_github: FakeGitHub, http: httpx.Client
 ) -> None:
-    gh.fail(Fault("POST", r"/issues$", 502, apply_first=True))
+    fake_github.fail(Fault("POST", r"/issues$", 502, apply_first=True))
     assert http.post(f"{REPO}/issues", json={"title": "A"}).status_code == 502
-    assert [i.title for i in gh.issues.values()] == ["A"]
+    assert [i.title for i in fake_github.issues.values()] == ["A"]
     assert http.post(f"{REPO}/issues", json={"title": "B"}).status_code == 201
 
 
-def test_rate_limit_fault_sends_retry_after(gh: FakeGitHub, http: httpx.Client) -> None:
-    gh.fail(Fault("GET", r"/issues$", 403, retry_after=7, message="secondary rate limit"))
+def test_rate_limit_fault_sends_retry_after(fake_github: FakeGitHub, http: httpx.Client) -> None:
+    fake_github.fail(Fault("GET", r"/issues$", 403, retry_after=7, message="secondary rate limit"))
     refused = http.get(f"{REPO}/issues")
     assert (refused.status_code, refused.headers["Retry-After"]) == (403, "7")
     assert http.get(f"{REPO}/issues").status_code == 200
 
 
 def test_exhausted_rate_limit_answers_403_with_zero_remaining(
-    gh: FakeGitHub, http: httpx.Client
+    fake_github: FakeGitHub, http: httpx.Client
 ) -> None:
-    gh.http.rate_limit = 1
+    fake_github.http.rate_limit = 1
     assert http.get(f"{REPO}/issues").status_code == 200
     refused = http.get(f"{REPO}/issues")
     assert (refused.status_code, refused.headers["X-RateLimit-Remaining"]) == (403, "0")
 
 
 def test_an_exhausted_rate_limit_names_its_reset_until_restored(
-    gh: FakeGitHub, http: httpx.Client
+    fake_github: FakeGitHub, http: httpx.Client
 ) -> None:
-    gh.exhaust_rate_limit(reset=2_000_000_000)
+    fake_github.exhaust_rate_limit(reset=2_000_000_000)
     refused = http.get(f"{REPO}/issues")
     assert refused.status_code == 403
     assert refused.headers["X-RateLimit-Reset"] == "2000000000"
-    gh.restore_rate_limit()
+    fake_github.restore_rate_limit()
     assert http.get(f"{REPO}/issues").status_code == 200
 
 
 def test_a_stalled_answer_times_the_client_out_and_the_next_is_served(
-    gh: FakeGitHub, http: httpx.Client
+    fake_github: FakeGitHub, http: httpx.Client
 ) -> None:
-    gh.stall(Stall("GET", r"/issues$"))  # held until the fake closes
+    fake_github.stall(Stall("GET", r"/issues$"))  # held until the fake closes
     with pytest.raises(httpx.ReadTimeout):
         http.get(f"{REPO}/issues", timeout=0.3)
     assert http.get(f"{REPO}/issues").status_code == 200
 
 
-def test_unknown_token_is_refused(gh: FakeGitHub) -> None:
-    with httpx.Client(base_url=gh.base_url, timeout=30) as client:
+def test_unknown_token_is_refused(fake_github: FakeGitHub) -> None:
+    with httpx.Client(base_url=fake_github.base_url, timeout=30) as client:
         assert client.get(f"{REPO}/issues").status_code == 401
 
 
-def test_approving_ones_own_pull_request_is_refused(gh: FakeGitHub, http: httpx.Client) -> None:
-    number = make_pull(gh, http)["number"]
+def test_approving_ones_own_pull_request_is_refused(
+    fake_github: FakeGitHub, http: httpx.Client
+) -> None:
+    number = make_pull(fake_github, http)["number"]
     refused = http.post(f"{REPO}/pulls/{number}/reviews", json={"event": "APPROVE"})
     assert refused.status_code == 422
     # GitHub's shape for this one: the reason is a plain string in ``errors``.
@@ -230,9 +233,9 @@ def test_approving_ones_own_pull_request_is_refused(gh: FakeGitHub, http: httpx.
     assert refused.json()["errors"] == ["Can not approve your own pull request"]
 
 
-def test_merge_conflict_is_refused_with_405(gh: FakeGitHub, http: httpx.Client) -> None:
-    number = make_pull(gh, http)["number"]
-    gh.commit_to_default({"src/app.py": "def answer():\n    return 40\n"}, "theirs")
+def test_merge_conflict_is_refused_with_405(fake_github: FakeGitHub, http: httpx.Client) -> None:
+    number = make_pull(fake_github, http)["number"]
+    fake_github.commit_to_default({"src/app.py": "def answer():\n    return 40\n"}, "theirs")
     assert http.put(f"{REPO}/pulls/{number}/merge", json={}).status_code == 405
 
 
@@ -240,9 +243,9 @@ def test_merge_conflict_is_refused_with_405(gh: FakeGitHub, http: httpx.Client) 
 
 
 def test_each_api_version_gets_its_own_shape_and_an_unknown_one_is_refused(
-    gh: FakeGitHub, http: httpx.Client
+    fake_github: FakeGitHub, http: httpx.Client
 ) -> None:
-    number = make_pull(gh, http)["number"]
+    number = make_pull(fake_github, http)["number"]
     old = http.get(f"{REPO}/pulls/{number}").json()  # no version named: 2022-11-28
     new = http.get(f"{REPO}/pulls/{number}", headers={"X-GitHub-Api-Version": "2026-03-10"})
     assert "merge_commit_sha" in old
@@ -254,12 +257,12 @@ def test_each_api_version_gets_its_own_shape_and_an_unknown_one_is_refused(
 
 
 def test_the_repository_embedded_in_pull_requests_changes_with_any_push(
-    gh: FakeGitHub, http: httpx.Client
+    fake_github: FakeGitHub, http: httpx.Client
 ) -> None:
-    make_pull(gh, http)
+    make_pull(fake_github, http)
     before = http.get(f"{REPO}/pulls")
-    gh.push("feature", {"src/more.py": "x = 1\n"}, "more")
-    gh.commit_to_default({"docs/x.md": "x\n"}, "elsewhere")
+    fake_github.push("feature", {"src/more.py": "x = 1\n"}, "more")
+    fake_github.commit_to_default({"docs/x.md": "x\n"}, "elsewhere")
     after = http.get(f"{REPO}/pulls", headers={"If-None-Match": before.headers["ETag"]})
     assert after.status_code == 200  # counted, though no pull request changed its own fields
     assert (
@@ -313,23 +316,23 @@ def test_a_triage_user_may_apply_labels_but_not_create_them(tmp_path: Path) -> N
 
 
 def test_branch_protection_refuses_a_merge_with_githubs_words_until_satisfied(
-    gh: FakeGitHub, http: httpx.Client
+    fake_github: FakeGitHub, http: httpx.Client
 ) -> None:
-    pull = make_pull(gh, http)
-    gh.protect(checks=("ci",), reviews=1)
+    pull = make_pull(fake_github, http)
+    fake_github.protect(checks=("ci",), reviews=1)
     merge = f"{REPO}/pulls/{pull['number']}/merge"
     first = http.put(merge, json={})
     assert (first.status_code, first.json()["message"]) == (
         405,
         'Required status check "ci" is expected.',
     )
-    gh.add_check_run(pull["head"]["sha"], "ci")
+    fake_github.add_check_run(pull["head"]["sha"], "ci")
     second = http.put(merge, json={})
     assert second.json()["message"] == (
         "At least 1 approving review is required by reviewers with write access."
     )
-    gh.protection.clear()
-    gh.merge_methods["merge"] = False
+    fake_github.protection.clear()
+    fake_github.merge_methods["merge"] = False
     third = http.put(merge, json={})
     assert third.json()["message"] == "Merge commits are not allowed on this repository."
     done = http.put(merge, json={"merge_method": "squash"})
@@ -342,9 +345,9 @@ def test_branch_protection_refuses_a_merge_with_githubs_words_until_satisfied(
 
 
 def test_a_pull_request_that_exists_is_a_validation_failure_with_its_reason_in_errors(
-    gh: FakeGitHub, http: httpx.Client
+    fake_github: FakeGitHub, http: httpx.Client
 ) -> None:
-    make_pull(gh, http)
+    make_pull(fake_github, http)
     again = http.post(f"{REPO}/pulls", json={"title": "Again", "head": "feature", "base": "main"})
     assert again.status_code == 422
     assert again.json()["message"] == "Validation Failed"

@@ -23,11 +23,11 @@ from adapters.github import GitHubProvider, GitHubSettings
 from domain.errors import ConflictError, MergeWaitError, NotFoundError, ProviderError
 from domain.models import RevisionId, WorkItemId
 from domain.results import AgentReview, AgentReviewComment
-from tests.adapters.providers.edits import BASE_FILES
-from tests.adapters.providers.gitrepo import Repo, isolate_git, make_patch
 from tests.fakes.github import FakeApp, FakeGitHub, rsa_key_pair
 from tests.fakes.github.records import FINE_GRAINED_PERMISSIONS, Access, RecordedRequest
 from tests.fakes.github.schemas import OPERATIONS, check, undeclared
+from tests.support.git import Repo, make_patch
+from tests.support.github import running_github
 
 KEY_ENV = "CPE_TEST_SCHEMA_APP_KEY"
 TOKEN_ENV = "CPE_TEST_SCHEMA_TOKEN"
@@ -40,26 +40,24 @@ def keys() -> tuple[str, str]:
 
 
 @pytest.fixture
-def fake(
+def fake_github(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keys: tuple[str, str]
 ) -> Iterator[FakeGitHub]:
-    isolate_git(monkeypatch)
     tokens: dict[str, str | Access] = {
         "test-token": "cpe-bot",
         FINE_GRAINED: Access("cpe-bot", "fine-grained", permissions=FINE_GRAINED_PERMISSIONS),
     }
     app = FakeApp(990_017, 77, keys[1])
-    with FakeGitHub(tmp_path / "github", tokens=tokens, app=app) as gh:
-        gh.seed(BASE_FILES)
+    with running_github(tmp_path, monkeypatch, tokens=tokens, app=app) as gh:
         gh.keep_responses = True
         yield gh
 
 
-def settings(fake: FakeGitHub, **more: object) -> GitHubSettings:
+def settings(fake_github: FakeGitHub, **more: object) -> GitHubSettings:
     return GitHubSettings.model_validate(
         {
-            "repository": f"{fake.owner}/{fake.repo}",
-            "base_url": fake.base_url + "/",
+            "repository": f"{fake_github.owner}/{fake_github.repo}",
+            "base_url": fake_github.base_url + "/",
             "token_env": TOKEN_ENV,
             **more,
         }
@@ -72,9 +70,9 @@ def edit(repo: Repo) -> None:
     repo.remove("docs/obsolete.txt")
 
 
-def full_loop(fake: FakeGitHub, tmp_path: Path, private_key: str) -> None:
+def full_loop(fake_github: FakeGitHub, tmp_path: Path, private_key: str) -> None:
     token = {TOKEN_ENV: "test-token"}
-    with GitHubProvider(settings(fake), environ=token, sleep=lambda s: None) as provider:
+    with GitHubProvider(settings(fake_github), environ=token, sleep=lambda s: None) as provider:
         reader, writer = provider.work_item_reader, provider.work_item_writer
         first = writer.create_work_item("First", "a", labels=["area"])
         second = writer.create_work_item("Second", "b", blocked_by=[first])
@@ -84,13 +82,15 @@ def full_loop(fake: FakeGitHub, tmp_path: Path, private_key: str) -> None:
         with pytest.raises(NotFoundError):
             reader.get_work_item_body(WorkItemId("4242"))
         revisions = provider.revision_writer
-        patch = make_patch(fake.git.path, tmp_path / "patch", edit)
+        patch = make_patch(fake_github.git.path, tmp_path / "patch", edit)
         revision = revisions.create_from_patch(first, "cpe/1-first", "First", "", patch)
         with pytest.raises(ProviderError):  # GitHub's own 422: a pull request exists already
-            provider.api.create_pull("Again", "cpe/1-first", fake.default_branch, "")
-        fake.edit_issue(int(revision.id), labels=["area"])  # labels embedded in pull requests
-        fake.add_check_run(revision.head_sha, "tests")
-        fake.add_status(revision.head_sha, "lint", "success")
+            provider.api.create_pull("Again", "cpe/1-first", fake_github.default_branch, "")
+        fake_github.edit_issue(
+            int(revision.id), labels=["area"]
+        )  # labels embedded in pull requests
+        fake_github.add_check_run(revision.head_sha, "tests")
+        fake_github.add_status(revision.head_sha, "lint", "success")
         provider.revision_reader.list_revisions()
         provider.revision_reader.baseline()
         provider.revision_reader.get_revision_files(revision.id)
@@ -101,25 +101,29 @@ def full_loop(fake: FakeGitHub, tmp_path: Path, private_key: str) -> None:
         )
         revisions.post_review(revision.id, revision.head_sha, review)  # 422 first: own PR
         provider.revision_reader.get_review_history(revision.id)
-        fake.protect(checks=("deploy",))
+        fake_github.protect(checks=("deploy",))
         with pytest.raises(MergeWaitError):
             revisions.merge(revision.id)
-        fake.protection.clear()
+        fake_github.protection.clear()
         revisions.merge(revision.id)
         revisions.merge(revision.id)  # merged already: its merge commit from the timeline
         conflicting = writer.create_work_item("Third", "c")
-        other = make_patch(fake.git.path, tmp_path / "other", lambda r: r.remove("README.md"))
+        other = make_patch(
+            fake_github.git.path, tmp_path / "other", lambda r: r.remove("README.md")
+        )
         made = revisions.create_from_patch(conflicting, "cpe/3-third", "Third", "", other)
-        again = make_patch(fake.git.path, tmp_path / "again", lambda r: r.remove("src/app.py"))
+        again = make_patch(
+            fake_github.git.path, tmp_path / "again", lambda r: r.remove("src/app.py")
+        )
         revisions.update_from_patch(made.id, again)
-        fake.commit_to_default({"src/app.py": "def answer():\n    return 0\n"}, "theirs")
+        fake_github.commit_to_default({"src/app.py": "def answer():\n    return 0\n"}, "theirs")
         with pytest.raises(ConflictError):
             revisions.merge(made.id)
         writer.close_work_item(conflicting)
-    with GitHubProvider(settings(fake), environ={TOKEN_ENV: FINE_GRAINED}) as limited:
+    with GitHubProvider(settings(fake_github), environ={TOKEN_ENV: FINE_GRAINED}) as limited:
         limited.revision_reader.baseline()  # check runs: 403 for this token
     app_settings = settings(
-        fake, app_id=990_017, app_installation_id=77, app_private_key_env=KEY_ENV
+        fake_github, app_id=990_017, app_installation_id=77, app_private_key_env=KEY_ENV
     )
     with GitHubProvider(app_settings, environ={KEY_ENV: private_key}) as app:
         app.work_item_reader.list_work_items()
@@ -129,31 +133,33 @@ def full_loop(fake: FakeGitHub, tmp_path: Path, private_key: str) -> None:
 
 
 def test_every_answer_the_provider_gets_matches_its_api_versions_models(
-    fake: FakeGitHub, tmp_path: Path, keys: tuple[str, str]
+    fake_github: FakeGitHub, tmp_path: Path, keys: tuple[str, str]
 ) -> None:
-    full_loop(fake, tmp_path, keys[0])
+    full_loop(fake_github, tmp_path, keys[0])
     problems = {
-        f"{r.method} {r.path} {r.status}": found for r in fake.requests if (found := check(r))
+        f"{r.method} {r.path} {r.status}": found
+        for r in fake_github.requests
+        if (found := check(r))
     }
     assert problems == {}
-    unversioned = {r.route for r in fake.requests if r.api_version != "2026-03-10"}
+    unversioned = {r.route for r in fake_github.requests if r.api_version != "2026-03-10"}
     assert unversioned == {"apps/create-installation-access-token"}  # githubkit's auth flow
-    used = {r.route for r in fake.requests}
+    used = {r.route for r in fake_github.requests}
     assert set(OPERATIONS) - used == set(), "an operation the provider uses went unchecked"
-    assert {r.status for r in fake.requests} >= {200, 201, 304, 403, 404, 405, 422}
+    assert {r.status for r in fake_github.requests} >= {200, 201, 304, 403, 404, 405, 422}
 
 
 def test_a_field_the_requested_version_removed_is_reported(
-    fake: FakeGitHub, tmp_path: Path
+    fake_github: FakeGitHub, tmp_path: Path
 ) -> None:
-    with GitHubProvider(settings(fake), environ={TOKEN_ENV: "test-token"}) as provider:
+    with GitHubProvider(settings(fake_github), environ={TOKEN_ENV: "test-token"}) as provider:
         item = provider.work_item_writer.create_work_item("T", "b")
-        patch = make_patch(fake.git.path, tmp_path / "patch", edit)
+        patch = make_patch(fake_github.git.path, tmp_path / "patch", edit)
         revision = provider.revision_writer.create_from_patch(item, "cpe/1-t", "T", "", patch)
         provider.revision_writer.merge(revision.id)
-    [answer] = [r for r in fake.requests if r.route == "pulls/get"][-1:]
+    [answer] = [r for r in fake_github.requests if r.route == "pulls/get"][-1:]
     legacy = json.loads(answer.response or b"{}")
-    legacy.update(merge_commit_sha=fake.default_head(), assignee=None)
+    legacy.update(merge_commit_sha=fake_github.default_head(), assignee=None)
     stale = RecordedRequest(**{**answer.__dict__, "response": json.dumps(legacy).encode()})
     assert check(answer) == []
     assert sorted(check(stale)) == [

@@ -28,7 +28,7 @@ from domain.ports import RuntimeAdapter, SessionLogging
 from domain.results import ImplementorResult, PlannerResult
 from tests.adapters.runtime.driving import drive, provider_deps
 from tests.adapters.runtime.transcripts import assert_transcript_switch
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 
 @pytest.fixture
@@ -92,11 +92,11 @@ def test_an_implementor_run_on_the_real_cli_returns_a_patch_that_applies(
     assert result.outcome == "completed"
     assert "greeting.py" in (result.patch or "")
     (tmp_path / "p.diff").write_text(result.patch or "")
-    git(repo, "apply", "--check", str(tmp_path / "p.diff"))
+    git_raw(repo, "apply", "--check", str(tmp_path / "p.diff"))
     assert any("greeting module" in c for c in chunks)
     # the worktree and its branch are gone, and so is every process of the run
     assert not (repo / ".worktrees" / "cpe" / "1-x").exists()
-    assert "cpe/1-x" not in git(repo, "branch", "--list")
+    assert "cpe/1-x" not in git_raw(repo, "branch", "--list")
     run_dir = tmp_path / "state" / "runs" / "implementor-1"
     assert not group_members(pgid_of(run_dir))
     meta = json.loads((run_dir / "runner_metadata.json").read_text())
@@ -190,7 +190,7 @@ def test_a_model_the_runner_cannot_honour_fails_before_the_cli_starts(
         drive(adapter, params)
     assert not (tmp_path / "state" / "runs" / "implementor-m").exists()
     assert not (repo / ".worktrees" / "cpe" / "1-m").exists()
-    assert "cpe/1-m" not in git(repo, "branch", "--list")
+    assert "cpe/1-m" not in git_raw(repo, "branch", "--list")
     assert server.requests == ()  # the CLI never ran
 
 

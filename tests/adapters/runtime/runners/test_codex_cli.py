@@ -32,7 +32,7 @@ from adapters.runtime.scripted_model.responses_wire import codex_overrides
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import output_schema, strict_output_schema, validate_output
 from tests.fakes.codex_cli_fixture import FakeCodex
-from tests.repos import make_repo
+from tests.support.git import make_repo
 
 OUTPUT = {"role": "implementor", "outcome": "completed", "summary": "done"}
 
@@ -42,18 +42,13 @@ def worktree(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo")
 
 
-@pytest.fixture
-def fake(tmp_path: Path) -> FakeCodex:
-    return FakeCodex.install(tmp_path / "fake")
+def make_runner(tmp_path: Path, fake_codex: FakeCodex, **kw: Any) -> CodexCliRunner:
+    return CodexCliRunner(tmp_path / "state", cli_path=str(fake_codex.path), kill_grace=1, **kw)
 
 
-def make_runner(tmp_path: Path, fake: FakeCodex, **kw: Any) -> CodexCliRunner:
-    return CodexCliRunner(tmp_path / "state", cli_path=str(fake.path), kill_grace=1, **kw)
-
-
-def request(worktree: Path, fake: FakeCodex, mode: str = "ok", **kw: Any) -> RunRequest:
+def request(worktree: Path, fake_codex: FakeCodex, mode: str = "ok", **kw: Any) -> RunRequest:
     settings = kw.pop("settings", {})
-    env = {**fake.env(mode, hang_seconds=60, **settings), "PATH": "/usr/bin:/bin"}
+    env = {**fake_codex.env(mode, hang_seconds=60, **settings), "PATH": "/usr/bin:/bin"}
     fields: dict[str, Any] = {
         "run_id": f"run-{mode}",
         "worktree_path": worktree,
@@ -74,8 +69,8 @@ def finish(handle: CodexCliRun) -> CliOutcome:
     return outcome
 
 
-def run(tmp_path: Path, fake: FakeCodex, req: RunRequest, **kw: Any) -> CliOutcome:
-    handle = make_runner(tmp_path, fake, **kw).start(req, req.prompt, req.env)
+def run(tmp_path: Path, fake_codex: FakeCodex, req: RunRequest, **kw: Any) -> CliOutcome:
+    handle = make_runner(tmp_path, fake_codex, **kw).start(req, req.prompt, req.env)
     return finish(handle)
 
 
@@ -96,9 +91,9 @@ def transcript_types(outcome: CliOutcome) -> list[str]:
 @pytest.mark.spec("S004-03")
 @pytest.mark.spec("S003-15")
 def test_the_codex_runner_offers_the_interface_and_honest_capabilities(
-    tmp_path: Path, fake: FakeCodex
+    tmp_path: Path, fake_codex: FakeCodex
 ) -> None:
-    codex = make_runner(tmp_path, fake)
+    codex = make_runner(tmp_path, fake_codex)
     assert isinstance(codex, RunnerAdapter)
     caps = codex.get_capabilities().as_dict()
     json.dumps(caps)
@@ -114,27 +109,29 @@ def test_the_codex_runner_offers_the_interface_and_honest_capabilities(
         "structured_event_stream": True,
         "interactive_prompt_suppression": True,
     }
-    custom = make_runner(tmp_path, fake, models=("gpt-test",))
+    custom = make_runner(tmp_path, fake_codex, models=("gpt-test",))
     assert custom.get_capabilities().available_models == ("gpt-test",)
-    full = make_runner(tmp_path, fake, sandbox="danger-full-access").get_capabilities()
+    full = make_runner(tmp_path, fake_codex, sandbox="danger-full-access").get_capabilities()
     assert (full.sandboxed_execution, full.writable_workspace) == (False, True)
-    read_only = make_runner(tmp_path, fake, sandbox="read-only").get_capabilities()
+    read_only = make_runner(tmp_path, fake_codex, sandbox="read-only").get_capabilities()
     assert (read_only.sandboxed_execution, read_only.writable_workspace) == (True, False)
 
 
 @pytest.mark.spec("S003-10")
 @pytest.mark.spec("S004-04")
 def test_the_full_access_sandbox_of_the_seed_is_a_choice_that_drops_the_sandbox_guarantee(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
-    codex = make_runner(tmp_path, fake, sandbox="danger-full-access")
+    codex = make_runner(tmp_path, fake_codex, sandbox="danger-full-access")
     with pytest.raises(RunRejectedError, match="sandboxed_execution"):
         codex.start(
-            *_args(request(worktree, fake, requested_policy=frozenset({"sandboxed_execution"})))
+            *_args(
+                request(worktree, fake_codex, requested_policy=frozenset({"sandboxed_execution"}))
+            )
         )
-    outcome = finish(codex.start(*_args(request(worktree, fake))))
+    outcome = finish(codex.start(*_args(request(worktree, fake_codex))))
     assert outcome.termination == "completed"
-    (record,) = fake.records()
+    (record,) = fake_codex.records()
     assert record["sandbox"] == "danger-full-access"
     assert read_json(outcome, "runner_metadata")["effective_policy"]["sandbox"] == (
         "danger-full-access"
@@ -149,12 +146,14 @@ def test_the_full_access_sandbox_of_the_seed_is_a_choice_that_drops_the_sandbox_
 @pytest.mark.spec("S003-05")
 @pytest.mark.spec("S003-07")
 def test_a_completed_run_returns_the_structured_output_and_its_artifacts(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
     events: list[dict[str, Any]] = []
-    req = request(worktree, fake, output_schema=output_schema("implementor"))
-    req = RunRequest(**{**vars(req), "env": {**(req.env or {}), **fake.env(output=OUTPUT)}})
-    handle = make_runner(tmp_path, fake).start(req, req.prompt, req.env, on_event=events.append)
+    req = request(worktree, fake_codex, output_schema=output_schema("implementor"))
+    req = RunRequest(**{**vars(req), "env": {**(req.env or {}), **fake_codex.env(output=OUTPUT)}})
+    handle = make_runner(tmp_path, fake_codex).start(
+        req, req.prompt, req.env, on_event=events.append
+    )
     outcome = finish(handle)
 
     assert (outcome.termination, outcome.exit_code, outcome.reason) == ("completed", 0, None)
@@ -167,7 +166,7 @@ def test_a_completed_run_returns_the_structured_output_and_its_artifacts(
     assert outcome.result["usage"]["reasoning_output_tokens"] == 10
     assert events[0]["type"] == "thread.started"
     # codex was handed the strict schema, as a file
-    (record,) = fake.records()
+    (record,) = fake_codex.records()
     assert record["output_schema"] == strict_output_schema("implementor")
 
     assert transcript_types(outcome) == [
@@ -186,7 +185,7 @@ def test_a_completed_run_returns_the_structured_output_and_its_artifacts(
     assert meta["agent_family"] == "codex_cli"
     assert meta["capture_format"] == "codex_exec_jsonl"
     assert read_prompt(outcome.artifacts.run_dir) == "implement the work item"
-    assert meta["command"][:2] == [str(fake.path), "exec"]
+    assert meta["command"][:2] == [str(fake_codex.path), "exec"]
     assert meta["termination"] == "completed"
     assert meta["exit_code"] == 0
     assert meta["usage"]["input_tokens"] == 200
@@ -205,21 +204,21 @@ def test_a_completed_run_returns_the_structured_output_and_its_artifacts(
 @pytest.mark.spec("S004-02")
 @pytest.mark.spec("S003-04")
 def test_the_command_uses_the_flags_codex_exec_really_accepts(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
     instructions = 'You are the "implementor".\nUse tabs\there; a backslash \\ too.'
     req = request(
         worktree,
-        fake,
+        fake_codex,
         model="gpt-5-codex",
         agent=AgentProfile("implementor", "implements", instructions),
         prompt="-starts with a dash",
     )
     overrides = codex_overrides("http://127.0.0.1:9")
-    outcome = run(tmp_path, fake, req, overrides=overrides)
+    outcome = run(tmp_path, fake_codex, req, overrides=overrides)
     assert outcome.termination == "completed"
 
-    (record,) = fake.records()
+    (record,) = fake_codex.records()
     argv: list[str] = record["argv"]
     assert argv[0] == "exec"
     assert "--json" in argv
@@ -246,28 +245,30 @@ def test_toml_string_round_trips_through_a_toml_parser() -> None:
 @pytest.mark.spec("S004-13")
 @pytest.mark.spec("S004-11")
 def test_a_silent_command_at_work_is_activity_not_idleness(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
     """A test suite that prints nothing for longer than the idle timeout: the run goes on,
     because a tool is at work (item.started without its item.completed)."""
     settings = {"command_seconds": "4"}
     outcome = run(
-        tmp_path, fake, request(worktree, fake, "ok", idle_timeout=1.5, settings=settings)
+        tmp_path,
+        fake_codex,
+        request(worktree, fake_codex, "ok", idle_timeout=1.5, settings=settings),
     )
     assert outcome.termination == "completed", outcome.reason
 
 
 def test_stdin_is_dev_null_and_a_silent_codex_is_killed_idle(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
     seen: dict[str, Any] = {}
-    codex = make_runner(tmp_path, fake)
-    req = request(worktree, fake, "hang", idle_timeout=2.0)
+    codex = make_runner(tmp_path, fake_codex)
+    req = request(worktree, fake_codex, "hang", idle_timeout=2.0)
     handle: list[CodexCliRun] = []
 
     def on_event(event: dict[str, Any]) -> None:  # while the fake is alive and hanging
         if event.get("type") == "turn.started":
-            pid = fake.pid()
+            pid = fake_codex.pid()
             seen["stdin"] = os.readlink(f"/proc/{pid}/fd/0")
             seen["fifo"] = stat.S_ISFIFO(os.stat(f"/proc/{pid}/fd/0").st_mode)
 
@@ -279,27 +280,27 @@ def test_stdin_is_dev_null_and_a_silent_codex_is_killed_idle(
     meta = read_json(outcome, "runner_metadata")
     assert meta["termination"] == "killed_idle"
     assert meta["extra"]["cancelled_at"]
-    assert fake.records()[0]["prompt"] == "implement the work item"
+    assert fake_codex.records()[0]["prompt"] == "implement the work item"
 
 
 @pytest.mark.spec("S003-11")
 @pytest.mark.spec("S003-13")
 @pytest.mark.spec("S004-11")
 def test_a_long_run_that_ignores_sigterm_is_killed_timeout(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
-    req = request(worktree, fake, "ignore_sigterm", wall_timeout=1.0)
-    outcome = run(tmp_path, fake, req)
+    req = request(worktree, fake_codex, "ignore_sigterm", wall_timeout=1.0)
+    outcome = run(tmp_path, fake_codex, req)
     assert outcome.termination == "killed_timeout"
     assert read_json(outcome, "runner_metadata")["termination"] == "killed_timeout"
 
 
 @pytest.mark.spec("S003-11")
 def test_stop_kills_the_group_as_killed_policy(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
-    codex = make_runner(tmp_path, fake)
-    req = request(worktree, fake, "hang")
+    codex = make_runner(tmp_path, fake_codex)
+    req = request(worktree, fake_codex, "hang")
     handles: list[CodexCliRun] = []
 
     def on_event(event: dict[str, Any]) -> None:
@@ -325,10 +326,10 @@ def test_stop_kills_the_group_as_killed_policy(
     ],
 )
 def test_a_failed_run_is_an_error(
-    tmp_path: Path, fake: FakeCodex, worktree: Path, case: tuple[str, int, str]
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path, case: tuple[str, int, str]
 ) -> None:
     mode, exit_code, reason = case
-    outcome = run(tmp_path, fake, request(worktree, fake, mode))
+    outcome = run(tmp_path, fake_codex, request(worktree, fake_codex, mode))
     assert outcome.termination == "error"
     assert outcome.exit_code == exit_code
     assert outcome.reason is not None
@@ -352,10 +353,12 @@ def test_a_failed_run_is_an_error(
     ids=["refused", "unavailable", "rate limited"],
 )
 def test_a_turn_the_model_api_failed_is_an_infrastructure_failure(
-    tmp_path: Path, fake: FakeCodex, worktree: Path, said: str
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path, said: str
 ) -> None:
     """What codex 0.169.0 says once its retries are spent: not the work's fault."""
-    outcome = run(tmp_path, fake, request(worktree, fake, "turn_failed", settings={"error": said}))
+    outcome = run(
+        tmp_path, fake_codex, request(worktree, fake_codex, "turn_failed", settings={"error": said})
+    )
     assert outcome.termination == "error"
     assert outcome.infrastructure == "model-api"
     assert outcome.reason == f"the model API failed: {said}"
@@ -363,20 +366,20 @@ def test_a_turn_the_model_api_failed_is_an_infrastructure_failure(
 
 
 def test_a_bad_request_stays_the_work_s_failure(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
     """A 400 is what the run asked for (a schema codex's API refuses): no infrastructure."""
-    outcome = run(tmp_path, fake, request(worktree, fake, "turn_failed"))
+    outcome = run(tmp_path, fake_codex, request(worktree, fake_codex, "turn_failed"))
     assert outcome.termination == "error"
     assert outcome.infrastructure is None
 
 
 def test_codex_waiting_for_the_network_is_stopped_as_an_infrastructure_failure(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
     """The real codex retries an API it cannot connect to forever: after a few of its network
     waits in a row the run is stopped, its processes gone, and the model API named."""
-    outcome = run(tmp_path, fake, request(worktree, fake, "offline"))
+    outcome = run(tmp_path, fake_codex, request(worktree, fake_codex, "offline"))
     assert outcome.termination == "error"
     assert outcome.infrastructure == "model-api"
     assert outcome.reason is not None
@@ -386,10 +389,10 @@ def test_codex_waiting_for_the_network_is_stopped_as_an_infrastructure_failure(
 
 @pytest.mark.spec("S004-11")
 def test_an_error_item_is_not_fatal_and_unknown_events_are_ignored(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
-    codex = make_runner(tmp_path, fake)
-    handle = codex.start(*_args(request(worktree, fake)))
+    codex = make_runner(tmp_path, fake_codex)
+    handle = codex.start(*_args(request(worktree, fake_codex)))
     handle.line("stdout", json.dumps({"type": "item.completed", "item": {"type": "error"}}))
     handle.line("stdout", json.dumps({"type": "something.new", "x": 1}))
     outcome = finish(handle)
@@ -404,33 +407,33 @@ def _args(req: RunRequest) -> tuple[RunRequest, str, Any]:
 @pytest.mark.spec("S003-03")
 @pytest.mark.spec("S004-04")
 def test_a_request_codex_cannot_honour_is_rejected_before_anything_runs(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
 
-    codex = make_runner(tmp_path, fake)
+    codex = make_runner(tmp_path, fake_codex)
     for bad in (
-        request(worktree, fake, model="opus"),
-        request(worktree, fake, requested_policy=frozenset({"tool_allow_deny"})),
-        request(worktree, fake, bash_guard=BashGuardConfig()),
-        request(worktree, fake, max_turns=3),
-        request(worktree, fake, worktree_path=tmp_path),
+        request(worktree, fake_codex, model="opus"),
+        request(worktree, fake_codex, requested_policy=frozenset({"tool_allow_deny"})),
+        request(worktree, fake_codex, bash_guard=BashGuardConfig()),
+        request(worktree, fake_codex, max_turns=3),
+        request(worktree, fake_codex, worktree_path=tmp_path),
     ):
         with pytest.raises(RunRejectedError):
             codex.start(*_args(bad))
-    assert not fake.pid_file.exists()
-    assert fake.records() == []
+    assert not fake_codex.pid_file.exists()
+    assert fake_codex.records() == []
     assert not (tmp_path / "state" / "runs").exists()
 
 
 @pytest.mark.spec("S003-06")
 def test_a_long_prompt_goes_on_stdin_from_a_file(
-    tmp_path: Path, fake: FakeCodex, worktree: Path
+    tmp_path: Path, fake_codex: FakeCodex, worktree: Path
 ) -> None:
     prompt = "x" * 5000
-    req = request(worktree, fake, prompt=prompt)
-    outcome = run(tmp_path, fake, req, argv_prompt_bytes=1000)
+    req = request(worktree, fake_codex, prompt=prompt)
+    outcome = run(tmp_path, fake_codex, req, argv_prompt_bytes=1000)
     assert outcome.termination == "completed"
-    (record,) = fake.records()
+    (record,) = fake_codex.records()
     assert record["argv"][-1] == "-"
     assert record["prompt"] == prompt
     assert read_prompt(outcome.artifacts.run_dir) == prompt

@@ -22,7 +22,7 @@ from adapters.runtime.runners.codex_home import (
     under_codex_temp_dir,
 )
 from tests.fakes.codex_cli_fixture import FakeCodex
-from tests.repos import make_repo
+from tests.support.git import make_repo
 
 
 def held(home: Path) -> bool:

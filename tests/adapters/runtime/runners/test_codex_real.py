@@ -50,7 +50,7 @@ from tests.real_clis import (
     codex_path,
     real_codex,
 )
-from tests.repos import make_repo
+from tests.support.git import make_repo
 
 WAIT = 90.0  # seconds; a scripted codex run takes one to three here
 IMPLEMENT = load_scenario("implement")

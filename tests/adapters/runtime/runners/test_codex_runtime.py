@@ -31,7 +31,7 @@ from domain.results import ImplementorResult, PlannerResult, output_schema
 from tests.adapters.runtime.driving import drive, provider_deps
 from tests.adapters.runtime.transcripts import assert_transcript_switch
 from tests.fakes.codex_cli_fixture import FakeCodex
-from tests.repos import git, make_repo
+from tests.support.git import git_raw, make_repo
 
 PLAN = {
     "role": "planner",
@@ -56,18 +56,13 @@ def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo", files, with_agents=True)
 
 
-@pytest.fixture
-def fake(tmp_path: Path) -> FakeCodex:
-    return FakeCodex.install(tmp_path / "fake")
-
-
 def deps() -> RuntimeAdapterDeps:
     return provider_deps(("1", "in-progress", "Greeting", "Add greet(name)."))
 
 
 def runtime(
     repo: Path,
-    fake: FakeCodex,
+    fake_codex: FakeCodex,
     state: Path,
     env: dict[str, str],
     *,
@@ -81,7 +76,7 @@ def runtime(
         logging=SessionLogging(agent_sessions=agent_sessions, logs_dir=str(state / "logs")),
         agent_env=env,
     )
-    return create_codex_runtime(config, deps(), cli_path=str(fake.path), kill_grace=1, **kw)
+    return create_codex_runtime(config, deps(), cli_path=str(fake_codex.path), kill_grace=1, **kw)
 
 
 def metadata(state: Path, session: str) -> dict[str, Any]:
@@ -100,13 +95,15 @@ def argv_value(argv: list[str], flag: str) -> str:
 @pytest.mark.spec("S004-04")
 @pytest.mark.spec("S003-15")
 def test_a_planner_on_codex_runs_read_only_confined_by_the_sandbox(
-    repo: Path, fake: FakeCodex, tmp_path: Path
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path
 ) -> None:
     """The request is intent (S004-01/02): a planner needs no writable workspace, and codex,
     which cannot enforce tool lists or cpe's Bash guard, is asked for its sandbox instead; the
     runner turns that into ``--sandbox read-only``, not the configured workspace-write."""
     state = tmp_path / "state"
-    adapter = runtime(repo, fake, state, fake.env("ok", output=PLAN, text="Reading the spec."))
+    adapter = runtime(
+        repo, fake_codex, state, fake_codex.env("ok", output=PLAN, text="Reading the spec.")
+    )
     assert isinstance(adapter, RuntimeAdapter)
     params = PlannerStartParams(
         session_id=SessionId("planner-1"), spec_paths=("specs/greeting.md",)
@@ -115,7 +112,7 @@ def test_a_planner_on_codex_runs_read_only_confined_by_the_sandbox(
     assert isinstance(result, PlannerResult), result
     assert [item.title for item in result.create] == ["Greeting"]
     assert "Reading the spec." in chunks  # agent_message items stream as output
-    (record,) = fake.records()
+    (record,) = fake_codex.records()
     assert argv_value(record["argv"], "--sandbox") == "read-only"
     assert Path(record["cwd"]).resolve() == repo.resolve()
     meta = metadata(state, "planner-1")
@@ -143,11 +140,11 @@ def test_a_planner_on_codex_runs_read_only_confined_by_the_sandbox(
 @pytest.mark.parametrize("enabled", [True, False])
 @pytest.mark.spec("S004-06")
 def test_the_human_transcript_follows_the_logging_switch_and_the_normalized_set_is_kept(
-    repo: Path, fake: FakeCodex, tmp_path: Path, enabled: bool
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path, enabled: bool
 ) -> None:
     state = tmp_path / "state"
-    env = fake.env("ok", output=PLAN, text="Reading the spec.")
-    adapter = runtime(repo, fake, state, env, agent_sessions=enabled)
+    env = fake_codex.env("ok", output=PLAN, text="Reading the spec.")
+    adapter = runtime(repo, fake_codex, state, env, agent_sessions=enabled)
     params = PlannerStartParams(
         session_id=SessionId("planner-1"), spec_paths=("specs/greeting.md",)
     )
@@ -168,11 +165,11 @@ def test_the_human_transcript_follows_the_logging_switch_and_the_normalized_set_
 
 @pytest.mark.spec("S004-04")
 def test_an_implementor_on_codex_writes_in_its_worktree_and_returns_the_patch(
-    repo: Path, fake: FakeCodex, tmp_path: Path
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path
 ) -> None:
     state = tmp_path / "state"
-    env = fake.env("ok", output=DONE, file="feature.py", file_content="X = 1\n")
-    adapter = runtime(repo, fake, state, env)
+    env = fake_codex.env("ok", output=DONE, file="feature.py", file_content="X = 1\n")
+    adapter = runtime(repo, fake_codex, state, env)
     params = ImplementorStartParams(
         session_id=SessionId("implementor-1"), work_item_id=WorkItemId("1"), branch_name="cpe/1-x"
     )
@@ -180,10 +177,10 @@ def test_an_implementor_on_codex_writes_in_its_worktree_and_returns_the_patch(
     assert isinstance(result, ImplementorResult), result
     assert result.outcome == "completed"
     assert "+X = 1" in (result.patch or "")
-    (record,) = fake.records()
+    (record,) = fake_codex.records()
     assert argv_value(record["argv"], "--sandbox") == "workspace-write"
     assert Path(record["cwd"]).name == "1-x"  # the implementor's own worktree
-    assert "cpe/1-x" not in git(repo, "branch", "--list")  # cleaned up after the run
+    assert "cpe/1-x" not in git_raw(repo, "branch", "--list")  # cleaned up after the run
     meta = metadata(state, "implementor-1")
     assert "writable_workspace" in meta["requested_policy"]["require"]
     assert meta["effective_policy"]["sandbox"] == "workspace-write"
@@ -191,9 +188,9 @@ def test_an_implementor_on_codex_writes_in_its_worktree_and_returns_the_patch(
 
 
 def test_an_implementor_that_changed_nothing_fails_and_the_failure_names_it(
-    repo: Path, fake: FakeCodex, tmp_path: Path
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path
 ) -> None:
-    adapter = runtime(repo, fake, tmp_path / "state", fake.env("ok", output=DONE))
+    adapter = runtime(repo, fake_codex, tmp_path / "state", fake_codex.env("ok", output=DONE))
     params = ImplementorStartParams(
         session_id=SessionId("implementor-2"), work_item_id=WorkItemId("1"), branch_name="cpe/1-y"
     )
@@ -203,9 +200,11 @@ def test_an_implementor_that_changed_nothing_fails_and_the_failure_names_it(
 
 
 def test_a_failed_codex_turn_is_an_agent_failure_with_the_reason(
-    repo: Path, fake: FakeCodex, tmp_path: Path
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path
 ) -> None:
-    adapter = runtime(repo, fake, tmp_path / "state", fake.env("turn_failed", error="quota"))
+    adapter = runtime(
+        repo, fake_codex, tmp_path / "state", fake_codex.env("turn_failed", error="quota")
+    )
     params = PlannerStartParams(
         session_id=SessionId("planner-2"), spec_paths=("specs/greeting.md",)
     )
@@ -216,19 +215,19 @@ def test_a_failed_codex_turn_is_an_agent_failure_with_the_reason(
 
 
 def test_codex_with_full_access_confines_nothing_and_is_refused_when_built(
-    repo: Path, fake: FakeCodex, tmp_path: Path
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path
 ) -> None:
     with pytest.raises(ValueError, match="unconfined agent"):
-        runtime(repo, fake, tmp_path / "state", {}, sandbox="danger-full-access")
+        runtime(repo, fake_codex, tmp_path / "state", {}, sandbox="danger-full-access")
 
 
 def test_the_codex_runtime_passes_codex_credentials_and_no_claude_ones(
-    repo: Path, fake: FakeCodex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "a" * 36)
-    adapter = runtime(repo, fake, tmp_path / "state", fake.env("ok", output=PLAN))
+    adapter = runtime(repo, fake_codex, tmp_path / "state", fake_codex.env("ok", output=PLAN))
     assert adapter.config.model_variables == CODEX_MODEL_VARIABLES
     env = adapter._env("planner-3")
     assert env["OPENAI_API_KEY"] == "sk-test-openai"
@@ -237,22 +236,22 @@ def test_the_codex_runtime_passes_codex_credentials_and_no_claude_ones(
 
 
 def test_the_startup_reaper_kills_a_codex_group_a_crashed_daemon_left(
-    repo: Path, fake: FakeCodex, tmp_path: Path
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path
 ) -> None:
     """A daemon killed mid-run leaves codex running in its own session; at the next start the
     runtime's reaper finds it by its pid file and kills its whole group."""
     state = tmp_path / "state"
-    orphan = CodexCliRunner(state, cli_path=str(fake.path), kill_grace=1).start(
+    orphan = CodexCliRunner(state, cli_path=str(fake_codex.path), kill_grace=1).start(
         RunRequest(
             run_id="implementor-9",
             worktree_path=repo,
             prompt="p",
-            env={**fake.env("hang", hang_seconds=300), "PATH": "/usr/bin:/bin"},
+            env={**fake_codex.env("hang", hang_seconds=300), "PATH": "/usr/bin:/bin"},
         )
     )
     pidfile = state / "runs" / "implementor-9" / PIDFILE
     assert pidfile.read_text().split()[0] == str(orphan.process.pid)
-    adapter = runtime(repo, fake, state, {})
+    adapter = runtime(repo, fake_codex, state, {})
     adapter.reap(frozenset())
     outcome = orphan.wait(timeout=60)
     assert outcome.termination == "error"  # killed from outside its runner
@@ -261,16 +260,16 @@ def test_the_startup_reaper_kills_a_codex_group_a_crashed_daemon_left(
 
 
 def test_the_reaper_leaves_a_recycled_pid_alone(
-    repo: Path, fake: FakeCodex, tmp_path: Path
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path
 ) -> None:
     """The pid file names a live group leader with another start time: a recycled pid."""
     state = tmp_path / "state"
-    bystander = CodexCliRunner(state, cli_path=str(fake.path), kill_grace=1).start(
+    bystander = CodexCliRunner(state, cli_path=str(fake_codex.path), kill_grace=1).start(
         RunRequest(
             run_id="implementor-6",
             worktree_path=repo,
             prompt="p",
-            env={**fake.env("hang", hang_seconds=300), "PATH": "/usr/bin:/bin"},
+            env={**fake_codex.env("hang", hang_seconds=300), "PATH": "/usr/bin:/bin"},
         )
     )
     try:
@@ -278,7 +277,7 @@ def test_the_reaper_leaves_a_recycled_pid_alone(
         run_dir.mkdir(parents=True)
         (run_dir / PIDFILE).write_text(f"{bystander.process.pid} 12345.0\n")
         (state / "runs" / "implementor-6" / PIDFILE).unlink()
-        runtime(repo, fake, state, {}).reap(frozenset())
+        runtime(repo, fake_codex, state, {}).reap(frozenset())
         assert group_members(bystander.process.pid)  # not killed
         assert not (run_dir / PIDFILE).exists()
     finally:
@@ -289,16 +288,16 @@ def test_the_reaper_leaves_a_recycled_pid_alone(
 @pytest.mark.spec("S004-15")
 @pytest.mark.spec("S004-11")
 def test_the_runner_reports_how_the_process_ended_not_whether_the_work_succeeded(
-    repo: Path, fake: FakeCodex, tmp_path: Path
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path
 ) -> None:
     """A failing test command and an agent that reports a validation failure are still a
     ``completed`` run: the termination is mechanical; judging the work is the caller's job."""
     verdict = {"role": "implementor", "outcome": "validation-failure", "summary": "tests fail"}
     env = {
-        **fake.env("ok", output=verdict, command="pytest -q", command_exit="1"),
+        **fake_codex.env("ok", output=verdict, command="pytest -q", command_exit="1"),
         "PATH": "/usr/bin:/bin",
     }
-    runner = CodexCliRunner(tmp_path / "state", cli_path=str(fake.path), kill_grace=1)
+    runner = CodexCliRunner(tmp_path / "state", cli_path=str(fake_codex.path), kill_grace=1)
     schema = output_schema("implementor")
     handle = runner.start(
         RunRequest(run_id="r-judge", worktree_path=repo, prompt="p", env=env, output_schema=schema)
@@ -326,7 +325,7 @@ def test_the_runner_reports_how_the_process_ended_not_whether_the_work_succeeded
     ids=["priced", "codex's default", "unknown model"],
 )
 def test_a_codex_run_is_priced_from_its_tokens_by_its_model(
-    repo: Path, fake: FakeCodex, tmp_path: Path, model: str | None, cost: float | None
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path, model: str | None, cost: float | None
 ) -> None:
     """codex reports tokens, no cost: the price table turns them into one (the fake's usage:
     200 input of which 40 cached, 60 output); a model without a price is unknown, not $0."""
@@ -336,11 +335,11 @@ def test_a_codex_run_is_priced_from_its_tokens_by_its_model(
         default_branch="main",
         max_agent_duration=120,
         logging=SessionLogging(logs_dir=str(state / "logs")),
-        agent_env=fake.env("ok", output=PLAN),
+        agent_env=fake_codex.env("ok", output=PLAN),
         model=model,
     )
     models = ("gpt-5-codex", "o-x")
-    adapter = create_codex_runtime(config, deps(), cli_path=str(fake.path), models=models)
+    adapter = create_codex_runtime(config, deps(), cli_path=str(fake_codex.path), models=models)
     params = PlannerStartParams(
         session_id=SessionId("planner-1"), spec_paths=("specs/greeting.md",)
     )
@@ -357,7 +356,7 @@ def test_a_codex_run_is_priced_from_its_tokens_by_its_model(
 
 
 def test_a_codex_run_past_its_turn_limit_is_stopped_by_cpe(
-    repo: Path, fake: FakeCodex, tmp_path: Path
+    repo: Path, fake_codex: FakeCodex, tmp_path: Path
 ) -> None:
     """codex has no --max-turns: cpe counts its tool calls (here the fake's command and file
     change) and stops the run past the agent definition's max_turns, saying so."""
@@ -366,8 +365,8 @@ def test_a_codex_run_past_its_turn_limit_is_stopped_by_cpe(
     assert "maxTurns: 150" in text
     definition.write_text(text.replace("maxTurns: 150", "maxTurns: 1"))
     state = tmp_path / "state"
-    env = fake.env("ok", file="greeting.py")
-    adapter = runtime(repo, fake, state, env)
+    env = fake_codex.env("ok", file="greeting.py")
+    adapter = runtime(repo, fake_codex, state, env)
     params = ImplementorStartParams(
         session_id=SessionId("implementor-1"), work_item_id=WorkItemId("1"), branch_name="cpe/1"
     )

@@ -23,7 +23,7 @@ from domain.models import ImplementorStartParams, SessionId, WorkItemId
 from domain.ports import SessionLogging
 from tests.adapters.runtime.driving import drive, provider_deps
 from tests.fakes.codex_cli_fixture import FakeCodex
-from tests.repos import make_repo
+from tests.support.git import make_repo
 
 NO_HELPER = "bwrap: execvp codex-linux-sandbox: No such file or directory"
 WARNING = (

@@ -18,7 +18,7 @@ from adapters.runtime.runners.base import RunnerAdapter, RunRejectedError, RunRe
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome
 from adapters.runtime.runners.process import group_members
 from tests.fakes.executable import write_executable
-from tests.repos import make_repo
+from tests.support.git import make_repo
 
 FAKE = Path(__file__).with_name("fake_cli.py")
 
