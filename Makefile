@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install lint format typecheck test crash-all bench ci
+.PHONY: install lint format typecheck test crash-all bench mutants ci
 
 install:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,13 @@ bench:
 	@set -e; found=0; for script in bench/bench_*.py; do \
 		[ -e "$$script" ] || continue; found=1; echo "== $$script"; $(BIN)/python "$$script"; \
 	done; [ $$found = 1 ] || { echo "no benchmarks in bench/"; exit 1; }
+
+# Mutation testing of domain/ (not in CI: the tests run once per mutant, some minutes here);
+# [tool.mutmut] in pyproject.toml says what is mutated, docs/mutation.md has the last score.
+mutants:
+	$(BIN)/pip install -q -e '.[mutation]'
+	$(BIN)/mutmut run
+	$(BIN)/mutmut results
 
 ci:
 	.ci/run

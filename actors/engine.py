@@ -400,12 +400,10 @@ class Engine:
             log.error("cannot list revisions before reaping; keeping every branch", error=repr(exc))
             return
         for adapter in {id(a): a for a in self.runtime_adapters.values()}.values():
-            reap = getattr(adapter, "reap", None)
-            if callable(reap):
-                try:
-                    reap(keep)
-                except Exception:
-                    log.exception("runtime reaper failed", runtime=type(adapter).__name__)
+            try:
+                adapter.reap(keep)
+            except Exception:
+                log.exception("runtime reaper failed", runtime=type(adapter).__name__)
 
     # ------------------------------------------------------------------ commands and sessions
 

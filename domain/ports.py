@@ -161,6 +161,11 @@ class RuntimeAdapter(Protocol):
         """Cancel a run; an unknown session id is a no-op. Safe to call from any thread."""
         ...
 
+    def reap(self, keep_branches: frozenset[str]) -> None:
+        """At start, before any run: remove what runs of an earlier process left (processes,
+        worktrees, branches), keeping the branches in ``keep_branches`` (open revisions')."""
+        ...
+
 
 @dataclass(frozen=True)
 class RuntimeAdapterDeps:
