@@ -252,7 +252,7 @@ class RuntimeSection(_Section):
 
 
 class BashGuardSection(_Section):
-    """``[bash_guard]``: the agents' Bash validator (adapters/runtime/bash_guard/config.py
+    """``[bash_guard]``: the agents' Bash validator (adapters/bash_guard/config.py
     documents each key; they are passed through as they are)."""
 
     model_config = ConfigDict(frozen=True, extra="allow")

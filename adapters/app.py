@@ -27,8 +27,8 @@ from actors.config import CpeConfig, load_config, parse_config, validation_probl
 from actors.engine import Engine, create_engine
 from actors.journal import JOURNAL_NAME, check_journal
 from actors.services import Services
+from adapters.bash_guard import BashGuardConfig
 from adapters.metering import ProviderMeter, metered
-from adapters.runtime.bash_guard import BashGuardConfig
 from domain.errors import ConfigError, CpeError
 from domain.models import AgentRole
 from domain.ports import ProviderInterfaces, RuntimeAdapter, RuntimeAdapterDeps, SessionLogging

@@ -33,7 +33,7 @@ def _check_bash(args: argparse.Namespace) -> int:
     from pydantic import ValidationError  # noqa: PLC0415 - keep `cpe --help` fast
 
     from actors.config import load_config, validation_problems  # noqa: PLC0415
-    from adapters.runtime.bash_guard import BashGuardConfig, check_bash_main  # noqa: PLC0415
+    from adapters.bash_guard import BashGuardConfig, check_bash_main  # noqa: PLC0415
     from domain.errors import ConfigError  # noqa: PLC0415
 
     config = BashGuardConfig()

@@ -41,7 +41,7 @@ from domain.events import (
 from domain.models import EngineState
 
 if TYPE_CHECKING:
-    from adapters.runtime.scripted_model import Scenario
+    from adapters.scripted_model import Scenario
 
 MAX_SECONDS = 480  # the whole loop takes about 15 s here; this is for a very slow machine
 IDLE_SECONDS = 180  # nothing changed for this long while nothing ran: it will not finish
@@ -127,8 +127,8 @@ def demo(
     until Ctrl-C or SIGTERM (it only shows: no action)."""
     from adapters.demo.book import demo_book  # noqa: PLC0415
     from adapters.demo.sample import SampleRepoError, create_sample_repo  # noqa: PLC0415
-    from adapters.runtime.scripted_model import ScriptedModelServer  # noqa: PLC0415
-    from adapters.runtime.scripted_model.responses_wire import codex_overrides  # noqa: PLC0415
+    from adapters.scripted_model import ScriptedModelServer  # noqa: PLC0415
+    from adapters.scripted_model.responses_wire import codex_overrides  # noqa: PLC0415
 
     roles = dict(roles or {})
     if "codex-cli" in roles.values() and shutil.which("codex") is None:

@@ -41,7 +41,7 @@ from actors.engine import Engine, create_engine  # noqa: E402
 from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter  # noqa: E402
 from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: E402
 from adapters.runtime.runners.runtime import CliRuntimeConfig, create_cli_runtime  # noqa: E402
-from adapters.runtime.scripted_model.responses_wire import codex_overrides  # noqa: E402
+from adapters.scripted_model.responses_wire import codex_overrides  # noqa: E402
 from domain.handlers import HandlerOptions  # noqa: E402
 from domain.models import AgentRole, EngineState, WorkItemId  # noqa: E402
 from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, SessionLogging  # noqa: E402
@@ -72,7 +72,7 @@ class Model:
 
 _SERVE = """
 import json, sys
-from adapters.runtime.scripted_model import ScriptedModelServer, load_scenario
+from adapters.scripted_model import ScriptedModelServer, load_scenario
 with ScriptedModelServer([load_scenario("implement")]) as server:
     print(json.dumps({"base_url": server.base_url, "env": server.client_env()}), flush=True)
     sys.stdin.read()

@@ -46,7 +46,7 @@ import json
 import re
 from importlib import resources
 
-from adapters.runtime.scripted_model import Match, Scenario, parse_scenario
+from adapters.scripted_model import Match, Scenario, parse_scenario
 from domain.errors import ConfigError
 
 __all__ = ["BOOK_RULES", "ITEM_ONE_TITLE", "ITEM_TWO_TITLE", "demo_book", "load_demo_scenario"]

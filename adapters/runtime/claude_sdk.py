@@ -38,6 +38,13 @@ from claude_agent_sdk import (
 from claude_agent_sdk import ClaudeSDKError as _SDKError
 from pydantic import Field
 
+from adapters.bash_guard import BashGuardConfig, check_bash
+from adapters.bash_guard.hook import (
+    FILE_MATCHER,
+    FILE_TOOLS_POLICY,
+    BashCheck,
+    sdk_hook,
+)
 from adapters.runtime.agent_env import run_env
 from adapters.runtime.agents import (
     AgentSpec,
@@ -45,7 +52,6 @@ from adapters.runtime.agents import (
     effective_tools,
 )
 from adapters.runtime.artifacts import RunArtifacts, Termination
-from adapters.runtime.bash_guard import BashGuardConfig, check_bash
 from adapters.runtime.launcher import (
     LAUNCHER,
     kill_group,
@@ -59,12 +65,6 @@ from adapters.runtime.launcher import (
 from adapters.runtime.pricing import DEFAULT_PRICES, LiveUsage, ModelPrice, main_model
 from adapters.runtime.progress import ProgressWatch
 from adapters.runtime.provision import Provisioner
-from adapters.runtime.runners.bash_hook import (
-    FILE_MATCHER,
-    FILE_TOOLS_POLICY,
-    BashCheck,
-    sdk_hook,
-)
 from adapters.runtime.sandbox import RunSandbox, Sandbox
 from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sandbox_record, sweep
 from adapters.runtime.worktrees import Worktree

@@ -42,7 +42,7 @@ import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from adapters.runtime.bash_guard import DEFAULT_PROTECTED_PATHS
+from adapters.bash_guard import DEFAULT_PROTECTED_PATHS
 from adapters.runtime.sandbox import SANDBOX_HIDDEN, Sandbox, SandboxConfig
 from domain.errors import ConfigError
 

@@ -25,6 +25,7 @@ import anyio
 import pytest
 
 from actors.config import load_config, parse_config
+from adapters.bash_guard import BashGuardConfig, check_bash
 from adapters.demo import (
     DEFAULT_BRANCH,
     ITEM_ONE_TITLE,
@@ -39,18 +40,17 @@ from adapters.demo.book import BOOK_RULES
 from adapters.demo.sample import SampleRepoError, agent_definitions_dir
 from adapters.local.pipeline import LocalPipeline
 from adapters.local.provider import LocalProvider
-from adapters.runtime.bash_guard import BashGuardConfig, check_bash
 from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter
 from adapters.runtime.context import assemble_prompt
 from adapters.runtime.patches import extract_patch
-from adapters.runtime.scripted_model import (
+from adapters.runtime.worktrees import WorktreeManager
+from adapters.scripted_model import (
     Conversation,
     Scenario,
     ScriptedModelServer,
     ToolBlock,
 )
-from adapters.runtime.scripted_model.scenario import next_turn, select
-from adapters.runtime.worktrees import WorktreeManager
+from adapters.scripted_model.scenario import next_turn, select
 from adapters.specs.globs import PathMatcher
 from domain.models import (
     AgentStartParams,

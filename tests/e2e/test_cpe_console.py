@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adapters.runtime.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
+from adapters.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
 from tests.e2e.running import Reader, add_work_item, make_cpe_repo, start_cpe, wait_for
 from tests.e2e.test_cpe_work import agent_runs_now, status_of
 from tests.test_cli import ROOT

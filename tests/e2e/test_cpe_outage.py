@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from actors.journal import Journal
-from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.running import add_work_item, make_cpe_repo, start_cpe, wait_for, work_items
 from tests.test_cli import cpe
 

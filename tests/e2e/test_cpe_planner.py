@@ -13,7 +13,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.running import agent_runs, make_cpe_repo, start_cpe, wait_for
 from tests.support.git import git_raw
 from tests.test_cli import cpe

@@ -11,7 +11,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.running import add_work_item, make_cpe_repo, start_cpe, wait_for
 
 ONE_AT_A_TIME = "[workflow.max_concurrent]\nimplementor = 1\n"

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from adapters.runtime.launcher import read_pid
-from adapters.runtime.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
+from adapters.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
 from tests.e2e.running import (
     add_work_item,
     agent_branches,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 
-from adapters.runtime.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
+from adapters.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
 from tests.e2e.running import add_work_item, make_cpe_repo, start_cpe, wait_for, work_items
 
 # The killed run: a command in the background (one process of it in a session of its own), then

@@ -11,8 +11,8 @@ from typing import TextIO
 import psutil
 
 from adapters.runtime.launcher import read_pid
-from adapters.runtime.scripted_model import ScriptedModelServer, load_scenario
 from adapters.runtime.setup_command import PID_DIR
+from adapters.scripted_model import ScriptedModelServer, load_scenario
 from tests.e2e.running import add_work_item, make_cpe_repo, start_cpe, wait_for, worktrees
 
 SLOW_SETUP = '[runtime]\nmax_agent_duration = 300\nsetup_command = "sleep 600"\n'

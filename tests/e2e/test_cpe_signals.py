@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from adapters.runtime.launcher import read_pid
-from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.running import (
     NotifySocket,
     add_work_item,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.runtime.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
+from adapters.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
 from domain.models import AgentRun
 from tests.e2e.running import (
     add_work_item,

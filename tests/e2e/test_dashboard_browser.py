@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.running import Reader, add_work_item, make_cpe_repo, start_cpe, wait_for
 from tests.e2e.test_cpe_console import TALK_THEN_HANG
 from tests.e2e.test_cpe_work import status_of

@@ -71,7 +71,7 @@ import sys
 from pathlib import Path
 from adapters.demo.book import demo_book
 from adapters.demo_run import demo
-from adapters.runtime.scripted_model import Match, load_scenario
+from adapters.scripted_model import Match, load_scenario
 book = [s for s in demo_book() if s.match is not None and s.match.role == "planner"]
 book.append(load_scenario("blocked", match=Match(role="implementor")))
 sys.exit(demo(Path({str(tmp_path)!r}), book=book))

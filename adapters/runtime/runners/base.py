@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
+from adapters.bash_guard import BashGuardConfig
 from adapters.runtime.artifacts import Termination
-from adapters.runtime.bash_guard import BashGuardConfig
 from adapters.runtime.pricing import ModelPrice
 from adapters.runtime.sandbox import RunSandbox
 

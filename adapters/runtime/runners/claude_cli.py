@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from adapters.bash_guard.hook import FILE_TOOLS_POLICY, hook_settings
 from adapters.runtime.artifacts import FinishedArtifacts, RunArtifacts, Termination
 from adapters.runtime.pricing import LiveUsage
 from adapters.runtime.progress import ProgressWatch
@@ -33,7 +34,6 @@ from adapters.runtime.runners.base import (
     RunRequest,
     check_request,
 )
-from adapters.runtime.runners.bash_hook import FILE_TOOLS_POLICY, hook_settings
 from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
 from adapters.runtime.sandbox.runs import sandbox_record
 

@@ -29,13 +29,13 @@ import anyio
 import structlog
 from pydantic import Field
 
+from adapters.bash_guard import BashGuardConfig
 from adapters.runtime.agent_env import run_env
 from adapters.runtime.agents import (
     AgentSpec,
     effective_disallowed_tools,
     effective_tools,
 )
-from adapters.runtime.bash_guard import BashGuardConfig
 from adapters.runtime.claude_sdk import MODEL_VARIABLES, bundled_cli
 from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice, main_model, token_cost
 from adapters.runtime.provision import Provisioner

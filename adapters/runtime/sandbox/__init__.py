@@ -1,6 +1,6 @@
 """The OS sandbox: every agent command held by the kernel (bubblewrap), not only by a parser.
 
-The Bash guard (``adapters.runtime.bash_guard``) reads a command and denies what it can see;
+The Bash guard (``adapters.bash_guard``) reads a command and denies what it can see;
 a program the agent writes and runs is out of its sight. The sandbox is the layer under it:
 
 - **Claude runtimes** (SDK and ``claude -p``): cpe's ``PreToolUse`` hook, after the guard

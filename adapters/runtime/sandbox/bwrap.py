@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from adapters.runtime.bash_guard.secrets import main_git_dir
+from adapters.bash_guard.secrets import main_git_dir
 from adapters.runtime.patches import SANDBOX_OBJECTS
 
 __all__ = ["PROXY_PORT", "PROXY_SOCKET", "GitLayout", "RunSandbox", "Sandbox"]

@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
-from adapters.runtime.bash_guard import BashGuardConfig, BashVerdict
-from adapters.runtime.runners.bash_hook import FILE_MATCHER
+from adapters.bash_guard import BashGuardConfig, BashVerdict
+from adapters.bash_guard.hook import FILE_MATCHER
 from domain.errors import AgentFailure
 from domain.models import RunUsage
 from domain.results import ImplementorResult

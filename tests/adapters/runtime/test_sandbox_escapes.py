@@ -26,8 +26,8 @@ import pytest
 from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter
 from adapters.runtime.runners.codex_cli import create_codex_runtime
 from adapters.runtime.runners.runtime import CliRuntimeConfig, create_cli_runtime
-from adapters.runtime.scripted_model import ScriptedModelServer, parse_scenario
-from adapters.runtime.scripted_model.responses_wire import codex_overrides
+from adapters.scripted_model import ScriptedModelServer, parse_scenario
+from adapters.scripted_model.responses_wire import codex_overrides
 from domain.models import ImplementorStartParams, SessionId, WorkItemId
 from domain.ports import SessionLogging
 from domain.results import ImplementorResult

@@ -15,7 +15,7 @@ from adapters.runtime.artifacts import read_prompt
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner
 from adapters.runtime.runners.process import group_members
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig, create_cli_runtime
-from adapters.runtime.scripted_model import Match, ScriptedModelServer, load_scenario
+from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from domain.errors import AgentFailure
 from domain.models import (
     ImplementorStartParams,

@@ -15,8 +15,8 @@ from typing import Any, cast
 import psutil
 import pytest
 
+from adapters.bash_guard import BashGuardConfig
 from adapters.runtime.artifacts import read_prompt
-from adapters.runtime.bash_guard import BashGuardConfig
 from adapters.runtime.runners.base import AgentProfile, RunnerAdapter, RunRejectedError, RunRequest
 from adapters.runtime.runners.claude_cli import CliOutcome
 from adapters.runtime.runners.codex_cli import (
@@ -28,7 +28,7 @@ from adapters.runtime.runners.codex_cli import (
 from adapters.runtime.runners.codex_run import NETWORK_WAITS
 from adapters.runtime.runners.process import group_members
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
-from adapters.runtime.scripted_model.responses_wire import codex_overrides
+from adapters.scripted_model.responses_wire import codex_overrides
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import output_schema, strict_output_schema, validate_output
 from tests.fakes.codex_cli_fixture import FakeCodex

@@ -34,13 +34,13 @@ from adapters.runtime.runners.base import RunRequest
 from adapters.runtime.runners.claude_cli import CliOutcome
 from adapters.runtime.runners.codex_cli import CodexCliRun, CodexCliRunner, SandboxMode
 from adapters.runtime.runners.process import group_members
-from adapters.runtime.scripted_model import (
+from adapters.scripted_model import (
     Match,
     ScriptedModelServer,
     load_scenario,
     parse_scenario,
 )
-from adapters.runtime.scripted_model.responses_wire import codex_overrides
+from adapters.scripted_model.responses_wire import codex_overrides
 from domain.models import AgentRole
 from domain.results import output_schema, validate_output
 from tests.real_clis import (
@@ -498,7 +498,9 @@ def test_a_real_codex_implementor_changing_nothing_is_stopped_by_cpe(
         turns = [r for r in wandering.requests if r.path == "/v1/responses"]
     assert outcome.termination == "killed_policy", outcome.reason
     assert outcome.reason == "no progress: 3 tool calls in a row changed nothing in the worktree"
-    assert len(turns) <= 6  # the scenario goes on for eleven calls, then repeats forever
+    # the stop lands within a few more calls on a loaded machine; without it the scenario
+    # goes on until the duration limit (hundreds of calls)
+    assert len(turns) < 30
 
 
 def test_a_real_codex_run_repeating_the_same_command_is_stopped_by_cpe(
@@ -514,4 +516,6 @@ def test_a_real_codex_run_repeating_the_same_command_is_stopped_by_cpe(
         turns = [r for r in looping.requests if r.path == "/v1/responses"]
     assert outcome.termination == "killed_policy", outcome.reason
     assert outcome.reason == "no progress: the same command call 3 times in a row"
-    assert len(turns) <= 5  # stopped at the third call, not at the duration limit
+    # the stop lands within a few more calls on a loaded machine; without it the scenario
+    # goes on until the duration limit (hundreds of calls)
+    assert len(turns) < 30

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from adapters.runtime.bash_guard import BashGuardConfig
-from adapters.runtime.bash_guard.files import check_file_tool
-from adapters.runtime.runners.bash_hook import FILE_MATCHER, decide, hook_settings, main
+from adapters.bash_guard import BashGuardConfig
+from adapters.bash_guard.files import check_file_tool
+from adapters.bash_guard.hook import FILE_MATCHER, decide, hook_settings, main
 from adapters.runtime.runners.codex_cli import installation
 from adapters.runtime.sandbox import RunSandbox
 from tests.adapters.runtime.sandbox_place import CREDENTIAL, Place, place_root

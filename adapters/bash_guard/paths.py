@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from adapters.runtime.bash_guard.checks import STDIN_WORD, Checks, Rule, scan, words
-from adapters.runtime.bash_guard.words import Word
+from adapters.bash_guard.checks import STDIN_WORD, Checks, Rule, scan, words
+from adapters.bash_guard.words import Word
 
 __all__ = ["PATH_RULES"]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from adapters.runtime.bash_guard.lexer import (
+from adapters.bash_guard.lexer import (
     ASSIGNMENT,
     MAX_DEPTH,
     Heredoc,
@@ -34,7 +34,7 @@ from adapters.runtime.bash_guard.lexer import (
     Shared,
     Token,
 )
-from adapters.runtime.bash_guard.words import (
+from adapters.bash_guard.words import (
     BashParseError,
     Dyn,
     Flow,

@@ -6,7 +6,7 @@ and the end-to-end tests use it.
 
 Starting it::
 
-    from adapters.runtime.scripted_model import ScriptedModelServer, load_scenario, Match
+    from adapters.scripted_model import ScriptedModelServer, load_scenario, Match
 
     book = [
         load_scenario("planner"),  # matches the planner's StructuredOutput schema
@@ -141,7 +141,7 @@ it cannot map (an ``Edit`` without ``old_string``), gets a 400 OpenAI error body
 
 from __future__ import annotations
 
-from adapters.runtime.scripted_model.scenario import (
+from adapters.scripted_model.scenario import (
     Conversation,
     HangBlock,
     Match,
@@ -153,8 +153,8 @@ from adapters.runtime.scripted_model.scenario import (
     parse_scenario,
     shipped_scenarios,
 )
-from adapters.runtime.scripted_model.server import RecordedRequest, ScriptedModelServer
-from adapters.runtime.scripted_model.wire import ToolResult
+from adapters.scripted_model.server import RecordedRequest, ScriptedModelServer
+from adapters.scripted_model.wire import ToolResult
 
 __all__ = [
     "ScriptedModelServer",

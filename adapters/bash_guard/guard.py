@@ -26,15 +26,15 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import NoReturn
 
-from adapters.runtime.bash_guard.checks import scan, words
-from adapters.runtime.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuardConfig
-from adapters.runtime.bash_guard.git_rules import check_git, git_globals
-from adapters.runtime.bash_guard.paths import PATH_RULES
-from adapters.runtime.bash_guard.policy import POLICY
-from adapters.runtime.bash_guard.secrets import Secrets, default_homes, home_relative, sweeps
-from adapters.runtime.bash_guard.split import split_command
-from adapters.runtime.bash_guard.words import BashParseError, Dyn, Flow, Lit, SimpleCommand, Word
-from adapters.runtime.bash_guard.wrappers import WRAPPERS, python_rule
+from adapters.bash_guard.checks import scan, words
+from adapters.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuardConfig
+from adapters.bash_guard.git_rules import check_git, git_globals
+from adapters.bash_guard.paths import PATH_RULES
+from adapters.bash_guard.policy import POLICY
+from adapters.bash_guard.secrets import Secrets, default_homes, home_relative, sweeps
+from adapters.bash_guard.split import split_command
+from adapters.bash_guard.words import BashParseError, Dyn, Flow, Lit, SimpleCommand, Word
+from adapters.bash_guard.wrappers import WRAPPERS, python_rule
 
 __all__ = [
     "BashVerdict",
@@ -86,7 +86,7 @@ def check_bash(
 ) -> BashVerdict:
     """Whether an agent may run ``command`` in ``worktree`` (from ``cwd``, default the worktree).
     ``homes``: the home directories whose credential stores are protected by location (default
-    :func:`~adapters.runtime.bash_guard.secrets.default_homes`)."""
+    :func:`~adapters.bash_guard.secrets.default_homes`)."""
     try:
         _Guard(config, worktree, cwd, homes).program(command, "")
     except BashParseError as exc:

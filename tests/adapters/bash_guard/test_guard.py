@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from adapters.runtime.bash_guard import (
+from adapters.bash_guard import (
     BashGuardConfig,
     BashParseError,
     BashVerdict,
@@ -24,7 +24,7 @@ from adapters.runtime.bash_guard import (
     check_bash_main,
     render_verdict,
 )
-from adapters.runtime.bash_guard.split import split_command
+from adapters.bash_guard.split import split_command
 
 DEFAULT = BashGuardConfig()
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.runtime.bash_guard import BashGuardConfig, check_bash
-from adapters.runtime.bash_guard.secrets import default_homes
+from adapters.bash_guard import BashGuardConfig, check_bash
+from adapters.bash_guard.secrets import default_homes
 from tests.support.git import git_raw, make_repo
 
 p = pytest.param

@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
-from adapters.runtime.bash_guard import BashGuardConfig, BashVerdict
-from adapters.runtime.runners.bash_hook import (
+from adapters.bash_guard import BashGuardConfig, BashVerdict
+from adapters.bash_guard.hook import (
     SdkHook,
     decide,
     denial_reason,
@@ -77,7 +77,7 @@ def test_the_settings_run_this_module_with_quoted_words(tmp_path: Path) -> None:
     hook = settings["hooks"]["PreToolUse"][0]
     assert hook["matcher"] == "Bash"
     words = shlex.split(hook["hooks"][0]["command"])
-    assert words[2:4] == ["-m", "adapters.runtime.runners.bash_hook"]
+    assert words[2:4] == ["-m", "adapters.bash_guard.hook"]
     assert str(worktree) in words
     assert hook["hooks"][0]["command"] == hook_command(worktree, BashGuardConfig())
 

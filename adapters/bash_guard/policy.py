@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from adapters.runtime.bash_guard.checks import Checks, Rule, scan, words
-from adapters.runtime.bash_guard.words import Word
+from adapters.bash_guard.checks import Checks, Rule, scan, words
+from adapters.bash_guard.words import Word
 
 __all__ = ["POLICY"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from adapters.runtime.scripted_model import (
+from adapters.scripted_model import (
     Match,
     Scenario,
     ScriptedModelServer,
@@ -19,11 +19,11 @@ from adapters.runtime.scripted_model import (
     parse_scenario,
     shipped_scenarios,
 )
-from adapters.runtime.scripted_model.wire import encode_sse, stream_events
+from adapters.scripted_model.wire import encode_sse, stream_events
 from domain.errors import ConfigError, InvalidAgentOutputError
 from domain.models import AgentRole
 from domain.results import validate_output
-from tests.adapters.runtime.scripted_cli import (
+from tests.adapters.scripted_model.scripted_cli import (
     WAIT,
     assemble,
     call,

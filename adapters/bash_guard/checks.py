@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
-from adapters.runtime.bash_guard.words import Dyn, Word
+from adapters.bash_guard.words import Dyn, Word
 
 __all__ = [
     "STDIN_WORD",

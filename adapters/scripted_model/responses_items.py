@@ -1,6 +1,6 @@
 """Scenario blocks as OpenAI Responses output items: the codex mapping.
 
-The mapping is documented in the package docstring (``adapters.runtime.scripted_model``):
+The mapping is documented in the package docstring (``adapters.scripted_model``):
 text and ``StructuredOutput`` become ``message`` items, ``Bash`` the shell function the request
 offers, ``Write``/``Edit`` a codex patch (an ``apply_patch`` call when that tool is offered,
 else an ``apply_patch`` heredoc through the shell), any other tool a ``function_call`` of its
@@ -15,8 +15,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adapters.runtime.scripted_model import wire
-from adapters.runtime.scripted_model.scenario import Block, ScriptError, TextBlock, ToolBlock
+from adapters.scripted_model import wire
+from adapters.scripted_model.scenario import Block, ScriptError, TextBlock, ToolBlock
 
 # The shell-like function codex offers, in order of preference, and how a command goes in it.
 _SHELLS = ("exec_command", "shell_command", "shell")

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from adapters.runtime.bash_guard.checks import Checks, Rule, scan, words
-from adapters.runtime.bash_guard.words import Word
+from adapters.bash_guard.checks import Checks, Rule, scan, words
+from adapters.bash_guard.words import Word
 
 __all__ = ["check_git", "git_globals"]
 

@@ -15,8 +15,8 @@ from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
-from adapters.runtime.scripted_model import responses_wire, wire
-from adapters.runtime.scripted_model.scenario import (
+from adapters.scripted_model import responses_wire, wire
+from adapters.scripted_model.scenario import (
     Block,
     Conversation,
     HangBlock,
@@ -25,8 +25,8 @@ from adapters.runtime.scripted_model.scenario import (
     TextBlock,
     next_turn,
 )
-from adapters.runtime.scripted_model.scenario import select as select_scenario
-from adapters.runtime.scripted_model.wire import ToolResult
+from adapters.scripted_model.scenario import select as select_scenario
+from adapters.scripted_model.wire import ToolResult
 
 # stdlib logging: silent unless the application routes it (structlog's ProcessorFormatter).
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ exception while checking is a ``deny`` with the error as its reason, because und
 run has no such channel, so the runner passes ``--settings`` with a command hook that runs this
 module::
 
-    <python> -m adapters.runtime.runners.bash_hook --worktree DIR --config '<json>'
+    <python> -m adapters.bash_guard.hook --worktree DIR --config '<json>'
                                                    [--sandbox '<json>']
 
 It reads the hook input (JSON) on stdin and, for a command the guard refuses, prints the
@@ -31,8 +31,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from adapters.runtime.bash_guard import BashGuardConfig, BashVerdict, check_bash
-from adapters.runtime.bash_guard.files import FILE_TOOLS, check_file_tool
+from adapters.bash_guard import BashGuardConfig, BashVerdict, check_bash
+from adapters.bash_guard.files import FILE_TOOLS, check_file_tool
 from adapters.runtime.sandbox import RunSandbox
 
 __all__ = [
@@ -74,7 +74,7 @@ def hook_command(worktree: Path, config: BashGuardConfig, sandbox: RunSandbox | 
         f"PYTHONPATH={_PROJECT_ROOT}",
         sys.executable,
         "-m",
-        "adapters.runtime.runners.bash_hook",
+        "adapters.bash_guard.hook",
         "--worktree",
         str(worktree),
         "--config",

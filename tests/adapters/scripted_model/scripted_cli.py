@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.runtime.scripted_model import ScriptedModelServer
+from adapters.scripted_model import ScriptedModelServer
 from domain.models import AgentRole
 from domain.results import output_schema
 

@@ -32,14 +32,14 @@ what an agent would plausibly type, not a sandbox: programs the agent writes and
 (``adapters.runtime.sandbox``) holds those.
 """
 
-from adapters.runtime.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuardConfig
-from adapters.runtime.bash_guard.guard import (
+from adapters.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuardConfig
+from adapters.bash_guard.guard import (
     BashVerdict,
     check_bash,
     check_bash_main,
     render_verdict,
 )
-from adapters.runtime.bash_guard.words import BashParseError
+from adapters.bash_guard.words import BashParseError
 
 __all__ = [
     "DEFAULT_PROTECTED_PATHS",

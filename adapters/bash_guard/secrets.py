@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from adapters.runtime.bash_guard.checks import scan, words
-from adapters.runtime.bash_guard.words import Dyn, Word
+from adapters.bash_guard.checks import scan, words
+from adapters.bash_guard.words import Dyn, Word
 
 __all__ = [
     "HOME_MARK",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from adapters.runtime.bash_guard.checks import (
+from adapters.bash_guard.checks import (
     STDIN_WORD,
     Checks,
     Rule,
@@ -24,7 +24,7 @@ from adapters.runtime.bash_guard.checks import (
     scan,
     words,
 )
-from adapters.runtime.bash_guard.words import Word
+from adapters.bash_guard.words import Word
 
 __all__ = ["WRAPPERS", "python_rule"]
 

@@ -18,26 +18,26 @@ from typing import Any
 
 import pytest
 
-from adapters.runtime.scripted_model import (
+from adapters.scripted_model import (
     Match,
     Scenario,
     ScriptedModelServer,
     load_scenario,
     parse_scenario,
 )
-from adapters.runtime.scripted_model.responses_items import (
+from adapters.scripted_model.responses_items import (
     add_file_patch,
     apply_patch_heredoc,
     update_file_patch,
 )
-from adapters.runtime.scripted_model.responses_wire import (
+from adapters.scripted_model.responses_wire import (
     codex_overrides,
     offered_tool_names,
     offered_tools,
 )
 from domain.models import AgentRole
 from domain.results import output_schema, validate_output
-from tests.adapters.runtime.scripted_cli import WAIT, call, parse_sse
+from tests.adapters.scripted_model.scripted_cli import WAIT, call, parse_sse
 from tests.fakes.codex_cli_fixture import FakeCodex
 
 Serve = Callable[[Scenario | Sequence[Scenario]], ScriptedModelServer]

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.runtime.scripted_model.scenario import Block, Conversation, TextBlock, ToolBlock
+from adapters.scripted_model.scenario import Block, Conversation, TextBlock, ToolBlock
 
 # The CLI puts its working directory in an "# Environment" text (observed in a system-role
 # entry of ``messages``, not in ``system``), so every text of the request is searched.

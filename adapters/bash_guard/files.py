@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.runtime.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuardConfig
-from adapters.runtime.bash_guard.guard import BashVerdict
-from adapters.runtime.bash_guard.secrets import HOME_MARK, Secrets, default_homes, glob_root
+from adapters.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuardConfig
+from adapters.bash_guard.guard import BashVerdict
+from adapters.bash_guard.secrets import HOME_MARK, Secrets, default_homes, glob_root
 
 __all__ = ["FILE_TOOLS", "WRITING_TOOLS", "check_file_tool"]
 

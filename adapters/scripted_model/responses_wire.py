@@ -20,9 +20,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from adapters.runtime.scripted_model import wire
-from adapters.runtime.scripted_model.responses_items import output_items
-from adapters.runtime.scripted_model.scenario import (
+from adapters.scripted_model import wire
+from adapters.scripted_model.responses_items import output_items
+from adapters.scripted_model.scenario import (
     Block,
     Conversation,
     HangBlock,
@@ -31,8 +31,8 @@ from adapters.runtime.scripted_model.scenario import (
     TextBlock,
     next_turn,
 )
-from adapters.runtime.scripted_model.scenario import select as select_scenario
-from adapters.runtime.scripted_model.wire import Event, ToolResult
+from adapters.scripted_model.scenario import select as select_scenario
+from adapters.scripted_model.wire import Event, ToolResult
 
 PATH = "/v1/responses"
 # codex sends its environment as ``<environment_context><cwd>/abs</cwd>…`` in a user message.

@@ -1,7 +1,7 @@
 """The Bash lexer: operators, redirections, words with their quotes and expansions, heredocs.
 
 Lexing Bash needs the grammar: a ``$(…)`` inside a word holds a whole program, so the lexer
-hands it to the parser (:class:`~adapters.runtime.bash_guard.split.Parser` extends this
+hands it to the parser (:class:`~adapters.bash_guard.split.Parser` extends this
 class) and keeps what comes back. Only one token is ever looked ahead, so the parser can
 also scan raw text (arithmetic) right after a token.
 """
@@ -12,7 +12,7 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from adapters.runtime.bash_guard.words import (
+from adapters.bash_guard.words import (
     BashParseError,
     Dyn,
     Flow,
