@@ -441,7 +441,6 @@ def _runtime_factory(
         bundled_cli,
         create_claude_adapter,
     )
-    from adapters.runtime.launcher import LAUNCHER  # noqa: PLC0415
     from adapters.runtime.preflight import (  # noqa: PLC0415
         check_cli_version,
         check_credentials,
@@ -452,6 +451,7 @@ def _runtime_factory(
         CliRuntimeConfig,
         create_cli_runtime,
     )
+    from adapters.runtime.workspace.launcher import LAUNCHER  # noqa: PLC0415
 
     kinds = set(roles.values())
     claude_models = {role: m for role, m in config.runtime.models.model_dump().items() if m}

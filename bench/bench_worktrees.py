@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from adapters.runtime.worktrees import WorktreeManager
+from adapters.runtime.workspace.worktrees import WorktreeManager
 
 
 def git(cwd: Path, *args: str) -> None:

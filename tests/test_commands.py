@@ -16,9 +16,9 @@ from adapters import commands
 from adapters.app import build_app
 from adapters.notify import notify
 from adapters.runtime.claude_sdk import ClaudeAdapter
-from adapters.runtime.launcher import kill_tree
 from adapters.runtime.runners.codex_cli import CodexCliRunner
 from adapters.runtime.runners.runtime import CliRuntime
+from adapters.runtime.workspace.launcher import kill_tree
 from domain.errors import ConfigError
 from tests.fakes.codex_cli_fixture import FakeCodex
 from tests.real_clis import WITHOUT_BWRAP, codex_path

@@ -28,7 +28,7 @@ import structlog
 
 from actors.crashpoints import crashpoint
 from adapters.git_plumbing import GitRepo
-from adapters.runtime.launcher import kill_group, live_group, stamp_pid
+from adapters.runtime.workspace.launcher import kill_group, live_group, stamp_pid
 from domain.errors import ConfigError, ProviderError
 
 PipelineOutcome = Literal["success", "failure", "cancelled"]

@@ -45,14 +45,17 @@ from adapters.bash_guard.hook import (
     BashCheck,
     sdk_hook,
 )
-from adapters.runtime.agent_env import run_env
-from adapters.runtime.agents import (
+from adapters.runtime.pricing import DEFAULT_PRICES, LiveUsage, ModelPrice, main_model
+from adapters.runtime.records.artifacts import RunArtifacts, Termination
+from adapters.runtime.sandbox import RunSandbox, Sandbox
+from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sandbox_record, sweep
+from adapters.runtime.workspace.agent_env import run_env
+from adapters.runtime.workspace.agents import (
     AgentSpec,
     effective_disallowed_tools,
     effective_tools,
 )
-from adapters.runtime.artifacts import RunArtifacts, Termination
-from adapters.runtime.launcher import (
+from adapters.runtime.workspace.launcher import (
     LAUNCHER,
     kill_group,
     kill_tree,
@@ -62,12 +65,9 @@ from adapters.runtime.launcher import (
     wait_for_exit,
     write_launch_script,
 )
-from adapters.runtime.pricing import DEFAULT_PRICES, LiveUsage, ModelPrice, main_model
-from adapters.runtime.progress import ProgressWatch
-from adapters.runtime.provision import Provisioner
-from adapters.runtime.sandbox import RunSandbox, Sandbox
-from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sandbox_record, sweep
-from adapters.runtime.worktrees import Worktree
+from adapters.runtime.workspace.progress import ProgressWatch
+from adapters.runtime.workspace.provision import Provisioner
+from adapters.runtime.workspace.worktrees import Worktree
 from domain.errors import AgentFailure
 from domain.models import (
     AgentStartParams,

@@ -118,7 +118,7 @@ SDK_TEST_IMPORTERS = {
     "tests/adapters/runtime/test_artifacts_content.py",
 }
 # Files outside adapters/runtime/ that may import frontmatter: none. Tests load agent
-# definitions through adapters/runtime/agents.py.
+# definitions through adapters/runtime/workspace/agents.py.
 FRONTMATTER_TEST_IMPORTERS: set[str] = set()
 
 

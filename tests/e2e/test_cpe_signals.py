@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from adapters.runtime.launcher import read_pid
+from adapters.runtime.workspace.launcher import read_pid
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.running import (
     NotifySocket,

@@ -20,7 +20,8 @@ Building repositories:
 - ``make_mixed_repo(parent)``: a repository whose ``main`` has every kind of file a patch must
   carry (text, an executable script, a binary file, a CRLF file, a file without a final newline,
   a Latin-1 file, a ``.gitignore``). ``tree_of`` and ``apply_to_fresh_clone`` are independent of
-  ``adapters.runtime.patches``, so a test can check that a patch reproduces a worktree exactly.
+  ``adapters.runtime.workspace.patches``, so a test can check that a patch reproduces a worktree
+  exactly.
 """
 
 from __future__ import annotations
@@ -189,7 +190,7 @@ def make_patch(
 ) -> str:
     """The patch an implementor would hand over: ``edit`` applied to a clone of ``branch``,
     everything staged, diffed against the branch with ``--binary`` (binary files need it) and
-    ``--full-index``, as ``adapters/runtime/patches.py`` does."""
+    ``--full-index``, as ``adapters/runtime/workspace/patches.py`` does."""
     work = clone(source, scratch, branch)
     edit(work)
     work.git("add", "--all")

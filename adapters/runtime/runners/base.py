@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from adapters.bash_guard import BashGuardConfig
-from adapters.runtime.artifacts import Termination
 from adapters.runtime.pricing import ModelPrice
+from adapters.runtime.records.artifacts import Termination
 from adapters.runtime.sandbox import RunSandbox
 
 __all__ = [

@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from adapters.bash_guard.hook import FILE_TOOLS_POLICY, hook_settings
-from adapters.runtime.artifacts import FinishedArtifacts, RunArtifacts, Termination
 from adapters.runtime.pricing import LiveUsage
-from adapters.runtime.progress import ProgressWatch
+from adapters.runtime.records.artifacts import FinishedArtifacts, RunArtifacts, Termination
 from adapters.runtime.runners.base import (
     RunnerCapabilities,
     RunRequest,
@@ -36,6 +35,7 @@ from adapters.runtime.runners.base import (
 )
 from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
 from adapters.runtime.sandbox.runs import sandbox_record
+from adapters.runtime.workspace.progress import ProgressWatch
 
 __all__ = [
     "CLAUDE_CAPABILITIES",

@@ -34,8 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from adapters.runtime.artifacts import RunArtifacts
 from adapters.runtime.claude_sdk import MODEL_VARIABLES
+from adapters.runtime.records.artifacts import RunArtifacts
 from adapters.runtime.runners.base import RunnerCapabilities, RunRequest, check_request
 from adapters.runtime.runners.claude_cli import EventCallback, launch
 from adapters.runtime.runners.codex_home import CodexHome, codex_home_of

@@ -1,8 +1,9 @@
 """The process handle of one ``codex-cli`` run: what its JSONL events and its end mean.
 
-Termination (``adapters.runtime.artifacts.Termination``): exit 0 with a ``turn.completed`` is
-``completed``; a ``turn.failed``, a non-zero exit, an exit 0 without ``turn.completed`` or
-without the last-message file, and a stdout line that is not a JSON object are ``error``; the
+Termination (``adapters.runtime.records.artifacts.Termination``): exit 0 with a
+``turn.completed`` is ``completed``; a ``turn.failed``, a non-zero exit, an exit 0 without
+``turn.completed`` or without the last-message file, and a stdout line that is not a JSON
+object are ``error``; the
 timeouts are the process layer's. So is a run whose commands all failed in codex's sandbox
 before they started (``codex_sandbox``): its outcome says ``infrastructure="sandbox"``. The
 events are read leniently: unknown types are kept and ignored, ``error`` items are non-fatal. A
@@ -27,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeGuard
 
-from adapters.runtime.artifacts import RunArtifacts
 from adapters.runtime.pricing import token_cost
+from adapters.runtime.records.artifacts import RunArtifacts
 from adapters.runtime.runners.base import RunRequest
 from adapters.runtime.runners.claude_cli import MODEL_API, CliOutcome, EventCallback, JsonlRun
 from adapters.runtime.runners.codex_home import CodexHome

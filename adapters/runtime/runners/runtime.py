@@ -30,15 +30,8 @@ import structlog
 from pydantic import Field
 
 from adapters.bash_guard import BashGuardConfig
-from adapters.runtime.agent_env import run_env
-from adapters.runtime.agents import (
-    AgentSpec,
-    effective_disallowed_tools,
-    effective_tools,
-)
 from adapters.runtime.claude_sdk import MODEL_VARIABLES, bundled_cli
 from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice, main_model, token_cost
-from adapters.runtime.provision import Provisioner
 from adapters.runtime.runners.base import (
     AgentProfile,
     Guarantee,
@@ -50,7 +43,14 @@ from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome, Eve
 from adapters.runtime.runners.process import PIDFILE, kill_group, live_group
 from adapters.runtime.sandbox import RunSandbox, Sandbox
 from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sweep
-from adapters.runtime.worktrees import Worktree
+from adapters.runtime.workspace.agent_env import run_env
+from adapters.runtime.workspace.agents import (
+    AgentSpec,
+    effective_disallowed_tools,
+    effective_tools,
+)
+from adapters.runtime.workspace.provision import Provisioner
+from adapters.runtime.workspace.worktrees import Worktree
 from domain.errors import AgentFailure, AgentFailureKind
 from domain.models import AgentStartParams, RunUsage, SessionId
 from domain.ports import AgentRunHandle, RuntimeAdapterConfig, RuntimeAdapterDeps

@@ -48,7 +48,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from adapters.bash_guard.secrets import main_git_dir
-from adapters.runtime.patches import SANDBOX_OBJECTS
+from adapters.runtime.workspace.patches import SANDBOX_OBJECTS
 
 __all__ = ["PROXY_PORT", "PROXY_SOCKET", "GitLayout", "RunSandbox", "Sandbox"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.runtime.agents import (
+from adapters.runtime.workspace.agents import (
     STRUCTURED_OUTPUT_TOOL,
     AgentSpec,
     effective_disallowed_tools,

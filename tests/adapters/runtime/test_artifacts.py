@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from adapters.runtime.artifacts import (
+from adapters.runtime.records.artifacts import (
     CANONICAL_FILES,
     REQUIRED_ROLES,
     ArtifactLookupError,
@@ -22,7 +22,7 @@ from adapters.runtime.artifacts import (
     read_prompt,
     resolve_artifact,
 )
-from adapters.runtime.native_messages import RESULT_CHARS
+from adapters.runtime.records.native_messages import RESULT_CHARS
 from domain.models import RunUsage
 from tests.adapters.runtime.artifact_streams import (
     INIT,

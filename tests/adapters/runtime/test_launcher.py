@@ -9,8 +9,8 @@ import pytest
 
 from actors.config import CpeConfig
 from adapters.app import _runtime_factory
-from adapters.runtime import launcher
-from adapters.runtime.launcher import LAUNCHER, write_launch_script
+from adapters.runtime.workspace import launcher
+from adapters.runtime.workspace.launcher import LAUNCHER, write_launch_script
 from domain.errors import ConfigError
 from tests.support.git import make_repo
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.runtime.patches import apply_patch_check, extract_patch
-from adapters.runtime.worktrees import Worktree, WorktreeManager
+from adapters.runtime.workspace.patches import apply_patch_check, extract_patch
+from adapters.runtime.workspace.worktrees import Worktree, WorktreeManager
 from domain.errors import PatchError
 from tests.support.git import (
     BINARY,

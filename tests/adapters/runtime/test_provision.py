@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from adapters.runtime.provision import Provisioner
+from adapters.runtime.workspace.provision import Provisioner
 from domain.models import EngineState
 from domain.ports import RuntimeAdapterDeps
 from domain.results import ImplementorResult

@@ -14,10 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from adapters.runtime.patches import extract_patch
 from adapters.runtime.sandbox import RunSandbox, SandboxConfig
 from adapters.runtime.sandbox.proxy import RegistryProxy, allowed
 from adapters.runtime.sandbox.runs import sandbox_record, sweep
+from adapters.runtime.workspace.patches import extract_patch
 from tests.adapters.runtime.sandbox_place import (
     CREDENTIAL,
     SECRET,

@@ -12,7 +12,7 @@ from threading import Barrier
 
 import pytest
 
-from adapters.runtime.worktrees import Worktree, WorktreeManager
+from adapters.runtime.workspace.worktrees import Worktree, WorktreeManager
 from domain.errors import WorktreeError
 from tests.support.git import (
     git,

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from adapters.runtime.artifacts import read_prompt
+from adapters.runtime.records.artifacts import read_prompt
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner
 from adapters.runtime.runners.process import group_members
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig, create_cli_runtime

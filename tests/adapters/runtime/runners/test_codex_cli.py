@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from adapters.bash_guard import BashGuardConfig
-from adapters.runtime.artifacts import read_prompt
+from adapters.runtime.records.artifacts import read_prompt
 from adapters.runtime.runners.base import AgentProfile, RunnerAdapter, RunRejectedError, RunRequest
 from adapters.runtime.runners.claude_cli import CliOutcome
 from adapters.runtime.runners.codex_cli import (

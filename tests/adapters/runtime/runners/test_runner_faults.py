@@ -12,8 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from adapters.runtime.artifacts import read_prompt
 from adapters.runtime.pricing import DEFAULT_PRICES
+from adapters.runtime.records.artifacts import read_prompt
 from adapters.runtime.runners.base import RunnerAdapter, RunRejectedError, RunRequest
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome
 from adapters.runtime.runners.process import group_members

@@ -30,8 +30,8 @@ import git
 import structlog
 
 from actors.crashpoints import crashpoint
-from adapters.runtime.agent_env import build_agent_env
-from adapters.runtime.setup_command import pid_file, reap_setups, run_setup_command
+from adapters.runtime.workspace.agent_env import build_agent_env
+from adapters.runtime.workspace.setup_command import pid_file, reap_setups, run_setup_command
 from domain.errors import CpeError, WorktreeError
 
 log = structlog.get_logger("cpe.runtime.worktrees")

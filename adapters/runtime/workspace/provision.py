@@ -18,10 +18,10 @@ from typing import Protocol
 import anyio
 import structlog
 
-from adapters.runtime.agents import AgentSpec, load_agent_definition
-from adapters.runtime.context import assemble_prompt
-from adapters.runtime.patches import extract_patch
-from adapters.runtime.worktrees import Worktree, WorktreeManager, run_git
+from adapters.runtime.workspace.agents import AgentSpec, load_agent_definition
+from adapters.runtime.workspace.context import assemble_prompt
+from adapters.runtime.workspace.patches import extract_patch
+from adapters.runtime.workspace.worktrees import Worktree, WorktreeManager, run_git
 from domain.errors import AgentFailure, InvalidAgentOutputError, PatchError
 from domain.models import AgentRole, AgentStartParams, ImplementorStartParams
 from domain.ports import RuntimeAdapterDeps

@@ -35,7 +35,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from adapters.runtime.worktrees import run_git
+from adapters.runtime.workspace.worktrees import run_git
 from domain.errors import PatchError
 
 __all__ = ["SANDBOX_OBJECTS", "apply_patch_check", "extract_patch"]
