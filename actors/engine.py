@@ -33,14 +33,17 @@ from actors.journal import InstanceLock, Journal
 from actors.loop import EngineActor, EngineLoop, Ping
 from actors.observer import Observer, Watcher
 from actors.pollers import (
+    BASELINE,
+    REVISIONS,
+    SPECS,
+    WORK_ITEMS,
     Poll,
     Poller,
     PollerActor,
     StartTicking,
-    baseline_poller,
-    revision_poller,
-    spec_poller,
-    work_item_poller,
+    Watch,
+    make_poller,
+    read_baseline,
 )
 from actors.queue import Inbox, QueueActor
 from actors.session import AgentSession, Cancel
@@ -163,19 +166,30 @@ class Engine:
         self.loop = EngineLoop(
             self.store, self.handlers, self._execute, self.inbox, observe=self.observer
         )
-        get_state, put = self.store.get_state, self.inbox.put
-        self.pollers: tuple[Poller[Any], ...] = (
-            work_item_poller(
-                provider.work_item_reader, get_state, put, config.work_item_poller.poll_interval
-            ),
-            revision_poller(
-                provider.revision_reader, get_state, put, config.revision_poller.poll_interval
-            ),
-            spec_poller(provider.spec_reader, get_state, put, config.spec_poller.poll_interval),
+        items, revisions, specs = (
+            provider.work_item_reader,
+            provider.revision_reader,
+            provider.spec_reader,
         )
-        if isinstance(provider.revision_reader, BaselineReader):
+        watched: list[tuple[Watch[Any], object, Callable[[], Sequence[Any]], float]] = [
+            (WORK_ITEMS, items, items.list_work_items, config.work_item_poller.poll_interval),
+            (REVISIONS, revisions, revisions.list_revisions, config.revision_poller.poll_interval),
+            (SPECS, specs, specs.list_specs, config.spec_poller.poll_interval),
+        ]
+        if isinstance(revisions, BaselineReader):
             interval = config.revision_poller.poll_interval
-            self.pollers += (baseline_poller(provider.revision_reader, get_state, put, interval),)
+            watched.append((BASELINE, revisions, read_baseline(revisions), interval))
+        self.pollers: tuple[Poller[Any], ...] = tuple(
+            make_poller(
+                watch,
+                reader,
+                read,
+                get_state=self.store.get_state,
+                enqueue=self.inbox.put,
+                interval=interval,
+            )
+            for watch, reader, read, interval in watched
+        )
         self.supervisor: Supervisor | None = None
         self._lifecycle = threading.Lock()
         self._started = False

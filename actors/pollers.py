@@ -46,8 +46,6 @@ from domain.models import (
 from domain.ports import (
     BaselineReader,
     RevisionProviderReader,
-    SpecProviderReader,
-    WorkProviderReader,
 )
 from domain.state import merge_observed_revision, merge_observed_work_item
 
@@ -131,21 +129,74 @@ def _keep(known: T | None, observed: T) -> T:
     return observed
 
 
-def work_item_poller(
-    reader: WorkProviderReader,
+@dataclass(frozen=True)
+class Watch(Generic[T]):
+    """What a poller watches: where the state keeps it, how an entity is keyed and merged (the
+    reducer's own rule), the events that report it, and which entities are due every cycle."""
+
+    name: str
+    known: Callable[[EngineState], Mapping[Any, T]]
+    key: Callable[[T], Any]
+    changed: Callable[[T], EngineEvent]
+    removed: Callable[[Any], EngineEvent]
+    merge: Callable[[T | None, T], T] = _keep
+    due: Callable[[EngineState], Iterable[Any]] = lambda state: ()
+
+
+WORK_ITEMS: Watch[WorkItem] = Watch(
+    name="work_items",
+    known=lambda s: s.work_items,
+    key=lambda item: item.id,
+    merge=merge_observed_work_item,
+    changed=lambda item: WorkItemChanged(work_item=item),
+    removed=lambda key: WorkItemRemoved(work_item_id=WorkItemId(key)),
+)
+REVISIONS: Watch[Revision] = Watch(
+    name="revisions",
+    known=lambda s: s.revisions,
+    key=lambda revision: revision.id,
+    merge=merge_observed_revision,
+    changed=lambda revision: RevisionChanged(revision=revision),
+    removed=lambda key: RevisionRemoved(revision_id=RevisionId(key)),
+    due=lambda state: state.merge_waits.keys(),  # their merge is tried again each cycle
+)
+SPECS: Watch[Spec] = Watch(
+    name="specs",
+    known=lambda s: s.specs,
+    key=lambda spec: spec.path,
+    changed=lambda spec: SpecChanged(spec=spec),
+    removed=lambda key: SpecRemoved(path=str(key)),
+)
+# The default branch's pipeline: one entity at most, reported when its head or state changes.
+BASELINE: Watch[Baseline] = Watch(
+    name="baseline",
+    known=lambda s: {"baseline": s.baseline} if s.baseline is not None else {},
+    key=lambda baseline: "baseline",
+    changed=lambda baseline: BaselineChanged(baseline=baseline),
+    removed=lambda key: BaselineRemoved(),
+)
+
+
+def make_poller(
+    watch: Watch[T],
+    reader: object,
+    read: Callable[[], Sequence[T]],
+    *,
     get_state: Callable[[], EngineState],
     enqueue: Enqueue,
     interval: float,
-) -> Poller[WorkItem]:
+) -> Poller[T]:
+    """A poller of ``watch`` that lists the entities with ``read`` (a method of ``reader``)."""
     return Poller(
-        name="work_items",
+        name=watch.name,
         reader=reader,
-        read=reader.list_work_items,
-        known=lambda s: s.work_items,
-        key=lambda item: item.id,
-        merge=merge_observed_work_item,
-        changed=lambda item: WorkItemChanged(work_item=item),
-        removed=lambda key: WorkItemRemoved(work_item_id=WorkItemId(key)),
+        read=read,
+        known=watch.known,
+        key=watch.key,
+        merge=watch.merge,
+        changed=watch.changed,
+        removed=watch.removed,
+        due=watch.due,
         get_state=get_state,
         enqueue=enqueue,
         interval=interval,
@@ -158,69 +209,24 @@ def revision_poller(
     enqueue: Enqueue,
     interval: float,
 ) -> Poller[Revision]:
-    return Poller(
-        name="revisions",
-        reader=reader,
-        read=reader.list_revisions,
-        known=lambda s: s.revisions,
-        key=lambda revision: revision.id,
-        merge=merge_observed_revision,
-        changed=lambda revision: RevisionChanged(revision=revision),
-        removed=lambda key: RevisionRemoved(revision_id=RevisionId(key)),
-        get_state=get_state,
-        enqueue=enqueue,
-        interval=interval,
-        due=lambda state: state.merge_waits.keys(),  # their merge is tried again each cycle
-    )
-
-
-def spec_poller(
-    reader: SpecProviderReader,
-    get_state: Callable[[], EngineState],
-    enqueue: Enqueue,
-    interval: float,
-) -> Poller[Spec]:
-    return Poller(
-        name="specs",
-        reader=reader,
-        read=reader.list_specs,
-        known=lambda s: s.specs,
-        key=lambda spec: spec.path,
-        merge=_keep,
-        changed=lambda spec: SpecChanged(spec=spec),
-        removed=lambda key: SpecRemoved(path=str(key)),
+    return make_poller(
+        REVISIONS,
+        reader,
+        reader.list_revisions,
         get_state=get_state,
         enqueue=enqueue,
         interval=interval,
     )
 
 
-def baseline_poller(
-    reader: BaselineReader,
-    get_state: Callable[[], EngineState],
-    enqueue: Enqueue,
-    interval: float,
-) -> Poller[Baseline]:
-    """The default branch's pipeline: one entity at most, reported when its head or state
-    changes."""
+def read_baseline(reader: BaselineReader) -> Callable[[], list[Baseline]]:
+    """The baseline as a list of at most one entity, as a poller reads."""
 
     def read() -> list[Baseline]:
         found = reader.baseline()
         return [found] if found is not None else []
 
-    return Poller(
-        name="baseline",
-        reader=reader,
-        read=read,
-        known=lambda s: {"baseline": s.baseline} if s.baseline is not None else {},
-        key=lambda baseline: "baseline",
-        merge=_keep,
-        changed=lambda baseline: BaselineChanged(baseline=baseline),
-        removed=lambda key: BaselineRemoved(),
-        get_state=get_state,
-        enqueue=enqueue,
-        interval=interval,
-    )
+    return read
 
 
 @dataclass(frozen=True)
