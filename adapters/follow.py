@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from adapters.commands import describe_run, journal_state, run_runtime
+from adapters.cli.actions import describe_run, journal_state, run_runtime
 from adapters.control import NoEngine, exchange
 from domain.models import AgentRun
 

@@ -16,9 +16,9 @@ import psutil
 
 from actors.crashpoints import POINTS
 from actors.journal import Journal
+from adapters.cli.demo import FEATURES, TEST_COMMAND
 from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE, demo_book
 from adapters.demo.sample import create_sample_repo
-from adapters.demo_run import FEATURES, TEST_COMMAND
 from adapters.runtime.workspace.launcher import live_group
 from adapters.scripted_model import ScriptedModelServer
 from tests.e2e.running import CPE, revisions, wait_for, work_items

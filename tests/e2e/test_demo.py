@@ -70,7 +70,7 @@ def test_a_demo_that_cannot_finish_fails_saying_what_stalled_and_where(tmp_path:
 import sys
 from pathlib import Path
 from adapters.demo.book import demo_book
-from adapters.demo_run import demo
+from adapters.cli.demo import demo
 from adapters.scripted_model import Match, load_scenario
 book = [s for s in demo_book() if s.match is not None and s.match.role == "planner"]
 book.append(load_scenario("blocked", match=Match(role="implementor")))

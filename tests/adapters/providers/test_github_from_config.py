@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.app import App, build_app
+from adapters.cli.app import App, build_app
 from domain.errors import ConfigError
 from domain.models import WorkItemId
 from tests.fakes.github import FakeGitHub

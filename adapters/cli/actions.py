@@ -1,4 +1,4 @@
-"""What each ``cpe`` subcommand does (the parser lives in ``adapters/cli.py``)."""
+"""What each ``cpe`` subcommand does (the parser lives in ``adapters/cli/parser.py``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from actors.journal import Journal
 from actors.logs import LogFormat, configure_logging
 from actors.process import EXIT_CONFIG, Watchdog, run_engine
 from actors.services import Services
-from adapters.app import (
+from adapters.cli.app import (
     CONFIG_NAME,
     App,
     build_app,

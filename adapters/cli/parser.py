@@ -54,20 +54,20 @@ def _check_bash(args: argparse.Namespace) -> int:
 
 def _engine_command(args: argparse.Namespace) -> int:
     from actors.process import journal_exit  # noqa: PLC0415 - keep `cpe --help` fast
-    from adapters import commands  # noqa: PLC0415
+    from adapters.cli import actions  # noqa: PLC0415
     from domain.errors import JournalError  # noqa: PLC0415
 
     try:
         return _dispatch(args)
     except JournalError as exc:  # damaged, newer, or the disk refused it: one line, no traceback
-        return commands.fail(f"journal error: {exc}", journal_exit(exc))
+        return actions.fail(f"journal error: {exc}", journal_exit(exc))
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from adapters import commands  # noqa: PLC0415
+    from adapters.cli import actions  # noqa: PLC0415
 
     if args.command == "run":
-        return commands.run(
+        return actions.run(
             args.config,
             args.repo,
             new_journal=args.new_journal,
@@ -75,45 +75,45 @@ def _dispatch(args: argparse.Namespace) -> int:
             log_format=args.log_format,
         )
     if args.command == "init":
-        return commands.init(args.repo)
+        return actions.init(args.repo)
     if args.command == "status":
-        return commands.status(args.config, args.repo, watch=args.watch)
+        return actions.status(args.config, args.repo, watch=args.watch)
     if args.command == "runs":
-        return commands.runs_show(args.session_id, args.config, args.repo, follow=args.follow)
+        return actions.runs_show(args.session_id, args.config, args.repo, follow=args.follow)
     if args.command == "work":
         return _work(args)
     if args.command in ("pause", "resume"):
-        from adapters.work_commands import request  # noqa: PLC0415
+        from adapters.cli.work import request  # noqa: PLC0415
         from domain.requests import Pause, Resume  # noqa: PLC0415
 
         payload = Pause(reason=args.reason) if args.command == "pause" else Resume()
         return request(payload, args.config, args.repo)
     if args.command == "costs":
-        return commands.costs(args.by, args.since, args.config, args.repo)
-    return commands.replay(args.until, args.config, args.repo)
+        return actions.costs(args.by, args.since, args.config, args.repo)
+    return actions.replay(args.until, args.config, args.repo)
 
 
 def _work(args: argparse.Namespace) -> int:
-    from adapters import commands, work_commands  # noqa: PLC0415
+    from adapters.cli import actions, work  # noqa: PLC0415
     from domain.models import STATUSES, WorkItemId  # noqa: PLC0415
     from domain.requests import Cancel, Retry, SetStatus  # noqa: PLC0415
 
     where = (args.config, args.repo)
     if args.work_command == "add":
-        return commands.work_add(args.title, args.body, *where)
+        return actions.work_add(args.title, args.body, *where)
     if args.work_command == "list":
-        return work_commands.work_list(args.status, *where)
+        return work.work_list(args.status, *where)
     if args.work_command == "show":
-        return work_commands.work_show(args.item, *where)
+        return work.work_show(args.item, *where)
     item = WorkItemId(args.item)
     if args.work_command == "retry":
-        return work_commands.request(Retry(work_item_id=item), *where)
+        return work.request(Retry(work_item_id=item), *where)
     if args.work_command == "cancel":
-        return work_commands.request(Cancel(work_item_id=item), *where)
+        return work.request(Cancel(work_item_id=item), *where)
     status = next((s for s in STATUSES if s == args.status), None)
     if status is None:
-        return work_commands.bad_status(args.status, "STATUS")
-    return work_commands.request(SetStatus(work_item_id=item, to=status), *where)
+        return work.bad_status(args.status, "STATUS")
+    return work.request(SetStatus(work_item_id=item, to=status), *where)
 
 
 def _add_costs(
@@ -343,7 +343,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "check-bash":
         return _check_bash(args)
     if args.command == "demo":
-        from adapters.demo_run import demo  # noqa: PLC0415
+        from adapters.cli.demo import demo  # noqa: PLC0415
 
         serve = args.listen if args.serve else None
         if serve is not None:
@@ -384,7 +384,3 @@ def _main(argv: Sequence[str] | None) -> int:
         return 0
     parser.print_help()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

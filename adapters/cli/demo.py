@@ -25,8 +25,8 @@ from actors.journal import Journal
 from actors.logs import configure_logging
 from actors.process import EXIT_CONFIG
 from actors.services import Services
-from adapters.app import App, build_app
-from adapters.commands import describe_run, run_runtime
+from adapters.cli.actions import describe_run, run_runtime
+from adapters.cli.app import App, build_app
 from adapters.demo.sample import DEFAULT_BRANCH
 from domain.errors import ConfigError
 from domain.events import (

@@ -14,8 +14,8 @@ from typing import Any
 
 from actors.config import CpeConfig
 from actors.journal import JOURNAL_NAME, Journal
-from adapters.app import default_branch, resolve_config
-from adapters.commands import describe_run, fail, journal_state, run_runtime
+from adapters.cli.actions import describe_run, fail, journal_state, run_runtime
+from adapters.cli.app import default_branch, resolve_config
 from adapters.control import PROCESS_TIMEOUT, NoEngine, accept_offline, exchange
 from domain.errors import ConfigError, JournalInUseError
 from domain.events import StatusTransitioned, UserTransitionedStatus, WorkItemChanged
