@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 
 from domain.errors import AgentFailure
-from domain.models import AgentStartParams, EngineState, Status
+from domain.models import AgentStartParams, EngineState, RunUsage, Status
 from domain.ports import RuntimeAdapterDeps
 from tests.fakes.provider import fake_provider
 
@@ -31,6 +31,21 @@ def drive(
             return chunks, await handle.result
         except AgentFailure as failure:
             return chunks, failure
+
+    return anyio.run(main)
+
+
+def drive_with_usage(runtime: Any, params: AgentStartParams) -> tuple[Any, RunUsage]:
+    """Start a run, read its whole output, await its result: ``(result or failure, usage)``,
+    the usage as the runtime reported it once the run ended."""
+
+    async def main() -> tuple[Any, RunUsage]:
+        handle = await runtime.start_agent(params)
+        _ = [chunk async for chunk in handle.output]
+        try:
+            return await handle.result, handle.usage()
+        except AgentFailure as failure:
+            return failure, handle.usage()
 
     return anyio.run(main)
 

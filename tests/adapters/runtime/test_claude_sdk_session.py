@@ -17,6 +17,7 @@ from adapters.bash_guard.hook import FILE_MATCHER
 from domain.errors import AgentFailure
 from domain.models import RunUsage
 from domain.results import ImplementorResult
+from tests.adapters.runtime.driving import drive_with_usage
 from tests.adapters.runtime.fake_sdk import (
     BLOCKED,
     COMPLETED,
@@ -281,16 +282,7 @@ def test_a_cli_that_goes_on_past_its_budget_is_stopped_by_cpe(
     runtime = fake_adapter(
         repo, tmp_path, fake_claude, fake_claude.env("overspend"), max_budget_usd=5.0
     )
-
-    async def main() -> tuple[object, RunUsage]:
-        handle = await runtime.start_agent(PARAMS)
-        _ = [chunk async for chunk in handle.output]
-        try:
-            return await handle.result, handle.usage()
-        except AgentFailure as failure:
-            return failure, handle.usage()
-
-    failure, usage = anyio.run(main)
+    failure, usage = drive_with_usage(runtime, PARAMS)
     assert isinstance(failure, AgentFailure), failure
     assert failure.kind == "failed"
     assert failure.reason.startswith(

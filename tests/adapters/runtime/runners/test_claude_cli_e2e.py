@@ -20,13 +20,12 @@ from domain.errors import AgentFailure
 from domain.models import (
     ImplementorStartParams,
     PlannerStartParams,
-    RunUsage,
     SessionId,
     WorkItemId,
 )
 from domain.ports import RuntimeAdapter, SessionLogging
 from domain.results import ImplementorResult, PlannerResult
-from tests.adapters.runtime.driving import drive, provider_deps
+from tests.adapters.runtime.driving import drive, drive_with_usage, provider_deps
 from tests.adapters.runtime.transcripts import assert_transcript_switch
 from tests.support.git import git_raw, make_repo
 
@@ -366,16 +365,7 @@ def test_a_run_repeating_the_same_tool_call_on_the_real_cli_is_stopped(
             work_item_id=WorkItemId("1"),
             branch_name="cpe/1-x",
         )
-
-        async def main() -> tuple[object, RunUsage]:
-            handle = await adapter.start_agent(params)
-            _ = [chunk async for chunk in handle.output]
-            try:
-                return await handle.result, handle.usage()
-            except AgentFailure as failure:
-                return failure, handle.usage()
-
-        failure, usage = anyio.run(main)
+        failure, usage = drive_with_usage(adapter, params)
     assert isinstance(failure, AgentFailure), failure
     assert failure.kind == "failed"
     assert "no progress: the same Bash call 3 times in a row" in failure.reason

@@ -485,37 +485,26 @@ def test_without_a_budget_a_real_codex_run_is_not_metered(
     assert handle.live_cost == 0.0
 
 
-def test_a_real_codex_implementor_changing_nothing_is_stopped_by_cpe(
-    worktree: Path, codex: Codex
+@pytest.mark.parametrize(
+    ("scenario", "limit", "reason"),
+    [
+        ("wander", {"unchanged_limit": 3}, "3 tool calls in a row changed nothing in the worktree"),
+        ("loop", {"repeat_limit": 3}, "the same command call 3 times in a row"),
+    ],
+    ids=["unchanged-worktree", "repeated-command"],
+)
+def test_a_real_codex_run_making_no_progress_is_stopped_by_cpe(
+    worktree: Path, codex: Codex, scenario: str, limit: dict[str, int], reason: str
 ) -> None:
-    """Different commands each turn, none changing the worktree: past ``unchanged_limit`` tool
-    calls in a row cpe stops the run (killed_policy), saying so."""
-    with ScriptedModelServer([load_scenario("wander")]) as wandering:
-        req = codex.request(
-            worktree, "Implement Work Item #1.", model="gpt-5-codex", unchanged_limit=3
-        )
-        outcome = finish(codex.runner(wandering).start(req, req.prompt, req.env))
-        turns = [r for r in wandering.requests if r.path == "/v1/responses"]
+    """The no-progress breakers on codex: different commands none of which changes the worktree
+    (``wander``), or the same command again and again (``loop``); at the limit cpe stops the run
+    (killed_policy), saying so."""
+    with ScriptedModelServer([load_scenario(scenario)]) as model:
+        req = codex.request(worktree, "Implement Work Item #1.", model="gpt-5-codex", **limit)
+        outcome = finish(codex.runner(model).start(req, req.prompt, req.env))
+        turns = [r for r in model.requests if r.path == "/v1/responses"]
     assert outcome.termination == "killed_policy", outcome.reason
-    assert outcome.reason == "no progress: 3 tool calls in a row changed nothing in the worktree"
-    # the stop lands within a few more calls on a loaded machine; without it the scenario
-    # goes on until the duration limit (hundreds of calls)
-    assert len(turns) < 30
-
-
-def test_a_real_codex_run_repeating_the_same_command_is_stopped_by_cpe(
-    worktree: Path, codex: Codex
-) -> None:
-    """The repeat breaker on codex: the same command again and again; at ``repeat_limit`` in a
-    row cpe stops the run (killed_policy), saying so."""
-    with ScriptedModelServer([load_scenario("loop")]) as looping:
-        req = codex.request(
-            worktree, "Implement Work Item #1.", model="gpt-5-codex", repeat_limit=3
-        )
-        outcome = finish(codex.runner(looping).start(req, req.prompt, req.env))
-        turns = [r for r in looping.requests if r.path == "/v1/responses"]
-    assert outcome.termination == "killed_policy", outcome.reason
-    assert outcome.reason == "no progress: the same command call 3 times in a row"
+    assert outcome.reason == f"no progress: {reason}"
     # the stop lands within a few more calls on a loaded machine; without it the scenario
     # goes on until the duration limit (hundreds of calls)
     assert len(turns) < 30
