@@ -81,8 +81,11 @@ class GitRepo:
             raise error(f"git {args[0]} failed: {result.stderr.strip() or result.text.strip()}")
         return result
 
-    def run_status(self, *args: str, env: Mapping[str, str] | None = None) -> GitResult:
-        """Run git and return its exit status; only a failure to run git at all raises."""
+    def run_status(
+        self, *args: str, env: Mapping[str, str] | None = None, timeout: float | None = None
+    ) -> GitResult:
+        """Run git and return its exit status; only a failure to run git at all raises.
+        ``timeout``: seconds before git is killed (a fetch from a remote that hangs)."""
         try:
             outcome = self._git.execute(
                 ["git", *args],
@@ -91,6 +94,7 @@ class GitRepo:
                 stdout_as_string=False,
                 strip_newline_in_stdout=False,
                 env=dict(env) if env else None,
+                kill_after_timeout=timeout,
             )
         except (GitCommandNotFound, OSError) as exc:
             raise ProviderError(f"cannot run git: {exc}", transient=False) from exc

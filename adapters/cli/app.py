@@ -320,6 +320,26 @@ def default_branch(config: CpeConfig, repo: Path) -> str:
     return name
 
 
+def code_host_remote(config: CpeConfig, root: Path) -> str | None:
+    """With the GitHub provider the default branch moves on GitHub (cpe merges there), not in
+    the local clone: specs are read, and implementors' worktrees start, at its head as fetched
+    from the clone's ``origin``. None for the local provider, or a clone without ``origin``
+    (then the local branch is used, and the log says it may lag behind)."""
+    from adapters.git_plumbing import GitRepo  # noqa: PLC0415
+
+    if config.provider.kind != "github":
+        return None
+    found = GitRepo(root).run_status("remote", "get-url", "origin")
+    if found.status != 0:
+        log.warning(
+            "this repository has no remote 'origin': specs and worktrees use the local default "
+            "branch, which only moves when you pull",
+            repository=str(root),
+        )
+        return None
+    return "origin"
+
+
 def build_app(
     config_path: Path | None = None,
     repo: Path | None = None,
@@ -336,10 +356,11 @@ def build_app(
     # starts (the local pipeline) or changes (a journal set aside).
     roles = config.runtime.roles.model_dump()
     closers: list[Any] = []
+    remote = code_host_remote(config, root)
     factory = _runtime_factory(
         config,
         root,
-        branch,
+        f"{remote}/{branch}" if remote else branch,  # where implementors' worktrees start
         state_dir,
         roles,
         closers=closers,
@@ -351,7 +372,9 @@ def build_app(
     if set_aside is not None:
         log.warning("the old journal is set aside; starting a new one", old=str(set_aside))
     meter = ProviderMeter()
-    provider = metered(_provider(config, root, branch, state_dir, closers, meter=meter), meter)
+    provider = metered(
+        _provider(config, root, branch, state_dir, closers, meter=meter, remote=remote), meter
+    )
     engine = create_engine(config.engine_config(provider, factory, repo_root=root))
     return App(config, root, branch, state_dir, engine, closers, meter, config_path=config_path)
 
@@ -364,6 +387,7 @@ def _provider(
     closers: list[Any],
     *,
     meter: ProviderMeter,
+    remote: str | None = None,
 ) -> ProviderInterfaces:
     if config.provider.kind == "github":
         github = config.provider.github
@@ -391,7 +415,11 @@ def _provider(
         from adapters.specs.reader import GitSpecReader  # noqa: PLC0415
 
         specs = GitSpecReader(
-            root, config.specs.globs, default_branch=branch, max_bytes=config.specs.max_bytes
+            root,
+            config.specs.globs,
+            default_branch=branch,
+            max_bytes=config.specs.max_bytes,
+            remote=remote,
         )
         try:
             provider, interfaces = create_github_provider(settings, specs)

@@ -24,6 +24,7 @@ DEFAULT_SPEC_GLOBS: tuple[str, ...] = ("specs/**/*.md",)
 # What a spec may weigh: a model's context (about 200k tokens, some 800 kB of text) holds it with
 # room for the work items, the diff and the answer.
 DEFAULT_SPEC_MAX_BYTES = 256_000
+FETCH_TIMEOUT = 120.0  # seconds: a fetch from a remote that hangs is killed
 
 # Regular files only: a symlink's blob is its target path, and a submodule has no blob at all.
 _FILE_MODES = ("100644", "100755")
@@ -34,7 +35,13 @@ log = structlog.get_logger("cpe.specs")
 
 class GitSpecReader:
     """Specs matching ``globs`` at the head of ``default_branch`` (a branch or any ref, e.g.
-    ``origin/main``; detected like the local provider's when None)."""
+    ``origin/main``; detected like the local provider's when None).
+
+    With ``remote`` (a code host the repository is a clone of, as with the GitHub provider),
+    each listing first fetches the default branch from it, and specs are read at the fetched
+    head (``refs/remotes/<remote>/<branch>``): a spec pushed there is planned without anyone
+    pulling into the local checkout. A fetch that fails is logged and the last fetched head is
+    read."""
 
     def __init__(
         self,
@@ -43,20 +50,60 @@ class GitSpecReader:
         *,
         default_branch: str | None = None,
         max_bytes: int = DEFAULT_SPEC_MAX_BYTES,
+        remote: str | None = None,
     ) -> None:
         self._repo = GitRepo(Path(repo_root))
         self._branch = default_branch or detect_default_branch(self._repo)
+        self._remote = remote
         self._matches = PathMatcher(globs)
         self._max_bytes = max_bytes
         self._problems: dict[str, str | None] = {}  # blob sha → its problem, judged once
+        self._fetch_failed: str | None = None  # the last fetch error, told once
 
     def _head(self) -> str:
+        if self._remote is not None:
+            ref = f"refs/remotes/{self._remote}/{self._branch}"
+            sha = self._repo.resolve(ref)
+            if sha is None:
+                raise NotFoundError(f"{ref} does not exist: fetch {self._remote} once by hand")
+            return sha
         sha = self._repo.resolve(f"refs/heads/{self._branch}") or self._repo.resolve(self._branch)
         if sha is None:
             raise NotFoundError(f"default branch {self._branch!r} does not exist")
         return sha
 
+    def fetch(self) -> None:
+        """The default branch from ``remote``, into its remote-tracking ref."""
+        if self._remote is None:
+            return
+        b, r = self._branch, self._remote
+        done = self._repo.run_status(
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            r,
+            f"+refs/heads/{b}:refs/remotes/{r}/{b}",
+            env={"GIT_TERMINAL_PROMPT": "0"},  # never wait for a password
+            timeout=FETCH_TIMEOUT,
+        )
+        if done.status == 0:
+            if self._fetch_failed is not None:
+                log.info("fetching the default branch works again", remote=r, branch=b)
+            self._fetch_failed = None
+            return
+        error = " ".join(done.stderr.split())[:300] or f"git fetch exited {done.status}"
+        if error != self._fetch_failed:
+            log.warning(
+                "cannot fetch the default branch: specs are read at the last fetched head",
+                remote=r,
+                branch=b,
+                error=error,
+            )
+        self._fetch_failed = error
+
     def list_specs(self) -> Sequence[Spec]:
+        self.fetch()
         listing = self._repo.run("ls-tree", "-r", "-l", "-z", "--full-tree", self._head())
         specs: list[Spec] = []
         for entry in listing.text.split("\0"):

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import structlog.testing
 
 from adapters.specs import GitSpecReader
 from adapters.specs.globs import PathMatcher
 from adapters.specs.reader import spec_problem
 from domain.errors import NotFoundError
-from tests.support.git import Repo, isolate_git
+from tests.support.git import Repo, clone, isolate_git
 
 SPECS = {
     "specs/auth.md": "# Auth\n\nUsers log in.\n",
@@ -167,3 +168,37 @@ def test_a_spec_that_cannot_be_planned_says_why_and_its_neighbours_are_fine(repo
 )
 def test_spec_problem_judges_the_content(content: str, problem: str | None) -> None:
     assert spec_problem(content.encode()) == problem
+
+
+def test_with_a_remote_specs_are_read_at_its_fetched_head_without_a_pull(
+    tmp_path: Path, repo: Repo
+) -> None:
+    """The GitHub provider's case: the default branch moves on the code host. A spec pushed
+    there is listed (and readable) at the next listing, while the local checkout and its
+    ``main`` stay as they are."""
+    local = clone(repo.root, tmp_path / "clone")
+    reader = GitSpecReader(local.root, ("specs/**/*.md",), default_branch="main", remote="origin")
+    before = local.git("rev-parse", "refs/heads/main")
+    assert "specs/new.md" not in {s.path for s in reader.list_specs()}
+    repo.commit("a new spec upstream", {"specs/new.md": "# New\n\nSomething new.\n"})
+
+    listed = {s.path: s.blob_sha for s in reader.list_specs()}
+    assert listed["specs/new.md"] == repo.git("rev-parse", "main:specs/new.md")
+    assert reader.read_spec("specs/new.md") == "# New\n\nSomething new.\n"
+    assert local.git("rev-parse", "refs/heads/main") == before  # nobody pulled
+    assert not (local.root / "specs" / "new.md").exists()
+
+
+def test_a_fetch_that_fails_is_logged_once_and_the_last_fetched_head_is_read(
+    tmp_path: Path, repo: Repo
+) -> None:
+    local = clone(repo.root, tmp_path / "clone")
+    reader = GitSpecReader(local.root, ("specs/**/*.md",), default_branch="main", remote="origin")
+    known = {s.path for s in reader.list_specs()}
+    local.git("remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    with structlog.testing.capture_logs() as logs:
+        assert {s.path for s in reader.list_specs()} == known
+        assert {s.path for s in reader.list_specs()} == known
+    warnings = [e for e in logs if e["event"].startswith("cannot fetch the default branch")]
+    assert len(warnings) == 1
+    assert "gone.git" in warnings[0]["error"]

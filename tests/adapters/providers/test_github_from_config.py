@@ -8,12 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog.testing
 
 from adapters.cli.app import App, build_app
 from domain.errors import ConfigError
 from domain.models import WorkItemId
 from tests.fakes.github import FakeGitHub
-from tests.support.git import make_repo
+from tests.support.git import git, make_repo
 from tests.support.github import running_github
 
 TOKEN_ENV = "CPE_BOT_GITHUB_TOKEN"  # not the default GITHUB_TOKEN
@@ -99,3 +100,37 @@ def test_the_workflow_branch_prefix_links_a_pull_request_to_its_work_item(
     assert linked == {str(ours): WorkItemId(str(item)), str(other): None}
     [work_item] = provider.work_item_reader.list_work_items()
     assert work_item.linked_revision == str(ours)
+
+
+def test_on_github_specs_and_worktrees_follow_the_default_branch_fetched_from_origin(
+    tmp_path: Path, fake_github: FakeGitHub, app_for: list[App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default branch moves on GitHub (cpe merges there): with the local repository a clone
+    of it, a spec committed on GitHub is planned without a pull, and implementors' worktrees
+    start at the fetched head (``origin/main``), not the local branch."""
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    local = tmp_path / "clone"
+    git(tmp_path, "clone", "--quiet", str(fake_github.git.path), str(local))
+    config = (configured_repo(tmp_path, fake_github) / "supervisor.toml").read_text()
+    (local / "supervisor.toml").write_text(config)
+    app = build_app(None, local)
+    app_for.append(app)
+    fake_github.commit_to_default({"specs/new.md": "# New\n\nA new spec.\n"}, "spec upstream")
+
+    specs = {s.path for s in app.engine.provider.spec_reader.list_specs()}
+    assert "specs/new.md" in specs
+    assert not (local / "specs" / "new.md").exists()  # nobody pulled
+    adapters = {type(a).__name__: a for a in app.engine.runtime_adapters.values()}
+    assert {a.config.default_branch for a in adapters.values()} == {"origin/main"}
+
+
+def test_on_github_without_an_origin_the_local_branch_is_used_and_the_log_says_so(
+    tmp_path: Path, fake_github: FakeGitHub, app_for: list[App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    with structlog.testing.capture_logs() as logs:
+        app = build_app(None, configured_repo(tmp_path, fake_github))
+    app_for.append(app)
+    assert any("has no remote 'origin'" in e["event"] for e in logs)
+    adapters = app.engine.runtime_adapters.values()
+    assert {a.config.default_branch for a in adapters} == {"main"}
