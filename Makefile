@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install lint format typecheck test crash-all bench mutants ci
+.PHONY: install lint format typecheck test crash-all e2e-github bench mutants ci
 
 install:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ test:
 # The crash suite at every crashpoint (the test target runs a subset chosen by the commit).
 crash-all:
 	CPE_CRASH_ALL=1 $(BIN)/python -m pytest -q tests/e2e/test_crash_consistency.py
+
+# The whole loop on GitHub (against the fake GitHub), with the request counts it prints.
+e2e-github:
+	$(BIN)/python -m pytest -q -s tests/e2e/test_github_loop.py
 
 # Benchmarks are measurements, not tests: each script prints its figures (see README).
 bench:

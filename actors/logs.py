@@ -35,6 +35,9 @@ _TOKEN_VALUE = re.compile(
 )
 
 
+NOISY_LIBRARIES = ("httpx", "httpcore")
+
+
 def redact_value(value: object) -> object:
     if isinstance(value, str):
         return _TOKEN_VALUE.sub(REDACTED, value)
@@ -99,6 +102,10 @@ def configure_logging(
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # Libraries that log each HTTP request at info (httpx, under githubkit) would fill the log
+    # with every poll: their lines show from warning up, or at debug when cpe is at debug.
+    for chatty in NOISY_LIBRARIES:
+        logging.getLogger(chatty).setLevel("DEBUG" if level.upper() == "DEBUG" else "WARNING")
     structlog.configure(
         # filter_by_level first: a line below the level costs nothing more than the check
         processors=[

@@ -1,0 +1,202 @@
+"""The whole loop on GitHub: a real ``cpe run`` with ``[provider] kind = "github"`` against the
+fake GitHub, the demo's sample repository as the repository's content, the real ``claude`` CLI
+and the scripted model playing the demo's book.
+
+The planner's items become issues, revisions pull requests built through the Git Data API, a
+fake CI (here: the sample's tests run on each pull request's head) posts check runs, the
+reviewer's verdicts become pull-request reviews (one round of changes), and approved pull
+requests are merged; the local repository is a clone of the fake's, never pulled by hand."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.cli.demo import FEATURES
+from adapters.demo.book import demo_book
+from adapters.demo.sample import PIPELINE_COMMAND, create_sample_repo
+from adapters.scripted_model import ScriptedModelServer
+from tests.e2e.running import start_cpe, wait_for
+from tests.fakes.github import FakeGitHub
+from tests.support.git import git, isolate_git
+
+TOKEN_ENV = "CPE_E2E_GITHUB_TOKEN"
+TOKEN = "e2e-token"
+CHECK = "unittest"
+
+CONFIG = """
+[engine]
+shutdown_timeout = 30
+[provider]
+kind = "github"
+[provider.github]
+repository = "{repository}"
+token_env = "{token_env}"
+base_url = "{base_url}/"
+request_timeout = 30
+[workflow]
+auto_merge = true
+retry_backoff_initial = 0.2
+retry_backoff_max = 1
+[pollers]
+work_items_interval = 0.5
+revisions_interval = 0.5
+specs_interval = 0.5
+[runtime]
+max_agent_duration = 120
+[dashboard]
+listen = "127.0.0.1:0"
+"""
+
+
+def tracked_files(repo: Path) -> dict[str, bytes]:
+    names = git(repo, "ls-files", "-z").split("\0")
+    return {name: (repo / name).read_bytes() for name in names if name}
+
+
+class FakeCI:
+    """Plays GitHub Actions: each open pull request's head gets one check run, the sample's
+    tests run on a checkout of exactly that commit."""
+
+    def __init__(self, github: FakeGitHub) -> None:
+        self.github = github
+        self.checked: dict[str, str] = {}  # head sha -> conclusion
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fake-ci", daemon=True)
+
+    def __enter__(self) -> FakeCI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            with self.github.lock:
+                heads = [
+                    p.head_sha
+                    for p in self.github.pulls.values()
+                    if self.github.issues[p.number].state == "open"
+                ]
+            for sha in heads:
+                if sha not in self.checked:
+                    self.checked[sha] = self._test(sha)
+                    self.github.add_check_run(sha, CHECK, conclusion=self.checked[sha])
+
+    def _test(self, sha: str) -> str:
+        with tempfile.TemporaryDirectory(prefix="fake-ci-") as scratch:
+            tree = Path(scratch)
+            archive = subprocess.run(
+                ["git", "-C", str(self.github.git.path), "archive", sha],
+                capture_output=True,
+                check=True,
+                timeout=60,
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True, timeout=60)
+            command = [sys.executable, *PIPELINE_COMMAND[1:]]
+            done = subprocess.run(command, cwd=tree, capture_output=True, timeout=120, check=False)
+        return "success" if done.returncode == 0 else "failure"
+
+
+@pytest.fixture
+def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
+    isolate_git(monkeypatch)
+    with FakeGitHub(tmp_path / "github", tokens={TOKEN: "cpe-bot"}) as fake:
+        sample = create_sample_repo(tmp_path / "sample")
+        fake.seed(tracked_files(sample), "the sample")
+        yield fake
+
+
+def test_the_whole_loop_runs_on_github(
+    tmp_path: Path, github: FakeGitHub, processes: list[subprocess.Popen[str]]
+) -> None:
+    repo = tmp_path / "repo"
+    git(tmp_path, "clone", "--quiet", str(github.git.path), str(repo))
+    (repo / "supervisor.toml").write_text(
+        CONFIG.format(
+            repository=f"{github.owner}/{github.repo}",
+            token_env=TOKEN_ENV,
+            base_url=github.base_url,
+        )
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def done() -> bool:
+        with github.lock:
+            issues = [i for i in github.issues.values() if not i.is_pull]
+            pulls = list(github.pulls.values())
+        return (
+            len(issues) == 2
+            and all(i.state == "closed" for i in issues)
+            and len(pulls) == 2
+            and all(p.merged for p in pulls)
+        )
+
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(ScriptedModelServer(demo_book()))
+        ci = stack.enter_context(FakeCI(github))
+        log = stack.enter_context((home / "cpe.log").open("a"))
+        cpe_run = start_cpe(repo, home, log, {**server.client_env(), TOKEN_ENV: TOKEN})
+        processes.append(cpe_run)
+        finished = wait_for(done, 300)
+        cpe_run.send_signal(signal.SIGTERM)
+        assert cpe_run.wait(120) == 0
+    log_text = (home / "cpe.log").read_text()
+    assert finished, log_text[-4000:]
+    # every poll is an HTTP request: the client library's line for each is not in the log
+    assert '"logger": "httpx"' not in log_text
+    with github.lock:
+        issues = [i for i in github.issues.values() if not i.is_pull]
+        pulls = list(github.pulls.values())
+        reviews = list(github.reviews)
+    # the planner's items: two issues, the second blocked by the first (GitHub's native
+    # dependency), both closed as completed when their pull requests merged
+    assert sorted(i.number for i in issues) == [1, 2]
+    assert {i.number: i.blocked_by for i in issues} == {1: [], 2: [1]}
+    assert {i.state_reason for i in issues} == {"completed"}
+    # one pull request per item, built through the Git Data API, each merged once
+    by_branch = {p.head_ref: p for p in pulls}
+    assert sorted(by_branch) == [
+        "cpe/1-greet-a-person-by-name",
+        "cpe/2-greet-several-people-at-once",
+    ]
+    assert all(p.merged and p.merged_by == "cpe-bot" for p in pulls)
+    # the reviewer's verdicts as pull-request reviews: changes asked once on the first (the same
+    # pull request then updated: two heads checked), then approved; the second approved at once
+    first, second = (by_branch[b].number for b in sorted(by_branch))
+    verdicts = {
+        n: [r.body.split("**Verdict: ")[1].split("**")[0] for r in reviews if r.pull == n]
+        for n in (first, second)
+    }
+    assert verdicts == {first: ["needs-changes", "approve"], second: ["approve"]}
+    assert len(ci.checked) == 3
+    assert set(ci.checked.values()) == {"success"}
+    # what the loop cost GitHub (the figures the README's GitHub section states)
+    requests = github.requests
+    counted = sum(1 for r in requests if r.counted)
+    writes = sum(1 for r in requests if r.method in ("POST", "PATCH", "PUT", "DELETE"))
+    print(f"\nthe loop on GitHub: {len(requests)} requests, {counted} counted, {writes} writes")
+    assert writes < 100
+    head = github.default_head()
+    checkout = tmp_path / "final"
+    git(tmp_path, "clone", "--quiet", str(github.git.path), str(checkout))
+    assert git(checkout, "rev-parse", "HEAD") == head
+    final = subprocess.run(
+        [sys.executable, *PIPELINE_COMMAND[1:]], cwd=checkout, capture_output=True, check=False
+    )
+    assert final.returncode == 0, final.stderr
+    # both features, as the demo checks them
+    for path, needles in FEATURES.items():
+        text = (checkout / path).read_text()
+        assert all(needle in text for needle in needles), path
