@@ -26,6 +26,7 @@ from adapters.demo.sample import PIPELINE_COMMAND, create_sample_repo
 from adapters.scripted_model import ScriptedModelServer
 from tests.e2e.running import start_cpe, wait_for
 from tests.fakes.github import FakeGitHub
+from tests.fakes.github.records import Fault, RecordedRequest
 from tests.support.git import git, isolate_git
 
 TOKEN_ENV = "CPE_E2E_GITHUB_TOKEN"
@@ -120,6 +121,35 @@ def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitH
 def test_the_whole_loop_runs_on_github(
     tmp_path: Path, github: FakeGitHub, processes: list[subprocess.Popen[str]]
 ) -> None:
+    requests = run_the_loop(tmp_path, github, processes)
+    # what the loop cost GitHub (the figures the README's GitHub section states)
+    counted = sum(1 for r in requests if r.counted)
+    writes = sum(1 for r in requests if r.method in ("POST", "PATCH", "PUT", "DELETE"))
+    print(f"\nthe loop on GitHub: {len(requests)} requests, {counted} counted, {writes} writes")
+    assert writes < 100
+
+
+def test_the_loop_on_github_survives_writes_applied_whose_answers_were_lost(
+    tmp_path: Path, github: FakeGitHub, processes: list[subprocess.Popen[str]]
+) -> None:
+    """A 502 after GitHub applied the write, once for each kind of write the loop makes:
+    creating an issue, a pull request, a review, and merging. Each is retried with its key and
+    found done: no duplicate issue, pull request, review or merge (run_the_loop counts them)."""
+    faults = [
+        github.fail(Fault("POST", r"/issues$", 502, apply_first=True)),
+        github.fail(Fault("POST", r"/pulls$", 502, apply_first=True)),
+        github.fail(Fault("POST", r"/pulls/\d+/reviews$", 502, apply_first=True)),
+        github.fail(Fault("PUT", r"/pulls/\d+/merge$", 502, apply_first=True)),
+    ]
+    run_the_loop(tmp_path, github, processes)
+    assert [f.hits for f in faults] == [1, 1, 1, 1]
+
+
+def run_the_loop(
+    tmp_path: Path, github: FakeGitHub, processes: list[subprocess.Popen[str]]
+) -> list[RecordedRequest]:
+    """``cpe run`` on a clone of the fake's repository until both items are done; checks what
+    GitHub holds then, and returns the requests it saw."""
     repo = tmp_path / "repo"
     git(tmp_path, "clone", "--quiet", str(github.git.path), str(repo))
     (repo / "supervisor.toml").write_text(
@@ -182,12 +212,6 @@ def test_the_whole_loop_runs_on_github(
     assert verdicts == {first: ["needs-changes", "approve"], second: ["approve"]}
     assert len(ci.checked) == 3
     assert set(ci.checked.values()) == {"success"}
-    # what the loop cost GitHub (the figures the README's GitHub section states)
-    requests = github.requests
-    counted = sum(1 for r in requests if r.counted)
-    writes = sum(1 for r in requests if r.method in ("POST", "PATCH", "PUT", "DELETE"))
-    print(f"\nthe loop on GitHub: {len(requests)} requests, {counted} counted, {writes} writes")
-    assert writes < 100
     head = github.default_head()
     checkout = tmp_path / "final"
     git(tmp_path, "clone", "--quiet", str(github.git.path), str(checkout))
@@ -200,3 +224,4 @@ def test_the_whole_loop_runs_on_github(
     for path, needles in FEATURES.items():
         text = (checkout / path).read_text()
         assert all(needle in text for needle in needles), path
+    return github.requests
