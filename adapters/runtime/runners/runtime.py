@@ -1,5 +1,5 @@
 """A ``RuntimeAdapter`` over a CLI runner, so any role can run on ``claude-cli`` or
-``codex-cli`` (issue 7).
+``codex-cli``.
 
 It reuses the SDK runtime's pieces: the worktree (implementor), the context assembly, the
 agent definition, the allowlisted environment, the output-schema validation and the patch
