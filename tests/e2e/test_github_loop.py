@@ -15,8 +15,10 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 import pytest
 
@@ -26,6 +28,7 @@ from adapters.demo.sample import PIPELINE_COMMAND, create_sample_repo
 from adapters.scripted_model import ScriptedModelServer
 from tests.e2e.running import start_cpe, wait_for
 from tests.fakes.github import FakeGitHub
+from tests.fakes.github.app import FakeApp, rsa_key_pair
 from tests.fakes.github.records import Fault, RecordedRequest
 from tests.support.git import git, isolate_git
 
@@ -40,9 +43,9 @@ shutdown_timeout = 30
 kind = "github"
 [provider.github]
 repository = "{repository}"
-token_env = "{token_env}"
 base_url = "{base_url}/"
 request_timeout = 30
+{auth}
 [workflow]
 auto_merge = true
 retry_backoff_initial = 0.2
@@ -109,12 +112,21 @@ class FakeCI:
         return "success" if done.returncode == 0 else "failure"
 
 
-@pytest.fixture
-def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
+@contextlib.contextmanager
+def seeded_github(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **options: Any
+) -> Iterator[FakeGitHub]:
+    """A fake GitHub whose repository holds the demo's sample (``options``: ``FakeGitHub``'s)."""
     isolate_git(monkeypatch)
-    with FakeGitHub(tmp_path / "github", tokens={TOKEN: "cpe-bot"}) as fake:
+    with FakeGitHub(tmp_path / "github", **options) as fake:
         sample = create_sample_repo(tmp_path / "sample")
         fake.seed(tracked_files(sample), "the sample")
+        yield fake
+
+
+@pytest.fixture
+def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
+    with seeded_github(tmp_path, monkeypatch, tokens={TOKEN: "cpe-bot"}) as fake:
         yield fake
 
 
@@ -145,24 +157,67 @@ def test_the_loop_on_github_survives_writes_applied_whose_answers_were_lost(
     assert [f.hits for f in faults] == [1, 1, 1, 1]
 
 
+def test_the_loop_on_github_goes_on_when_the_apps_token_is_revoked_midway(
+    tmp_path: Path, processes: list[subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Authenticated as a GitHub App: once the first pull request exists, every installation
+    token issued so far is revoked; cpe buys a new one with the App's key and the loop ends
+    as it would have."""
+    private, public = rsa_key_pair()
+    app = FakeApp(990_001, 4242, public)
+    revoked: list[str] = []
+
+    def revoke_once_a_pull_request_exists() -> None:
+        with github.lock:
+            started = bool(github.pulls)
+        if started and not revoked:
+            revoked.extend(grant.token for grant in app.grants)
+            for token in revoked:
+                app.revoke(token)
+
+    auth = f"app_id = {app.app_id}\napp_installation_id = {app.installation_id}\n"
+    auth += 'app_private_key_env = "CPE_E2E_APP_KEY"'
+    with seeded_github(tmp_path, monkeypatch, app=app) as github:
+        run_the_loop(
+            tmp_path,
+            github,
+            processes,
+            auth=auth,
+            env={"CPE_E2E_APP_KEY": private},
+            login=app.bot_login,
+            meanwhile=revoke_once_a_pull_request_exists,
+        )
+    assert revoked, "no pull request was ever made"
+    fresh = [grant.token for grant in app.grants if grant.token not in revoked]
+    assert fresh, "cpe never bought a new installation token"
+
+
 def run_the_loop(
-    tmp_path: Path, github: FakeGitHub, processes: list[subprocess.Popen[str]]
+    tmp_path: Path,
+    github: FakeGitHub,
+    processes: list[subprocess.Popen[str]],
+    *,
+    auth: str = f'token_env = "{TOKEN_ENV}"',
+    env: Mapping[str, str] = MappingProxyType({TOKEN_ENV: TOKEN}),
+    login: str = "cpe-bot",
+    meanwhile: Callable[[], object] = lambda: None,
 ) -> list[RecordedRequest]:
-    """``cpe run`` on a clone of the fake's repository until both items are done; checks what
-    GitHub holds then, and returns the requests it saw."""
+    """``cpe run`` on a clone of the fake's repository until both items are done (``auth``: the
+    credential's lines of ``[provider.github]``, ``env`` its variables, ``login`` who it acts
+    as; ``meanwhile`` is called while it runs); checks what GitHub holds then, and returns the
+    requests it saw."""
     repo = tmp_path / "repo"
     git(tmp_path, "clone", "--quiet", str(github.git.path), str(repo))
     (repo / "supervisor.toml").write_text(
         CONFIG.format(
-            repository=f"{github.owner}/{github.repo}",
-            token_env=TOKEN_ENV,
-            base_url=github.base_url,
+            repository=f"{github.owner}/{github.repo}", base_url=github.base_url, auth=auth
         )
     )
     home = tmp_path / "home"
     home.mkdir()
 
     def done() -> bool:
+        meanwhile()
         with github.lock:
             issues = [i for i in github.issues.values() if not i.is_pull]
             pulls = list(github.pulls.values())
@@ -177,7 +232,7 @@ def run_the_loop(
         server = stack.enter_context(ScriptedModelServer(demo_book()))
         ci = stack.enter_context(FakeCI(github))
         log = stack.enter_context((home / "cpe.log").open("a"))
-        cpe_run = start_cpe(repo, home, log, {**server.client_env(), TOKEN_ENV: TOKEN})
+        cpe_run = start_cpe(repo, home, log, {**server.client_env(), **env})
         processes.append(cpe_run)
         finished = wait_for(done, 300)
         cpe_run.send_signal(signal.SIGTERM)
@@ -201,7 +256,7 @@ def run_the_loop(
         "cpe/1-greet-a-person-by-name",
         "cpe/2-greet-several-people-at-once",
     ]
-    assert all(p.merged and p.merged_by == "cpe-bot" for p in pulls)
+    assert all(p.merged and p.merged_by == login for p in pulls)
     # the reviewer's verdicts as pull-request reviews: changes asked once on the first (the same
     # pull request then updated: two heads checked), then approved; the second approved at once
     first, second = (by_branch[b].number for b in sorted(by_branch))
