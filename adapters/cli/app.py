@@ -330,14 +330,7 @@ def code_host_remote(config: CpeConfig, root: Path) -> str | None:
     if config.provider.kind != "github":
         return None
     found = GitRepo(root).run_status("remote", "get-url", "origin")
-    if found.status != 0:
-        log.warning(
-            "this repository has no remote 'origin': specs and worktrees use the local default "
-            "branch, which only moves when you pull",
-            repository=str(root),
-        )
-        return None
-    return "origin"
+    return "origin" if found.status == 0 else None
 
 
 def build_app(
@@ -375,6 +368,12 @@ def build_app(
     provider = metered(
         _provider(config, root, branch, state_dir, closers, meter=meter, remote=remote), meter
     )
+    if config.provider.kind == "github" and remote is None:
+        log.warning(
+            "this repository has no remote 'origin': specs and worktrees use the local default "
+            "branch, which only moves when you pull",
+            repository=str(root),
+        )
     engine = create_engine(config.engine_config(provider, factory, repo_root=root))
     return App(config, root, branch, state_dir, engine, closers, meter, config_path=config_path)
 
