@@ -1,13 +1,14 @@
-"""Decisions the handlers and the executor share, tested on their own: the planner's backoff."""
+"""Decisions the handlers and the executor share, tested on their own: the planner's backoff,
+and why an item moves, in words for the log."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from domain.decisions import PlannerBackoff, planner_backoff
+from domain.decisions import PlannerBackoff, explain_transition, planner_backoff
 from domain.models import AgentRun
-from tests.domain.builders import planner_run, spec, state
+from tests.domain.builders import implementor_run, item, planner_run, spec, state
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -85,3 +86,55 @@ def test_a_batch_waits_for_its_most_failed_spec() -> None:
     found = backoff(*runs, shas=shas)
     assert found is not None
     assert (found.failures, found.until) == (2, T0 + timedelta(minutes=2, seconds=60))
+
+
+# ---------------------------------------------------------------------------- why, in the log
+
+
+def test_a_block_the_implementor_asked_for_says_so() -> None:
+    before = state(
+        item("1", "in-progress"),
+        runs=[implementor_run("s1", status="completed", outcome="blocked", settled=True)],
+        attempts={"1": 1},
+    )
+    assert explain_transition(before, "1", "blocked") == (
+        "#1 in-progress → blocked: the implementor reported it cannot proceed; "
+        "last run: outcome blocked"
+    )
+
+
+def test_a_cancelled_run_blocks_or_returns_the_item_saying_which() -> None:
+    runs = [implementor_run("s1", status="cancelled", failure_reason="a person  asked\n again")]
+    before = state(item("1", "in-progress"), runs=runs, attempts={"1": 2})
+    assert explain_transition(before, "1", "blocked") == (
+        "#1 in-progress → blocked: its run was cancelled; last run: a person asked again"
+    )
+    assert explain_transition(before, "1", "pending") == (
+        "#1 in-progress → pending: its run was interrupted; it will be run again; "
+        "last run: a person asked again"
+    )
+
+
+def test_a_run_with_no_reason_is_named_by_its_status_and_a_long_reason_is_cut() -> None:
+    bare = state(item("1", "in-progress"), runs=[implementor_run("s1", status="timed-out")])
+    assert explain_transition(bare, "1", "pending") == (
+        "#1 in-progress → pending: attempt 0 failed; it will be run again; last run: timed-out"
+    )
+    long = state(
+        item("1", "in-progress"),
+        runs=[implementor_run("s1", status="failed", failure_reason="x" * 400)],
+    )
+    assert explain_transition(long, "1", "pending").endswith("last run: " + "x" * 300)
+
+
+def test_only_a_move_out_of_in_progress_after_a_run_is_explained() -> None:
+    failed = [implementor_run("s1", status="failed", failure_reason="boom")]
+    assert explain_transition(state(item("1", "pending"), runs=failed), "1", "blocked") == (
+        "#1 pending → blocked"
+    )
+    assert explain_transition(state(item("1", "in-progress")), "1", "pending") == (
+        "#1 in-progress → pending"
+    )
+    in_review = state(item("1", "in-progress"), runs=failed)
+    assert explain_transition(in_review, "1", "in-review") == "#1 in-progress → in-review"
+    assert explain_transition(state(), "9", "done") == "#9 unknown → done"
