@@ -32,6 +32,10 @@ from tests.fakes.github.app import FakeApp, rsa_key_pair
 from tests.fakes.github.records import Fault, RecordedRequest
 from tests.support.git import git, isolate_git
 
+# A loop waits up to 300 s for both items (about 45 s on an idle machine, several times that on
+# a loaded CI one), then stops cpe: the per-test limit is above that.
+pytestmark = pytest.mark.timeout(600)
+
 TOKEN_ENV = "CPE_E2E_GITHUB_TOKEN"
 TOKEN = "e2e-token"
 CHECK = "unittest"
