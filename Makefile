@@ -26,7 +26,8 @@ test:
 
 # The crash suite at every crashpoint (the test target runs a subset chosen by the commit).
 crash-all:
-	CPE_CRASH_ALL=1 $(BIN)/python -m pytest -q tests/e2e/test_crash_consistency.py
+	CPE_CRASH_ALL=1 $(BIN)/python -m pytest -q tests/e2e/test_crash_consistency.py \
+		tests/e2e/test_github_loop.py -k "crash or kill"
 
 # The whole loop on GitHub (against the fake GitHub), with the request counts it prints.
 e2e-github:

@@ -48,6 +48,8 @@ _POINTS: dict[str, str] = {
     "local.revision.after_branch": "a revision's branch is written; the tracker has no row",
     "local.merge.after_ref": "the default branch holds the merge; the tracker says open",
     "local.pipeline.after_start": "the local pipeline's test command is running",
+    "github.item.after_issue": "an issue is made; its labels and native blockers are not",
+    "github.revision.after_branch": "a revision's branch is on GitHub; no pull request opened",
 }
 for _write in WRITES:
     _POINTS[f"write.{_write}.before"] = f"{_write}: its intent is committed, nothing written"

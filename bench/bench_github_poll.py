@@ -15,6 +15,10 @@ of items.
 its pull request from a patch of ``--files`` text files and one binary file, an update, a
 review, a merge, and the merge of a pull request merged already (its answer lost).
 
+**The whole loop.** A real ``cpe run`` on GitHub from spec to merges (the end-to-end tests'
+loop: the demo's sample and book, the real ``claude`` CLI, the scripted model, a fake CI), as
+often as ``--loops`` says: its requests, those counted, and its writes (``--loops 0`` skips it).
+
     .venv/bin/python bench/bench_github_poll.py --issues 1000 --pulls 100 --cycles 20
 """
 
@@ -34,6 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from adapters.github import GitHubProvider, GitHubSettings
 from domain.results import AgentReview
+from tests.e2e.github_loop import LOGIN, Counts, GitHubLoop, seed_with_the_sample
+from tests.e2e.github_loop import TOKEN as LOOP_TOKEN
 from tests.fakes.github import FakeGitHub
 
 TOKEN_ENV = "CPE_BENCH_GITHUB_TOKEN"
@@ -201,6 +207,7 @@ def main() -> None:
     parser.add_argument("--pulls", type=int, default=100)
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--files", type=int, default=20, help="text files in the bench patch")
+    parser.add_argument("--loops", type=int, default=3, help="runs of the whole loop")
     args = parser.parse_args()
     os.environ.setdefault("GIT_CONFIG_NOSYSTEM", "1")
     sizes = [(args.issues // 10, args.pulls // 10), (args.issues, args.pulls)]
@@ -216,6 +223,37 @@ def main() -> None:
     print("| --- | --- | --- | --- |")
     for name, made, cost, writes in measure_writes(args.files):
         print(f"| {name} | {made} | {cost} | {writes} |")
+    if args.loops:
+        print()
+        print("| the whole loop | requests | counted | writes | seconds |")
+        print("| --- | --- | --- | --- | --- |")
+        for run in range(args.loops):
+            counts, seconds = measure_loop()
+            print(
+                f"| run {run + 1} | {counts.requests} | {counts.counted} | {counts.writes} "
+                f"| {seconds:.0f} |"
+            )
+
+
+def measure_loop() -> tuple[Counts, float]:
+    """One whole loop on the fake GitHub, checked as the end-to-end test checks it."""
+    os.environ.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    for role in ("AUTHOR", "COMMITTER"):
+        os.environ[f"GIT_{role}_NAME"] = "Bench"
+        os.environ[f"GIT_{role}_EMAIL"] = "bench@example.invalid"
+    with tempfile.TemporaryDirectory(prefix="cpe-bench-loop-") as scratch:
+        base = Path(scratch)
+        with FakeGitHub(base / "github", tokens={LOOP_TOKEN: LOGIN}) as fake:
+            seed_with_the_sample(fake, base)
+            loop = GitHubLoop(base, fake)
+            started = time.monotonic()
+            try:
+                loop.finish()
+                seconds = time.monotonic() - started
+                loop.check_invariants()
+            finally:
+                loop.close()
+            return loop.counts(), seconds
 
 
 if __name__ == "__main__":

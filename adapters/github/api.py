@@ -39,7 +39,7 @@ from adapters.github.config import GitHubSettings, resolve_auth, token_kind
 from adapters.github.errors import translated
 from adapters.github.git_api import GitDataCalls
 from adapters.github.transport import NOT_MODIFIED, ConditionalTransport
-from domain.errors import NotFoundError, ProviderError
+from domain.errors import ProviderError
 
 MergeMethod = Literal["merge", "squash", "rebase"]
 
@@ -236,12 +236,12 @@ class GitHubApi(GitDataCalls):
                 self.owner, self.repo, number, labels=list(labels)
             ).parsed_data
 
-    def remove_label(self, number: int, name: str) -> None:
-        try:
-            with self.translated(f"unlabel issue #{number}"):
-                self.gh.rest.issues.remove_label(self.owner, self.repo, number, name)
-        except NotFoundError:
-            pass  # already gone: what we wanted
+    def set_labels(self, number: int, labels: Sequence[str]) -> list[Label]:
+        """Replace the issue's labels in one request (no instant without a status label)."""
+        with self.translated(f"label issue #{number}"):
+            return self.gh.rest.issues.set_labels(
+                self.owner, self.repo, number, labels=list(labels)
+            ).parsed_data
 
     def blocked_by(self, number: int) -> list[Issue]:
         return self.all_pages(

@@ -43,6 +43,9 @@ class GitHubSettings(BaseModel):
     """A wait longer than this (a primary rate limit resetting in 40 minutes) is not slept: the
     error goes up with ``retry_after`` so the caller reschedules instead of blocking a thread."""
     backoff_initial: float = Field(default=1.0, ge=0)
+    secondary_limit_wait: float = Field(default=60, gt=0)
+    """A secondary rate limit that names no wait holds every request this long (GitHub asks for
+    at least a minute), doubled for each one in a row, up to half an hour."""
 
     # Writes are paced under GitHub's limits on content creation (about 80 a minute and 500 an
     # hour): at most write_burst + writes_per_minute in any minute (75), and

@@ -53,6 +53,7 @@ class GitHubProvider:
             max_retry_wait=settings.max_retry_wait,
             backoff_initial=settings.backoff_initial,
             cache_entries=settings.cache_entries,
+            secondary_wait=settings.secondary_limit_wait,
             sleep=sleep,
             clock=clock,
             pacer=WritePacer(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from actors.crashpoints import crashpoint
 from adapters.github import markers
 from adapters.github.api import GitHubApi
 from adapters.github.issue_index import IssueIndex
@@ -144,6 +145,7 @@ class GitHubRevisionWriter:
         tree = self._trees.tree_for(base, patch)
         message = markers.commit_message(title, body, idempotency_key)
         self._publish_branch(branch_name, base, tree, message)
+        crashpoint("github.revision.after_branch")
         text = markers.pull_body(body, str(item.number), idempotency_key)
         try:
             number = self._pulls.note(

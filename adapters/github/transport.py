@@ -28,6 +28,7 @@ jobs the way the provider needs them:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -36,7 +37,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import httpx
@@ -78,10 +79,12 @@ class _Stored:
     body: bytes
 
 
-def rate_limit_wait(response: httpx.Response, now: float, strikes: int = 1) -> float:
+def rate_limit_wait(
+    response: httpx.Response, now: float, strikes: int = 1, secondary: float = SECONDARY_WAIT
+) -> float:
     """How long a rate-limited answer asks us to wait: ``Retry-After``; else the primary
-    limit's reset when none is left; else a secondary limit's minute, doubling with each one
-    in a row (``strikes``), up to half an hour."""
+    limit's reset when none is left; else a secondary limit's ``secondary`` seconds (GitHub
+    asks for a minute), doubling with each one in a row (``strikes``), up to half an hour."""
     after = response.headers.get("retry-after")
     if after is not None:
         try:
@@ -92,7 +95,7 @@ def rate_limit_wait(response: httpx.Response, now: float, strikes: int = 1) -> f
         reset = response.headers.get("x-ratelimit-reset")
         if reset is not None and reset.isdigit():
             return max(float(reset) - now, 0.0) + 1.0
-    return float(min(SECONDARY_WAIT * 2 ** max(strikes - 1, 0), SECONDARY_WAIT_MAX))
+    return float(min(secondary * 2 ** max(strikes - 1, 0), SECONDARY_WAIT_MAX))
 
 
 def backoff_wait(backoff: float, attempt: int) -> float:
@@ -123,6 +126,7 @@ class ConditionalTransport(httpx.BaseTransport):
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         pacer: WritePacer | None = None,
+        secondary_wait: float = SECONDARY_WAIT,
     ) -> None:
         self._inner = inner if inner is not None else httpx.HTTPTransport()
         self._attempts = read_attempts
@@ -132,10 +136,12 @@ class ConditionalTransport(httpx.BaseTransport):
         self._sleep = sleep
         self._clock = clock
         self._pacer = pacer
+        self._secondary_wait = secondary_wait
         self._lock = threading.Lock()
         self._stored: OrderedDict[str, _Stored] = OrderedDict()
         self._limited_until = 0.0  # no request goes out before this (``clock`` time)
         self._strikes = 0  # secondary limits in a row
+        self._turns = threading.local()  # .taken: this thread's next write waited its turn
         self.stats = TransportStats()
 
     # githubkit closes its per-call clients, and with them their transport: the pool outlives
@@ -210,7 +216,7 @@ class ConditionalTransport(httpx.BaseTransport):
             primary = response.headers.get("x-ratelimit-remaining") == "0"
             if not primary:
                 self._strikes += 1
-            wait = rate_limit_wait(response, now, self._strikes)
+            wait = rate_limit_wait(response, now, self._strikes, self._secondary_wait)
             self._limited_until = max(self._limited_until, now + wait)
         log.warning(
             "GitHub rate limit (%s, %s): no request is sent for %.0f s",
@@ -244,9 +250,29 @@ class ConditionalTransport(httpx.BaseTransport):
             extensions={HELD: True, RETRY_AFTER: left},
         )
 
+    @contextlib.contextmanager
+    def write_turn(self) -> Iterator[None]:
+        """Wait for the next write's turn now, so that the first write this thread sends
+        inside the block goes out at once: what is read in between is as fresh as it can be
+        when the write that depends on it is sent."""
+        self._wait_for_pacer()
+        self._turns.taken = True
+        try:
+            yield
+        finally:
+            self._turns.taken = False
+
     def _pace(self, request: httpx.Request) -> None:
-        if self._pacer is None or request.url.path.startswith("/app/"):
+        if request.url.path.startswith("/app/"):
             return  # the App's own token exchange creates no content
+        if getattr(self._turns, "taken", False):
+            self._turns.taken = False
+            return
+        self._wait_for_pacer()
+
+    def _wait_for_pacer(self) -> None:
+        if self._pacer is None:
+            return
         wait = self._pacer.reserve()
         if wait <= 0:
             return

@@ -1,9 +1,12 @@
 """Work items as GitHub issues: the reader (pollers, runtimes) and the writer (executor).
 
 An issue's status is its ``status:<value>`` label (none: ``pending``); ``done`` is a closed
-issue. Status labels are removed and then added one by one (``set_labels`` would wipe labels
-people added). Dependencies are "Blocked by #N" lines in the body, and GitHub's native issue
-dependencies as well where the repository has them.
+issue. A status change replaces the issue's labels in one request, the others as just read
+(two, remove then add, would leave an instant in which the issue reads ``pending``, and a poll
+that lands there sees a person sending the item back); the read waits for the write's turn in
+the pacing first, so a label a person adds meanwhile has the smallest window to be lost in.
+Dependencies are "Blocked by #N" lines in the body, and GitHub's native issue dependencies as
+well where the repository has them.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from actors.crashpoints import crashpoint
 from adapters.github import markers
 from adapters.github.api import GitHubApi
 from adapters.github.issue_index import IssueIndex, IssueView
@@ -78,11 +82,6 @@ class GitHubWorkItemWriter:
     ) -> WorkItemId:
         self._labels.ensure_status_labels()
         wanted = [*dict.fromkeys(labels), markers.status_label("pending")]
-        if idempotency_key is not None:
-            seen = self._issues.find_key(idempotency_key)
-            if seen is not None:
-                self._label(seen, wanted)  # a crash may have come before they were added
-                return WorkItemId(str(seen.number))
         named = list(dict.fromkeys(blocked_by))
         for b in named:
             if not b.isdecimal() and not markers.is_foreign_blocker(b):
@@ -90,18 +89,24 @@ class GitHubWorkItemWriter:
         # Blockers here are checked and linked natively too; another repository's ("o/r#12")
         # are written down as they are.
         blockers = [self._issues.get(issue_number(b)) for b in named if b.isdecimal()]
-        text = markers.issue_body(
-            body, [b if not b.isdecimal() else str(int(b)) for b in named], idempotency_key
-        )
-        try:
-            created = self._issues.note(self._api.create_issue(title, text, wanted))
-        except ProviderError as exc:
-            # The response may be lost after GitHub made the issue (a 502): look, never resend.
-            found = self._found_after(exc, idempotency_key)
-            created = found
+        seen = self._issues.find_key(idempotency_key) if idempotency_key is not None else None
+        if seen is not None:
+            created = seen  # made before a crash: what came after it may not have been
+        else:
+            text = markers.issue_body(
+                body, [b if not b.isdecimal() else str(int(b)) for b in named], idempotency_key
+            )
+            try:
+                created = self._issues.note(self._api.create_issue(title, text, wanted))
+            except ProviderError as exc:
+                # The response may be lost after GitHub made the issue (a 502): look, never
+                # resend.
+                created = self._found_after(exc, idempotency_key)
+            crashpoint("github.item.after_issue")
         self._label(created, wanted)
         for blocker in blockers:
-            self._add_native_dependency(created.number, blocker)
+            if str(blocker.number) not in created.native_blockers:
+                self._add_native_dependency(created.number, blocker)
         return WorkItemId(str(created.number))
 
     def _label(self, issue: IssueView, wanted: list[str]) -> None:
@@ -161,17 +166,18 @@ class GitHubWorkItemWriter:
         if to not in STATUSES:
             raise ProviderError(f"{to!r} is not a work item status", status=422, transient=False)
         self._labels.ensure_status_labels()
-        current = self._issues.get(issue_number(work_item_id))
-        target = markers.status_label(to)
-        for name in current.labels:
-            if markers.is_status_label(name) and name != target:
-                self._api.remove_label(current.number, name)
-        if to == "done":
-            if not current.closed:
-                self._api.update_issue(current.number, state="closed", state_reason="completed")
-        else:
-            if current.closed:
-                self._api.update_issue(current.number, state="open")
-            if target not in current.labels:
-                self._api.add_labels(current.number, [target])
-        self._issues.get(current.number)
+        number = issue_number(work_item_id)
+        # Each step reads as the old status or the new one, never another: closing comes
+        # before the status label goes (a closed issue is done whatever its labels), and the
+        # new label before reopening.
+        with self._api.transport.write_turn():
+            current = self._issues.get(number)
+            others = [n for n in current.labels if not markers.is_status_label(n)]
+            wanted = others if to == "done" else [*others, markers.status_label(to)]
+            if to == "done" and not current.closed:
+                self._api.update_issue(number, state="closed", state_reason="completed")
+            if list(current.labels) != wanted:
+                self._api.set_labels(number, wanted)
+            if to != "done" and current.closed:
+                self._api.update_issue(number, state="open")
+        self._issues.get(number)

@@ -8,9 +8,10 @@ import os
 import signal
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import psutil
 
@@ -41,11 +42,11 @@ class Crash:
 
 
 def cases() -> list[Crash]:
-    """Every registered point at its first hit, and the hits that matter beyond the first:
-    the first implementor's and the first reviewer's terminal events (the planner's is the
-    first hit)."""
+    """On the local provider: every registered point but GitHub's own at its first hit, and the
+    hits that matter beyond the first: the first implementor's and the first reviewer's terminal
+    events (the planner's is the first hit)."""
     return [
-        *(Crash(point) for point in POINTS),
+        *(Crash(point) for point in POINTS if not point.startswith("github.")),
         Crash("session.before_terminal", 2),
         Crash("session.after_terminal", 2),
         Crash("session.after_terminal", 3),
@@ -53,8 +54,17 @@ def cases() -> list[Crash]:
     ]
 
 
-def selected(all_cases: Sequence[Crash]) -> list[Crash]:
-    """All cases with ``CPE_CRASH_ALL=1`` (``make crash-all``); otherwise ``CI_SUBSET`` of them
+def github_cases() -> list[Crash]:
+    """On GitHub: the points around every provider write, and GitHub's own inside them; the
+    second issue's too (the first has no blocker to link)."""
+    return [
+        *(Crash(p) for p in POINTS if p.startswith(("write.", "github."))),
+        Crash("github.item.after_issue", 2),
+    ]
+
+
+def selected(all_cases: Sequence[Crash], subset: int = CI_SUBSET) -> list[Crash]:
+    """All cases with ``CPE_CRASH_ALL=1`` (``make crash-all``); otherwise ``subset`` of them
     chosen by the checkout's commit, so that every case runs as commits go by."""
     if os.environ.get("CPE_CRASH_ALL") == "1":
         return list(all_cases)
@@ -63,19 +73,29 @@ def selected(all_cases: Sequence[Crash]) -> list[Crash]:
     except Exception:
         commit = "0"
     start = int(hashlib.sha256(commit.encode()).hexdigest(), 16) % len(all_cases)
-    return [all_cases[(start + i) % len(all_cases)] for i in range(CI_SUBSET)]
+    return [all_cases[(start + i) % len(all_cases)] for i in range(subset)]
 
 
 class Loop:
-    """The demo's sample repository, the scripted model, and ``cpe run`` on them."""
+    """The demo's sample repository, the scripted model, and ``cpe run`` on them (``repo``: a
+    repository prepared already, with ``env`` for its provider; default: the local sample)."""
 
-    def __init__(self, base: Path):
+    finish_timeout = FINISH_TIMEOUT
+
+    def __init__(
+        self, base: Path, repo: Path | None = None, env: Mapping[str, str] = MappingProxyType({})
+    ):
         self.base = base
-        self.repo = create_sample_repo(base / "sample")
-        # A setup command, so that its crashpoint is reached and the reaper finds it
-        toml = self.repo / "supervisor.toml"
-        toml.write_text(toml.read_text().replace('setup_command = ""', 'setup_command = "true"'))
-        git_raw(self.repo, "commit", "-qam", "a setup command")
+        if repo is None:
+            repo = create_sample_repo(base / "sample")
+            # A setup command, so that its crashpoint is reached and the reaper finds it
+            toml = repo / "supervisor.toml"
+            toml.write_text(
+                toml.read_text().replace('setup_command = ""', 'setup_command = "true"')
+            )
+            git_raw(repo, "commit", "-qam", "a setup command")
+        self.repo = repo
+        self.env = dict(env)
         self.home = base / "home"
         self.home.mkdir()
         self.trace = base / "crash-trace"
@@ -89,6 +109,7 @@ class Loop:
             "HOME": str(self.home),
             "LANG": "C.UTF-8",
             **self.server.client_env(),
+            **self.env,
         }
         if crash is not None:
             env["CPE_CRASH_AT"] = str(crash)
@@ -123,7 +144,7 @@ class Loop:
     def finish(self, *, trace: bool = False) -> None:
         """Run until the loop is done, then stop with SIGTERM; it must exit 0."""
         process = self.start(trace=trace)
-        done = wait_for(lambda: self.done() or process.poll() is not None, FINISH_TIMEOUT)
+        done = wait_for(lambda: self.done() or process.poll() is not None, self.finish_timeout)
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
         code = process.wait(120)

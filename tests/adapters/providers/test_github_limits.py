@@ -83,6 +83,17 @@ def test_a_secondary_limit_without_retry_after_is_waited_out_a_minute_then_two(
     assert sleeps.waits == [60.0, 120.0]
 
 
+def test_the_wait_after_a_secondary_limit_without_a_hint_is_configurable(
+    fake_github: FakeGitHub, clock: ManualClock
+) -> None:
+    """``secondary_limit_wait``: the first wait, still doubling while the limit keeps coming."""
+    sleeps = Sleeps()
+    fake_github.secondary_limit("GET", r"/issues$", times=2)
+    with provider_on(fake_github, clock, sleeps, secondary_limit_wait=5) as provider:
+        provider.work_item_reader.list_work_items()
+    assert sleeps.waits == [5.0, 10.0]
+
+
 def test_while_a_limit_holds_no_request_is_sent_until_it_is_over(
     fake_github: FakeGitHub, clock: ManualClock
 ) -> None:
@@ -205,3 +216,31 @@ def test_a_burst_of_revisions_is_paced_under_the_content_limit(
     assert len(writes) > 80
     assert refused(fake_github) == []
     assert len(fake_github.pulls) == 20
+
+
+def test_a_status_change_reads_the_labels_it_keeps_after_its_turn_to_write(
+    fake_github: FakeGitHub, clock: ManualClock
+) -> None:
+    """A paced status change waits for its turn before it reads the issue, not between the read
+    and the write: a label a person adds meanwhile is not overwritten by a stale list."""
+    waits = Waits(clock)
+    with provider_on(fake_github, clock, waits, write_burst=1, writes_per_minute=6) as provider:
+        item = provider.work_item_writer.create_work_item("Paced", "b")
+        waits.waits.clear()
+        fake_github.clear_requests()
+        sent_before_wait: list[int] = []
+        real_advance = clock.advance
+
+        def advance(seconds: float) -> None:
+            sent_before_wait.append(len(fake_github.requests))
+            real_advance(seconds)
+
+        clock.advance = advance  # type: ignore[method-assign]
+        provider.work_item_writer.transition_status(item, "in-progress")
+    calls = [f"{r.method} {r.path.split('/widgets/', 1)[-1]}" for r in fake_github.requests]
+    read = calls.index(f"GET issues/{item}")
+    write = calls.index(f"PUT issues/{item}/labels")
+    assert read < write
+    assert len(waits.waits) == 1  # one turn waited, not two
+    assert waits.waits[0] > 0
+    assert sent_before_wait[0] <= read  # the wait came before the read

@@ -6,19 +6,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from githubkit import AppInstallationAuthStrategy, TokenAuthStrategy
 
-from adapters.github import GitHubProvider, GitHubSettings
+from adapters.github import GitHubProvider, GitHubSettings, markers
 from adapters.github.config import resolve_auth
 from adapters.github.reviews import right_side_lines
 from domain.errors import ConfigError
-from domain.models import Revision, WorkItem, WorkItemId
+from domain.models import Revision, Status, WorkItem, WorkItemId
 from domain.results import AgentReview, AgentReviewComment
 from tests.adapters.providers.edits import EDITS
 from tests.fakes.github import FakeGitHub, Fault, rsa_key_pair
 from tests.support.git import make_patch
-from tests.support.github import github_provider
+from tests.support.github import TOKEN_ENV, github_provider, settings_for
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def revision(fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path) 
 # ------------------------------------------------------------------ work items
 
 
-def test_status_labels_are_removed_then_added_and_other_labels_kept(
+def test_a_status_change_replaces_the_labels_in_one_request_and_keeps_the_others(
     fake_github: FakeGitHub, provider: GitHubProvider
 ) -> None:
     number = fake_github.add_issue("Mine", labels=("priority", "status:pending"))
@@ -49,22 +50,63 @@ def test_status_labels_are_removed_then_added_and_other_labels_kept(
     writes = [
         (r.method, r.path.rsplit("/", 1)[-1]) for r in fake_github.requests if r.method != "GET"
     ]
-    assert writes == [("DELETE", "status:pending"), ("POST", "labels")]
+    assert writes == [("PUT", "labels")]
     assert fake_github.issues[number].labels == ["priority", "status:in-progress"]
     [item] = provider.work_item_reader.list_work_items()
     assert (item.status, item.labels) == ("in-progress", ("priority",))
 
 
-def test_done_closes_the_issue_and_a_new_status_reopens_it(
-    fake_github: FakeGitHub, provider: GitHubProvider
+class StatusAfterEachWrite(httpx.BaseTransport):
+    """The provider's wire, noting how the issue reads (its status, as the poller would derive
+    it) the moment each write has been applied."""
+
+    def __init__(self, fake_github: FakeGitHub, number: int) -> None:
+        self.fake, self.number = fake_github, number
+        self.inner = httpx.HTTPTransport()
+        self.seen: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        if request.method != "GET":
+            with self.fake.lock:
+                issue = self.fake.issues[self.number]
+                self.seen.append(markers.status_of(issue.labels, issue.state == "closed"))
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.mark.parametrize(
+    ("start", "to"),
+    [
+        ("pending", "in-progress"),
+        ("in-progress", "in-review"),
+        ("in-review", "done"),
+        ("done", "blocked"),
+        ("done", "done"),
+    ],
+)
+def test_at_no_instant_of_a_status_change_does_the_issue_read_another_status(
+    fake_github: FakeGitHub, start: Status, to: Status
 ) -> None:
-    item = provider.work_item_writer.create_work_item("T", "b")
-    provider.work_item_writer.transition_status(item, "done")
-    assert fake_github.issues[int(item)].state == "closed"
-    provider.work_item_writer.transition_status(item, "blocked")
-    assert fake_github.issues[int(item)].state == "open"
-    [listed] = provider.work_item_reader.list_work_items()
-    assert listed.status == "blocked"
+    """A poll that lands between two writes of a status change sees the old status or the new
+    one: ``pending`` (no status label) in between would read as a person sending it back."""
+    # a closed issue may still carry the status label it had (closed by hand)
+    label = "status:in-review" if start == "done" else f"status:{start}"
+    state = "closed" if start == "done" else "open"
+    number = fake_github.add_issue("Mine", labels=("priority", label), state=state)
+    wire = StatusAfterEachWrite(fake_github, number)
+    with GitHubProvider(
+        settings_for(fake_github), environ={TOKEN_ENV: "test-token"}, inner_transport=wire
+    ) as provider:
+        wire.seen.clear()  # the status labels made at start
+        provider.work_item_writer.transition_status(WorkItemId(str(number)), to)
+        [item] = provider.work_item_reader.list_work_items()
+    assert set(wire.seen) <= {start, to}
+    if start != to:
+        assert wire.seen[-1] == to
+    assert (item.status, item.labels) == (to, ("priority",))
 
 
 def test_blockers_are_body_lines_and_native_dependencies(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.github import GitHubProvider
+from adapters.github import GitHubProvider, markers
 from domain.errors import NotFoundError, ProviderError
 from domain.models import WorkItemId
 from domain.results import AgentReview, AgentReviewComment
@@ -189,6 +189,29 @@ def test_an_issue_made_before_a_502_is_found_not_made_again(
     assert made == again
     assert [i.title for i in fake_github.issues.values()] == ["Once"]
     assert posts(fake_github, "/issues") == 1
+
+
+def test_an_issue_made_just_before_a_crash_gets_its_labels_and_native_blocker_on_the_retry(
+    fake_github: FakeGitHub, provider: GitHubProvider
+) -> None:
+    """The process died after GitHub made the issue and before cpe labelled it and linked its
+    blocker: the retried create finds it by its key and finishes it, making nothing twice."""
+    first = provider.work_item_writer.create_work_item("First", "b")
+    key = "plan:1:second"
+    body = markers.issue_body("b", [first], key)
+    number = fake_github.add_issue("Second", body, user="cpe-bot")
+    again = provider.work_item_writer.create_work_item(
+        "Second", "b", blocked_by=[first], idempotency_key=key
+    )
+    assert again == str(number)
+    assert len(fake_github.issues) == 2
+    assert fake_github.issues[number].labels == ["status:pending"]
+    assert fake_github.issues[number].blocked_by == [int(first)]
+    fake_github.clear_requests()
+    provider.work_item_writer.create_work_item(
+        "Second", "b", blocked_by=[first], idempotency_key=key
+    )
+    assert [r.method for r in fake_github.requests if r.method != "GET"] == []
 
 
 def test_a_key_unseen_after_a_failed_create_raises_the_failure(

@@ -110,6 +110,16 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         rec.updated_at = gh.tick()
         return Reply(body=[payloads.label(gh.urls, n, gh.labels[n]) for n in rec.labels])
 
+    def set_labels(call: Call) -> Reply:
+        rec = gh.issue(int(call.params["number"]))
+        body = call.body
+        raw = body.get("labels", []) if isinstance(body, dict) else body or []
+        names = list(dict.fromkeys(str(n) for n in raw))
+        use_labels(call, names)
+        rec.labels = names
+        rec.updated_at = gh.tick()
+        return Reply(body=[payloads.label(gh.urls, n, gh.labels[n]) for n in rec.labels])
+
     def remove_label(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
         name = call.params["name"]
@@ -196,6 +206,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
     add("GET", f"{prefix}/issues/{N}", get_issue, "issues/get")
     add("PATCH", f"{prefix}/issues/{N}", update_issue, "issues/update")
     add("POST", f"{prefix}/issues/{N}/labels", add_labels, "issues/add-labels")
+    add("PUT", f"{prefix}/issues/{N}/labels", set_labels, "issues/set-labels")
     add("DELETE", f"{prefix}/issues/{N}/labels/(?P<name>.+)", remove_label, "issues/remove-label")
     add("GET", f"{prefix}/labels", list_labels, "issues/list-labels-for-repo")
     add("POST", f"{prefix}/labels", create_label, "issues/create-label")

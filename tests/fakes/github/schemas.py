@@ -43,7 +43,7 @@ OPERATIONS: Mapping[str, Call] = {
     "issues/create": lambda r: r.issues.create("o", "r", title="t"),
     "issues/update": lambda r: r.issues.update("o", "r", 1, title="t"),
     "issues/add-labels": lambda r: r.issues.add_labels("o", "r", 1, labels=["x"]),
-    "issues/remove-label": lambda r: r.issues.remove_label("o", "r", 1, "x"),
+    "issues/set-labels": lambda r: r.issues.set_labels("o", "r", 1, labels=["x"]),
     "issues/list-labels-for-repo": lambda r: r.issues.list_labels_for_repo("o", "r"),
     "issues/create-label": lambda r: r.issues.create_label("o", "r", name="x"),
     "issues/list-dependencies-blocked-by": lambda r: r.issues.list_dependencies_blocked_by(

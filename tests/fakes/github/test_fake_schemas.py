@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from githubkit_schemas.v2026_03_10.models import GitRef, Label
 
-from adapters.github import GitHubProvider, GitHubSettings
+from adapters.github import GitHubProvider, GitHubSettings, markers
 from domain.errors import ConflictError, MergeWaitError, NotFoundError, ProviderError
 from domain.models import RevisionId, WorkItemId
 from domain.results import AgentReview, AgentReviewComment
@@ -77,6 +77,9 @@ def full_loop(fake_github: FakeGitHub, tmp_path: Path, private_key: str) -> None
         first = writer.create_work_item("First", "a", labels=["area"])
         second = writer.create_work_item("Second", "b", blocked_by=[first])
         writer.update_work_item(second, body="b2", labels=["area", "later"])
+        # an issue a crash left unlabelled: the retried create labels it
+        fake_github.add_issue("Resumed", markers.issue_body("r", [], "plan:9:r"), user="cpe-bot")
+        writer.create_work_item("Resumed", "r", idempotency_key="plan:9:r")
         writer.transition_status(first, "in-progress")
         reader.list_work_items()
         with pytest.raises(NotFoundError):
