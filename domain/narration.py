@@ -73,7 +73,7 @@ def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list
             run = after.agent_runs.get(event.session_id)
             return [_failed(run, event)] if run is not None else []
         case PlanApplied(created_ids=created):
-            made = ", ".join(f"#{wid} {_title(after, wid)}" for wid in created)
+            made = ", ".join(f"#{wid}{_title(after, wid)}" for wid in created)
             return [f"plan applied: {'created ' + made if made else 'nothing new to create'}"]
         case RevisionCreated() | RevisionUpdated():
             verb = "created" if isinstance(event, RevisionCreated) else "updated"
@@ -176,12 +176,13 @@ def _status_change(before: EngineState, after: EngineState, wid: WorkItemId, to:
 
 
 def _item(state: EngineState, wid: WorkItemId) -> str:
-    return f"#{wid} {_title(state, wid)}: "
+    return f"#{wid}{_title(state, wid)}: "
 
 
 def _title(state: EngineState, wid: WorkItemId) -> str:
+    """`` 'Title'``, or nothing for an item the state does not know."""
     item = state.work_items.get(wid)
-    return repr(item.title) if item is not None else ""
+    return f" {item.title!r}" if item is not None else ""
 
 
 def _of_revision(state: EngineState, rid: RevisionId) -> str:

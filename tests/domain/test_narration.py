@@ -3,29 +3,44 @@ follows, nothing for the rest."""
 
 from __future__ import annotations
 
-from domain.commands import TransitionStatus
+import pytest
+
+from domain.commands import ApplyPlan, StartAgent, TransitionStatus
 from domain.events import (
     AgentFailed,
     AgentStarted,
     CommandFailed,
     EngineEvent,
     PlanApplied,
+    PlannerCompleted,
     ReviewPosted,
     RevisionChanged,
     RevisionCreated,
     RevisionMerged,
+    RevisionUpdated,
     StatusTransitioned,
+    UserCancelledRun,
     UserPausedDispatch,
+    UserRequestedImplementorRun,
+    UserResumedDispatch,
     UserTransitionedStatus,
     WorkItemChanged,
+    WorkItemRemoved,
 )
-from domain.models import EngineState, ImplementorStartParams
+from domain.models import (
+    EngineState,
+    ImplementorStartParams,
+    PlannerStartParams,
+    ReviewerStartParams,
+)
 from domain.narration import Narrator, narrate
+from domain.results import PlannerResult
 from domain.state import apply_event
 from tests.domain.builders import (
     implemented,
     implementor_run,
     item,
+    planner_run,
     requested,
     reviewer_run,
     revision,
@@ -118,3 +133,205 @@ def test_a_status_a_person_set_is_told_as_theirs() -> None:
     assert narrator(asked, before, before) == ["#3: a person set the status to blocked"]
     [line] = narrator(StatusTransitioned(work_item_id="3", to="blocked"), before, before)
     assert line == "#3 pending → blocked: set by a person"
+
+
+# Every line narrate() can say, word for word: a person reads these in the log and on the
+# dashboard, and the tests above only check their gist.
+LONG = "x" * 400
+CHECKS = revision("r1", "3", pipeline="failure")
+CHECKS = CHECKS.model_copy(
+    update={"pipeline": CHECKS.pipeline.model_copy(update={"failed_checks": ("lint", "tests")})}
+)
+LINES: list[tuple[str, EngineState, EngineEvent, list[str]]] = [
+    (
+        "a planner dispatched",
+        state(),
+        requested(PlannerStartParams(spec_paths=("specs/a.md",)), sid="p1"),
+        ["planner dispatched on specs/a.md (p1)"],
+    ),
+    (
+        "a reviewer dispatched",
+        state(item("3", "in-review", title="G"), revisions=[revision("r1", "3")]),
+        requested(
+            ReviewerStartParams(work_item_id="3", revision_id="r1"),
+            sid="v1",
+            subject_sha="abcdef0123456789",
+        ),
+        ["#3 'G': reviewer dispatched on head abcdef0123 (v1)"],
+    ),
+    (
+        "a planner completed, no cost",
+        state(runs=[planner_run("p1")]),
+        PlannerCompleted(session_id="p1", result=PlannerResult(create=())),
+        ["planner p1 completed"],
+    ),
+    (
+        "a failure, not under the agent, its reason cut at 300 characters",
+        state(runs=[planner_run("p1")]),
+        AgentFailed(session_id="p1", role="planner", kind="timed-out", reason=LONG),
+        ["planner p1 timed-out: " + "x" * 300],
+    ),
+    (
+        "the end of a run the state does not know",
+        state(),
+        AgentFailed(session_id="zz", role="planner", kind="failed", reason="x"),
+        [],
+    ),
+    ("a completed run the state does not know", state(), implemented("zz"), []),
+    (
+        "a plan that created items, one unknown to the state",
+        state(item("1", title="A"), item("2", title="B")),
+        PlanApplied(spec_shas={}, created_ids=["1", "2", "9"]),
+        ["plan applied: created #1 'A', #2 'B', #9"],
+    ),
+    (
+        "a revision updated",
+        state(item("3", "in-progress")),
+        RevisionUpdated(work_item_id="3", revision=revision("r1", "3", head="0123456789abcdef")),
+        ["#3 'Item 3': revision r1 updated (branch cpe/3-x, head 0123456789)"],
+    ),
+    (
+        "a revision of an item the state does not know",
+        state(),
+        RevisionCreated(work_item_id="7", revision=revision("r1", "7")),
+        ["#7: revision r1 created (branch cpe/7-x, head h1)"],
+    ),
+    (
+        "a revision merged on the tracker",
+        state(item("3", "in-review"), revisions=[revision("r1", "3")]),
+        RevisionChanged(revision=revision("r1", "3", state="merged")),
+        ["#3: revision r1 merged (on the tracker)"],
+    ),
+    (
+        "a revision closed on the tracker, its pipeline still running",
+        state(item("3", "in-review"), revisions=[revision("r1", "3")]),
+        RevisionChanged(revision=revision("r1", "3", state="closed", pipeline="pending")),
+        ["#3: revision r1 closed (on the tracker)"],
+    ),
+    (
+        "a red pipeline names its failed checks",
+        state(item("3", "in-review"), revisions=[revision("r1", "3", pipeline="pending")]),
+        RevisionChanged(revision=CHECKS),
+        ["#3: revision r1 pipeline failure at h1 (failed: lint, tests)"],
+    ),
+    (
+        "a new head with the same result",
+        state(item("3", "in-review"), revisions=[revision("r1", "3")]),
+        RevisionChanged(revision=revision("r1", "3", head="h2")),
+        ["#3: revision r1 pipeline success at h2"],
+    ),
+    (
+        "the same revision again",
+        state(item("3", "in-review"), revisions=[revision("r1", "3")]),
+        RevisionChanged(revision=revision("r1", "3")),
+        [],
+    ),
+    (
+        "a new revision whose pipeline runs",
+        state(),
+        RevisionChanged(revision=revision("r1", "3", pipeline="pending")),
+        [],
+    ),
+    (
+        "a new revision of no item, green",
+        state(),
+        RevisionChanged(revision=revision("r1", None)),
+        ["revision r1 pipeline success at h1"],
+    ),
+    (
+        "a review of a revision of no item",
+        state(revisions=[revision("r1", None)]),
+        ReviewPosted(revision_id="r1", head_sha="0123456789abc", verdict="needs-changes"),
+        ["review posted on revision r1 (0123456789): needs-changes"],
+    ),
+    (
+        "a merge without its commit",
+        state(item("3"), revisions=[revision("r1", "3")]),
+        RevisionMerged(revision_id="r1"),
+        ["#3: revision r1 merged"],
+    ),
+    (
+        "a start that failed, its error on one line",
+        state(),
+        CommandFailed(
+            command=StartAgent(
+                params=ImplementorStartParams(work_item_id="4", branch_name="cpe/4-x")
+            ),
+            error="e\n e",
+        ),
+        ["a write failed: StartAgent for #4: e e"],
+    ),
+    (
+        "a failed write of no item",
+        state(),
+        CommandFailed(command=ApplyPlan(result=PlannerResult(create=()), spec_shas={}), error="b"),
+        ["a write failed: ApplyPlan: b"],
+    ),
+    (
+        "an item seen for the first time",
+        state(),
+        WorkItemChanged(work_item=item("3", title="T")),
+        ["#3 'T' seen (pending)"],
+    ),
+    (
+        "a status changed on the tracker",
+        state(item("3")),
+        WorkItemChanged(work_item=item("3", "in-progress")),
+        ["#3 pending → in-progress (changed on the tracker)"],
+    ),
+    (
+        "an item removed",
+        state(item("3")),
+        WorkItemRemoved(work_item_id="3"),
+        ["#3 removed from the tracker"],
+    ),
+    (
+        "a person asked for a run",
+        state(item("3")),
+        UserRequestedImplementorRun(work_item_id="3"),
+        ["#3: a person asked for an implementor run"],
+    ),
+    (
+        "a person cancelled",
+        state(),
+        UserCancelledRun(session_id="s1"),
+        ["a person cancelled run s1"],
+    ),
+    ("a pause without a reason", state(), UserPausedDispatch(), ["dispatch paused by a person"]),
+    ("a resume", state(), UserResumedDispatch(), ["dispatch resumed by a person"]),
+    (
+        "a status change of an unknown item",
+        state(),
+        StatusTransitioned(work_item_id="9", to="blocked"),
+        ["#9 unknown → blocked"],
+    ),
+    (
+        "a status change no row of the table makes",
+        state(item("3", "done")),
+        StatusTransitioned(work_item_id="3", to="in-review"),
+        ["#3 done → in-review: a person's request"],
+    ),
+    (
+        "a status change a row makes, with the row's why",
+        state(item("3", "pending")),
+        StatusTransitioned(work_item_id="3", to="in-progress"),
+        ["#3 pending → in-progress: an implementor run was requested for an unblocked item"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("before", "event", "lines"), [case[1:] for case in LINES], ids=[case[0] for case in LINES]
+)
+def test_each_line_word_for_word(before: EngineState, event: EngineEvent, lines: list[str]) -> None:
+    assert say(before, event) == lines
+
+
+def test_a_persons_request_another_transition_overtook_is_forgotten() -> None:
+    narrator = Narrator()
+    before = state(item("3"))
+    narrator(UserTransitionedStatus(work_item_id="3", to="blocked"), before, before)
+    [overtaking] = narrator(StatusTransitioned(work_item_id="3", to="in-progress"), before, before)
+    assert overtaking.endswith(": an implementor run was requested for an unblocked item")
+    [later] = narrator(StatusTransitioned(work_item_id="3", to="blocked"), before, before)
+    assert not later.endswith("set by a person")
