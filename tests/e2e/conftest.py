@@ -25,20 +25,24 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The crash suite's coverage, in the output even with ``-q``: how many crashpoints the
-    code has, how many cases cover them, and how many this run took."""
-    from tests.e2e.crash import cases, selected  # noqa: PLC0415
+    code has, how many cases cover them (on the local provider and on GitHub), and how many
+    this run took."""
+    from actors.crashpoints import POINTS  # noqa: PLC0415
+    from tests.e2e.crash import cases, github_cases  # noqa: PLC0415
 
-    ran = [
-        report
-        for report in terminalreporter.stats.get("passed", [])
-        + terminalreporter.stats.get("failed", [])
-        if "test_a_crash_at_the_point" in report.nodeid and report.when == "call"
-    ]
-    if not ran:
+    def ran(test: str) -> int:
+        return sum(
+            1
+            for report in terminalreporter.stats.get("passed", [])
+            + terminalreporter.stats.get("failed", [])
+            if test in report.nodeid and report.when == "call"
+        )
+
+    local, github = ran("test_a_crash_at_the_point"), ran("test_a_kill_at_a_github_write")
+    if not local and not github:
         return
-    every, chosen = cases(), selected(cases())
-    which = "all" if len(chosen) == len(every) else "chosen by the commit; make crash-all runs all"
-    points = len({c.point for c in every})
     terminalreporter.write_line(
-        f"crash suite: {points} crashpoints, {len(every)} cases; this run: {len(ran)} ({which})"
+        f"crash suite: {len(POINTS)} crashpoints; cases: {len(cases())} local, "
+        f"{len(github_cases())} on GitHub; this run: {local} local, {github} on GitHub "
+        "(by default chosen by the commit; make crash-all runs all)"
     )
