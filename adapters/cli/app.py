@@ -21,13 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from pydantic import ValidationError
 
-from actors.config import CpeConfig, load_config, parse_config, validation_problems
 from actors.engine import Engine, create_engine
 from actors.journal import JOURNAL_NAME, check_journal
 from actors.services import Services
-from adapters.bash_guard import BashGuardConfig
+from adapters.cli.settings import CpeConfig, load_config, parse_config
 from adapters.metering import ProviderMeter, metered
 from domain.errors import ConfigError, CpeError
 from domain.models import AgentRole
@@ -392,20 +390,21 @@ def _provider(
         github = config.provider.github
         if github is None:
             raise ConfigError("provider.github: missing", expected="repository and token_env")
-        settings = {
-            **github.model_dump(),
-            "default_branch": branch,
-            # The implementors' branches are named with it: how a PR finds its work item.
-            "branch_prefix": config.workflow.branch_prefix,
-        }
-        if settings.get("app_id") is None and not os.environ.get(github.token_env):
+        settings = github.model_copy(
+            update={
+                "default_branch": branch,
+                # The implementors' branches are named with it: how a PR finds its work item.
+                "branch_prefix": config.workflow.branch_prefix,
+            }
+        )
+        if settings.app_id is None and not os.environ.get(github.token_env):
             raise ConfigError(
                 f"provider.github.token_env: the environment variable {github.token_env} is "
                 "not set",
                 expected="a GitHub token in that variable",
             )
         try:
-            from adapters.github import GitHubSettings, create_github_provider  # noqa: PLC0415
+            from adapters.github import create_github_provider  # noqa: PLC0415
         except ImportError as exc:
             raise ConfigError(
                 "provider.kind: the GitHub provider is not available in this version",
@@ -420,12 +419,7 @@ def _provider(
             max_bytes=config.specs.max_bytes,
             remote=remote,
         )
-        try:
-            provider, interfaces = create_github_provider(settings, specs)
-        except ValidationError as exc:
-            raise ConfigError(
-                validation_problems(exc, GitHubSettings, prefix="provider.github.")
-            ) from exc
+        provider, interfaces = create_github_provider(settings, specs)
         closers.append(provider.close)
         meter.wire = lambda: provider.stats
         return interfaces
@@ -512,10 +506,6 @@ def _runtime_factory(
         isolated_home=isolated_home,
         codex_overrides=[*codex.overrides, *codex_overrides],
     )
-    try:
-        guard = BashGuardConfig.model_validate(config.bash_guard.model_dump())
-    except ValidationError as exc:  # pydantic's own text spans lines: one line per key path
-        raise ConfigError(validation_problems(exc, BashGuardConfig, prefix="bash_guard.")) from exc
     sandbox, sandbox_missing = _sandbox(config, closers if closers is not None else [])
     adapter_config = ClaudeAdapterConfig(
         repo_root=str(root),
@@ -541,7 +531,7 @@ def _runtime_factory(
         },
         agent_env=dict(agent_env or {}),
         isolated_home=isolated_home,
-        bash_guard=guard,
+        bash_guard=config.bash_guard,
         sandbox=sandbox,
         sandbox_missing=sandbox_missing,
         prices={
@@ -597,13 +587,10 @@ def _sandbox(config: CpeConfig, closers: list[Any]) -> tuple[Any, str]:
     a ``ConfigError`` when one is required and there is none. With ``allow_install``, cpe's
     registry proxy is started (and closed with the app)."""
     from adapters.runtime.preflight import check_sandbox  # noqa: PLC0415
-    from adapters.runtime.sandbox import Sandbox, SandboxConfig  # noqa: PLC0415
+    from adapters.runtime.sandbox import Sandbox  # noqa: PLC0415
     from adapters.runtime.sandbox.proxy import RegistryProxy  # noqa: PLC0415
 
-    try:
-        settings = SandboxConfig.model_validate(config.sandbox.model_dump())
-    except ValidationError as exc:
-        raise ConfigError(validation_problems(exc, SandboxConfig, prefix="sandbox.")) from exc
+    settings = config.sandbox
     proxy = RegistryProxy(settings.registries) if settings.allow_install else None
     try:
         found = check_sandbox(settings, proxy_socket=proxy.path if proxy else None)
