@@ -11,10 +11,12 @@ type fails at start with a ``ConfigError`` that names the key path and what was 
 from __future__ import annotations
 
 import os
+import shutil
 import tomllib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -38,10 +40,15 @@ from domain.errors import ConfigError
 from domain.handlers import HandlerOptions
 from domain.models import AgentRole
 from domain.policy import Policy
-from domain.ports import ProviderInterfaces, RuntimeAdapterFactory
+from domain.ports import (
+    ProviderInterfaces,
+    RuntimeAdapter,
+    RuntimeAdapterDeps,
+    RuntimeAdapterFactory,
+)
 
 RuntimeKind = Literal["claude-sdk", "claude-cli", "codex-cli"]
-RUNTIME_KINDS: tuple[str, ...] = get_args(RuntimeKind)
+RUNTIME_KINDS: tuple[RuntimeKind, ...] = get_args(RuntimeKind)
 
 
 class _Section(BaseModel):
@@ -177,16 +184,111 @@ class ModelsSection(_Section):
     reviewer: ClaudeModel = "sonnet"
 
 
-class ClaudeCliSection(_Section):
+# ---------------------------------------------------------------------------- runtimes
+# One model per runtime kind, each building its runtime adapter: [runtime.roles] names a kind
+# per role, RuntimeSection.runtime(kind) gives its settings. The kind is a class attribute, not a
+# key: [runtime.claude_cli] and [runtime.codex_cli] take no "kind" (claude-sdk has no section).
+
+
+@dataclass(frozen=True)
+class RuntimeContext:
+    """What every runtime is built with besides its own settings.
+
+    ``shared`` are the settings the runtimes' configs have in common, by field name
+    (``ClaudeAdapterConfig`` in adapters/runtime/claude_sdk.py, ``CliRuntimeConfig`` in
+    adapters/runtime/runners/runtime.py); ``models`` is ``[runtime.models]`` without its empty
+    entries; ``idle_timeout`` is ``[runtime] idle_timeout`` (None: off), which a runtime's own
+    wins over; ``codex_overrides`` are ``-c`` values cpe adds (the demo's scripted model)."""
+
+    shared: Mapping[str, Any]
+    models: dict[str, str]
+    idle_timeout: float | None
+    codex_overrides: Sequence[str] = ()
+
+
+class ClaudeSdkRuntime(_Section):
+    """``claude-sdk``: the Claude Agent SDK (adapters/runtime/claude_sdk.py); no section."""
+
+    kind: ClassVar[RuntimeKind] = "claude-sdk"
+
+    def check(self) -> None:
+        """A ``ConfigError`` for what cannot work, before anything starts."""
+        from adapters.runtime.workspace.launcher import LAUNCHER  # noqa: PLC0415
+
+        _bundled_claude()
+        if not os.access(LAUNCHER, os.X_OK):
+            raise ConfigError(
+                f"runtime claude-sdk: cpe's launcher {LAUNCHER} is not executable",
+                expected="cpe installed with its file modes (pip install keeps them)",
+            )
+
+    def cli(self) -> tuple[str, str, str]:
+        """The CLI it runs, for the version check: family, path, the key that names it."""
+        cli = _bundled_claude()
+        return "claude", executable(cli) or cli, "claude-agent-sdk's bundled CLI"
+
+    def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
+        from adapters.runtime.claude_sdk import (  # noqa: PLC0415
+            ClaudeAdapterConfig,
+            create_claude_adapter,
+        )
+
+        config = ClaudeAdapterConfig(
+            **context.shared, models=context.models, idle_timeout=context.idle_timeout
+        )
+        return create_claude_adapter(config, deps)
+
+
+class ClaudeCliRuntime(_Section):
     """``[runtime.claude_cli]``: the ``claude -p`` runtime."""
+
+    kind: ClassVar[RuntimeKind] = "claude-cli"
 
     cli_path: ExpandedPath = ""  # empty: the CLI bundled with claude-agent-sdk
     model: str = ""  # empty: the CLI's default; else one of sonnet, opus, haiku
     idle_timeout: Seconds | None = None  # no output for this long: killed
 
+    def check(self) -> None:
+        from adapters.runtime.runners.claude_cli import CLAUDE_CAPABILITIES  # noqa: PLC0415
 
-class CodexCliSection(_Section):
+        if not self.cli_path:
+            _bundled_claude()
+        elif not executable(self.cli_path):
+            raise ConfigError(
+                f"runtime.claude_cli.cli_path: the claude CLI was not found at {self.cli_path!r}",
+                expected="an executable claude, or empty for the bundled one",
+            )
+        models = CLAUDE_CAPABILITIES.available_models
+        if self.model and self.model not in models:
+            raise ConfigError(
+                f"runtime.claude_cli.model: {self.model!r} is not a model the claude CLI runner "
+                "offers",
+                expected=f"empty or one of {', '.join(models)}",
+            )
+
+    def cli(self) -> tuple[str, str, str]:
+        path = self.cli_path or _bundled_claude()
+        return "claude", executable(path) or path, "runtime.claude_cli.cli_path"
+
+    def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
+        from adapters.runtime.runners.runtime import (  # noqa: PLC0415
+            CliRuntimeConfig,
+            create_cli_runtime,
+        )
+
+        config = CliRuntimeConfig(
+            **context.shared,
+            model=self.model or None,
+            models=context.models,
+            idle_timeout=self.idle_timeout or context.idle_timeout,
+        )
+        return create_cli_runtime(config, deps, cli_path=self.cli_path or None)
+
+
+class CodexCliRuntime(_Section):
     """``[runtime.codex_cli]``: the ``codex exec`` runtime."""
+
+    kind: ClassVar[RuntimeKind] = "codex-cli"
 
     cli_path: ExpandedPath = "codex"  # a name on PATH or a path
     model: str = ""  # empty: codex's default model; else one of ``models``
@@ -194,6 +296,76 @@ class CodexCliSection(_Section):
     sandbox: Literal["workspace-write", "danger-full-access"] = "workspace-write"
     overrides: list[str] = Field(default_factory=list)  # extra ``-c key=value`` (TOML values)
     idle_timeout: Seconds | None = None
+
+    def check(self) -> None:
+        if executable(self.cli_path) is None:
+            raise ConfigError(
+                f"runtime.codex_cli.cli_path: the codex CLI was not found ({self.cli_path!r})",
+                expected="codex on PATH (npm install -g @openai/codex) or its path",
+            )
+        if self.model and self.model not in self.models:
+            raise ConfigError(
+                f"runtime.codex_cli.model: {self.model!r} is not in runtime.codex_cli.models",
+                expected=f"empty or one of {', '.join(self.models)}",
+            )
+        if self.sandbox == "danger-full-access":
+            raise ConfigError(
+                "runtime.codex_cli.sandbox: danger-full-access leaves the agent unconfined "
+                "(codex has no tool lists and no hook for cpe's Bash guard)",
+                expected="workspace-write",
+            )
+        for override in self.overrides:
+            key, equals, _ = override.partition("=")
+            if not equals or not key.strip():
+                raise ConfigError(
+                    f"runtime.codex_cli.overrides: {override!r} is not key=value",
+                    expected='a codex -c value, e.g. model_reasoning_effort="high"',
+                )
+
+    def cli(self) -> tuple[str, str, str]:
+        return "codex", executable(self.cli_path) or self.cli_path, "runtime.codex_cli.cli_path"
+
+    def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
+        from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
+        from adapters.runtime.runners.runtime import CliRuntimeConfig  # noqa: PLC0415
+
+        config = CliRuntimeConfig(
+            **context.shared,
+            model=self.model or None,
+            idle_timeout=self.idle_timeout or context.idle_timeout,
+        )
+        return create_codex_runtime(
+            config,
+            deps,
+            cli_path=executable(self.cli_path) or self.cli_path,
+            overrides=[*self.overrides, *context.codex_overrides],
+            models=self.models,
+            sandbox=self.sandbox,
+        )
+
+
+RuntimeSettings = ClaudeSdkRuntime | ClaudeCliRuntime | CodexCliRuntime
+
+
+def _bundled_claude() -> str:
+    """The claude CLI bundled with claude-agent-sdk; a ``ConfigError`` when it is not there."""
+    from adapters.runtime.claude_sdk import bundled_cli  # noqa: PLC0415
+
+    cli = bundled_cli()
+    if not Path(cli).exists():
+        raise ConfigError(
+            f"runtime claude-sdk: the claude CLI was not found at {cli}",
+            expected="claude-agent-sdk installed with its bundled CLI",
+        )
+    return cli
+
+
+def executable(name: str) -> str | None:
+    """``name`` as a runnable path: a path that is an executable file, or a name on PATH."""
+    if os.sep in name:
+        candidate = Path(name).expanduser()
+        return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
+    return shutil.which(name)
 
 
 class HooksSection(_Section):
@@ -239,8 +411,17 @@ class RuntimeSection(_Section):
             )
         return hooks
 
-    claude_cli: ClaudeCliSection = ClaudeCliSection()
-    codex_cli: CodexCliSection = CodexCliSection()
+    claude_cli: ClaudeCliRuntime = ClaudeCliRuntime()
+    codex_cli: CodexCliRuntime = CodexCliRuntime()
+
+    def runtime(self, kind: RuntimeKind) -> RuntimeSettings:
+        """The settings of runtime ``kind``: its own section, if it has one."""
+        runtimes: tuple[RuntimeSettings, ...] = (
+            ClaudeSdkRuntime(),
+            self.claude_cli,
+            self.codex_cli,
+        )
+        return next(runtime for runtime in runtimes if runtime.kind == kind)
 
 
 Usd = Annotated[float, Field(ge=0, le=1_000_000, allow_inf_nan=False)]
