@@ -131,6 +131,9 @@ _REF_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 
 
 class WorkflowSection(_Section):
+    """``[workflow]``: the handlers' options (``HandlerOptions`` in domain/handlers.py), each
+    under its own name, with the file's bounds and messages."""
+
     max_attempts: int = Field(default=3, ge=1, le=100)
     auto_merge: bool = False
     retry_backoff_initial: Seconds = 30
@@ -546,18 +549,13 @@ class CpeConfig(_Section):
         return DailyBudget(per_day_usd=self.budget.per_day_usd, timezone=self.budget.timezone)
 
     def handler_options(self) -> HandlerOptions:
-        w = self.workflow
+        """``[workflow]`` (every key of it is a handler option of the same name) and the budget
+        the handlers enforce."""
         return HandlerOptions(
-            max_attempts=w.max_attempts,
-            auto_merge=w.auto_merge,
-            retry_backoff_initial=w.retry_backoff_initial,
-            retry_backoff_max=w.retry_backoff_max,
-            charge_baseline_failures=w.charge_baseline_failures,
+            **self.workflow.model_dump(),
             item_budget_usd=self.budget.per_item_usd or None,
             spec_budget_usd=self.budget.per_spec_usd or None,
             block_on_item_budget=self.budget.on_item_budget == "block",
-            branch_prefix=w.branch_prefix,
-            max_concurrent=w.max_concurrent,
         )
 
 
