@@ -32,11 +32,11 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from actors.config import CpeConfig
 from actors.engine import Engine
 from actors.executor import BreakerSettings
 from actors.journal import JOURNAL_NAME, InstanceLock, Journal, check_journal
 from actors.logs import redact_value
+from adapters.cli.settings import CpeConfig
 from domain.decisions import dispatch_pause
 from domain.events import AgentFailed
 from domain.models import EngineState, SessionId, WorkItem

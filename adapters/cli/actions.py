@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from actors.config import load_config, parse_config
 from actors.journal import Journal
 from actors.logs import LogFormat, configure_logging
 from actors.process import EXIT_CONFIG, Watchdog, run_engine
@@ -28,6 +27,7 @@ from adapters.cli.app import (
     prepare_services,
     resolve_config,
 )
+from adapters.cli.settings import load_config, parse_config
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
 from adapters.notify import notify
 from domain.errors import ConfigError

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import threading
@@ -21,41 +20,32 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from pydantic import ValidationError
 
-from actors.config import CpeConfig, load_config, parse_config, validation_problems
 from actors.engine import Engine, create_engine
 from actors.journal import JOURNAL_NAME, check_journal
 from actors.services import Services
-from adapters.bash_guard import BashGuardConfig
+from adapters.cli.settings import (
+    RUNTIME_KINDS,
+    CpeConfig,
+    RuntimeContext,
+    RuntimeKind,
+    load_config,
+    parse_config,
+)
 from adapters.metering import ProviderMeter, metered
 from domain.errors import ConfigError, CpeError
-from domain.models import AgentRole
-from domain.ports import ProviderInterfaces, RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
+from domain.models import AGENT_ROLES, AgentRole
+from domain.ports import (
+    ProviderInterfaces,
+    RuntimeAdapter,
+    RuntimeAdapterDeps,
+    RuntimeAdapterFactory,
+    SessionLogging,
+)
 
 log = structlog.get_logger("cpe.app")
 
 CONFIG_NAME = "supervisor.toml"
-# The settings the claude-cli runtime shares with the SDK runtime's config.
-_CLI_FIELDS = {
-    "repo_root",
-    "default_branch",
-    "max_agent_duration",
-    "logging",
-    "context_paths",
-    "setup_command",
-    "setup_timeout",
-    "hooks",
-    "max_budget_usd",
-    "repeat_limit",
-    "unchanged_limit",
-    "agent_env",
-    "isolated_home",
-    "bash_guard",
-    "sandbox",
-    "sandbox_missing",
-    "prices",
-}
 
 
 @dataclass
@@ -392,20 +382,21 @@ def _provider(
         github = config.provider.github
         if github is None:
             raise ConfigError("provider.github: missing", expected="repository and token_env")
-        settings = {
-            **github.model_dump(),
-            "default_branch": branch,
-            # The implementors' branches are named with it: how a PR finds its work item.
-            "branch_prefix": config.workflow.branch_prefix,
-        }
-        if settings.get("app_id") is None and not os.environ.get(github.token_env):
+        settings = github.model_copy(
+            update={
+                "default_branch": branch,
+                # The implementors' branches are named with it: how a PR finds its work item.
+                "branch_prefix": config.workflow.branch_prefix,
+            }
+        )
+        if settings.app_id is None and not os.environ.get(github.token_env):
             raise ConfigError(
                 f"provider.github.token_env: the environment variable {github.token_env} is "
                 "not set",
                 expected="a GitHub token in that variable",
             )
         try:
-            from adapters.github import GitHubSettings, create_github_provider  # noqa: PLC0415
+            from adapters.github import create_github_provider  # noqa: PLC0415
         except ImportError as exc:
             raise ConfigError(
                 "provider.kind: the GitHub provider is not available in this version",
@@ -420,12 +411,7 @@ def _provider(
             max_bytes=config.specs.max_bytes,
             remote=remote,
         )
-        try:
-            provider, interfaces = create_github_provider(settings, specs)
-        except ValidationError as exc:
-            raise ConfigError(
-                validation_problems(exc, GitHubSettings, prefix="provider.github.")
-            ) from exc
+        provider, interfaces = create_github_provider(settings, specs)
         closers.append(provider.close)
         meter.wire = lambda: provider.stats
         return interfaces
@@ -456,136 +442,77 @@ def _runtime_factory(
     root: Path,
     branch: str,
     state_dir: Path,
-    roles: Mapping[str, str],
+    roles: Mapping[str, RuntimeKind],
     *,
     closers: list[Any] | None = None,
     agent_env: Mapping[str, str] | None,
     isolated_home: bool,
     codex_overrides: Sequence[str] = (),
-) -> Any:
-    from adapters.runtime.claude_sdk import (  # noqa: PLC0415
-        ClaudeAdapterConfig,
-        bundled_cli,
-        create_claude_adapter,
-    )
+) -> RuntimeAdapterFactory:
     from adapters.runtime.preflight import (  # noqa: PLC0415
         check_cli_version,
         check_credentials,
     )
     from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice  # noqa: PLC0415
-    from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
-    from adapters.runtime.runners.runtime import (  # noqa: PLC0415
-        CliRuntimeConfig,
-        create_cli_runtime,
-    )
-    from adapters.runtime.workspace.launcher import LAUNCHER  # noqa: PLC0415
 
-    kinds = set(roles.values())
-    claude_models = {role: m for role, m in config.runtime.models.model_dump().items() if m}
-    claude_cli = config.runtime.claude_cli
-    cli = bundled_cli()
-    needs_bundled = "claude-sdk" in kinds or ("claude-cli" in kinds and not claude_cli.cli_path)
-    if needs_bundled and not Path(cli).exists():
-        raise ConfigError(
-            f"runtime claude-sdk: the claude CLI was not found at {cli}",
-            expected="claude-agent-sdk installed with its bundled CLI",
-        )
-    if "claude-sdk" in kinds and not os.access(LAUNCHER, os.X_OK):
-        raise ConfigError(
-            f"runtime claude-sdk: cpe's launcher {LAUNCHER} is not executable",
-            expected="cpe installed with its file modes (pip install keeps them)",
-        )
-    if "claude-cli" in kinds:
-        _check_claude_cli(claude_cli.cli_path, claude_cli.model)
+    # The runtimes the roles name, in RUNTIME_KINDS' order: the checks below go in that order.
+    runtimes = [config.runtime.runtime(kind) for kind in RUNTIME_KINDS if kind in roles.values()]
+    for runtime in runtimes:
+        runtime.check()
+    for runtime in runtimes:
+        check_cli_version(runtime.kind, *runtime.cli())
     codex = config.runtime.codex_cli
-    codex_path = _check_codex_cli(codex) if "codex-cli" in kinds else codex.cli_path
-    for kind, family, path, key in (
-        ("claude-sdk", "claude", cli, "claude-agent-sdk's bundled CLI"),
-        ("claude-cli", "claude", claude_cli.cli_path or cli, "runtime.claude_cli.cli_path"),
-        ("codex-cli", "codex", codex_path, "runtime.codex_cli.cli_path"),
-    ):
-        if kind in kinds:
-            check_cli_version(kind, family, _executable(path) or path, key)
     check_credentials(
-        kinds,
+        [runtime.kind for runtime in runtimes],
         agent_env or {},
         isolated_home=isolated_home,
         codex_overrides=[*codex.overrides, *codex_overrides],
     )
-    try:
-        guard = BashGuardConfig.model_validate(config.bash_guard.model_dump())
-    except ValidationError as exc:  # pydantic's own text spans lines: one line per key path
-        raise ConfigError(validation_problems(exc, BashGuardConfig, prefix="bash_guard.")) from exc
     sandbox, sandbox_missing = _sandbox(config, closers if closers is not None else [])
-    adapter_config = ClaudeAdapterConfig(
-        repo_root=str(root),
-        default_branch=branch,
-        max_agent_duration=config.runtime.max_agent_duration,
-        idle_timeout=config.runtime.idle_timeout or None,
-        max_budget_usd=config.budget.per_run_usd or None,
-        models=claude_models,
-        repeat_limit=config.runtime.repeat_limit if config.runtime.repeat_limit >= 2 else None,
-        unchanged_limit=config.runtime.unchanged_limit or None,
-        logging=SessionLogging(
-            agent_sessions=config.logging.agent_transcripts, logs_dir=str(state_dir / "runs")
-        ),
-        context_paths=tuple(config.runtime.context_paths),
-        setup_command=config.runtime.hooks.after_create or config.runtime.setup_command,
-        setup_timeout=config.runtime.hooks.after_create_timeout,
-        hooks={
-            name: (
-                getattr(config.runtime.hooks, name),
-                getattr(config.runtime.hooks, f"{name}_timeout"),
-            )
-            for name in ("before_run", "after_run", "before_remove")
-        },
-        agent_env=dict(agent_env or {}),
-        isolated_home=isolated_home,
-        bash_guard=guard,
-        sandbox=sandbox,
-        sandbox_missing=sandbox_missing,
-        prices={
-            **DEFAULT_PRICES,
-            **{
-                name: ModelPrice(**price.model_dump())
-                for name, price in config.pricing.models.items()
+    hooks = config.runtime.hooks
+    context = RuntimeContext(
+        shared={
+            "repo_root": str(root),
+            "default_branch": branch,
+            "max_agent_duration": config.runtime.max_agent_duration,
+            "max_budget_usd": config.budget.per_run_usd or None,
+            "repeat_limit": r if (r := config.runtime.repeat_limit) >= 2 else None,
+            "unchanged_limit": config.runtime.unchanged_limit or None,
+            "logging": SessionLogging(
+                agent_sessions=config.logging.agent_transcripts, logs_dir=str(state_dir / "runs")
+            ),
+            "context_paths": tuple(config.runtime.context_paths),
+            "setup_command": hooks.after_create or config.runtime.setup_command,
+            "setup_timeout": hooks.after_create_timeout,
+            "hooks": {
+                name: (getattr(hooks, name), getattr(hooks, f"{name}_timeout"))
+                for name in ("before_run", "after_run", "before_remove")
+            },
+            "agent_env": dict(agent_env or {}),
+            "isolated_home": isolated_home,
+            "bash_guard": config.bash_guard,
+            "sandbox": sandbox,
+            "sandbox_missing": sandbox_missing,
+            "prices": {
+                **DEFAULT_PRICES,
+                **{
+                    name: ModelPrice(**price.model_dump())
+                    for name, price in config.pricing.models.items()
+                },
             },
         },
+        models={role: m for role, m in config.runtime.models.model_dump().items() if m},
+        idle_timeout=config.runtime.idle_timeout or None,
+        codex_overrides=codex_overrides,
     )
-    shared = {name: getattr(adapter_config, name) for name in _CLI_FIELDS}
-
-    def build(kind: str, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
-        if kind == "claude-sdk":
-            return create_claude_adapter(adapter_config, deps)
-        if kind == "claude-cli":
-            settings = CliRuntimeConfig(
-                **shared,
-                model=claude_cli.model or None,
-                models=claude_models,
-                idle_timeout=claude_cli.idle_timeout or config.runtime.idle_timeout or None,
-            )
-            return create_cli_runtime(settings, deps, cli_path=claude_cli.cli_path or None)
-        settings = CliRuntimeConfig(
-            **shared,
-            model=codex.model or None,
-            idle_timeout=codex.idle_timeout or config.runtime.idle_timeout or None,
-        )
-        return create_codex_runtime(
-            settings,
-            deps,
-            cli_path=codex_path,
-            overrides=[*codex.overrides, *codex_overrides],
-            models=codex.models,
-            sandbox=codex.sandbox,
-        )
 
     def factory(deps: RuntimeAdapterDeps) -> dict[AgentRole, RuntimeAdapter]:
         built: dict[str, RuntimeAdapter] = {}  # one adapter per kind, shared by its roles
         adapters: dict[AgentRole, RuntimeAdapter] = {}
-        for role in ("planner", "implementor", "reviewer"):
+        for role in AGENT_ROLES:
             kind = roles[role]
             if kind not in built:
-                built[kind] = build(kind, deps)
+                built[kind] = config.runtime.runtime(kind).build(context, deps)
             adapters[role] = built[kind]
         return adapters
 
@@ -597,13 +524,10 @@ def _sandbox(config: CpeConfig, closers: list[Any]) -> tuple[Any, str]:
     a ``ConfigError`` when one is required and there is none. With ``allow_install``, cpe's
     registry proxy is started (and closed with the app)."""
     from adapters.runtime.preflight import check_sandbox  # noqa: PLC0415
-    from adapters.runtime.sandbox import Sandbox, SandboxConfig  # noqa: PLC0415
+    from adapters.runtime.sandbox import Sandbox  # noqa: PLC0415
     from adapters.runtime.sandbox.proxy import RegistryProxy  # noqa: PLC0415
 
-    try:
-        settings = SandboxConfig.model_validate(config.sandbox.model_dump())
-    except ValidationError as exc:
-        raise ConfigError(validation_problems(exc, SandboxConfig, prefix="sandbox.")) from exc
+    settings = config.sandbox
     proxy = RegistryProxy(settings.registries) if settings.allow_install else None
     try:
         found = check_sandbox(settings, proxy_socket=proxy.path if proxy else None)
@@ -620,56 +544,3 @@ def _sandbox(config: CpeConfig, closers: list[Any]) -> tuple[Any, str]:
         proxy.close()
     log.warning("agent commands run WITHOUT the OS sandbox ([sandbox] required = false)", why=found)
     return None, f"[sandbox] required = false, and {found}"
-
-
-def _check_claude_cli(cli_path: str, model: str) -> None:
-    from adapters.runtime.runners.claude_cli import CLAUDE_CAPABILITIES  # noqa: PLC0415
-
-    if cli_path and not _executable(cli_path):
-        raise ConfigError(
-            f"runtime.claude_cli.cli_path: the claude CLI was not found at {cli_path!r}",
-            expected="an executable claude, or empty for the bundled one",
-        )
-    models = CLAUDE_CAPABILITIES.available_models
-    if model and model not in models:
-        raise ConfigError(
-            f"runtime.claude_cli.model: {model!r} is not a model the claude CLI runner offers",
-            expected=f"empty or one of {', '.join(models)}",
-        )
-
-
-def _check_codex_cli(codex: Any) -> str:
-    """The codex CLI's path; a ``ConfigError`` naming the key for what cannot work."""
-    path = _executable(codex.cli_path)
-    if path is None:
-        raise ConfigError(
-            f"runtime.codex_cli.cli_path: the codex CLI was not found ({codex.cli_path!r})",
-            expected="codex on PATH (npm install -g @openai/codex) or its path",
-        )
-    if codex.model and codex.model not in codex.models:
-        raise ConfigError(
-            f"runtime.codex_cli.model: {codex.model!r} is not in runtime.codex_cli.models",
-            expected=f"empty or one of {', '.join(codex.models)}",
-        )
-    if codex.sandbox == "danger-full-access":
-        raise ConfigError(
-            "runtime.codex_cli.sandbox: danger-full-access leaves the agent unconfined (codex "
-            "has no tool lists and no hook for cpe's Bash guard)",
-            expected="workspace-write",
-        )
-    for override in codex.overrides:
-        key, equals, _ = override.partition("=")
-        if not equals or not key.strip():
-            raise ConfigError(
-                f"runtime.codex_cli.overrides: {override!r} is not key=value",
-                expected='a codex -c value, e.g. model_reasoning_effort="high"',
-            )
-    return path
-
-
-def _executable(name: str) -> str | None:
-    """``name`` as a runnable path: a path that is an executable file, or a name on PATH."""
-    if os.sep in name:
-        candidate = Path(name).expanduser()
-        return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
-    return shutil.which(name)

@@ -16,7 +16,6 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NoReturn
 
-from actors.config import RUNTIME_KINDS
 from domain.models import AGENT_ROLES, STATUSES
 from domain.results import output_schema, strict_output_schema
 from domain.workflow import render_table
@@ -30,23 +29,16 @@ def _version() -> str:
 
 
 def _check_bash(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError  # noqa: PLC0415 - keep `cpe --help` fast
-
-    from actors.config import load_config, validation_problems  # noqa: PLC0415
     from adapters.bash_guard import BashGuardConfig, check_bash_main  # noqa: PLC0415
+    from adapters.cli.settings import load_config  # noqa: PLC0415 - keep `cpe --help` fast
     from domain.errors import ConfigError  # noqa: PLC0415
 
     config = BashGuardConfig()
     if args.config:
         try:
-            section = load_config(args.config).bash_guard.model_dump()
-            config = BashGuardConfig.model_validate(section)
+            config = load_config(args.config).bash_guard
         except ConfigError as exc:
             print(f"cpe: configuration error: {exc}", file=sys.stderr)
-            return 78
-        except ValidationError as exc:
-            problems = validation_problems(exc, BashGuardConfig, prefix="bash_guard.")
-            print(f"cpe: configuration error: {args.config}: {problems}", file=sys.stderr)
             return 78
     words = list(args.words)
     return check_bash_main(["--worktree", args.worktree, *words], config=config)
@@ -283,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _role_runtime(text: str) -> tuple[str, str]:
+    from adapters.cli.settings import RUNTIME_KINDS  # noqa: PLC0415 - keep `cpe --help` fast
+
     role, equals, kind = text.partition("=")
     if not equals or role not in AGENT_ROLES or kind not in RUNTIME_KINDS:
         raise argparse.ArgumentTypeError(
@@ -349,7 +343,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if serve is not None:
             from pydantic import ValidationError  # noqa: PLC0415
 
-            from actors.config import DashboardSection  # noqa: PLC0415
+            from adapters.cli.settings import DashboardSection  # noqa: PLC0415
 
             try:
                 DashboardSection(listen=serve)

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from actors.config import CpeConfig
 from actors.journal import JOURNAL_NAME, Journal
 from adapters.cli.actions import describe_run, fail, journal_state, run_runtime
 from adapters.cli.app import default_branch, resolve_config
+from adapters.cli.settings import CpeConfig
 from adapters.control import PROCESS_TIMEOUT, NoEngine, accept_offline, exchange
 from domain.errors import ConfigError, JournalInUseError
 from domain.events import StatusTransitioned, UserTransitionedStatus, WorkItemChanged

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from actors.config import CpeConfig
 from actors.engine import Engine
 from actors.streams import AgentStream
+from adapters.cli.settings import CpeConfig
 from adapters.control import Control, dispatch_paused
 from adapters.metering import ProviderMeter
 from domain.events import EngineEvent

@@ -35,9 +35,10 @@ from githubkit_schemas.latest.models import (
     Status,
 )
 
-from adapters.github.config import GitHubSettings, resolve_auth, token_kind
+from adapters.github.auth import resolve_auth, token_kind
 from adapters.github.errors import translated
 from adapters.github.git_api import GitDataCalls
+from adapters.github.settings import GitHubSettings
 from adapters.github.transport import NOT_MODIFIED, ConditionalTransport
 from domain.errors import ProviderError
 

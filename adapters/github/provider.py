@@ -16,13 +16,13 @@ from typing import Any
 import httpx
 
 from adapters.github.api import GitHubApi
-from adapters.github.config import GitHubSettings
 from adapters.github.issue_index import IssueIndex
 from adapters.github.labels import Labels
 from adapters.github.pacing import WritePacer
 from adapters.github.pipeline import PipelineReader
 from adapters.github.pull_index import PullIndex
 from adapters.github.revisions import GitHubRevisionReader, GitHubRevisionWriter
+from adapters.github.settings import GitHubSettings
 from adapters.github.transport import ConditionalTransport, TransportStats
 from adapters.github.work_items import GitHubWorkItemReader, GitHubWorkItemWriter
 from domain.errors import ConfigError, ProviderError

@@ -18,8 +18,8 @@ from githubkit_schemas.latest.models import PullRequest, PullRequestSimple
 
 from adapters.github import markers
 from adapters.github.api import GitHubApi
-from adapters.github.config import GitHubSettings
 from adapters.github.pipeline import PipelineReader
+from adapters.github.settings import GitHubSettings
 from domain.models import Pipeline, Revision, RevisionId, RevisionState, WorkItemId
 
 

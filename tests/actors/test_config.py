@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.config import load_config, parse_config
+from adapters.cli.settings import load_config, parse_config
 from domain.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

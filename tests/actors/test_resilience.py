@@ -219,7 +219,7 @@ sys.exit(run_engine(lambda: create_engine(config)))
 
 BAD_CONFIG = """
 import sys
-from actors.config import load_config
+from adapters.cli.settings import load_config
 from actors.process import run_engine
 
 def build():

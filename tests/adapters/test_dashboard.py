@@ -14,10 +14,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from actors.config import parse_config
 from actors.engine import Engine
 from actors.services import Services
 from actors.supervisor import SupervisorSettings
+from adapters.cli.settings import parse_config
 from adapters.control import Control
 from adapters.dashboard.server import DashboardServer
 from adapters.dashboard.source import Source

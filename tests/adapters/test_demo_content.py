@@ -24,8 +24,8 @@ from typing import Any
 import anyio
 import pytest
 
-from actors.config import load_config, parse_config
 from adapters.bash_guard import BashGuardConfig, check_bash
+from adapters.cli.settings import load_config, parse_config
 from adapters.demo import (
     DEFAULT_BRANCH,
     ITEM_ONE_TITLE,

@@ -11,7 +11,7 @@ import pytest
 from githubkit import AppInstallationAuthStrategy, TokenAuthStrategy
 
 from adapters.github import GitHubProvider, GitHubSettings, markers
-from adapters.github.config import resolve_auth
+from adapters.github.auth import resolve_auth
 from adapters.github.reviews import right_side_lines
 from domain.errors import ConfigError
 from domain.models import Revision, Status, WorkItem, WorkItemId

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.config import CpeConfig
 from adapters.cli.app import _runtime_factory
+from adapters.cli.settings import CpeConfig
 from adapters.runtime.workspace import launcher
 from adapters.runtime.workspace.launcher import LAUNCHER, write_launch_script
 from domain.errors import ConfigError
