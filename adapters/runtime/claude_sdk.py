@@ -48,9 +48,8 @@ from adapters.bash_guard.hook import (
 )
 from adapters.runtime.pricing import LiveUsage, main_model
 from adapters.runtime.records.artifacts import RunArtifacts, Termination
-from adapters.runtime.sandbox import RunSandbox
 from adapters.runtime.sandbox.runs import sandbox_record
-from adapters.runtime.skeleton import AgentRuntimeConfig, Run, RuntimeSkeleton
+from adapters.runtime.skeleton import AgentRuntimeConfig, Run, RuntimeSkeleton, Start
 from adapters.runtime.workspace.agent_env import run_env
 from adapters.runtime.workspace.agents import (
     AgentSpec,
@@ -67,10 +66,8 @@ from adapters.runtime.workspace.launcher import (
     write_launch_script,
 )
 from adapters.runtime.workspace.progress import ProgressWatch
-from adapters.runtime.workspace.provision import Provisioned
 from domain.errors import AgentFailure
 from domain.models import (
-    AgentStartParams,
     RunUsage,
     SessionId,
 )
@@ -194,40 +191,32 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
 
     # ------------------------------------------------------------------ the skeleton's hooks
 
-    async def _begin(
-        self,
-        params: AgentStartParams,
-        session_id: SessionId,
-        provisioned: Provisioned,
-        sandbox: RunSandbox | None,
-    ) -> _Run:
-        worktree, spec = provisioned.worktree, provisioned.spec
+    async def _begin(self, start: Start) -> _Run:
+        params, worktree, spec = start.params, start.provisioned.worktree, start.provisioned.spec
         cwd = worktree.path if worktree is not None else self.repo_root
         files = RunArtifacts.open(
             self.state_dir,  # RunArtifacts adds runs/<session_id>
-            session_id,
+            start.session_id,
             agent_family="claude_sdk",
             invocation_mode="sdk",
             command=[self.config.cli_path or bundled_cli(), "--agent", params.role],
             working_directory=cwd,
-            prompt=provisioned.prompt,
+            prompt=start.provisioned.prompt,
             prompt_reference=f".claude/agents/{params.role}.md",
             requested_policy={"permission_mode": "bypassPermissions", "bash_guard": "deny"},
             effective_policy={
                 **_effective_policy(params.role, spec),
-                "os_sandbox": sandbox_record(sandbox, self.config.sandbox_missing, _APPLIES_TO),
+                "os_sandbox": sandbox_record(
+                    start.sandbox, self.config.sandbox_missing, _APPLIES_TO
+                ),
             },
             capture_format="sdk-messages",
             transcript_log=self.config.logging.agent_sessions,
         )
-        run = _Run(
-            session_id=session_id,
-            params=params,
-            loop=asyncio.get_running_loop(),
-            worktree=worktree,
-            sandbox=sandbox,
+        run = _Run.starting(
+            start,
             files=files,
-            prompt=provisioned.prompt,
+            prompt=start.provisioned.prompt,
             spec=spec,
             kill_grace=self.config.kill_grace,
             repeat_limit=self.config.repeat_limit,

@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 import anyio
 import structlog
@@ -91,6 +91,16 @@ class AgentRuntimeConfig(RuntimeAdapterConfig):
     sandbox_missing: str = Field(default=NOT_CONFIGURED, description="why there is no sandbox")
 
 
+@dataclass(frozen=True)
+class Start:
+    """What a run starts from: its params, its workspace and its sandbox (``_begin``)."""
+
+    params: AgentStartParams
+    session_id: SessionId
+    provisioned: Provisioned
+    sandbox: RunSandbox | None
+
+
 @dataclass(kw_only=True)
 class Run:
     """A run in the table: what every runtime keeps of it (a runtime's own run adds the rest)."""
@@ -105,6 +115,18 @@ class Run:
     timed_out: bool = False  # max_agent_duration passed: the runtime was told to kill it
     ended: bool = False  # its teardown has begun: nothing kills it any more
     deadline: asyncio.TimerHandle | None = None
+
+    @classmethod
+    def starting(cls, start: Start, **own: Any) -> Self:
+        """A run of ``start`` on this loop; ``own``: the fields a runtime's run adds."""
+        return cls(
+            session_id=start.session_id,
+            params=start.params,
+            loop=asyncio.get_running_loop(),
+            worktree=start.provisioned.worktree,
+            sandbox=start.sandbox,
+            **own,
+        )
 
     def end(self) -> None:
         self.ended = True
@@ -197,7 +219,7 @@ class RuntimeSkeleton(ABC, Generic[ConfigT, RunT]):
         sandbox: RunSandbox | None = None
         try:
             sandbox = await anyio.to_thread.run_sync(self._open_sandbox, session_id, worktree)
-            return await self._begin(params, session_id, provisioned, sandbox)
+            return await self._begin(Start(params, session_id, provisioned, sandbox))
         except BaseException:
             await self._release_parts(sandbox, worktree)
             raise
@@ -236,15 +258,9 @@ class RuntimeSkeleton(ABC, Generic[ConfigT, RunT]):
     # ------------------------------------------------------------------ each runtime's own
 
     @abstractmethod
-    async def _begin(
-        self,
-        params: AgentStartParams,
-        session_id: SessionId,
-        provisioned: Provisioned,
-        sandbox: RunSandbox | None,
-    ) -> RunT:
-        """The run, started in its workspace (``provisioned``) and ``sandbox``; what is
-        already made is released by the skeleton should this raise."""
+    async def _begin(self, start: Start) -> RunT:
+        """The run, started in its workspace and sandbox (``Run.starting``); should this
+        raise, the skeleton releases them."""
 
     @abstractmethod
     async def _drive(self, run: RunT) -> AgentResult:

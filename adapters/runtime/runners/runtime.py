@@ -20,7 +20,6 @@ before anything starts (S004-04).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,17 +39,15 @@ from adapters.runtime.runners.base import (
 )
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome, EventCallback
 from adapters.runtime.runners.process import PIDFILE, KillReason, kill_group
-from adapters.runtime.sandbox import RunSandbox
-from adapters.runtime.skeleton import AgentRuntimeConfig, Run, RuntimeSkeleton
+from adapters.runtime.skeleton import AgentRuntimeConfig, Run, RuntimeSkeleton, Start
 from adapters.runtime.workspace.agent_env import run_env
 from adapters.runtime.workspace.agents import (
     AgentSpec,
     effective_disallowed_tools,
     effective_tools,
 )
-from adapters.runtime.workspace.provision import Provisioned
 from domain.errors import AgentFailure, AgentFailureKind
-from domain.models import AgentStartParams, RunUsage, SessionId
+from domain.models import RunUsage, SessionId
 from domain.ports import RuntimeAdapterDeps
 from domain.results import (
     AgentResult,
@@ -151,21 +148,11 @@ class CliRuntime(RuntimeSkeleton[CliRuntimeConfig, _Run]):
 
     # ------------------------------------------------------------------ the skeleton's hooks
 
-    async def _begin(
-        self,
-        params: AgentStartParams,
-        session_id: SessionId,
-        provisioned: Provisioned,
-        sandbox: RunSandbox | None,
-    ) -> _Run:
-        run = _Run(
-            session_id=session_id,
-            params=params,
-            loop=asyncio.get_running_loop(),
-            worktree=provisioned.worktree,
-            sandbox=sandbox,
+    async def _begin(self, start: Start) -> _Run:
+        run = _Run.starting(start)
+        request = self._request(
+            run, start.session_id, start.provisioned.prompt, start.provisioned.spec
         )
-        request = self._request(run, session_id, provisioned.prompt, provisioned.spec)
         run.handle = await anyio.to_thread.run_sync(self._start, run, request)
         return run
 
