@@ -3,9 +3,11 @@
 The runtime adapter is asynchronous; the session runs it on its own event loop (an anyio blocking
 portal entered in ``on_start``: ``asyncio.run`` in a handler would block the mailbox, and an
 escaping ``CancelledError`` is a ``BaseException`` that stops every pykka actor) and hears of the
-run's end through a done-callback that ``tell``s the actor. The duration limit is an anyio deadline,
-and a cancel first asks the adapter (``cancel_agent``, so the adapter's own cleanup runs), then,
-after a grace period, cancels the run's scope, and after a second one abandons it.
+run's end through a done-callback that ``tell``s the actor. The runtime owns the duration limit
+(``adapters/runtime/skeleton.py``); the session's anyio deadline, a cancel grace later, is the
+safety net for a runtime that does not end. A cancel first asks the adapter (``cancel_agent``, so
+the adapter's own cleanup runs), then, after a grace period, cancels the run's scope, and after a
+second one abandons it.
 
 Whatever the adapter does (returns, raises, hangs, returns garbage) and however the session
 ends (run over, cancel, timeout, stop, crash), exactly one terminal event reaches the queue.
@@ -185,7 +187,8 @@ class AgentSession(SupervisedActor):
                 # Cancelled before the loop got here: the actor found no scope to cancel.
                 # (It sets the reason before it looks for the scope, so one of us sees it.)
                 scope.cancel()
-            with anyio.move_on_after(self.max_duration) as deadline:
+            # A cancel grace after the runtime's deadline, which reports the timeout: a safety net
+            with anyio.move_on_after(self.max_duration + self.cancel_grace) as deadline:
                 handle = await self.adapter.start_agent(self.params)
                 self._handle = handle
                 if self._cancel_reason is not None:  # cancelled while it was starting

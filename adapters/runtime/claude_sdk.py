@@ -1,12 +1,13 @@
 """The Claude SDK runtime adapter: the only module that imports ``claude_agent_sdk``.
 
-``create_claude_adapter(config, deps)`` returns a ``RuntimeAdapter``. ``start_agent`` provisions
-the worktree (implementor), assembles the context, loads the agent definition, starts the CLI
-through ``ClaudeSDKClient`` and returns a handle; ``handle.result`` drives the session to its
-end: structured output validated, the patch extracted (implementor), the worktree and branch
-removed, the process tree killed, the artifacts finished. Timeouts and cancels are anyio scopes
-so the SDK's own shielded teardown runs; the CLI runs in its own process group (see
-``launcher``) so nothing it started outlives the run.
+``create_claude_adapter(config, deps)`` returns a ``RuntimeAdapter``, a ``RuntimeSkeleton``
+(``skeleton.py``: the run table, the worktree (implementor), the context and the agent
+definition, the sandbox, the deadline, cancel and the reaper). What is its own: it starts the
+CLI through ``ClaudeSDKClient``; ``handle.result`` drives the session to its end: structured
+output validated, the patch extracted (implementor), the process tree killed, the worktree and
+branch removed, the artifacts finished. Timeouts and cancels are anyio scopes so the SDK's own
+shielded teardown runs; the CLI runs in its own process group (see ``launcher``) so nothing it
+started outlives the run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import asyncio
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -38,17 +39,17 @@ from claude_agent_sdk import (
 from claude_agent_sdk import ClaudeSDKError as _SDKError
 from pydantic import Field
 
-from adapters.bash_guard import BashGuardConfig, check_bash
+from adapters.bash_guard import check_bash
 from adapters.bash_guard.hook import (
     FILE_MATCHER,
     FILE_TOOLS_POLICY,
     BashCheck,
     sdk_hook,
 )
-from adapters.runtime.pricing import DEFAULT_PRICES, LiveUsage, ModelPrice, main_model
+from adapters.runtime.pricing import LiveUsage, main_model
 from adapters.runtime.records.artifacts import RunArtifacts, Termination
-from adapters.runtime.sandbox import RunSandbox, Sandbox
-from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sandbox_record, sweep
+from adapters.runtime.sandbox.runs import sandbox_record
+from adapters.runtime.skeleton import AgentRuntimeConfig, Run, RuntimeSkeleton, Start
 from adapters.runtime.workspace.agent_env import run_env
 from adapters.runtime.workspace.agents import (
     AgentSpec,
@@ -59,22 +60,18 @@ from adapters.runtime.workspace.launcher import (
     LAUNCHER,
     kill_group,
     kill_tree,
-    live_group,
     read_pid,
     stamp_pid,
     wait_for_exit,
     write_launch_script,
 )
 from adapters.runtime.workspace.progress import ProgressWatch
-from adapters.runtime.workspace.provision import Provisioner
-from adapters.runtime.workspace.worktrees import Worktree
 from domain.errors import AgentFailure
 from domain.models import (
-    AgentStartParams,
     RunUsage,
     SessionId,
 )
-from domain.ports import AgentRunHandle, RuntimeAdapterConfig, RuntimeAdapterDeps
+from domain.ports import RuntimeAdapterDeps
 from domain.results import (
     AgentResult,
     output_schema,
@@ -84,53 +81,13 @@ log = structlog.get_logger("cpe.runtime.claude")
 
 _APPLIES_TO = "every Bash command: cpe's PreToolUse hook rewrites it to run in bwrap"
 
-# Variables the CLI needs to reach its model; passed through when set (the model credential is
-# the CLI's own; provider tokens are never in this list).
-MODEL_VARIABLES = (
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_MODEL",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-    "CLAUDE_CODE_MAX_RETRIES",  # how long the CLI itself retries an API that fails
-)
 
-
-class ClaudeAdapterConfig(RuntimeAdapterConfig):
-    repo_root: str
-    default_branch: str
-    context_paths: tuple[str, ...] = (".claude/CLAUDE.md",)
-    setup_command: str = ""
-    setup_timeout: float = Field(default=600, gt=0)
-    # The other workspace hooks: name (before_run, after_run, before_remove) → (command, timeout)
-    hooks: dict[str, tuple[str, float]] = Field(default_factory=dict)
+class ClaudeAdapterConfig(AgentRuntimeConfig):
     cli_path: str | None = Field(default=None, description="another claude executable")
-    model: str | None = None
-    models: dict[str, str] = Field(default_factory=dict, description="per role; wins over model")
-    model_variables: tuple[str, ...] = MODEL_VARIABLES
-    agent_env: Mapping[str, str] = Field(default_factory=dict, description="added on purpose")
-    isolated_home: bool = Field(
-        default=False, description="a throwaway HOME per run (no login in it: use an API key)"
-    )
-    bash_guard: BashGuardConfig = BashGuardConfig()
-    sandbox: Sandbox | None = Field(default=None, description="every Bash command runs in it")
-    sandbox_missing: str = Field(default=NOT_CONFIGURED, description="why there is no sandbox")
     kill_grace: float = Field(default=5, gt=0)
     idle_timeout: float | None = Field(
         default=600, gt=0, description="no message and no tool at work for this long: killed"
     )
-    max_budget_usd: float | None = Field(default=None, gt=0, description="per run; None: none")
-    repeat_limit: int | None = Field(
-        default=None, ge=2, description="the same tool call this many times in a row: stopped"
-    )
-    unchanged_limit: int | None = Field(
-        default=None, ge=1, description="an implementor's tool calls changing nothing: stopped"
-    )
-    # USD per million tokens: prices a run stopped before the CLI reported its cost
-    prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
 
 
 def create_claude_adapter(
@@ -141,16 +98,13 @@ def create_claude_adapter(
     return ClaudeAdapter(config, deps, bash_check=bash_check)
 
 
-@dataclass
-class _Run:
-    session_id: SessionId
-    params: AgentStartParams
+@dataclass(kw_only=True)
+class _Run(Run):
     files: RunArtifacts
-    loop: asyncio.AbstractEventLoop
-    worktree: Worktree | None = None
+    prompt: str
+    spec: AgentSpec
     scope: anyio.CancelScope | None = None
     cancel_reason: str | None = None
-    timed_out: bool = False
     idle: bool = False
     over_budget: bool = False
     looping: str | None = None  # why the run was stopped for making no progress
@@ -160,20 +114,12 @@ class _Run:
     live: LiveUsage = field(default_factory=LiveUsage)  # the tokens streamed so far
     last_call: tuple[str, str] | None = None  # the last tool call: name, input
     repeats: int = 0
-    ended: bool = False
     last_activity: float = 0.0  # the loop's clock at the last message
     tools_open: set[str] = field(default_factory=set)  # tool calls without a result yet
     kill_grace: float = 5.0
-    sandbox: RunSandbox | None = None
-    output: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
-    usage: RunUsage = field(default_factory=RunUsage)
 
     def cancel(self, reason: str) -> None:  # on the run's loop
         self.cancel_reason = self.cancel_reason or reason
-        self._stop()
-
-    def expire(self) -> None:  # on the run's loop, at max_agent_duration
-        self.timed_out = True
         self._stop()
 
     def active(self, message: object) -> None:
@@ -232,7 +178,7 @@ class _Run:
             self.scope.cancel()
 
 
-class ClaudeAdapter:
+class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
     def __init__(
         self,
         config: ClaudeAdapterConfig,
@@ -240,109 +186,74 @@ class ClaudeAdapter:
         *,
         bash_check: BashCheck = check_bash,
     ):
-        self.config = config
-        self.deps = deps
+        super().__init__(config, deps)
         self.bash_check = bash_check
-        self.repo_root = Path(config.repo_root)
-        self.provisioner = Provisioner.for_config(config, deps)
-        self._runs: dict[SessionId, _Run] = {}
-        self._lock = threading.Lock()
 
-    # ------------------------------------------------------------------ the port
+    # ------------------------------------------------------------------ the skeleton's hooks
 
-    async def start_agent(self, params: AgentStartParams) -> AgentRunHandle:
-        session_id = params.session_id
-        if session_id is None:
-            raise ValueError("start_agent needs params with the executor's session_id")
-        provisioned = await self.provisioner.provision(params)
-        worktree, prompt, spec = provisioned.worktree, provisioned.prompt, provisioned.spec
+    async def _begin(self, start: Start) -> _Run:
+        params, worktree, spec = start.params, start.provisioned.worktree, start.provisioned.spec
         cwd = worktree.path if worktree is not None else self.repo_root
-        try:
-            sandbox = await anyio.to_thread.run_sync(self._open_sandbox, session_id, cwd, worktree)
-        except BaseException:
-            await self.provisioner.release(worktree)
-            raise
         files = RunArtifacts.open(
-            Path(self.config.logging.logs_dir).parent,  # RunArtifacts adds runs/<session_id>
-            session_id,
+            self.state_dir,  # RunArtifacts adds runs/<session_id>
+            start.session_id,
             agent_family="claude_sdk",
             invocation_mode="sdk",
             command=[self.config.cli_path or bundled_cli(), "--agent", params.role],
             working_directory=cwd,
-            prompt=prompt,
+            prompt=start.provisioned.prompt,
             prompt_reference=f".claude/agents/{params.role}.md",
             requested_policy={"permission_mode": "bypassPermissions", "bash_guard": "deny"},
             effective_policy={
                 **_effective_policy(params.role, spec),
-                "os_sandbox": sandbox_record(sandbox, self.config.sandbox_missing, _APPLIES_TO),
+                "os_sandbox": sandbox_record(
+                    start.sandbox, self.config.sandbox_missing, _APPLIES_TO
+                ),
             },
             capture_format="sdk-messages",
             transcript_log=self.config.logging.agent_sessions,
         )
-        run = _Run(session_id, params, files, asyncio.get_running_loop(), worktree)
-        run.kill_grace = self.config.kill_grace
-        run.repeat_limit = self.config.repeat_limit
-        run.max_turns = spec.max_turns
+        run = _Run.starting(
+            start,
+            files=files,
+            prompt=start.provisioned.prompt,
+            spec=spec,
+            kill_grace=self.config.kill_grace,
+            repeat_limit=self.config.repeat_limit,
+            max_turns=spec.max_turns,
+        )
         if worktree is not None and self.config.unchanged_limit is not None:
             run.progress = ProgressWatch(worktree.path, self.config.unchanged_limit)
-        run.sandbox = sandbox
-        with self._lock:
-            self._runs[session_id] = run
-        result = asyncio.get_running_loop().create_task(self._drive(run, prompt, spec))
-        return AgentRunHandle(
-            session_id=session_id,
-            output=_drain(run.output),
-            result=result,
-            log_file_path=files.log_file_path,
-            usage=lambda: run.usage,
-        )
+        return run
 
-    def cancel_agent(self, session_id: SessionId) -> None:
-        with self._lock:
-            run = self._runs.get(session_id)
-        if run is not None:
-            run.loop.call_soon_threadsafe(run.cancel, "cancelled")
+    def _cancel(self, run: _Run) -> None:
+        run.loop.call_soon_threadsafe(run.cancel, "cancelled")
 
-    def reap(self, keep_branches: frozenset[str] = frozenset()) -> None:
-        """Startup: kill agent processes and remove worktrees and branches that a crashed
-        daemon left behind (the CLI runs in its own session, so it outlives a kill -9)."""
-        for pidfile in sorted(Path(self.config.logging.logs_dir).glob("*/cli.pid")):
-            # Only a group the file proves is that run's: its leader with the start time
-            # stamped during the run, or no leader but members left (a group id is not reused
-            # while the group lives). A recycled pid, or a file never stamped, is left alone.
-            pgid = live_group(pidfile)
-            if pgid is not None:
-                log.warning("killing an agent process group left by an earlier run", pgid=pgid)
-                kill_tree(pgid, grace=self.config.kill_grace)
-            pidfile.unlink(missing_ok=True)
-        sweep(Path(self.config.logging.logs_dir).parent)
-        self.provisioner.reap_worktrees(keep_branches)
+    def _kill(self, run: _Run) -> None:
+        run._stop()
+
+    def _log_file_path(self, run: _Run) -> str | None:
+        return run.files.log_file_path
+
+    def _sandbox_home(self, session_id: SessionId) -> str | None:
+        return str(self._home(session_id)) if self.config.isolated_home else os.environ.get("HOME")
+
+    def _pidfiles(self) -> Iterable[Path]:
+        return sorted(Path(self.config.logging.logs_dir).glob("*/cli.pid"))
+
+    def _kill_group(self, pgid: int) -> None:
+        kill_tree(pgid, grace=self.config.kill_grace)
 
     # ------------------------------------------------------------------ the run
-
-    def _open_sandbox(
-        self, session_id: str, cwd: Path, worktree: Worktree | None
-    ) -> RunSandbox | None:
-        home = str(self._home(session_id)) if self.config.isolated_home else os.environ.get("HOME")
-        return open_sandbox(
-            self.config.sandbox,
-            worktree=cwd,
-            writable=worktree is not None,
-            repo=self.repo_root,
-            state_dir=Path(self.config.logging.logs_dir).parent,
-            session_id=session_id,
-            home=home,
-        )
 
     def _home(self, session_id: str) -> Path:
         """A run's throwaway HOME (``isolated_home``)."""
         return Path(self.config.logging.logs_dir) / session_id / "home"
 
-    async def _drive(self, run: _Run, prompt: str, spec: AgentSpec) -> AgentResult:
+    async def _drive(self, run: _Run) -> AgentResult:
         termination: Termination = "error"
         exit_code: int | None = None
         final: ResultMessage | None = None
-        deadline = run.loop.call_later(self.config.max_agent_duration, run.expire)
         run.last_activity = run.loop.time()
         if self.config.idle_timeout is not None:
             run.watch_idle(self.config.idle_timeout)
@@ -351,13 +262,10 @@ class ClaudeAdapter:
                 run.scope = scope
                 if run.cancel_reason is not None or run.timed_out:
                     scope.cancel()
-                final = await self._session(run, prompt, spec)
+                final = await self._session(run, run.prompt, run.spec)
             if run.timed_out:
                 termination = "killed_timeout"
-                raise AgentFailure(
-                    "timed-out",
-                    f"exceeded max_agent_duration ({self.config.max_agent_duration:g}s)",
-                )
+                raise self.timed_out()
             if run.looping is not None:
                 termination = "killed_policy"
                 raise AgentFailure("failed", run.looping)
@@ -379,21 +287,15 @@ class ClaudeAdapter:
         finally:
             if run.over_budget or run.looping is not None:
                 termination = "killed_policy"
-            run.ended = True
-            deadline.cancel()
+            run.end()
             pid = read_pid(_pidfile(run))
             await anyio.to_thread.run_sync(partial(kill_tree, pid, grace=self.config.kill_grace))
-            if run.sandbox is not None:
-                await anyio.to_thread.run_sync(run.sandbox.release)
-            await self._remove_worktree(run)
+            await self._release(run)
             if run.usage.cost_usd is None:  # stopped before the CLI said: its tokens, priced
                 run.usage = run.live.priced(self.config.prices, run.usage)
             if run.usage.model is None and run.live.model is not None:
                 run.usage = run.usage.model_copy(update={"model": run.live.model})
             run.files.finish(termination, exit_code, final_response=final, usage=run.usage)
-            run.output.put_nowait(None)
-            with self._lock:
-                self._runs.pop(run.session_id, None)
 
     async def _session(self, run: _Run, prompt: str, spec: AgentSpec) -> ResultMessage:
         options = self._options(run, spec)
@@ -546,15 +448,6 @@ class ClaudeAdapter:
         env = run_env(self.config.model_variables, self.config.agent_env, home)
         cli = self.config.cli_path or bundled_cli()
         return write_launch_script(run.files.run_dir / "claude.sh", cli, env, _pidfile(run))
-
-    async def _remove_worktree(self, run: _Run) -> None:
-        worktree, run.worktree = run.worktree, None
-        await self.provisioner.release(worktree)
-
-
-async def _drain(queue: asyncio.Queue[str | None]) -> AsyncIterator[str]:
-    while (chunk := await queue.get()) is not None:
-        yield chunk
 
 
 def _usage(result: ResultMessage) -> RunUsage:

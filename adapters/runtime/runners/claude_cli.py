@@ -33,7 +33,13 @@ from adapters.runtime.runners.base import (
     RunRequest,
     check_request,
 )
-from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome, Stream, start_process
+from adapters.runtime.runners.process import (
+    KillReason,
+    ProcessHandle,
+    ProcessOutcome,
+    Stream,
+    start_process,
+)
 from adapters.runtime.sandbox.runs import sandbox_record
 from adapters.runtime.workspace.progress import ProgressWatch
 
@@ -114,8 +120,10 @@ class JsonlRun(ABC):
     _lock: threading.Lock
     _outcome: CliOutcome | None
 
-    def stop(self) -> None:
-        self.process.stop("killed_policy", "stopped by the engine")
+    def stop(
+        self, reason: KillReason = "killed_policy", detail: str = "stopped by the engine"
+    ) -> None:
+        self.process.stop(reason, detail)
 
     def count_repeats(self, name: str, arguments: object) -> None:
         """The same tool call with the same input ``request.repeat_limit`` times in a row is

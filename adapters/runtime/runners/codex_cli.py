@@ -34,7 +34,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from adapters.runtime.claude_sdk import MODEL_VARIABLES
 from adapters.runtime.records.artifacts import RunArtifacts
 from adapters.runtime.runners.base import RunnerCapabilities, RunRequest, check_request
 from adapters.runtime.runners.claude_cli import EventCallback, launch
@@ -42,6 +41,7 @@ from adapters.runtime.runners.codex_home import CodexHome, codex_home_of
 from adapters.runtime.runners.codex_run import CodexCliRun
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.sandbox.runs import sandbox_record
+from adapters.runtime.skeleton import MODEL_VARIABLES
 from domain.ports import RuntimeAdapterDeps
 from domain.results import OUTPUT_MODELS, output_schema, strict_output_schema
 

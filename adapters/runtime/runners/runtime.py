@@ -1,10 +1,12 @@
 """A ``RuntimeAdapter`` over a CLI runner, so any role can run on ``claude-cli`` or
 ``codex-cli``.
 
-It reuses the SDK runtime's pieces: the worktree (implementor), the context assembly, the
-agent definition, the allowlisted environment, the output-schema validation and the patch
-extraction. The runner does the rest: the process group, the timeouts (``max_agent_duration``
-is the wall-clock timeout), the normalized artifacts in ``<logs_dir>/../runs/<session_id>``.
+It is a ``RuntimeSkeleton`` (``adapters/runtime/skeleton.py``), as the SDK runtime is: the run
+table, the worktree (implementor), the context assembly, the agent definition, the sandbox, the
+deadline (``max_agent_duration``: the skeleton has the runner stop the run as
+``killed_timeout``), cancel and the reaper; with the SDK runtime's allowlisted environment, the
+output-schema validation and the patch extraction. The runner does the rest: the process group,
+the idle timeout, the normalized artifacts in ``<logs_dir>/../runs/<session_id>``.
 
 What a run asks of its runner is intent, derived from the role and the runner's declared
 capabilities (S004-02, S004-03), never a flag: every run needs a non-interactive structured event
@@ -18,20 +20,16 @@ before anything starts (S004-04).
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 import structlog
-from pydantic import Field
 
-from adapters.bash_guard import BashGuardConfig
-from adapters.runtime.claude_sdk import MODEL_VARIABLES, bundled_cli
-from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice, main_model, token_cost
+from adapters.runtime.claude_sdk import bundled_cli
+from adapters.runtime.pricing import main_model, token_cost
 from adapters.runtime.runners.base import (
     AgentProfile,
     Guarantee,
@@ -40,20 +38,17 @@ from adapters.runtime.runners.base import (
     RunRequest,
 )
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome, EventCallback
-from adapters.runtime.runners.process import PIDFILE, kill_group, live_group
-from adapters.runtime.sandbox import RunSandbox, Sandbox
-from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sweep
+from adapters.runtime.runners.process import PIDFILE, KillReason, kill_group
+from adapters.runtime.skeleton import AgentRuntimeConfig, Run, RuntimeSkeleton, Start
 from adapters.runtime.workspace.agent_env import run_env
 from adapters.runtime.workspace.agents import (
     AgentSpec,
     effective_disallowed_tools,
     effective_tools,
 )
-from adapters.runtime.workspace.provision import Provisioner
-from adapters.runtime.workspace.worktrees import Worktree
 from domain.errors import AgentFailure, AgentFailureKind
-from domain.models import AgentStartParams, RunUsage, SessionId
-from domain.ports import AgentRunHandle, RuntimeAdapterConfig, RuntimeAdapterDeps
+from domain.models import RunUsage, SessionId
+from domain.ports import RuntimeAdapterDeps
 from domain.results import (
     AgentResult,
     output_schema,
@@ -76,7 +71,7 @@ _FAILURE_KIND: dict[str, AgentFailureKind] = {
 class CliRunHandle(Protocol):
     def wait(self, timeout: float | None = None) -> CliOutcome: ...
 
-    def stop(self) -> None: ...
+    def stop(self, reason: KillReason = ..., detail: str = ...) -> None: ...
 
 
 class CliRunner(Protocol):
@@ -92,32 +87,8 @@ class CliRunner(Protocol):
     ) -> CliRunHandle: ...
 
 
-class CliRuntimeConfig(RuntimeAdapterConfig):
-    repo_root: str
-    default_branch: str
-    context_paths: tuple[str, ...] = (".claude/CLAUDE.md",)
-    setup_command: str = ""
-    setup_timeout: float = Field(default=600, gt=0)
-    # The other workspace hooks: name (before_run, after_run, before_remove) → (command, timeout)
-    hooks: dict[str, tuple[str, float]] = Field(default_factory=dict)
-    model: str | None = None
-    models: dict[str, str] = Field(default_factory=dict, description="per role; wins over model")
-    model_variables: tuple[str, ...] = MODEL_VARIABLES
-    agent_env: Mapping[str, str] = Field(default_factory=dict, description="added on purpose")
-    isolated_home: bool = False
-    idle_timeout: float | None = Field(default=None, gt=0)
-    max_budget_usd: float | None = Field(default=None, gt=0, description="per run; None: none")
-    repeat_limit: int | None = Field(
-        default=None, ge=2, description="the same tool call this many times in a row: stopped"
-    )
-    unchanged_limit: int | None = Field(
-        default=None, ge=1, description="an implementor's tool calls changing nothing: stopped"
-    )
-    bash_guard: BashGuardConfig = BashGuardConfig()
-    # USD per million tokens by model, for a runner that reports tokens but no cost (codex)
-    prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
-    sandbox: Sandbox | None = Field(default=None, description="the agent's commands run in it")
-    sandbox_missing: str = Field(default=NOT_CONFIGURED, description="why there is no sandbox")
+class CliRuntimeConfig(AgentRuntimeConfig):
+    """A CLI runtime's config: all of it is every runtime's (``AgentRuntimeConfig``)."""
 
 
 def create_cli_runtime(
@@ -136,15 +107,9 @@ def create_cli_runtime(
     return CliRuntime(runner, config, deps)
 
 
-@dataclass
-class _Run:
-    params: AgentStartParams
-    worktree: Worktree | None
-    loop: asyncio.AbstractEventLoop
+@dataclass(kw_only=True)
+class _Run(Run):
     handle: CliRunHandle | None = None
-    sandbox: RunSandbox | None = None
-    output: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
-    usage: RunUsage = field(default_factory=RunUsage)
 
     def event(self, event: dict[str, Any]) -> None:  # a reader thread
         for text in text_chunks(event):
@@ -170,15 +135,10 @@ def text_chunks(event: Mapping[str, Any]) -> list[str]:
     return []
 
 
-class CliRuntime:
+class CliRuntime(RuntimeSkeleton[CliRuntimeConfig, _Run]):
     def __init__(self, runner: CliRunner, config: CliRuntimeConfig, deps: RuntimeAdapterDeps):
+        super().__init__(config, deps)
         self.runner = runner
-        self.config = config
-        self.deps = deps
-        self.repo_root = Path(config.repo_root)
-        self.provisioner = Provisioner.for_config(config, deps)
-        self._runs: dict[SessionId, _Run] = {}
-        self._lock = threading.Lock()
         caps = runner.get_capabilities()
         if not (caps.tool_allow_deny and caps.command_guard) and not caps.sandboxed_execution:
             raise ValueError(
@@ -186,49 +146,39 @@ class CliRuntime:
                 "nor sandbox the agent's commands: cpe will not run an unconfined agent"
             )
 
-    async def start_agent(self, params: AgentStartParams) -> AgentRunHandle:
-        session_id = params.session_id
-        if session_id is None:
-            raise ValueError("start_agent needs params with the executor's session_id")
-        provisioned = await self.provisioner.provision(params)
-        run = _Run(params, provisioned.worktree, asyncio.get_running_loop())
-        try:
-            run.sandbox = await anyio.to_thread.run_sync(self._open_sandbox, run, session_id)
-            request = self._request(run, session_id, provisioned.prompt, provisioned.spec)
-            run.handle = await anyio.to_thread.run_sync(self._start, run, request)
-        except BaseException:
-            await self._end_sandbox(run)
-            await self._remove_worktree(run)
-            raise
-        with self._lock:
-            self._runs[session_id] = run
-        result = run.loop.create_task(self._drive(session_id, run))
-        return AgentRunHandle(
-            session_id=session_id,
-            output=_drain(run.output),
-            result=result,
-            log_file_path=self._log_file_path(session_id),
-            usage=lambda: run.usage,
-        )
+    # ------------------------------------------------------------------ the skeleton's hooks
 
-    def cancel_agent(self, session_id: SessionId) -> None:
-        with self._lock:
-            run = self._runs.get(session_id)
-        if run is not None and run.handle is not None:
+    async def _begin(self, start: Start) -> _Run:
+        run = _Run.starting(start)
+        request = self._request(
+            run, start.session_id, start.provisioned.prompt, start.provisioned.spec
+        )
+        run.handle = await anyio.to_thread.run_sync(self._start, run, request)
+        return run
+
+    def _cancel(self, run: _Run) -> None:
+        if run.handle is not None:
             run.handle.stop()
 
-    def reap(self, keep_branches: frozenset[str] = frozenset()) -> None:
-        """Startup: kill the CLI process groups a crashed daemon left running (each runs in its
-        own session, so it outlives a kill -9) and remove their worktrees and branches."""
-        runs = Path(self.config.logging.logs_dir).parent / "runs"
-        for pidfile in sorted(runs.glob(f"*/{PIDFILE}")):
-            pgid = live_group(pidfile)
-            if pgid is not None:
-                log.warning("killing an agent CLI left by an earlier run", pgid=pgid)
-                kill_group(pgid, grace=5.0)
-            pidfile.unlink(missing_ok=True)
-        sweep(Path(self.config.logging.logs_dir).parent)
-        self.provisioner.reap_worktrees(keep_branches)
+    def _kill(self, run: _Run) -> None:
+        if run.handle is not None:
+            run.handle.stop("killed_timeout", self.timed_out().reason)
+
+    def _log_file_path(self, run: _Run) -> str | None:
+        """Where the runner keeps the run's human-readable transcript (None when session
+        transcripts are off)."""
+        if not self.config.logging.agent_sessions:
+            return None
+        return str(self.state_dir / "runs" / run.session_id / "transcript.log")
+
+    def _sandbox_home(self, session_id: SessionId) -> str | None:
+        return self._env(session_id).get("HOME")
+
+    def _pidfiles(self) -> Iterable[Path]:
+        return sorted((self.state_dir / "runs").glob(f"*/{PIDFILE}"))
+
+    def _kill_group(self, pgid: int) -> None:
+        kill_group(pgid, grace=5.0)
 
     # ------------------------------------------------------------------ the run
 
@@ -283,7 +233,6 @@ class CliRuntime:
                 disallowed_tools=None if disallowed is None else tuple(disallowed),
             ),
             output_schema=output_schema(run.params.role),
-            wall_timeout=self.config.max_agent_duration,
             idle_timeout=self.config.idle_timeout,
             max_turns=spec.max_turns if caps.supports_max_turns else None,
             counted_max_turns=counted,
@@ -300,15 +249,6 @@ class CliRuntime:
             transcript_log=self.config.logging.agent_sessions,
         )
 
-    def _log_file_path(self, session_id: str) -> str | None:
-        """Where the runner keeps the run's human-readable transcript (None when session
-        transcripts are off)."""
-        if not self.config.logging.agent_sessions:
-            return None
-        return str(
-            Path(self.config.logging.logs_dir).parent / "runs" / session_id / "transcript.log"
-        )
-
     def _start(self, run: _Run, request: RunRequest) -> CliRunHandle:
         try:
             return self.runner.start(request, request.prompt, request.env, on_event=run.event)
@@ -319,26 +259,8 @@ class CliRuntime:
                 "failed", f"the CLI could not start: {exc}", infrastructure=True
             ) from exc
 
-    def _open_sandbox(self, run: _Run, session_id: str) -> RunSandbox | None:
-        worktree = run.worktree.path if run.worktree is not None else self.repo_root
-        return open_sandbox(
-            self.config.sandbox,
-            worktree=worktree,
-            writable=run.worktree is not None,
-            repo=self.repo_root,
-            state_dir=Path(self.config.logging.logs_dir).parent,
-            session_id=session_id,
-            home=self._env(session_id).get("HOME"),
-        )
-
-    async def _end_sandbox(self, run: _Run) -> None:
-        sandbox, run.sandbox = run.sandbox, None
-        if sandbox is not None:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(sandbox.release)
-
     def _env(self, session_id: str) -> dict[str, str]:
-        homes = Path(self.config.logging.logs_dir).parent / "homes"
+        homes = self.state_dir / "homes"
         home = homes / session_id if self.config.isolated_home else None
         return run_env(self.config.model_variables, self.config.agent_env, home)
 
@@ -350,7 +272,7 @@ class CliRuntime:
         cost = token_cost(model or self.config.model, _tokens(result), self.config.prices)
         return usage.model_copy(update={"cost_usd": cost})
 
-    async def _drive(self, session_id: SessionId, run: _Run) -> AgentResult:
+    async def _drive(self, run: _Run) -> AgentResult:
         assert run.handle is not None
         try:
             try:
@@ -367,13 +289,11 @@ class CliRuntime:
                 run.usage = run.usage.model_copy(update={"model": outcome.live.model})
             return await self._result(run, outcome)
         finally:
-            await self._end_sandbox(run)
-            await self._remove_worktree(run)
-            run.output.put_nowait(None)
-            with self._lock:
-                self._runs.pop(session_id, None)
+            await self._release(run)
 
     async def _result(self, run: _Run, outcome: CliOutcome) -> AgentResult:
+        if run.timed_out and outcome.termination == "killed_timeout":
+            raise self.timed_out()  # the skeleton's deadline stopped it (_kill)
         if outcome.termination != "completed" or outcome.result is None:
             # A run that failed under the agent (outcome.infrastructure: codex's sandbox could
             # not run commands, the model API refused or could not be reached) spends no
@@ -395,15 +315,6 @@ class CliRuntime:
             )
         structured = outcome.result.get("structured_output")
         return await self.provisioner.result(run.params.role, structured, run.worktree)
-
-    async def _remove_worktree(self, run: _Run) -> None:
-        worktree, run.worktree = run.worktree, None
-        await self.provisioner.release(worktree)
-
-
-async def _drain(queue: asyncio.Queue[str | None]) -> AsyncIterator[str]:
-    while (chunk := await queue.get()) is not None:
-        yield chunk
 
 
 def _tokens(result: Mapping[str, Any] | None) -> dict[str, int]:
