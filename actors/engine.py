@@ -379,11 +379,7 @@ class Engine:
             ChildSpec(
                 "engine",
                 lambda g, r: EngineActor.start(
-                    self.loop,
-                    lambda: sup.ref("event_queue"),
-                    child_id="engine",
-                    generation=g,
-                    report=r,
+                    self.loop, child_id="engine", generation=g, report=r
                 ),
             ),
         ]
