@@ -90,7 +90,8 @@ class Inbox:
             elif self._holder is not None and self._holder.is_alive():
                 return None
             else:
-                log.warning("the engine holding an event is gone; handing it out again")
+                seq = self._in_flight[0]
+                log.warning("the engine holding an event is gone; handing it out again", seq=seq)
             self._holder = holder
             return self._in_flight
 
