@@ -10,7 +10,7 @@ under a ``Supervisor``.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,13 +22,7 @@ import structlog
 
 from actors.base import tell
 from actors.config import EngineConfig
-from actors.executor import (
-    BreakerSettings,
-    CommandExecutor,
-    DailyBudget,
-    Execute,
-    ExecutorActor,
-)
+from actors.executor import BreakerSettings, CommandExecutor, DailyBudget, ExecutorActor, asking
 from actors.journal import InstanceLock, Journal
 from actors.loop import EngineActor, EngineLoop, Ping
 from actors.observer import Observer, Watcher
@@ -46,17 +40,15 @@ from actors.pollers import (
     read_baseline,
 )
 from actors.queue import Inbox, QueueActor
-from actors.session import AgentSession, Cancel
+from actors.session import SessionStarter
 from actors.sessions import SessionManager
 from actors.store import Listener, StateStore, Unsubscribe
 from actors.streams import AgentStream, StreamRegistry
 from actors.supervisor import ChildSpec, Supervisor
-from domain.commands import EngineCommand
 from domain.decisions import INTERRUPTED
 from domain.errors import ConfigError, JournalError
 from domain.events import (
     AgentFailed,
-    CommandFailed,
     DispatchDue,
     EngineEvent,
 )
@@ -64,7 +56,6 @@ from domain.handlers import HandlerOptions, create_handlers
 from domain.models import (
     AGENT_ROLES,
     AgentRole,
-    AgentStartParams,
     EngineState,
     RevisionFile,
     RevisionId,
@@ -89,7 +80,7 @@ log = structlog.get_logger("cpe.engine")
 
 DRAIN_GRACE = 5.0  # seconds the drain of shutdown step 5 always gets, whatever step 3 took
 CHILDREN_STOP_BUDGET = 10.0  # seconds steps 4 and 6 each wait for actors to stop, at most
-EXECUTE_TIMEOUT = 900.0  # seconds; a write with all its retries fits well inside
+EXECUTOR_WAIT = 60.0  # seconds a command waits for the executor actor while it restarts
 LOCK_WAIT = 5.0  # seconds a start waits for the instance lock a short-lived command holds
 _PORTS: Mapping[str, type] = {
     "work_item_reader": WorkProviderReader,
@@ -144,6 +135,20 @@ class Engine:
         self.streams = StreamRegistry()
         self.handlers = create_handlers(config.handlers)
         self.runtime_adapters = self._build_runtime_adapters()
+        # Built ahead of its children (its thread starts with the first, in start()), so that
+        # the loop and the executor are given it when they are built; it stays out of sight,
+        # self.supervisor, until start().
+        self._tree = Supervisor(config.supervisor, on_give_up=self._gave_up)
+        self.supervisor: Supervisor | None = None
+        self.session_starter = SessionStarter(
+            supervisor=self._tree,
+            adapters=self.runtime_adapters,
+            inbox=self.inbox,
+            sessions=self.sessions,
+            streams=self.streams,
+            max_duration=config.max_agent_duration,
+            cancel_grace=config.cancel_grace,
+        )
         self.executor = CommandExecutor(
             work_item_writer=provider.work_item_writer,
             revision_writer=provider.revision_writer,
@@ -151,7 +156,7 @@ class Engine:
             journal=self.journal,
             inbox=self.inbox,
             sessions=self.sessions,
-            spawn_session=self._spawn_session,
+            spawn_session=self.session_starter,
             max_concurrent=config.handlers.max_concurrent,
             retry=config.write_retry,
             breaker=config.breaker,
@@ -163,8 +168,9 @@ class Engine:
             daily_budget=config.daily_budget,
         )
         self.observer = Observer(config.handlers)
+        execute = asking(functools.partial(self._tree.wait_ref, "executor", EXECUTOR_WAIT))
         self.loop = EngineLoop(
-            self.store, self.handlers, self._execute, self.inbox, observe=self.observer
+            self.store, self.handlers, execute, self.inbox, observe=self.observer
         )
         items, revisions, specs = (
             provider.work_item_reader,
@@ -190,7 +196,6 @@ class Engine:
             )
             for watch, reader, read, interval in watched
         )
-        self.supervisor: Supervisor | None = None
         self._lifecycle = threading.Lock()
         self._started = False
         self._stopped = threading.Event()
@@ -316,7 +321,7 @@ class Engine:
             journaled = apply_event(journaled, entry.event)
         self._fail_interrupted_runs(journaled)
         self._reap_runtime_leftovers()
-        self.supervisor = Supervisor(self.config.supervisor, on_give_up=self._gave_up)
+        self.supervisor = self._tree
         for spec in self._child_specs():
             self.supervisor.start_child(spec)
         log.info(
@@ -357,8 +362,7 @@ class Engine:
                 log.error("the first poll's events were not processed in time; started anyway")
 
     def _child_specs(self) -> list[ChildSpec]:
-        sup = self.supervisor
-        assert sup is not None
+        sup = self._tree
         specs = [
             ChildSpec(
                 "event_queue",
@@ -379,11 +383,7 @@ class Engine:
             ChildSpec(
                 "engine",
                 lambda g, r: EngineActor.start(
-                    self.loop,
-                    lambda: sup.ref("event_queue"),
-                    child_id="engine",
-                    generation=g,
-                    report=r,
+                    self.loop, child_id="engine", generation=g, report=r
                 ),
             ),
         ]
@@ -421,19 +421,6 @@ class Engine:
 
     # ------------------------------------------------------------------ commands and sessions
 
-    def _execute(self, command: EngineCommand, snapshot: EngineState) -> Sequence[EngineEvent]:
-        sup = self.supervisor
-        ref = sup.wait_ref("executor", timeout=60) if sup is not None else None
-        if ref is None:
-            return [CommandFailed(command=command, error="the executor is not running")]
-        try:
-            reply: Any = ref.ask(Execute(command, snapshot), timeout=EXECUTE_TIMEOUT)
-            result: Sequence[EngineEvent] = reply
-        except Exception as exc:
-            log.error("command execution failed", command=command.type, error=repr(exc))
-            return [CommandFailed(command=command, error=f"executor: {type(exc).__name__}: {exc}")]
-        return result
-
     def reconfigure(
         self,
         *,
@@ -459,6 +446,7 @@ class Engine:
         self.handlers = create_handlers(handlers)
         self.loop.handlers = self.handlers
         self.observer.options = handlers
+        self.session_starter.max_duration = max_agent_duration
         executor = self.executor
         executor.max_concurrent = dict(handlers.max_concurrent)
         executor.breaker = breaker
@@ -481,35 +469,6 @@ class Engine:
         timer.daemon = True  # a stop does not wait for it; a restart recomputes the pause
         timer.name = "cpe-dispatch-due"
         timer.start()
-
-    def _spawn_session(self, session_id: SessionId, params: AgentStartParams) -> None:
-        sup = self.supervisor
-        if sup is None:
-            raise RuntimeError("the engine is not started")
-        child_id = f"session:{session_id}"
-        adapter = self.runtime_adapters[params.role]
-
-        def start(generation: int, report: Any) -> pykka.ActorRef[Any]:
-            return AgentSession.start(
-                session_id=session_id,
-                params=params,
-                adapter=adapter,
-                max_duration=self.config.max_agent_duration,
-                cancel_grace=self.config.cancel_grace,
-                inbox=self.inbox,
-                sessions=self.sessions,
-                streams=self.streams,
-                on_finished=lambda: sup.remove_child(child_id),
-                child_id=child_id,
-                generation=generation,
-                report=report,
-            )
-
-        ref = sup.start_child(ChildSpec(child_id, start, restart="temporary"))
-        self.sessions.attach(session_id, _canceller(ref, self._stopping_reason))
-
-    def _stopping_reason(self) -> str:
-        return "the engine is shutting down" if self.inbox.closed else "cancelled by a person"
 
     def _ref(self, child_id: str) -> pykka.ActorRef[Any] | None:
         return self.supervisor.ref(child_id) if self.supervisor is not None else None
@@ -599,14 +558,6 @@ class Engine:
     @property
     def stopped(self) -> bool:
         return self._stopped.is_set()
-
-
-def _canceller(ref: pykka.ActorRef[Any], reason: Callable[[], str]) -> Callable[[str | None], None]:
-    def cancel(why: str | None = None) -> None:
-        with contextlib.suppress(pykka.ActorDeadError):  # it ended meanwhile
-            ref.tell(Cancel(why or reason()))
-
-    return cancel
 
 
 def _poller_starter(poller: Poller[Any]) -> Any:

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pykka
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -77,6 +78,8 @@ from domain.requests import describe_pause
 from domain.results import PlannedWorkItem
 
 log = structlog.get_logger("cpe.executor")
+
+EXECUTE_TIMEOUT = 900.0  # seconds; a write with all its retries fits well inside
 
 SpawnSession = Callable[[SessionId, AgentStartParams], None]
 
@@ -578,6 +581,28 @@ def _subject(params: AgentStartParams) -> dict[str, Any]:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def asking(
+    executor: Callable[[], pykka.ActorRef[Any] | None],
+) -> Callable[[EngineCommand, EngineState], Sequence[EngineEvent]]:
+    """How the engine loop has a command executed: it asks the executor actor, found through
+    ``executor()`` at every command (waiting while it restarts), and a failure becomes a
+    ``CommandFailed`` of the command."""
+
+    def execute(command: EngineCommand, snapshot: EngineState) -> Sequence[EngineEvent]:
+        ref = executor()
+        if ref is None:
+            return [CommandFailed(command=command, error="the executor is not running")]
+        try:
+            reply: Any = ref.ask(Execute(command, snapshot), timeout=EXECUTE_TIMEOUT)
+            result: Sequence[EngineEvent] = reply
+        except Exception as exc:
+            log.error("command execution failed", command=command.type, error=repr(exc))
+            return [CommandFailed(command=command, error=f"executor: {type(exc).__name__}: {exc}")]
+        return result
+
+    return execute
 
 
 class ExecutorActor(SupervisedActor):

@@ -4,6 +4,9 @@ For each event: apply it to the store, take one snapshot, run every handler agai
 snapshot, execute the commands in order, and queue their result events (processed in later
 cycles, never within this one). Only then is the event marked processed in the journal and the
 next one taken.
+
+``EngineActor`` takes its events from the ``Inbox`` itself when rung (``Wake``, the hand-off in
+actors/queue.py), one per message, so a ``Ping`` is answered between two events.
 """
 
 from __future__ import annotations
@@ -14,11 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pykka
 import structlog
 
-from actors.base import SupervisedActor, tell
-from actors.queue import EngineReady, Inbox, Process, Wake
+from actors.base import SupervisedActor
+from actors.queue import Inbox, Wake
 from actors.store import StateStore
 from domain.commands import EngineCommand
 from domain.events import EngineEvent, identify
@@ -69,19 +71,24 @@ class Ping:
 
 
 class EngineActor(SupervisedActor):
-    def __init__(
-        self, loop: EngineLoop, queue: Callable[[], pykka.ActorRef[Any] | None], **base: Any
-    ) -> None:
+    def __init__(self, loop: EngineLoop, **base: Any) -> None:
         super().__init__(**base)
         self.loop = loop
-        self._queue = queue
 
     def on_start(self) -> None:
-        tell(self._queue(), EngineReady())
+        self.actor_ref.tell(Wake())  # the wakes a dead predecessor got are lost with it
 
     def on_receive(self, message: Any) -> Any:
-        if isinstance(message, Process):
-            self.loop.process(message.seq, message.event)
-            tell(self._queue(), Wake())
+        inbox = self.loop.inbox
+        if isinstance(message, Wake):
+            item = inbox.take(self.actor_ref) if inbox.processing.is_set() else None
+            if item is not None:
+                self.loop.process(*item)
         elif isinstance(message, Ping):
             message.answered.set()
+
+    def release(self) -> None:
+        # After a crash or a stop: an event this engine took and will not finish is handed to
+        # the engine that runs now. Its own start rang already, but found it held while this
+        # one, abandoned by a slow stop (actors/supervisor.py), still lived.
+        self.loop.inbox.wake()

@@ -1,4 +1,4 @@
-"""The event queue: a durable FIFO (``Inbox``) and the actor that feeds the engine from it.
+"""The event queue: a durable FIFO (``Inbox``) and the actor that wakes the engine for it.
 
 ``Inbox`` holds the queue's contents outside any actor, backed by the journal: ``put`` appends
 the event to the journal before it is queued, so neither a restart of the queue or engine actor
@@ -6,16 +6,18 @@ nor a crash of the process loses a queued event. After ``close()`` (shutdown ste
 events from outside, except the terminal events of agent runs; events the engine itself
 produces while draining (command results) are still accepted.
 
-``QueueActor`` hands the engine one event at a time and waits for it to be finished before
-handing the next: the engine processes events strictly in order, one at a time.
+The Inbox is the only record of what is queued and what is in flight; the actors pass one
+message, ``Wake`` ("look at the Inbox"), which carries no event. The Inbox rings the
+``QueueActor``, which rings the engine; the engine takes the next event itself (``take``,
+naming itself its holder) and ``finish``es it, one message at a time. Hence:
 
-The event in flight is recorded with the engine it was handed to, so that neither actor's
-restart sticks the queue or processes an event twice. It is handed out again when that engine
-is dead (it crashed mid-event, or was stopped), or when it never reached an engine (a queue that
-crashed between taking it and handing it over). When a restarted queue finds it handed to a
-live engine, it cannot tell whether the tell happened: it sends that engine a ``Ping``, which
-the engine answers between two events, so after every message sent before it. An event still
-in flight with that engine by then never reached it.
+- one at a time: ``take`` gives nothing while a live engine holds an event;
+- none twice: a wake carries no event, so a duplicated one takes the next event or nothing,
+  and an event is handed out again only when its holder is dead, so can no longer finish it;
+- none lost: the Inbox rings when a put finds nothing in flight and when a finish leaves
+  events queued; a wake lost with a dead actor's mailbox is made good by its successor, which
+  looks once when it starts (the queue rings the engine, the engine rings itself); an engine
+  rings as it ends, so the event it held goes to whichever engine runs by then.
 """
 
 from __future__ import annotations
@@ -49,10 +51,10 @@ class Inbox:
             (entry.seq, entry.event) for entry in restored
         )
         self._in_flight: tuple[int, EngineEvent] | None = None
-        self._holder: pykka.ActorRef[Any] | None = None  # the engine it was handed to
+        self._holder: pykka.ActorRef[Any] | None = None  # the engine that took it
         self._closed = False
         self.processing = threading.Event()  # set by start(): the loop may run
-        self.wake: Callable[[], None] = lambda: None
+        self.wake: Callable[[], object] = lambda: None  # set by the queue actor: rings it
         self.rejected = 0
 
     def put(self, event: EngineEvent, *, internal: bool = False) -> int | None:
@@ -66,7 +68,7 @@ class Inbox:
             with self._lock:
                 self._items.append((seq, event))
                 idle = self._in_flight is None
-        if idle:  # a busy engine asks for the next event itself when it is done
+        if idle:  # else the finish of the event in flight rings
             self.wake()
         return seq
 
@@ -75,24 +77,26 @@ class Inbox:
         with self._append, self._lock:
             self._items.extendleft(reversed([(e.seq, e.event) for e in entries]))
 
-    def take(self) -> tuple[int, EngineEvent] | None:
+    def take(self, holder: pykka.ActorRef[Any] | None = None) -> tuple[int, EngineEvent] | None:
+        """The next event for ``holder`` (the engine actor taking it), which ``finish``es it:
+        the event in flight again when its holder is dead (it crashed mid-event, and a dead
+        actor can no longer finish it), else the head of the queue. None while a live engine
+        holds an event, or when nothing is queued. (No holder, in a test: taken by hand.)"""
         with self._lock:
-            if self._in_flight is not None or not self._items:
+            if self._in_flight is None:
+                if not self._items:
+                    return None
+                self._in_flight = self._items.popleft()
+            elif self._holder is not None and self._holder.is_alive():
                 return None
-            self._in_flight = self._items.popleft()
-            self._holder = None
+            else:
+                seq = self._in_flight[0]
+                log.warning("the engine holding an event is gone; handing it out again", seq=seq)
+            self._holder = holder
             return self._in_flight
 
-    def hand(self, seq: int, engine: pykka.ActorRef[Any]) -> bool:
-        """Record that the event in flight goes to ``engine``; call it before the tell."""
-        with self._lock:
-            if self._in_flight is None or self._in_flight[0] != seq:
-                return False
-            self._holder = engine
-            return True
-
     def in_flight(self) -> tuple[int, pykka.ActorRef[Any] | None] | None:
-        """The event in flight and the engine it was handed to (None: not handed yet)."""
+        """The event in flight and the engine that took it."""
         with self._lock:
             return None if self._in_flight is None else (self._in_flight[0], self._holder)
 
@@ -119,39 +123,10 @@ class Inbox:
                 if self._in_flight is not None and self._in_flight[0] == seq:
                     self._in_flight = None
                     self._holder = None
+                more = bool(self._items)
                 self._idle.notify_all()
-
-    def requeue_in_flight(self) -> None:
-        """The event in flight goes back to the head of the queue, whoever holds it."""
-        with self._lock:
-            self._requeue()
-
-    def requeue_if(self, seq: int, holder: pykka.ActorRef[Any] | None) -> bool:
-        """Requeue the event in flight if it is still ``seq``, handed to ``holder``."""
-        with self._lock:
-            if self._in_flight is None or self._in_flight[0] != seq or self._holder is not holder:
-                return False
-            self._requeue()
-            return True
-
-    def requeue_if_lost(self) -> int | None:
-        """Requeue the event in flight if no live engine holds it: it was never handed over,
-        or the engine it went to is dead (and so will never finish it). Only the queue actor
-        calls this, between two of its own hand-overs. The requeued event's seq, or None."""
-        with self._lock:
-            if self._in_flight is None:
-                return None
-            if self._holder is not None and self._holder.is_alive():
-                return None
-            seq = self._in_flight[0]
-            self._requeue()
-            return seq
-
-    def _requeue(self) -> None:
-        if self._in_flight is not None:
-            self._items.appendleft(self._in_flight)
-            self._in_flight = None
-            self._holder = None
+        if more:  # a put meanwhile found this event in flight and left the ringing to us
+            self.wake()
 
     @property
     def busy(self) -> bool:
@@ -171,9 +146,9 @@ class Inbox:
             return len(self._items) + (self._in_flight is not None)
 
     def wait_processed(self, seq: int, timeout: float) -> bool:
-        """Wait until every event up to ``seq`` was processed. The queue is in journal order
-        (a requeued event goes back to the head), so it is enough that neither the event in
-        flight nor the head of the queue is at or before ``seq``."""
+        """Wait until every event up to ``seq`` was processed. The event in flight and then
+        the queue are in journal order, so it is enough that neither the event in flight nor
+        the head of the queue is at or before ``seq``."""
 
         def done() -> bool:
             head = self._items[0][0] if self._items else None
@@ -193,42 +168,14 @@ class Inbox:
 
 @dataclass(frozen=True)
 class Wake:
-    """Something was queued or finished: hand the engine the next event if it is idle."""
-
-
-@dataclass(frozen=True)
-class EngineReady:
-    """The engine (re)started: an event the dead one held is handed out again."""
-
-
-@dataclass(frozen=True)
-class Process:
-    seq: int
-    event: EngineEvent
-
-
-@dataclass(frozen=True)
-class _Recheck:
-    """The engine answered the ``Ping`` a restarted queue sent it: if ``seq`` is still in
-    flight with it, it never got it."""
-
-    seq: int
-    holder: pykka.ActorRef[Any]
-
-
-class _Answered(threading.Event):
-    """A ``Ping``'s ``answered`` that also tells the queue (the queue must not block on it)."""
-
-    def __init__(self, then: Callable[[], object]) -> None:
-        super().__init__()
-        self._then = then
-
-    def set(self) -> None:
-        super().set()
-        self._then()
+    """Look at the Inbox: something was queued or finished, or an actor (re)started."""
 
 
 class QueueActor(SupervisedActor):
+    """The engine's doorbell: producers only put into the Inbox, which rings this actor, and
+    this actor rings the engine (``engine()``: the live engine actor, None while it restarts;
+    it rings itself when it starts)."""
+
     def __init__(
         self,
         inbox: Inbox,
@@ -241,47 +188,10 @@ class QueueActor(SupervisedActor):
 
     def on_start(self) -> None:
         ref = self.actor_ref
-
-        def wake() -> None:
-            tell(ref, Wake())
-
-        self.inbox.wake = wake
-        self._recover()
-        self._pump()
+        self.inbox.wake = lambda: tell(ref, Wake())
+        # Rung by the Inbox from here on; a wake a dead predecessor got is lost with it.
+        tell(self._engine(), Wake())
 
     def on_receive(self, message: Any) -> Any:
-        if isinstance(message, _Recheck) and self.inbox.requeue_if(message.seq, message.holder):
-            log.warning("the event in flight never reached the engine; handing it out again")
-        # Wake, EngineReady (the event a dead engine held is requeued by _pump), _Recheck
-        self._pump()
-
-    def _recover(self) -> None:
-        """A new queue: find out whether the event in flight reached a live engine."""
-        flight = self.inbox.in_flight()
-        if flight is None:
-            return
-        seq, holder = flight
-        if holder is None or not holder.is_alive():
-            return  # _pump requeues it
-        # Here, not at the top: actors.loop imports this module.
-        from actors.loop import Ping  # noqa: PLC0415
-
-        ref = self.actor_ref
-        ping = Ping(answered=_Answered(lambda: tell(ref, _Recheck(seq, holder))))
-        if not tell(holder, ping):
-            self.inbox.requeue_if(seq, holder)
-
-    def _pump(self) -> None:
-        lost = self.inbox.requeue_if_lost()
-        if lost is not None:
-            log.warning("the engine holding an event is gone; handing it out again", seq=lost)
-        if not self.inbox.processing.is_set():
-            return
-        item = self.inbox.take()
-        if item is None:
-            return
-        seq = item[0]
-        engine = self._engine()
-        if engine is None or not self.inbox.hand(seq, engine) or not tell(engine, Process(*item)):
-            # The engine is being restarted; it announces itself with EngineReady.
-            self.inbox.requeue_if(seq, engine)
+        if isinstance(message, Wake):
+            tell(self._engine(), Wake())

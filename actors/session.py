@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,12 +26,14 @@ from typing import Any
 
 import anyio
 import anyio.from_thread
+import pykka
 
 from actors.base import SupervisedActor, tell
 from actors.crashpoints import crashpoint
 from actors.queue import Inbox
 from actors.sessions import SessionManager
 from actors.streams import OutputBuffer, StreamRegistry
+from actors.supervisor import ChildSpec, Supervisor
 from domain.errors import AgentFailure, AgentFailureKind
 from domain.events import (
     AgentFailed,
@@ -41,7 +43,7 @@ from domain.events import (
     PlannerCompleted,
     ReviewerCompleted,
 )
-from domain.models import AgentStartParams, PlannerStartParams, RunUsage, SessionId
+from domain.models import AgentRole, AgentStartParams, PlannerStartParams, RunUsage, SessionId
 from domain.ports import AgentRunHandle, RuntimeAdapter
 from domain.results import ImplementorResult, PlannerResult, ReviewerResult
 
@@ -357,6 +359,55 @@ class AgentSession(SupervisedActor):
         timer.daemon = True
         self._timers.append(timer)
         timer.start()
+
+
+@dataclass
+class SessionStarter:
+    """Starts an agent run (the executor's ``spawn_session``): an ``AgentSession``, a temporary
+    child of ``supervisor``, with the runtime adapter of its role, whose canceller goes to
+    ``sessions``. ``max_duration`` applies to runs started from then on (a reload sets it)."""
+
+    supervisor: Supervisor
+    adapters: Mapping[AgentRole, RuntimeAdapter]
+    inbox: Inbox
+    sessions: SessionManager
+    streams: StreamRegistry
+    max_duration: float
+    cancel_grace: float
+
+    def __call__(self, session_id: SessionId, params: AgentStartParams) -> None:
+        sup = self.supervisor
+        child_id = f"session:{session_id}"
+        adapter = self.adapters[params.role]
+
+        def start(generation: int, report: Any) -> pykka.ActorRef[Any]:
+            return AgentSession.start(
+                session_id=session_id,
+                params=params,
+                adapter=adapter,
+                max_duration=self.max_duration,
+                cancel_grace=self.cancel_grace,
+                inbox=self.inbox,
+                sessions=self.sessions,
+                streams=self.streams,
+                on_finished=lambda: sup.remove_child(child_id),
+                child_id=child_id,
+                generation=generation,
+                report=report,
+            )
+
+        ref = sup.start_child(ChildSpec(child_id, start, restart="temporary"))
+        self.sessions.attach(session_id, self._canceller(ref))
+
+    def _canceller(self, ref: pykka.ActorRef[Any]) -> Callable[[str | None], None]:
+        def cancel(why: str | None = None) -> None:
+            with suppress(pykka.ActorDeadError):  # it ended meanwhile
+                ref.tell(Cancel(why or self._reason()))
+
+        return cancel
+
+    def _reason(self) -> str:
+        return "the engine is shutting down" if self.inbox.closed else "cancelled by a person"
 
 
 async def _settle(awaitable: Any) -> None:

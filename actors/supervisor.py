@@ -115,8 +115,10 @@ class Supervisor:
         self.restart_count = 0
         self._due: list[_Due] = []  # a heap; only the worker thread touches it
         self._order = itertools.count()
+        # Started with the first child: a supervisor built ahead of its tree (the engine's, so
+        # that its children's collaborators can be given it when they are built) holds no
+        # thread until then.
         self._worker = threading.Thread(target=self._work, name="cpe-supervisor", daemon=True)
-        self._worker.start()
 
     # ------------------------------------------------------------------ children
 
@@ -124,6 +126,8 @@ class Supervisor:
         with self._lock:
             if spec.child_id in self._children:
                 raise ValueError(f"child {spec.child_id!r} is already supervised")
+            if self._worker.ident is None:
+                self._worker.start()
             child = _Child(spec)
             self._children[spec.child_id] = child
             self._start(child)

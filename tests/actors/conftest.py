@@ -13,6 +13,7 @@ import pytest
 
 from actors.config import EngineConfig, PollerSettings
 from actors.engine import Engine, create_engine
+from actors.queue import QueueActor, Wake
 from actors.supervisor import SupervisorSettings
 from domain.handlers import HandlerOptions
 from tests.fakes.provider import FakeTracker, fake_provider
@@ -86,3 +87,20 @@ def wait_until(condition: Callable[[], bool], engine: Engine, timeout: float = 3
             changed.clear()
     finally:
         unsubscribe()
+
+
+def crash_queue_once(
+    monkeypatch: pytest.MonkeyPatch, crashed: list[bool], why: str, *, after: bool = False
+) -> None:
+    """The queue actor's next wake-up crashes it: before it rings the engine, or ``after``."""
+    real = QueueActor.on_receive
+
+    def on_receive(self: QueueActor, message: Any) -> Any:
+        if not isinstance(message, Wake) or crashed:
+            return real(self, message)
+        crashed.append(True)
+        if after:
+            real(self, message)
+        raise RuntimeError(why)
+
+    monkeypatch.setattr(QueueActor, "on_receive", on_receive)

@@ -12,13 +12,11 @@ from typing import Any
 import pykka
 import pytest
 
-import actors.queue
-from actors.base import tell
 from actors.journal import Journal
-from actors.loop import Ping
-from actors.queue import EngineReady, Inbox, Process, QueueActor, Wake
+from actors.queue import Inbox, QueueActor, Wake
+from actors.supervisor import SupervisorSettings
 from domain.events import UserTransitionedStatus
-from tests.actors.conftest import Harness, wait_until
+from tests.actors.conftest import Harness, crash_queue_once, wait_until
 
 
 def _transition(wid: str) -> UserTransitionedStatus:
@@ -33,11 +31,12 @@ class Counting:
     """A handler that counts how often each work item's transition was processed, and can
     hold the engine on one of them until the test lets it go."""
 
-    def __init__(self, hold: str | None = None) -> None:
+    def __init__(self, hold: str | None = None, *, crash: bool = False) -> None:
         self.counts: Counter[str] = Counter()
         self.hold = hold
         self.holding = threading.Event()
         self.release = threading.Event()
+        self.crash = crash  # once let go, the engine dies of the held event (once)
 
     def __call__(self, event: Any, state: Any) -> list[Any]:
         if isinstance(event, UserTransitionedStatus):
@@ -45,13 +44,16 @@ class Counting:
             if event.work_item_id == self.hold:
                 self.holding.set()
                 assert self.release.wait(60)
+                if self.crash:
+                    self.crash = False
+                    raise RuntimeError("injected: the engine dies mid-event")
         return []
 
 
-def _engine_with(harness: Harness, counting: Counting) -> Any:
+def _engine_with(harness: Harness, counting: Counting, **overrides: Any) -> Any:
     for wid in "12":
         harness.tracker.add_item(wid, "blocked")
-    engine = harness.engine()
+    engine = harness.engine(**overrides)
     engine.start()
     assert engine.inbox.wait_idle(30)
     engine.loop.handlers = (counting, *engine.handlers)
@@ -76,23 +78,15 @@ def _both_done_once(engine: Any, counting: Counting) -> None:
 
 @pytest.mark.spec("S002-01")
 def test_a_queue_that_dies_while_the_engine_processes_an_event_resumes_after_it(
-    harness: Harness,
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counting = Counting(hold="1")
     engine = _engine_with(harness, counting)
     engine.enqueue(_transition("1"))
     engine.enqueue(_transition("2"))
     assert counting.holding.wait(30)  # the engine holds event 1; event 2 waits in the queue
-    real_take = engine.inbox.take
     crashed: list[bool] = []
-
-    def take_crashing_once() -> Any:
-        if not crashed:
-            crashed.append(True)
-            raise RuntimeError("injected: the queue dies")
-        return real_take()
-
-    engine.inbox.take = take_crashing_once  # type: ignore[method-assign]
+    crash_queue_once(monkeypatch, crashed, "injected: the queue dies")
     engine.supervisor.ref("event_queue").tell(Wake())
     _wait_restarted(engine, "event_queue")
     engine.supervisor.ref("event_queue").ask(Wake(), timeout=10)  # the new queue has pumped
@@ -107,20 +101,15 @@ def test_a_queue_that_dies_while_the_engine_processes_an_event_resumes_after_it(
     assert crashed == [True]
 
 
-def test_a_queue_that_dies_after_taking_an_event_hands_it_out_again(harness: Harness) -> None:
+def test_a_queue_that_dies_after_taking_an_event_hands_it_out_again(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The queue holds no event, only a wake-up: it dies with the wake-up, before ringing the
+    # engine. The restarted queue rings instead.
     counting = Counting()
     engine = _engine_with(harness, counting)
-    real_take = engine.inbox.take
     crashed: list[bool] = []
-
-    def take_then_crash() -> Any:
-        item = real_take()
-        if item is not None and not crashed:
-            crashed.append(True)
-            raise RuntimeError("injected: the queue dies holding an event")
-        return item
-
-    engine.inbox.take = take_then_crash  # type: ignore[method-assign]
+    crash_queue_once(monkeypatch, crashed, "injected: the queue dies holding an event")
     engine.enqueue(_transition("1"))
     engine.enqueue(_transition("2"))
     _both_done_once(engine, counting)
@@ -131,20 +120,14 @@ def test_a_queue_that_dies_after_taking_an_event_hands_it_out_again(harness: Har
 def test_a_queue_that_dies_handing_an_event_over_hands_it_out_again_once(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The in-flight event is recorded as handed to the (live) engine, but the tell never
-    # happened: the restarted queue pings the engine to find out.
+    # The queue dies right after ringing the engine: the restarted queue rings again, and the
+    # second ring must not hand out the event a second time.
     counting = Counting()
     engine = _engine_with(harness, counting)
-    real_tell = actors.queue.tell
     crashed: list[bool] = []
-
-    def tell_crashing_once(ref: Any, message: object) -> bool:
-        if isinstance(message, Process) and not crashed:
-            crashed.append(True)
-            raise RuntimeError("injected: the queue dies handing the event over")
-        return real_tell(ref, message)
-
-    monkeypatch.setattr(actors.queue, "tell", tell_crashing_once)
+    crash_queue_once(
+        monkeypatch, crashed, "injected: the queue dies handing the event over", after=True
+    )
     engine.enqueue(_transition("1"))
     engine.enqueue(_transition("2"))
     _both_done_once(engine, counting)
@@ -152,26 +135,58 @@ def test_a_queue_that_dies_handing_an_event_over_hands_it_out_again_once(
     assert engine.supervisor.generation("event_queue") == 2
 
 
+@pytest.mark.parametrize("then", ["finishes", "crashes"])
+def test_an_engine_abandoned_mid_event_hands_on_its_event_once(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, then: str
+) -> None:
+    # one_for_all restarts the engine with the crashed queue, and an engine that does not stop
+    # in time is abandoned (actors/supervisor.py): its successor starts beside it. The
+    # successor must not take the event the abandoned engine holds; it takes the next one once
+    # that is finished, or the held one again once the abandoned engine died of it.
+    counting = Counting(hold="1", crash=then == "crashes")
+    group = SupervisorSettings(
+        strategy="one_for_all", backoff_initial=0, jitter=0, child_shutdown_timeout=0.1
+    )
+    engine = _engine_with(harness, counting, supervisor=group)
+    engine.enqueue(_transition("1"))
+    engine.enqueue(_transition("2"))
+    assert counting.holding.wait(30)
+    abandoned = engine.supervisor.ref("engine")
+    crashed: list[bool] = []
+    crash_queue_once(monkeypatch, crashed, "injected: the queue dies")
+    engine.supervisor.ref("event_queue").tell(Wake())
+    _wait_restarted(engine, "engine")
+    engine.supervisor.ref("engine").ask(Wake(), timeout=10)  # the successor has looked
+    flight = engine.inbox.in_flight()
+    assert flight is not None
+    assert flight[1] is abandoned
+    assert counting.counts == {"1": 1}
+    counting.release.set()
+    wait_until(lambda: _statuses(engine) == {"1": "done", "2": "done"}, engine)
+    assert engine.inbox.wait_idle(30)
+    assert counting.counts == {"1": 2 if then == "crashes" else 1, "2": 1}
+    assert engine.supervisor.generation("engine") == 2  # the abandoned one's end restarts none
+
+
 # ---------------------------------------------------------------------------- the queue alone
 
 
 class Engine(pykka.ThreadingActor):
-    """A stand-in engine: records what it is handed and finishes it when told to."""
+    """A stand-in engine: records what it takes when rung, as the real one does
+    (actors/loop.py), and finishes it when told to."""
 
     def __init__(self, inbox: Inbox, got: list[int]) -> None:
         super().__init__()
         self.inbox = inbox
         self.got = got
-        self.queue: pykka.ActorRef[Any] | None = None
 
     def on_receive(self, message: Any) -> Any:
-        if isinstance(message, Process):
-            self.got.append(message.seq)
-        elif isinstance(message, Ping):
-            message.answered.set()
+        if isinstance(message, Wake):
+            item = self.inbox.take(self.actor_ref)
+            if item is not None:
+                self.got.append(item[0])
         elif message == "finish":
-            self.inbox.finish(self.got[-1])
-            tell(self.queue, Wake())  # as the real engine does after each event
+            self.inbox.finish(self.got[-1])  # rings the queue when more is queued
         elif message == "crash":
             raise RuntimeError("injected: the engine dies mid-event")
         return None
@@ -184,7 +199,6 @@ class QueueRig:
         self.got: list[int] = []
         self.engine: pykka.ActorRef[Any] = Engine.start(self.inbox, self.got)
         self.queue = QueueActor.start(self.inbox, lambda: self.engine, child_id="event_queue")
-        self.engine.proxy().queue = self.queue
 
     def settle(self) -> None:
         """Wait until the queue has handled everything told to it so far."""
@@ -206,13 +220,14 @@ def rig(tmp_path: Path) -> Iterator[QueueRig]:
 
 
 def test_engine_ready_does_not_take_back_an_event_a_live_engine_holds(rig: QueueRig) -> None:
-    # A Wake can hand an event to a restarted engine before its EngineReady arrives (or to an
-    # abandoned engine still finishing it): that event must not be handed out a second time.
+    # A restarted engine's ring (or any duplicated one) can come while a live engine holds an
+    # event (an abandoned engine still finishing it): that event must not be handed out a
+    # second time.
     first = rig.put()
     rig.settle()
     rig.engine.ask("sync", timeout=10)
     assert rig.got == [first]
-    rig.queue.tell(EngineReady())
+    rig.queue.tell(Wake())
     rig.settle()
     rig.engine.ask("sync", timeout=10)
     assert rig.got == [first]
@@ -230,7 +245,7 @@ def test_an_event_held_by_an_engine_that_died_is_handed_to_the_next_one(rig: Que
     assert rig.engine.actor_stopped.wait(10)
     dead = rig.got[:]
     rig.engine = Engine.start(rig.inbox, rig.got)
-    rig.queue.tell(EngineReady())
+    rig.queue.tell(Wake())  # the ring a restarted engine makes
     rig.settle()
     rig.engine.ask("sync", timeout=10)
     assert dead == [first]

@@ -16,7 +16,7 @@ from actors.config import PollerSettings
 from actors.journal import Journal
 from actors.session import AgentSession
 from domain.events import AgentFailed, UserTransitionedStatus
-from tests.actors.conftest import Harness, wait_until
+from tests.actors.conftest import Harness, crash_queue_once, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,22 +55,16 @@ def test_a_crashed_engine_is_restarted_and_no_queued_event_is_lost(harness: Harn
     assert engine.supervisor.generation("event_queue") == 1  # one_for_one
 
 
-def test_a_crashed_queue_is_restarted_and_no_queued_event_is_lost(harness: Harness) -> None:
+def test_a_crashed_queue_is_restarted_and_no_queued_event_is_lost(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for wid in "123":
         harness.tracker.add_item(wid, "blocked")
     engine = harness.engine()
     engine.start()
     assert engine.inbox.wait_idle(30)
-    real_take = engine.inbox.take
     crashed: list[bool] = []
-
-    def take_crashing_once() -> Any:
-        if not crashed:
-            crashed.append(True)
-            raise RuntimeError("injected: the queue dies")
-        return real_take()
-
-    engine.inbox.take = take_crashing_once  # type: ignore[method-assign]
+    crash_queue_once(monkeypatch, crashed, "injected: the queue dies")
     for wid in "123":
         engine.enqueue(UserTransitionedStatus.model_validate({"work_item_id": wid, "to": "done"}))
     wait_until(lambda: set(_statuses(engine).values()) == {"done"}, engine)
