@@ -219,7 +219,7 @@ def rig(tmp_path: Path) -> Iterator[QueueRig]:
             ref.stop(block=True, timeout=10)
 
 
-def test_engine_ready_does_not_take_back_an_event_a_live_engine_holds(rig: QueueRig) -> None:
+def test_a_wake_up_does_not_hand_out_again_an_event_a_live_engine_holds(rig: QueueRig) -> None:
     # A restarted engine's ring (or any duplicated one) can come while a live engine holds an
     # event (an abandoned engine still finishing it): that event must not be handed out a
     # second time.
