@@ -163,13 +163,13 @@ def _revision_seen(known: Revision | None, rev: Revision, state: EngineState) ->
 def _status_change(before: EngineState, after: EngineState, wid: WorkItemId, to: Status) -> str:
     text = explain_transition(before, wid, to)
     item = before.work_items.get(wid)
-    if item is None or ": " in text.split(" → ", 1)[-1]:
+    if item is None or ": " in text:
         return text  # the reason is given (a run's end)
     rows = [row for row in WORKFLOW if row.source == item.status and row.target == to]
-    if len(rows) > 1:  # in-review → needs-refinement: the pipeline or the review
-        rev = after.revisions.get(item.linked_revision) if item.linked_revision else None
-        red = rev is not None and rev.pipeline.status == "failure"
-        rows = [row for row in rows if (row.trigger == "pipeline-failed") == red] or rows
+    # in-review → needs-refinement has two rows: the pipeline's and the review's
+    rev = after.revisions.get(item.linked_revision) if item.linked_revision else None
+    red = rev is not None and rev.pipeline.status == "failure"
+    rows = [row for row in rows if (row.trigger == "pipeline-failed") == red] or rows
     if not rows:  # no row of the table: only a person moves an item so
         return f"{text}: a person's request"
     return f"{text}: {rows[0].why}"

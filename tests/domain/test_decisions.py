@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from domain.decisions import PlannerBackoff, explain_transition, planner_backoff
+import pytest
+
+from domain.decisions import PlannerBackoff, branch_name, explain_transition, planner_backoff
 from domain.models import AgentRun
 from tests.domain.builders import implementor_run, item, planner_run, spec, state
 
@@ -138,3 +140,24 @@ def test_only_a_move_out_of_in_progress_after_a_run_is_explained() -> None:
     in_review = state(item("1", "in-progress"), runs=failed)
     assert explain_transition(in_review, "1", "in-review") == "#1 in-progress → in-review"
     assert explain_transition(state(), "9", "done") == "#9 unknown → done"
+
+
+@pytest.mark.parametrize(
+    ("wid", "title", "branch"),
+    [
+        ("GH-12", "Fix: the Parser!", "cpe/gh-12-fix-the-parser"),
+        ("--7--", "  Trailing dash -", "cpe/7-trailing-dash"),
+        ("!!!", "x", "cpe/item-x"),  # nothing of the id fits a ref
+        ("3", "!!!", "cpe/3"),  # nothing of the title does
+        ("3", " lead", "cpe/3-lead"),
+        ("Ab", "Tab\there", "cpe/ab-tab-here"),
+        # cut at 40 characters, then no dash left at the end
+        ("3", "a" * 39 + "-b" + "c" * 5, "cpe/3-" + "a" * 39),
+        ("3", "b" * 45, "cpe/3-" + "b" * 40),
+    ],
+)
+def test_a_branch_name_is_a_ref_of_the_id_and_the_titles_first_40_characters(
+    wid: str, title: str, branch: str
+) -> None:
+    assert branch_name(item(wid, title=title)) == branch
+    assert branch_name(item(wid, title=title), "team/") == "team/" + branch.removeprefix("cpe/")

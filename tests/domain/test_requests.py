@@ -218,3 +218,62 @@ def test_a_resume_wakes_what_waited_for_dispatch() -> None:
 def test_the_pause_events_round_trip_through_json() -> None:
     for event in (UserPausedDispatch(reason="r", at=AT), UserResumedDispatch(at=AT)):
         assert type(event).model_validate_json(event.model_dump_json()) == event
+
+
+# ---------------------------------------------------------------------------- word for word
+
+
+def test_a_retry_says_what_it_requests_and_whether_attempts_start_again() -> None:
+    fresh = judge(Retry(work_item_id="1"), state(item("1", "pending", title="T")))
+    assert fresh.message == "#1 'T': an implementor run is requested (pending → in-progress)"
+    spent = judge(
+        Retry(work_item_id="1"), state(item("1", "blocked", title="T"), attempts={"1": 3})
+    )
+    assert spent.message == (
+        "#1 'T': an implementor run is requested (blocked → in-progress); its 3 attempt(s) "
+        "start again from zero"
+    )
+
+
+def test_each_refusal_of_a_retry_is_a_conflict_saying_what_would_be_accepted() -> None:
+    in_flight = refused(
+        Retry(work_item_id="1"), state(item("1", "pending"), runs=[implementor_run("s1", "1")])
+    )
+    assert (in_flight.kind, str(in_flight)) == (
+        "conflict",
+        "#1 has a run in flight: implementor s1 (running)",
+    )
+    paused = refused(Retry(work_item_id="1"), state(item("1", "blocked")), paused="held")
+    assert (paused.kind, str(paused)) == (
+        "conflict",
+        "held; resume dispatch (cpe resume) to retry #1",
+    )
+    busy = state(item("1", "blocked"), item("2", "in-progress"), runs=[implementor_run("s2", "2")])
+    full = refused(Retry(work_item_id="1"), busy, slots={"implementor": 1})
+    assert (full.kind, str(full)) == (
+        "conflict",
+        "no implementor slot is free (1 of 1 running, [workflow] max_concurrent); retry #1 when "
+        "one ends",
+    )
+
+
+def test_a_retry_takes_the_last_free_slot_and_one_slot_when_none_is_configured() -> None:
+    busy = state(item("1", "blocked"), item("2", "in-progress"), runs=[implementor_run("s2", "2")])
+    assert judge(Retry(work_item_id="1"), busy, slots={"implementor": 2}).events
+    assert "1 of 1 running" in str(refused(Retry(work_item_id="1"), busy, slots={}))
+    assert judge(Retry(work_item_id="1"), state(item("1", "blocked")), slots={}).events
+
+
+def test_a_pause_and_a_resume_say_what_they_do() -> None:
+    pause = judge(Pause(reason="  deploy \n freeze "), state())
+    assert pause.events == (UserPausedDispatch(reason="deploy freeze", at=AT),)
+    assert pause.message == (
+        "dispatch paused: no agent run starts until cpe resume; runs under way go on"
+    )
+    resumed = judge(Resume(), state(), paused="breaker")
+    assert (resumed.events, resumed.message) == (
+        (UserResumedDispatch(at=AT),),
+        "dispatch resumed",
+    )
+    paused = apply_event(state(), pause.events[0])
+    assert judge(Pause(), paused).events == ()

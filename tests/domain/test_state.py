@@ -11,6 +11,8 @@ from domain.commands import ApplyPlan, PostReview
 from domain.events import (
     AgentFailed,
     AgentStarted,
+    BaselineChanged,
+    BaselineRemoved,
     CommandFailed,
     CommandRejected,
     MergeWaiting,
@@ -29,7 +31,15 @@ from domain.events import (
     parse_event,
     parse_event_json,
 )
-from domain.models import EngineState, ImplementorStartParams, RevisionId, WorkItemId
+from domain.models import (
+    Baseline,
+    EngineState,
+    ImplementorStartParams,
+    InfrastructureStreak,
+    Pipeline,
+    RevisionId,
+    WorkItemId,
+)
 from domain.results import AgentReview, PlannerResult
 from domain.state import apply_event, natural_key, ordered
 from tests.domain.builders import (
@@ -253,3 +263,104 @@ def test_events_round_trip_through_json() -> None:
 def test_ids_sort_naturally() -> None:
     assert ordered(["10", "b", "2", "a"]) == ["2", "10", "a", "b"]
     assert natural_key("3") < natural_key("x")
+
+
+# ------------------------------------------------------------- what a run's end records
+
+END = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def test_a_completed_run_records_when_it_ended_what_it_cost_and_its_outcome() -> None:
+    streak = InfrastructureStreak(count=2, last_at=END, last_reason="503")
+    before = state(item("1", "in-progress"), runs=[implementor_run("s1", "1")]).model_copy(
+        update={"infrastructure": streak}
+    )
+    event = implemented("s1", outcome="blocked", patch=None).model_copy(
+        update={"at": END, "cost_usd": 0.5, "turns": 7, "model": "m-1"}
+    )
+    after = apply_event(before, event)
+    run = after.agent_runs["s1"]
+    assert (run.status, run.ended_at, run.cost_usd, run.turns, run.model, run.outcome) == (
+        "completed",
+        END,
+        0.5,
+        7,
+        "m-1",
+        "blocked",
+    )
+    assert run.settled  # no patch: no revision to write
+    assert after.infrastructure == InfrastructureStreak()  # the model answered
+
+
+def test_a_completed_review_records_its_verdict() -> None:
+    before = state(
+        item("1", "in-review", linked_revision="r1"),
+        revisions=[revision("r1", "1")],
+        runs=[reviewer_run("v1", "1")],
+    )
+    run = apply_event(before, reviewed("v1", "needs-changes")).agent_runs["v1"]
+    assert (run.status, run.outcome, run.settled) == ("completed", "needs-changes", False)
+
+
+def test_a_failed_run_records_its_kind_reason_class_and_cost() -> None:
+    before = state(item("1", "in-progress"), runs=[implementor_run("s1", "1")])
+    event = AgentFailed(
+        session_id="s1",
+        role="implementor",
+        kind="timed-out",
+        reason="30 s",
+        at=END,
+        cost_usd=0.25,
+        turns=4,
+        model="m-2",
+    )
+    run = apply_event(before, event).agent_runs["s1"]
+    assert (run.status, run.ended_at, run.failure_reason, run.failure_class) == (
+        "timed-out",
+        END,
+        "30 s",
+        "work",
+    )
+    assert (run.cost_usd, run.turns, run.model, run.settled) == (0.25, 4, "m-2", True)
+
+
+def test_a_start_records_when_and_where_the_transcript_is() -> None:
+    before = state(item("1", "in-progress"), runs=[implementor_run("s1", "1", status="requested")])
+    run = apply_event(before, AgentStarted(session_id="s1", at=END, log_file_path="/t")).agent_runs[
+        "s1"
+    ]
+    assert (run.status, run.started_at, run.log_file_path) == ("running", END, "/t")
+
+
+def test_a_removed_spec_and_a_removed_baseline_are_forgotten() -> None:
+    before = apply_event(
+        state(specs=[spec("specs/a.md"), spec("specs/b.md")]),
+        BaselineChanged(baseline=Baseline(sha="h1", pipeline=Pipeline(status="success"))),
+    )
+    assert before.baseline is not None
+    after = apply_event(before, SpecRemoved(path="specs/a.md"))
+    assert list(after.specs) == ["specs/b.md"]
+    assert apply_event(after, BaselineRemoved()).baseline is None
+
+
+def test_a_revision_delivered_links_its_item_and_settles_its_run() -> None:
+    before = state(item("1", "in-progress"), item("2"), runs=[implementor_run("s1", "1")])
+    event = RevisionCreated(session_id="s1", work_item_id="1", revision=revision("r1", "1"))
+    after = apply_event(before, event)
+    assert after.work_items["1"].linked_revision == "r1"
+    assert after.work_items["2"].linked_revision is None
+    run = after.agent_runs["s1"]
+    assert (run.settled, run.delivered_revision) == (True, "r1")
+
+
+def test_a_posted_review_marks_the_head_reviewed_and_settles_its_run() -> None:
+    before = state(
+        item("1", "in-review", linked_revision="r1"),
+        revisions=[revision("r1", "1")],
+        runs=[reviewer_run("v1", "1", status="completed")],
+    )
+    after = apply_event(
+        before, ReviewPosted(session_id="v1", revision_id="r1", head_sha="h1", verdict="approve")
+    )
+    assert after.revisions["r1"].reviewed_sha == "h1"
+    assert after.agent_runs["v1"].settled
