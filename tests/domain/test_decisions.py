@@ -8,9 +8,25 @@ from typing import Any
 
 import pytest
 
-from domain.decisions import PlannerBackoff, branch_name, explain_transition, planner_backoff
+from domain.decisions import (
+    PlannerBackoff,
+    branch_name,
+    explain_transition,
+    planner_backoff,
+    reviews_wanted,
+    run_end_trigger,
+    why_cancel,
+)
 from domain.models import AgentRun
-from tests.domain.builders import implementor_run, item, planner_run, spec, state
+from tests.domain.builders import (
+    implementor_run,
+    item,
+    planner_run,
+    reviewer_run,
+    revision,
+    spec,
+    state,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -161,3 +177,115 @@ def test_a_branch_name_is_a_ref_of_the_id_and_the_titles_first_40_characters(
 ) -> None:
     assert branch_name(item(wid, title=title)) == branch
     assert branch_name(item(wid, title=title), "team/") == "team/" + branch.removeprefix("cpe/")
+
+
+# ---------------------------------------------------------------------------- a run's end
+
+
+@pytest.mark.parametrize(
+    ("fields", "attempts", "trigger"),
+    [
+        ({"status": "cancelled", "cancel_requested": True}, 0, "user-cancelled"),
+        ({"status": "cancelled", "blocked_by_at_start": ()}, 0, "blocker-added"),
+        ({"status": "cancelled", "blocked_by_at_start": ("2",)}, 0, "run-interrupted"),
+        ({"status": "failed", "failure_class": "infrastructure"}, 0, "infrastructure-failed"),
+        ({"status": "timed-out", "failure_class": "infrastructure"}, 1, "run-failed"),
+        ({"status": "failed", "failure_class": "work"}, 1, "run-failed"),
+        ({"status": "timed-out"}, 3, "attempts-exhausted"),
+        ({"status": "completed", "outcome": "blocked", "settled": True}, 1, "outcome-blocked"),
+        (
+            {"status": "completed", "outcome": "completed", "settled": True,
+             "delivered_revision": "r1"},
+            1,
+            "revision-delivered",
+        ),
+        ({"status": "completed", "outcome": "validation-failure", "settled": True}, 3,
+         "attempts-exhausted"),
+    ],
+)  # fmt: skip
+def test_an_items_way_out_of_in_progress_is_judged_by_its_latest_run(
+    fields: dict[str, Any], attempts: int, trigger: str
+) -> None:
+    blocked = item("1", "in-progress", blocked_by=("2",))
+    before = state(
+        blocked, item("2"), runs=[implementor_run("s1", "1", **fields)], attempts={"1": attempts}
+    )
+    assert run_end_trigger(before, blocked, max_attempts=3) == trigger
+
+
+def test_an_item_with_no_run_or_a_run_in_flight_is_interrupted_or_waits() -> None:
+    lone = item("1", "in-progress")
+    assert run_end_trigger(state(lone), lone, max_attempts=3) == "run-interrupted"
+    busy = state(lone, runs=[implementor_run("s1", "1")])
+    assert run_end_trigger(busy, lone, max_attempts=3) is None
+
+
+# ------------------------------------------------------------------ why a run is cancelled
+
+
+def test_why_an_implementor_run_no_longer_serves_anything() -> None:
+    run = implementor_run("s1", "1", blocked_by_at_start=("2",))
+    assert why_cancel(state(item("1", "in-progress"), runs=[run]), run) is None
+    assert why_cancel(state(runs=[run]), run) == "the work item was deleted"
+    for status in ("blocked", "done", "in-review", "approved"):
+        at = state(item("1", status), runs=[run])
+        assert why_cancel(at, run) == f"set to {status} by a person"
+    gaining = state(
+        item("1", "in-progress", blocked_by=("2", "3", "4")),
+        item("2"),
+        item("3"),
+        item("4", "done"),
+    )
+    assert why_cancel(gaining, run) == "it gained an open blocker: #3"
+    two = state(item("1", "in-progress", blocked_by=("3", "5")), item("3"))
+    assert why_cancel(two, run) == "it gained an open blocker: #3, #5"  # #5: unknown, not done
+
+
+def test_a_run_that_ended_was_cancelled_already_or_plans_is_never_cancelled_again() -> None:
+    gone = state()
+    assert why_cancel(gone, implementor_run("s1", "1", status="completed")) is None
+    assert why_cancel(gone, implementor_run("s1", "1", cancel_requested=True)) is None
+    assert why_cancel(gone, planner_run("p1")) is None
+    assert why_cancel(gone, implementor_run("s1", "1", status="requested")) == (
+        "the work item was deleted"
+    )
+
+
+def test_why_a_reviewer_run_no_longer_serves_anything() -> None:
+    run = reviewer_run("v1", "1", "r1")
+    reviewing = item("1", "in-review", linked_revision="r1")
+    assert why_cancel(state(reviewing, revisions=[revision("r1", "1")], runs=[run]), run) is None
+    assert why_cancel(state(reviewing, runs=[run]), run) == "revision r1 was deleted"
+    merged = state(reviewing, revisions=[revision("r1", "1", state="merged")], runs=[run])
+    assert why_cancel(merged, run) == "revision r1 was merged by hand"
+    for status in ("blocked", "done"):
+        held = state(item("1", status), revisions=[revision("r1", "1")], runs=[run])
+        assert why_cancel(held, run) == f"set to {status} by a person"
+    sent_back = state(item("1", "needs-refinement"), revisions=[revision("r1", "1")], runs=[run])
+    assert why_cancel(sent_back, run) is None
+
+
+# ---------------------------------------------------------------------------- reviewers wanted
+
+
+def test_reviewers_are_started_for_in_review_items_up_to_the_free_slots() -> None:
+    waiting = [item(str(n), "in-review", linked_revision=f"r{n}") for n in (2, 3, 4)]
+    before = state(
+        item("1", "in-progress"),
+        *waiting,
+        revisions=[revision(f"r{n}", str(n)) for n in (2, 3, 4)],
+    )
+
+    def wanted(slots: int) -> list[str]:
+        commands = reviews_wanted(before, max_attempts=3, max_concurrent={"reviewer": slots})
+        return [c.params.work_item_id for c in commands]  # type: ignore[attr-defined]
+
+    assert wanted(0) == []
+    assert wanted(1) == ["2"]  # an item not in review first does not stop the walk
+    assert wanted(2) == ["2", "3"]
+    assert wanted(5) == ["2", "3", "4"]
+    busy = before.model_copy(update={"agent_runs": {"v9": reviewer_run("v9", "2", "r2")}})
+    assert [
+        c.params.work_item_id  # type: ignore[attr-defined]
+        for c in reviews_wanted(busy, max_attempts=3, max_concurrent={"reviewer": 2})
+    ] == ["3"]
