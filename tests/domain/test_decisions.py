@@ -8,16 +8,18 @@ from typing import Any
 
 import pytest
 
+from domain.commands import StartAgent, TransitionStatus
 from domain.decisions import (
     PlannerBackoff,
     branch_name,
+    dispatch_items,
     explain_transition,
     planner_backoff,
     reviews_wanted,
     run_end_trigger,
     why_cancel,
 )
-from domain.models import AgentRun
+from domain.models import AgentRun, EngineState
 from tests.domain.builders import (
     implementor_run,
     item,
@@ -289,3 +291,75 @@ def test_reviewers_are_started_for_in_review_items_up_to_the_free_slots() -> Non
         c.params.work_item_id  # type: ignore[attr-defined]
         for c in reviews_wanted(busy, max_attempts=3, max_concurrent={"reviewer": 2})
     ] == ["3"]
+
+
+# ---------------------------------------------------------------------------- dispatch
+
+
+def dispatched(before: EngineState, slots: int = 2, **options: Any) -> list[str]:
+    """What dispatch_items decides over every item: ``start #N`` or ``#N → status: why``."""
+    said = []
+    for command in dispatch_items(
+        before,
+        before.work_items.values(),
+        max_attempts=3,
+        max_concurrent={"implementor": slots},
+        branch_prefix="cpe/",
+        **options,
+    ):
+        if isinstance(command, StartAgent):
+            said.append(f"start #{command.params.work_item_id}")  # type: ignore[union-attr]
+        else:
+            assert isinstance(command, TransitionStatus)
+            said.append(f"#{command.work_item_id} → {command.to}: {command.reason}")
+    return said
+
+
+def test_dispatch_blocks_exhausted_and_spent_items_and_starts_the_rest_up_to_the_slots() -> None:
+    costly = implementor_run("s4", "4", status="failed", cost_usd=30.0, settled=True)
+    before = state(
+        item("1", "pending"),
+        item("2", "pending"),
+        item("3", "pending"),
+        item("4", "pending"),
+        item("5", "in-progress"),
+        item("6", "pending"),
+        runs=[costly],
+        attempts={"2": 3, "4": 1},
+    )
+    assert dispatched(before, slots=2, item_budget=25.0) == [
+        "start #1",
+        "#2 → blocked: attempts exhausted (3 of 3)",
+        "start #3",
+        "#4 → blocked: budget: its runs cost $30.00 of [budget] per_item_usd $25",
+    ]
+    # an item past the slots is not blocked for it; a budget that only holds leaves it waiting
+    assert dispatched(before, slots=1, item_budget=25.0, block_on_budget=False) == [
+        "start #1",
+        "#2 → blocked: attempts exhausted (3 of 3)",
+    ]
+    assert dispatched(before, slots=0) == ["#2 → blocked: attempts exhausted (3 of 3)"]
+
+
+def test_dispatch_takes_work_under_review_first_and_failed_items_last() -> None:
+    failed = implementor_run(
+        "s1", "1", status="failed", ended_at=T0, failure_reason="x", settled=True
+    )
+    before = state(
+        item("1", "pending"), item("2", "pending"), item("3", "needs-refinement"), runs=[failed],
+        attempts={"1": 1},
+    )  # fmt: skip
+    assert dispatched(before, slots=3) == ["start #3", "start #2", "start #1"]
+    assert dispatched(before, slots=1) == ["start #3"]
+
+
+def test_an_item_named_twice_is_started_once() -> None:
+    before = state(item("1", "pending"))
+    commands = dispatch_items(
+        before,
+        [before.work_items["1"], before.work_items["1"]],
+        max_attempts=3,
+        max_concurrent={"implementor": 2},
+        branch_prefix="cpe/",
+    )
+    assert len(commands) == 1
