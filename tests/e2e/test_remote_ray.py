@@ -7,32 +7,30 @@ against the scripted model on loopback."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+import ray
 
-pytest.importorskip("ray")
-
-import ray  # noqa: E402
-
-from adapters.bash_guard.config import BashGuardConfig  # noqa: E402
-from adapters.cli.settings import ClaudeSdkRuntime, RuntimeContext  # noqa: E402
-from adapters.runtime.pricing import DEFAULT_PRICES  # noqa: E402
-from adapters.runtime.remote.ray_runtime import RayRuntime, create_ray_runtime  # noqa: E402
-from adapters.runtime.remote.settings import RemoteSettings  # noqa: E402
-from adapters.runtime.sandbox.config import SandboxConfig  # noqa: E402
-from adapters.scripted_model import ScriptedModelServer, load_scenario  # noqa: E402
-from domain.errors import AgentFailure  # noqa: E402
-from domain.models import ImplementorStartParams, SessionId, WorkItemId  # noqa: E402
-from domain.ports import SessionLogging  # noqa: E402
-from domain.results import ImplementorResult  # noqa: E402
-from tests.adapters.runtime.driving import drive, provider_deps  # noqa: E402
-from tests.e2e.running import wait_for  # noqa: E402
-from tests.support.git import make_repo  # noqa: E402
-from tests.support.ray_cluster import Node, RayCluster, ray_cluster  # noqa: E402
+from adapters.bash_guard.config import BashGuardConfig
+from adapters.cli.settings import ClaudeSdkRuntime, RuntimeContext
+from adapters.runtime.pricing import DEFAULT_PRICES
+from adapters.runtime.remote.ray_runtime import RayRuntime, create_ray_runtime
+from adapters.runtime.remote.settings import RemoteSettings
+from adapters.runtime.sandbox.config import SandboxConfig
+from adapters.scripted_model import ScriptedModelServer, load_scenario
+from domain.errors import AgentFailure
+from domain.models import ImplementorStartParams, SessionId, WorkItemId
+from domain.ports import SessionLogging
+from domain.results import ImplementorResult
+from tests.adapters.runtime.driving import drive, provider_deps
+from tests.e2e.running import wait_for
+from tests.support.git import make_repo
+from tests.support.ray_cluster import Node, RayCluster, ray_cluster
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -100,9 +98,7 @@ def implementor(name: str) -> ImplementorStartParams:
 
 
 def node_id(resource: str) -> set[str]:
-    return {
-        n["NodeID"] for n in ray.nodes() if n["Alive"] and resource in n["Resources"]
-    }  # type: ignore[no-untyped-call]
+    return {n["NodeID"] for n in ray.nodes() if n["Alive"] and resource in n["Resources"]}  # type: ignore[no-untyped-call]
 
 
 def agents_in(directory: Path) -> list[psutil.Process]:
@@ -171,10 +167,17 @@ def test_a_remote_run_past_its_duration_is_killed_on_the_node(
     params = implementor("c")
     with ScriptedModelServer([load_scenario("hang")]) as server:
         runtime = remote_runtime(
-            cluster, repo, tmp_path, server.client_env(), max_agent_duration=20
+            cluster, repo, tmp_path, server.client_env(), max_agent_duration=60
         )
+        at_work = threading.Event()
+        watch = threading.Thread(
+            target=lambda: server.wait_until(lambda s: s.hanging >= 1, 120) and at_work.set(),
+            daemon=True,
+        )
+        watch.start()
         _, result = drive(runtime, params)
-        assert server.hanging >= 1, "the agent was at work when its time ran out"
+        watch.join(10)
+        assert at_work.is_set(), "the agent was at work when its time ran out"
     assert isinstance(result, AgentFailure), result
     assert result.kind == "timed-out"
     nothing_left(tmp_path)
@@ -189,8 +192,7 @@ def test_a_node_that_dies_mid_run_fails_it_as_infrastructure_and_the_next_run_go
     doomed = cluster.add_node({"doomed_slot": 1})
     assert wait_for(lambda: len(node_id("doomed_slot")) == 1, 120)
     [doomed_id] = node_id("doomed_slot")
-    book = [load_scenario("hang"), load_scenario("implement")]
-    with ScriptedModelServer(book) as server:
+    with ScriptedModelServer([load_scenario("hang")]) as server:
         runtime = remote_runtime(cluster, repo, tmp_path, server.client_env(), slot="doomed_slot")
         killed_at: list[float] = []
 
@@ -201,10 +203,13 @@ def test_a_node_that_dies_mid_run_fails_it_as_infrastructure_and_the_next_run_go
 
         _, lost = drive_until_killed(runtime, implementor("d"), kill_the_node)
         took = _now() - killed_at[0]
+        print(f"the lost run failed {took:.1f}s after its node was killed: {lost}")
         assert isinstance(lost, AgentFailure), lost
         assert lost.infrastructure, lost
         assert took < 60, f"the lost run took {took:.1f}s to fail"
-        cluster.add_node({"doomed_slot": 1})
+    cluster.add_node({"doomed_slot": 1})
+    with ScriptedModelServer([load_scenario("implement")]) as server:
+        runtime = remote_runtime(cluster, repo, tmp_path, server.client_env(), slot="doomed_slot")
         _, result = drive(runtime, implementor("e"))
     assert isinstance(result, ImplementorResult), result
     assert where(repo, implementor("e"))["node_id"] != doomed_id

@@ -84,7 +84,7 @@ class NodeSession:
                 yield event
         except AgentFailure as failure:
             yield _failure(failure)
-        except Exception as exc:  # noqa: BLE001 (the head hears of anything, as data)
+        except Exception as exc:
             # under the agent: the node could not make its workspace or runtime
             reason = f"on the node: {type(exc).__name__}: {exc}".replace("\n", " ")[:2000]
             yield _failure(AgentFailure("failed", reason, infrastructure=True))
