@@ -239,3 +239,30 @@ def _now() -> float:
     import time  # noqa: PLC0415
 
     return time.monotonic()
+
+
+def cluster_processes() -> set[int]:
+    return {
+        proc.pid
+        for proc in psutil.process_iter(["cmdline"])
+        if any("cpe-ray-" in arg for arg in (proc.info.get("cmdline") or ()))
+    }
+
+
+def test_the_demo_loop_with_implementors_on_a_local_cluster_is_done(tmp_path: Path) -> None:
+    """``cpe demo --remote ray``: the demo starts a head and a worker node, every implementor
+    run goes to the worker node, every item is done, and the cluster is gone after it."""
+    from tests.e2e.test_demo import assert_loop_done, run_demo  # noqa: PLC0415
+
+    before = cluster_processes()
+    repo, stdout = run_demo(tmp_path, "--remote", "ray")
+    assert "implementors on a local Ray cluster" in stdout
+    assert_loop_done(repo)
+    runs = repo / ".cpe" / "runs"
+    placed = [json.loads(p.read_text()) for p in runs.glob("implementor-*/remote.json")]
+    assert len(placed) >= 3, "every implementor run went to the cluster"
+    assert len({p["node_id"] for p in placed}) == 1  # the worker node, the only one with a slot
+    assert not list(runs.glob("planner-*/remote.json"))  # the planner ran on the head
+    assert not list(runs.glob("reviewer-*/remote.json"))
+    assert cluster_processes() <= before, "the demo's cluster is gone"
+    assert [p for p in (tmp_path / "nodes").glob("*/*") if p.is_dir()] == []
