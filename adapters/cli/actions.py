@@ -418,7 +418,10 @@ def _print_runs(state: EngineState, state_dir: Path) -> None:
         if not shown:
             print("  (none)")
         for run in shown:
-            print("  " + describe_run(run, run_runtime(state_dir, run.session_id), now=now))
+            runtime = run_runtime(state_dir, run.session_id)
+            node = run_node(state_dir, run.session_id)
+            runtime = f"{runtime}@{node}" if node else runtime
+            print("  " + describe_run(run, runtime, now=now))
             if run.failure_reason:  # the whole reason, on its own line
                 label = "infrastructure failure" if run.failure_class == "infrastructure" else "why"
                 print(f"      {label}: {' '.join(run.failure_reason.split())}")
@@ -460,6 +463,20 @@ def run_runtime(state_dir: Path, session_id: str) -> str:
         return ""
     family = metadata.get("agent_family") if isinstance(metadata, dict) else None
     return family.replace("_", "-") if isinstance(family, str) else ""
+
+
+def run_node(state_dir: Path, session_id: str) -> str:
+    """Where a remote run ran (its node's address), from its ``remote.json``; empty for a
+    local run."""
+    try:
+        where = json.loads((state_dir / "runs" / session_id / "remote.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(where, dict):
+        return ""
+    address = where.get("node_address") or where.get("hostname") or ""
+    node_id = str(where.get("node_id") or "")[:8]
+    return f"{address}/{node_id}" if node_id else str(address)
 
 
 def journal_state(state_dir: Path) -> EngineState:

@@ -456,7 +456,12 @@ def _runtime_factory(
     from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice  # noqa: PLC0415
 
     # The runtimes the roles name, in RUNTIME_KINDS' order: the checks below go in that order.
-    runtimes = [config.runtime.runtime(kind) for kind in RUNTIME_KINDS if kind in roles.values()]
+    # A remote role's runtime is checked on its node, when a run starts there.
+    remote_roles = config.runtime.remote_roles()
+    local_kinds = {kind for role, kind in roles.items() if role not in remote_roles}
+    runtimes = [config.runtime.runtime(kind) for kind in RUNTIME_KINDS if kind in local_kinds]
+    if remote_roles:
+        _join_cluster(config)
     for runtime in runtimes:
         runtime.check()
     for runtime in runtimes:
@@ -511,12 +516,43 @@ def _runtime_factory(
         adapters: dict[AgentRole, RuntimeAdapter] = {}
         for role in AGENT_ROLES:
             kind = roles[role]
-            if kind not in built:
-                built[kind] = config.runtime.runtime(kind).build(context, deps)
-            adapters[role] = built[kind]
+            key = f"remote:{kind}" if role in remote_roles else kind
+            if key not in built:
+                built[key] = (
+                    _remote_runtime(config, kind, context, deps)
+                    if role in remote_roles
+                    else config.runtime.runtime(kind).build(context, deps)
+                )
+            adapters[role] = built[key]
         return adapters
 
     return factory
+
+
+def _join_cluster(config: CpeConfig) -> None:
+    """``[runtime.remote]``: Ray must be installed (the ``cpe[ray]`` extra) and its cluster
+    reachable; a ``ConfigError`` otherwise. Nothing imports Ray unless a role runs remotely."""
+    remote = config.runtime.remote
+    assert remote is not None
+    try:
+        from adapters.runtime.remote.ray_runtime import connect  # noqa: PLC0415
+    except ImportError as exc:
+        raise ConfigError(
+            f"runtime.remote.kind: {remote.kind!r} needs Ray, which is not installed",
+            expected="pip install 'control-plane-engine[ray]' (the cpe[ray] extra)",
+        ) from exc
+    connect(remote)
+
+
+def _remote_runtime(
+    config: CpeConfig, kind: RuntimeKind, context: RuntimeContext, deps: RuntimeAdapterDeps
+) -> RuntimeAdapter:
+    from adapters.runtime.remote.ray_runtime import create_ray_runtime  # noqa: PLC0415
+
+    assert config.runtime.remote is not None
+    return create_ray_runtime(
+        config.runtime.remote, config.runtime.runtime(kind), context, config.sandbox, deps
+    )
 
 
 def _sandbox(config: CpeConfig, closers: list[Any]) -> tuple[Any, str]:

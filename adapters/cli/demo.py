@@ -119,12 +119,16 @@ def demo(
     roles: Mapping[str, str] | None = None,
     book: Sequence[Scenario] | None = None,
     serve: str | None = None,
+    *,
+    remote: str | None = None,
 ) -> int:
     """The demo; ``roles`` runs some roles on another runtime (``{"implementor": "codex-cli"}``:
     the real ``codex`` from PATH, against the same scripted model's Responses API). ``book``
     replaces the scripted model's scenarios (a test plays a loop that cannot finish).
     ``serve`` (HOST:PORT): the dashboard serves the demo as it runs, then its finished state
-    until Ctrl-C or SIGTERM (it only shows: no action)."""
+    until Ctrl-C or SIGTERM (it only shows: no action). ``remote="ray"``: a local Ray cluster
+    (a head and a worker node with ``agent_slot``) is started, the implementors run on the
+    worker node (docs/remote.md), and the cluster is stopped at the end."""
     from adapters.demo.book import demo_book  # noqa: PLC0415
     from adapters.demo.sample import SampleRepoError, create_sample_repo  # noqa: PLC0415
     from adapters.scripted_model import ScriptedModelServer  # noqa: PLC0415
@@ -160,6 +164,12 @@ def demo(
     with contextlib.ExitStack() as stack:  # the log stays open while the dashboard serves
         log_stream = stack.enter_context((log_file / "cpe.log").open("a"))
         configure_logging("info", "json", log_stream)
+        if remote == "ray":
+            try:
+                _remote_cluster(stack, repo, base, out)
+            except (ImportError, RuntimeError, OSError) as exc:
+                print(f"cpe demo: cannot start a local Ray cluster: {exc}", file=out)
+                return EXIT_CONFIG
         with ScriptedModelServer(book or demo_book()) as server:
             try:
                 app = build_app(
@@ -186,6 +196,36 @@ def demo(
         if serve:
             _until_stopped(out)
     return 0 if ok else 1
+
+
+def _remote_cluster(stack: contextlib.ExitStack, repo: Path, base: Path, out: TextIO) -> None:
+    """A head and a worker node (``agent_slot = 1``, only it), the sample's implementors sent
+    there; the cluster is stopped (every process of it killed) when ``stack`` closes."""
+    from adapters.runtime.remote.cluster import RayCluster  # noqa: PLC0415
+
+    cluster = RayCluster()
+    stack.callback(cluster.stop)
+    cluster.start_head()
+    cluster.add_node({"agent_slot": 1})
+    stack.callback(_ray_shutdown)  # the demo leaves the cluster before it is stopped
+    section = (
+        "\n[runtime.remote]\n"
+        'kind = "ray"\n'
+        f'address = "{cluster.address}"\n'
+        "resources = { agent_slot = 1 }\n"
+        f'node_dir = "{base / "nodes"}"\n'
+        "[runtime.remote.roles]\n"
+        "implementor = true\n"
+    )
+    with (repo / "supervisor.toml").open("a") as config:
+        config.write(section)
+    print(f"cpe demo: implementors on a local Ray cluster ({cluster.address})", file=out)
+
+
+def _ray_shutdown() -> None:
+    import ray  # noqa: PLC0415
+
+    ray.shutdown()
 
 
 def _report(repo: Path, state_dir: Path, log: Path, stalled: str | None, out: TextIO) -> bool:

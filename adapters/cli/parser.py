@@ -118,6 +118,28 @@ def _add_costs(
     costs.add_argument("--since", metavar="YYYY-MM-DD", default=None)
 
 
+def _remote_option(demo: argparse.ArgumentParser) -> None:
+    """``cpe demo``'s options after ``--runtime``: --remote, --serve, --listen."""
+    demo.add_argument(
+        "--remote",
+        choices=["ray"],
+        default=None,
+        help="start a local Ray cluster (a head and a worker node) and run the implementors on "
+        "its worker node (needs the cpe[ray] extra; docs/remote.md)",
+    )
+    demo.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the web dashboard while the demo runs, then its finished state until Ctrl-C",
+    )
+    demo.add_argument(
+        "--listen",
+        default="127.0.0.1:8765",
+        metavar="HOST:PORT",
+        help="where --serve listens (default 127.0.0.1:8765; port 0: any free one)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cpe",
@@ -237,17 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run ROLE (planner, implementor, reviewer) on KIND (claude-sdk, claude-cli, "
         "codex-cli: the codex CLI from PATH); repeatable",
     )
-    demo.add_argument(
-        "--serve",
-        action="store_true",
-        help="serve the web dashboard while the demo runs, then its finished state until Ctrl-C",
-    )
-    demo.add_argument(
-        "--listen",
-        default="127.0.0.1:8765",
-        metavar="HOST:PORT",
-        help="where --serve listens (default 127.0.0.1:8765; port 0: any free one)",
-    )
+    _remote_option(demo)
     commands.add_parser("workflow", help="print the work item status table")
 
     check = commands.add_parser(
@@ -353,7 +365,7 @@ def _main(argv: Sequence[str] | None) -> int:
                     file=sys.stderr,
                 )
                 return 2
-        return demo(args.dir, roles=dict(args.runtime), serve=serve)
+        return demo(args.dir, roles=dict(args.runtime), serve=serve, remote=args.remote)
     if args.command == "run" and argv is None:  # the process itself: see _exit_now
         _catch_stop_signals_early()
         _exit_now(_engine_command(args))

@@ -35,6 +35,7 @@ from actors.journal import JOURNAL_NAME
 from actors.supervisor import SupervisorSettings
 from adapters.bash_guard.config import BashGuardConfig
 from adapters.github.settings import GitHubSettings
+from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
 from domain.errors import ConfigError
 from domain.handlers import HandlerOptions
@@ -416,6 +417,14 @@ class RuntimeSection(_Section):
 
     claude_cli: ClaudeCliRuntime = ClaudeCliRuntime()
     codex_cli: CodexCliRuntime = CodexCliRuntime()
+    # [runtime.remote]: the roles whose runs go to a Ray cluster's nodes (the cpe[ray] extra)
+    remote: RemoteSettings | None = None
+
+    def remote_roles(self) -> frozenset[str]:
+        """The roles that run on the cluster (none without ``[runtime.remote]``)."""
+        if self.remote is None:
+            return frozenset()
+        return frozenset(role for role, on in self.remote.roles.model_dump().items() if on)
 
     def runtime(self, kind: RuntimeKind) -> RuntimeSettings:
         """The settings of runtime ``kind``: its own section, if it has one."""

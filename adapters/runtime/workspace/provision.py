@@ -95,9 +95,7 @@ class Provisioner:
                 worktree = await self._create_worktree(params.branch_name)
                 await self._hook(worktree, "before_run", required=True)
             prompt = await anyio.to_thread.run_sync(self.prompt, params)
-            spec = await anyio.to_thread.run_sync(
-                load_agent_definition, self.repo_root, params.role, self.context_paths
-            )
+            spec = await anyio.to_thread.run_sync(self.spec, params.role)
         except BaseException:
             await self.release(worktree)
             raise
@@ -176,6 +174,10 @@ class Provisioner:
                 worktrees=[str(p) for p in report.removed_worktrees],
                 branches=list(report.deleted_branches),
             )
+
+    def spec(self, role: AgentRole) -> AgentSpec:
+        """The role's agent definition, the project context appended."""
+        return load_agent_definition(self.repo_root, role, self.context_paths)
 
     def prompt(self, params: AgentStartParams) -> str:
         def read_blob(sha: str) -> str:

@@ -1,0 +1,443 @@
+"""The head's side of a remote run: a ``RuntimeAdapter`` whose runs are Ray actors on the nodes.
+
+The only module of cpe that imports Ray. A run: the prompt and the agent definition are
+assembled here (the head holds the provider and the state), the repository at the base commit
+is bundled (``git bundle``), and an actor (``NodeActor``, named after the session, detached, in
+this engine's namespace) is placed on a node with the resources ``[runtime.remote]`` asks. It
+runs the role's local runtime there (``node.py``) and streams its events back: the output, the
+ending, the usage and the run's artifacts, stored in ``<state>/runs/<session>`` as a local run's
+are, with ``remote.json`` saying where it ran.
+
+The guarantees of a local run hold: the node's runtime owns the duration limit and kills the
+agent's process group, as does a cancel; a node (or the actor's worker) that dies fails the run
+as an infrastructure failure (no attempt spent) within seconds, never a hang; ``reap`` at the
+head's start stops and kills every run an earlier head left in the namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import io
+import json
+import logging
+import os
+import subprocess
+import tarfile
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import ray
+import ray.exceptions
+import structlog
+from ray.util import list_named_actors
+
+from adapters.runtime.remote.node import NodeSession
+from adapters.runtime.remote.settings import RemoteSettings
+from adapters.runtime.workspace.provision import Provisioner
+from domain.errors import AgentFailure, ConfigError
+from domain.models import AgentStartParams, RunUsage, SessionId
+from domain.ports import AgentRunHandle, RuntimeAdapterDeps
+from domain.results import AgentResult, parse_agent_result
+
+log = structlog.get_logger("cpe.runtime.remote")
+
+REMOTE_FILE = "remote.json"  # in the run's directory on the head: where it ran
+_STOP_WAIT = 30.0  # seconds a stopped run gets to end on its node before its actor is killed
+# Never shipped to a node, whatever a configuration adds on purpose: cpe's own credentials.
+_HEAD_ONLY = ("GITHUB_TOKEN", "GH_TOKEN", "CPE_GITHUB_TOKEN")
+
+
+class NodeActor(NodeSession):
+    """``NodeSession`` as the Ray actor: it knows its Ray node."""
+
+    def where(self) -> dict[str, str]:
+        context = ray.get_runtime_context()
+        return {**super().where(), "node_id": context.get_node_id()}
+
+    async def stop(self) -> None:
+        """Cancel the run and wait (bounded) for its end: its agent gone, its directory too."""
+        self.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.ended.wait(), _STOP_WAIT)
+
+
+_Actor: Any = None
+_connect_lock = threading.Lock()
+
+
+def connect(settings: RemoteSettings) -> None:
+    """Join the cluster as a driver, once per process; a ``ConfigError`` when it cannot."""
+    global _Actor  # noqa: PLW0603 (one Ray connection per process, as Ray has it)
+    with _connect_lock:
+        if not ray.is_initialized():
+            try:
+                ray.init(
+                    address=settings.address,
+                    log_to_driver=False,
+                    logging_level=logging.WARNING,
+                    configure_logging=False,
+                )
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ConfigError(
+                    f"runtime.remote.address: cannot join the Ray cluster at "
+                    f"{settings.address!r}: {str(exc).splitlines()[0] if str(exc) else exc}",
+                    expected="a running cluster (ray start --head) and its address, or auto",
+                ) from exc
+        if _Actor is None:
+            _Actor = ray.remote(NodeActor)
+
+
+def default_namespace(state_dir: Path) -> str:
+    """One namespace per engine: its state directory names it."""
+    digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]
+    return f"cpe-{digest}"
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """What every run of this adapter ships besides its own part: the local runtime's kind and
+    settings, and the settings every runtime shares (JSON-able: data, not objects)."""
+
+    kind: str
+    section: str | None  # its [runtime.<section>] (claude-sdk has none)
+    runtime: Mapping[str, Any]
+    shared: Mapping[str, Any]
+    models: Mapping[str, str]
+    idle_timeout: float | None
+    codex_overrides: tuple[str, ...]
+
+
+def ship_shared(shared: Mapping[str, Any], sandbox_config: Any) -> dict[str, Any]:
+    """The runtimes' shared settings as data for a node: the head's paths (repository, state,
+    sandbox) stay here, the node has its own; the agent's added environment without cpe's own
+    credentials."""
+    local = {"repo_root", "default_branch", "logging", "sandbox", "sandbox_missing"}
+    shipped = {k: v for k, v in shared.items() if k not in local}
+    shipped["agent_env"] = {
+        k: v for k, v in dict(shared.get("agent_env") or {}).items() if k not in _HEAD_ONLY
+    }
+    shipped["bash_guard"] = shared["bash_guard"].model_dump(mode="json")
+    shipped["prices"] = {k: p.model_dump(mode="json") for k, p in shared["prices"].items()}
+    shipped["agent_sessions"] = shared["logging"].agent_sessions
+    shipped["context_paths"] = list(shared["context_paths"])
+    shipped["hooks"] = {k: list(v) for k, v in shared["hooks"].items()}
+    shipped["sandbox_config"] = sandbox_config.model_dump(mode="json")
+    return shipped
+
+
+@dataclass(kw_only=True)
+class _Run:
+    session_id: SessionId
+    actor: Any = None
+    started: bool = False
+    cancelled: bool = False
+    output: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
+    usage: RunUsage | None = None
+    events: Any = None  # the actor's stream (an ObjectRefGenerator)
+
+
+class RayRuntime:
+    """A ``RuntimeAdapter`` whose runs are placed on a Ray cluster's nodes."""
+
+    def __init__(
+        self,
+        settings: RemoteSettings,
+        shipment: Shipment,
+        *,
+        repo_root: Path,
+        default_branch: str,
+        state_dir: Path,
+        context_paths: tuple[str, ...],
+        deps: RuntimeAdapterDeps,
+    ) -> None:
+        connect(settings)
+        self.settings = settings
+        self.shipment = shipment
+        self.repo_root = repo_root
+        self.default_branch = default_branch
+        self.state_dir = state_dir
+        self.namespace = settings.namespace or default_namespace(state_dir)
+        self.provisioner = Provisioner(
+            repo_root=repo_root,
+            default_branch=default_branch,
+            setup_command="",
+            setup_timeout=1,
+            context_paths=context_paths,
+            deps=deps,
+        )
+        self._runs: dict[SessionId, _Run] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ the port
+
+    async def start_agent(self, params: AgentStartParams) -> AgentRunHandle:
+        session_id = params.session_id
+        if session_id is None:
+            raise ValueError("start_agent needs params with the executor's session_id")
+        prompt = await anyio.to_thread.run_sync(self.provisioner.prompt, params)
+        spec = await anyio.to_thread.run_sync(self.provisioner.spec, params.role)
+        bundle, base_ref = await anyio.to_thread.run_sync(self._bundle)
+        payload = {
+            "params": params.model_dump(mode="json"),
+            "prompt": prompt,
+            "spec": dataclasses.asdict(spec),
+            "bundle": bundle,
+            "base_ref": base_ref,
+            **dataclasses.asdict(self.shipment),
+        }
+        run = _Run(session_id=session_id)
+        with self._lock:
+            self._runs[session_id] = run
+        try:
+            events = await self._place(run, payload)
+        except BaseException:
+            with self._lock:
+                self._runs.pop(session_id, None)
+            raise
+        return AgentRunHandle(
+            session_id=session_id,
+            output=_drain(run.output),
+            result=asyncio.get_running_loop().create_task(self._to_the_end(run, events)),
+            log_file_path=str(self._run_dir(session_id) / "transcript.log"),
+            usage=lambda: run.usage,
+        )
+
+    def cancel_agent(self, session_id: SessionId) -> None:
+        with self._lock:
+            run = self._runs.get(session_id)
+        if run is None or run.actor is None:
+            return
+        run.cancelled = True
+        if run.started:
+            run.actor.cancel.remote()  # the node kills the agent's group; the run then ends
+        else:  # not placed yet (no node has what it asks): nothing runs to stop
+            ray.kill(run.actor, no_restart=True)
+
+    def reap(self, keep_branches: frozenset[str] = frozenset()) -> None:
+        """Startup: stop and kill the runs an earlier head of this engine left on the cluster
+        (its namespace's actors); their agents are killed on their nodes, their directories
+        removed. The head itself keeps no worktree of a remote run."""
+        names = [
+            entry["name"]
+            for entry in list_named_actors(all_namespaces=True)
+            if entry.get("namespace") == self.namespace
+        ]
+        for name in names:
+            with contextlib.suppress(ValueError, ray.exceptions.RayError):
+                actor = ray.get_actor(name, namespace=self.namespace)
+                log.warning("stopping a remote run an earlier head left", session_id=name)
+                with contextlib.suppress(ray.exceptions.RayError):
+                    ray.get(actor.stop.remote(), timeout=_STOP_WAIT + 10)
+                ray.kill(actor, no_restart=True)
+
+    # ------------------------------------------------------------------ the run
+
+    def _bundle(self) -> tuple[bytes, str]:
+        """The repository at the base commit as a git bundle, and the ref it holds."""
+        found = _git(self.repo_root, "rev-parse", "--symbolic-full-name", self.default_branch)
+        ref = found.decode().strip() or f"refs/heads/{self.default_branch}"
+        with tempfile.TemporaryDirectory(prefix="cpe-bundle-") as tmp:
+            path = Path(tmp) / "base.bundle"
+            _git(self.repo_root, "bundle", "create", "-q", str(path), ref)
+            return path.read_bytes(), ref
+
+    async def _place(self, run: _Run, payload: Mapping[str, Any]) -> Any:
+        """The run's actor, placed and started: its stream, past the ``started`` event."""
+        assert _Actor is not None
+        s = self.settings
+        options: dict[str, Any] = {
+            "name": run.session_id,
+            "namespace": self.namespace,
+            "lifetime": "detached",  # an earlier head's runs are found by name, and stopped
+            "max_restarts": 0,
+            "max_task_retries": 0,
+            "max_concurrency": 4,  # its run, a cancel, a stop
+            "num_cpus": s.num_cpus,
+            "resources": dict(s.resources),
+        }
+        if s.memory:
+            options["memory"] = s.memory
+        run.actor = _Actor.options(**options).remote(self.namespace, s.node_dir)
+        events = run.actor.run.remote(payload)
+        try:
+            first = await _next(events)
+        except ray.exceptions.RayError as exc:
+            self._kill(run)
+            if run.cancelled:
+                raise AgentFailure("cancelled", "cancelled before it was placed") from exc
+            raise _lost(exc) from exc
+        if first is None or first.get("type") != "started":
+            self._kill(run)
+            raise AgentFailure(
+                "failed", f"the node did not start the run: {first}", infrastructure=True
+            )
+        run.started = True
+        if run.cancelled:
+            run.actor.cancel.remote()
+        await anyio.to_thread.run_sync(self._record, run.session_id, first)
+        return events
+
+    def _record(self, session_id: SessionId, where: Mapping[str, Any]) -> None:
+        node_id = where.get("node_id", "")
+        address = next(
+            (
+                n["NodeManagerAddress"]
+                for n in ray.nodes()  # type: ignore[no-untyped-call]
+                if n.get("NodeID") == node_id
+            ),
+            "",
+        )
+        info = {
+            "kind": "ray",
+            "runtime": self.shipment.kind,
+            "node_id": node_id,
+            "node_address": address,
+            "hostname": where.get("hostname", ""),
+            "namespace": self.namespace,
+        }
+        log.info("remote run placed", session_id=session_id, **info)
+        run_dir = self._run_dir(session_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / REMOTE_FILE).write_text(json.dumps(info, indent=2) + "\n")
+
+    async def _to_the_end(self, run: _Run, events: Any) -> AgentResult:
+        ending: AgentResult | AgentFailure | None = None
+        try:
+            try:
+                while (event := await _next(events)) is not None:
+                    kind = event.get("type")
+                    if kind == "output":
+                        run.output.put_nowait(str(event["text"]))
+                    elif kind == "result":
+                        ending = parse_agent_result(event["result"])
+                    elif kind == "failure":
+                        ending = AgentFailure(
+                            event["kind"], event["reason"], infrastructure=event["infrastructure"]
+                        )
+                    elif kind == "usage":
+                        run.usage = RunUsage.model_validate(event["usage"])
+                    elif kind == "artifacts":
+                        await anyio.to_thread.run_sync(self._unpack, run.session_id, event["tar"])
+                    elif kind == "ended":
+                        break
+            except ray.exceptions.RayError as exc:
+                raise _lost(exc) from exc
+            except BaseException:  # the session cancelled the run: it stops on its node first
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._stop, run)
+                raise
+            if isinstance(ending, AgentFailure):
+                raise ending
+            if ending is None:
+                raise AgentFailure(
+                    "failed", "the node ended the run without a result", infrastructure=True
+                )
+            return ending
+        finally:
+            run.output.put_nowait(None)
+            with self._lock:
+                self._runs.pop(run.session_id, None)
+            self._kill(run)
+
+    def _stop(self, run: _Run) -> None:
+        with contextlib.suppress(ray.exceptions.RayError):
+            ray.get(run.actor.stop.remote(), timeout=_STOP_WAIT + 10)
+
+    def _kill(self, run: _Run) -> None:
+        if run.actor is not None:
+            with contextlib.suppress(ray.exceptions.RayError, ValueError):
+                ray.kill(run.actor, no_restart=True)
+
+    def _run_dir(self, session_id: SessionId) -> Path:
+        return self.state_dir / "runs" / session_id
+
+    def _unpack(self, session_id: SessionId, data: bytes) -> None:
+        """The run's artifacts, where a local run's are."""
+        run_dir = self._run_dir(session_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            tar.extractall(run_dir, filter="data")
+        metadata = run_dir / "runner_metadata.json"
+        remote = run_dir / REMOTE_FILE
+        if metadata.exists() and remote.exists():  # where it ran, in its metadata too
+            with contextlib.suppress(OSError, ValueError):
+                data_ = json.loads(metadata.read_text())
+                data_["remote"] = json.loads(remote.read_text())
+                metadata.write_text(json.dumps(data_, indent=2) + "\n")
+
+
+def _lost(exc: BaseException) -> AgentFailure:
+    """A run whose node, or the actor's worker on it, died: an infrastructure failure."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return AgentFailure(
+        "failed", f"the remote run was lost ({type(exc).__name__}): {first}", infrastructure=True
+    )
+
+
+async def _next(events: Any) -> dict[str, Any] | None:
+    """The stream's next event; None at its end."""
+    try:
+        ref = await events.__anext__()
+    except StopAsyncIteration:
+        return None
+    event: dict[str, Any] = await ref
+    return event
+
+
+def _git(cwd: Path, *args: str) -> bytes:
+    return subprocess.run(
+        ["git", "-C", str(cwd), *args],
+        check=True,
+        capture_output=True,
+        timeout=600,
+        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+    ).stdout
+
+
+async def _drain(queue: asyncio.Queue[str | None]) -> AsyncIterator[str]:
+    while (chunk := await queue.get()) is not None:
+        yield chunk
+
+
+_SECTIONS = {"claude-sdk": None, "claude-cli": "claude_cli", "codex-cli": "codex_cli"}
+
+
+def create_ray_runtime(
+    settings: RemoteSettings,
+    runtime: Any,
+    context: Any,
+    sandbox_config: Any,
+    deps: RuntimeAdapterDeps,
+) -> RayRuntime:
+    """The remote runtime of ``runtime`` (a ``[runtime.*]`` model: ``ClaudeSdkRuntime``,
+    ``ClaudeCliRuntime``, ``CodexCliRuntime``), built with the ``RuntimeContext`` a local one
+    would be; the sandbox's settings go to the nodes, which make their own."""
+    shared = context.shared
+    section = _SECTIONS[runtime.kind]
+    state_dir = Path(shared["logging"].logs_dir).parent
+    shipment = Shipment(
+        kind=runtime.kind,
+        section=section,
+        runtime=runtime.model_dump(mode="json") if section else {},
+        shared=ship_shared(shared, sandbox_config),
+        models=dict(context.models),
+        idle_timeout=context.idle_timeout,
+        codex_overrides=tuple(context.codex_overrides),
+    )
+    return RayRuntime(
+        settings,
+        shipment,
+        repo_root=Path(shared["repo_root"]),
+        default_branch=shared["default_branch"],
+        state_dir=state_dir,
+        context_paths=tuple(shared["context_paths"]),
+        deps=deps,
+    )
