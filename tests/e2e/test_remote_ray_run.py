@@ -200,3 +200,38 @@ def test_a_worker_node_killed_mid_run_fails_under_the_agent_and_the_item_runs_el
     assert item.title == ITEM_ONE_TITLE
     assert all(i.status == "done" for i in work_items(loop.repo))
     loop.assert_nothing_left()
+
+
+def test_a_restarted_head_stops_the_remote_runs_an_earlier_head_left(
+    loop: RemoteLoop, cluster: RayCluster, model: ScriptedModelServer
+) -> None:
+    """``cpe run`` is killed (SIGKILL) while its remote implementor waits on the model: its
+    detached actor and the agent live on on the node. The next ``cpe run`` on the same state
+    finds them in its namespace (``reap``), stops the agent and kills the actor, and finishes."""
+    if not slot_nodes():
+        cluster.add_node({SLOT: 1})
+    assert wait_for(lambda: len(slot_nodes()) >= 1, 120)
+    model.book = hanging_first()
+    first = loop.start()
+    assert model.wait_until(lambda s: s.hanging >= 1, 300), loop.tail()
+    assert wait_for(lambda: bool(loop.agents("claude")), 60)
+    left_agents = loop.agents("claude")
+    [left_actor] = loop.actors()
+    first.send_signal(signal.SIGKILL)
+    assert first.wait(60) == -signal.SIGKILL
+    assert loop.actors() == [left_actor], "a detached actor outlives its head"
+    assert all(p.is_running() for p in left_agents), "so does its agent"
+    model.book = tuple(demo_book())
+    second = loop.start()
+    gone = wait_for(lambda: left_actor not in loop.actors(), 120)
+    _, alive = psutil.wait_procs(left_agents, timeout=60)
+    assert gone, f"the earlier head's actor is still alive\n{loop.tail()}"
+    assert alive == [], f"the earlier head's agent is still running: {alive}"
+    assert "stopping a remote run an earlier head left" in loop.log_path.read_text()
+    done = wait_for(lambda: loop.done() or second.poll() is not None, loop.finish_timeout)
+    if second.poll() is None:
+        second.send_signal(signal.SIGTERM)
+    code = second.wait(120)
+    assert done, f"the loop did not finish: {loop.state()}\n{loop.tail()}"
+    assert code == 0, loop.tail()
+    loop.assert_nothing_left()
