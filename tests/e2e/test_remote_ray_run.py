@@ -8,7 +8,9 @@ to list the actors a run leaves."""
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from adapters.demo.book import ITEM_ONE_TITLE, demo_book
 from adapters.runtime.remote.ray_runtime import default_namespace
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.crash import Loop
-from tests.e2e.running import agent_runs, wait_for, work_items
+from tests.e2e.running import CPE, agent_runs, wait_for, work_items
 from tests.support.git import git_raw
 from tests.support.ray_cluster import Node, RayCluster, ray_cluster
 
@@ -163,6 +165,18 @@ def test_the_demo_loop_under_cpe_run_with_remote_implementors_is_done(loop: Remo
     assert all(p["runtime"] == "claude-sdk" for p in placed.values())
     assert all(r.status == "completed" for r in runs)
     loop.assert_nothing_left()
+    status = subprocess.run(
+        [str(CPE), "status", "--repo", str(loop.repo)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=loop.home,
+        env={"PATH": os.environ["PATH"], "HOME": str(loop.home), "LANG": "C.UTF-8"},
+    ).stdout
+    for session, where in placed.items():  # where each run ran, as the dashboard shows it too
+        line = next(line for line in status.splitlines() if session in line)
+        assert f"claude-sdk@{where['node_address']}/{where['node_id'][:8]}" in line, line
 
 
 def test_a_worker_node_killed_mid_run_fails_under_the_agent_and_the_item_runs_elsewhere(

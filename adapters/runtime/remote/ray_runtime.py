@@ -41,6 +41,7 @@ import structlog
 from ray.util import list_named_actors
 
 from adapters.runtime.remote.node import NodeSession
+from adapters.runtime.remote.placement import REMOTE_FILE
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.workspace.provision import Provisioner
 from domain.errors import AgentFailure, ConfigError
@@ -50,7 +51,6 @@ from domain.results import AgentResult, parse_agent_result
 
 log = structlog.get_logger("cpe.runtime.remote")
 
-REMOTE_FILE = "remote.json"  # in the run's directory on the head: where it ran
 _STOP_WAIT = 30.0  # seconds a stopped run gets to end on its node before its actor is killed
 # Never shipped to a node, whatever a configuration adds on purpose: cpe's own credentials.
 _HEAD_ONLY = ("GITHUB_TOKEN", "GH_TOKEN", "CPE_GITHUB_TOKEN")
