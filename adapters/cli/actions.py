@@ -30,6 +30,7 @@ from adapters.cli.app import (
 from adapters.cli.settings import load_config, parse_config
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
 from adapters.notify import notify
+from adapters.runtime.remote.placement import describe_node, read_placement
 from domain.errors import ConfigError
 from domain.events import USER_EVENTS
 from domain.models import ACTIVE_RUN_STATUSES, AgentRun, EngineState, SessionId, WorkItemId
@@ -468,15 +469,7 @@ def run_runtime(state_dir: Path, session_id: str) -> str:
 def run_node(state_dir: Path, session_id: str) -> str:
     """Where a remote run ran (its node's address), from its ``remote.json``; empty for a
     local run."""
-    try:
-        where = json.loads((state_dir / "runs" / session_id / "remote.json").read_text())
-    except (OSError, ValueError):
-        return ""
-    if not isinstance(where, dict):
-        return ""
-    address = where.get("node_address") or where.get("hostname") or ""
-    node_id = str(where.get("node_id") or "")[:8]
-    return f"{address}/{node_id}" if node_id else str(address)
+    return describe_node(read_placement(state_dir, session_id))
 
 
 def journal_state(state_dir: Path) -> EngineState:

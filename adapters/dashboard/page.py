@@ -188,10 +188,17 @@ def _run_row(run: dict[str, Any]) -> str:
     outcome = run["outcome"] or _short(run["failure_reason"], 80) or ""
     session = escape(run["session_id"])
     active = "true" if run["status"] in ("requested", "running") else "false"
+    runtime = escape(run["runtime"])
+    if run.get("node"):  # a remote run: on which node, as cpe status shows it
+        node = run["node"]
+        runtime += (
+            f'<span class="node" title="node {escape(node["id"])} at {escape(node["address"])}">'
+            f"@{escape(node['label'])}</span>"
+        )
     return (
         f'<tr data-session="{session}" data-active="{active}">'
         f'<td><a href="/api/runs/{session}">{session}</a></td><td>{escape(run["role"])}</td>'
-        f"<td>{escape(run['runtime'])}</td><td>{escape(run['subject'])}</td>"
+        f"<td>{runtime}</td><td>{escape(run['subject'])}</td>"
         f'<td><span class="badge {escape(run["status"])}">{escape(run["status"])}</span></td>'
         f"<td>{duration}</td><td>{cost}</td><td>{escape(outcome)}</td></tr>"
     )

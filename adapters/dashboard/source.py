@@ -20,8 +20,9 @@ from actors.streams import AgentStream
 from adapters.cli.settings import CpeConfig
 from adapters.control import Control, dispatch_paused
 from adapters.metering import ProviderMeter
+from adapters.runtime.remote.placement import read_placement
 from domain.events import EngineEvent
-from domain.models import EngineState, SessionId
+from domain.models import AgentRun, EngineState, SessionId
 from domain.narration import Narrator
 from domain.requests import describe_pause
 
@@ -59,6 +60,7 @@ class Source:
         self.title = title
         self._decisions: deque[Decision] = deque(maxlen=DECISIONS_KEPT)
         self._lock = threading.Lock()
+        self._placements: dict[SessionId, dict[str, str] | None] = {}
         self._narrate = Narrator()
         self._unwatch = engine.watch(self._decided)
 
@@ -82,6 +84,19 @@ class Source:
     def runtime(self, role: str) -> str:
         kind: str = self.config.runtime.roles.model_dump().get(role, "")
         return kind
+
+    def placement(self, run: AgentRun) -> dict[str, str] | None:
+        """Where a remote run ran (its ``remote.json``: node id, address, host); None for a
+        local run. Written once when the run is placed: kept once found, and a local run's
+        absence once it has ended."""
+        with self._lock:
+            if run.session_id in self._placements:
+                return self._placements[run.session_id]
+        where = read_placement(self.state_dir, run.session_id)
+        if where is not None or run.is_terminal:
+            with self._lock:
+                self._placements[run.session_id] = where
+        return where
 
     def pause(self, state: EngineState, now: datetime | None = None) -> Pause | None:
         if state.manual_pause is not None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from actors.logs import redact_value
 from adapters.dashboard.source import Source
+from adapters.runtime.remote.placement import describe_node
 from domain.models import STATUSES, AgentRun, EngineState, Revision, WorkItem
 from domain.requests import RETRYABLE
 from domain.state import ordered, revision_for, runs_for_work_item
@@ -122,10 +123,12 @@ def revision_view(revision: Revision) -> dict[str, Any]:
 def run_view(run: AgentRun, source: Source, now: datetime) -> dict[str, Any]:
     end = run.ended_at or (now if run.is_active else None)
     duration = (end - run.started_at).total_seconds() if run.started_at and end else None
+    where = source.placement(run)
     return {
         "session_id": run.session_id,
         "role": run.role,
-        "runtime": source.runtime(run.role),
+        "runtime": (where or {}).get("runtime") or source.runtime(run.role),
+        "node": _node(where),
         "subject": run.subject,
         "work_item_id": run.work_item_id,
         "status": run.status,
@@ -138,6 +141,18 @@ def run_view(run: AgentRun, source: Source, now: datetime) -> dict[str, Any]:
         "outcome": run.outcome,
         "failure_reason": run.failure_reason,
         "failure_class": run.failure_class,
+    }
+
+
+def _node(where: dict[str, str] | None) -> dict[str, str] | None:
+    """A remote run's node, as ``cpe status`` shows it and in full; None for a local run."""
+    if where is None:
+        return None
+    return {
+        "id": where.get("node_id", ""),
+        "address": where.get("node_address", ""),
+        "hostname": where.get("hostname", ""),
+        "label": describe_node(where),
     }
 
 

@@ -281,3 +281,34 @@ def test_the_dashboard_serves_on_a_port_of_its_own_and_stops(board: Board) -> No
             assert json.load(answer)["work_items"][0]["id"] == "1"
     finally:
         services.stop()
+
+
+def test_a_remote_run_shows_the_node_it_ran_on_as_cpe_status_does(board: Board) -> None:
+    """A run placed on a Ray node (its ``remote.json``, as the remote runtime writes it) shows
+    its node in the state and on the page; a local run has none."""
+    run = board.running()
+    local = board.client.get("/api/state").json()["runs"]["active"][0]
+    assert local["node"] is None
+    where = {
+        "kind": "ray",
+        "runtime": "claude-sdk",
+        "node_id": "4f3c2a1b9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c",
+        "node_address": "10.0.0.7",
+        "hostname": "worker-1",
+        "namespace": "cpe-0123456789ab",
+    }
+    run_dir = board.harness.tmp_path / "runs" / run.session_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "remote.json").write_text(json.dumps(where))
+    [active] = board.client.get("/api/state").json()["runs"]["active"]
+    assert active["node"] == {
+        "id": where["node_id"],
+        "address": "10.0.0.7",
+        "hostname": "worker-1",
+        "label": "10.0.0.7/4f3c2a1b",
+    }
+    assert active["runtime"] == "claude-sdk"
+    page = board.client.get("/board").text
+    assert "claude-sdk<span" in page
+    assert "@10.0.0.7/4f3c2a1b</span>" in page
+    assert f'title="node {where["node_id"]} at 10.0.0.7"' in page

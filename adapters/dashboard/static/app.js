@@ -58,7 +58,8 @@ function panel(session, run) {
   }
   if (run) {
     const subject = run.work_item_id ? "#" + run.work_item_id : run.subject;
-    box.querySelector("h3").textContent = `${run.role} · ${subject} · ${run.session_id}`;
+    const node = run.node ? ` · on ${run.node.label}` : "";
+    box.querySelector("h3").textContent = `${run.role} · ${subject} · ${run.session_id}${node}`;
   }
   liveNone.hidden = true;
   return box;

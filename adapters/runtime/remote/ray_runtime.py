@@ -24,11 +24,12 @@ import io
 import json
 import logging
 import os
+import signal
 import subprocess
 import tarfile
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ import structlog
 from ray.util import list_named_actors
 
 from adapters.runtime.remote.node import NodeSession
+from adapters.runtime.remote.placement import REMOTE_FILE
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.workspace.provision import Provisioner
 from domain.errors import AgentFailure, ConfigError
@@ -49,7 +51,6 @@ from domain.results import AgentResult, parse_agent_result
 
 log = structlog.get_logger("cpe.runtime.remote")
 
-REMOTE_FILE = "remote.json"  # in the run's directory on the head: where it ran
 _STOP_WAIT = 30.0  # seconds a stopped run gets to end on its node before its actor is killed
 # Never shipped to a node, whatever a configuration adds on purpose: cpe's own credentials.
 _HEAD_ONLY = ("GITHUB_TOKEN", "GH_TOKEN", "CPE_GITHUB_TOKEN")
@@ -79,12 +80,8 @@ def connect(settings: RemoteSettings) -> None:
     with _connect_lock:
         if not ray.is_initialized():
             try:
-                ray.init(
-                    address=settings.address,
-                    log_to_driver=False,
-                    logging_level=logging.WARNING,
-                    configure_logging=False,
-                )
+                with _keeping_sigterm():
+                    _init(settings)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ConfigError(
                     f"runtime.remote.address: cannot join the Ray cluster at "
@@ -93,6 +90,30 @@ def connect(settings: RemoteSettings) -> None:
                 ) from exc
         if _Actor is None:
             _Actor = ray.remote(NodeActor)
+
+
+def _init(settings: RemoteSettings) -> None:
+    ray.init(
+        address=settings.address,
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+        configure_logging=False,
+    )
+
+
+@contextlib.contextmanager
+def _keeping_sigterm() -> Iterator[None]:
+    """``ray.init`` in the main thread replaces the SIGTERM handler with ``sys.exit``: a
+    ``cpe run`` built after its stop handlers were installed would then die of a SIGTERM
+    half-stopped (its journal closed under running actors, exit -6) instead of stopping
+    cleanly. The handler in place before is put back."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def default_namespace(state_dir: Path) -> str:
