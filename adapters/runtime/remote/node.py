@@ -149,19 +149,31 @@ def _params(data: Mapping[str, Any]) -> AgentStartParams:
 
 
 def _prepare(run_dir: Path, payload: Mapping[str, Any]) -> None:
-    """The run's directory: its owner, and a clone of the bundle at the base commit."""
+    """The run's directory: its owner, and a clone at the base commit, from the bundle the head
+    shipped or from ``clone_url`` (then the base commit must be on the branch fetched there)."""
     if run_dir.exists():  # the same run placed here before (an earlier head): start clean
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
     me = psutil.Process()
     (run_dir / OWNER).write_text(json.dumps({"pid": me.pid, "started": me.create_time()}))
-    bundle = run_dir / "repo.bundle"
-    bundle.write_bytes(payload["bundle"])
     repo = run_dir / "repo"
     _git(run_dir, "init", "-q", "-b", "cpe-node", str(repo))
-    _git(repo, "fetch", "-q", str(bundle), f"+{payload['base_ref']}:refs/heads/{BASE}")
-    _git(repo, "checkout", "-q", BASE)
-    bundle.unlink()
+    url = payload.get("clone_url")
+    if url:  # its branches: the base commit is on one of them once the head's branch is pushed
+        _git(repo, "fetch", "-q", str(url), "+refs/heads/*:refs/remotes/source/*")
+    else:
+        bundle = run_dir / "repo.bundle"
+        bundle.write_bytes(payload["bundle"])
+        _git(repo, "fetch", "-q", str(bundle), f"+{payload['base_ref']}:refs/remotes/source/base")
+    base = payload.get("base_sha") or "refs/remotes/source/base"
+    if not _git_ok(repo, "cat-file", "-e", f"{base}^{{commit}}"):
+        raise CpeError(
+            f"the base commit {base} is on no branch of {url}: push the default branch there, "
+            "or leave [runtime.remote] clone_url empty to ship a bundle"
+        )
+    _git(repo, "checkout", "-q", "-b", BASE, base)
+    if not url:
+        (run_dir / "repo.bundle").unlink()
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -175,6 +187,15 @@ def _git(cwd: Path, *args: str) -> None:
     )
     if done.returncode != 0:
         raise CpeError(f"git {args[0]} failed on the node: {done.stderr.strip()[:300]}")
+
+
+def _git_ok(cwd: Path, *args: str) -> bool:
+    return (
+        subprocess.run(
+            ["git", "-C", str(cwd), *args], check=False, capture_output=True, timeout=60
+        ).returncode
+        == 0
+    )
 
 
 def _build(run_dir: Path, payload: Mapping[str, Any]) -> RuntimeAdapter:

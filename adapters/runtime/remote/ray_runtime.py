@@ -196,6 +196,7 @@ class RayRuntime:
         )
         self._runs: dict[SessionId, _Run] = {}
         self._lock = threading.Lock()
+        self._bundles = BundleCache()
 
     # ------------------------------------------------------------------ the port
 
@@ -205,13 +206,12 @@ class RayRuntime:
             raise ValueError("start_agent needs params with the executor's session_id")
         prompt = await anyio.to_thread.run_sync(self.provisioner.prompt, params)
         spec = await anyio.to_thread.run_sync(self.provisioner.spec, params.role)
-        bundle, base_ref = await anyio.to_thread.run_sync(self._bundle)
+        source = await anyio.to_thread.run_sync(self._source)
         payload = {
             "params": params.model_dump(mode="json"),
             "prompt": prompt,
             "spec": dataclasses.asdict(spec),
-            "bundle": bundle,
-            "base_ref": base_ref,
+            **source,
             **dataclasses.asdict(self.shipment),
         }
         run = _Run(session_id=session_id)
@@ -261,14 +261,12 @@ class RayRuntime:
 
     # ------------------------------------------------------------------ the run
 
-    def _bundle(self) -> tuple[bytes, str]:
-        """The repository at the base commit as a git bundle, and the ref it holds."""
-        found = _git(self.repo_root, "rev-parse", "--symbolic-full-name", self.default_branch)
-        ref = found.decode().strip() or f"refs/heads/{self.default_branch}"
-        with tempfile.TemporaryDirectory(prefix="cpe-bundle-") as tmp:
-            path = Path(tmp) / "base.bundle"
-            _git(self.repo_root, "bundle", "create", "-q", str(path), ref)
-            return path.read_bytes(), ref
+    def _source(self) -> dict[str, Any]:
+        """Where the node gets the repository at the base commit: ``clone_url`` and the base
+        commit, or a git bundle of the default branch (made once per base commit)."""
+        return repository_source(
+            self.repo_root, self.default_branch, self.settings.clone_url, self._bundles
+        )
 
     async def _place(self, run: _Run, payload: Mapping[str, Any]) -> Any:
         """The run's actor, placed and started: its stream, past the ``started`` event."""
@@ -411,6 +409,38 @@ async def _next(events: Any) -> dict[str, Any] | None:
         return None
     event: dict[str, Any] = await ref
     return event
+
+
+class BundleCache:
+    """The last bundle made, by the base commit it holds: runs on the same base ship the same
+    bytes without making them again (a bundle of a 10,000-file repository takes seconds)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._base: str | None = None
+        self._bytes = b""
+
+    def get(self, repo_root: Path, ref: str, base: str) -> bytes:
+        with self._lock:
+            if self._base != base:
+                with tempfile.TemporaryDirectory(prefix="cpe-bundle-") as tmp:
+                    path = Path(tmp) / "base.bundle"
+                    _git(repo_root, "bundle", "create", "-q", str(path), ref)
+                    self._bytes, self._base = path.read_bytes(), base
+            return self._bytes
+
+
+def repository_source(
+    repo_root: Path, default_branch: str, clone_url: str, bundles: BundleCache
+) -> dict[str, Any]:
+    """What a run's payload says of the repository: the default branch's ref and the base
+    commit, and either ``clone_url`` or the bundle's bytes."""
+    found = _git(repo_root, "rev-parse", "--symbolic-full-name", default_branch)
+    ref = found.decode().strip() or f"refs/heads/{default_branch}"
+    base = _git(repo_root, "rev-parse", f"{ref}^{{commit}}").decode().strip()
+    if clone_url:
+        return {"clone_url": clone_url, "base_ref": ref, "base_sha": base}
+    return {"bundle": bundles.get(repo_root, ref, base), "base_ref": ref, "base_sha": base}
 
 
 def _git(cwd: Path, *args: str) -> bytes:

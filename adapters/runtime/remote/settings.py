@@ -41,4 +41,9 @@ class RemoteSettings(BaseModel):
     node_dir: str = Field(
         default="", description="where runs work on a node; empty: <tmp>/cpe-node-<uid>"
     )
+    clone_url: str = Field(
+        default="",
+        description="a URL every node can fetch the repository from (the head's default branch "
+        "pushed there); empty: each run ships the repository as a git bundle",
+    )
     roles: RemoteRoles = RemoteRoles()
