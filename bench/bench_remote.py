@@ -42,43 +42,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from actors.logs import configure_logging  # noqa: E402
-from adapters.bash_guard.config import BashGuardConfig  # noqa: E402
 from adapters.cli.settings import ClaudeSdkRuntime, RuntimeContext  # noqa: E402
-from adapters.runtime.pricing import DEFAULT_PRICES  # noqa: E402
 from adapters.runtime.remote.cluster import ray_cluster  # noqa: E402
 from adapters.runtime.remote.settings import RemoteSettings  # noqa: E402
 from adapters.runtime.sandbox.config import SandboxConfig  # noqa: E402
 from adapters.scripted_model import ScriptedModelServer, load_scenario  # noqa: E402
 from domain.models import ImplementorStartParams, SessionId, WorkItemId  # noqa: E402
-from domain.ports import SessionLogging  # noqa: E402
 from domain.results import ImplementorResult  # noqa: E402
 from tests.adapters.runtime.driving import drive_at_once, provider_deps  # noqa: E402
 from tests.support.git import make_repo  # noqa: E402
+from tests.support.ray_cluster import runtime_context  # noqa: E402
 
 LARGE_FILES = 10_000
 
 
 def context(repo: Path, env: dict[str, str]) -> RuntimeContext:
-    return RuntimeContext(
-        shared={
-            "repo_root": str(repo),
-            "default_branch": "main",
-            "max_agent_duration": 300,
-            "logging": SessionLogging(logs_dir=str(repo / ".cpe" / "runs")),
-            "context_paths": (".claude/CLAUDE.md",),
-            "setup_command": "",
-            "setup_timeout": 600,
-            "hooks": {},
-            "agent_env": env,
-            "isolated_home": True,
-            "bash_guard": BashGuardConfig(),
-            "sandbox": None,
-            "sandbox_missing": "",
-            "prices": dict(DEFAULT_PRICES),
-        },
-        models={},
-        idle_timeout=None,
-    )
+    return runtime_context(repo, env, repo / ".cpe" / "runs")
 
 
 class Metered:

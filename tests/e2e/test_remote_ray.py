@@ -16,21 +16,18 @@ import psutil
 import pytest
 import ray
 
-from adapters.bash_guard.config import BashGuardConfig
-from adapters.cli.settings import ClaudeSdkRuntime, RuntimeContext
-from adapters.runtime.pricing import DEFAULT_PRICES
+from adapters.cli.settings import ClaudeSdkRuntime
 from adapters.runtime.remote.ray_runtime import RayRuntime, create_ray_runtime
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
 from adapters.scripted_model import ScriptedModelServer, load_scenario
 from domain.errors import AgentFailure
 from domain.models import ImplementorStartParams, SessionId, WorkItemId
-from domain.ports import SessionLogging
 from domain.results import ImplementorResult
 from tests.adapters.runtime.driving import drive, provider_deps
 from tests.e2e.running import wait_for
 from tests.support.git import make_repo
-from tests.support.ray_cluster import Node, RayCluster, ray_cluster
+from tests.support.ray_cluster import Node, RayCluster, ray_cluster, runtime_context
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -62,26 +59,7 @@ def remote_runtime(
     max_agent_duration: float = 300,
 ) -> RayRuntime:
     state_dir = repo / ".cpe"
-    context = RuntimeContext(
-        shared={
-            "repo_root": str(repo),
-            "default_branch": "main",
-            "max_agent_duration": max_agent_duration,
-            "logging": SessionLogging(logs_dir=str(state_dir / "runs")),
-            "context_paths": (".claude/CLAUDE.md",),
-            "setup_command": "",
-            "setup_timeout": 600,
-            "hooks": {},
-            "agent_env": env,
-            "isolated_home": True,
-            "bash_guard": BashGuardConfig(),
-            "sandbox": None,
-            "sandbox_missing": "",
-            "prices": dict(DEFAULT_PRICES),
-        },
-        models={},
-        idle_timeout=None,
-    )
+    context = runtime_context(repo, env, state_dir / "runs", max_agent_duration)
     settings = RemoteSettings(
         address=cluster.address, resources={slot: 1}, node_dir=str(tmp_path / "nodes")
     )
