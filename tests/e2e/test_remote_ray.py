@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +16,18 @@ import psutil
 import pytest
 import ray
 
-from adapters.cli.settings import ClaudeSdkRuntime
+from adapters.cli.settings import ClaudeCliRuntime, ClaudeSdkRuntime, CodexCliRuntime
 from adapters.runtime.remote.ray_runtime import RayRuntime, create_ray_runtime
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
 from adapters.scripted_model import ScriptedModelServer, load_scenario
+from adapters.scripted_model.responses_wire import codex_overrides
 from domain.errors import AgentFailure
 from domain.models import ImplementorStartParams, SessionId, WorkItemId
 from domain.results import ImplementorResult
 from tests.adapters.runtime.driving import drive, provider_deps
 from tests.e2e.running import wait_for
+from tests.real_clis import real_codex
 from tests.support.git import make_repo
 from tests.support.ray_cluster import Node, RayCluster, ray_cluster, runtime_context
 
@@ -57,6 +59,7 @@ def remote_runtime(
     *,
     slot: str = "agent_slot",
     max_agent_duration: float = 300,
+    local: Any = None,
 ) -> RayRuntime:
     state_dir = repo / ".cpe"
     context = runtime_context(repo, env, state_dir / "runs", max_agent_duration)
@@ -64,7 +67,8 @@ def remote_runtime(
         address=cluster.address, resources={slot: 1}, node_dir=str(tmp_path / "nodes")
     )
     deps = provider_deps(("1", "in-progress", "Greeting", "Add greet(name)."))
-    return create_ray_runtime(settings, ClaudeSdkRuntime(), context, SandboxConfig(), deps)
+    local = local if local is not None else ClaudeSdkRuntime()
+    return create_ray_runtime(settings, local, context, SandboxConfig(), deps)
 
 
 def implementor(name: str) -> ImplementorStartParams:
@@ -102,12 +106,26 @@ def where(repo: Path, params: ImplementorStartParams) -> dict[str, Any]:
     return data
 
 
+LOCAL_RUNTIMES: dict[str, Callable[[ScriptedModelServer], Any]] = {
+    "claude-sdk": lambda server: ClaudeSdkRuntime(),
+    "claude-cli": lambda server: ClaudeCliRuntime(),
+    # codex is sent to the scripted model by its -c overrides, not by an environment variable
+    "codex-cli": lambda server: CodexCliRuntime(
+        cli_path=str(real_codex()), overrides=codex_overrides(server.base_url)
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(LOCAL_RUNTIMES))
 def test_an_implementor_run_on_the_worker_node_completes_and_its_patch_comes_back(
-    cluster: RayCluster, repo: Path, tmp_path: Path
+    cluster: RayCluster, repo: Path, tmp_path: Path, kind: str
 ) -> None:
-    params = implementor("a")
+    """Whichever runtime the role names runs on the node."""
+    params = implementor(f"a-{kind}")
     with ScriptedModelServer([load_scenario("implement")]) as server:
-        runtime = remote_runtime(cluster, repo, tmp_path, server.client_env())
+        runtime = remote_runtime(
+            cluster, repo, tmp_path, server.client_env(), local=LOCAL_RUNTIMES[kind](server)
+        )
         chunks, result = drive(runtime, params)
     assert isinstance(result, ImplementorResult), result
     assert result.outcome == "completed"
@@ -115,7 +133,7 @@ def test_an_implementor_run_on_the_worker_node_completes_and_its_patch_comes_bac
     assert chunks, "the agent's output streamed back"
     placed = where(repo, params)
     assert {placed["node_id"]} == node_id("agent_slot")  # the worker node, the only one with it
-    assert placed["runtime"] == "claude-sdk"
+    assert placed["runtime"] == kind
     run_dir = repo / ".cpe" / "runs" / str(params.session_id)
     assert (run_dir / "transcript.log").is_file()  # the artifacts came back to the head
     metadata = json.loads((run_dir / "runner_metadata.json").read_text())
@@ -145,7 +163,7 @@ def test_a_remote_run_past_its_duration_is_killed_on_the_node(
     params = implementor("c")
     with ScriptedModelServer([load_scenario("hang")]) as server:
         runtime = remote_runtime(
-            cluster, repo, tmp_path, server.client_env(), max_agent_duration=60
+            cluster, repo, tmp_path, server.client_env(), max_agent_duration=30
         )
         at_work = threading.Event()
         watch = threading.Thread(
