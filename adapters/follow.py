@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from adapters.cli.actions import describe_run, journal_state, run_runtime
+from adapters.cli.actions import describe_run, journal_state, run_where
 from adapters.control import NoEngine, exchange
 from domain.models import AgentRun
 
@@ -27,7 +27,7 @@ def follow_run(state_dir: Path, run: AgentRun) -> bool:
         return False
     if first is None or not first.get("ok"):
         return False  # it ended meanwhile: its transcript has it all
-    print("run " + " ".join(describe_run(run, run_runtime(state_dir, run.session_id)).split()))
+    print("run " + " ".join(describe_run(run, run_where(state_dir, run.session_id)).split()))
     print(f"(following {run.session_id}: its output as it comes; Ctrl-C stops following)")
     sys.stdout.flush()
     try:
@@ -37,8 +37,7 @@ def follow_run(state_dir: Path, run: AgentRun) -> bool:
         return True
     ended = _ended(state_dir, run)
     print(
-        "run ended: "
-        + " ".join(describe_run(ended, run_runtime(state_dir, run.session_id)).split())
+        "run ended: " + " ".join(describe_run(ended, run_where(state_dir, run.session_id)).split())
     )
     if ended.failure_reason:
         print(f"  why: {' '.join(ended.failure_reason.split())}")

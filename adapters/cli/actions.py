@@ -419,10 +419,7 @@ def _print_runs(state: EngineState, state_dir: Path) -> None:
         if not shown:
             print("  (none)")
         for run in shown:
-            runtime = run_runtime(state_dir, run.session_id)
-            node = run_node(state_dir, run.session_id)
-            runtime = f"{runtime}@{node}" if node else runtime
-            print("  " + describe_run(run, runtime, now=now))
+            print("  " + describe_run(run, run_where(state_dir, run.session_id), now=now))
             if run.failure_reason:  # the whole reason, on its own line
                 label = "infrastructure failure" if run.failure_class == "infrastructure" else "why"
                 print(f"      {label}: {' '.join(run.failure_reason.split())}")
@@ -466,10 +463,12 @@ def run_runtime(state_dir: Path, session_id: str) -> str:
     return family.replace("_", "-") if isinstance(family, str) else ""
 
 
-def run_node(state_dir: Path, session_id: str) -> str:
-    """Where a remote run ran (its node's address), from its ``remote.json``; empty for a
-    local run."""
-    return describe_node(read_placement(state_dir, session_id))
+def run_where(state_dir: Path, session_id: str) -> str:
+    """The runtime a run ran on and, for a remote run, its node (``claude-sdk@ADDRESS/NODE``,
+    from its ``remote.json``), as a run's line shows it."""
+    runtime = run_runtime(state_dir, session_id)
+    node = describe_node(read_placement(state_dir, session_id))
+    return f"{runtime}@{node}" if node else runtime
 
 
 def journal_state(state_dir: Path) -> EngineState:
@@ -523,7 +522,7 @@ def runs_show(
         why = "" if run is None else f" (the run is {run.status})"
         return fail(f"session {session_id}: no transcript at {transcript}{why}", 1)
     if run is not None:
-        print("run " + " ".join(describe_run(run, run_runtime(state_dir, session_id)).split()))
+        print("run " + " ".join(describe_run(run, run_where(state_dir, session_id)).split()))
     print(transcript.read_text(encoding="utf-8", errors="replace"), end="")
     return 0
 

@@ -25,7 +25,7 @@ from actors.journal import Journal
 from actors.logs import configure_logging
 from actors.process import EXIT_CONFIG
 from actors.services import Services
-from adapters.cli.actions import describe_run, run_runtime
+from adapters.cli.actions import describe_run, run_where
 from adapters.cli.app import App, build_app
 from adapters.demo.sample import DEFAULT_BRANCH
 from domain.errors import ConfigError
@@ -398,4 +398,4 @@ def _timeline(state_dir: Path, out: TextIO) -> None:
             print(f"  {entry.at - start:6.1f}s  {text}", file=out)
     print("\nagent runs (costs simulated: the scripted model reports made-up usage)", file=out)
     for run in state.agent_runs.values():
-        print("  " + describe_run(run, run_runtime(state_dir, run.session_id)), file=out)
+        print("  " + describe_run(run, run_where(state_dir, run.session_id)), file=out)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.journal import JOURNAL_NAME, Journal
-from adapters.cli.actions import describe_run, fail, journal_state, run_runtime
+from adapters.cli.actions import describe_run, fail, journal_state, run_where
 from adapters.cli.app import default_branch, resolve_config
 from adapters.cli.settings import CpeConfig
 from adapters.control import PROCESS_TIMEOUT, NoEngine, accept_offline, exchange
@@ -109,7 +109,7 @@ def work_show(work_item_id: str, config_path: Path | None, repo: Path | None) ->
         print(f"  {line}")
     print("\nagent runs")
     for run in runs:
-        print("  " + describe_run(run, run_runtime(state_dir, run.session_id)))
+        print("  " + describe_run(run, run_where(state_dir, run.session_id)))
     if not runs:
         print("  (none)")
     else:
