@@ -216,7 +216,10 @@ class GitHubLoop(Loop):
             for n in (first, second)
         }
         assert verdicts == {first: ["needs-changes", "approve"], second: ["approve"]}
-        assert len(self.ci.checked) == 3
+        heads = {r.pull: [] for r in reviews}
+        for r in reviews:
+            heads[r.pull].append(r.commit_id)
+        assert len(self.ci.checked) == 3, f"heads checked: {self.ci.checked}; reviewed: {heads}"
         assert set(self.ci.checked.values()) == {"success"}
         self._check_the_default_branch()
         journal = Journal(self.repo / ".cpe" / "journal.sqlite3")

@@ -169,6 +169,7 @@ class WorktreeManager:
         with self._lock:
             self._ensure_excluded()
             self._remove_stale(worktree)
+            self._fetch_remote_base()
             run_git(
                 self.repo_root, "worktree", "add", "--quiet", str(path), "-B", branch_name,
                 self.default_branch,
@@ -182,6 +183,25 @@ class WorktreeManager:
                 raise WorktreeError(f"{setup_error}; cleanup failed: {cleanup_error}") from None
             raise
         return worktree
+
+    def _fetch_remote_base(self) -> None:
+        """A worktree that starts at a remote-tracking branch (``origin/main``: the code host
+        merges, not this clone) starts at its newest head: fetched first, so an item unblocked
+        by a merge a moment ago builds on it. A failed fetch starts at the last fetched head."""
+        remote, sep, branch = self.default_branch.partition("/")
+        repo = git.Repo(self.repo_root)
+        if not sep or f"refs/remotes/{self.default_branch}" not in {r.path for r in repo.refs}:
+            return
+        try:
+            run_git(
+                self.repo_root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
+                f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}",
+                env={"GIT_TERMINAL_PROMPT": "0"},
+            )  # fmt: skip
+        except WorktreeError as exc:
+            log.warning(
+                "cannot fetch the base of a worktree; it starts at the last one", error=str(exc)
+            )
 
     def remove(self, worktree: Worktree) -> None:
         """Remove the worktree and delete its local branch. Idempotent: gone is success."""

@@ -478,3 +478,26 @@ def test_workspace_hooks_run_in_the_worktree_and_report_their_failures(
         slow.run_hook(worktree, "before_run", required=True)
     slow.remove(worktree)
     assert only_main_left(repo)
+
+
+def test_a_worktree_at_a_remote_branch_starts_at_its_newest_head(tmp_path: Path) -> None:
+    """On a code host the default branch moves there (a merge), not in this clone: a worktree
+    that starts at ``origin/main`` fetches it first, so an item unblocked by a merge a moment
+    ago builds on it (it used to start at the head of the last spec poll's fetch)."""
+    origin = make_mixed_repo(tmp_path, "origin")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "--quiet", str(origin), str(clone))
+    write(origin, "merged.txt", "merged on the code host\n")
+    git(origin, "add", "merged.txt")
+    git(origin, "commit", "--quiet", "-m", "a merge on the code host")
+    merged = git(origin, "rev-parse", "HEAD")
+    manager = WorktreeManager(clone, "origin/main")
+    worktree = manager.create("cpe/2-next")
+    assert git(worktree.path, "rev-parse", "HEAD") == merged
+    assert (worktree.path / "merged.txt").exists()
+    manager.remove(worktree)
+    # the remote gone: a worktree still starts, at the last fetched head
+    git(clone, "remote", "set-url", "origin", str(tmp_path / "nowhere"))
+    again = manager.create("cpe/3-later")
+    assert git(again.path, "rev-parse", "HEAD") == merged
+    manager.remove(again)
