@@ -233,13 +233,14 @@ def revision_for(state: EngineState, item: WorkItem) -> Revision | None:
     return candidates[-1] if candidates else None
 
 
+def open_blockers(item: WorkItem, items: Mapping[WorkItemId, WorkItem]) -> list[WorkItemId]:
+    """The ``blocked_by`` items of ``item`` that are not done; an unknown blocker is open."""
+    return [b for b in item.blocked_by if b not in items or items[b].status != "done"]
+
+
 def blockers_resolved(state: EngineState, item: WorkItem) -> bool:
     """Every ``blocked_by`` item is known and done. An unknown blocker is not resolved."""
-    for blocker_id in item.blocked_by:
-        blocker = state.work_items.get(blocker_id)
-        if blocker is None or blocker.status != "done":
-            return False
-    return True
+    return not open_blockers(item, state.work_items)
 
 
 def dependents_of(state: EngineState, work_item_id: WorkItemId) -> list[WorkItem]:

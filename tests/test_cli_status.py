@@ -165,6 +165,24 @@ def test_status_shows_work_items_with_status_and_blockers(worked: Worked) -> Non
     assert farewell.endswith(f"blocked by #{worked.greeting}")
 
 
+def test_status_and_work_list_name_only_the_blockers_not_yet_done(worked: Worked) -> None:
+    """Once the greeting is done, the farewell is blocked by nothing any more: neither view
+    says "blocked by" for it (a done blocker used to be listed as if it still blocked)."""
+    with LocalProvider(worked.repo, worked.state_dir, "main", LocalPipeline(["true"], 60)) as p:
+        p.work_item_writer.transition_status(worked.greeting, "done")
+    status = cpe("status", cwd=worked.repo)
+    assert status.returncode == 0, status.stderr
+    farewell = line_with(sections(status.stdout)["work items"], "Farewell")
+    assert farewell.split()[:2] == [f"#{worked.farewell}", "pending"]
+    assert "blocked by" not in farewell
+    listed = cpe("work", "list", cwd=worked.repo)
+    assert listed.returncode == 0, listed.stderr
+    [line] = [line for line in listed.stdout.splitlines() if "Farewell" in line]
+    assert line.endswith("Farewell"), line
+    shown = cpe("work", "show", worked.farewell, cwd=worked.repo)
+    assert f"blocked by #{worked.greeting} (done)" in shown.stdout
+
+
 def test_status_marks_an_items_cost_with_a_run_that_reported_none(worked: Worked) -> None:
     """A run that ended without a cost makes the item's figure a lower bound: `?`."""
     params = ImplementorStartParams(

@@ -34,7 +34,7 @@ from adapters.runtime.remote.placement import describe_node, read_placement
 from domain.errors import ConfigError
 from domain.events import USER_EVENTS
 from domain.models import ACTIVE_RUN_STATUSES, AgentRun, EngineState, SessionId, WorkItemId
-from domain.state import apply_event, natural_key, ordered
+from domain.state import apply_event, natural_key, open_blockers, ordered
 
 WORKTREES_IGNORED = ".worktrees/"
 
@@ -385,7 +385,7 @@ def _print_items(items: Any, state: EngineState) -> None:
             costs.setdefault(run.work_item_id, []).append(run.cost_usd)
     for wid in ordered(by_id):
         item = by_id[wid]
-        blockers = ", ".join(b if "#" in b else f"#{b}" for b in item.blocked_by)
+        blockers = ", ".join(b if "#" in b else f"#{b}" for b in open_blockers(item, by_id))
         blocked = f"  blocked by {blockers}" if blockers else ""
         runs = costs.get(item.id, [])
         cost = f"${sum(c or 0.0 for c in runs):.2f}{'?' if None in runs else ''}"

@@ -21,7 +21,7 @@ from domain.errors import ConfigError, JournalInUseError
 from domain.events import StatusTransitioned, UserTransitionedStatus, WorkItemChanged
 from domain.models import STATUSES, EngineState, ReviewHistory, WorkItem, WorkItemId
 from domain.requests import REQUEST_ADAPTER, RequestRefused, SetStatus, UserRequest
-from domain.state import ordered, revision_for, runs_for_work_item
+from domain.state import open_blockers, ordered, revision_for, runs_for_work_item
 
 EXIT_REFUSED = 1  # the state does not allow it (an unknown item, a status that forbids it)
 EXIT_USAGE = 2  # what was typed is not a request (an unknown status name)
@@ -57,7 +57,7 @@ def work_list(status: str | None, config_path: Path | None, repo: Path | None) -
         revision = revision_for(state, item)
         where = f"{revision.id} {revision.state} {revision.pipeline.status}" if revision else ""
         cost = _cost(state, item.id)
-        blockers = ", ".join(f"#{b}" for b in item.blocked_by)
+        blockers = ", ".join(f"#{b}" for b in open_blockers(item, items))
         after = f"  (blocked by {blockers})" if blockers else ""
         print(
             f"#{item.id:<5} {item.status:<17} {attempts:<8} {where:<22} {cost:>9}  "
