@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install lint format typecheck test crash-all e2e-github bench mutants ci
+.PHONY: install lint format typecheck test crash-all e2e-github bench mutants mutants-actors ci
 
 install:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ mutants:
 	$(BIN)/pip install -q -e '.[mutation]'
 	$(BIN)/mutmut run
 	$(BIN)/mutmut results
+
+mutants-actors:  # a seeded sample of actors/' mutants (SAMPLE=400 SEED=1), see docs/mutation.md
+	$(BIN)/pip install -q -e '.[mutation]'
+	$(BIN)/python -m tests.support.mutation_sample --sample $(or $(SAMPLE),400) --seed $(or $(SEED),1)
 
 ci:
 	.ci/run

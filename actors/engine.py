@@ -400,8 +400,7 @@ class Engine:
                         kind="failed",
                         reason=INTERRUPTED,
                         at=datetime.now(UTC),
-                    ),
-                    internal=True,
+                    )
                 )
 
     def _reap_runtime_leftovers(self) -> None:

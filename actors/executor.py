@@ -149,7 +149,6 @@ class CommandExecutor:
         # Waits between retries: ``wait(seconds)`` is True when the wait was cut short (we are
         # stopping). Injectable, so a test can record the backoff without waiting for it.
         self.wait: Callable[[float], bool] = wait or self.stopping.wait
-        self.executed = 0
         self.breaker = breaker or BreakerSettings()
         # ``wake_at(t)``: queue a DispatchDue at t (the engine's timer); ``clock``: now (UTC).
         self.wake_at = wake_at or (lambda when: None)
@@ -166,7 +165,6 @@ class CommandExecutor:
         self._resumed_lock = threading.Lock()
 
     def execute(self, command: EngineCommand, snapshot: EngineState) -> list[EngineEvent]:
-        self.executed += 1
         decision = self.policy.check(command, snapshot)
         if isinstance(decision, Rejected):
             log.info("command rejected by policy", command=command.type, reason=decision.reason)

@@ -480,15 +480,14 @@ class Journal:
             ).fetchone()
         return None if row is None else self._intent(row)
 
-    def intents(self, status: IntentStatus | None = None) -> list[Intent]:
-        query = "SELECT key, command, status, result, error, attempts FROM intents"
+    def intents(self, status: IntentStatus) -> list[Intent]:
+        """The intents with ``status``, oldest first."""
         with self._guard("read intents", flush=True):
-            if status is None:
-                rows = self._db.execute(query + " ORDER BY created_at").fetchall()
-            else:
-                rows = self._db.execute(
-                    query + " WHERE status = ? ORDER BY created_at", (status,)
-                ).fetchall()
+            rows = self._db.execute(
+                "SELECT key, command, status, result, error, attempts FROM intents "
+                "WHERE status = ? ORDER BY created_at",
+                (status,),
+            ).fetchall()
         return [self._intent(row) for row in rows]
 
     def _event(self, seq: int, body: str) -> EngineEvent:

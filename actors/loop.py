@@ -43,7 +43,6 @@ class EngineLoop:
     # Called with each event and the states before and after it, before the handlers: for
     # logging and watchers only (they must be quick and must not raise).
     observe: Callable[[EngineEvent, EngineState, EngineState], None] | None = None
-    processed: int = 0
 
     def process(self, seq: int, event: EngineEvent) -> None:
         if _debug.isEnabledFor(logging.DEBUG):
@@ -59,7 +58,6 @@ class EngineLoop:
         # The results and the end of this cycle are journaled together: a crash before it
         # replays the event (its writes answer from their intents), never half of it.
         self.inbox.finish(seq, results)
-        self.processed += 1
 
 
 @dataclass(frozen=True)

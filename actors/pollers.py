@@ -45,7 +45,6 @@ from domain.models import (
 )
 from domain.ports import (
     BaselineReader,
-    RevisionProviderReader,
 )
 from domain.state import merge_observed_revision, merge_observed_work_item
 
@@ -197,22 +196,6 @@ def make_poller(
         changed=watch.changed,
         removed=watch.removed,
         due=watch.due,
-        get_state=get_state,
-        enqueue=enqueue,
-        interval=interval,
-    )
-
-
-def revision_poller(
-    reader: RevisionProviderReader,
-    get_state: Callable[[], EngineState],
-    enqueue: Enqueue,
-    interval: float,
-) -> Poller[Revision]:
-    return make_poller(
-        REVISIONS,
-        reader,
-        reader.list_revisions,
         get_state=get_state,
         enqueue=enqueue,
         interval=interval,

@@ -321,7 +321,7 @@ class AgentSession(SupervisedActor):
             self.log.exception("releasing the run's stream or slot failed")
         finally:
             crashpoint("session.before_terminal")
-            self._inbox.put(event, internal=True)
+            self._inbox.put(event)  # a terminal event is taken even once shutdown began
             crashpoint("session.after_terminal")
         if isinstance(event, AgentFailed):
             self.log.warning(

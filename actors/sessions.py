@@ -29,7 +29,6 @@ class SessionManager:
         self._lock = threading.Condition()
         self._active: dict[SessionId, _Active] = {}
         self._closed = False
-        self.started = 0
 
     # -- the guards
     def guard(self, params: AgentStartParams, max_concurrent: int) -> str | None:
@@ -55,7 +54,6 @@ class SessionManager:
             if self._closed:
                 return False
             self._active[session_id] = _Active(params)
-            self.started += 1
             return True
 
     def close(self) -> None:

@@ -24,8 +24,8 @@ log = structlog.get_logger("cpe.store")
 
 
 class StateStore:
-    def __init__(self, initial: EngineState | None = None):
-        self._state = initial or EngineState()
+    def __init__(self) -> None:
+        self._state = EngineState()  # the restored state comes with ``set_state``
         self._lock = threading.Lock()
         self._listeners: dict[int, Listener] = {}
         self._next = 0

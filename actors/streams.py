@@ -64,15 +64,11 @@ class OutputBuffer:
         return AgentStream(self)
 
     # -- for AgentStream
-    def _get(self, index: int, timeout: float | None) -> str | None:
+    def _get(self, index: int) -> str | None:
         """The chunk at ``index``, waiting for it; None once the run ended before it."""
         with self._cond:
-            self._cond.wait_for(lambda: index < len(self._chunks) or self._closed, timeout)
-            if index < len(self._chunks):
-                return self._chunks[index]
-            if self._closed:
-                return None
-            raise TimeoutError("no output yet")
+            self._cond.wait_for(lambda: index < len(self._chunks) or self._closed)
+            return self._chunks[index] if index < len(self._chunks) else None
 
     def _poll(self, index: int) -> tuple[str | None, bool]:
         with self._cond:
@@ -100,7 +96,7 @@ class AgentStream:
         return self
 
     def __next__(self) -> str:
-        chunk = self._buffer._get(self._index, None)
+        chunk = self._buffer._get(self._index)
         if chunk is None:
             raise StopIteration
         self._index += 1

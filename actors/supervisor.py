@@ -111,7 +111,6 @@ class Supervisor:
         )
         self._stopping = threading.Event()
         self.gave_up = threading.Event()
-        self.give_up_reason: BaseException | None = None
         self.restart_count = 0
         self._due: list[_Due] = []  # a heap; only the worker thread touches it
         self._order = itertools.count()
@@ -323,12 +322,8 @@ class Supervisor:
 
     def _restart_group(self, child_id: str) -> list[_Child]:
         # Temporary children (agent sessions) are not part of any group: a poller's crash must
-        # not kill the agents that are running.
-        children = [
-            c
-            for c in self._children.values()
-            if c.spec.restart != "temporary" or c.spec.child_id == child_id
-        ]
+        # not kill the agents that are running (and a temporary child is never restarted).
+        children = [c for c in self._children.values() if c.spec.restart != "temporary"]
         index = next(i for i, c in enumerate(children) if c.spec.child_id == child_id)
         if self.settings.strategy == "one_for_all":
             return children
@@ -346,7 +341,6 @@ class Supervisor:
         child.ref = child.spec.start(child.generation, self.report)
 
     def _give_up(self, exc: BaseException) -> None:
-        self.give_up_reason = exc
         self._stopping.set()
         with self._lock:
             children = list(self._children.values())

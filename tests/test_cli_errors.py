@@ -16,6 +16,7 @@ import pytest
 from actors.journal import InstanceLock
 from tests.real_clis import WITHOUT_BWRAP, codex_path
 from tests.support.git import make_repo
+from tests.support.journal import journal_with_one_bad_row
 from tests.test_cli import ROOT, cpe, one_line_error
 
 GOOD = "[provider.local]\npipeline_command = []\n"
@@ -399,18 +400,7 @@ def test_a_second_cpe_run_on_the_same_state_is_refused_naming_the_first(repo: Pa
 
 
 def _journal_with_one_bad_row(repo: Path, body: str) -> Path:
-    from actors.journal import Journal  # noqa: PLC0415
-    from domain.events import StatusTransitioned  # noqa: PLC0415
-
-    path = repo / ".cpe" / "journal.sqlite3"
-    journal = Journal(path)
-    seq = journal.append(StatusTransitioned(work_item_id="1", to="done"))
-    journal.mark_processed(seq)
-    journal.close()
-    with sqlite3.connect(path) as db:
-        db.execute("UPDATE events SET body = ? WHERE seq = ?", (body, seq))
-    db.close()
-    return path
+    return journal_with_one_bad_row(repo / ".cpe" / "journal.sqlite3", body)
 
 
 @pytest.mark.parametrize("command", ["run", "status", "replay"])

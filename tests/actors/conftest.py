@@ -13,6 +13,7 @@ import pytest
 
 from actors.config import EngineConfig, PollerSettings
 from actors.engine import Engine, create_engine
+from actors.journal import Journal
 from actors.queue import QueueActor, Wake
 from actors.supervisor import SupervisorSettings
 from domain.handlers import HandlerOptions
@@ -104,3 +105,16 @@ def crash_queue_once(
         raise RuntimeError(why)
 
     monkeypatch.setattr(QueueActor, "on_receive", on_receive)
+
+
+def fill_the_disk(journal: Journal) -> None:
+    """From now on ``journal`` is refused the space to grow, as a full disk would refuse it:
+    sqlite's page limit is set to the pages it has (a write that needs none still succeeds)."""
+    db = journal._db
+    db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+
+
+def write_until_refused(write: Callable[[], object]) -> None:
+    """``write`` again and again: each needs more space, until one is refused."""
+    for _ in range(10_000):
+        write()

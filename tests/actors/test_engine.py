@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import os
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from actors.config import EngineConfig
+from actors.config import EngineConfig, PollerSettings
 from actors.engine import create_engine
+from actors.executor import BreakerSettings, DailyBudget
 from actors.journal import Journal
-from domain.errors import ConfigError, JournalError
+from actors.supervisor import SupervisorSettings
+from domain.errors import ConfigError, JournalError, JournalIOError
 from domain.events import (
     AgentFailed,
     CommandRejected,
@@ -22,9 +25,10 @@ from domain.events import (
     UserTransitionedStatus,
     WorkItemChanged,
 )
+from domain.handlers import HandlerOptions
 from domain.models import Revision, RevisionFile
 from domain.policy import AllowAll, DenyCommands
-from tests.actors.conftest import Harness, wait_until
+from tests.actors.conftest import Harness, fill_the_disk, wait_until, write_until_refused
 from tests.fakes.provider import fake_provider
 from tests.fakes.runtime import FakeRuntime, fake_runtimes
 
@@ -398,7 +402,14 @@ def test_create_engine_names_a_missing_provider_interface(harness: Harness, miss
         )
     }
     interfaces.pop(missing)
-    with pytest.raises(ConfigError, match=rf"provider\.{missing}: missing"):
+    port = {
+        "work_item_reader": "WorkProviderReader",
+        "work_item_writer": "WorkProviderWriter",
+        "revision_reader": "RevisionProviderReader",
+        "revision_writer": "RevisionProviderWriter",
+        "spec_reader": "SpecProviderReader",
+    }[missing]
+    with pytest.raises(ConfigError, match=rf"^provider\.{missing}: missing; expected a {port}$"):
         create_engine(
             EngineConfig(
                 provider=None, create_runtime_adapters=fake_runtimes(harness.runtime)
@@ -425,7 +436,11 @@ def test_create_engine_names_an_interface_that_does_not_implement_its_port(
 @pytest.mark.spec("S002-20")
 def test_create_engine_requires_the_runtime_adapter_factory() -> None:
     _, provider = fake_provider()
-    with pytest.raises(ConfigError, match="create_runtime_adapters: missing"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^create_runtime_adapters: missing; expected a factory \(RuntimeAdapterDeps\) -> "
+        r"\{role: RuntimeAdapter\}$",
+    ):
         create_engine(EngineConfig(provider=provider))
 
 
@@ -439,6 +454,50 @@ def test_create_engine_names_a_role_the_factory_left_out() -> None:
                 create_runtime_adapters=lambda deps: {"planner": runtime, "implementor": runtime},
             )
         )
+
+
+class NotARuntime:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("provider", "factory", "message"),
+    [
+        (
+            None,
+            lambda deps: {},
+            "provider: missing; expected the interfaces work_item_reader, work_item_writer, "
+            "revision_reader, revision_writer, spec_reader",
+        ),
+        (
+            "fake",
+            lambda deps: [FakeRuntime()],
+            "create_runtime_adapters returned list; expected a mapping {role: RuntimeAdapter}",
+        ),
+        (
+            "fake",
+            lambda deps: {"planner": FakeRuntime(), "implementor": FakeRuntime()},
+            "create_runtime_adapters: no adapter for the reviewer role; "
+            "expected a RuntimeAdapter for planner, implementor and reviewer",
+        ),
+        (
+            "fake",
+            lambda deps: dict.fromkeys(("planner", "implementor", "reviewer"), NotARuntime()),
+            "create_runtime_adapters: the planner adapter (NotARuntime) does not implement "
+            "RuntimeAdapter",
+        ),
+    ],
+)
+def test_a_bad_provider_or_runtime_factory_is_refused_saying_what_was_expected(
+    provider: Any, factory: Any, message: str
+) -> None:
+    """The one line a person reads when an embedding of the engine is wired wrong."""
+    if provider == "fake":
+        _, provider = fake_provider()
+    config = EngineConfig(create_runtime_adapters=factory).model_copy(update={"provider": provider})
+    with pytest.raises(ConfigError) as caught:
+        create_engine(config)
+    assert str(caught.value) == message
 
 
 @pytest.mark.spec("S002-21")
@@ -509,3 +568,153 @@ def test_a_second_engine_on_the_same_journal_is_refused_until_the_first_stops(
     third = harness.engine()
     third.start()  # the lock went with the first engine's stop
     assert third.inbox.wait_idle(30)
+
+
+# ---------------------------------------------------------------------------- reload
+
+
+ONE_EACH = {"planner": 1, "implementor": 1, "reviewer": 1}
+
+
+def _reload(engine: Any, handlers: HandlerOptions, **settings: Any) -> None:
+    """``Engine.reconfigure`` as a reload calls it, with the settings not under test kept."""
+    c = engine.config
+    engine.reconfigure(
+        handlers=handlers,
+        poll_intervals=settings.pop("poll_intervals", {}),
+        breaker=settings.pop("breaker", c.breaker),
+        max_agent_duration=settings.pop("max_agent_duration", c.max_agent_duration),
+        shutdown_timeout=settings.pop("shutdown_timeout", c.shutdown_timeout),
+        **settings,
+    )
+
+
+def test_a_reload_that_raises_a_cap_starts_the_runs_it_held_back_at_once(
+    harness: Harness,
+) -> None:
+    """The new caps hold from the next event on, and the reload queues one: an item waiting
+    for a free slot starts now, not at the next poll (the pollers here have no timer)."""
+    for wid in "12":
+        harness.tracker.add_item(wid, "pending")
+    engine = harness.engine(handlers=HandlerOptions(auto_merge=True, max_concurrent=ONE_EACH))
+    engine.start()
+    harness.runtime.wait_runs(1)
+    wait_until(lambda: "CommandRejected" in journal_types(engine), engine)
+    assert engine.inbox.wait_idle(30)
+    assert len(harness.runtime.runs) == 1, "the cap holds the second item back"
+    before = datetime.now(UTC)
+    _reload(engine, HandlerOptions(auto_merge=True, max_concurrent={**ONE_EACH, "implementor": 2}))
+    assert len(harness.runtime.wait_runs(2)) == 2
+    [due] = [e.event for e in journal(engine).entries() if e.event.type == "DispatchDue"]
+    assert due.at is not None
+    assert before <= due.at <= datetime.now(UTC), "journaled with when it happened, in UTC"
+    assert {r.params.work_item_id for r in harness.runtime.runs.values()} == {"1", "2"}
+
+
+def test_a_reload_hands_each_setting_to_what_uses_it(harness: Harness) -> None:
+    """Workflow options to the handlers and the observer, caps, breaker, backoff and daily
+    budget to the executor, the duration limit to new runs, intervals to the pollers named
+    (the others keep theirs); a reload without a daily budget keeps the last one."""
+    engine = harness.engine()
+    handlers = HandlerOptions(
+        max_attempts=5,
+        retry_backoff_initial=7,
+        retry_backoff_max=70,
+        max_concurrent={"planner": 1, "implementor": 4, "reviewer": 3},
+    )
+    breaker = BreakerSettings(failures=9)
+    budget = DailyBudget(per_day_usd=12)
+    engine.reconfigure(
+        handlers=handlers,
+        poll_intervals={"work_items": 3.0},
+        breaker=breaker,
+        max_agent_duration=123,
+        shutdown_timeout=45,
+        daily_budget=budget,
+    )
+    assert (
+        engine.config.handlers,
+        engine.config.breaker,
+        engine.config.max_agent_duration,
+        engine.config.shutdown_timeout,
+    ) == (handlers, breaker, 123, 45)
+    assert [h.options for h in engine.loop.handlers] == [handlers] * len(engine.loop.handlers)
+    assert engine.loop.handlers == engine.handlers
+    assert engine.observer.options == handlers
+    assert engine.session_starter.max_duration == 123
+    executor = engine.executor
+    assert executor.max_concurrent == {"planner": 1, "implementor": 4, "reviewer": 3}
+    assert (executor.breaker, executor.daily_budget) == (breaker, budget)
+    assert executor.retry_backoff == (7, 70)
+    assert {p.name: p.interval for p in engine.pollers} == {
+        "work_items": 3.0,
+        "revisions": 0,
+        "specs": 0,
+    }
+    _reload(engine, handlers)
+    assert executor.daily_budget == budget
+
+
+# ---------------------------------------------------------------------------- stopping on its own
+
+
+def test_supervision_that_gives_up_stops_the_engine_with_75_and_it_takes_no_more_events(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """75 (EX_TEMPFAIL): the process supervisor restarts cpe. A disk that refuses the journal
+    after that (a late write) does not turn it into 74: the engine has stopped already."""
+    harness.tracker.add_item("1", "blocked")
+    engine = harness.engine(
+        work_item_poller=PollerSettings(poll_interval=0.02),
+        supervisor=SupervisorSettings(max_restarts=2, backoff_initial=0, jitter=0),
+    )
+    engine.start()
+    bug = RuntimeError("injected: a provider bug")
+    harness.tracker.fail_next("list_work_items", *[bug] * 10)
+    assert engine.wait(30) == 75
+    assert not engine.enqueue(UserTransitionedStatus(work_item_id="1", to="pending"))
+    [gave_up] = [
+        r.msg
+        for r in caplog.records
+        if isinstance(r.msg, dict) and r.msg.get("event") == "supervision gave up; stopping"
+    ]
+    assert gave_up["error"] == repr(bug)
+    fill_the_disk(engine.journal)
+    with pytest.raises(JournalIOError):
+        write_until_refused(
+            lambda: engine.journal.append(StatusTransitioned(work_item_id="1", to="done"))
+        )
+    assert (engine.wait(0), engine.fatal_error) == (75, None)
+    engine.journal.close()
+
+
+def test_supervision_that_gives_up_on_a_full_disk_says_what_it_could_not_commit(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Giving up commits what the journal deferred (a cycle's end): when the disk refuses,
+    that is one line, and the engine stops as on any refused write (74: fix the disk first)."""
+    harness.tracker.add_item("1", "blocked", title="a long title " * 500)
+    engine = harness.engine(
+        work_item_poller=PollerSettings(poll_interval=0.02),
+        supervisor=SupervisorSettings(max_restarts=2, backoff_initial=0, jitter=0),
+    )
+    engine.start()
+    assert engine.inbox.wait_idle(30)
+    fill_the_disk(engine.journal)
+    item = engine.get_state().work_items["1"]
+    cycle = engine.journal.append_and_mark(
+        [WorkItemChanged(work_item=item)], engine.journal.last_seq(), defer=True
+    )
+    harness.tracker.fail_next("list_work_items", *[RuntimeError("a provider bug")] * 10)
+    assert engine.wait(30) == 74
+    [line] = [
+        r.msg
+        for r in caplog.records
+        if isinstance(r.msg, dict)
+        and r.msg.get("event") == "cannot commit the journal's deferred records"
+    ]
+    assert line["error"] == (
+        f"{engine.journal.path}: cannot commit deferred writes: database or disk is full"
+    )
+    assert cycle[0] > journal(engine).last_seq(), "the deferred cycle was not committed"
+    engine.journal.close()

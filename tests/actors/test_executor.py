@@ -24,6 +24,7 @@ from domain.commands import (
 )
 from domain.errors import MergeWaitError, ProviderError
 from domain.events import (
+    AgentFailed,
     AgentRequested,
     CommandFailed,
     CommandRejected,
@@ -124,16 +125,22 @@ def test_max_concurrent_per_role(rig: Rig) -> None:
 
 def test_policy_rejection_is_a_command_rejected(tmp_path: Path) -> None:
     rig = Rig(tmp_path, policy=DenyCommands(["MergeRevision"], "a person merges"))
+    before = datetime.now(UTC)
     [rejected] = rig.run(MergeRevision(work_item_id="1", revision_id="r1"))
     assert isinstance(rejected, CommandRejected)
+    assert rejected.reason == "MergeRevision: a person merges"
+    assert rejected.at is not None
+    assert rejected.at >= before
     assert rig.tracker.calls["merge"] == 0
 
 
 def test_a_transient_failure_is_retried(rig: Rig) -> None:
     rig.tracker.add_item("1")
     rig.tracker.fail_next("transition_status", ProviderError("bad gateway", status=502))
-    [event] = rig.run(TransitionStatus(work_item_id="1", to="blocked"))
+    [event] = rig.run(TransitionStatus(work_item_id="1", to="blocked", reason="why"))
     assert isinstance(event, StatusTransitioned)
+    assert (event.work_item_id, event.to, event.reason) == ("1", "blocked", "why")
+    assert event.at is not None
     assert rig.tracker.calls["transition_status"] == 2
     assert rig.tracker.work_items["1"].status == "blocked"
 
@@ -256,6 +263,82 @@ def test_a_merge_the_provider_defers_waits_and_is_made_again_next_time(rig: Rig)
     assert rig.tracker.calls["merge"] == 2
 
 
+def test_a_waiting_merge_names_the_head_it_waits_with_and_is_logged_once_per_reason(
+    rig: Rig,
+) -> None:
+    """The wait is recorded against the revision's head (a new head ends it), when it was
+    seen, and why on the intent; the warning is said when the wait begins or its reason
+    changes, not again on every poll that tries the merge."""
+    from structlog.testing import capture_logs  # noqa: PLC0415
+
+    from domain.models import MergeWait  # noqa: PLC0415
+
+    revision = Revision.model_validate(
+        {"id": "r1", "title": "t", "work_item_id": "1", "branch": "cpe/1", "head_sha": "h7"}
+    )
+    rig.tracker.revisions["r1"] = revision
+    protected = 'Required status check "ci" is expected.'
+    merge = MergeRevision(work_item_id="1", revision_id="r1")
+    snapshot = EngineState(revisions={"r1": revision})
+
+    def attempt(state: EngineState, reason: str) -> tuple[Any, list[Any]]:
+        rig.tracker.fail_next("merge", MergeWaitError("waits", reason=reason))
+        with capture_logs() as logs:
+            [event] = rig.executor.execute(merge, state)
+        return event, [e for e in logs if e["event"] == "merge waits for branch protection"]
+
+    before = datetime.now(UTC)
+    waiting, said = attempt(snapshot, protected)
+    assert isinstance(waiting, MergeWaiting)
+    assert (waiting.work_item_id, waiting.revision_id, waiting.head_sha) == ("1", "r1", "h7")
+    assert waiting.at is not None
+    assert waiting.at >= before
+    assert rig.journal.intent("merge:r1").error == f"waiting: {protected}"
+    assert [(e["revision_id"], e["work_item_id"], e["reason"]) for e in said] == [
+        ("r1", "1", protected)
+    ]
+    known = MergeWait(work_item_id="1", head_sha="h7", reason=protected)
+    waiting_again = snapshot.model_copy(update={"merge_waits": {"r1": known}})
+    assert attempt(waiting_again, protected)[1] == []  # the same wait: not said again
+    review = "At least 1 approving review is required."
+    assert [e["reason"] for e in attempt(waiting_again, review)[1]] == [review]
+
+
+def test_each_revision_write_hands_the_provider_what_its_command_holds(rig: Rig) -> None:
+    """The patch of a new revision and of an update, and a review against its revision and
+    head, reach the provider as the commands hold them; each result says when it happened."""
+    before = datetime.now(UTC)
+    [created] = rig.run(
+        CreateRevision(
+            session_id="s1", work_item_id="2", branch_name="cpe/2", title="T", body="B", patch="p1"
+        )
+    )
+    rid = created.revision.id
+    assert (created.session_id, created.work_item_id) == ("s1", "2")
+    assert (created.revision.title, created.revision.branch) == ("T", "cpe/2")
+    assert [f.patch for f in rig.tracker.files[rid]] == ["p1"]
+    [updated] = rig.run(
+        UpdateRevision(session_id="s2", work_item_id="2", revision_id=rid, patch="p2")
+    )
+    assert (updated.session_id, updated.work_item_id, updated.revision.id) == ("s2", "2", rid)
+    assert [f.patch for f in rig.tracker.files[rid]] == ["p2"]
+    review = AgentReview(verdict="needs-changes", summary="not yet")
+    [posted] = rig.run(
+        PostReview(session_id="r1", work_item_id="2", revision_id=rid, head_sha="h2", review=review)
+    )
+    assert (posted.revision_id, posted.head_sha, posted.verdict) == (
+        rid,
+        "h2",
+        "needs-changes",
+    )
+    assert [(r.state, r.body) for r in rig.tracker.reviews[rid].reviews] == [
+        ("needs-changes", "not yet")
+    ]
+    for event in (created, updated, posted):
+        assert event.at is not None
+        assert event.at >= before
+
+
 def test_a_write_already_made_is_answered_from_the_journal(rig: Rig) -> None:
     command = CreateRevision(
         session_id="s1", work_item_id="1", branch_name="cpe/1", title="t", body="b", patch="p"
@@ -276,9 +359,56 @@ def test_a_plan_creates_items_in_dependency_order_with_real_ids(rig: Rig) -> Non
     )
     [applied] = rig.run(ApplyPlan(session_id="p1", result=plan, spec_shas={"s.md": "1"}))
     assert isinstance(applied, PlanApplied)
+    assert (applied.session_id, applied.spec_shas) == ("p1", {"s.md": "1"})
     by_title = {i.title: i for i in rig.tracker.work_items.values()}
     assert by_title["B"].blocked_by == (by_title["A"].id,)
     assert applied.created_ids == (by_title["A"].id, by_title["B"].id)
+
+
+def test_two_plans_with_the_same_temp_ids_create_their_own_items(rig: Rig) -> None:
+    """A plan's creations are keyed by its own command: another plan's item ``a`` is another
+    item, not the first plan's answered again."""
+    for session, title in (("p1", "From the first spec"), ("p2", "From the second spec")):
+        plan = PlannerResult(create=(PlannedWorkItem(temp_id="a", title=title, body=""),))
+        [applied] = rig.run(ApplyPlan(session_id=session, result=plan, spec_shas={}))
+        assert isinstance(applied, PlanApplied)
+    titles = sorted(i.title for i in rig.tracker.work_items.values())
+    assert titles == ["From the first spec", "From the second spec"]
+
+
+def test_a_plan_writes_each_items_body_labels_blockers_updates_and_closes(rig: Rig) -> None:
+    """Everything the planner said reaches the tracker: bodies and labels of new items, a
+    blocker that is an existing item's id, an item two others of the plan wait for (created
+    once), updates of existing items' bodies and labels, and closes."""
+    from domain.results import PlannedWorkItemUpdate  # noqa: PLC0415
+
+    rig.tracker.add_item("7", "pending", title="Old", body="old body")
+    rig.tracker.add_item("8", "pending", title="Gone")
+    plan = PlannerResult(
+        create=(
+            PlannedWorkItem(temp_id="c", title="C", body="c body", blocked_by=("a", "b")),
+            PlannedWorkItem(temp_id="b", title="B", body="b body", blocked_by=("a", "7")),
+            PlannedWorkItem(temp_id="a", title="A", body="a body", labels=("api", "small")),
+        ),
+        update=(PlannedWorkItemUpdate(work_item_id="7", body="new body", labels=("docs",)),),
+        close=("8",),
+    )
+    [applied] = rig.run(ApplyPlan(session_id="p1", result=plan, spec_shas={}))
+    assert isinstance(applied, PlanApplied)
+    items = rig.tracker.work_items
+    by_title = {i.title: i for i in items.values()}
+    a, b, c = by_title["A"], by_title["B"], by_title["C"]
+    assert applied.created_ids == (a.id, b.id, c.id)
+    assert rig.tracker.calls["create_work_item"] == 3
+    assert (a.labels, a.blocked_by, b.blocked_by, c.blocked_by) == (
+        ("api", "small"),
+        (),
+        (a.id, "7"),
+        (a.id, b.id),
+    )
+    assert [rig.tracker.bodies[i.id] for i in (a, b, c)] == ["a body", "b body", "c body"]
+    assert (rig.tracker.bodies["7"], items["7"].labels) == ("new body", ("docs",))
+    assert items["8"].status == "done"
 
 
 def test_a_plan_retried_after_a_partial_failure_creates_nothing_twice(rig: Rig) -> None:
@@ -311,8 +441,44 @@ def test_a_cycle_in_a_plan_fails_the_command(rig: Rig) -> None:
     )
     [failed] = rig.run(ApplyPlan(session_id="p1", result=plan, spec_shas={}))
     assert isinstance(failed, CommandFailed)
-    assert "cycle" in failed.error
+    assert "the plan's blocked_by has a cycle: a -> b -> a" in failed.error
     assert rig.tracker.work_items == {}
+
+
+def test_a_session_that_cannot_start_is_one_agent_failed_saying_why(tmp_path: Path) -> None:
+    """The run was journaled requested; its session could not be started, so it ends failed
+    at once (with the error) and its slot is free again."""
+    rig = Rig(tmp_path)
+
+    def refuse(session_id: str, params: Any) -> None:
+        raise RuntimeError("no threads left")
+
+    rig.executor.spawn_session = refuse
+    before = datetime.now(UTC)
+    assert rig.run(implementor("1")) == []
+    requested, failed = rig.queued()
+    assert isinstance(requested, AgentRequested)
+    assert isinstance(failed, AgentFailed)
+    assert (failed.session_id, failed.role, failed.kind) == (
+        requested.session_id,
+        "implementor",
+        "failed",
+    )
+    assert failed.reason == "the session could not start: RuntimeError: no threads left"
+    assert failed.at is not None
+    assert failed.at >= before
+    assert rig.sessions.active() == []
+
+
+def test_a_persons_pause_holds_dispatch_saying_since_when_and_why(rig: Rig) -> None:
+    from domain.models import ManualPause  # noqa: PLC0415
+
+    paused = EngineState(manual_pause=ManualPause(reason="deploy freeze", at=rig.now))
+    [rejected] = rig.executor.execute(implementor("1"), paused)
+    assert rejected.reason == (
+        "dispatch paused by a person since 2026-11-25 10:00:00 UTC: deploy freeze"
+    )
+    assert rig.spawned == []
 
 
 def test_no_agent_starts_once_shutdown_began(rig: Rig) -> None:
@@ -469,6 +635,42 @@ def test_a_pending_transition_is_left_to_its_cycle_and_settled_when_none_makes_i
     rig.executor.deliver_resumed()
     assert rig.journal.intents("pending") == []
     assert rig.queued() == []
+
+
+def test_a_pending_transition_its_cycle_makes_again_keeps_that_result(rig: Rig) -> None:
+    rig.tracker.add_item("1")
+    command = TransitionStatus(work_item_id="1", to="blocked")
+    key = idempotency_key(command)
+    rig.journal.begin_intent(key, command, answer=False)
+    assert rig.executor.resume_pending(EngineState()) == 0
+    [made] = rig.run(command)  # the cycle, processed again, makes it
+    assert isinstance(made, StatusTransitioned)
+    rig.executor.deliver_resumed()
+    settled = rig.journal.intent(key)
+    assert settled.status == "done"
+    assert settled.result == (made,)  # not overwritten as settled with nothing
+    assert rig.tracker.calls["transition_status"] == 1
+
+
+def test_a_resumed_write_that_fails_is_failed_and_the_others_are_still_resumed(
+    rig: Rig,
+) -> None:
+    """Two writes a crash left pending; the first fails for good when made again: it is
+    recorded failed (its cycle, processed again, deals with it), and the second is resumed
+    all the same. A settled (done) intent is not delivered again."""
+    merge = MergeRevision(work_item_id="9", revision_id="r9")
+    rig.journal.begin_intent(idempotency_key(merge), merge)
+    _crashed_create(rig)
+    rig.tracker.fail_next("merge", ProviderError("no such pull request", status=404))
+    assert rig.executor.resume_pending(EngineState()) == 1
+    failed = rig.journal.intent(idempotency_key(merge))
+    assert failed.status == "failed"
+    assert failed.error == "ProviderError: no such pull request (status 404)"
+    assert rig.journal.intents("pending") == []
+    rig.executor.deliver_resumed()
+    rig.executor.deliver_resumed()  # once only
+    [queued] = rig.queued()
+    assert isinstance(queued, RevisionCreated)
 
 
 def test_a_status_change_the_engine_makes_is_logged_with_why(rig: Rig) -> None:

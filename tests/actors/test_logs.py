@@ -1,5 +1,6 @@
 """Logging: JSON lines off a TTY, the console renderer on one, secrets redacted, stdlib routed,
-tracebacks without locals, and the fields real actors bind."""
+tracebacks without locals, the fields real actors bind, stamps in UTC, HTTP libraries kept quiet,
+and the human format's lines word for word."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import io
 import json
 import logging
 import os
+import re
 import select
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ from structlog.tracebacks import ExceptionDictTransformer
 
 from actors.base import SupervisedActor
 from actors.journal import Journal
-from actors.logs import REDACTED, configure_logging, redact_value
+from actors.logs import NOISY_LIBRARIES, REDACTED, configure_logging, redact_value
 from actors.queue import Inbox
 from actors.session import AgentSession
 from actors.sessions import SessionManager
@@ -281,3 +284,168 @@ def test_a_sessions_lines_carry_its_session_and_work_item(stream: Lines, tmp_pat
         "42",
     )
     assert line["outcome"] == "ImplementorCompleted"
+
+
+# ---------------------------------------------------------------------------- the pipeline
+
+
+def test_by_default_info_and_up_go_to_stderr_as_json_lines(
+    configure: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cpe run`` passes no stream: its log is stderr, JSON off a terminal (the format it
+    resolved is returned, for the CLI to tell the console what the log shows)."""
+    assert configure() == "json"
+    log = structlog.get_logger("cpe.test")
+    log.debug("not at info")
+    log.info("agent dispatched", work_item_id="7")
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    [line] = [json.loads(text) for text in captured.err.splitlines()]
+    assert (line["event"], line["level"], line["logger"]) == (
+        "agent dispatched",
+        "info",
+        "cpe.test",
+    )
+    assert configure("info", "auto") == "json"
+
+
+def test_a_line_is_stamped_in_utc_to_the_microsecond(stream: Lines) -> None:
+    """ISO 8601 with a ``Z``: lines from machines in other time zones sort together."""
+    structlog.get_logger("cpe.test").info("agent dispatched")
+    logging.getLogger("httpx").warning("retrying")
+    for line in stream.lines():
+        stamp = line["timestamp"]
+        assert stamp.endswith("Z"), stamp
+        when = datetime.fromisoformat(stamp.removesuffix("Z") + "+00:00")
+        assert abs(datetime.now(UTC) - when) < timedelta(minutes=5)
+
+
+def test_a_fresh_process_needs_nothing_but_configure_logging(configure: Callable[..., Any]) -> None:
+    """structlog's own defaults (print to stdout, its console renderer) are replaced whole: the
+    first line of a new process is already JSON in the stream given."""
+    structlog.reset_defaults()
+    out = Lines()
+    configure("info", "json", out)
+    structlog.get_logger("cpe.test").bind(actor="engine").info("engine starting", restored_events=2)
+    [line] = out.lines()
+    assert line["event"] == "engine starting"
+    assert (line["logger"], line["actor"], line["restored_events"]) == ("cpe.test", "engine", 2)
+
+
+@pytest.mark.parametrize("noisy", NOISY_LIBRARIES)
+def test_http_libraries_log_from_warning_up_unless_cpe_is_at_debug(
+    configure: Callable[..., Any], noisy: str
+) -> None:
+    """httpx logs every request at info: at info each poll would fill the log."""
+    out = Lines()
+    configure("info", "json", out)
+    logging.getLogger(noisy).info("HTTP Request: GET https://api.github.com 200")
+    logging.getLogger(noisy).warning("retrying")
+    structlog.get_logger("cpe.test").info("change detected")
+    assert [line["event"] for line in out.lines()] == ["retrying", "change detected"]
+
+    out = Lines()
+    configure("debug", "json", out)
+    logging.getLogger(noisy).debug("connect_tcp.started")
+    assert [line["event"] for line in out.lines()] == ["connect_tcp.started"]
+
+
+# ---------------------------------------------------------------------------- console and human
+
+
+def test_the_console_format_writes_key_value_pairs_not_json(configure: Callable[..., Any]) -> None:
+    out = Lines()
+    configure("info", "console", out)
+    structlog.get_logger("cpe.test").info("agent dispatched", work_item_id="7")
+    text = out.getvalue()
+    assert "work_item_id=7" in text
+    assert "[cpe.test]" in text
+    assert "\x1b[" not in text  # no colours into a file
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+
+
+def test_the_console_format_is_coloured_on_a_terminal(configure: Callable[..., Any]) -> None:
+    master, slave = os.openpty()
+    try:
+        with os.fdopen(slave, "w") as tty:
+            configure("info", "console", tty)
+            structlog.get_logger("cpe.test").info("agent dispatched", work_item_id="7")
+            _quiet()
+        text = _read_tty(master)
+    finally:
+        os.close(master)
+    assert "agent dispatched" in text
+    assert "\x1b[" in text
+
+
+def _human(configure: Callable[..., Any]) -> Lines:
+    out = Lines()
+    configure("info", "human", out)
+    return out
+
+
+def _said(out: Lines) -> list[str]:
+    """The lines, each log line without its ``HH:MM:SS`` stamp (a traceback's lines have none)."""
+    return [STAMP.sub("", line) for line in out.getvalue().splitlines()]
+
+
+STAMP = re.compile(r"^\d\d:\d\d:\d\d(?=  )")
+
+
+def test_the_human_format_leaves_out_what_the_console_says_itself(
+    configure: Callable[..., Any],
+) -> None:
+    """A failed agent run is the console's sentence; the log would say it twice."""
+    out = _human(configure)
+    log = structlog.get_logger("cpe.engine").bind(actor="engine")
+    log.warning("agent run failed", session_id="implementor-1", reason="exit 1")
+    log.warning("provider API error", poller="work_items", error="502")
+    assert _said(out) == ["  warning: provider API error (poller=work_items, error=502)"]
+
+
+def test_the_human_format_names_no_logger_nor_actor_and_no_empty_brackets(
+    configure: Callable[..., Any],
+) -> None:
+    out = _human(configure)
+    structlog.get_logger("cpe.actor").bind(actor="poller:specs").error("actor crashed")
+    assert _said(out) == ["  error: actor crashed"]
+
+
+def test_the_human_format_says_a_known_event_in_words_only_at_info(
+    configure: Callable[..., Any],
+) -> None:
+    out = _human(configure)
+    log = structlog.get_logger("cpe.test")
+    log.info("shutdown initiated", reason="signal SIGTERM")
+    log.warning("shutdown initiated", reason="signal SIGTERM")
+    log.info("engine starting")  # its template's field is missing: said as it is
+    assert _said(out) == [
+        "  stopping: signal SIGTERM",
+        "  warning: shutdown initiated (reason=signal SIGTERM)",
+        "  info: engine starting",
+    ]
+
+
+def test_the_human_format_puts_a_value_on_one_line_of_at_most_300_characters(
+    configure: Callable[..., Any],
+) -> None:
+    out = _human(configure)
+    structlog.get_logger("cpe.test").warning(
+        "pipeline failed", output="FAILED test_a\n   FAILED  test_b\n", log="x" * 400
+    )
+    assert _said(out) == [
+        f"  warning: pipeline failed (output=FAILED test_a FAILED test_b, log={'x' * 300})"
+    ]
+
+
+def test_the_human_format_puts_a_traceback_under_its_line(configure: Callable[..., Any]) -> None:
+    out = _human(configure)
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        structlog.get_logger("cpe.test").exception("it failed", work_item_id="7")
+    first, *trace = _said(out)
+    assert first == "  error: it failed (work_item_id=7)"
+    assert trace[0] == "Traceback (most recent call last):"
+    assert trace[-1] == "RuntimeError: boom"

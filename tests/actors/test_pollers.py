@@ -5,10 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from actors.pollers import revision_poller
+from actors.pollers import BASELINE, make_poller, read_baseline
 from domain.errors import ProviderError
-from domain.events import EngineEvent, RevisionChanged
-from domain.models import EngineState, MergeWait, Revision, RevisionId, WorkItemId
+from domain.events import BaselineChanged, EngineEvent, RevisionChanged, RevisionRemoved
+from domain.models import (
+    Baseline,
+    EngineState,
+    MergeWait,
+    Pipeline,
+    Revision,
+    RevisionId,
+    WorkItemId,
+)
+from domain.state import apply_event
+from tests.support.pollers import revision_poller
 
 REVISION = Revision(
     id=RevisionId("7"), title="t", work_item_id=WorkItemId("3"), branch="b", head_sha="a" * 40
@@ -75,3 +85,61 @@ def test_a_revision_whose_merge_waits_is_reported_every_cycle_unchanged() -> Non
         Reader(), lambda: state.model_copy(update={"merge_waits": {}}), events.append, 30
     )
     assert quiet.poll() == 0
+
+
+def test_the_baseline_is_polled_as_one_entity_and_reported_when_it_changes() -> None:
+    """The default branch's pipeline, read through ``read_baseline``: reported once when seen,
+    again when it changes, and not at all while the provider has none."""
+    green = Baseline(sha="b" * 40, pipeline=Pipeline(status="success"))
+    red = Baseline(sha="b" * 40, pipeline=Pipeline(status="failure", failed_checks=("tests",)))
+
+    class BaselineReader:
+        def __init__(self) -> None:
+            self.found: Baseline | None = None
+
+        def baseline(self) -> Baseline | None:
+            return self.found
+
+    reader, state, events = BaselineReader(), [EngineState()], []
+
+    def enqueue(event: EngineEvent) -> None:
+        events.append(event)
+        state[0] = apply_event(state[0], event)
+
+    poller = make_poller(
+        BASELINE,
+        reader,
+        read_baseline(reader),
+        get_state=lambda: state[0],
+        enqueue=enqueue,
+        interval=30,
+    )
+    assert poller.poll() == 0  # none yet
+    reader.found = green
+    assert poller.poll() == 1
+    assert poller.poll() == 0  # unchanged
+    reader.found = red
+    assert poller.poll() == 1
+    assert events == [BaselineChanged(baseline=green), BaselineChanged(baseline=red)]
+
+
+def test_a_revision_gone_from_the_provider_is_reported_removed_once() -> None:
+    class Listing:
+        def __init__(self) -> None:
+            self.listed = [REVISION]
+
+        def list_revisions(self) -> Sequence[Revision]:
+            return self.listed
+
+    reader, state, events = Listing(), [EngineState()], []
+
+    def enqueue(event: EngineEvent) -> None:
+        events.append(event)
+        state[0] = apply_event(state[0], event)
+
+    poller = revision_poller(reader, lambda: state[0], enqueue, interval=30)
+    assert poller.poll() == 1
+    reader.listed = []
+    assert poller.poll() == 1
+    assert poller.poll() == 0
+    assert events == [RevisionChanged(revision=REVISION), RevisionRemoved(revision_id=REVISION.id)]

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from actors.config import PollerSettings
+from actors.executor import ExecutorActor
 from actors.journal import Journal
 from actors.session import AgentSession
 from domain.events import AgentFailed, UserTransitionedStatus
 from tests.actors.conftest import Harness, crash_queue_once, wait_until
+from tests.actors.test_engine import journal_types
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,6 +55,35 @@ def test_a_crashed_engine_is_restarted_and_no_queued_event_is_lost(harness: Harn
     assert crashed == ["engine"]
     assert engine.supervisor.generation("engine") == 2
     assert engine.supervisor.generation("event_queue") == 1  # one_for_one
+
+
+def test_a_crashed_executor_is_restarted_its_command_fails_and_the_next_is_made(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executor actor dies executing a status change: the engine gets a CommandFailed for
+    it (no hang), the supervisor restarts the executor under its own child id, and the next
+    command goes through the new one."""
+    for wid in "12":
+        harness.tracker.add_item(wid, "blocked")
+    engine = harness.engine()
+    engine.start()
+    assert engine.inbox.wait_idle(30)
+    real = ExecutorActor.on_receive
+    crashed: list[bool] = []
+
+    def on_receive(self: ExecutorActor, message: Any) -> Any:
+        if not crashed:
+            crashed.append(True)
+            raise RuntimeError("injected: the executor dies mid-command")
+        return real(self, message)
+
+    monkeypatch.setattr(ExecutorActor, "on_receive", on_receive)
+    engine.enqueue(UserTransitionedStatus.model_validate({"work_item_id": "1", "to": "done"}))
+    wait_until(lambda: "CommandFailed" in journal_types(engine), engine)
+    assert engine.supervisor.wait_until(lambda: engine.supervisor.generation("executor") == 2, 30)
+    engine.enqueue(UserTransitionedStatus.model_validate({"work_item_id": "2", "to": "done"}))
+    wait_until(lambda: harness.tracker.work_items["2"].status == "done", engine)
+    assert crashed == [True]
 
 
 def test_a_crashed_queue_is_restarted_and_no_queued_event_is_lost(

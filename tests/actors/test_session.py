@@ -23,10 +23,19 @@ from domain.events import (
     AgentFailed,
     AgentStarted,
     ImplementorCompleted,
+    PlannerCompleted,
+    ReviewerCompleted,
     UserCancelledRun,
     is_agent_terminal,
 )
-from domain.models import AgentStartParams, ImplementorStartParams, RunUsage, SessionId
+from domain.models import (
+    AgentStartParams,
+    ImplementorStartParams,
+    PlannerStartParams,
+    ReviewerStartParams,
+    RunUsage,
+    SessionId,
+)
 from domain.ports import AgentRunHandle
 from tests.actors.conftest import Harness, wait_until
 from tests.fakes.runtime import FakeRuntime, Script, default_result
@@ -47,10 +56,11 @@ class Rig:
         # Nobody takes from this inbox, so it calls wake() after every event it journals.
         self.queued = threading.Condition()
         self.inbox.wake = self._queued
-        self.sessions.add(SID, PARAMS)
+        params = kw.get("params", PARAMS)
+        self.sessions.add(params.session_id, params)
         self.ref = AgentSession.start(
-            session_id=SID,
-            params=PARAMS,
+            session_id=params.session_id,
+            params=params,
             adapter=runtime,
             max_duration=kw.get("max_duration", 60),
             cancel_grace=kw.get("cancel_grace", 5),
@@ -58,7 +68,7 @@ class Rig:
             sessions=self.sessions,
             streams=self.streams,
             on_finished=self.finished.set,
-            child_id=f"session:{SID}",
+            child_id=f"session:{params.session_id}",
             report=self._report,
         )
 
@@ -133,6 +143,38 @@ def test_a_failing_run_is_one_agent_failed(
     assert (event.kind, event.reason) == (kind, reason)
 
 
+def test_an_infrastructure_failure_is_reported_as_one_with_the_runs_usage(rig_for: Any) -> None:
+    """The model API unreachable (say): the event says infrastructure, which spends no
+    attempt, and still carries what the run cost."""
+    runtime = FakeRuntime()
+    rig = rig_for(runtime)
+    run = runtime.wait_run()
+    run.usage = RunUsage(cost_usd=0.5, turns=2, model="claude-sonnet")
+    run.raise_(AgentFailure("failed", "the model API is unreachable", infrastructure=True))
+    [event] = rig.ended()
+    assert isinstance(event, AgentFailed)
+    assert (event.kind, event.reason, event.failure_class) == (
+        "failed",
+        "the model API is unreachable",
+        "infrastructure",
+    )
+    assert (event.cost_usd, event.turns, event.model) == (0.5, 2, "claude-sonnet")
+
+
+def test_the_first_cancel_gives_the_reason_a_later_one_does_not_replace_it(
+    rig_for: Any,
+) -> None:
+    runtime = FakeRuntime(Script(ignore_cancel=lambda p: True))
+    rig = rig_for(runtime, cancel_grace=60)
+    run = runtime.wait_run()
+    rig.ref.ask(Cancel("the item was deleted"), timeout=30)
+    rig.ref.ask(Cancel("a person asked"), timeout=30)
+    run.fail("cancelled", "cancel_agent was called")
+    [event] = rig.ended()
+    assert (event.kind, event.reason) == ("cancelled", "the item was deleted")
+    assert runtime.cancels == [SID]  # the runtime was asked once
+
+
 def test_garbage_from_the_runtime_is_a_failure(rig_for: Any) -> None:
     runtime = FakeRuntime()
     rig = rig_for(runtime)
@@ -140,6 +182,70 @@ def test_garbage_from_the_runtime_is_a_failure(rig_for: Any) -> None:
     [event] = rig.ended()
     assert isinstance(event, AgentFailed)
     assert "expected a implementor result" in event.reason
+
+
+ROLE_PARAMS: dict[str, AgentStartParams] = {
+    "planner": PlannerStartParams(session_id=SessionId("planner-1"), spec_paths=("a.md",)),
+    "implementor": PARAMS,
+    "reviewer": ReviewerStartParams(
+        session_id=SessionId("reviewer-1"), work_item_id="1", revision_id="r1"
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("role", "completed"),
+    [
+        ("planner", PlannerCompleted),
+        ("implementor", ImplementorCompleted),
+        ("reviewer", ReviewerCompleted),
+    ],
+)
+def test_each_roles_result_is_that_roles_completed_event_carrying_it(
+    rig_for: Any, role: str, completed: type
+) -> None:
+    params = ROLE_PARAMS[role]
+    rig = rig_for(FakeRuntime(Script(auto=default_result)), params=params)
+    [event] = rig.ended()
+    assert isinstance(event, completed)
+    assert event.result == default_result(params)
+    assert (event.session_id, event.cost_usd, event.turns) == (params.session_id, 0.01, 3)
+
+
+@pytest.mark.parametrize(
+    ("role", "other"),
+    [("planner", "reviewer"), ("implementor", "planner"), ("reviewer", "planner")],
+)
+def test_a_result_of_another_role_is_a_failure_naming_both(
+    rig_for: Any, role: str, other: str
+) -> None:
+    """A runtime that answers a planner run with a review (say) did not do the run's work."""
+    params, wrong = ROLE_PARAMS[role], default_result(ROLE_PARAMS[other])
+    rig = rig_for(FakeRuntime(Script(auto=lambda p: wrong)), params=params)
+    [event] = rig.ended()
+    assert isinstance(event, AgentFailed)
+    assert (event.kind, event.failure_class) == ("failed", "work")
+    assert event.reason == (
+        f"the runtime returned {type(wrong).__name__}, expected a {role} result"
+    )
+
+
+def test_a_run_that_starts_once_shutdown_began_is_still_journaled_started_and_ended(
+    rig_for: Any,
+) -> None:
+    """Shutdown closes the queue to new events while a run is starting: the run exists all
+    the same, so its start is journaled (its end refers to it) as well as its end."""
+    runtime = FakeRuntime(Script(block_start=lambda p: True))
+    rig = rig_for(runtime)
+    with runtime._cond:
+        assert runtime._cond.wait_for(lambda: SID in runtime.starting, 30)
+    rig.inbox.close()
+    runtime.release_start.set()
+    runtime.wait_run().complete()
+    [event] = rig.ended()
+    assert isinstance(event, ImplementorCompleted)
+    started = [e.event for e in rig.journal.entries() if isinstance(e.event, AgentStarted)]
+    assert [s.session_id for s in started] == [SID]
 
 
 @pytest.mark.spec("S000-01")

@@ -158,8 +158,10 @@ def test_a_temporary_child_is_not_restarted(sup: Supervisor) -> None:
 
 def test_past_the_intensity_everything_stops_and_the_exit_code_is_75() -> None:
     gave_up = threading.Event()
+    why: list[BaseException] = []
     sup = Supervisor(
-        FAST.model_copy(update={"max_restarts": 2}), on_give_up=lambda exc: gave_up.set()
+        FAST.model_copy(update={"max_restarts": 2}),
+        on_give_up=lambda exc: (why.append(exc), gave_up.set()),
     )
     sup.start_child(spec("a"))
     other = sup.start_child(spec("b"))
@@ -168,9 +170,47 @@ def test_past_the_intensity_everything_stops_and_the_exit_code_is_75() -> None:
         sup.ref("a").tell("boom")
     assert gave_up.wait(30)
     assert sup.exit_code == 75
+    # told why: the crash that broke the intensity
+    [exc] = why
+    assert isinstance(exc, Boom)
+    assert str(exc) == "in a handler"
     assert not other.is_alive()
     assert sup.ref("a") is None
     assert pykka.ActorRegistry.get_all() == []
+
+
+def test_wait_ref_waits_out_a_restart_and_returns_none_for_a_child_it_does_not_have() -> None:
+    """How the engine finds its executor at every command: during the child's restart backoff
+    there is no ref yet, and wait_ref waits for the new one; a child that is not there at all
+    (or does not come back in time) is None."""
+    sup = Supervisor(FAST.model_copy(update={"backoff_initial": 0.3}))
+    try:
+        first = sup.start_child(spec("a"))
+        first.tell("boom")
+        assert sup.wait_until(lambda: sup.ref("a") is None, timeout=30)  # in its backoff
+        again = sup.wait_ref("a", timeout=30)
+        assert again is not None
+        assert again != first
+        assert sup.generation("a") == 2
+        assert sup.wait_ref("nobody", timeout=30) is None
+    finally:
+        sup.stop()
+    slow = Supervisor(FAST.model_copy(update={"backoff_initial": 60}))
+    try:
+        slow.start_child(spec("b")).tell("boom")
+        assert slow.wait_until(lambda: slow.ref("b") is None, timeout=30)
+        assert slow.wait_ref("b", timeout=0.2) is None  # not back within the wait
+    finally:
+        slow.stop()
+
+
+def test_wait_until_says_false_when_the_condition_does_not_come_in_time() -> None:
+    sup = Supervisor(FAST)
+    try:
+        assert sup.wait_until(lambda: True, timeout=30)
+        assert not sup.wait_until(lambda: False, timeout=0.1)
+    finally:
+        sup.stop()
 
 
 def test_backoff_doubles_with_jitter_and_is_capped() -> None:

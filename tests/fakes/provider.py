@@ -239,6 +239,7 @@ class FakeRevisionWriter:
             n = int(revision.head_sha.rsplit("h", 1)[1]) + 1
             revision = revision.model_copy(update={"head_sha": f"{revision_id}-h{n}"})
             self.t.revisions[revision_id] = revision
+            self.t.files[revision_id] = [RevisionFile(path="f.py", status="modified", patch=patch)]
         self.t._done()
         return revision
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from actors.pollers import revision_poller
 from adapters.github import GitHubProvider
 from domain.errors import ProviderError
 from domain.events import EngineEvent
@@ -25,6 +24,7 @@ from domain.models import EngineState
 from tests.fakes.github import FakeGitHub, ManualClock
 from tests.support.git import Repo, make_patch, tree_from_git_apply
 from tests.support.github import TOKEN_ENV, Sleeps, running_github, settings_for
+from tests.support.pollers import revision_poller
 
 CONTENT_WRITES = ("POST", "PATCH", "PUT", "DELETE")
 

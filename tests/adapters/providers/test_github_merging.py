@@ -17,7 +17,6 @@ import pytest
 
 from actors.executor import CommandExecutor, RetrySettings
 from actors.journal import Journal
-from actors.pollers import revision_poller
 from actors.queue import Inbox
 from actors.sessions import SessionManager
 from adapters.github import GitHubProvider
@@ -33,6 +32,7 @@ from tests.fakes.github import FakeGitHub, Fault
 from tests.fakes.github.routes_merge import BASE_MODIFIED
 from tests.support.git import make_patch
 from tests.support.github import github_provider, running_github
+from tests.support.pollers import revision_poller
 
 REVIEWER_TOKEN = "reviewer-token"
 

@@ -1,0 +1,83 @@
+"""The session manager on its own: the guards' reasons word for word, a cancel that comes
+before its session can take it, and the shutdown's close, cancel-all and wait."""
+
+from __future__ import annotations
+
+import threading
+
+from actors.sessions import SessionManager
+from domain.models import (
+    ImplementorStartParams,
+    PlannerStartParams,
+    ReviewerStartParams,
+    SessionId,
+)
+
+PLANNER = PlannerStartParams(session_id=SessionId("p"), spec_paths=("a.md",))
+IMPLEMENTOR = ImplementorStartParams(session_id=SessionId("i"), work_item_id="1", branch_name="b")
+REVIEWER = ReviewerStartParams(session_id=SessionId("r"), work_item_id="1", revision_id="r1")
+
+
+def test_the_guards_name_what_stands_in_the_way() -> None:
+    sessions = SessionManager()
+    assert sessions.guard(PLANNER, 1) is None
+    assert sessions.add(SessionId("p"), PLANNER)
+    assert sessions.guard(PLANNER, 5) == "a planner run is already active (one at a time)"
+    assert sessions.add(SessionId("i"), IMPLEMENTOR)
+    assert sessions.guard(REVIEWER, 5) == ("a implementor run is already active for work item 1")
+    other = ImplementorStartParams(work_item_id="2", branch_name="b2")
+    assert sessions.guard(other, 2) is None
+    assert sessions.guard(other, 1) == "1 implementor runs are active (max_concurrent 1)"
+    assert sessions.active() == ["p", "i"]
+    assert sessions.active("implementor") == ["i"]
+    assert len(sessions) == 2
+
+
+def test_a_cancel_before_the_session_attaches_is_delivered_when_it_does() -> None:
+    sessions = SessionManager()
+    sessions.add(SessionId("i"), IMPLEMENTOR)
+    assert sessions.cancel(SessionId("i"), "a person asked")
+    got: list[str | None] = []
+    sessions.attach(SessionId("i"), got.append)
+    assert got == ["a person asked"]
+    # attached: a cancel goes straight to the session's canceller
+    assert sessions.cancel(SessionId("i"))
+    assert got == ["a person asked", None]
+
+
+def test_a_session_attached_without_a_cancel_waiting_is_not_cancelled() -> None:
+    sessions = SessionManager()
+    sessions.add(SessionId("i"), IMPLEMENTOR)
+    got: list[str | None] = []
+    sessions.attach(SessionId("i"), got.append)
+    sessions.attach(SessionId("gone"), got.append)  # unknown: nothing to attach to
+    assert got == []
+    assert not sessions.cancel(SessionId("gone"))
+
+
+def test_shutdown_closes_cancels_every_run_and_waits_for_them_to_end() -> None:
+    sessions = SessionManager()
+    cancelled: list[str] = []
+    for sid, params in (("p", PLANNER), ("i", IMPLEMENTOR)):
+        sessions.add(SessionId(sid), params)
+        sessions.attach(SessionId(sid), lambda reason, sid=sid: cancelled.append(sid))
+    sessions.close()
+    assert not sessions.add(SessionId("r"), REVIEWER)  # no new run once closed
+    assert sessions.active() == ["p", "i"]
+    assert sessions.cancel_all() == 2
+    assert cancelled == ["p", "i"]
+    assert not sessions.wait_all_ended(0.05)
+    ender = threading.Thread(target=lambda: [sessions.ended(SessionId(s)) for s in "pi"])
+    ender.start()
+    assert sessions.wait_all_ended(30)
+    ender.join(30)
+    assert sessions.active() == []
+
+
+def test_the_end_of_a_session_it_does_not_know_changes_nothing() -> None:
+    sessions = SessionManager()
+    sessions.add(SessionId("i"), IMPLEMENTOR)
+    sessions.ended(SessionId("gone"))
+    sessions.ended(SessionId("i"))
+    sessions.ended(SessionId("i"))  # twice: the second is nothing
+    assert sessions.active() == []
