@@ -10,7 +10,9 @@ GitPython's exception.
 
 from __future__ import annotations
 
+import os
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,23 @@ from domain.errors import ConflictError, NotFoundError, PatchError, ProviderErro
 # Commits the provider makes carry their own identity, so they never depend on (or fail for lack
 # of) the user's git config.
 DEFAULT_IDENTITY = ("Control Plane Engine", "cpe@localhost")
+
+_WORKTREE_LOCKS_GUARD = threading.Lock()
+_WORKTREE_LOCKS: dict[str, threading.Lock] = {}
+
+
+def worktree_lock(root: str | os.PathLike[str]) -> threading.Lock:
+    """The lock every ``git worktree add``, ``remove`` and ``prune`` on the repository at
+    ``root`` takes in this process (one per repository, shared by every caller).
+
+    Git does not serialise them: a prune while an add is under way deletes the record the add is
+    writing (``.git/worktrees/<name>``, or ``.git/worktrees`` itself once it looks empty), and
+    the add fails ("could not create directory of '.git/worktrees/checkout'"). A pipeline's
+    checkout racing the startup reaper's prune failed a revision's tests that way.
+    """
+    key = os.path.realpath(root)
+    with _WORKTREE_LOCKS_GUARD:
+        return _WORKTREE_LOCKS.setdefault(key, threading.Lock())
 
 
 @dataclass(frozen=True)
@@ -78,7 +97,9 @@ class GitRepo:
         """Run git; a non-zero exit raises ``error`` with git's own message."""
         result = self.run_status(*args, env=env)
         if result.status != 0:
-            raise error(f"git {args[0]} failed: {result.stderr.strip() or result.text.strip()}")
+            raise error(
+                f"git {_subcommand(args)} failed: {result.stderr.strip() or result.text.strip()}"
+            )
         return result
 
     def run_status(
@@ -200,6 +221,14 @@ class GitRepo:
                 first = first or applied
             reason = first.stderr.strip() if first else "unknown error"
             raise PatchError(f"the patch does not apply to {base_commit[:12]}: {reason}")
+
+
+def _subcommand(args: tuple[str, ...]) -> str:
+    """The git command ``args`` run (``worktree`` in ``-c core.hooksPath=x worktree add``)."""
+    rest = list(args)
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in ("-c", "-C") else rest[1:]
+    return rest[0] if rest else " ".join(args)
 
 
 def detect_default_branch(repo: GitRepo) -> str:

@@ -27,7 +27,7 @@ from typing import Literal
 import structlog
 
 from actors.crashpoints import crashpoint
-from adapters.git_plumbing import GitRepo
+from adapters.git_plumbing import GitRepo, worktree_lock
 from adapters.runtime.workspace.launcher import kill_group, live_group, stamp_pid
 from domain.errors import ConfigError, ProviderError
 
@@ -41,6 +41,8 @@ ENV_ALLOWLIST = (
 )  # fmt: skip
 
 WORKDIR_PREFIX = "cpe-pipeline-"
+# Seconds before each further try of a checkout that failed (another process's prune in the way)
+CHECKOUT_RETRY_WAITS = (0.5, 2.0)
 PID_FILE = "pipeline.pid"  # in the workdir: the test command's pid and start time
 
 _log = structlog.get_logger(__name__)
@@ -109,15 +111,14 @@ class LocalPipeline:
         try:
             if cancel is not None and cancel.is_set():
                 return PipelineResult("cancelled", "cancelled", log_path)
-            try:
-                # Hooks off: the user's post-checkout hook has no business in a throwaway tree.
-                repo.run(
-                    "-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--force",
-                    str(checkout), sha,
-                )  # fmt: skip
-            except ProviderError as exc:
-                log_path.write_text(f"{exc}\n")
-                return PipelineResult("failure", f"could not check out {sha[:12]}: {exc}", log_path)
+            error = _check_out(repo, sha, checkout, cancel or threading.Event())
+            if cancel is not None and cancel.is_set():
+                return PipelineResult("cancelled", "cancelled", log_path)
+            if error is not None:
+                log_path.write_text(f"{error}\n")
+                return PipelineResult(
+                    "failure", f"could not check out {sha[:12]}: {error}", log_path
+                )
             return self._execute(checkout, log_path, cancel, extra_env or {})
         finally:
             remove_workdir(repo, workdir)
@@ -203,6 +204,43 @@ class LocalPipeline:
         return f"{head}; last lines of the log:\n{tail}" if tail.strip() else head
 
 
+def _check_out(
+    repo: GitRepo, sha: str, checkout: Path, cancel: threading.Event
+) -> ProviderError | None:
+    """Check ``sha`` out at ``checkout`` (detached); None when done, else git's last error.
+
+    Under the repository's worktree lock, so this process's own prunes (the startup reaper's,
+    a removal's) wait for it; a failed try is tried again after a moment, for the prunes of
+    other processes (``git gc`` runs one) that no lock here holds back.
+    """
+    error: ProviderError | None = None
+    for wait in (0.0, *CHECKOUT_RETRY_WAITS):
+        if error is not None:
+            _log.warning(
+                "cannot check out a pipeline's commit; trying again",
+                sha=sha,
+                error=str(error),
+                wait=wait,
+            )
+            if cancel.wait(wait):
+                return error
+        with worktree_lock(repo.root):
+            if error is not None:  # what the failed try made, if anything
+                shutil.rmtree(checkout, ignore_errors=True)
+                repo.run_status("worktree", "prune")
+            try:
+                # Hooks off: the user's post-checkout hook has no business in a throwaway tree.
+                repo.run(
+                    "-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--force",
+                    str(checkout), sha,
+                )  # fmt: skip
+            except ProviderError as exc:
+                error = exc
+            else:
+                return None
+    return error
+
+
 def remove_workdir(repo: GitRepo, workdir: Path) -> None:
     """Remove a pipeline's worktree and its directory; safe on a half-made or missing one.
     A test command an earlier cpe left running there (killed with it) is killed first."""
@@ -211,9 +249,10 @@ def remove_workdir(repo: GitRepo, workdir: Path) -> None:
         _log.warning("killing a pipeline an earlier run left", pgid=group, workdir=str(workdir))
         kill_group(group, grace=5.0)
     checkout = workdir / "checkout"
-    if repo.run_status("worktree", "remove", "--force", "--force", str(checkout)).status != 0:
-        shutil.rmtree(checkout, ignore_errors=True)
-        repo.run_status("worktree", "prune")
+    with worktree_lock(repo.root):
+        if repo.run_status("worktree", "remove", "--force", "--force", str(checkout)).status != 0:
+            shutil.rmtree(checkout, ignore_errors=True)
+            repo.run_status("worktree", "prune")
     shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -181,8 +181,9 @@ class LocalRevisionWriter:
                 )
                 store.queue_pipeline(conn, row["id"], head)
                 store.publish(row["id"], row["branch"], head)
+            rerun = not changed and store.rerun_failed_pipeline(conn, row["id"], head)
             _record_key(conn, key_kind, idempotency_key, row["id"])
-        if changed:
+        if changed or rerun:
             store.on_new_head()
 
     def post_review(

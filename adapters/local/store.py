@@ -144,6 +144,27 @@ class RevisionStore:
                 (revision_id, head_sha, now()),
             )
 
+    def rerun_failed_pipeline(self, conn: sqlite3.Connection, revision_id: int, head: str) -> bool:
+        """Queue ``head``'s failed run again; False when it has none. For an update that left
+        the head as it was: whoever was asked to fix a red run found nothing to change, so the
+        failure may not be the code's (a flaky test, a checkout that failed) and gets a second
+        run, instead of sending the same red head back for another attempt at once."""
+        if not self.pipeline_configured:
+            return False
+        cursor = conn.execute(
+            "UPDATE pipeline_runs SET status = 'pending', reason = NULL, url = NULL, "
+            "queued_at = ?, started_at = NULL, finished_at = NULL, worktree_path = NULL "
+            "WHERE revision_id = ? AND head_sha = ? AND status = 'failure'",
+            (now(), revision_id, head),
+        )
+        if cursor.rowcount:
+            log.info(
+                "the update left the head as it was; its failed pipeline runs again",
+                revision_id=revision_id,
+                head_sha=head,
+            )
+        return cursor.rowcount > 0
+
     def publish(self, revision_id: int, branch: str, head: str) -> None:
         """Point the hidden ref and the branch at ``head``.
 

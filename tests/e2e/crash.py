@@ -158,8 +158,15 @@ class Loop:
 
     def state(self) -> str:
         items = ", ".join(f"#{i.id} {i.status}" for i in work_items(self.repo))
-        revs = ", ".join(f"{r.id} {r.state} {r.pipeline.status}" for r in revisions(self.repo))
-        return f"work items: {items or 'none'}; revisions: {revs or 'none'}"
+        revs = revisions(self.repo)
+        listed = ", ".join(f"{r.id} {r.state} {r.pipeline.status}" for r in revs)
+        # A red pipeline's reason (its log's last lines): why an item went round, at a glance
+        reasons = "".join(
+            f"\nrevision {r.id}'s pipeline: {r.pipeline.reason}"
+            for r in revs
+            if r.pipeline.status == "failure"
+        )
+        return f"work items: {items or 'none'}; revisions: {listed or 'none'}{reasons}"
 
     def tail(self, lines: int = 60) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

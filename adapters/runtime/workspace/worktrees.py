@@ -30,6 +30,7 @@ import git
 import structlog
 
 from actors.crashpoints import crashpoint
+from adapters.git_plumbing import worktree_lock
 from adapters.runtime.workspace.agent_env import build_agent_env
 from adapters.runtime.workspace.setup_command import pid_file, reap_setups, run_setup_command
 from domain.errors import CpeError, WorktreeError
@@ -91,17 +92,6 @@ def run_git(
     return out
 
 
-_LOCKS_GUARD = threading.Lock()
-_REPO_LOCKS: dict[str, threading.Lock] = {}
-
-
-def _repo_lock(repo_root: Path) -> threading.Lock:
-    """One lock per repository in this process, so two managers on one repo still serialise."""
-    key = os.path.realpath(repo_root)
-    with _LOCKS_GUARD:
-        return _REPO_LOCKS.setdefault(key, threading.Lock())
-
-
 @dataclass(frozen=True)
 class _Entry:
     """One record of ``git worktree list --porcelain``."""
@@ -138,7 +128,7 @@ class WorktreeManager:
         # command and its timeout each; run by ``run_hook``, before_remove by ``remove``.
         self.hooks = {name: hook for name, hook in (hooks or {}).items() if hook[0]}
         self.worktrees_dir = self.repo_root / WORKTREES_DIR
-        self._lock = _repo_lock(self.repo_root)
+        self._lock = worktree_lock(self.repo_root)
         self._excluded = False
 
     # ------------------------------------------------------------------ public API

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import socket
 import sqlite3
 import sys
@@ -23,6 +24,7 @@ import pytest
 from adapters.git_plumbing import GitRepo
 from adapters.local import LocalPipeline, LocalProvider
 from adapters.local.provider import DATABASE_NAME
+from adapters.runtime.workspace.worktrees import WorktreeManager
 from domain.errors import ConfigError
 from domain.models import Revision
 from tests.support.git import Repo, isolate_git, make_patch
@@ -187,6 +189,80 @@ def test_cancel_stops_a_run(repo: Repo, tmp_path: Path, gate: Gate) -> None:
     assert dies(child)
 
 
+def test_checkouts_never_fail_while_the_worktree_reaper_prunes_beside_them(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """A ``git worktree prune`` in the middle of a ``worktree add`` deletes the record the add
+    is writing, and the add fails: the startup reaper's prunes did that to a revision's run. The
+    pipeline and the reaper take one lock per repository, so none of these checkouts fails."""
+    manager = WorktreeManager(repo.root, "main")
+    pipeline = LocalPipeline(["true"], WAIT)
+    stop = threading.Event()
+
+    def reap() -> int:
+        rounds = 0
+        while not stop.is_set():
+            manager.reap()
+            rounds += 1
+        return rounds
+
+    with ThreadPoolExecutor(1) as pool:
+        reaping = pool.submit(reap)
+        try:
+            results = [
+                pipeline.run(GitRepo(repo.root), repo.head(), log_path=tmp_path / f"{n}.log")
+                for n in range(40)
+            ]
+        finally:
+            stop.set()
+        assert reaping.result(timeout=WAIT) > 0
+    assert [r.reason for r in results if r.status != "success"] == []
+    assert worktrees(repo) == [f"worktree {repo.root}"]
+
+
+FAIL_ONCE_GIT = """#!/bin/sh
+# git, except that the first 'worktree add' fails as a prune from another process makes it fail
+if [ "$3" = worktree ] && [ "$4" = add ] && [ ! -e "{marker}" ]; then
+    : > "{marker}"
+    echo "fatal: could not create directory of '.git/worktrees/checkout'" >&2
+    exit 128
+fi
+exec {git} "$@"
+"""
+
+
+def test_a_checkout_another_process_broke_is_tried_again(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No lock holds back another process's prune (``git gc`` runs one): a failed checkout is
+    tried again after a moment, and the run goes on."""
+    real_git = shutil.which("git")
+    assert real_git is not None
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir()
+    marker = tmp_path / "failed-once"
+    (wrapper / "git").write_text(FAIL_ONCE_GIT.format(marker=marker, git=real_git))
+    (wrapper / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper}{os.pathsep}{os.environ['PATH']}")
+    result = LocalPipeline(["true"], WAIT).run(
+        GitRepo(repo.root), repo.head(), log_path=tmp_path / "run.log"
+    )
+    assert marker.exists()  # the first try did fail
+    assert result.status == "success", result.reason
+    assert worktrees(repo) == [f"worktree {repo.root}"]
+
+
+def test_a_checkout_that_keeps_failing_is_the_runs_failure_naming_why(
+    repo: Repo, tmp_path: Path
+) -> None:
+    result = LocalPipeline(["true"], WAIT).run(
+        GitRepo(repo.root), "0" * 40, log_path=tmp_path / "run.log"
+    )
+    assert result.status == "failure"
+    assert result.reason.startswith("could not check out 000000000000: git worktree failed")
+    assert "git worktree failed" in (tmp_path / "run.log").read_text()
+
+
 def test_an_empty_command_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"pipeline\.command"):
         LocalPipeline("  ", 10)
@@ -298,6 +374,41 @@ def test_close_cancels_a_run_and_the_next_start_runs_it_again(
         again.sendall(b"0")
         assert provider.wait_for_pipelines(WAIT)
         assert provider.revision_reader.list_revisions()[0].pipeline.status == "success"
+
+
+FLAKY = """
+import pathlib, sys
+runs = pathlib.Path(sys.argv[1])
+runs.write_text(runs.read_text() + "run\\n" if runs.exists() else "run\\n")
+sys.exit(1 if runs.read_text().count("run") == 1 else 0)  # only the first run fails
+"""
+
+
+def test_an_update_that_leaves_a_red_head_as_it_was_runs_its_pipeline_again(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """Asked to fix a red run, the implementor changed nothing: the failure may not be the
+    code's (a flaky test, a checkout that failed), so the same head is tested again instead
+    of going straight back to the implementor red."""
+    runs = tmp_path / "runs"
+    pipeline = LocalPipeline([sys.executable, "-c", FLAKY, str(runs)], WAIT)
+    with LocalProvider(repo.root, tmp_path / "state", pipeline=pipeline) as provider:
+        revisions = Revisions(repo, provider, tmp_path)
+        item = provider.work_item_writer.create_work_item("Answer", "B")
+        patch = revisions.patch(42)
+        revision = provider.revision_writer.create_from_patch(item, "cpe/1-a", "A", "", patch)
+        assert provider.wait_for_pipelines(WAIT)
+        assert revisions.listed().pipeline.status == "failure"
+        updated = provider.revision_writer.update_from_patch(revision.id, patch)
+        assert updated.head_sha == revision.head_sha
+        assert updated.pipeline.status == "pending"  # as the writer answers: not red again
+        assert provider.wait_for_pipelines(WAIT)
+        assert revisions.listed().pipeline.status == "success"
+        # A green head is not run again by an update that leaves it as it was
+        provider.revision_writer.update_from_patch(revision.id, patch)
+        assert provider.wait_for_pipelines(WAIT)
+        assert revisions.listed().pipeline.status == "success"
+    assert runs.read_text().count("run") == 2
 
 
 def _crashed_run(repo: Repo, state: Path, table: str, key: tuple[object, object]) -> Path:
