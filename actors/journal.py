@@ -634,8 +634,14 @@ class InstanceLock:
         holder's pid when another process (or another engine of this one) has it."""
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # another user's lock file, a read-only or full disk
+            raise JournalIOError(
+                f"{self.path}: cannot open the lock file that keeps one engine per state "
+                f"directory: {exc.strerror or exc}"
+            ) from exc
         deadline = time.monotonic() + wait
         pause = threading.Event()  # never set: a bounded pause between two tries
         while True:

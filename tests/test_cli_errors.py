@@ -387,6 +387,16 @@ def test_a_journal_from_a_newer_cpe_is_refused_in_one_line(repo: Path) -> None:
     assert "journal schema version 99" in line
 
 
+def test_a_lock_file_that_cannot_be_opened_is_one_line_not_a_traceback(repo: Path) -> None:
+    """What another user's lock file or a read-only directory does (as root, which may open any
+    file, a directory where the file should be): exit 74, the path named."""
+    write_config(repo, GOOD)
+    lock = repo / ".cpe" / "journal.sqlite3.lock"
+    lock.mkdir(parents=True)
+    line = one_line_error(cpe("run", cwd=repo), code=74)
+    assert f"{lock}: cannot open the lock file that keeps one engine per state directory" in line
+
+
 def test_a_second_cpe_run_on_the_same_state_is_refused_naming_the_first(repo: Path) -> None:
     write_config(repo, GOOD)
     first = InstanceLock(str(repo / ".cpe" / "journal.sqlite3"))
