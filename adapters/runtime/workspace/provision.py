@@ -22,7 +22,7 @@ from adapters.runtime.workspace.agents import AgentSpec, load_agent_definition
 from adapters.runtime.workspace.context import assemble_prompt
 from adapters.runtime.workspace.patches import extract_patch
 from adapters.runtime.workspace.worktrees import Worktree, WorktreeManager, run_git
-from domain.errors import AgentFailure, InvalidAgentOutputError, PatchError
+from domain.errors import AgentFailure, InvalidAgentOutputError, PatchError, WorktreeError
 from domain.models import AgentRole, AgentStartParams, ImplementorStartParams
 from domain.ports import RuntimeAdapterDeps
 from domain.results import AgentResult, ImplementorOutput, ImplementorResult, validate_output
@@ -104,10 +104,13 @@ class Provisioner:
     async def _create_worktree(self, branch: str) -> Worktree:
         """The run's worktree. A cancel (Ctrl-C, a timeout) while the setup command runs stops
         it at once: its group is killed and the worktree removed before the cancel goes on."""
-        cancel, done = threading.Event(), threading.Event()
+        cancel, started, done = threading.Event(), threading.Event(), threading.Event()
 
         def create() -> Worktree:
+            started.set()
             try:
+                if cancel.is_set():  # cancelled while this waited for a worker thread
+                    raise WorktreeError(f"the worktree of {branch} was cancelled before it began")
                 return self.worktrees.create(branch, cancel=cancel)
             finally:
                 done.set()
@@ -116,8 +119,11 @@ class Provisioner:
             return await anyio.to_thread.run_sync(create, abandon_on_cancel=True)
         except BaseException:
             cancel.set()
-            with anyio.CancelScope(shield=True):  # the setup's group is killed, the tree gone
-                await anyio.to_thread.run_sync(done.wait, _CLEANUP_WAIT)
+            # A cancel that came before the thread began (a stop during the engine's start)
+            # leaves nothing to wait for: create, if it runs at all, sees the cancel and stops.
+            if started.is_set():
+                with anyio.CancelScope(shield=True):  # the setup's group killed, the tree gone
+                    await anyio.to_thread.run_sync(done.wait, _CLEANUP_WAIT)
             raise
 
     async def release(self, worktree: Worktree | None) -> None:

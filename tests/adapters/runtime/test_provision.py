@@ -3,11 +3,13 @@ the patch is taken, so what it changes (a formatter) is part of the revision."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import anyio
 import pytest
 
+from adapters.runtime.workspace import provision
 from adapters.runtime.workspace.provision import Provisioner
 from domain.models import EngineState
 from domain.ports import RuntimeAdapterDeps
@@ -60,3 +62,39 @@ def test_after_run_runs_once_before_the_patch_is_taken(tmp_path: Path) -> None:
     assert "+++ b/feature.txt" in result.patch
     assert count.read_text() == "run\n"  # once, not again at the release
     assert not (repo / ".worktrees" / "cpe" / "1-format").exists()
+
+
+def test_a_worktree_cancelled_before_its_thread_began_is_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop during the engine's start cancels a run before its worktree's thread begins:
+    nothing was made, so nothing is waited for (the cleanup wait, an hour here, held every such
+    stop for a minute), and no worktree or setup command appears afterwards."""
+    monkeypatch.setattr(provision, "_CLEANUP_WAIT", 3600.0)
+    repo = make_mixed_repo(tmp_path)
+    provisioner = Provisioner(
+        repo_root=repo,
+        default_branch="main",
+        setup_command=f"echo ran > {tmp_path / 'setup-ran'}; sleep 600",
+        setup_timeout=600,
+        context_paths=(),
+        deps=_deps(),
+    )
+    raised: list[BaseException] = []
+
+    async def main() -> None:
+        with anyio.CancelScope() as scope:
+            scope.cancel()  # before the call: its first checkpoint raises
+            try:
+                await provisioner._create_worktree("cpe/1-cancelled")
+            except BaseException as exc:
+                raised.append(exc)
+                raise
+
+    thread = threading.Thread(target=anyio.run, args=(main,), daemon=True)
+    thread.start()
+    thread.join(60.0)
+    assert not thread.is_alive(), "the cancelled start waited for a worktree never begun"
+    assert len(raised) == 1
+    assert not (repo / ".worktrees" / "cpe" / "1-cancelled").exists()
+    assert not (tmp_path / "setup-ran").exists()
