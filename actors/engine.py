@@ -319,7 +319,6 @@ class Engine:
         journaled = restored.state
         for entry in restored.unprocessed:
             journaled = apply_event(journaled, entry.event)
-        self._fail_interrupted_runs(journaled)
         self._reap_runtime_leftovers()
         self.supervisor = self._tree
         for spec in self._child_specs():
@@ -360,6 +359,11 @@ class Engine:
                 self.executor.deliver_resumed()  # the restored events were processed too
             else:
                 log.error("the first poll's events were not processed in time; started anyway")
+        # The runs a crash or a stop interrupted fail last, behind the first poll's readings and
+        # the events the restored cycles answer again: both may say what was true before the
+        # failures' own writes (an item in progress), and processed after those writes they
+        # would undo them in the state, and the same write would be made again.
+        self._fail_interrupted_runs(journaled)
 
     def _child_specs(self) -> list[ChildSpec]:
         sup = self._tree

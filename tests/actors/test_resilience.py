@@ -218,6 +218,13 @@ def test_a_run_active_when_the_process_was_killed_is_failed_on_restart(
     assert "interrupted" in (run.failure_reason or "")
     # the item goes back to pending and a new run starts for it
     wait_until(lambda: len(harness.runtime.runs) == 1, engine)
+    wait_until(lambda: harness.tracker.work_items["1"].status == "in-progress", engine)
+    # put back to pending once: the first poll read the item in-progress before the failure
+    # put it back, and that stale reading does not undo the write in the state (and have it
+    # made again). (The killed process's own in-progress write may be resumed first.)
+    transitions = [args for method, args in harness.tracker.log if method == "transition_status"]
+    assert transitions.count(("1", "pending")) == 1, transitions
+    assert transitions[-2:] == [("1", "pending"), ("1", "in-progress")]
 
 
 GIVE_UP = """
