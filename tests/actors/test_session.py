@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
+from structlog.testing import capture_logs
 
 from actors.journal import Journal
 from actors.queue import Inbox
@@ -513,3 +514,105 @@ def test_a_misbehaving_runtime_does_not_crash_the_engine(
     assert sup is not None
     assert sup.restart_count == 0
     assert [sup.generation(c) for c in ("event_queue", "executor", "engine")] == [1, 1, 1]
+
+
+# ---------------------------------------------------------------------------- agent sessions
+
+
+_SESSION_FIELDS = {
+    "actor": f"session:{SID}",
+    "session_id": SID,
+    "role": "implementor",
+    "work_item_id": "1",
+}
+
+
+_GRACE_STAGES = (
+    "run did not stop after cancel; cancelling its scope",
+    "run did not stop; abandoned",
+)
+
+
+def test_a_run_that_ignores_cancel_is_logged_at_each_grace_stage(rig_for: Any) -> None:
+    runtime = Unstoppable()
+    rig = rig_for(runtime, cancel_grace=0.2)
+    try:
+        assert runtime.waiting.wait(30)
+        with capture_logs() as logs:
+            rig.ref.tell(Cancel("a person asked"))
+            [event] = rig.ended()
+        assert event.reason == "a person asked; the runtime did not stop"
+        stages = [line for line in logs if line["event"] in _GRACE_STAGES]
+        assert stages == [
+            {
+                "event": "run did not stop after cancel; cancelling its scope",
+                **_SESSION_FIELDS,
+                "log_level": "warning",
+            },
+            {"event": "run did not stop; abandoned", **_SESSION_FIELDS, "log_level": "error"},
+        ]
+    finally:
+        runtime.release.set()
+
+
+def test_a_crashed_session_reports_the_exceptions_type_and_message(
+    rig_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: AgentSession) -> Any:
+        raise RuntimeError("no terminal event today")
+
+    monkeypatch.setattr(AgentSession, "_terminal_event", broken)
+    rig = rig_for(FakeRuntime(Script(auto=lambda p: None)))
+    [event] = rig.ended()
+    assert isinstance(event, AgentFailed)
+    assert (event.kind, event.reason) == (
+        "failed",
+        "session crashed: RuntimeError: no terminal event today",
+    )
+    assert [str(exc) for exc in rig.crashes] == ["no terminal event today"]
+
+
+class EndsWhenCancelled:
+    """A runtime whose result is a future that ends when ``cancel_agent`` is called, and that
+    records whether the session waited for it (awaited it) after its deadline."""
+
+    def __init__(self) -> None:
+        self.awaited = threading.Event()
+        self.cancels: list[SessionId] = []
+        self._result: asyncio.Future[Any] | None = None
+
+    async def start_agent(self, params: AgentStartParams) -> AgentRunHandle:
+        assert params.session_id is not None
+        awaited = self.awaited
+
+        class Watched(asyncio.Future[Any]):
+            def __await__(self) -> Any:
+                awaited.set()
+                return super().__await__()
+
+        self._result = Watched()
+
+        async def output() -> AsyncIterator[str]:
+            return
+            yield  # an async generator with nothing to say
+
+        return AgentRunHandle(session_id=params.session_id, output=output(), result=self._result)
+
+    def cancel_agent(self, session_id: SessionId) -> None:
+        self.cancels.append(session_id)
+        result = self._result
+        if result is not None:
+            result.get_loop().call_soon_threadsafe(
+                lambda: result.done() or result.set_exception(RuntimeError("cancelled"))
+            )
+
+
+def test_a_run_past_its_deadline_is_waited_for_before_it_is_reported_timed_out(
+    rig_for: Any,
+) -> None:
+    runtime = EndsWhenCancelled()
+    rig = rig_for(runtime, max_duration=0.1, cancel_grace=0.2)
+    [event] = rig.ended()
+    assert (event.kind, event.reason) == ("timed-out", "exceeded max_agent_duration (0.1s)")
+    assert runtime.cancels == [SID]
+    assert runtime.awaited.is_set(), "the session did not wait for the run to end"
