@@ -314,16 +314,19 @@ class CommandExecutor:
         except Exception as exc:
             log.exception("could not start the session", session_id=session_id)
             self.sessions.ended(session_id)
-            self.inbox.put(
-                AgentFailed(
-                    session_id=session_id,
-                    role=params.role,
-                    kind="failed",
-                    reason=f"the session could not start: {type(exc).__name__}: {exc}",
-                    at=_now(),
-                ),
-                internal=True,
-            )
+            try:
+                self.inbox.put(
+                    AgentFailed(
+                        session_id=session_id,
+                        role=params.role,
+                        kind="failed",
+                        reason=f"the session could not start: {type(exc).__name__}: {exc}",
+                        at=_now(),
+                    ),
+                    internal=True,
+                )
+            finally:
+                self.sessions.delivered(session_id)
         return []
 
     # ------------------------------------------------------------------ provider writes

@@ -321,7 +321,10 @@ class AgentSession(SupervisedActor):
             self.log.exception("releasing the run's stream or slot failed")
         finally:
             crashpoint("session.before_terminal")
-            self._inbox.put(event)  # a terminal event is taken even once shutdown began
+            try:
+                self._inbox.put(event)  # a terminal event is taken even once shutdown began
+            finally:
+                self._sessions.delivered(self.session_id)
             crashpoint("session.after_terminal")
         if isinstance(event, AgentFailed):
             self.log.warning(

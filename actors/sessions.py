@@ -28,6 +28,9 @@ class SessionManager:
     def __init__(self) -> None:
         self._lock = threading.Condition()
         self._active: dict[SessionId, _Active] = {}
+        # Runs whose slot is free but whose terminal event is not in the queue yet: a stop's
+        # drain must not begin before it is (else the event waits for the next start).
+        self._delivering: set[SessionId] = set()
         self._closed = False
 
     # -- the guards
@@ -73,8 +76,17 @@ class SessionManager:
             cancel(reason)
 
     def ended(self, session_id: SessionId) -> None:
+        """The run's slot is free (a new run of its item may start); ``delivered`` follows
+        once its terminal event is in the queue."""
         with self._lock:
-            self._active.pop(session_id, None)
+            if self._active.pop(session_id, None) is not None:
+                self._delivering.add(session_id)
+            self._lock.notify_all()
+
+    def delivered(self, session_id: SessionId) -> None:
+        """The run's terminal event is in the queue."""
+        with self._lock:
+            self._delivering.discard(session_id)
             self._lock.notify_all()
 
     def cancel(self, session_id: SessionId, reason: str | None = None) -> bool:
@@ -97,8 +109,11 @@ class SessionManager:
         return sum(1 for sid in ids if self.cancel(sid))
 
     def wait_all_ended(self, timeout: float) -> bool:
+        """Wait until every run has ended and its terminal event is in the queue."""
         with self._lock:
-            return self._lock.wait_for(lambda: not self._active, timeout=timeout)
+            return self._lock.wait_for(
+                lambda: not self._active and not self._delivering, timeout=timeout
+            )
 
     def active(self, role: AgentRole | None = None) -> list[SessionId]:
         with self._lock:

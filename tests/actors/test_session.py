@@ -616,3 +616,29 @@ def test_a_run_past_its_deadline_is_waited_for_before_it_is_reported_timed_out(
     assert (event.kind, event.reason) == ("timed-out", "exceeded max_agent_duration (0.1s)")
     assert runtime.cancels == [SID]
     assert runtime.awaited.is_set(), "the session did not wait for the run to end"
+
+
+def test_the_terminal_event_is_queued_before_the_stop_may_stop_waiting_for_the_run(
+    tmp_path: Path,
+) -> None:
+    """What a stop's drain relies on: when the terminal event reaches the queue, the session
+    manager still counts the run as ending (wait_all_ended is not yet true), and it does once
+    the event is in."""
+    runtime = FakeRuntime()
+    rig = Rig(tmp_path, runtime)
+    run = runtime.wait_run()
+    ending_when_queued: list[bool] = []
+
+    def queued() -> None:
+        if rig.terminal():
+            ending_when_queued.append(not rig.sessions.wait_all_ended(0))
+        rig._queued()
+
+    rig.inbox.wake = queued
+    try:
+        run.complete()
+        rig.ended()
+        assert ending_when_queued[:1] == [True]
+        assert rig.sessions.wait_all_ended(30)
+    finally:
+        rig.close()

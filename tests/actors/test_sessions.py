@@ -67,7 +67,12 @@ def test_shutdown_closes_cancels_every_run_and_waits_for_them_to_end() -> None:
     assert sessions.cancel_all() == 2
     assert cancelled == ["p", "i"]
     assert not sessions.wait_all_ended(0.05)
-    ender = threading.Thread(target=lambda: [sessions.ended(SessionId(s)) for s in "pi"])
+
+    def end(sid: str) -> None:
+        sessions.ended(SessionId(sid))
+        sessions.delivered(SessionId(sid))
+
+    ender = threading.Thread(target=lambda: [end(s) for s in "pi"])
     ender.start()
     assert sessions.wait_all_ended(30)
     ender.join(30)
@@ -81,3 +86,19 @@ def test_the_end_of_a_session_it_does_not_know_changes_nothing() -> None:
     sessions.ended(SessionId("i"))
     sessions.ended(SessionId("i"))  # twice: the second is nothing
     assert sessions.active() == []
+
+
+def test_a_stop_waits_for_an_ended_runs_terminal_event_to_be_queued() -> None:
+    """The slot is free at once (a new run of the item may start), but a stop's drain begins
+    only once the terminal event is in the queue: else the stop could find the queue empty,
+    end, and leave that event to the next start."""
+    sessions = SessionManager()
+    sessions.add(SessionId("i"), IMPLEMENTOR)
+    sessions.ended(SessionId("i"))
+    assert sessions.active() == []
+    assert sessions.guard(IMPLEMENTOR, 1) is None
+    assert not sessions.wait_all_ended(0)
+    sessions.delivered(SessionId("i"))
+    assert sessions.wait_all_ended(0)
+    sessions.ended(SessionId("gone"))  # never added: nothing to wait for
+    assert sessions.wait_all_ended(0)
