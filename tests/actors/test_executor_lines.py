@@ -64,8 +64,11 @@ def test_a_policy_rejection_is_logged_with_the_command_and_why(tmp_path: Path) -
 def test_a_cancelled_run_is_logged_with_its_session_and_reason(rig: Rig) -> None:
     rig.run(implementor("1"))
     [sid] = rig.spawned
+    got: list[str | None] = []
+    rig.sessions.attach(SessionId(sid), got.append)  # the session's canceller
     with capture_logs() as logs:
         assert rig.run(CancelAgent(session_id=sid, reason="the item was closed")) == []
+    assert got == ["the item was closed"]  # the command's reason is the run's
     assert logs == [
         {
             "event": "agent run cancelled",

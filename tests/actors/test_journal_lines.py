@@ -265,3 +265,8 @@ def test_the_inbox_counts_the_events_it_rejects_from_zero(tmp_path: Path) -> Non
         assert inbox.rejected == 1
     finally:
         journal.close()
+
+
+def test_a_journal_that_would_never_snapshot_is_refused_saying_why(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"^snapshot_every must be at least 1$"):
+        Journal(tmp_path / "j.sqlite3", snapshot_every=0)

@@ -64,9 +64,9 @@ def test_a_first_poll_that_fails_is_said_with_its_poller_and_error(
 
 
 def test_a_pollers_wait_skip_resume_and_changes_are_said_word_for_word() -> None:
-    """A refusal that asks for 90.04 s (said rounded to a tenth), a cycle skipped meanwhile,
+    """A refusal that asks for 90.46 s (said rounded to a tenth), a cycle skipped meanwhile,
     the resumption, an entity changed, an unchanged cycle, an entity removed."""
-    reader = Reader(ProviderError("limited", status=403, retry_after=90.04))
+    reader = Reader(ProviderError("limited", status=403, retry_after=90.46))
     clock, events = Clock(), []
     listed = [REVISION]
     poller = revision_poller(reader, EngineState, events.append, interval=30)
@@ -91,7 +91,7 @@ def test_a_pollers_wait_skip_resume_and_changes_are_said_word_for_word() -> None
         ),
         (
             "poller waits as the provider asked",
-            {"poller": "revisions", "wait_s": 90.0, "log_level": "warning"},
+            {"poller": "revisions", "wait_s": 90.5, "log_level": "warning"},
         ),
         (
             "poller cycle skipped: waiting for the provider",

@@ -138,13 +138,18 @@ def test_rest_for_one_restarts_the_failed_child_and_those_after_it() -> None:
 
 
 def test_one_for_all_restarts_every_child() -> None:
+    """Every child but the temporary ones (agent sessions): a poller's crash must not kill
+    the runs under way."""
     sup = Supervisor(FAST.model_copy(update={"strategy": "one_for_all"}))
     try:
         for name in "abc":
             sup.start_child(spec(name))
+        session = sup.start_child(spec("t", restart="temporary"))
         sup.ref("c").tell("boom")
         for name in "abc":
             wait_generation(sup, name, 2)
+        assert Worker.started["t"] == 1
+        assert session.is_alive()
     finally:
         sup.stop(timeout=10)
 
@@ -299,6 +304,7 @@ def test_a_child_stopped_with_stop_child_is_not_restarted(sup: Supervisor) -> No
     sup.start_child(spec("a"))
     sup.start_child(spec("b"))
     sup.stop_child("a")
+    sup.stop_child("never-was")  # a child it does not have: nothing to stop
     # reports are handled in order: once b's crash was handled, so was a's stop
     sup.ref("b").tell("boom")
     wait_generation(sup, "b", 2)
