@@ -49,6 +49,21 @@ def test_a_directory_that_is_not_a_repository_is_named_with_what_is_expected(
     assert "expected a git repository (git init)" in line
 
 
+@pytest.mark.parametrize("command", ["run", "init"])
+def test_a_repository_git_refuses_as_another_users_says_why_and_how_to_allow_it(
+    tmp_path: Path, command: str
+) -> None:
+    """A tarball unpacked as root, a checkout mounted into a container: git refuses a
+    repository another user owns, which cpe said was no repository at all. (Git's own test
+    switch makes it see another owner, whoever runs the test.)"""
+    repo = make_repo(tmp_path / "theirs")
+    result = cpe(command, cwd=repo, env={"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"})
+    line = one_line_error(result)
+    assert f"{repo}: git refuses this repository: it belongs to another user" in line
+    assert f"git config --global --add safe.directory {repo}" in line
+    assert "not a git repository" not in line
+
+
 def test_a_repo_option_naming_no_directory_says_so(tmp_path: Path) -> None:
     line = one_line_error(cpe("status", "--repo", str(tmp_path / "missing"), cwd=tmp_path))
     assert f"{tmp_path / 'missing'}: no such directory" in line

@@ -266,21 +266,34 @@ def git_toplevel(path: Path, hint: str = "") -> Path:
     expected = "a git repository (git init)" + (f", or {hint}" if hint else "")
     if not path.is_dir():
         raise ConfigError(f"{path}: no such directory", expected=expected)
-    top = _toplevel(path)
-    if top is None:
-        raise ConfigError(f"{path}: not a git repository", expected=expected)
-    return top
+    result = _rev_parse_toplevel(path)
+    if result.returncode == 0:
+        return Path(result.stdout.strip())
+    if "dubious ownership" in result.stderr:
+        # Typical of a tarball unpacked as root, or a checkout mounted into a container: git
+        # itself refuses to work there, so nothing of cpe could.
+        raise ConfigError(
+            f"{path}: git refuses this repository: it belongs to another user "
+            "(detected dubious ownership)",
+            expected=f"a repository of your own user, or: git config --global --add "
+            f"safe.directory {path}",
+        )
+    raise ConfigError(f"{path}: not a git repository", expected=expected)
 
 
 def _toplevel(path: Path) -> Path | None:
-    result = subprocess.run(
+    result = _rev_parse_toplevel(path)
+    return Path(result.stdout.strip()) if result.returncode == 0 else None
+
+
+def _rev_parse_toplevel(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
     )
-    return Path(result.stdout.strip()) if result.returncode == 0 else None
 
 
 def default_branch(config: CpeConfig, repo: Path) -> str:
