@@ -35,6 +35,7 @@ WRITES = (
     "UpdateRevision",
     "PostReview",
     "MergeRevision",
+    "UpdateBranch",
 )
 
 _POINTS: dict[str, str] = {
@@ -47,6 +48,8 @@ _POINTS: dict[str, str] = {
     "worktree.after_remove": "the worktree is removed; its local branch is not yet deleted",
     "local.revision.after_branch": "a revision's branch is written; the tracker has no row",
     "local.merge.after_ref": "the default branch holds the merge; the tracker says open",
+    "local.update.after_ref": "a queued revision's branch holds the default branch merged in; "
+    "the tracker still has the old head",
     "local.pipeline.after_start": "the local pipeline's test command is running",
     "github.item.after_issue": "an issue is made; its labels and native blockers are not",
     "github.revision.after_branch": "a revision's branch is on GitHub; no pull request opened",

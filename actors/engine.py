@@ -66,6 +66,7 @@ from domain.policy import DEFAULT_POLICY
 from domain.ports import (
     BaselineReader,
     ProviderInterfaces,
+    RevisionLander,
     RevisionProviderReader,
     RevisionProviderWriter,
     RuntimeAdapter,
@@ -121,8 +122,26 @@ def _validate_provider(provider: object) -> ProviderInterfaces:
     return ProviderInterfaces(**found)
 
 
+def _landable(options: HandlerOptions, provider: ProviderInterfaces) -> HandlerOptions:
+    """The merge queue needs a writer that can land (``RevisionLander``); a seed writer's
+    approved revisions are merged as they are."""
+    if (
+        options.auto_merge
+        and options.merge_queue
+        and not isinstance(provider.revision_writer, RevisionLander)
+    ):
+        log.warning(
+            "the revision writer cannot land through the merge queue; approved revisions are "
+            "merged as they are",
+            writer=type(provider.revision_writer).__name__,
+        )
+        return options.model_copy(update={"merge_queue": False})
+    return options
+
+
 class Engine:
     def __init__(self, config: EngineConfig, provider: ProviderInterfaces):
+        config = config.model_copy(update={"handlers": _landable(config.handlers, provider)})
         self.config = config
         self.provider = provider
         self.journal = Journal(config.journal_path)
@@ -446,6 +465,7 @@ class Engine:
                 "shutdown_timeout": shutdown_timeout,
             }
         )
+        handlers = _landable(handlers, self.provider)
         self.handlers = create_handlers(handlers)
         self.loop.handlers = self.handlers
         self.observer.options = handlers

@@ -7,7 +7,11 @@ command's idempotency key, the write (retried on a transient ``ProviderError`` w
 backoff, honouring ``Retry-After``), and the result event (``CommandFailed`` when it keeps
 failing). A write whose intent is already done is not made again: its recorded result answers.
 A merge the provider refuses for now (``MergeWaitError``: branch protection) is no failure: its
-intent is left to be made again, and ``MergeWaiting`` records why it waits.
+intent is left to be made again, and ``MergeWaiting`` records why it waits. A merge queue step
+the provider refuses for the revision's sake (a conflict with the default branch, a default
+branch that moved since the test) is no failure either: ``LandingRefused`` says what, and the
+merge queue acts on it. The same for a run's patch that no longer applies to the default
+branch: another landing moved it, and the item goes back to its implementor at no cost.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from domain.commands import (
     PostReview,
     StartAgent,
     TransitionStatus,
+    UpdateBranch,
     UpdateRevision,
     idempotency_key,
 )
@@ -49,13 +54,22 @@ from domain.decisions import (
     planner_backoff,
     spent_since,
 )
-from domain.errors import CpeError, MergeWaitError, ProviderError
+from domain.errors import (
+    BaseMovedError,
+    ConflictError,
+    CpeError,
+    MergeWaitError,
+    PatchError,
+    ProviderError,
+)
 from domain.events import (
     AgentFailed,
     AgentRequested,
+    BranchUpdated,
     CommandFailed,
     CommandRejected,
     EngineEvent,
+    LandingRefused,
     MergeWaiting,
     PlanApplied,
     ReviewPosted,
@@ -73,7 +87,7 @@ from domain.models import (
     WorkItemId,
 )
 from domain.policy import Policy, Rejected
-from domain.ports import RevisionProviderWriter, WorkProviderWriter
+from domain.ports import RevisionLander, RevisionProviderWriter, WorkProviderWriter
 from domain.requests import describe_pause
 from domain.results import PlannedWorkItem
 
@@ -349,6 +363,25 @@ class CommandExecutor:
             if not isinstance(command, MergeRevision):
                 raise
             return self._merge_waits(command, snapshot, key, exc)
+        except (ConflictError, PatchError) as exc:
+            refused = _refusal(command, exc)
+            if refused is None:
+                error = f"{type(exc).__name__}: {exc}"
+                self.journal.fail_intent(key, error)
+                log.error("command execution failed", command=command.type, error=error)
+                return [CommandFailed(command=command, error=error, at=_now())]
+            # Answered, and final for this key: a test done again is another key.
+            self.journal.fail_intent(key, f"refused: {refused.kind}: {refused.reason}")
+            log.warning(
+                "merge queue: refused",
+                command=command.type,
+                work_item_id=refused.work_item_id,
+                revision_id=refused.revision_id,
+                kind=refused.kind,
+                reason=refused.reason,
+                files=list(refused.files),
+            )
+            return [refused]
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             self.journal.fail_intent(key, error)
@@ -525,10 +558,46 @@ class CommandExecutor:
                         at=at,
                     )
                 ]
-            case MergeRevision(revision_id=rid):
-                sha = r.merge(rid)
+            case MergeRevision(revision_id=rid, expected_base=base, head_sha=head):
+                if base is not None and head is not None:
+                    sha = self._lander().land(rid, expected_base=base, head_sha=head)
+                    log.info(
+                        "merge queue: landed",
+                        revision_id=rid,
+                        work_item_id=command.work_item_id,
+                        merge_sha=sha,
+                        tested=head,
+                        base=base,
+                    )
+                else:
+                    sha = r.merge(rid)
                 return [RevisionMerged(revision_id=rid, merge_sha=sha, at=at)]
+            case UpdateBranch(revision_id=rid):
+                update = self._lander().update_branch(rid, idempotency_key=key)
+                moved = update.revision.head_sha != command.head_sha
+                log.info(
+                    "merge queue: testing" if moved else "merge queue: up to date",
+                    revision_id=rid,
+                    work_item_id=command.work_item_id,
+                    head=update.revision.head_sha,
+                    base=update.base_sha,
+                    pipeline=update.revision.pipeline.status,
+                )
+                return [
+                    BranchUpdated(
+                        work_item_id=command.work_item_id,
+                        revision=update.revision,
+                        base_sha=update.base_sha,
+                        at=at,
+                    )
+                ]
         raise CpeError(f"the executor cannot perform {command.type}")
+
+    def _lander(self) -> RevisionLander:
+        writer = self.revision_writer
+        if not isinstance(writer, RevisionLander):
+            raise CpeError(f"{type(writer).__name__} cannot land through the merge queue")
+        return writer
 
     def _apply_plan(self, command: ApplyPlan, key: str) -> tuple[WorkItemId, ...]:
         created: dict[str, WorkItemId] = {}
@@ -572,6 +641,30 @@ def _dependency_order(items: Sequence[PlannedWorkItem]) -> list[PlannedWorkItem]
     for item in items:
         visit(item, (item.temp_id,))
     return ordered
+
+
+def _refusal(command: EngineCommand, exc: ConflictError | PatchError) -> LandingRefused | None:
+    """A refused write as the merge queue's event, when it is the queue's, or a run's patch
+    that conflicts with the default branch (another landing moved it: a ``PatchError`` naming
+    the files); None when it is a plain failure."""
+    fields: dict[str, Any] = {"reason": str(exc), "files": exc.files, "detail": exc.detail}
+    if isinstance(exc, PatchError) and not isinstance(command, CreateRevision | UpdateRevision):
+        return None
+    match command:
+        case MergeRevision(expected_base=base) if base is not None:
+            kind = "moved" if isinstance(exc, BaseMovedError) else "conflict"
+            fields |= {"work_item_id": command.work_item_id, "revision_id": command.revision_id}
+        case UpdateBranch():
+            kind = "conflict"
+            fields |= {"work_item_id": command.work_item_id, "revision_id": command.revision_id}
+        case CreateRevision() | UpdateRevision() if isinstance(exc, PatchError) and exc.files:
+            kind = "conflict"
+            rid = getattr(command, "revision_id", None)
+            fields |= {"work_item_id": command.work_item_id, "revision_id": rid,
+                       "session_id": command.session_id}  # fmt: skip
+        case _:
+            return None
+    return LandingRefused.model_validate({**fields, "kind": kind, "at": _now()})
 
 
 def _subject(params: AgentStartParams) -> dict[str, Any]:

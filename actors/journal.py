@@ -437,6 +437,7 @@ class Journal:
                         "(key, command, status, attempts, created_at, updated_at) "
                         "VALUES (?, ?, 'pending', 1, ?, ?) ON CONFLICT (key) DO UPDATE SET "
                         "status = 'pending', attempts = attempts + 1, error = NULL, "
+                        "command = excluded.command, "  # a retry's own (a queue merge's base)
                         "updated_at = ? WHERE status != 'done' RETURNING status",
                         (key, body, now, now, now),
                     )

@@ -220,7 +220,15 @@ class GitRepo:
                         return written.line
                 first = first or applied
             reason = first.stderr.strip() if first else "unknown error"
-            raise PatchError(f"the patch does not apply to {base_commit[:12]}: {reason}")
+            from adapters.git_conflicts import index_conflicts  # noqa: PLC0415 - imports us
+
+            files, detail = index_conflicts(self, env)  # what the three-way apply left
+            raise PatchError(
+                f"the patch does not apply to {base_commit[:12]}"
+                + (f": it conflicts in {', '.join(files)}" if files else f": {reason}"),
+                files=files,
+                detail=detail,
+            )
 
 
 def _subcommand(args: tuple[str, ...]) -> str:

@@ -17,6 +17,7 @@ from domain.models import (
     AgentStartParams,
     Frozen,
     RevisionId,
+    SentBack,
     SessionId,
     Status,
     WorkItemId,
@@ -49,6 +50,7 @@ class TransitionStatus(Frozen):
     work_item_id: WorkItemId
     to: Status
     reason: str | None = None  # why, where the decision knows more than the state shows
+    landing: SentBack | None = None  # the merge queue sends the item back: what its prompt says
 
 
 class ApplyPlan(Frozen):
@@ -86,9 +88,28 @@ class PostReview(Frozen):
 
 
 class MergeRevision(Frozen):
+    """Merge the revision. From the merge queue it carries the tested tree: ``head_sha``, which
+    contains the default branch's head ``expected_base``; the merge is made only while the
+    default branch is still there (else ``LandingRefused`` ``moved``, and it is tested again)."""
+
     type: Literal["MergeRevision"] = "MergeRevision"
     work_item_id: WorkItemId
     revision_id: RevisionId
+    expected_base: str | None = None
+    head_sha: str | None = None
+
+
+class UpdateBranch(Frozen):
+    """The merge queue's first step for a revision: merge the default branch's head into its
+    branch, so its pipeline runs on the tree that would land. ``head_sha`` is the head it had
+    when asked and ``stale_base`` the base of the test this one replaces (None for a first
+    test): together they key the write, so a test done again is a new write."""
+
+    type: Literal["UpdateBranch"] = "UpdateBranch"
+    work_item_id: WorkItemId
+    revision_id: RevisionId
+    head_sha: str
+    stale_base: str | None = None
 
 
 EngineCommand = Annotated[
@@ -99,7 +120,8 @@ EngineCommand = Annotated[
     | CreateRevision
     | UpdateRevision
     | PostReview
-    | MergeRevision,
+    | MergeRevision
+    | UpdateBranch,
     Field(discriminator="type"),
 ]
 
@@ -110,6 +132,7 @@ PROVIDER_WRITES: tuple[type[Frozen], ...] = (
     UpdateRevision,
     PostReview,
     MergeRevision,
+    UpdateBranch,
 )
 """Commands the executor turns into provider writes (recorded as intents in the journal)."""
 
@@ -149,6 +172,8 @@ def idempotency_key(command: EngineCommand) -> str:
             return f"transition:{wid}:{to}"
         case MergeRevision(revision_id=rid):
             return f"merge:{rid}"
+        case UpdateBranch(revision_id=rid, head_sha=sha, stale_base=stale):
+            return f"update-branch:{rid}@{sha}" + (f"~{stale}" if stale else "")
         case StartAgent() | CancelAgent():
             return f"{command.type}:{COMMAND_ADAPTER.dump_json(command).decode()}"
 

@@ -75,6 +75,8 @@ def run_end_trigger(state: EngineState, item: WorkItem, max_attempts: int) -> Tr
             return "outcome-blocked"
         if run.delivered_revision is not None:
             return "revision-delivered"
+        if run.conflicted:
+            return "patch-conflict"  # its patch no longer applies: sent back (LandingRefused)
         return failed  # validation-failure, no patch, or the revision write failed
     return "run-interrupted"  # requested or running but not in flight cannot happen; be safe
 

@@ -15,6 +15,7 @@ the fields a caller needs to decide what to do (a status code, a retry delay, a 
     ├── ProviderError            a provider call failed (status, retry_after, transient)
     │   ├── NotFoundError            the entity does not exist on the provider
     │   ├── ConflictError            the provider refused a write (merge conflict, stale head)
+    │   │   └── BaseMovedError           the default branch moved since the revision was tested
     │   └── MergeWaitError           the provider will merge later, not now (branch protection)
     ├── AgentFailure             an agent run did not produce a result (kind, reason)
     ├── AgentDefinitionError     .claude/agents/<role>.md is missing or malformed
@@ -111,10 +112,35 @@ class NotFoundError(ProviderError):
 
 
 class ConflictError(ProviderError):
-    """The provider refused a write that cannot succeed as asked (merge conflict, stale head)."""
+    """The provider refused a write that cannot succeed as asked (merge conflict, stale head).
 
-    def __init__(self, message: str, *, status: int | None = 409, method: str | None = None):
+    A textual conflict between a revision and the default branch names the conflicting
+    ``files`` and, where git gives them, the conflict hunks (``detail``), so that the agent sent
+    back to resolve it is told exactly where."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = 409,
+        method: str | None = None,
+        files: tuple[str, ...] = (),
+        detail: str = "",
+    ):
+        self.files = files
+        self.detail = detail
         super().__init__(message, status=status, transient=False, method=method)
+
+
+class BaseMovedError(ConflictError):
+    """A merge refused because the default branch is no longer at ``expected`` (the head the
+    revision was tested on top of) but at ``actual``: the merged tree would be untested, so the
+    revision is tested again on the new head. Nothing was written."""
+
+    def __init__(self, message: str, *, expected: str, actual: str | None):
+        self.expected = expected
+        self.actual = actual
+        super().__init__(message)
 
 
 class MergeWaitError(ProviderError):
@@ -157,7 +183,14 @@ class WorktreeError(CpeError):
 
 
 class PatchError(CpeError):
-    """A patch could not be extracted from a worktree or applied to a tree."""
+    """A patch could not be extracted from a worktree or applied to a tree. ``files`` names
+    the files where it conflicts with the tree (a three-way apply left them unmerged), with
+    the conflict hunks in ``detail``: the tree moved under the patch."""
+
+    def __init__(self, message: str, *, files: tuple[str, ...] = (), detail: str = ""):
+        self.files = files
+        self.detail = detail
+        super().__init__(message)
 
 
 class JournalError(CpeError):

@@ -22,6 +22,7 @@ from domain.models import (
     Frozen,
     Revision,
     RevisionId,
+    SentBack,
     SessionId,
     Spec,
     Status,
@@ -202,11 +203,46 @@ class MergeWaiting(_Event):
     reason: str
 
 
+class BranchUpdated(_Event):
+    """The merge queue brought a revision up to date: ``revision`` as it is now (a new head
+    when the default branch had to be merged in, with that head's pipeline), containing the
+    default branch's head ``base_sha``."""
+
+    type: Literal["BranchUpdated"] = "BranchUpdated"
+    work_item_id: WorkItemId
+    revision: Revision
+    base_sha: str
+
+    @property
+    def revision_id(self) -> RevisionId:
+        return self.revision.id
+
+
+LandingRefusal = Literal["conflict", "moved"]
+
+
+class LandingRefused(_Event):
+    """The provider refused a merge queue step: the revision conflicts with the default branch
+    (``conflict``: ``files`` and the conflict hunks in ``detail``), or the default branch moved
+    since the revision was tested (``moved``: it is tested again). ``session_id`` is set when
+    the refused write was a run's revision (its patch no longer applies)."""
+
+    type: Literal["LandingRefused"] = "LandingRefused"
+    work_item_id: WorkItemId
+    revision_id: RevisionId | None = None
+    session_id: SessionId | None = None
+    kind: LandingRefusal
+    reason: str
+    files: tuple[str, ...] = ()
+    detail: str = ""
+
+
 class StatusTransitioned(_Event):
     type: Literal["StatusTransitioned"] = "StatusTransitioned"
     work_item_id: WorkItemId
     to: Status
     reason: str | None = None
+    landing: SentBack | None = None
 
 
 class CommandFailed(_Event):
@@ -289,6 +325,8 @@ EngineEvent = Annotated[
     | ReviewPosted
     | RevisionMerged
     | MergeWaiting
+    | BranchUpdated
+    | LandingRefused
     | StatusTransitioned
     | CommandFailed
     | CommandRejected

@@ -59,9 +59,11 @@ from domain.events import (
     AgentFailed,
     AgentRequested,
     BaselineChanged,
+    BranchUpdated,
     CommandFailed,
     EngineEvent,
     ImplementorCompleted,
+    LandingRefused,
     PlanApplied,
     PlannerCompleted,
     ReviewerCompleted,
@@ -80,6 +82,7 @@ from domain.events import (
     WorkItemRemoved,
     is_agent_terminal,
 )
+from domain.landing import landing_step, send_back
 from domain.models import (
     AgentRole,
     EngineState,
@@ -111,6 +114,18 @@ class HandlerOptions(Frozen):
         default=3, ge=1, description="implementor runs per work item; planner runs per spec version"
     )
     auto_merge: bool = Field(default=False, description="merge a revision once approved")
+    merge_queue: bool = Field(
+        default=True,
+        description="land approved revisions through the merge queue (each tested on top of "
+        "the default branch first) where the provider supports it; else merge them as they are",
+    )
+    max_landing_rounds: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="times the merge queue may send an item back (a conflict, a failure once "
+        "merged) before it is blocked; such rounds spend no attempt",
+    )
     charge_baseline_failures: bool = Field(
         default=False,
         description="a red check the default branch fails too sends the revision back anyway",
@@ -285,6 +300,40 @@ def implementor_done(
 
 
 def revision(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
+    commands = _revision(event, state, o)
+    if o.auto_merge and o.merge_queue:
+        commands += [c for c in _land(event, state, o) if c not in commands]
+    return commands
+
+
+_QUEUE_EVENTS: tuple[type[Frozen], ...] = (
+    RevisionChanged,
+    RevisionMerged,
+    RevisionRemoved,
+    BaselineChanged,
+    BranchUpdated,
+    StatusTransitioned,
+    WorkItemChanged,
+    *WAKE_EVENTS,
+)
+
+
+def _land(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
+    """The merge queue's next step (``domain.landing``), after any event that can move it; a
+    refused step sends its item back."""
+    if isinstance(event, LandingRefused):
+        item = state.work_items.get(event.work_item_id)
+        report = state.sent_back.get(event.work_item_id)
+        if event.kind == "conflict" and item is not None and report is not None:
+            return send_back(state, item, report, o.max_landing_rounds)
+    elif not isinstance(event, _QUEUE_EVENTS):
+        return []
+    return landing_step(
+        state, max_rounds=o.max_landing_rounds, charge_baseline=o.charge_baseline_failures
+    )
+
+
+def _revision(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
     if isinstance(event, RevisionCreated | RevisionUpdated):
         item = state.work_items.get(event.work_item_id)
         return settle(state, item, o.max_attempts) if item else []
@@ -322,7 +371,7 @@ def revision(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
         rev,
         max_attempts=o.max_attempts,
         max_concurrent=o.max_concurrent,
-        auto_merge=o.auto_merge,
+        auto_merge=o.auto_merge and not o.merge_queue,  # the queue merges (_land)
         merge_approved=merge_approved,
         charge_baseline=o.charge_baseline_failures,
     )
@@ -360,7 +409,7 @@ def review_done(event: EngineEvent, state: EngineState, o: HandlerOptions) -> li
         return []  # approved, but CI is not green: the pipeline decides
     commands = transition(item, "review-approved")
     green = rev.pipeline.status in ("success", "none")  # red as the default branch: by hand
-    if commands and o.auto_merge and green:
+    if commands and o.auto_merge and green and not o.merge_queue:  # else the queue lands it
         commands.append(MergeRevision(work_item_id=item.id, revision_id=rev.id))
     return commands
 

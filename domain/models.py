@@ -200,6 +200,11 @@ class AgentRun(Frozen):
     cancel_requested: bool = False
     # The item's blockers when the run was requested: one it gains meanwhile cancels the run.
     blocked_by_at_start: tuple[WorkItemId, ...] = ()
+    # The run answers the merge queue sending its item back (another item's landing made the
+    # revision conflict or fail): when it completes, it spends no attempt.
+    landing_round: bool = False
+    # Its patch no longer applied to the default branch (``LandingRefused``): sent back.
+    conflicted: bool = False
 
     @property
     def role(self) -> AgentRole:
@@ -259,6 +264,58 @@ class MergeWait(Frozen):
     tries: int = 1
 
 
+LandingProblem = Literal["conflict", "failed"]
+
+
+class LandingTest(Frozen):
+    """An approved revision under test in the merge queue. Its head ``tested_sha`` contains the
+    default branch's head ``base_sha``, so its pipeline runs on exactly the tree the default
+    branch moves to if it lands. ``approved_sha`` is the head the reviewer approved (with
+    pipeline ``approved_pipeline``); ``heads`` every head cpe gave the revision since (a head
+    outside them was pushed by someone else, and is not landed unreviewed). ``stale``: the
+    default branch moved since, so it is tested again."""
+
+    work_item_id: WorkItemId
+    approved_sha: str
+    approved_pipeline: PipelineStatus = "success"
+    base_sha: str
+    tested_sha: str
+    heads: tuple[str, ...] = ()
+    at: datetime | None = None
+    tests: int = 1
+    stale: bool = False
+    note: str | None = None
+
+
+class SentBack(Frozen):
+    """Why the merge queue sent an item back to its implementor, for its next prompt and for
+    the operator: the revision no longer applies to the default branch (``conflict``: the
+    ``files``, and the conflict hunks in ``detail``) or its pipeline failed once merged with it
+    (``failed``: the failing checks in ``detail``); ``moved_by`` says which landing moved the
+    branch. ``rounds`` counts the item's rounds so far (bounded by ``max_landing_rounds``);
+    ``answered_by`` is the implementor run that took it up."""
+
+    revision_id: RevisionId | None = None
+    problem: LandingProblem
+    reason: str
+    files: tuple[str, ...] = ()
+    detail: str = ""
+    moved_by: str | None = None
+    base_sha: str | None = None
+    rounds: int = 1
+    at: datetime | None = None
+    answered_by: SessionId | None = None
+
+
+class Landed(Frozen):
+    """A revision cpe merged: which item's merge moved the default branch, and to what."""
+
+    work_item_id: WorkItemId | None
+    revision_id: RevisionId
+    merge_sha: str | None
+    at: datetime | None = None
+
+
 class ManualPause(Frozen):
     """Dispatch paused by a person (``UserPausedDispatch``): since when, and why they said."""
 
@@ -280,3 +337,9 @@ class EngineState(Frozen):
     baseline: Baseline | None = None  # the default branch's pipeline, as last observed
     merge_waits: Mapping[RevisionId, MergeWait] = Field(default_factory=dict)
     manual_pause: ManualPause | None = None  # dispatch paused by a person, until they resume
+    # The merge queue: approved items in the order they were approved, the test of each
+    # revision on top of the default branch, the items it sent back, the latest landings.
+    approved_at: Mapping[WorkItemId, datetime] = Field(default_factory=dict)
+    landing: Mapping[RevisionId, LandingTest] = Field(default_factory=dict)
+    sent_back: Mapping[WorkItemId, SentBack] = Field(default_factory=dict)
+    landed: tuple[Landed, ...] = ()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from domain.models import (
     AgentRole,
@@ -113,6 +113,39 @@ class RevisionProviderWriter(Protocol):
     def merge(self, revision_id: RevisionId) -> str:
         """Merge into the default branch and return the merge commit; merging an already merged
         revision returns its merge commit (idempotent); a conflict raises ``ConflictError``."""
+        ...
+
+
+class BranchUpdate(NamedTuple):
+    """A revision brought up to date with the default branch: ``revision`` as it is now (its new
+    head, and that head's pipeline), and ``base_sha``, the default branch's head it contains."""
+
+    revision: Revision
+    base_sha: str
+
+
+@runtime_checkable
+class RevisionLander(Protocol):
+    """What a provider offers the merge queue, beside ``RevisionProviderWriter`` (a writer
+    without it is merged as it is, the seed's way). Landing a revision is: bring it up to date
+    with the default branch (``update_branch``), let its pipeline run on that exact tree, then
+    merge it only if the default branch has not moved since (``land``)."""
+
+    def update_branch(
+        self, revision_id: RevisionId, *, idempotency_key: str | None = None
+    ) -> BranchUpdate:
+        """Merge the default branch's head into the revision's branch (nothing when the branch
+        already contains it). The new head's pipeline starts as a push starts it. A textual
+        conflict raises ``ConflictError`` with ``files`` (and ``detail``: the conflict hunks,
+        where they can be had); the branch is left as it was."""
+        ...
+
+    def land(self, revision_id: RevisionId, *, expected_base: str, head_sha: str) -> str:
+        """Merge the revision whose head ``head_sha`` contains ``expected_base``, only while the
+        default branch is still at ``expected_base``: so the default branch moves to exactly the
+        tree whose pipeline ran. Returns the merge commit (idempotent, as ``merge``).
+        ``BaseMovedError`` when the default branch moved; ``ConflictError`` when the provider
+        refuses it otherwise; ``MergeWaitError`` when it will merge later."""
         ...
 
 

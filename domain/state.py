@@ -18,11 +18,13 @@ from domain.events import (
     AgentStarted,
     BaselineChanged,
     BaselineRemoved,
+    BranchUpdated,
     CommandFailed,
     CommandRejected,
     DispatchDue,
     EngineEvent,
     ImplementorCompleted,
+    LandingRefused,
     MergeWaiting,
     PlanApplied,
     PlannerCompleted,
@@ -50,11 +52,15 @@ from domain.models import (
     EngineState,
     ImplementorStartParams,
     InfrastructureStreak,
+    Landed,
+    LandingProblem,
+    LandingTest,
     ManualPause,
     MergeWait,
     ReviewerStartParams,
     Revision,
     RevisionId,
+    SentBack,
     SessionId,
     Status,
     WorkItem,
@@ -116,11 +122,15 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
             return _settle(_update_revision(state, rid, {"reviewed_sha": sha}), sid)
         case RevisionMerged(revision_id=rid):
             state = _replace(state, merge_waits=_without(state.merge_waits, rid))
-            return _update_revision(state, rid, {"state": "merged"})
+            return _update_revision(_record_landing(state, event), rid, {"state": "merged"})
         case MergeWaiting():
             return _merge_waits(state, event)
+        case BranchUpdated():
+            return record_branch_update(state, event)
+        case LandingRefused():
+            return record_refusal(state, event)
         case StatusTransitioned(work_item_id=wid, to=to):
-            return _update_work_item(state, wid, status=to)
+            return _transitioned(state, event)
         case CommandFailed(command=command) | CommandRejected(command=command):
             if isinstance(command, _FOLLOW_UPS):
                 return _settle(state, command.session_id)
@@ -310,6 +320,159 @@ def _observe_revision(state: EngineState, revision: Revision) -> EngineState:
     return state
 
 
+def _transitioned(state: EngineState, event: StatusTransitioned) -> EngineState:
+    """The item's new status; its place in the merge queue (entered on approval, left on any
+    other status, with the revision's test); what the queue said when it sent the item back."""
+    wid, to = event.work_item_id, event.to
+    known = state.work_items.get(wid)
+    state = _update_work_item(state, wid, status=to)
+    if to == "approved":
+        if wid not in state.approved_at and event.at is not None:
+            state = _replace(state, approved_at=_with(state.approved_at, wid, event.at))
+    elif wid in state.approved_at or state.landing:
+        state = _replace(state, approved_at=_without(state.approved_at, wid))
+        tests = {rid: t for rid, t in state.landing.items() if t.work_item_id != wid}
+        if len(tests) != len(state.landing):
+            state = _replace(state, landing=tests)
+    if event.landing is not None:
+        report = event.landing.model_copy(update={"at": event.landing.at or event.at})
+        state = _replace(state, sent_back=_with(state.sent_back, wid, report))
+    elif to == "done" or (to == "pending" and known is not None and known.status == "blocked"):
+        state = _replace(state, sent_back=_without(state.sent_back, wid))
+    return state
+
+
+_LANDED_KEPT = 50  # the latest landings, to say which one moved the default branch
+
+
+def _record_landing(state: EngineState, event: RevisionMerged) -> EngineState:
+    revision = state.revisions.get(event.revision_id)
+    if revision is None or revision.state == "merged":
+        return state
+    entry = Landed(
+        work_item_id=revision.work_item_id,
+        revision_id=revision.id,
+        merge_sha=event.merge_sha,
+        at=event.at,
+    )
+    landed = (*state.landed, entry)[-_LANDED_KEPT:]
+    return _replace(state, landed=landed, landing=_without(state.landing, revision.id))
+
+
+def record_branch_update(state: EngineState, event: BranchUpdated) -> EngineState:
+    """A revision brought up to date by the merge queue: its head and pipeline as the provider
+    answered, and its test on top of ``base_sha``."""
+    known = state.revisions.get(event.revision.id)
+    if known is None:
+        return state
+    state = _observe_revision(state, event.revision)
+    head = event.revision.head_sha
+    previous = state.landing.get(known.id)
+    if previous is not None:
+        test = previous.model_copy(
+            update={
+                "base_sha": event.base_sha,
+                "tested_sha": head,
+                "heads": tuple(dict.fromkeys((*previous.heads, head))),
+                "at": event.at,
+                "tests": previous.tests + (head != previous.tested_sha),
+                "stale": False,
+                "note": None,
+            }
+        )
+    else:
+        approved = known.reviewed_sha or known.head_sha
+        test = LandingTest(
+            work_item_id=event.work_item_id,
+            approved_sha=approved,
+            approved_pipeline=known.pipeline.status,
+            base_sha=event.base_sha,
+            tested_sha=head,
+            heads=tuple(dict.fromkeys((approved, known.head_sha, head))),
+            at=event.at,
+            tests=1 if head != known.head_sha else 0,
+        )
+    return _replace(state, landing=_with(state.landing, known.id, test))
+
+
+def record_refusal(state: EngineState, event: LandingRefused) -> EngineState:
+    """A refused queue step. A moved default branch makes the test stale (tested again). A
+    conflict ends the test and is recorded for the item's next prompt (``sent_back``; the
+    handlers send it back). A refused revision write settles the run that made the patch and
+    gives back the attempt its completion counted: the conflict is another landing's doing."""
+    rid = event.revision_id
+    test = state.landing.get(rid) if rid is not None else None
+    if rid is not None and test is not None:
+        if event.kind == "moved":
+            stale = test.model_copy(update={"stale": True, "note": event.reason})
+            return _replace(state, landing=_with(state.landing, rid, stale))
+        state = _replace(state, landing=_without(state.landing, rid))
+    if event.kind != "conflict":
+        return state
+    item = state.work_items.get(event.work_item_id)
+    if item is not None:
+        report = landing_report(
+            state, item, rid, "conflict", event.reason, files=event.files, detail=event.detail
+        )
+        report = report.model_copy(update={"at": event.at})
+        state = _replace(state, sent_back=_with(state.sent_back, item.id, report))
+    run = state.agent_runs.get(event.session_id) if event.session_id is not None else None
+    if run is not None and not run.settled:
+        if not run.landing_round and state.attempts.get(event.work_item_id):
+            attempts = state.attempts[event.work_item_id] - 1
+            state = _replace(state, attempts=_with(state.attempts, event.work_item_id, attempts))
+        state = _put_run(state, run, {"settled": True, "landing_round": True, "conflicted": True})
+    return state
+
+
+_DETAIL_CHARS = 6000  # of conflict hunks or a failing log, in the report and the prompt
+
+
+def landing_report(
+    state: EngineState,
+    item: WorkItem,
+    revision_id: RevisionId | None,
+    problem: LandingProblem,
+    reason: str,
+    *,
+    files: tuple[str, ...] = (),
+    detail: str = "",
+) -> SentBack:
+    """What the merge queue tells the item's implementor, its round counted."""
+    previous = state.sent_back.get(item.id)
+    if len(detail) > _DETAIL_CHARS:
+        detail = detail[:_DETAIL_CHARS] + "\n…"
+    return SentBack(
+        revision_id=revision_id,
+        problem=problem,
+        reason=reason,
+        files=files,
+        detail=detail,
+        moved_by=moved_by(state, item),
+        rounds=previous.rounds + 1 if previous is not None else 1,
+    )
+
+
+def moved_by(state: EngineState, item: WorkItem) -> str:
+    """Which landings moved the default branch since the item's revision was made (its latest
+    implementor run started from the default branch then), in words."""
+    run = latest_implementor_run(state, item.id)
+    since = run.requested_at if run is not None else None
+    landings = [
+        landed
+        for landed in state.landed
+        if landed.work_item_id != item.id
+        and (since is None or landed.at is None or landed.at >= since)
+    ]
+    if not landings:
+        return "commits cpe did not make (pushed to the default branch by someone else)"
+    return ", ".join(
+        f"the merge of #{landed.work_item_id} (revision #{landed.revision_id}"
+        + (f", {landed.merge_sha[:12]})" if landed.merge_sha else ")")
+        for landed in landings[-5:]
+    )
+
+
 def _merge_waits(state: EngineState, event: MergeWaiting) -> EngineState:
     known = state.merge_waits.get(event.revision_id)
     if known is not None and known.head_sha == event.head_sha:
@@ -335,6 +498,8 @@ def _request_run(state: EngineState, event: AgentRequested) -> EngineState:
         if isinstance(event.params, ImplementorStartParams)
         else None
     )
+    sent = state.sent_back.get(item.id) if item is not None else None
+    answers = sent is not None and sent.answered_by is None and item is not None
     run = AgentRun(
         session_id=event.session_id,
         params=event.params,
@@ -342,8 +507,13 @@ def _request_run(state: EngineState, event: AgentRequested) -> EngineState:
         spec_shas=event.spec_shas,
         requested_at=event.at,
         blocked_by_at_start=item.blocked_by if item is not None else (),
+        landing_round=answers,
     )
-    return _replace(state, agent_runs=_with(state.agent_runs, run.session_id, run))
+    state = _replace(state, agent_runs=_with(state.agent_runs, run.session_id, run))
+    if answers and item is not None and sent is not None:
+        taken = sent.model_copy(update={"answered_by": run.session_id})
+        state = _replace(state, sent_back=_with(state.sent_back, item.id, taken))
+    return state
 
 
 def _complete_run(
@@ -365,7 +535,8 @@ def _complete_run(
         changes["outcome"] = event.result.outcome
         # Only a completed run with a patch has a follow-up write (the revision).
         changes["settled"] = not (event.result.outcome == "completed" and event.result.patch)
-        state = _count_attempt(state, event.result.role, run)
+        if not (run.landing_round and event.result.outcome == "completed"):
+            state = _count_attempt(state, event.result.role, run)
     elif isinstance(event, ReviewerCompleted):
         changes["outcome"] = event.result.review.verdict
         changes["settled"] = not review_is_current(state, run)

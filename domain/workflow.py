@@ -32,6 +32,10 @@ Trigger = Literal[
     "review-needs-changes",
     "revision-merged",
     "revision-closed",
+    "landing-conflict",
+    "landing-failed",
+    "landing-rounds-exhausted",
+    "patch-conflict",
 ]
 TRIGGERS: tuple[Trigger, ...] = get_args(Trigger)
 
@@ -176,6 +180,43 @@ WORKFLOW: tuple[Transition, ...] = (
         target="blocked",
         why="another round is needed but the item's runs have spent [budget] per_item_usd "
         '(with on_item_budget = "block")',
+    ),
+    Transition(
+        source="approved",
+        trigger="landing-conflict",
+        target="needs-refinement",
+        why="the merge queue found the revision conflicting with the default branch (another "
+        "landing moved it): the implementor resolves it on the new default branch, told the "
+        "files and hunks; no attempt is spent",
+    ),
+    Transition(
+        source="approved",
+        trigger="landing-failed",
+        target="needs-refinement",
+        why="the pipeline failed on the default branch merged with the revision, though the "
+        "revision's own passed: the implementor is told the failing checks and which landing "
+        "moved the branch; no attempt is spent",
+    ),
+    Transition(
+        source="approved",
+        trigger="landing-rounds-exhausted",
+        target="blocked",
+        why="the merge queue sent the item back max_landing_rounds times; a person decides",
+    ),
+    Transition(
+        source="in-progress",
+        trigger="patch-conflict",
+        target="needs-refinement",
+        why="the run's patch no longer applies to the default branch (another landing moved "
+        "it): the implementor runs again on the new default branch, told the conflict; no "
+        "attempt is spent",
+    ),
+    Transition(
+        source="in-progress",
+        trigger="landing-rounds-exhausted",
+        target="blocked",
+        why="the run's patch conflicts with the default branch and the item has been sent "
+        "back max_landing_rounds times; a person decides",
     ),
     Transition(
         source="in-review",

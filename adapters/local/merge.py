@@ -13,17 +13,22 @@ How the default branch moves:
   worktree. The merge commit's first parent is the checked-out head, so this is a fast-forward
   that updates the index and files exactly as ``git pull`` would: local edits to files the merge
   does not touch survive, and git refuses — changing nothing — when an edit or an untracked file
-  is in the way or a merge/rebase is in progress. The refusal becomes a ``ConflictError``. Moving
-  the ref alone would leave the checkout showing the merged changes reverted.
+  is in the way or a merge/rebase is in progress. The refusal is not the revision's fault: it
+  becomes a ``MergeWaitError`` with git's reason, and the merge is tried again on every poll
+  until the checkout lets it through. Moving the ref alone would leave the checkout showing the
+  merged changes reverted.
 """
 
 from __future__ import annotations
 
+import sqlite3
+
 from actors.crashpoints import crashpoint
+from adapters.git_conflicts import merge_commits
 from adapters.git_plumbing import GitRepo
 from adapters.local.db import now
 from adapters.local.store import RevisionStore
-from domain.errors import ConflictError, ProviderError
+from domain.errors import ConflictError, MergeWaitError
 from domain.models import RevisionId
 
 # A default branch that moves this many times while we merge is being written to continuously.
@@ -36,11 +41,9 @@ def merge_revision(store: RevisionStore, revision_id: RevisionId) -> str:
     with store.write_lock:
         with store.db.read() as conn:
             row = store.load(conn, revision_id)
-        if row["state"] == "merged":
-            merged: str = row["merge_sha"]
-            return merged
-        if row["state"] != "open":
-            raise ConflictError(f"revision #{revision_id} is {row['state']}; it cannot be merged")
+        done = already_merged(store, row)
+        if done is not None:
+            return done
         head: str = row["head_sha"]
         for _ in range(_ATTEMPTS):
             target = store.default_head()
@@ -51,41 +54,49 @@ def merge_revision(store: RevisionStore, revision_id: RevisionId) -> str:
                 merge_sha = _merge_bringing(repo, target, head)
                 if merge_sha != head:
                     base = repo.merge_base(f"{merge_sha}^1", head)
-                _record(store, row["id"], merge_sha, base)
+                record_merge(store, row["id"], merge_sha, base)
                 return merge_sha
             tree = _merge_tree(repo, store.default_branch, target, head, revision_id)
-            message = (
-                f"Merge revision #{row['id']} ({row['branch']}) into {store.default_branch}\n\n"
-                f"{row['title']}\n"
-            )
-            merge_sha = repo.commit_tree(tree, [target, head], message)
-            if _advance(store, target, merge_sha):
+            merge_sha = repo.commit_tree(tree, [target, head], merge_message(store, row))
+            if advance(store, target, merge_sha):
                 crashpoint("local.merge.after_ref")
-                _record(store, row["id"], merge_sha, base)
+                record_merge(store, row["id"], merge_sha, base)
                 return merge_sha
         raise ConflictError(
             f"{store.default_branch} kept moving while revision #{revision_id} was merged"
         )
 
 
+def already_merged(store: RevisionStore, row: sqlite3.Row) -> str | None:
+    """The merge commit of a merged revision (merged before a crash stopped its answer); None
+    when it is open; ``ConflictError`` when it was closed."""
+    if row["state"] == "merged":
+        merged: str = row["merge_sha"]
+        return merged
+    if row["state"] != "open":
+        raise ConflictError(f"revision #{row['id']} is {row['state']}; it cannot be merged")
+    return None
+
+
+def merge_message(store: RevisionStore, row: sqlite3.Row) -> str:
+    return (
+        f"Merge revision #{row['id']} ({row['branch']}) into {store.default_branch}\n\n"
+        f"{row['title']}\n"
+    )
+
+
 def _merge_tree(repo: GitRepo, branch: str, target: str, head: str, revision_id: str) -> str:
-    result = repo.run_status(
-        "merge-tree", "--write-tree", "--name-only", "--no-messages", target, head
-    )
-    lines = result.text.split("\n")
-    if result.status == 0:
-        return lines[0].strip()
-    if result.status == 1:
-        files = [line for line in lines[1:] if line]
+    merged = merge_commits(repo, target, head)
+    if merged.tree is None:
         raise ConflictError(
-            f"revision #{revision_id} conflicts with {branch} in: {', '.join(files)}"
+            f"revision #{revision_id} conflicts with {branch} in: {', '.join(merged.files)}",
+            files=merged.files,
+            detail=merged.detail,
         )
-    raise ProviderError(
-        f"git merge-tree failed (merging needs git >= 2.38): {result.stderr.strip()}"
-    )
+    return merged.tree
 
 
-def _advance(store: RevisionStore, old: str, new: str) -> bool:
+def advance(store: RevisionStore, old: str, new: str) -> bool:
     """Move the default branch from ``old`` to ``new``; False when it moved under us."""
     repo = store.repo
     ref = f"refs/heads/{store.default_branch}"
@@ -105,9 +116,11 @@ def _advance(store: RevisionStore, old: str, new: str) -> bool:
         return True
     if repo.resolve(ref) != old:
         return False  # a commit landed on the checked-out branch: recompute on top of it
-    raise ConflictError(
+    reason = " ".join((result.stderr or result.text).split())
+    raise MergeWaitError(
         f"{store.default_branch} is checked out at {holder.path} and git refused to update it: "
-        f"{(result.stderr or result.text).strip()}"
+        f"{reason}",
+        reason=f"the checkout at {holder.path} is in the way: {reason}",
     )
 
 
@@ -122,7 +135,7 @@ def _merge_bringing(repo: GitRepo, target: str, head: str) -> str:
     return head
 
 
-def _record(store: RevisionStore, revision: int, merge_sha: str, base: str | None) -> None:
+def record_merge(store: RevisionStore, revision: int, merge_sha: str, base: str | None) -> None:
     with store.db.write() as conn:
         conn.execute(
             "UPDATE revisions SET state = 'merged', merge_sha = ?, merge_base = ?, "

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from actors.crashpoints import crashpoint
+from adapters.local import landing
 from adapters.local.db import now
 from adapters.local.files import changed_files
 from adapters.local.merge import merge_revision
@@ -28,6 +29,7 @@ from domain.models import (
     RevisionId,
     WorkItemId,
 )
+from domain.ports import BranchUpdate
 from domain.results import AgentReview
 
 REVIEWER = "cpe-reviewer"
@@ -218,6 +220,16 @@ class LocalRevisionWriter:
 
     def merge(self, revision_id: RevisionId) -> str:
         return merge_revision(self._store, revision_id)
+
+    def update_branch(
+        self, revision_id: RevisionId, *, idempotency_key: str | None = None
+    ) -> BranchUpdate:
+        """``RevisionLander``: the default branch merged into the revision (a no-op when it is
+        up to date, so a retry under the same key changes nothing)."""
+        return landing.update_branch(self._store, revision_id)
+
+    def land(self, revision_id: RevisionId, *, expected_base: str, head_sha: str) -> str:
+        return landing.land(self._store, revision_id, expected_base, head_sha)
 
 
 def _message(title: str, body: str) -> str:

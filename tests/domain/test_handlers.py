@@ -61,6 +61,9 @@ from tests.domain.builders import (
 )
 
 AUTO_MERGE = HandlerOptions(auto_merge=True)
+# A provider whose writer cannot land through the merge queue (the seed's interface): approved
+# revisions are merged as they are.
+DIRECT_MERGE = HandlerOptions(auto_merge=True, merge_queue=False)
 
 
 def failed(sid: str, role: str = "implementor", kind: str = "failed") -> AgentFailed:
@@ -481,10 +484,10 @@ def test_an_item_becoming_in_review_on_a_green_head_gets_a_reviewer() -> None:
     assert len(starts(commands, "reviewer")) == 1
 
 
-def test_an_approved_head_seen_after_a_restart_is_merged_with_auto_merge() -> None:
+def test_an_approved_head_seen_after_a_restart_is_merged_with_auto_merge_and_no_queue() -> None:
     before = state(item("1", "approved", linked_revision="r1"))
     event = RevisionChanged(revision=revision("r1", reviewed_sha="h1"))
-    _, commands = step(before, event, AUTO_MERGE)
+    _, commands = step(before, event, DIRECT_MERGE)
     assert commands == [MergeRevision(work_item_id="1", revision_id="r1")]
     _, without = step(before, event)
     assert without == []
@@ -528,11 +531,11 @@ def test_a_stale_review_is_dropped_and_the_new_head_reviewed() -> None:
     assert after.agent_runs["v1"].settled
 
 
-def test_an_approval_is_recorded_and_merged_with_auto_merge() -> None:
+def test_an_approval_is_recorded_and_merged_with_auto_merge_and_no_queue() -> None:
     event = ReviewPosted.model_validate(
         {"revision_id": "r1", "head_sha": "h1", "verdict": "approve"}
     )
-    _, commands = step(_in_review(), event, AUTO_MERGE)
+    _, commands = step(_in_review(), event, DIRECT_MERGE)
     assert commands == [
         TransitionStatus(work_item_id="1", to="approved"),
         MergeRevision(work_item_id="1", revision_id="r1"),

@@ -23,16 +23,19 @@ from domain.commands import (
     PostReview,
     StartAgent,
     TransitionStatus,
+    UpdateBranch,
     UpdateRevision,
 )
 from domain.events import (
     AgentFailed,
     AgentRequested,
     AgentStarted,
+    BranchUpdated,
     CommandFailed,
     CommandRejected,
     EngineEvent,
     ImplementorCompleted,
+    LandingRefused,
     PlanApplied,
     PlannerCompleted,
     ReviewerCompleted,
@@ -132,6 +135,8 @@ class Simulation:
             return [StatusTransitioned(work_item_id=command.work_item_id, to=command.to)]
         if isinstance(command, ApplyPlan):
             return [PlanApplied(session_id=command.session_id, spec_shas=command.spec_shas)]
+        if isinstance(command, CreateRevision | UpdateRevision) and self.conflicts():
+            return [_conflict(command.work_item_id, None, command.session_id)]
         if isinstance(command, CreateRevision | UpdateRevision):
             self.revisions += 1
             rid = getattr(command, "revision_id", f"r{command.work_item_id}")
@@ -149,9 +154,23 @@ class Simulation:
                     verdict=command.review.verdict,
                 )
             ]
+        if isinstance(command, MergeRevision) and command.expected_base and self.conflicts():
+            moved = {"work_item_id": command.work_item_id, "revision_id": command.revision_id}
+            return [LandingRefused.model_validate({**moved, "kind": "moved", "reason": "moved"})]
         if isinstance(command, MergeRevision):
             return [RevisionMerged(revision_id=command.revision_id)]
+        if isinstance(command, UpdateBranch) and self.conflicts():
+            return [_conflict(command.work_item_id, command.revision_id, None)]
+        if isinstance(command, UpdateBranch):
+            self.revisions += 1
+            head = self.data.draw(st.sampled_from([command.head_sha, f"h{self.revisions}"]))
+            rev = revision(command.revision_id, command.work_item_id, head=head, pipeline="pending")
+            return [BranchUpdated(work_item_id=command.work_item_id, revision=rev, base_sha="b")]
         raise AssertionError(f"unexpected command {command!r}")
+
+    def conflicts(self) -> bool:
+        """The provider refuses a landing step (a conflict, a moved default branch)."""
+        return self.data.draw(st.integers(0, 3), label="landing refused") == 0
 
     def start(self, command: StartAgent) -> list[EngineEvent]:
         wid = getattr(command.params, "work_item_id", None)
@@ -246,6 +265,13 @@ class Simulation:
         verdict = d.draw(st.sampled_from(["approve", "needs-changes"]))
         review = AgentReview(verdict=verdict, summary="s")
         return ReviewerCompleted(session_id=SessionId(sid), result=ReviewerResult(review=review))
+
+
+def _conflict(wid: str, rid: str | None, sid: str | None) -> LandingRefused:
+    return LandingRefused.model_validate(
+        {"work_item_id": wid, "revision_id": rid, "session_id": sid, "kind": "conflict",
+         "reason": "conflicts in f", "files": ["f"]}
+    )  # fmt: skip
 
 
 def _failed(sid: str, role: str, kind: str) -> AgentFailed:

@@ -15,6 +15,7 @@ from domain.decisions import explain_transition
 from domain.events import (
     AgentFailed,
     EngineEvent,
+    LandingRefused,
     ReviewPosted,
     RevisionChanged,
     RevisionCreated,
@@ -22,7 +23,7 @@ from domain.events import (
     WorkItemChanged,
 )
 from domain.handlers import HandlerOptions
-from domain.models import EngineState, ImplementorStartParams
+from domain.models import EngineState, ImplementorStartParams, LandingTest, SentBack
 from domain.workflow import (
     ALLOWED_TRANSITIONS,
     TRIGGERS,
@@ -42,7 +43,7 @@ from tests.domain.builders import (
 )
 
 Scenario = Callable[[], tuple[EngineState, EngineEvent]]
-OPTIONS = HandlerOptions(max_attempts=3, item_budget_usd=5)
+OPTIONS = HandlerOptions(max_attempts=3, item_budget_usd=5, auto_merge=True, max_landing_rounds=2)
 
 
 def _requested_from(status: str) -> tuple[EngineState, EngineEvent]:
@@ -147,7 +148,51 @@ def _merged_event() -> tuple[EngineState, EngineEvent]:
     return before, RevisionMerged.model_validate({"revision_id": "r1"})
 
 
+def _conflict(status: str, rounds_before: int = 0) -> Scenario:
+    """The merge queue's update (approved) or the run's revision write (in-progress) was
+    refused: the revision conflicts with the default branch in app.py."""
+
+    def scenario() -> tuple[EngineState, EngineEvent]:
+        if status == "approved":
+            before = state(
+                item("1", "approved", linked_revision="r1"),
+                revisions=[revision("r1", reviewed_sha="h1")],
+            )
+            refused = {"revision_id": "r1"}
+        else:
+            run = implementor_run("s1", status="completed", outcome="completed")
+            before = state(item("1", "in-progress"), runs=[run], attempts={"1": 1})
+            refused = {"session_id": "s1"}
+        if rounds_before:
+            back = SentBack(problem="conflict", reason="earlier", rounds=rounds_before)
+            before = before.model_copy(update={"sent_back": {"1": back}})
+        event = LandingRefused.model_validate(
+            {"work_item_id": "1", "kind": "conflict", "reason": "conflicts in app.py",
+             "files": ["app.py"], **refused}
+        )  # fmt: skip
+        return before, event
+
+    return scenario
+
+
+def _failed_merged() -> tuple[EngineState, EngineEvent]:
+    """The revision, green on its own head h1, fails merged with the default branch (h2)."""
+    test = LandingTest(
+        work_item_id="1", approved_sha="h1", base_sha="b1", tested_sha="h2", heads=("h1", "h2")
+    )
+    tested = revision("r1", head="h2", reviewed_sha="h1", pipeline="pending")
+    before = state(item("1", "approved", linked_revision="r1"), revisions=[tested])
+    before = before.model_copy(update={"landing": {"r1": test}})
+    failed = revision("r1", head="h2", reviewed_sha="h1", pipeline="failure")
+    return before, RevisionChanged(revision=failed)
+
+
 SCENARIOS: dict[str, Scenario] = {
+    "approved--landing-conflict--needs-refinement": _conflict("approved"),
+    "approved--landing-failed--needs-refinement": _failed_merged,
+    "approved--landing-rounds-exhausted--blocked": _conflict("approved", rounds_before=2),
+    "in-progress--patch-conflict--needs-refinement": _conflict("in-progress"),
+    "in-progress--landing-rounds-exhausted--blocked": _conflict("in-progress", rounds_before=2),
     "pending--implementor-requested--in-progress": lambda: _requested_from("pending"),
     "needs-refinement--implementor-requested--in-progress": lambda: _requested_from(
         "needs-refinement"

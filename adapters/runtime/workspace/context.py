@@ -125,7 +125,43 @@ def _implementor_prompt(
             url = revision.pipeline.url
             blocks += ["### CI Status: FAILURE", f"{reason}: {url}" if url else reason]
         blocks += _review_blocks(history)
-    return _document(blocks)
+    return _document(blocks + _landing_blocks(state, params))
+
+
+def _landing_blocks(state: EngineState, params: ImplementorStartParams) -> list[str]:
+    """What the merge queue found, for the run that answers it (nothing otherwise): the item
+    was approved, but its revision no longer lands on the default branch as it is now."""
+    report = state.sent_back.get(params.work_item_id)
+    if report is None or report.answered_by not in (None, params.session_id):
+        return []
+    revision = f"revision #{report.revision_id}" if report.revision_id else "your patch"
+    what = (
+        "no longer merges with the default branch: it conflicts"
+        if report.problem == "conflict"
+        else "passed its own pipeline, but the pipeline fails once it is merged with the "
+        "default branch"
+    )
+    lines = [
+        f"Your {revision} {what}. The default branch moved since it was made: "
+        f"{report.moved_by or 'by commits cpe did not make'}.",
+        f"Reason: {' '.join(report.reason.split())}",
+        "This run starts from the default branch as it is now. Do what the work item asks on "
+        "top of it, keeping what landed meanwhile: "
+        + (
+            "resolve the conflict in the files below."
+            if report.problem == "conflict"
+            else "make the failing checks below pass."
+        ),
+    ]
+    if report.files:
+        lines.append("Conflicting files: " + ", ".join(report.files))
+    blocks = ["### Sent Back by the Merge Queue", "\n".join(lines)]
+    if report.detail:
+        heading = "#### Conflict Hunks" if report.problem == "conflict" else "#### Failing Checks"
+        longest = max((len(run) for run in _BACKTICK_RUN.findall(report.detail)), default=2)
+        fence = "`" * max(3, longest + 1)
+        blocks.append(f"{heading}\n{fence}\n{_text(report.detail)}\n{fence}")
+    return blocks
 
 
 _PREVIOUS_CHARS = 2000  # of the previous attempt's failure, in a retry's prompt

@@ -15,7 +15,13 @@ import pytest
 from adapters.local import LocalProvider, create_local_provider
 from adapters.local.db import SCHEMA_VERSION
 from adapters.local.provider import DATABASE_NAME
-from domain.errors import ConflictError, NotFoundError, PatchError, ProviderError
+from domain.errors import (
+    ConflictError,
+    MergeWaitError,
+    NotFoundError,
+    PatchError,
+    ProviderError,
+)
 from domain.models import Revision, WorkItemId
 from domain.ports import (
     RevisionProviderReader,
@@ -101,17 +107,24 @@ def test_merge_keeps_local_edits_the_merge_does_not_touch(repo: Repo, helper: He
     assert (repo.root / "src/added.py").is_file()
 
 
-def test_merge_refuses_local_edits_in_its_way_and_changes_nothing(
+def test_merge_waits_while_local_edits_are_in_its_way_changing_nothing_then_goes_through(
     repo: Repo, helper: Helper
 ) -> None:
+    """Not the revision's fault: the merge waits (tried again on every poll) with git's reason,
+    and goes through once the person's edit is out of the way."""
     revision = helper.revision(EDITS["modified"])
-    repo.write("src/app.py", "def answer():\n    return 0  # mine\n")
+    mine = "def answer():\n    return 0  # mine\n"
+    repo.write("src/app.py", mine)
     before = (repo.head(), repo.status())
-    with pytest.raises(ConflictError, match=r"src/app\.py"):
+    with pytest.raises(MergeWaitError, match=r"src/app\.py") as waiting:
         helper.provider.revision_writer.merge(revision.id)
+    assert "in the way" in waiting.value.reason and "src/app.py" in waiting.value.reason
     assert (repo.head(), repo.status()) == before
     [listed] = helper.provider.revision_reader.list_revisions()
     assert listed.state == "open"
+    repo.git("checkout", "--", "src/app.py")
+    merge_sha = helper.provider.revision_writer.merge(revision.id)
+    assert repo.head("main") == merge_sha
 
 
 def test_merge_moves_a_default_branch_that_is_not_checked_out_by_ref_only(

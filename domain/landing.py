@@ -1,0 +1,187 @@
+"""The merge queue: the default branch only ever moves to a tree whose pipeline passed.
+
+An item approved with ``auto_merge`` enters the queue (``landing_queue``: in the order of
+approval). The queue lands one revision at a time, in three steps, each a provider write the
+executor makes:
+
+1. ``UpdateBranch``: the default branch's head is merged into the revision's branch (nothing
+   when it already contains it), so the revision's head is exactly the tree the default branch
+   would move to (``LandingTest``);
+2. its pipeline runs on that head, as on any push: the queue waits for it;
+3. green: ``MergeRevision`` with ``expected_base``: the provider merges only while the default
+   branch is still at that head, so the merge's tree is the tested one. Moved meanwhile (a
+   person's push): ``LandingRefused`` ``moved``, and the revision is tested again.
+
+While one revision is under test the ones behind it wait: each is then tested on a default
+branch that already holds every landing before it. A revision that no longer merges
+(``LandingRefused`` ``conflict``), or whose merged tree fails a check its own head passed, is
+sent back to its implementor (``send_back``) with what happened; that round spends no attempt,
+and past ``max_landing_rounds`` rounds the item is blocked. A tree that fails only checks the
+default branch fails as well is held, not sent back, and not landed: nothing red lands on a red
+default branch, and the queue goes on past it. A merge the provider holds for now (branch
+protection, a checkout in the way: ``merge_waits``) is tried again on every poll and does not
+hold the queue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from domain.commands import EngineCommand, MergeRevision, TransitionStatus, UpdateBranch
+from domain.decisions import inherited_failure
+from domain.models import EngineState, LandingTest, Revision, SentBack, WorkItem
+from domain.state import landing_report, natural_key, revision_for
+from domain.workflow import Trigger, next_status
+
+_LAST = datetime.max.replace(tzinfo=UTC)
+
+
+def landing_queue(state: EngineState) -> list[tuple[WorkItem, Revision]]:
+    """Approved items with an open revision, in the order they were approved."""
+    entries = []
+    for item in state.work_items.values():
+        revision = revision_for(state, item) if item.status == "approved" else None
+        if revision is not None and revision.state == "open":
+            entries.append((item, revision))
+    return sorted(
+        entries, key=lambda e: (state.approved_at.get(e[0].id, _LAST), natural_key(e[0].id))
+    )
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """One entry as the operator sees it: where it is and what it waits for."""
+
+    position: int
+    item: WorkItem
+    revision: Revision
+    step: str
+    test: LandingTest | None
+
+
+def describe_queue(state: EngineState, *, charge_baseline: bool = False) -> list[QueueEntry]:
+    """The queue in order, each entry with its step in words."""
+    entries = []
+    turn_taken = False
+    for position, (item, revision) in enumerate(landing_queue(state), start=1):
+        step, holds = _step_words(state, revision, charge_baseline)
+        if holds and turn_taken:
+            step = "waits its turn"
+        turn_taken = turn_taken or holds
+        test = state.landing.get(revision.id)
+        entries.append(QueueEntry(position, item, revision, step, test))
+    return entries
+
+
+def _step_words(state: EngineState, revision: Revision, charge_baseline: bool) -> tuple[str, bool]:
+    test = state.landing.get(revision.id)
+    wait = state.merge_waits.get(revision.id)
+    if wait is not None:
+        return f"merge held by the provider: {' '.join(wait.reason.split())[:200]}", False
+    if test is None:
+        return "to be brought up to date with the default branch", True
+    if test.stale:
+        return f"to be tested again: {test.note or 'the default branch moved'}", True
+    if revision.head_sha not in test.heads:
+        return f"held: its head {revision.head_sha[:12]} was pushed outside cpe", False
+    on = f"{test.tested_sha[:12]} (the default branch at {test.base_sha[:12]} merged in)"
+    status = revision.pipeline.status
+    if revision.head_sha == test.tested_sha and status == "failure":
+        if not charge_baseline and inherited_failure(state, revision):
+            return f"held: {on} fails only where the default branch fails too", False
+        return f"failed on {on}: sent back", True
+    if _green(test, revision):
+        return f"merging {on}", True
+    return f"testing {on}: pipeline {status}", True
+
+
+def _green(test: LandingTest, revision: Revision) -> bool:
+    """The tested head's pipeline passed; ``none`` only where the approved head had no CI
+    either (else CI has not reported on the new head yet)."""
+    if revision.head_sha != test.tested_sha:
+        return False
+    status = revision.pipeline.status
+    return status == "success" or (status == "none" and test.approved_pipeline == "none")
+
+
+def landing_step(
+    state: EngineState, *, max_rounds: int, charge_baseline: bool = False
+) -> list[EngineCommand]:
+    """The queue's next writes: the first entry not held is the one under way (brought up to
+    date, tested, merged, or sent back); entries behind it wait. A held merge is asked again."""
+    commands: list[EngineCommand] = []
+    for item, revision in landing_queue(state):
+        wanted, holds = _entry_step(state, item, revision, max_rounds, charge_baseline)
+        commands += wanted
+        if holds:
+            break
+    return commands
+
+
+def _entry_step(
+    state: EngineState, item: WorkItem, revision: Revision, max_rounds: int, charge_baseline: bool
+) -> tuple[list[EngineCommand], bool]:
+    """What one entry needs, and whether it holds the queue."""
+    test = state.landing.get(revision.id)
+    if test is None:
+        return [UpdateBranch(work_item_id=item.id, revision_id=revision.id,
+                             head_sha=revision.head_sha)], True  # fmt: skip
+    if revision.id in state.merge_waits:  # tried again on every poll; others go on meanwhile
+        return ([_merge(item, revision, test)] if _green(test, revision) else []), False
+    if revision.head_sha not in test.heads:
+        return [], False  # a head cpe did not make: not landed unreviewed
+    if test.stale or revision.head_sha != test.tested_sha:
+        again = UpdateBranch(
+            work_item_id=item.id,
+            revision_id=revision.id,
+            head_sha=revision.head_sha,
+            stale_base=test.base_sha,
+        )
+        return [again], True
+    if _green(test, revision):
+        return [_merge(item, revision, test)], True
+    if revision.pipeline.status != "failure":
+        return [], True  # testing
+    if not charge_baseline and inherited_failure(state, revision):
+        return [], False  # red only where the default branch is red: held, not landed
+    pipeline = revision.pipeline
+    checks = ", ".join(pipeline.failed_checks) or "the pipeline"
+    reason = (
+        f"revision #{revision.id} passed on its own but failed ({checks}) merged with the "
+        f"default branch at {test.base_sha[:12]}"
+    )
+    detail = pipeline.reason or ""
+    if pipeline.url:
+        detail = f"{detail}\n{pipeline.url}".strip()
+    report = landing_report(state, item, revision.id, "failed", reason, detail=detail)
+    return send_back(state, item, report, max_rounds), True
+
+
+def _merge(item: WorkItem, revision: Revision, test: LandingTest) -> MergeRevision:
+    return MergeRevision(
+        work_item_id=item.id,
+        revision_id=revision.id,
+        expected_base=test.base_sha,
+        head_sha=test.tested_sha,
+    )
+
+
+def send_back(
+    state: EngineState, item: WorkItem, report: SentBack, max_rounds: int
+) -> list[EngineCommand]:
+    """The item back to its implementor with what the queue found (that round spends no
+    attempt), or blocked once ``report`` is past ``max_rounds`` rounds."""
+    trigger: Trigger
+    reason = report.reason
+    if report.rounds > max_rounds:
+        trigger = "landing-rounds-exhausted"
+        reason = f"sent back by the merge queue {max_rounds} times; the last: {reason}"
+    elif item.status == "in-progress":
+        trigger = "patch-conflict"
+    else:
+        trigger = "landing-conflict" if report.problem == "conflict" else "landing-failed"
+    target = next_status(item.status, trigger)
+    if target is None:
+        return []
+    return [TransitionStatus(work_item_id=item.id, to=target, reason=reason, landing=report)]
