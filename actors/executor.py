@@ -499,13 +499,17 @@ class CommandExecutor:
         w, r = self.work_item_writer, self.revision_writer
         at = _now()
         match command:
-            case TransitionStatus(work_item_id=wid, to=to, reason=reason):
+            case TransitionStatus(work_item_id=wid, to=to, reason=reason, landing=landing):
                 w.transition_status(wid, to)
                 change = explain_transition(snapshot, wid, to)
                 if reason and ":" not in change:  # the state alone could not say why
                     change = f"{change}: {reason}"
                 log.info("status changed", change=change)
-                return [StatusTransitioned(work_item_id=wid, to=to, reason=reason, at=at)]
+                return [
+                    StatusTransitioned(
+                        work_item_id=wid, to=to, reason=reason, landing=landing, at=at
+                    )
+                ]
             case ApplyPlan():
                 created = self._apply_plan(command, key)
                 return [
@@ -517,13 +521,15 @@ class CommandExecutor:
                     )
                 ]
             case CreateRevision():
-                revision = r.create_from_patch(
+                based = {"base_sha": command.base_sha} if command.base_sha else {}
+                revision = (self._lander() if based else r).create_from_patch(
                     command.work_item_id,
                     command.branch_name,
                     command.title,
                     command.body,
                     command.patch,
                     idempotency_key=key,
+                    **based,
                 )
                 return [
                     RevisionCreated(
@@ -534,8 +540,9 @@ class CommandExecutor:
                     )
                 ]
             case UpdateRevision():
-                revision = r.update_from_patch(
-                    command.revision_id, command.patch, idempotency_key=key
+                based = {"base_sha": command.base_sha} if command.base_sha else {}
+                revision = (self._lander() if based else r).update_from_patch(
+                    command.revision_id, command.patch, idempotency_key=key, **based
                 )
                 return [
                     RevisionUpdated(
@@ -594,6 +601,9 @@ class CommandExecutor:
         raise CpeError(f"the executor cannot perform {command.type}")
 
     def _lander(self) -> RevisionLander:
+        """The writer as a ``RevisionLander``; a seed writer (which cannot build on a base or
+        land) is given what it can do: the handlers do not ask it to land, and a revision's
+        base is dropped for it."""
         writer = self.revision_writer
         if not isinstance(writer, RevisionLander):
             raise CpeError(f"{type(writer).__name__} cannot land through the merge queue")

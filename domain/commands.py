@@ -68,6 +68,7 @@ class CreateRevision(Frozen):
     title: str
     body: str
     patch: str
+    base_sha: str | None = Field(default=None, description="The run's fork point (the patch's)")
 
 
 class UpdateRevision(Frozen):
@@ -76,6 +77,7 @@ class UpdateRevision(Frozen):
     work_item_id: WorkItemId
     revision_id: RevisionId
     patch: str
+    base_sha: str | None = Field(default=None, description="The run's fork point (the patch's)")
 
 
 class PostReview(Frozen):

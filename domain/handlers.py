@@ -281,6 +281,7 @@ def implementor_done(
                     work_item_id=item.id,
                     revision_id=revision.id,
                     patch=result.patch,
+                    base_sha=result.base_sha,
                 )
             ]
         return [
@@ -291,6 +292,7 @@ def implementor_done(
                 title=item.title,
                 body=f"{result.summary}\n\nWork item: #{item.id}\nAgent session: {run.session_id}",
                 patch=result.patch,
+                base_sha=result.base_sha,
             )
         ]
     return settle(state, item, o.max_attempts)

@@ -131,6 +131,33 @@ class RevisionLander(Protocol):
     with the default branch (``update_branch``), let its pipeline run on that exact tree, then
     merge it only if the default branch has not moved since (``land``)."""
 
+    def create_from_patch(
+        self,
+        work_item_id: WorkItemId,
+        branch_name: str,
+        title: str,
+        body: str,
+        patch: str,
+        *,
+        idempotency_key: str | None = None,
+        base_sha: str | None = None,
+    ) -> Revision:
+        """As ``RevisionProviderWriter.create_from_patch``; with ``base_sha`` (the commit the
+        patch was made against, the run's fork point) the revision is built on that commit, not
+        on the default branch's head, where the provider has it."""
+        ...
+
+    def update_from_patch(
+        self,
+        revision_id: RevisionId,
+        patch: str,
+        *,
+        idempotency_key: str | None = None,
+        base_sha: str | None = None,
+    ) -> Revision:
+        """As ``RevisionProviderWriter.update_from_patch``, ``base_sha`` as for creating."""
+        ...
+
     def update_branch(
         self, revision_id: RevisionId, *, idempotency_key: str | None = None
     ) -> BranchUpdate:

@@ -56,6 +56,10 @@ class ImplementorOutput(Frozen):
 
 class ImplementorResult(ImplementorOutput):
     patch: str | None = None
+    # The commit the run's branch forked from (the default branch's head when it began): the
+    # patch is against it, and the revision is built on it, so that another item landing
+    # meanwhile is the merge queue's business, not a failure of this run's pipeline.
+    base_sha: str | None = None
 
 
 class AgentReviewComment(Frozen):

@@ -39,6 +39,7 @@ def update_branch(store: RevisionStore, revision_id: RevisionId) -> BranchUpdate
                 f"in: {', '.join(merged.files)}",
                 files=merged.files,
                 detail=merged.detail,
+                status=None,
             )
         message = (
             f"Merge {store.default_branch} into {row['branch']}\n\n"

@@ -92,6 +92,7 @@ def _merge_tree(repo: GitRepo, branch: str, target: str, head: str, revision_id:
             f"revision #{revision_id} conflicts with {branch} in: {', '.join(merged.files)}",
             files=merged.files,
             detail=merged.detail,
+            status=None,
         )
     return merged.tree
 

@@ -102,7 +102,10 @@ class LocalRevisionWriter:
         patch: str,
         *,
         idempotency_key: str | None = None,
+        base_sha: str | None = None,
     ) -> Revision:
+        """The revision's branch is the patch on ``base_sha`` (the run's fork point) where the
+        default branch holds that commit, else on the default branch's head."""
         store = self._store
         with store.write_lock:
             with store.db.read() as conn:
@@ -120,10 +123,10 @@ class LocalRevisionWriter:
                         f"of work item #{existing['work_item_id']}"
                     )
                 # The same work item's revision on the same branch: update, never duplicate.
-                self._update(existing, patch, REVISION_KEYS, idempotency_key)
+                self._update(existing, patch, REVISION_KEYS, idempotency_key, base_sha)
                 return store.get(str(existing["id"]))
             store.repo.check_branch_name(branch_name)
-            base = store.default_head()
+            base = _base(store, base_sha)
             tree = store.repo.tree_with_patch(base, patch)
             head = store.repo.commit_tree(tree, [base], _message(title, body))
             with store.db.write() as conn:
@@ -143,7 +146,12 @@ class LocalRevisionWriter:
         return store.get(str(revision))
 
     def update_from_patch(
-        self, revision_id: RevisionId, patch: str, *, idempotency_key: str | None = None
+        self,
+        revision_id: RevisionId,
+        patch: str,
+        *,
+        idempotency_key: str | None = None,
+        base_sha: str | None = None,
     ) -> Revision:
         store = self._store
         with store.write_lock:
@@ -151,19 +159,25 @@ class LocalRevisionWriter:
                 seen = _seen_key(conn, REVISION_UPDATE_KEYS, idempotency_key)
                 row = store.load(conn, revision_id)
             if seen is None:
-                self._update(row, patch, REVISION_UPDATE_KEYS, idempotency_key)
+                self._update(row, patch, REVISION_UPDATE_KEYS, idempotency_key, base_sha)
         return store.get(revision_id)
 
     def _update(
-        self, row: sqlite3.Row, patch: str, key_kind: str, idempotency_key: str | None
+        self,
+        row: sqlite3.Row,
+        patch: str,
+        key_kind: str,
+        idempotency_key: str | None,
+        base_sha: str | None = None,
     ) -> None:
-        """Commit ``default head + patch`` on top of the revision's head (the patch is the full
-        diff against the default branch, not an increment). Called with the write lock held."""
+        """Commit ``base + patch`` on top of the revision's head (the patch is the full diff
+        against its base, not an increment; the base is the run's fork point, as for a new
+        revision). Called with the write lock held."""
         store = self._store
         if row["state"] != "open":
             raise ConflictError(f"revision #{row['id']} is {row['state']}; it cannot be updated")
         old_head: str = row["head_sha"]
-        base = store.default_head()
+        base = _base(store, base_sha)
         tree = store.repo.tree_with_patch(base, patch)
         parents = [old_head]
         if not store.repo.is_ancestor(base, old_head):
@@ -230,6 +244,14 @@ class LocalRevisionWriter:
 
     def land(self, revision_id: RevisionId, *, expected_base: str, head_sha: str) -> str:
         return landing.land(self._store, revision_id, expected_base, head_sha)
+
+
+def _base(store: RevisionStore, base_sha: str | None) -> str:
+    """Where a revision is built: ``base_sha`` when the default branch holds it (the run forked
+    there), else the default branch's head."""
+    head = store.default_head()
+    known = bool(base_sha) and store.repo.resolve(str(base_sha)) is not None
+    return str(base_sha) if known and store.repo.is_ancestor(str(base_sha), head) else head
 
 
 def _message(title: str, body: str) -> str:

@@ -38,7 +38,7 @@ from pathlib import Path
 from adapters.runtime.workspace.worktrees import run_git
 from domain.errors import PatchError
 
-__all__ = ["SANDBOX_OBJECTS", "apply_patch_check", "extract_patch"]
+__all__ = ["SANDBOX_OBJECTS", "apply_patch_check", "extract_patch", "fork_point"]
 
 SANDBOX_OBJECTS = "cpe-sandbox/objects"  # in the worktree's git dir: a sandboxed agent's objects
 
@@ -81,6 +81,13 @@ def extract_patch(worktree_path: str | os.PathLike[str], default_branch: str) ->
             index.unlink(missing_ok=True)
             _stage_everything(top, None, index, env)
         return _git(top, "diff", "--cached", *_DIFF_OPTIONS, base, "--", env=env, strip=False)
+
+
+def fork_point(worktree_path: str | os.PathLike[str], default_branch: str) -> str:
+    """The commit the worktree's branch forked from ``default_branch``: what the patch of
+    ``extract_patch`` is against."""
+    top = _git(Path(worktree_path), "rev-parse", "--show-toplevel")
+    return _git(top, "merge-base", default_branch, "HEAD")
 
 
 def apply_patch_check(repo: str | os.PathLike[str], base: str, patch: str) -> str:

@@ -20,7 +20,7 @@ import structlog
 
 from adapters.runtime.workspace.agents import AgentSpec, load_agent_definition
 from adapters.runtime.workspace.context import assemble_prompt
-from adapters.runtime.workspace.patches import extract_patch
+from adapters.runtime.workspace.patches import extract_patch, fork_point
 from adapters.runtime.workspace.worktrees import Worktree, WorktreeManager, run_git
 from domain.errors import AgentFailure, InvalidAgentOutputError, PatchError, WorktreeError
 from domain.models import AgentRole, AgentStartParams, ImplementorStartParams
@@ -164,10 +164,16 @@ class Provisioner:
                 patch = await anyio.to_thread.run_sync(
                     extract_patch, worktree.path, self.worktrees.default_branch
                 )
+                base = await anyio.to_thread.run_sync(
+                    fork_point, worktree.path, self.worktrees.default_branch
+                )
             except PatchError as exc:
                 raise AgentFailure("failed", f"cannot extract the patch: {exc}") from exc
             if not patch:
                 raise AgentFailure("failed", "outcome completed, but the worktree has no changes")
+            return ImplementorResult(
+                outcome=output.outcome, summary=output.summary, patch=patch, base_sha=base
+            )
         return ImplementorResult(outcome=output.outcome, summary=output.summary, patch=patch)
 
     def reap_worktrees(self, keep_branches: frozenset[str]) -> None:
