@@ -314,6 +314,8 @@ class Landed(Frozen):
     revision_id: RevisionId
     merge_sha: str | None
     at: datetime | None = None
+    approved_at: datetime | None = None  # when it entered the queue
+    tests: int = 0  # pipeline runs the queue spent on it (0: it was up to date already)
 
 
 class ManualPause(Frozen):
@@ -343,3 +345,4 @@ class EngineState(Frozen):
     landing: Mapping[RevisionId, LandingTest] = Field(default_factory=dict)
     sent_back: Mapping[WorkItemId, SentBack] = Field(default_factory=dict)
     landed: tuple[Landed, ...] = ()
+    landings_total: int = 0  # revisions cpe merged, ever

@@ -349,14 +349,23 @@ def _record_landing(state: EngineState, event: RevisionMerged) -> EngineState:
     revision = state.revisions.get(event.revision_id)
     if revision is None or revision.state == "merged":
         return state
+    wid = revision.work_item_id
+    test = state.landing.get(revision.id)
     entry = Landed(
-        work_item_id=revision.work_item_id,
+        work_item_id=wid,
         revision_id=revision.id,
         merge_sha=event.merge_sha,
         at=event.at,
+        approved_at=state.approved_at.get(wid) if wid is not None else None,
+        tests=test.tests if test is not None else 0,
     )
     landed = (*state.landed, entry)[-_LANDED_KEPT:]
-    return _replace(state, landed=landed, landing=_without(state.landing, revision.id))
+    return _replace(
+        state,
+        landed=landed,
+        landings_total=state.landings_total + 1,
+        landing=_without(state.landing, revision.id),
+    )
 
 
 def record_branch_update(state: EngineState, event: BranchUpdated) -> EngineState:

@@ -27,6 +27,7 @@ from adapters.cli.app import (
     prepare_services,
     resolve_config,
 )
+from adapters.cli.landing_view import print_queue
 from adapters.cli.settings import load_config, parse_config
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
 from adapters.notify import notify
@@ -231,6 +232,7 @@ def _status(config: Any, root: Path, branch: str) -> None:
     _print_costs(state, config)
     _print_baseline(state, config)
     _print_merge_waits(state)
+    print_queue(state, config)
     if config.provider.kind == "local":
         from adapters.local.provider import LocalProvider  # noqa: PLC0415
 
@@ -318,10 +320,11 @@ def _print_retries(state: Any, config: Any) -> None:
 
 
 def _print_merge_waits(state: EngineState) -> None:
-    """Approved revisions whose merge the provider refused for now (branch protection)."""
+    """Approved revisions whose merge the provider refused for now (branch protection, a
+    checkout in the way)."""
     if not state.merge_waits:
         return
-    print("\nmerges waiting for branch protection (tried again on every poll)")
+    print("\nmerges held by the provider (tried again on every poll)")
     for rid, wait in sorted(state.merge_waits.items()):
         since = wait.since.strftime("%Y-%m-%d %H:%M:%S UTC") if wait.since else "?"
         tries = f"{wait.tries} {'try' if wait.tries == 1 else 'tries'}"

@@ -137,6 +137,8 @@ class WorkflowSection(_Section):
 
     max_attempts: int = Field(default=3, ge=1, le=100)
     auto_merge: bool = False
+    merge_queue: bool = True
+    max_landing_rounds: int = Field(default=3, ge=1, le=100)
     retry_backoff_initial: Seconds = 30
     retry_backoff_max: Seconds = 900
     charge_baseline_failures: bool = False

@@ -15,6 +15,7 @@ from typing import Any
 from actors.journal import JOURNAL_NAME, Journal
 from adapters.cli.actions import describe_run, fail, journal_state, run_where
 from adapters.cli.app import default_branch, resolve_config
+from adapters.cli.landing_view import list_note, show_lines
 from adapters.cli.settings import CpeConfig
 from adapters.control import PROCESS_TIMEOUT, NoEngine, accept_offline, exchange
 from domain.errors import ConfigError, JournalInUseError
@@ -59,6 +60,7 @@ def work_list(status: str | None, config_path: Path | None, repo: Path | None) -
         cost = _cost(state, item.id)
         blockers = ", ".join(f"#{b}" for b in open_blockers(item, items))
         after = f"  (blocked by {blockers})" if blockers else ""
+        after += list_note(item, state, config)
         print(
             f"#{item.id:<5} {item.status:<17} {attempts:<8} {where:<22} {cost:>9}  "
             f"{item.title}{after}"
@@ -96,6 +98,8 @@ def work_show(work_item_id: str, config_path: Path | None, repo: Path | None) ->
             f"  revision  {revision.id} {revision.state}, pipeline {pipeline.status}{failed}, "
             f"head {revision.head_sha[:12]}, branch {revision.branch}"
         )
+    for line in show_lines(item, state, config):
+        print(line)
     runs = runs_for_work_item(state, item.id)
     failures = [run for run in runs if run.failure_reason]
     if failures:

@@ -124,8 +124,9 @@ def test_two_items_editing_the_same_line_both_land_the_second_after_a_free_rerun
     )
     book = [
         implementor("1", {"app.py": "GREETING = 'hello, world'\n"}, sent_back=True),
-        implementor("2", {"app.py": "GREETING = 'hello, world'\nFRENCH = 'bonjour'\n"},
-                    sent_back=True),  # fmt: skip
+        implementor(
+            "2", {"app.py": "GREETING = 'hello, world'\nFRENCH = 'bonjour'\n"}, sent_back=True
+        ),
         implementor("1", {"app.py": "GREETING = 'hello, world'\n"}),
         implementor("2", {"app.py": "GREETING = 'bonjour'\n"}),
         load_scenario("approve", match=Match(role="reviewer")),
@@ -138,7 +139,9 @@ def test_two_items_editing_the_same_line_both_land_the_second_after_a_free_rerun
              if prompts_played(server, name)]  # fmt: skip
     assert len(again) == 1, said
     [prompt, *_] = prompts_played(server, again[0])
-    assert SENT_BACK in prompt and "app.py" in prompt and "<<<<<<<" in prompt
+    assert SENT_BACK in prompt
+    assert "app.py" in prompt
+    assert "<<<<<<<" in prompt
     assert "the merge of #" in prompt  # which landing moved the branch
     assert attempts(repo) == {"1": 1, "2": 1}  # the re-run was free
     final = git_raw(repo, "show", "main:app.py")
@@ -176,7 +179,7 @@ def test_a_rename_and_a_caller_of_the_old_name_never_turn_the_default_branch_red
         checkout = tmp_path / f"at-{commit[:12]}"
         git_raw(repo, "worktree", "add", "--quiet", "--detach", str(checkout), commit)
         result = subprocess.run(
-            ["python3", "-B", "check.py"], cwd=checkout, capture_output=True, text=True
+            ["python3", "-B", "check.py"], cwd=checkout, capture_output=True, text=True, check=False
         )
         assert result.returncode == 0, f"{commit}: {result.stdout}{result.stderr}"
     again = [name for name in ("implement-1-again", "implement-2-again")

@@ -1,0 +1,257 @@
+"""The merge queue (domain/landing.py and its reducer): driven through the real reducer and
+handlers, one event at a time, as the engine does."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from domain.commands import MergeRevision, TransitionStatus, UpdateBranch
+from domain.events import (
+    BaselineChanged,
+    BranchUpdated,
+    EngineEvent,
+    LandingRefused,
+    RevisionChanged,
+    RevisionMerged,
+    StatusTransitioned,
+)
+from domain.handlers import HandlerOptions
+from domain.landing import describe_queue, landing_queue
+from domain.models import (
+    Baseline,
+    EngineState,
+    ImplementorStartParams,
+    MergeWait,
+    Pipeline,
+    SentBack,
+)
+from tests.domain.builders import implemented, implementor_run, item, requested, revision, state
+from tests.domain.builders import step as step_with
+
+QUEUE = HandlerOptions(auto_merge=True, max_landing_rounds=2)
+T0 = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+
+
+def step(before: EngineState, event: EngineEvent) -> tuple[EngineState, list[object]]:
+    return step_with(before, event, QUEUE)
+
+
+def approved(*wids: str, pipeline: str = "success") -> EngineState:
+    """Items approved in the order given (a minute apart), each with its revision r<id> whose
+    head h<id> was reviewed on a ``pipeline`` pipeline."""
+    before = state(
+        *(item(w, "in-review", linked_revision=f"r{w}") for w in wids),
+        revisions=[
+            revision(f"r{w}", w, head=f"h{w}", reviewed_sha=f"h{w}", pipeline=pipeline)
+            for w in wids
+        ],
+    )
+    for n, wid in enumerate(wids):
+        before, _ = step(before, transitioned(wid, "approved", T0 + timedelta(minutes=n)))
+    return before
+
+
+def transitioned(wid: str, to: str, at: datetime | None = None, **extra: object) -> EngineEvent:
+    return StatusTransitioned.model_validate({"work_item_id": wid, "to": to, "at": at, **extra})
+
+
+def updated(wid: str, head: str, base: str, pipeline: str = "pending") -> BranchUpdated:
+    rev = revision(f"r{wid}", wid, head=head, reviewed_sha=f"h{wid}", pipeline=pipeline)
+    return BranchUpdated(work_item_id=wid, revision=rev, base_sha=base)
+
+
+def seen(wid: str, head: str, pipeline: str, **fields: object) -> RevisionChanged:
+    rev = revision(f"r{wid}", wid, head=head, reviewed_sha=f"h{wid}", pipeline=pipeline, **fields)
+    return RevisionChanged(revision=rev)
+
+
+def update(wid: str, head: str, stale: str | None = None) -> UpdateBranch:
+    return UpdateBranch(work_item_id=wid, revision_id=f"r{wid}", head_sha=head, stale_base=stale)
+
+
+def test_the_queue_keeps_the_order_of_approval_not_of_ids() -> None:
+    before = approved("2", "1")
+    assert [i.id for i, _ in landing_queue(before)] == ["2", "1"]
+
+
+def test_an_approval_brings_the_first_entry_up_to_date_and_the_next_waits_its_turn() -> None:
+    before = approved("1")
+    second = item("2", "in-review", linked_revision="r2")
+    rev = revision("r2", "2", head="h2", reviewed_sha="h2")
+    before = before.model_copy(
+        update={
+            "work_items": {**before.work_items, "2": second},
+            "revisions": {**before.revisions, "r2": rev},
+        }
+    )
+    after, commands = step(before, transitioned("2", "approved", T0 + timedelta(hours=1)))
+    assert commands == [update("1", "h1")]
+    steps = [entry.step for entry in describe_queue(after)]
+    assert steps[1] == "waits its turn"
+
+
+def test_a_green_tested_head_is_merged_with_the_base_it_was_tested_on() -> None:
+    before, _ = step(approved("1"), updated("1", "m1", "base1"))
+    assert before.landing["r1"].tested_sha == "m1"
+    assert before.revisions["r1"].head_sha == "m1"
+    _after, commands = step(before, seen("1", "m1", "success"))
+    assert commands == [
+        MergeRevision(work_item_id="1", revision_id="r1", expected_base="base1", head_sha="m1")
+    ]
+
+
+def test_a_revision_already_up_to_date_is_merged_on_its_approved_green() -> None:
+    after, commands = step(approved("1"), updated("1", "h1", "base1", pipeline="success"))
+    assert after.landing["r1"].tests == 0  # no pipeline spent: the approved head was the tree
+    assert commands == [
+        MergeRevision(work_item_id="1", revision_id="r1", expected_base="base1", head_sha="h1")
+    ]
+
+
+def test_a_new_head_with_no_checks_yet_waits_where_the_approved_head_had_ci() -> None:
+    before, _ = step(approved("1"), updated("1", "m1", "base1"))
+    _, commands = step(before, seen("1", "m1", "none"))
+    assert commands == []  # "none" here is CI not reported yet, not "no CI"
+
+
+def test_without_ci_at_all_the_updated_head_lands() -> None:
+    before, _ = step(approved("1", pipeline="none"), updated("1", "m1", "base1", "none"))
+    _, commands = step(before, seen("1", "m1", "none"))
+    assert [type(c) for c in commands] == [MergeRevision]
+
+
+def test_a_tested_tree_that_fails_sends_the_item_back_with_the_failing_checks() -> None:
+    before, _ = step(approved("1"), updated("1", "m1", "base1"))
+    failing = seen("1", "m1", "failure", reason="ImportError: old_name", failed=("unit",))
+    after, commands = step(before, failing)
+    [command] = commands
+    assert isinstance(command, TransitionStatus)
+    assert command.to == "needs-refinement"
+    assert command.landing is not None
+    assert command.landing.problem == "failed"
+    assert "ImportError: old_name" in command.landing.detail
+    assert "unit" in command.landing.reason
+    back, _ = step(after, transitioned("1", "needs-refinement", landing=command.landing))
+    assert back.sent_back["1"].rounds == 1
+    assert "r1" not in back.landing
+    assert "1" not in back.approved_at
+
+
+def test_a_red_tree_red_only_where_the_default_branch_is_red_is_held_and_the_next_goes() -> None:
+    red = Baseline(sha="base1", pipeline=Pipeline(status="failure", failed_checks=("unit",)))
+    before, _ = step(approved("1", "2"), BaselineChanged(baseline=red))
+    before, _ = step(before, updated("1", "m1", "base1"))
+    after, commands = step(before, seen("1", "m1", "failure", failed=("unit",)))
+    assert commands == [update("2", "h2")]  # #1 lands nothing, sends nothing back
+    assert "fails only where the default branch fails" in describe_queue(after)[0].step
+
+
+def test_a_moved_default_branch_tests_the_entry_again_on_the_new_head() -> None:
+    before, _ = step(approved("1"), updated("1", "m1", "base1"))
+    moved = LandingRefused(work_item_id="1", revision_id="r1", kind="moved", reason="moved")
+    after, commands = step(before, moved)
+    assert after.landing["r1"].stale
+    assert commands == [update("1", "m1", stale="base1")]
+    again, _ = step(after, updated("1", "m2", "base2"))
+    assert (again.landing["r1"].base_sha, again.landing["r1"].tests) == ("base2", 2)
+
+
+def test_a_conflict_sends_the_item_back_and_is_recorded_for_its_next_prompt() -> None:
+    refused = LandingRefused(
+        work_item_id="1", revision_id="r1", kind="conflict", reason="conflicts in app.py",
+        files=("app.py",), detail="app.py:\n<<<<<<< ours",
+    )  # fmt: skip
+    after, commands = step(approved("1"), refused)
+    report = after.sent_back["1"]
+    assert (report.problem, report.files, report.rounds) == ("conflict", ("app.py",), 1)
+    assert commands == [
+        TransitionStatus(
+            work_item_id="1", to="needs-refinement", reason="conflicts in app.py", landing=report
+        )
+    ]
+
+
+def test_past_max_landing_rounds_the_item_is_blocked() -> None:
+    before = approved("1").model_copy(
+        update={"sent_back": {"1": SentBack(problem="conflict", reason="before", rounds=2)}}
+    )
+    refused = LandingRefused(work_item_id="1", revision_id="r1", kind="conflict", reason="again")
+    _, commands = step(before, refused)
+    [command] = commands
+    assert isinstance(command, TransitionStatus)
+    assert command.to == "blocked"
+    assert "sent back by the merge queue 2 times" in (command.reason or "")
+
+
+def test_the_run_answering_a_send_back_spends_no_attempt_and_a_later_one_does() -> None:
+    back = SentBack(problem="conflict", reason="conflicts", rounds=1)
+    before = state(item("1", "needs-refinement"), attempts={"1": 1})
+    before = before.model_copy(update={"sent_back": {"1": back}})
+    params = ImplementorStartParams(work_item_id="1", branch_name="cpe/1-x")
+    after, _ = step(before, requested(params, sid="s2"))
+    assert after.agent_runs["s2"].landing_round
+    assert after.sent_back["1"].answered_by == "s2"
+    after, _ = step(after, implemented("s2"))
+    assert after.attempts["1"] == 1
+    after, _ = step(after, requested(params, sid="s3"))
+    after, _ = step(after, implemented("s3"))
+    assert not after.agent_runs["s3"].landing_round
+    assert after.attempts["1"] == 2
+
+
+def test_a_patch_that_no_longer_applies_gives_its_attempt_back_and_sends_the_item_back() -> None:
+    run = implementor_run("s1", status="completed", outcome="completed")
+    before = state(item("1", "in-progress"), runs=[run], attempts={"1": 1})
+    refused = LandingRefused(
+        work_item_id="1", session_id="s1", kind="conflict", reason="conflicts", files=("a.py",)
+    )
+    after, commands = step(before, refused)
+    assert after.attempts["1"] == 0
+    assert after.agent_runs["s1"].settled
+    assert after.agent_runs["s1"].conflicted
+    assert [(c.to, c.landing is not None) for c in commands] == [("needs-refinement", True)]
+
+
+def test_a_head_pushed_outside_cpe_is_not_landed() -> None:
+    before, _ = step(approved("1"), updated("1", "m1", "base1"))
+    after, commands = step(before, seen("1", "pushed-by-a-person", "success"))
+    assert commands == []
+    assert "pushed outside cpe" in describe_queue(after)[0].step
+
+
+def test_a_held_merge_is_asked_again_without_holding_the_queue() -> None:
+    before, _ = step(approved("1", "2"), updated("1", "m1", "base1", pipeline="success"))
+    wait = MergeWait(work_item_id="1", head_sha="m1", reason="a review is required")
+    before = before.model_copy(update={"merge_waits": {"r1": wait}})
+    _, commands = step(before, seen("1", "m1", "success"))
+    assert commands == [
+        MergeRevision(work_item_id="1", revision_id="r1", expected_base="base1", head_sha="m1"),
+        update("2", "h2"),
+    ]
+
+
+def test_a_landing_is_recorded_with_its_time_in_queue_and_tests() -> None:
+    before, _ = step(approved("1"), updated("1", "m1", "base1"))
+    merged = RevisionMerged(revision_id="r1", merge_sha="merge1", at=T0 + timedelta(minutes=5))
+    after, _ = step(before, merged)
+    [landed] = after.landed
+    assert (landed.work_item_id, landed.merge_sha, landed.tests) == ("1", "merge1", 1)
+    assert landed.approved_at == T0
+    assert after.landings_total == 1
+    assert "r1" not in after.landing
+
+
+def test_the_item_landing_next_is_told_which_merge_moved_the_branch() -> None:
+    params = ImplementorStartParams(work_item_id="2", branch_name="cpe/2-x")
+    before, _ = step(approved("1", "2"), requested(params, sid="s2", at=T0))
+    before, _ = step(before, updated("1", "h1", "base1", pipeline="success"))
+    before, _ = step(before, RevisionMerged(revision_id="r1", merge_sha="abcdef123456789", at=T0))
+    refused = LandingRefused(work_item_id="2", revision_id="r2", kind="conflict", reason="c")
+    after, _ = step(before, refused)
+    assert after.sent_back["2"].moved_by == "the merge of #1 (revision #r1, abcdef123456)"
+
+
+def test_without_auto_merge_nothing_is_brought_up_to_date() -> None:
+    before = approved("1")
+    _, commands = step_with(before, seen("1", "h1", "success"), HandlerOptions())
+    assert commands == []
