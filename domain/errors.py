@@ -137,10 +137,12 @@ class BaseMovedError(ConflictError):
     revision was tested on top of) but at ``actual``: the merged tree would be untested, so the
     revision is tested again on the new head. Nothing was written."""
 
-    def __init__(self, message: str, *, expected: str, actual: str | None):
+    def __init__(
+        self, message: str, *, expected: str, actual: str | None, status: int | None = None
+    ):
         self.expected = expected
         self.actual = actual
-        super().__init__(message)
+        super().__init__(message, status=status)
 
 
 class MergeWaitError(ProviderError):

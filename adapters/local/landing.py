@@ -12,7 +12,13 @@ from __future__ import annotations
 from actors.crashpoints import crashpoint
 from adapters.git_conflicts import merge_commits
 from adapters.local.db import now
-from adapters.local.merge import advance, already_merged, merge_message, record_merge
+from adapters.local.merge import (
+    advance,
+    already_merged,
+    merge_bringing,
+    merge_message,
+    record_merge,
+)
 from adapters.local.store import RevisionStore
 from domain.errors import BaseMovedError, ConflictError
 from domain.models import RevisionId
@@ -68,6 +74,11 @@ def land(store: RevisionStore, revision_id: RevisionId, expected_base: str, head
         if done is not None:
             return done
         current = store.default_head()
+        if row["head_sha"] == head_sha and repo.is_ancestor(head_sha, current):
+            # Merged already: by us before a crash stopped the database write (or by hand).
+            merge_sha = merge_bringing(repo, current, head_sha)
+            record_merge(store, row["id"], merge_sha, repo.merge_base(f"{merge_sha}^1", head_sha))
+            return merge_sha
         if current != expected_base:
             raise BaseMovedError(
                 f"{store.default_branch} moved from {expected_base[:12]} to {current[:12]} since "

@@ -51,7 +51,7 @@ def merge_revision(store: RevisionStore, revision_id: RevisionId) -> str:
             if repo.is_ancestor(head, target):
                 # Already in the default branch: merged by hand, or by us before a crash
                 # stopped the database write.
-                merge_sha = _merge_bringing(repo, target, head)
+                merge_sha = merge_bringing(repo, target, head)
                 if merge_sha != head:
                     base = repo.merge_base(f"{merge_sha}^1", head)
                 record_merge(store, row["id"], merge_sha, base)
@@ -125,7 +125,7 @@ def advance(store: RevisionStore, old: str, new: str) -> bool:
     )
 
 
-def _merge_bringing(repo: GitRepo, target: str, head: str) -> str:
+def merge_bringing(repo: GitRepo, target: str, head: str) -> str:
     """The merge commit on ``target``'s first-parent line whose other parent is ``head``, or
     ``head`` itself when it arrived by fast-forward."""
     listing = repo.run("rev-list", "--first-parent", "--merges", "--parents", "-n", "1000", target)

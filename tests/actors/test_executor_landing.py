@@ -208,3 +208,24 @@ def test_a_send_back_report_rides_on_the_status_transition(rig: Rig) -> None:
                                       reason="conflicts", landing=report))  # fmt: skip
     assert isinstance(done, StatusTransitioned)
     assert done.landing == report
+
+
+def test_a_tested_head_already_on_the_default_branch_is_recorded_not_refused(rig: Rig) -> None:
+    """The merge was made before a crash stopped its database write (local.merge.after_ref):
+    the default branch holds it, so the restart finds that merge instead of calling it moved."""
+    revision = rig.revision({"app.py": "GREETING = 'hi'\n"})
+    tested_on = rig.head()
+    git_raw(rig.repo, "merge", "--no-ff", "-q", "-m", "merged before the crash", revision.head_sha)
+    by_hand = rig.head()
+    merge = MergeRevision(
+        work_item_id=rig.item,
+        revision_id=revision.id,
+        expected_base=tested_on,
+        head_sha=revision.head_sha,
+    )
+    [merged] = rig.run(merge)
+    assert isinstance(merged, RevisionMerged)
+    assert merged.merge_sha == by_hand
+    assert rig.head() == by_hand
+    [listed] = rig.provider.revision_reader.list_revisions()
+    assert listed.state == "merged"

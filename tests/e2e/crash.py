@@ -22,6 +22,7 @@ from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE, demo_book
 from adapters.demo.sample import create_sample_repo
 from adapters.runtime.workspace.launcher import live_group
 from adapters.scripted_model import ScriptedModelServer
+from adapters.scripted_model.scenario import Scenario
 from tests.e2e.running import CPE, revisions, wait_for, work_items
 from tests.support.git import git_raw
 
@@ -41,12 +42,21 @@ class Crash:
         return self.point if self.nth == 1 else f"{self.point}:{self.nth}"
 
 
+# Points only a landing that has to bring a revision up to date reaches: the merge queue's loop
+# (``QueueLoop``) covers them, the demo's (one item after the other) does not.
+QUEUE_POINTS = ("local.update.after_ref",)
+
+
 def cases() -> list[Crash]:
-    """On the local provider: every registered point but GitHub's own at its first hit, and the
-    hits that matter beyond the first: the first implementor's and the first reviewer's terminal
-    events (the planner's is the first hit)."""
+    """On the local provider: every registered point but GitHub's own and the queue's at its
+    first hit, and the hits that matter beyond the first: the first implementor's and the first
+    reviewer's terminal events (the planner's is the first hit)."""
     return [
-        *(Crash(point) for point in POINTS if not point.startswith("github.")),
+        *(
+            Crash(point)
+            for point in POINTS
+            if not point.startswith("github.") and point not in QUEUE_POINTS
+        ),
         Crash("session.before_terminal", 2),
         Crash("session.after_terminal", 2),
         Crash("session.after_terminal", 3),
@@ -60,6 +70,19 @@ def github_cases() -> list[Crash]:
     return [
         *(Crash(p) for p in POINTS if p.startswith(("write.", "github."))),
         Crash("github.item.after_issue", 2),
+    ]
+
+
+def queue_cases() -> list[Crash]:
+    """On the merge queue's loop (two items at once, the second sent back and landed after):
+    every step of a landing, the second item's included."""
+    return [
+        *(Crash(point) for point in QUEUE_POINTS),
+        Crash("write.UpdateBranch.before"),
+        Crash("write.UpdateBranch.after", 2),  # the second item's: its branch is updated
+        Crash("write.MergeRevision.before", 2),
+        Crash("write.MergeRevision.after", 2),
+        Crash("local.merge.after_ref", 2),
     ]
 
 
@@ -83,7 +106,11 @@ class Loop:
     finish_timeout = FINISH_TIMEOUT
 
     def __init__(
-        self, base: Path, repo: Path | None = None, env: Mapping[str, str] = MappingProxyType({})
+        self,
+        base: Path,
+        repo: Path | None = None,
+        env: Mapping[str, str] = MappingProxyType({}),
+        book: Sequence[Scenario] | None = None,
     ):
         self.base = base
         if repo is None:
@@ -99,7 +126,7 @@ class Loop:
         self.home = base / "home"
         self.home.mkdir()
         self.trace = base / "crash-trace"
-        self.server = ScriptedModelServer(demo_book()).start()
+        self.server = ScriptedModelServer(list(book or demo_book())).start()
         self.log_path = base / "cpe.log"
         self.processes: list[subprocess.Popen[str]] = []
 
@@ -253,3 +280,39 @@ class Loop:
             if cwd.startswith(str(self.base)) and process.pid != os.getpid():
                 left.append(f"{process.pid} {process.info.get('cmdline')}")
         assert not left, f"processes left in the test's directories: {left}"
+
+
+class QueueLoop(Loop):
+    """The merge queue's loop: the rename pair (``tests.e2e.queue_loop``) implemented at once;
+    the one landing second is tested merged with the first, sent back, and landed."""
+
+    def __init__(self, base: Path):
+        from tests.e2e.queue_loop import OLD, RENAME_TITLES, queue_repo, rename_book  # noqa: PLC0415
+
+        repo = queue_repo(base / "repo", {"lib.py": OLD}, RENAME_TITLES)
+        self.start_sha = git_raw(repo, "rev-parse", "main").strip()
+        super().__init__(base, repo, book=rename_book())
+
+    def check_invariants(self) -> None:
+        from tests.e2e.queue_loop import red_commits  # noqa: PLC0415
+
+        repo = self.repo
+        assert [i.status for i in work_items(repo)] == ["done", "done"], self.state()
+        revs = revisions(repo)
+        assert sorted(r.work_item_id or "" for r in revs) == ["1", "2"], self.state()
+        assert all(r.state == "merged" for r in revs), self.state()
+        landed = git_raw(repo, "rev-list", "--first-parent", f"{self.start_sha}..main").split()
+        assert len(landed) == 2, f"each revision merged once: {landed}"
+        assert red_commits(repo, self.start_sha, self.base) == []
+        journal = Journal(repo / ".cpe" / "journal.sqlite3")
+        try:
+            pending = journal.intents("pending")
+            attempts = dict(journal.replay().attempts)
+        finally:
+            journal.close()
+        assert pending == [], f"intents left pending: {[i.key for i in pending]}"
+        assert attempts == {"1": 1, "2": 1}, f"an attempt spent on a landing: {attempts}"
+        listed = git_raw(repo, "worktree", "list", "--porcelain").splitlines()
+        trees = [line for line in listed if line.startswith("worktree ")]
+        assert trees == [f"worktree {repo}"], f"worktrees left: {trees}"
+        self._check_no_process_left()

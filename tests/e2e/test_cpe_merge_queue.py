@@ -16,46 +16,25 @@ import contextlib
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from actors.journal import Journal
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
-from adapters.scripted_model.scenario import Scenario, parse_scenario
-from tests.e2e.running import add_work_item, make_cpe_repo, start_cpe, wait_for, work_items
+from adapters.scripted_model.scenario import Scenario
+from tests.e2e.queue_loop import (
+    CHECK,
+    OLD,
+    RENAME_TITLES,
+    SENT_BACK,
+    implementor,
+    queue_repo,
+    red_commits,
+    rename_book,
+)
+from tests.e2e.running import start_cpe, wait_for, work_items
 from tests.support.git import git_raw
 from tests.test_cli import cpe
-
-SENT_BACK = "Sent Back by the Merge Queue"
-# Imports every module of the repository: a caller of a name that is gone fails.
-CHECK = (
-    "import importlib, pathlib, sys\n"
-    "sys.path.insert(0, '.')\n"
-    "for path in sorted(pathlib.Path('.').glob('*.py')):\n"
-    "    if path.stem != 'check':\n"
-    "        importlib.import_module(path.stem)\n"
-    "print('all modules import')\n"
-)
-PIPELINE = 'pipeline_command = ["python3", "-B", "check.py"]'
-
-
-def implementor(item: str, files: dict[str, str], *, sent_back: bool = False) -> Scenario:
-    """An implementor for work item ``item`` that writes ``files``; with ``sent_back`` it plays
-    only for a run whose prompt carries the merge queue's report."""
-    prompt = rf"Work Item #{item}\b" + (rf"[\s\S]*{SENT_BACK}" if sent_back else "")
-    writes: list[dict[str, Any]] = [
-        {"tool": "Write", "input": {"file_path": "{cwd}/" + name, "content": content}}
-        for name, content in files.items()
-    ]
-    done = {"role": "implementor", "outcome": "completed", "summary": f"item {item}"}
-    return parse_scenario(
-        {
-            "name": f"implement-{item}" + ("-again" if sent_back else ""),
-            "match": {"role": "implementor", "prompt": prompt},
-            "turns": [writes, [{"tool": "StructuredOutput", "input": done}]],
-        }
-    )
 
 
 def run_until_done(
@@ -98,16 +77,8 @@ def prompts_played(server: ScriptedModelServer, scenario: str) -> list[str]:
     ]
 
 
-def setup(tmp_path: Path, files: dict[str, str], titles: tuple[str, str]) -> tuple[Path, Path]:
-    repo = make_cpe_repo(tmp_path / "repo")
-    for name, text in files.items():
-        (repo / name).write_text(text)
-    config = repo / "supervisor.toml"
-    config.write_text(config.read_text().replace("pipeline_command = []", PIPELINE))
-    git_raw(repo, "add", "-A")
-    git_raw(repo, "commit", "-qm", "the project and its check")
-    for title in titles:
-        add_work_item(repo, title, f"{title}.")
+def setup(tmp_path: Path, files: dict[str, str], titles: tuple[str, ...]) -> tuple[Path, Path]:
+    repo = queue_repo(tmp_path / "repo", files, titles)
     home = tmp_path / "home"
     home.mkdir()
     return repo, home
@@ -153,35 +124,16 @@ def test_two_items_editing_the_same_line_both_land_the_second_after_a_free_rerun
 def test_a_rename_and_a_caller_of_the_old_name_never_turn_the_default_branch_red(
     tmp_path: Path, processes: list[subprocess.Popen[str]]
 ) -> None:
-    old = "def old_name():\n    return 1\n"
-    new = "def new_name():\n    return 1\n"
-    repo, home = setup(
-        tmp_path, {"check.py": CHECK, "lib.py": old}, ("Rename old_name", "Use the library")
-    )
+    repo, home = setup(tmp_path, {"lib.py": OLD}, RENAME_TITLES)
     start = git_raw(repo, "rev-parse", "main").strip()
-    caller_old = "from lib import old_name\n\nVALUE = old_name()\n"
-    caller_new = "from lib import new_name\n\nVALUE = new_name()\n"
-    book = [
-        implementor("1", {"lib.py": new, "caller.py": caller_new}, sent_back=True),
-        implementor("2", {"caller.py": caller_new}, sent_back=True),
-        implementor("1", {"lib.py": new}),
-        implementor("2", {"caller.py": caller_old}),
-        load_scenario("approve", match=Match(role="reviewer")),
-    ]
+    book = rename_book()
     done, said, server = run_until_done(repo, home, book, processes)
     assert done, said
     assert [i.status for i in work_items(repo)] == ["done", "done"], said
     assert attempts(repo) == {"1": 1, "2": 1}
     # Every commit the default branch has been at since (its first parents) passes the check.
-    commits = git_raw(repo, "rev-list", "--first-parent", f"{start}..main").split()
-    assert len(commits) == 2, said
-    for commit in commits:
-        checkout = tmp_path / f"at-{commit[:12]}"
-        git_raw(repo, "worktree", "add", "--quiet", "--detach", str(checkout), commit)
-        result = subprocess.run(
-            ["python3", "-B", "check.py"], cwd=checkout, capture_output=True, text=True, check=False
-        )
-        assert result.returncode == 0, f"{commit}: {result.stdout}{result.stderr}"
+    assert len(git_raw(repo, "rev-list", "--first-parent", f"{start}..main").split()) == 2
+    assert red_commits(repo, start, tmp_path) == []
     again = [name for name in ("implement-1-again", "implement-2-again")
              if prompts_played(server, name)]  # fmt: skip
     assert len(again) == 1, said

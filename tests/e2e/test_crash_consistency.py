@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from actors.crashpoints import POINTS, WRITES
-from tests.e2e.crash import Crash, Loop, cases, github_cases, selected
+from tests.e2e.crash import Crash, Loop, QueueLoop, cases, github_cases, queue_cases, selected
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,6 +37,34 @@ def test_a_crash_at_the_point_then_a_restart_finishes_the_loop_exactly_once(
     loop.crash_at(crash)
     loop.finish()
     loop.check_invariants()
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("crash", selected(queue_cases(), subset=2), ids=str)
+def test_a_crash_in_the_merge_queue_then_a_restart_lands_both_items_once_and_green(
+    tmp_path: Path, crash: Crash
+) -> None:
+    loop = QueueLoop(tmp_path)
+    try:
+        loop.crash_at(crash)
+        loop.finish()
+        loop.check_invariants()
+    finally:
+        loop.close()
+
+
+@pytest.mark.timeout(600)
+def test_the_merge_queue_loop_passes_every_queue_crashpoint_as_often_as_its_cases_need(
+    tmp_path: Path,
+) -> None:
+    loop = QueueLoop(tmp_path)
+    try:
+        loop.finish(trace=True)
+        hits = loop.trace.read_text().splitlines()
+    finally:
+        loop.close()
+    for case in queue_cases():
+        assert hits.count(case.point) >= case.nth, f"{case} is not reached by the queue's loop"
 
 
 @pytest.mark.timeout(900)
@@ -102,4 +130,4 @@ def test_every_crashpoint_in_the_code_is_registered_and_every_registered_one_is_
         f"registered, never placed: {set(POINTS) - placed - writes}"
     )
     # GitHub's own points are the GitHub loop's cases (tests/e2e/test_github_loop.py)
-    assert {case.point for case in [*cases(), *github_cases()]} == set(POINTS)
+    assert {case.point for case in [*cases(), *github_cases(), *queue_cases()]} == set(POINTS)
