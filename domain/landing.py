@@ -145,6 +145,15 @@ def _entry_step(
         return [], True  # testing
     if not charge_baseline and inherited_failure(state, revision):
         return [], False  # red only where the default branch is red: held, not landed
+    if test.base_red:
+        # Tested on a red default branch that has changed since: tested again on it.
+        again = UpdateBranch(
+            work_item_id=item.id,
+            revision_id=revision.id,
+            head_sha=revision.head_sha,
+            stale_base=test.base_sha,
+        )
+        return [again], True
     pipeline = revision.pipeline
     checks = ", ".join(pipeline.failed_checks) or "the pipeline"
     reason = (

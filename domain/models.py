@@ -285,6 +285,9 @@ class LandingTest(Frozen):
     tests: int = 1
     stale: bool = False
     note: str | None = None
+    # The default branch's own pipeline was red at ``base_sha`` when the test began: a failure
+    # there is judged again once the default branch moves, not charged to the revision.
+    base_red: bool = False
 
 
 class SentBack(Frozen):

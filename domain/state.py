@@ -376,6 +376,12 @@ def record_branch_update(state: EngineState, event: BranchUpdated) -> EngineStat
         return state
     state = _observe_revision(state, event.revision)
     head = event.revision.head_sha
+    baseline = state.baseline
+    base_red = (
+        baseline is not None
+        and baseline.sha == event.base_sha
+        and baseline.pipeline.status == "failure"
+    )
     previous = state.landing.get(known.id)
     if previous is not None:
         test = previous.model_copy(
@@ -387,6 +393,7 @@ def record_branch_update(state: EngineState, event: BranchUpdated) -> EngineStat
                 "tests": previous.tests + (head != previous.tested_sha),
                 "stale": False,
                 "note": None,
+                "base_red": base_red,
             }
         )
     else:
@@ -400,6 +407,7 @@ def record_branch_update(state: EngineState, event: BranchUpdated) -> EngineStat
             heads=tuple(dict.fromkeys((approved, known.head_sha, head))),
             at=event.at,
             tests=1 if head != known.head_sha else 0,
+            base_red=base_red,
         )
     return _replace(state, landing=_with(state.landing, known.id, test))
 

@@ -255,3 +255,14 @@ def test_without_auto_merge_nothing_is_brought_up_to_date() -> None:
     before = approved("1")
     _, commands = step_with(before, seen("1", "h1", "success"), HandlerOptions())
     assert commands == []
+
+
+def test_an_entry_held_on_a_red_default_branch_is_tested_again_once_the_branch_is_fixed() -> None:
+    red = Baseline(sha="base1", pipeline=Pipeline(status="failure", failed_checks=("unit",)))
+    before, _ = step(approved("1"), BaselineChanged(baseline=red))
+    before, _ = step(before, updated("1", "m1", "base1"))
+    before, commands = step(before, seen("1", "m1", "failure", failed=("unit",)))
+    assert commands == []  # held
+    fixed = Baseline(sha="base2", pipeline=Pipeline(status="success"))
+    _, commands = step(before, BaselineChanged(baseline=fixed))
+    assert commands == [update("1", "m1", stale="base1")]  # not sent back: tested again
