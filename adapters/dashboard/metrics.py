@@ -3,20 +3,27 @@
 Run counters come from the run history the journal keeps (they carry over a restart); gauges are
 read when scraped. Runs are labelled by ``role``, ``runtime`` (the runtime the configuration
 gives the role) and, once ended, ``outcome`` (their terminal status).
+
+The merge queue's families are read from the state too: its entries and held merges now, the
+landings ever made (``EngineState.landings_total``), the items holding a send-back (the state
+keeps only each item's latest), and summaries over the landings the state keeps (the last 50).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from adapters.dashboard.source import Source
-from domain.models import AGENT_ROLES, STATUSES, AgentRun
+from adapters.dashboard.views import queue_entries
+from domain.models import AGENT_ROLES, STATUSES, AgentRun, EngineState
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 DURATION_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
+QUANTILES = (0.5, 0.9, 0.99)
 
 
 def render_metrics(source: Source, now: datetime | None = None) -> str:
@@ -84,6 +91,7 @@ def render_metrics(source: Source, now: datetime | None = None) -> str:
         paused,
         ("cause",),
     )
+    _merge_queue(out, source, state)
     _provider(out, source)
     return "\n".join(out) + "\n"
 
@@ -105,6 +113,74 @@ def _histogram(out: list[str], source: Source, runs: Iterable[AgentRun]) -> None
         out.append(f'{name}_bucket{{{labels},le="+Inf"}} {len(durations)}')
         out.append(f"{name}_sum{{{labels}}} {_number(sum(durations))}")
         out.append(f"{name}_count{{{labels}}} {len(durations)}")
+
+
+def _merge_queue(out: list[str], source: Source, state: EngineState) -> None:
+    _family(
+        out,
+        "cpe_merge_queue_length",
+        "gauge",
+        "approved revisions in the merge queue, held ones included",
+        {(): len(queue_entries(source, state))},
+        (),
+    )
+    _family(
+        out,
+        "cpe_merge_queue_held",
+        "gauge",
+        "merges the provider holds for now (branch protection, a checkout in the way)",
+        {(): len(state.merge_waits)},
+        (),
+    )
+    _family(
+        out,
+        "cpe_landings_total",
+        "counter",
+        "revisions cpe merged",
+        {(): state.landings_total},
+        (),
+    )
+    back = Counter({("conflict",): 0, ("failed",): 0})
+    back.update(
+        (report.problem,)
+        for wid, report in state.sent_back.items()
+        if wid in state.work_items and state.work_items[wid].status != "done"
+    )
+    _family(
+        out,
+        "cpe_merge_queue_sent_back_items",
+        "gauge",
+        "items not done whose latest send-back by the merge queue stands, by problem",
+        back,
+        ("problem",),
+    )
+    kept = state.landed
+    _summary(
+        out,
+        "cpe_merge_queue_wait_seconds",
+        "time from approval to merge, over the last landings the state keeps (50 at most)",
+        [(x.at - x.approved_at).total_seconds() for x in kept if x.at and x.approved_at],
+    )
+    _summary(
+        out,
+        "cpe_merge_queue_tests_per_landing",
+        "pipeline runs the merge queue spent on a landing (0: it was up to date already), over "
+        "the last landings the state keeps (50 at most)",
+        [float(x.tests) for x in kept],
+    )
+
+
+def _summary(out: list[str], name: str, text: str, values: list[float]) -> None:
+    """A summary over ``values``: nearest-rank quantiles (none without a value), sum, count."""
+    out.append(f"# HELP {name} {text}")
+    out.append(f"# TYPE {name} summary")
+    ranked = sorted(values)
+    if ranked:
+        for q in QUANTILES:
+            value = ranked[max(0, math.ceil(q * len(ranked)) - 1)]
+            out.append(f'{name}{{quantile="{q:g}"}} {_number(value)}')
+    out.append(f"{name}_sum {_number(sum(ranked))}")
+    out.append(f"{name}_count {len(ranked)}")
 
 
 def _provider(out: list[str], source: Source) -> None:

@@ -45,7 +45,7 @@ def render_page(view: dict[str, Any]) -> str:
 
 def render_board(view: dict[str, Any]) -> str:
     actions = bool(view.get("actions"))
-    parts = [_summary(view, actions), _columns(view, actions), _lower(view)]
+    parts = [_summary(view, actions), _columns(view, actions), _queue(view), _lower(view)]
     return "\n".join(parts)
 
 
@@ -127,6 +127,14 @@ def _card(item: dict[str, Any], actions: bool) -> str:
             for r in item["reviews"]
         )
         lines.append(f'<div class="reviews">reviews {verdicts}</div>')
+    sent = item.get("sent_back")
+    if sent:
+        files = f" in {_short(', '.join(sent['files']), 120)}" if sent["files"] else ""
+        lines.append(
+            f'<div class="sentback" title="{escape(sent["reason"])}">sent back by the merge '
+            f"queue: {escape(sent['problem'])}{escape(files)} (round {sent['rounds']} of "
+            f"{sent['max_rounds']}) · {escape(_short(sent['reason'], 200))}</div>"
+        )
     failure = item["last_failure"]
     if failure and item["status"] != "done":
         lines.append(
@@ -148,6 +156,60 @@ def _card(item: dict[str, Any], actions: bool) -> str:
     status = escape(item["status"])
     body = "".join(lines)
     return f'<article class="card" id="item-{wid}" data-status="{status}">{body}</article>'
+
+
+def _queue(view: dict[str, Any]) -> str:
+    """The merge queue in order, each entry's step and last test; the merges held below."""
+    queue = view["merge_queue"]
+    entries = queue["entries"]
+    rows = "".join(_queue_row(entry) for entry in entries)
+    if rows:
+        table = (
+            '<table class="queue-entries"><thead><tr><th>#</th><th>item</th><th>revision</th>'
+            f"<th>step</th><th>last test</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    elif queue["active"]:
+        table = '<p class="none">empty</p>'
+    else:
+        table = '<p class="none">off: approved revisions are not landed through the queue</p>'
+    held = "".join(_held_row(h) for h in queue["held"])
+    if held:
+        held = f'<h3>merges held</h3><ul class="held">{held}</ul>'
+    landed = queue["landings_total"]
+    return (
+        f'<section class="queue" id="merge-queue"><h2>merge queue <span class="count">'
+        f'{len(entries)}</span> <span class="landed">{landed} landed</span></h2>'
+        f"{table}{held}</section>"
+    )
+
+
+def _held_row(held: dict[str, Any]) -> str:
+    item, tries = held["item"], held["tries"]
+    return (
+        f'<li data-revision="{escape(held["revision_id"])}"><span class="id">#'
+        f"{escape(item['id'])}</span> {escape(item['title'] or '')} · revision "
+        f"{escape(held['revision_id'])} at {escape(held['head_sha'])}: "
+        f"{escape(_short(held['reason'], 300))} "
+        f'<span class="tries">({tries} tr{"ies" if tries != 1 else "y"})</span></li>'
+    )
+
+
+def _queue_row(entry: dict[str, Any]) -> str:
+    item = entry["item"]
+    test = entry["test"]
+    tested = ""
+    if test:
+        runs = test["tests"]
+        tested = (
+            f"{escape(test['tested_sha'])} on {escape(test['base_sha'])} · "
+            f"{runs} pipeline run{'s' if runs != 1 else ''}{' · stale' if test['stale'] else ''}"
+        )
+    return (
+        f'<tr data-item="{escape(item["id"])}"><td>{entry["position"]}</td>'
+        f'<td><span class="id">#{escape(item["id"])}</span> {escape(item["title"])}</td>'
+        f"<td>{escape(entry['revision_id'])}</td><td>{escape(entry['step'])}</td>"
+        f"<td>{tested}</td></tr>"
+    )
 
 
 def _lower(view: dict[str, Any]) -> str:

@@ -1,8 +1,9 @@
 """The dashboard's data, as JSON-ready dicts: ``GET /api/state`` and ``GET /api/runs/{session}``
 return them, and the page is rendered from them (``adapters.dashboard.page``).
 
-Text that came from agents or the tracker (run output, failure reasons, titles) passes through
-the log redaction, so a token an agent printed never reaches a page.
+Text that came from agents or the tracker (run output, failure reasons, titles, what the merge
+queue and the provider said) passes through the log redaction, so a token an agent printed never
+reaches a page.
 """
 
 from __future__ import annotations
@@ -14,13 +15,26 @@ from typing import Any
 from actors.logs import redact_value
 from adapters.dashboard.source import Source
 from adapters.runtime.remote.placement import describe_node
-from domain.models import STATUSES, AgentRun, EngineState, Revision, WorkItem
+from domain.landing import QueueEntry, describe_queue
+from domain.models import (
+    STATUSES,
+    AgentRun,
+    EngineState,
+    LandingTest,
+    MergeWait,
+    Revision,
+    RevisionId,
+    SentBack,
+    WorkItem,
+)
 from domain.requests import RETRYABLE
-from domain.state import ordered, revision_for, runs_for_work_item
+from domain.state import natural_key, ordered, revision_for, runs_for_work_item
 
 RECENT_RUNS = 30
 RECENT_FAILURES = 10
 OUTPUT_TAIL = 200_000  # characters of a transcript an ended run's view carries at most
+REASON_CHARS = 2000  # of a held merge's or a send-back's reason, flattened to one line
+SHORT_SHA = 12  # characters of a commit id, as the queue's steps give them
 
 
 def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
@@ -32,6 +46,7 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
     failures = [run for run in ended if run.failure_reason][-RECENT_FAILURES:]
     pause = source.pause(state, now)
     limit = source.config.workflow.max_attempts
+    rounds = source.config.workflow.max_landing_rounds
     view: dict[str, Any] = _clean(
         {
             "title": source.title,
@@ -42,9 +57,10 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
             "totals": _totals(state, runs, active, source, now),
             "statuses": list(STATUSES),
             "work_items": [
-                item_view(state, state.work_items[wid], limit, now)
+                item_view(state, state.work_items[wid], limit, now, max_rounds=rounds)
                 for wid in ordered(state.work_items)
             ],
+            "merge_queue": merge_queue_view(source, state),
             "revisions": [revision_view(r) for r in state.revisions.values()],
             "runs": {
                 "active": [run_view(run, source, now) for run in active],
@@ -60,7 +76,9 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
     return view
 
 
-def item_view(state: EngineState, item: WorkItem, limit: int, now: datetime) -> dict[str, Any]:
+def item_view(
+    state: EngineState, item: WorkItem, limit: int, now: datetime, *, max_rounds: int
+) -> dict[str, Any]:
     runs = runs_for_work_item(state, item.id)
     revision = revision_for(state, item)
     costs = [run.cost_usd for run in runs if run.cost_usd is not None]
@@ -99,7 +117,95 @@ def item_view(state: EngineState, item: WorkItem, limit: int, now: datetime) -> 
         ),
         "can_retry": item.status in RETRYABLE and not any(run.in_flight for run in runs),
         "can_cancel": bool(active),
+        "sent_back": (
+            sent_back_view(state.sent_back[item.id], max_rounds)
+            if item.id in state.sent_back and item.status != "done"
+            else None
+        ),
     }
+
+
+def sent_back_view(report: SentBack, max_rounds: int) -> dict[str, Any]:
+    """The merge queue's last send-back of an item: what went wrong on top of the default
+    branch, in which files, and which round of ``max_rounds`` it was."""
+    return {
+        "problem": report.problem,
+        "reason": _flat(report.reason),
+        "files": list(report.files),
+        "rounds": report.rounds,
+        "max_rounds": max_rounds,
+        "revision_id": report.revision_id,
+        "moved_by": report.moved_by,
+        "at": _iso(report.at),
+        "answered_by": report.answered_by,
+    }
+
+
+def queue_active(source: Source) -> bool:
+    """Approved revisions land through the merge queue (else they are merged as they are, or
+    by a person)."""
+    workflow = source.config.workflow
+    return bool(workflow.auto_merge and workflow.merge_queue)
+
+
+def queue_entries(source: Source, state: EngineState) -> list[QueueEntry]:
+    """The merge queue in order (``domain.landing.describe_queue``), as ``cpe status`` gives it:
+    none unless approved revisions land through the queue."""
+    if not queue_active(source):
+        return []
+    charge = source.config.workflow.charge_baseline_failures
+    return describe_queue(state, charge_baseline=charge)
+
+
+def merge_queue_view(source: Source, state: EngineState) -> dict[str, Any]:
+    """The queue's entries in order, each with its step in words and its last test (short
+    commit ids); the merges the provider holds for now, with its reason; landings so far."""
+    return {
+        "active": queue_active(source),
+        "entries": [_entry_view(entry) for entry in queue_entries(source, state)],
+        "held": [
+            _held_view(state, rid, state.merge_waits[rid])
+            for rid in sorted(state.merge_waits, key=natural_key)
+        ],
+        "landings_total": state.landings_total,
+    }
+
+
+def _entry_view(entry: QueueEntry) -> dict[str, Any]:
+    return {
+        "position": entry.position,
+        "item": {"id": entry.item.id, "title": entry.item.title},
+        "revision_id": entry.revision.id,
+        "step": entry.step,
+        "test": _test_view(entry.test) if entry.test is not None else None,
+    }
+
+
+def _test_view(test: LandingTest) -> dict[str, Any]:
+    return {
+        "tested_sha": test.tested_sha[:SHORT_SHA],
+        "base_sha": test.base_sha[:SHORT_SHA],
+        "tests": test.tests,
+        "stale": test.stale,
+        "at": _iso(test.at),
+    }
+
+
+def _held_view(state: EngineState, revision_id: RevisionId, wait: MergeWait) -> dict[str, Any]:
+    item = state.work_items.get(wait.work_item_id)
+    return {
+        "revision_id": revision_id,
+        "item": {"id": wait.work_item_id, "title": item.title if item is not None else None},
+        "head_sha": wait.head_sha[:SHORT_SHA],
+        "reason": _flat(wait.reason),
+        "tries": wait.tries,
+        "since": _iso(wait.since),
+        "last_at": _iso(wait.last_at),
+    }
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())[:REASON_CHARS]
 
 
 def revision_view(revision: Revision) -> dict[str, Any]:

@@ -1,14 +1,17 @@
 """The dashboard's endpoints over a real engine (fake provider and runtime, a real journal):
 the state, a run, server-sent events, the guarded actions and the metrics, each with its bad
-input."""
+input; the merge queue as the state holds it (an engine's store fed the queue's events)."""
 
 from __future__ import annotations
 
 import json
+import math
 import socket
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -17,12 +20,32 @@ from starlette.testclient import TestClient
 from actors.engine import Engine
 from actors.services import Services
 from actors.supervisor import SupervisorSettings
-from adapters.cli.settings import parse_config
+from adapters.cli.settings import CpeConfig, parse_config
 from adapters.control import Control
 from adapters.dashboard.server import DashboardServer
 from adapters.dashboard.source import Source
 from adapters.dashboard.web import create_app
-from domain.events import UserPausedDispatch
+from domain.events import (
+    BranchUpdated,
+    EngineEvent,
+    LandingRefused,
+    MergeWaiting,
+    RevisionChanged,
+    RevisionMerged,
+    StatusTransitioned,
+    UserPausedDispatch,
+    WorkItemChanged,
+)
+from domain.landing import describe_queue
+from domain.models import (
+    Pipeline,
+    PipelineStatus,
+    Revision,
+    RevisionId,
+    Status,
+    WorkItem,
+    WorkItemId,
+)
 from tests.actors.conftest import Harness, wait_until
 from tests.fakes.runtime import FakeRun
 
@@ -312,3 +335,246 @@ def test_a_remote_run_shows_the_node_it_ran_on_as_cpe_status_does(board: Board) 
     assert "claude-sdk<span" in page
     assert "@10.0.0.7/4f3c2a1b</span>" in page
     assert f'title="node {where["node_id"]} at 10.0.0.7"' in page
+
+
+# ---------------------------------------------------------------------------- the merge queue
+
+T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+BASE = "b0" * 20  # the default branch's head the queue merged in
+LEAKED = "ghp_" + "A1b2C3d4E5" * 4  # a token a provider's message carried
+
+
+def _item(wid: str, title: str, status: Status = "in-review") -> EngineEvent:
+    return WorkItemChanged(work_item=WorkItem(id=WorkItemId(wid), title=title, status=status))
+
+
+def _revision(wid: str, head: str, pipeline: PipelineStatus = "success") -> Revision:
+    return Revision(
+        id=RevisionId(f"r{wid}"),
+        title=f"revision of #{wid}",
+        work_item_id=WorkItemId(wid),
+        branch=f"cpe/{wid}",
+        head_sha=head,
+        pipeline=Pipeline(status=pipeline),
+        reviewed_sha=head if pipeline == "success" else None,
+    )
+
+
+def _approved(wid: str, title: str, minutes: int) -> list[EngineEvent]:
+    """#wid reviewed on a green head, approved ``minutes`` after T0 (its place in the queue)."""
+    return [
+        _item(wid, title),
+        RevisionChanged(revision=_revision(wid, wid * 40)),
+        StatusTransitioned(
+            work_item_id=WorkItemId(wid), to="approved", at=T0 + timedelta(minutes=minutes)
+        ),
+    ]
+
+
+def _brought_up_to_date(wid: str, head: str, minutes: int) -> EngineEvent:
+    return BranchUpdated(
+        work_item_id=WorkItemId(wid),
+        revision=_revision(wid, head, pipeline="pending"),
+        base_sha=BASE,
+        at=T0 + timedelta(minutes=minutes),
+    )
+
+
+QUEUE_EVENTS: list[EngineEvent] = [
+    # Two landings the state keeps: #5 tested twice on top of the default branch, #6 merged as
+    # it was (already up to date).
+    *_approved("5", "Landed after two tests", 0),
+    _brought_up_to_date("5", "51" * 20, 2),
+    _brought_up_to_date("5", "52" * 20, 9),
+    RevisionMerged(revision_id=RevisionId("r5"), merge_sha="m5" * 20, at=T0 + timedelta(hours=1)),
+    StatusTransitioned(work_item_id=WorkItemId("5"), to="done", at=T0 + timedelta(hours=1)),
+    *_approved("6", "Landed as it was", 65),
+    RevisionMerged(revision_id=RevisionId("r6"), merge_sha="m6" * 20, at=T0 + timedelta(hours=2)),
+    StatusTransitioned(work_item_id=WorkItemId("6"), to="done", at=T0 + timedelta(hours=2)),
+    # The queue now: #1 under test, #2 behind it, #3's merge held by the provider.
+    *_approved("1", "Greeting", 130),
+    _brought_up_to_date("1", "c1" * 20, 131),
+    *_approved("2", "Farewell", 140),
+    *_approved("3", "Welcome", 150),
+    *[
+        MergeWaiting(
+            work_item_id=WorkItemId("3"),
+            revision_id=RevisionId("r3"),
+            head_sha="3" * 40,
+            reason=f"branch protection:\n1 approving review is required ({LEAKED})",
+            at=T0 + timedelta(minutes=minute),
+        )
+        for minute in (151, 152)
+    ],
+    # #4 sent back twice: its revision no longer merges with the default branch.
+    _item("4", "Plural greetings", "in-progress"),
+    RevisionChanged(revision=_revision("4", "4" * 40)),
+    *[
+        LandingRefused(
+            work_item_id=WorkItemId("4"),
+            revision_id=RevisionId("r4"),
+            kind="conflict",
+            reason=f"revision #r4 no longer merges with the default branch (round {n})",
+            files=("greet.py", "README.md"),
+            detail="<<<<<<< HEAD",
+            at=T0 + timedelta(minutes=160 + n),
+        )
+        for n in (1, 2)
+    ],
+]
+
+
+class QueueBoard:
+    """A dashboard that only shows an engine whose state holds the merge queue above."""
+
+    def __init__(self, harness: Harness, config: CpeConfig):
+        self.engine = harness.engine()
+        for event in QUEUE_EVENTS:
+            self.engine.store.apply(event)  # the engine's one write path: apply_event
+        self.source = Source(self.engine, config, harness.tmp_path, control=None, title="q")
+        self.client = TestClient(create_app(self.source, None), base_url="http://127.0.0.1")
+
+    def close(self) -> None:
+        self.client.close()
+        self.source.close()
+
+
+@pytest.fixture
+def queue_board(harness: Harness) -> Iterator[QueueBoard]:
+    made = QueueBoard(harness, parse_config({"workflow": {"auto_merge": True}}))
+    yield made
+    made.close()
+
+
+def test_the_state_shows_the_merge_queue_in_order_with_each_step_and_test(
+    queue_board: QueueBoard,
+) -> None:
+    queue = queue_board.client.get("/api/state").json()["merge_queue"]
+    assert queue["active"] is True
+    testing, waiting, held = queue["entries"]
+    assert testing == {
+        "position": 1,
+        "item": {"id": "1", "title": "Greeting"},
+        "revision_id": "r1",
+        "step": f"testing {'c1' * 6} (the default branch at {'b0' * 6} merged in): "
+        "pipeline pending",
+        "test": {
+            "tested_sha": "c1" * 6,
+            "base_sha": "b0" * 6,
+            "tests": 1,
+            "stale": False,
+            "at": (T0 + timedelta(minutes=131)).isoformat(),
+        },
+    }
+    assert (waiting["position"], waiting["item"]["id"], waiting["revision_id"]) == (2, "2", "r2")
+    assert (waiting["step"], waiting["test"]) == ("waits its turn", None)
+    assert (held["position"], held["item"]["id"]) == (3, "3")
+    assert held["step"].startswith("merge held by the provider: branch protection: 1 approving")
+    assert queue["landings_total"] == 2
+
+
+def test_the_state_shows_a_held_merge_with_its_reason_redacted(queue_board: QueueBoard) -> None:
+    [held] = queue_board.client.get("/api/state").json()["merge_queue"]["held"]
+    assert held == {
+        "revision_id": "r3",
+        "item": {"id": "3", "title": "Welcome"},
+        "head_sha": "3" * 12,
+        "reason": "branch protection: 1 approving review is required ([redacted])",
+        "tries": 2,
+        "since": (T0 + timedelta(minutes=151)).isoformat(),
+        "last_at": (T0 + timedelta(minutes=152)).isoformat(),
+    }
+    entries = queue_board.client.get("/api/state").json()["merge_queue"]["entries"]
+    assert all(LEAKED not in entry["step"] for entry in entries)
+
+
+def test_an_item_sent_back_by_the_queue_shows_the_last_send_back_in_its_view(
+    queue_board: QueueBoard,
+) -> None:
+    items = {i["id"]: i for i in queue_board.client.get("/api/state").json()["work_items"]}
+    sent = items["4"]["sent_back"]
+    assert sent == {
+        "problem": "conflict",
+        "reason": "revision #r4 no longer merges with the default branch (round 2)",
+        "files": ["greet.py", "README.md"],
+        "rounds": 2,
+        "max_rounds": queue_board.source.config.workflow.max_landing_rounds,
+        "revision_id": "r4",
+        "moved_by": f"the merge of #5 (revision #r5, {'m5' * 6}), "
+        f"the merge of #6 (revision #r6, {'m6' * 6})",  # the landings the state keeps
+        "at": (T0 + timedelta(minutes=162)).isoformat(),
+        "answered_by": None,
+    }
+    assert [wid for wid, item in items.items() if item["sent_back"]] == ["4"]
+
+
+def test_the_board_shows_the_queue_the_held_merge_and_the_send_back(
+    queue_board: QueueBoard,
+) -> None:
+    page = queue_board.client.get("/board").text
+    queue = page[page.index('id="merge-queue"') :]
+    rows = [queue.index(f'<tr data-item="{wid}">') for wid in ("1", "2", "3")]
+    assert rows == sorted(rows)
+    assert f"{'c1' * 6} on {'b0' * 6} · 1 pipeline run</td>" in queue
+    assert "2 landed" in queue
+    assert '<li data-revision="r3">' in queue
+    assert "(2 tries)" in queue
+    assert LEAKED not in page
+    card = page[page.index('id="item-4"') :]
+    assert "sent back by the merge queue: conflict in greet.py, README.md (round 2 of 3)" in card
+
+
+def test_the_queue_is_off_when_approved_revisions_do_not_land_through_it(
+    harness: Harness,
+) -> None:
+    made = QueueBoard(harness, parse_config({}))  # auto_merge off: a person merges
+    try:
+        queue = made.client.get("/api/state").json()["merge_queue"]
+        page = made.client.get("/board").text
+        samples = _samples(made.client.get("/metrics").text)
+    finally:
+        made.close()
+    assert (queue["active"], queue["entries"]) == (False, [])
+    assert [h["revision_id"] for h in queue["held"]] == ["r3"]  # the provider holds it still
+    assert "off: approved revisions are not landed through the queue" in page
+    assert samples[("cpe_merge_queue_length", ())] == 0
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def _nearest_rank(values: list[float], q: float) -> float:
+    ranked = sorted(values)
+    return ranked[max(0, math.ceil(q * len(ranked)) - 1)]
+
+
+def test_metrics_give_the_merge_queue_as_the_state_holds_it(queue_board: QueueBoard) -> None:
+    state = queue_board.engine.get_state()
+    samples = _samples(queue_board.client.get("/metrics").text)
+    assert samples[("cpe_merge_queue_length", ())] == len(describe_queue(state)) == 3
+    assert samples[("cpe_merge_queue_held", ())] == len(state.merge_waits) == 1
+    assert samples[("cpe_landings_total", ())] == state.landings_total == 2
+    assert samples[("cpe_merge_queue_sent_back_items", (("problem", "conflict"),))] == 1
+    assert samples[("cpe_merge_queue_sent_back_items", (("problem", "failed"),))] == 0
+    waits = [
+        (landed.at - landed.approved_at).total_seconds()
+        for landed in state.landed
+        if landed.at and landed.approved_at
+    ]
+    assert waits == [3600.0, 3600.0 * 2 - 65 * 60]  # approval to merge, as the events say
+    _assert_summary(samples, "cpe_merge_queue_wait_seconds", waits)
+    tests = [float(landed.tests) for landed in state.landed]
+    assert tests == [2.0, 0.0]  # #5 tested on two heads, #6 merged as it was
+    _assert_summary(samples, "cpe_merge_queue_tests_per_landing", tests)
+
+
+def _assert_summary(samples: dict[Any, float], name: str, values: list[float]) -> None:
+    assert samples[(f"{name}_count", ())] == len(values)
+    assert samples[(f"{name}_sum", ())] == sum(values)
+    for q in (0.5, 0.9, 0.99):
+        assert samples[(name, (("quantile", f"{q:g}"),))] == _nearest_rank(values, q)

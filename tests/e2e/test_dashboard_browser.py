@@ -1,9 +1,10 @@
 """The dashboard as a person uses it: a real headless Chromium (Debian's ``chromium``, driven by
 Playwright) on the page that `cpe demo --serve` and a real `cpe run` serve.
 
-The board shows the finished demo's two items done; under `cpe run` a live run's output appears
-on the page while the agent works, an action without the token is refused and changes nothing,
-and with the token a cancel blocks the item and a retry from the page moves it on to done.
+The board shows the finished demo's two items done (landed, the merge queue empty); under
+`cpe run` a live run's output appears on the page while the agent works, an action without the
+token is refused and changes nothing, and with the token a cancel blocks the item and a retry
+from the page moves it on to done.
 Screenshots of the board are saved as test artifacts (``$CPE_TEST_ARTIFACTS``, else
 ``test-artifacts/`` in the checkout).
 """
@@ -85,6 +86,8 @@ def test_the_board_shows_the_finished_demo_with_both_items_done(
     expect(done.locator("#item-2")).to_contain_text("Greet several people at once")
     expect(page.locator("#item-2 .deps")).to_contain_text("#1 done")
     expect(page.locator("#item-1 .rev")).to_contain_text("merged")
+    expect(page.locator("#merge-queue")).to_contain_text("2 landed")  # both, the queue empty
+    expect(page.locator("#merge-queue .none")).to_have_text("empty")
     expect(page.locator("#paused")).to_contain_text("final state")
     assert screenshot(page, "board.png").stat().st_size > 10_000
     demo.send_signal(signal.SIGINT)
