@@ -370,8 +370,9 @@ class CommandExecutor:
                 self.journal.fail_intent(key, error)
                 log.error("command execution failed", command=command.type, error=error)
                 return [CommandFailed(command=command, error=error, at=_now())]
-            # Answered, and final for this key: a test done again is another key.
-            self.journal.fail_intent(key, f"refused: {refused.kind}: {refused.reason}")
+            # Answered, and final for this key (a test done again is another key): the same
+            # step asked again before this answer is processed gets it from the journal.
+            self.journal.finish_intent(key, [refused])
             log.warning(
                 "merge queue: refused",
                 command=command.type,
@@ -663,10 +664,18 @@ def _refusal(command: EngineCommand, exc: ConflictError | PatchError) -> Landing
     match command:
         case MergeRevision(expected_base=base) if base is not None:
             kind = "moved" if isinstance(exc, BaseMovedError) else "conflict"
-            fields |= {"work_item_id": command.work_item_id, "revision_id": command.revision_id}
+            fields |= {
+                "work_item_id": command.work_item_id,
+                "revision_id": command.revision_id,
+                "head_sha": command.head_sha,
+            }
         case UpdateBranch():
             kind = "conflict"
-            fields |= {"work_item_id": command.work_item_id, "revision_id": command.revision_id}
+            fields |= {
+                "work_item_id": command.work_item_id,
+                "revision_id": command.revision_id,
+                "head_sha": command.head_sha,
+            }
         case CreateRevision() | UpdateRevision() if isinstance(exc, PatchError) and exc.files:
             kind = "conflict"
             rid = getattr(command, "revision_id", None)

@@ -48,7 +48,7 @@ def bench(items: int, pipeline_seconds: float, concurrency: int) -> dict[str, fl
         text = text.replace(
             "[workflow]\n",
             "[workflow]\nmax_concurrent = "
-            f'{{ planner = 1, implementor = {concurrency}, reviewer = {concurrency} }}\n',
+            f"{{ planner = 1, implementor = {concurrency}, reviewer = {concurrency} }}\n",
         )
         config.write_text(text)
         git_raw(repo, "commit", "-qam", "the benchmark's pipeline and concurrency")
@@ -80,7 +80,9 @@ def bench(items: int, pipeline_seconds: float, concurrency: int) -> dict[str, fl
             state = journal.replay()
         finally:
             journal.close()
-        approvals = [e.at for e in events if isinstance(e, StatusTransitioned) and e.to == "approved"]
+        approvals = [
+            e.at for e in events if isinstance(e, StatusTransitioned) and e.to == "approved"
+        ]
         merges = [e.at for e in events if isinstance(e, RevisionMerged)]
         first, last = min(a for a in approvals if a), max(m for m in merges if m)
         window = (last - first).total_seconds()

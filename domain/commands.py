@@ -172,6 +172,8 @@ def idempotency_key(command: EngineCommand) -> str:
             return f"post-review:{rid}@{sha}"
         case TransitionStatus(work_item_id=wid, to=to):
             return f"transition:{wid}:{to}"
+        case MergeRevision(revision_id=rid, expected_base=base) if base is not None:
+            return f"merge:{rid}@{base}"  # each test's merge: a refused one is answered again
         case MergeRevision(revision_id=rid):
             return f"merge:{rid}"
         case UpdateBranch(revision_id=rid, head_sha=sha, stale_base=stale):

@@ -235,6 +235,7 @@ class LandingRefused(_Event):
     reason: str
     files: tuple[str, ...] = ()
     detail: str = ""
+    head_sha: str | None = None  # the revision's head the refused step was asked for
 
 
 class StatusTransitioned(_Event):

@@ -308,6 +308,9 @@ class SentBack(Frozen):
     rounds: int = 1
     at: datetime | None = None
     answered_by: SessionId | None = None
+    # What was refused (the revision's head, or the run whose patch it was): the same refusal
+    # delivered again is one round, not two.
+    refused: str | None = None
 
 
 class Landed(Frozen):

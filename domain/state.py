@@ -427,11 +427,19 @@ def record_refusal(state: EngineState, event: LandingRefused) -> EngineState:
     if event.kind != "conflict":
         return state
     item = state.work_items.get(event.work_item_id)
-    if item is not None:
+    refused = event.session_id or (f"{rid}@{event.head_sha}" if event.head_sha else None)
+    previous = state.sent_back.get(event.work_item_id)
+    again = (
+        previous is not None
+        and refused is not None
+        and previous.refused == refused
+        and previous.answered_by is None
+    )
+    if item is not None and not again:
         report = landing_report(
             state, item, rid, "conflict", event.reason, files=event.files, detail=event.detail
         )
-        report = report.model_copy(update={"at": event.at})
+        report = report.model_copy(update={"at": event.at, "refused": refused})
         state = _replace(state, sent_back=_with(state.sent_back, item.id, report))
     run = state.agent_runs.get(event.session_id) if event.session_id is not None else None
     if run is not None and not run.settled:

@@ -22,6 +22,7 @@ from githubkit.cache.mem_cache import MemCache
 from githubkit.exception import RequestFailed
 from githubkit_schemas.latest.models import (
     CheckRun,
+    CommitComparison,
     DiffEntry,
     GitCommit,
     GitTreePropTreeItems,
@@ -322,6 +323,29 @@ class GitHubApi(GitDataCalls):
             return self.gh.rest.pulls.merge(
                 self.owner, self.repo, number, sha=sha, merge_method=method
             ).parsed_data.sha
+
+    def merge_branch(self, base: str, head: str, message: str) -> str | None:
+        """GitHub's "Merge a branch": merge ``head`` (a branch or a sha) into the branch ``base``
+        with a merge commit, and return that commit; None when ``base`` already contains
+        ``head`` (204, nothing written). A conflict is GitHub's 409, a ``ConflictError`` here;
+        a missing branch a ``NotFoundError``. Never retried blindly: the client makes no
+        automatic retries (``auto_retry=False``) and the transport retries only reads."""
+        with self.translated(f"merge {head} into {base}"):
+            response = self.gh.rest.repos.merge(
+                self.owner, self.repo, base=base, head=head, commit_message=message
+            )
+            if response.status_code == 204:
+                return None
+            return response.parsed_data.sha
+
+    def compare(self, base: str, head: str) -> CommitComparison:
+        """``base...head``: whether ``head`` contains ``base`` (``status`` ``ahead`` or
+        ``identical``), their merge base, and the files ``head`` changed since it (up to 300).
+        One commit per page: the commits are not read, and the files come with the first."""
+        with self.translated(f"compare {base[:12]}...{head[:12]}"):
+            return self.gh.rest.repos.compare_commits(
+                self.owner, self.repo, f"{base}...{head}", per_page=1
+            ).parsed_data
 
     def pull_files(self, number: int) -> list[DiffEntry]:
         return self.all_pages(

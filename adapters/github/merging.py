@@ -9,6 +9,9 @@ GitHub answers 405 for very different things, told apart only by its message:
 - **transient** — "Base branch was modified": the same merge a moment later goes through;
 - **merge method** — the repository does not allow merge commits (or squash, or rebase): the
   merge is made with a method it allows, read from its settings;
+- **behind** — "Head branch is not up to date with the base branch": branch protection requires
+  the head to contain the base's head and it does not (the base moved). The merge queue tests
+  the revision again on the new head (``BaseMovedError``); a plain merge reports a conflict;
 - anything else ("Pull Request is not mergeable": a conflict) cannot succeed as asked.
 
 The merge commit of a pull request merged earlier (by cpe, whose answer was lost, or by a
@@ -28,7 +31,7 @@ from domain.errors import ConflictError, MergeWaitError, ProviderError
 
 log = logging.getLogger(__name__)
 
-Refusal = Literal["waiting", "transient", "method", "conflict"]
+Refusal = Literal["waiting", "transient", "method", "behind", "conflict"]
 
 _WAITING = re.compile(
     r"required status check|status checks? (?:are|is) (?:expected|failing|pending)"
@@ -38,6 +41,7 @@ _WAITING = re.compile(
 )
 _TRANSIENT = re.compile(r"base branch was modified", re.IGNORECASE)
 _METHOD = re.compile(r"(?:merge commits|squash merges|rebase merges) are not allowed", re.I)
+_BEHIND = re.compile(r"not up to date with the base branch", re.IGNORECASE)
 _METHODS: tuple[MergeMethod, ...] = ("merge", "squash", "rebase")
 _NAMES = {"merge": "merge commits", "squash": "squash merges", "rebase": "rebase merges"}
 
@@ -48,6 +52,8 @@ def refusal_kind(message: str) -> Refusal:
         return "method"
     if _TRANSIENT.search(message):
         return "transient"
+    if _BEHIND.search(message):
+        return "behind"
     if _WAITING.search(message):
         return "waiting"
     return "conflict"

@@ -11,7 +11,7 @@ asked every cycle while pending (or while a new head has no CI yet), then only e
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from githubkit_schemas.latest.models import PullRequest, PullRequestSimple
@@ -79,10 +79,15 @@ class PullIndex:
             if self._newest is None:
                 self.sync(pipelines=False)
 
-    def revision(self, number: int) -> Revision:
-        """One pull request as a revision, read fresh (reviews and pipeline included)."""
+    def revision(self, number: int, head_sha: str | None = None) -> Revision:
+        """One pull request as a revision, read fresh (reviews and pipeline included).
+        ``head_sha``: the head cpe itself just moved its branch to. GitHub brings a pull
+        request's head up to date a moment after a push to its branch, so a read right after
+        may still name the old one: the revision is given the new head, and its pipeline."""
         with self._lock:
             view = self.note(self._api.get_pull(number))
+            if head_sha is not None and view.head_sha != head_sha:
+                view = replace(view, head_sha=head_sha)
             self._read_reviews(number)
             self._read_pipeline(view)
             return self._revision(view)

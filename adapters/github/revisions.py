@@ -16,6 +16,7 @@ from actors.crashpoints import crashpoint
 from adapters.github import markers
 from adapters.github.api import GitHubApi
 from adapters.github.issue_index import IssueIndex
+from adapters.github.landing import Lander
 from adapters.github.merging import Merger, refused
 from adapters.github.patches import TreeBuilder
 from adapters.github.pipeline import PipelineReader
@@ -33,6 +34,7 @@ from domain.models import (
     RevisionId,
     WorkItemId,
 )
+from domain.ports import BranchUpdate
 from domain.results import AgentReview
 
 log = logging.getLogger(__name__)
@@ -104,7 +106,8 @@ class GitHubRevisionReader:
 
 
 class GitHubRevisionWriter:
-    """``RevisionProviderWriter``: pull requests from patches, reviews, merges."""
+    """``RevisionProviderWriter``: pull requests from patches, reviews, merges; and
+    ``RevisionLander``, the merge queue's writes (``landing``)."""
 
     def __init__(
         self, api: GitHubApi, pulls: PullIndex, issues: IssueIndex, default_branch: str
@@ -116,6 +119,7 @@ class GitHubRevisionWriter:
         self._trees = TreeBuilder(api)
         self._reviews = ReviewPoster(api)
         self._merger = Merger(api)
+        self._lander = Lander(api, pulls, self._merger, default_branch)
 
     def create_from_patch(
         self,
@@ -126,7 +130,10 @@ class GitHubRevisionWriter:
         patch: str,
         *,
         idempotency_key: str | None = None,
+        base_sha: str | None = None,
     ) -> Revision:
+        """The pull request's branch is the patch on ``base_sha`` (the run's fork point) where
+        the default branch holds that commit on GitHub, else on the default branch's head."""
         item = self._issues.get(issue_number(work_item_id))
         found, how = self._pulls.find(
             key=idempotency_key, branch=branch_name, work_item=str(item.number)
@@ -139,9 +146,9 @@ class GitHubRevisionWriter:
                     f"branch {branch_name!r} carries pull request #{found.number} of work item "
                     f"#{found.work_item}"
                 )
-            self._update(found, patch, idempotency_key)
+            self._update(found, patch, idempotency_key, base_sha)
             return self._pulls.revision(found.number)
-        base = self._head(self._default)
+        base = self._base(base_sha)
         tree = self._trees.tree_for(base, patch)
         message = markers.commit_message(title, body, idempotency_key)
         self._publish_branch(branch_name, base, tree, message)
@@ -185,21 +192,29 @@ class GitHubRevisionWriter:
                 raise ConflictError(f"cannot create branch {branch!r}: {exc}") from exc
 
     def update_from_patch(
-        self, revision_id: RevisionId, patch: str, *, idempotency_key: str | None = None
+        self,
+        revision_id: RevisionId,
+        patch: str,
+        *,
+        idempotency_key: str | None = None,
+        base_sha: str | None = None,
     ) -> Revision:
         view = self._pulls.view(pull_number(revision_id))
-        self._update(view, patch, idempotency_key)
+        self._update(view, patch, idempotency_key, base_sha)
         return self._pulls.revision(view.number)
 
-    def _update(self, view: PullView, patch: str, key: str | None) -> None:
-        """Commit ``default head + patch`` on top of the pull request's head (the patch is the
-        full diff against the default branch, not an increment)."""
+    def _update(
+        self, view: PullView, patch: str, key: str | None, base_sha: str | None = None
+    ) -> None:
+        """Commit ``base + patch`` on top of the pull request's head (the patch is the full diff
+        against its base, not an increment; the base is the run's fork point where GitHub's
+        default branch holds it, else the default branch's head)."""
         if view.state != "open":
             raise ConflictError(f"revision #{view.number} is {view.state}; it cannot be updated")
         head = self._api.commit(view.head_sha)
         if key is not None and markers.commit_has_key(head.message, key):
             return
-        base = self._head(self._default)
+        base = self._base(base_sha)
         tree = self._trees.tree_for(base, patch)
         parents = [view.head_sha]
         if base not in self._bases(view.head_sha):
@@ -236,6 +251,20 @@ class GitHubRevisionWriter:
                 break
             sha = first
         return bases
+
+    def _base(self, base_sha: str | None) -> str:
+        """Where a revision is built: ``base_sha`` when the default branch holds it on GitHub
+        (the run forked there), else the default branch's head."""
+        head = self._head(self._default)
+        if not base_sha or base_sha == head:
+            return head
+        try:
+            status = self._api.compare(base_sha, head).status
+        except ProviderError as exc:
+            if not isinstance(exc, NotFoundError) and exc.status != 422:
+                raise
+            return head  # a commit GitHub does not have (the run forked from an unpushed one)
+        return base_sha if status in ("ahead", "identical") else head
 
     def _head(self, branch: str) -> str:
         sha = self._api.branch_head(branch)
@@ -281,3 +310,11 @@ class GitHubRevisionWriter:
             return ", ".join(f.filename for f in self._api.pull_files(view.number))
 
         raise refused(exc, view.number, files, self._default) from exc
+
+    def update_branch(
+        self, revision_id: RevisionId, *, idempotency_key: str | None = None
+    ) -> BranchUpdate:
+        return self._lander.update_branch(pull_number(revision_id), idempotency_key)
+
+    def land(self, revision_id: RevisionId, *, expected_base: str, head_sha: str) -> str:
+        return self._lander.land(pull_number(revision_id), expected_base, head_sha)

@@ -178,6 +178,11 @@ class LocalRevisionWriter:
             raise ConflictError(f"revision #{row['id']} is {row['state']}; it cannot be updated")
         old_head: str = row["head_sha"]
         base = _base(store, base_sha)
+        floor = store.repo.merge_base(old_head, store.default_head())
+        if floor and floor != base and store.repo.is_ancestor(base, floor):
+            # The revision already holds landings newer than the run's fork point (the merge
+            # queue merged them in): built on the older base, the new head would revert them.
+            base = floor
         tree = store.repo.tree_with_patch(base, patch)
         parents = [old_head]
         if not store.repo.is_ancestor(base, old_head):

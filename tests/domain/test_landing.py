@@ -266,3 +266,12 @@ def test_an_entry_held_on_a_red_default_branch_is_tested_again_once_the_branch_i
     fixed = Baseline(sha="base2", pipeline=Pipeline(status="success"))
     _, commands = step(before, BaselineChanged(baseline=fixed))
     assert commands == [update("1", "m1", stale="base1")]  # not sent back: tested again
+
+
+def test_the_same_refusal_delivered_twice_is_one_round() -> None:
+    refused = LandingRefused(
+        work_item_id="1", revision_id="r1", kind="conflict", reason="c", head_sha="h1"
+    )
+    once, _ = step(approved("1"), refused)
+    twice, _ = step(once, refused)
+    assert twice.sent_back["1"].rounds == 1

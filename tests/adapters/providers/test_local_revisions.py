@@ -118,7 +118,8 @@ def test_merge_waits_while_local_edits_are_in_its_way_changing_nothing_then_goes
     before = (repo.head(), repo.status())
     with pytest.raises(MergeWaitError, match=r"src/app\.py") as waiting:
         helper.provider.revision_writer.merge(revision.id)
-    assert "in the way" in waiting.value.reason and "src/app.py" in waiting.value.reason
+    assert "in the way" in waiting.value.reason
+    assert "src/app.py" in waiting.value.reason
     assert (repo.head(), repo.status()) == before
     [listed] = helper.provider.revision_reader.list_revisions()
     assert listed.state == "open"

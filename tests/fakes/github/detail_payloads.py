@@ -169,17 +169,27 @@ def check_run(urls: Urls, rec: CheckRunRecord) -> Json:
     }
 
 
-def git_commit(urls: Urls, info: CommitInfo) -> Json:
-    def person(who: tuple[str, str, int]) -> Json:
-        return {"name": who[0], "email": who[1], "date": iso(who[2])}
+def _person(who: tuple[str, str, int]) -> Json:
+    return {"name": who[0], "email": who[1], "date": iso(who[2])}
 
+
+_UNSIGNED: Json = {
+    "verified": False,
+    "reason": "unsigned",
+    "signature": None,
+    "payload": None,
+    "verified_at": None,
+}
+
+
+def git_commit(urls: Urls, info: CommitInfo) -> Json:
     return {
         "sha": info.sha,
         "node_id": node_id("Commit", info.sha),
         "url": f"{urls.api}/git/commits/{info.sha}",
         "html_url": f"{urls.html}/commit/{info.sha}",
-        "author": person(info.author),
-        "committer": person(info.committer),
+        "author": _person(info.author),
+        "committer": _person(info.committer),
         "message": info.message,
         "tree": {"sha": info.tree, "url": f"{urls.api}/git/trees/{info.tree}"},
         "parents": [
@@ -190,13 +200,80 @@ def git_commit(urls: Urls, info: CommitInfo) -> Json:
             }
             for p in info.parents
         ],
-        "verification": {
-            "verified": False,
-            "reason": "unsigned",
-            "signature": None,
-            "payload": None,
-            "verified_at": None,
+        "verification": dict(_UNSIGNED),
+    }
+
+
+def commit(
+    urls: Urls,
+    info: CommitInfo,
+    login: str | None = None,
+    files: list[FileChange] | None = None,
+) -> Json:
+    """A commit as the REST commits endpoints give it (``Commit``: the git commit inside, the
+    GitHub users its author and committer are, its parents). ``login``: the user GitHub matched
+    the author to (None: an email it knows no user for). With ``files`` (against the first
+    parent), the ``stats`` and ``files`` that a single commit's answer carries."""
+    api = f"{urls.api}/commits/{info.sha}"
+    account = user(urls, login) if login else None
+    data: Json = {
+        "url": api,
+        "sha": info.sha,
+        "node_id": node_id("Commit", info.sha),
+        "html_url": f"{urls.html}/commit/{info.sha}",
+        "comments_url": f"{api}/comments",
+        "commit": {
+            "url": f"{urls.api}/git/commits/{info.sha}",
+            "author": _person(info.author),
+            "committer": _person(info.committer),
+            "message": info.message,
+            "comment_count": 0,
+            "tree": {"sha": info.tree, "url": f"{urls.api}/git/trees/{info.tree}"},
+            "verification": dict(_UNSIGNED),
         },
+        "author": account,
+        "committer": account,
+        "parents": [
+            {"sha": p, "url": f"{urls.api}/commits/{p}", "html_url": f"{urls.html}/commit/{p}"}
+            for p in info.parents
+        ],
+    }
+    if files is not None:
+        additions = sum(f.additions for f in files)
+        deletions = sum(f.deletions for f in files)
+        data["stats"] = {"additions": additions, "deletions": deletions,
+                         "total": additions + deletions}  # fmt: skip
+        data["files"] = [diff_entry(urls, f, info.sha) for f in files]
+    return data
+
+
+def comparison(
+    urls: Urls,
+    basehead: str,
+    *,
+    status: str,
+    ahead_by: int,
+    behind_by: int,
+    base: Json,
+    merge_base: Json,
+    commits: list[Json],
+    files: list[Json],
+) -> Json:
+    """A ``CommitComparison``: what ``head`` has that ``base`` lacks, and the reverse count."""
+    return {
+        "url": f"{urls.api}/compare/{basehead}",
+        "html_url": f"{urls.html}/compare/{basehead}",
+        "permalink_url": f"{urls.html}/compare/{basehead}",
+        "diff_url": f"{urls.html}/compare/{basehead}.diff",
+        "patch_url": f"{urls.html}/compare/{basehead}.patch",
+        "base_commit": base,
+        "merge_base_commit": merge_base,
+        "status": status,
+        "ahead_by": ahead_by,
+        "behind_by": behind_by,
+        "total_commits": ahead_by,
+        "commits": commits,
+        "files": files,
     }
 
 

@@ -181,13 +181,19 @@ class FakeGitHub:
         self.http.keep_responses = keep
 
     def protect(
-        self, branch: str | None = None, *, checks: tuple[str, ...] = (), reviews: int = 0
+        self,
+        branch: str | None = None,
+        *,
+        checks: tuple[str, ...] = (),
+        reviews: int = 0,
+        up_to_date: bool = False,
     ) -> None:
         """Branch protection: a merge into ``branch`` (default: the default branch) needs each
-        of ``checks`` green on the head and ``reviews`` approvals by others than the author;
-        until then GitHub refuses it with 405 and says what is missing."""
+        of ``checks`` green on the head, ``reviews`` approvals by others than the author and,
+        with ``up_to_date``, a head that contains the branch's head; until then GitHub refuses
+        it with 405 and says what is missing."""
         with self.lock:
-            self.protection[branch or self.default_branch] = Protection(checks, reviews)
+            self.protection[branch or self.default_branch] = Protection(checks, reviews, up_to_date)
 
     def secondary_limit(
         self, method: str, path: str, *, retry_after: int | None = None, times: int = 1

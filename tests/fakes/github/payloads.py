@@ -271,6 +271,7 @@ def pull(
     *,
     full: bool = False,
     mergeable: bool | None = None,
+    mergeable_state: str = "unknown",
     stats: tuple[int, int, int] = (0, 0, 0),
     commits: int = 1,
     legacy: bool = False,
@@ -340,12 +341,11 @@ def pull(
         data.update(merge_commit_sha=rec.merge_commit_sha, assignee=None)
     if full:
         additions, deletions, changed = stats
-        state = "unknown" if mergeable is None else ("clean" if mergeable else "dirty")
         data.update(
             merged=rec.merged,
-            mergeable=None if rec.merged else mergeable,
+            mergeable=mergeable,
             rebaseable=None,
-            mergeable_state=state,
+            mergeable_state=mergeable_state,
             merged_by=user(urls, rec.merged_by) if rec.merged_by else None,
             comments=0,
             review_comments=0,

@@ -60,6 +60,9 @@ class PullRecord:
     merge_commit_sha: str | None = None
     merged_by: str | None = None
     merge_base: str | None = None  # kept at merge time: the files of a merged PR stay its own
+    # The (base head, head) GitHub last computed ``mergeable`` for: GitHub computes it in the
+    # background, so a read for another pair (either branch moved) answers null and starts it.
+    mergeable_for: tuple[str, str] | None = None
 
     @property
     def id(self) -> int:
@@ -107,11 +110,14 @@ class EventRecord:
 
 @dataclass(frozen=True)
 class Protection:
-    """Branch protection: checks that must be green on a pull request's head, and how many
-    approving reviews (by others than its author) it needs, before GitHub merges it."""
+    """Branch protection: checks that must be green on a pull request's head, how many
+    approving reviews (by others than its author) it needs, and whether its head must contain
+    the base branch's head ("Require branches to be up to date before merging", GitHub's
+    ``required_status_checks.strict``), before GitHub merges it."""
 
     checks: tuple[str, ...] = ()
     reviews: int = 0
+    up_to_date: bool = False
 
 
 @dataclass

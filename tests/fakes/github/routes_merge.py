@@ -1,11 +1,15 @@
-"""The merge endpoint of the fake GitHub, with what refuses a merge on GitHub: conflicts, a
-moved head, a merge method the repository does not allow, and branch protection (required
-checks, required approving reviews), each with GitHub's own 405 or 409 message."""
+"""Merging on the fake GitHub: a pull request's merge, with what refuses one on GitHub
+(conflicts, a moved head, a merge method the repository does not allow, branch protection:
+required checks, required approving reviews, a head not up to date), each with GitHub's own
+405 or 409 message; a pull request's ``mergeable`` and ``mergeable_state``, computed lazily as
+GitHub computes them; "Merge a branch" (``POST /merges``); and the comparison of two commits."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Any
 
+from tests.fakes.github import detail_payloads
 from tests.fakes.github.records import PullRecord
 from tests.fakes.github.server import Call, HttpError, Reply, Router
 
@@ -21,7 +25,14 @@ METHOD_NOT_ALLOWED = {
     "squash": "Squash merges are not allowed on this repository.",
     "rebase": "Rebase merges are not allowed on this repository.",
 }
+BEHIND = "Head branch is not up to date with the base branch."
+MERGE_CONFLICT = "Merge conflict"
 GREEN = frozenset({"success", "neutral", "skipped"})
+SHA = re.compile(r"[0-9a-f]{7,40}")
+
+
+def base_branch_head(gh: FakeGitHub, pr: PullRecord) -> str:
+    return gh.git.resolve(f"refs/heads/{pr.base_ref}") or pr.base_sha
 
 
 def protection_refusal(gh: FakeGitHub, pr: PullRecord) -> str | None:
@@ -29,6 +40,8 @@ def protection_refusal(gh: FakeGitHub, pr: PullRecord) -> str | None:
     rule = gh.protection.get(pr.base_ref)
     if rule is None:
         return None
+    if rule.up_to_date and not gh.git.is_ancestor(base_branch_head(gh, pr), pr.head_sha):
+        return BEHIND
     states: dict[str, str] = {}
     for run in gh.check_runs:  # the newest run of a name decides
         if run.head_sha == pr.head_sha:
@@ -57,6 +70,58 @@ def protection_refusal(gh: FakeGitHub, pr: PullRecord) -> str | None:
             f"At least {rule.reviews} approving {plural} required by reviewers with write access."
         )
     return None
+
+
+def passing(gh: FakeGitHub, sha: str) -> bool:
+    """Every check of ``sha`` green: the newest run of each name completed green and the newest
+    status of each context ``success``. A pending one is not passing yet."""
+    runs = {run.name: run for run in gh.check_runs if run.head_sha == sha}
+    statuses = {status.context: status for status in gh.statuses if status.sha == sha}
+    return all(r.status == "completed" and r.conclusion in GREEN for r in runs.values()) and all(
+        s.state == "success" for s in statuses.values()
+    )
+
+
+def mergeability(gh: FakeGitHub, pr: PullRecord) -> tuple[bool | None, str]:
+    """``mergeable`` and ``mergeable_state`` as a read of the pull request gets them.
+
+    GitHub computes mergeability in a background job that a read starts: the first read after
+    the head or the base branch moved answers ``null`` (state ``unknown``), a later one the
+    result. Then, as GitHub documents the states: ``dirty`` when the merge commit cannot be
+    cleanly created; ``behind`` when the head is out of date (GitHub reports it only where
+    branch protection requires branches to be up to date, which is what refuses the merge
+    then); ``blocked`` when branch protection refuses the merge; ``unstable`` when it is
+    mergeable with a non-passing (failed or pending) check that is not required; ``clean``
+    otherwise. A closed or merged pull request has no mergeability (``null``, ``unknown``)."""
+    if pr.merged or gh.issues[pr.number].state != "open":
+        return None, "unknown"
+    base = base_branch_head(gh, pr)
+    if pr.mergeable_for != (base, pr.head_sha):
+        pr.mergeable_for = (base, pr.head_sha)
+        return None, "unknown"
+    if gh.git.merge_tree(base, pr.head_sha)[0] is None:
+        return False, "dirty"
+    refusal = protection_refusal(gh, pr)
+    if refusal == BEHIND:
+        return True, "behind"
+    if refusal is not None:
+        return True, "blocked"
+    return True, "clean" if passing(gh, pr.head_sha) else "unstable"
+
+
+def commitish(gh: FakeGitHub, name: str) -> str | None:
+    """The commit a branch name (``owner:branch`` too), a tag or a sha names, as GitHub takes
+    them in ``head`` and in a comparison."""
+    owner, colon, rest = name.partition(":")
+    if colon:
+        if owner != gh.owner:
+            return None
+        name = rest
+    for ref in (f"refs/heads/{name}", f"refs/tags/{name}"):
+        found = gh.git.resolve(ref)
+        if found is not None:
+            return found
+    return gh.git.resolve(name) if SHA.fullmatch(name) else None
 
 
 def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
@@ -115,4 +180,79 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
             body={"sha": sha, "merged": True, "message": "Pull Request successfully merged"}
         )
 
+    def merge_branch(call: Call) -> Reply:
+        """GitHub's "Merge a branch": ``head`` (a branch or a sha) merged into the branch
+        ``base`` with a merge commit the caller authors — 201 and the commit; 204 and no body
+        when ``base`` already contains ``head``; 409 on a conflict (nothing written). The branch
+        moves as a push moves it: a pull request from it gets the new head."""
+        if call.access is not None and not call.access.can_push:
+            raise HttpError(403, call.access.refusal)
+        body = call.body or {}
+        missing = [f for f in ("base", "head") if not isinstance(body.get(f), str) or not body[f]]
+        if missing:
+            raise HttpError(
+                422,
+                "Validation Failed",
+                [{"resource": "Merge", "field": f, "code": "missing_field"} for f in missing],
+            )
+        base_name, head_name = str(body["base"]), str(body["head"])
+        base_ref = f"refs/heads/{base_name}"
+        base = gh.git.resolve(base_ref)
+        if base is None:
+            raise HttpError(404, "Base does not exist")
+        head = commitish(gh, head_name)
+        if head is None:
+            raise HttpError(404, "Head does not exist")
+        if gh.git.is_ancestor(head, base):
+            return Reply(204)
+        tree, _conflicts = gh.git.merge_tree(base, head)
+        if tree is None:
+            raise HttpError(409, MERGE_CONFLICT)
+        message = str(body.get("commit_message") or f"Merge {head_name} into {base_name}")
+        author = {"name": call.login, "email": f"{call.login}@users.noreply.github.invalid"}
+        sha = gh.git.commit(tree, [base, head], message, author)
+        gh.git.set_ref(base_ref, sha, base)
+        gh.ref_moved(base_name, sha)
+        files = gh.git.changed_files(base, sha)
+        payload = detail_payloads.commit(gh.urls, gh.git.commit_info(sha), call.login, files)
+        return Reply(201, payload)
+
+    def compare(call: Call) -> Reply:
+        """``base...head``: what ``head`` has that ``base`` lacks, its files from their merge
+        base (``base..head``: from ``base`` itself), how far each is ahead of the other."""
+        basehead = call.params["basehead"]
+        three = "..." in basehead
+        base_name, _, head_name = basehead.partition("..." if three else "..")
+        base, head = commitish(gh, base_name), commitish(gh, head_name)
+        if base is None or head is None:
+            raise HttpError(404, "Not Found")
+        merge_base = gh.git.merge_base(base, head)
+        if merge_base is None:
+            raise HttpError(404, f"No common ancestor between {base_name} and {head_name}.")
+        ahead = int(gh.git.line("rev-list", "--count", f"{base}..{head}"))
+        behind = int(gh.git.line("rev-list", "--count", f"{head}..{base}"))
+        status = {(0, 0): "identical", (1, 0): "ahead", (0, 1): "behind"}.get(
+            (min(ahead, 1), min(behind, 1)), "diverged"
+        )
+        listed = gh.git.line("rev-list", "--reverse", f"{base}..{head}").split()
+        commits: list[Any] = [
+            detail_payloads.commit(gh.urls, gh.git.commit_info(sha)) for sha in listed
+        ]
+        files = gh.git.changed_files(merge_base if three else base, head)
+        body = detail_payloads.comparison(
+            gh.urls, basehead, status=status, ahead_by=ahead, behind_by=behind,
+            base=detail_payloads.commit(gh.urls, gh.git.commit_info(base)),
+            merge_base=detail_payloads.commit(gh.urls, gh.git.commit_info(merge_base)),
+            commits=commits,
+            files=[detail_payloads.diff_entry(gh.urls, f, head) for f in files[:300]],
+        )  # fmt: skip
+        if "per_page" in call.query or "page" in call.query:
+            if int(call.query.get("page") or 1) > 1:
+                del body["files"]  # GitHub lists the files on the first page only
+            return Reply(body=body, paginate="commits")
+        # Without paging GitHub gives the newest 250 commits, and no Link to more.
+        return Reply(body={**body, "commits": commits[-250:]})
+
     router.add("PUT", f"{prefix}/pulls/{N}/merge", merge_pull, "pulls/merge")
+    router.add("POST", f"{prefix}/merges", merge_branch, "repos/merge")
+    router.add("GET", f"{prefix}/compare/(?P<basehead>.+)", compare, "repos/compare-commits")

@@ -13,6 +13,7 @@ from tests.fakes.github.records import (
     ReviewCommentRecord,
     ReviewRecord,
 )
+from tests.fakes.github.routes_merge import mergeability
 from tests.fakes.github.server import Call, HttpError, Reply, Router
 
 if TYPE_CHECKING:
@@ -54,10 +55,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         if not full:
             return payloads.pull(gh.urls, issue, pr, gh.labels, gh.default_branch, **common)
         files = files_of(pr)
-        mergeable = None
-        if issue.state == "open":
-            head = gh.git.resolve(f"refs/heads/{pr.base_ref}") or pr.base_sha
-            mergeable = gh.git.merge_tree(head, pr.head_sha)[0] is not None
+        mergeable, state = mergeability(gh, pr)
         stats = (
             sum(f.additions for f in files),
             sum(f.deletions for f in files),
@@ -65,7 +63,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         )
         return payloads.pull(
             gh.urls, issue, pr, gh.labels, gh.default_branch,
-            full=True, mergeable=mergeable, stats=stats, **common,
+            full=True, mergeable=mergeable, mergeable_state=state, stats=stats, **common,
         )  # fmt: skip
 
     def may(call: Call, permission: str, level: str = "write") -> None:

@@ -61,6 +61,8 @@ OPERATIONS: Mapping[str, Call] = {
     "pulls/list-reviews": lambda r: r.pulls.list_reviews("o", "r", 1),
     "pulls/create-review": lambda r: r.pulls.create_review("o", "r", 1, event="COMMENT"),
     "pulls/list-review-comments": lambda r: r.pulls.list_review_comments("o", "r", 1),
+    "repos/merge": lambda r: r.repos.merge("o", "r", base="b", head="h"),
+    "repos/compare-commits": lambda r: r.repos.compare_commits("o", "r", "a...b"),
     "checks/list-for-ref": lambda r: r.checks.list_for_ref("o", "r", "main"),
     "repos/list-commit-statuses-for-ref": lambda r: r.repos.list_commit_statuses_for_ref(
         "o", "r", "main"

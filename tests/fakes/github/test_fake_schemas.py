@@ -5,7 +5,8 @@ every operation the provider uses is among them, its errors included.
 The provider runs a whole loop against the fake (as a GitHub App and with tokens, including a
 fine-grained one that may not read check runs): issues and labels, dependencies, a revision from
 a patch with text and binary files, an update, reviews, a merge that waits for branch
-protection, a merge, a merged pull request merged again, a conflict. Each recorded answer is then
+protection, a merge, a merged pull request merged again, a revision brought up to date and landed
+(the merge queue), a conflict. Each recorded answer is then
 replayed to the githubkit call of its operation to learn the model githubkit would parse it
 with (``schemas.py``).
 """
@@ -110,6 +111,14 @@ def full_loop(fake_github: FakeGitHub, tmp_path: Path, private_key: str) -> None
         fake_github.protection.clear()
         revisions.merge(revision.id)
         revisions.merge(revision.id)  # merged already: its merge commit from the timeline
+        queued_item = writer.create_work_item("Queued", "q")
+        queued_patch = make_patch(
+            fake_github.git.path, tmp_path / "queued", lambda r: r.write("docs/q.md", "q\n")
+        )
+        queued = revisions.create_from_patch(queued_item, "cpe/4-queued", "Q", "", queued_patch)
+        fake_github.commit_to_default({"docs/elsewhere.md": "e\n"}, "elsewhere")
+        update = revisions.update_branch(queued.id)  # a comparison, then "Merge a branch"
+        revisions.land(queued.id, expected_base=update.base_sha, head_sha=update.revision.head_sha)
         conflicting = writer.create_work_item("Third", "c")
         other = make_patch(
             fake_github.git.path, tmp_path / "other", lambda r: r.remove("README.md")
@@ -120,6 +129,8 @@ def full_loop(fake_github: FakeGitHub, tmp_path: Path, private_key: str) -> None
         )
         revisions.update_from_patch(made.id, again)
         fake_github.commit_to_default({"src/app.py": "def answer():\n    return 0\n"}, "theirs")
+        with pytest.raises(ConflictError):
+            revisions.update_branch(made.id)  # GitHub's 409
         with pytest.raises(ConflictError):
             revisions.merge(made.id)
         writer.close_work_item(conflicting)
@@ -149,7 +160,7 @@ def test_every_answer_the_provider_gets_matches_its_api_versions_models(
     assert unversioned == {"apps/create-installation-access-token"}  # githubkit's auth flow
     used = {r.route for r in fake_github.requests}
     assert set(OPERATIONS) - used == set(), "an operation the provider uses went unchecked"
-    assert {r.status for r in fake_github.requests} >= {200, 201, 304, 403, 404, 405, 422}
+    assert {r.status for r in fake_github.requests} >= {200, 201, 304, 403, 404, 405, 409, 422}
 
 
 def test_a_field_the_requested_version_removed_is_reported(
