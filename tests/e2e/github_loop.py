@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -70,8 +70,10 @@ class FakeCI:
     """Plays GitHub Actions: each open pull request's head gets one check run, the sample's
     tests run on a checkout of exactly that commit."""
 
-    def __init__(self, github: FakeGitHub) -> None:
+    def __init__(self, github: FakeGitHub, command: Sequence[str] | None = None) -> None:
         self.github = github
+        # What the CI runs in a checkout of the head: the sample's tests by default.
+        self.command = list(command or [sys.executable, *PIPELINE_COMMAND[1:]])
         self.checked: dict[str, str] = {}  # head sha -> conclusion
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fake-ci", daemon=True)
@@ -107,8 +109,9 @@ class FakeCI:
                 timeout=60,
             ).stdout
             subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True, timeout=60)
-            command = [sys.executable, *PIPELINE_COMMAND[1:]]
-            done = subprocess.run(command, cwd=tree, capture_output=True, timeout=120, check=False)
+            done = subprocess.run(
+                self.command, cwd=tree, capture_output=True, timeout=120, check=False
+            )
         return "success" if done.returncode == 0 else "failure"
 
 
