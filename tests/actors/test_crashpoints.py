@@ -97,7 +97,8 @@ def test_an_unknown_point_is_refused_with_the_list_of_known_ones() -> None:
     said = str(refused.value)
     assert said.startswith("CPE_CRASH_AT: unknown crashpoint 'journal.after_commit'; known: ")
     assert "journal.after_append, journal.after_cycle, session.before_terminal" in said
-    assert said.endswith("write.MergeRevision.before, write.MergeRevision.after")
+    assert "write.MergeRevision.before, write.MergeRevision.after" in said
+    assert said.endswith("write.UpdateBranch.before, write.UpdateBranch.after")
 
 
 # ---------------------------------------------------------------------------- crashpoint()
