@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from actors.base import SupervisedActor
 from actors.crashpoints import crashpoint
 from actors.journal import Journal
+from actors.landing_writes import land, refusal, update_branch
 from actors.queue import Inbox
 from actors.sessions import SessionManager
 from domain.commands import (
@@ -55,7 +56,6 @@ from domain.decisions import (
     spent_since,
 )
 from domain.errors import (
-    BaseMovedError,
     ConflictError,
     CpeError,
     MergeWaitError,
@@ -65,11 +65,9 @@ from domain.errors import (
 from domain.events import (
     AgentFailed,
     AgentRequested,
-    BranchUpdated,
     CommandFailed,
     CommandRejected,
     EngineEvent,
-    LandingRefused,
     MergeWaiting,
     PlanApplied,
     ReviewPosted,
@@ -364,7 +362,7 @@ class CommandExecutor:
                 raise
             return self._merge_waits(command, snapshot, key, exc)
         except (ConflictError, PatchError) as exc:
-            refused = _refusal(command, exc)
+            refused = refusal(command, exc)
             if refused is None:
                 error = f"{type(exc).__name__}: {exc}"
                 self.journal.fail_intent(key, error)
@@ -567,38 +565,11 @@ class CommandExecutor:
                     )
                 ]
             case MergeRevision(revision_id=rid, expected_base=base, head_sha=head):
-                if base is not None and head is not None:
-                    sha = self._lander().land(rid, expected_base=base, head_sha=head)
-                    log.info(
-                        "merge queue: landed",
-                        revision_id=rid,
-                        work_item_id=command.work_item_id,
-                        merge_sha=sha,
-                        tested=head,
-                        base=base,
-                    )
-                else:
-                    sha = r.merge(rid)
-                return [RevisionMerged(revision_id=rid, merge_sha=sha, at=at)]
-            case UpdateBranch(revision_id=rid):
-                update = self._lander().update_branch(rid, idempotency_key=key)
-                moved = update.revision.head_sha != command.head_sha
-                log.info(
-                    "merge queue: testing" if moved else "merge queue: up to date",
-                    revision_id=rid,
-                    work_item_id=command.work_item_id,
-                    head=update.revision.head_sha,
-                    base=update.base_sha,
-                    pipeline=update.revision.pipeline.status,
-                )
-                return [
-                    BranchUpdated(
-                        work_item_id=command.work_item_id,
-                        revision=update.revision,
-                        base_sha=update.base_sha,
-                        at=at,
-                    )
-                ]
+                if base is None or head is None:
+                    return [RevisionMerged(revision_id=rid, merge_sha=r.merge(rid), at=at)]
+                return [land(self._lander(), command, base, head, at)]
+            case UpdateBranch():
+                return [update_branch(self._lander(), command, key, at)]
         raise CpeError(f"the executor cannot perform {command.type}")
 
     def _lander(self) -> RevisionLander:
@@ -652,38 +623,6 @@ def _dependency_order(items: Sequence[PlannedWorkItem]) -> list[PlannedWorkItem]
     for item in items:
         visit(item, (item.temp_id,))
     return ordered
-
-
-def _refusal(command: EngineCommand, exc: ConflictError | PatchError) -> LandingRefused | None:
-    """A refused write as the merge queue's event, when it is the queue's, or a run's patch
-    that conflicts with the default branch (another landing moved it: a ``PatchError`` naming
-    the files); None when it is a plain failure."""
-    fields: dict[str, Any] = {"reason": str(exc), "files": exc.files, "detail": exc.detail}
-    if isinstance(exc, PatchError) and not isinstance(command, CreateRevision | UpdateRevision):
-        return None
-    match command:
-        case MergeRevision(expected_base=base) if base is not None:
-            kind = "moved" if isinstance(exc, BaseMovedError) else "conflict"
-            fields |= {
-                "work_item_id": command.work_item_id,
-                "revision_id": command.revision_id,
-                "head_sha": command.head_sha,
-            }
-        case UpdateBranch():
-            kind = "conflict"
-            fields |= {
-                "work_item_id": command.work_item_id,
-                "revision_id": command.revision_id,
-                "head_sha": command.head_sha,
-            }
-        case CreateRevision() | UpdateRevision() if isinstance(exc, PatchError) and exc.files:
-            kind = "conflict"
-            rid = getattr(command, "revision_id", None)
-            fields |= {"work_item_id": command.work_item_id, "revision_id": rid,
-                       "session_id": command.session_id}  # fmt: skip
-        case _:
-            return None
-    return LandingRefused.model_validate({**fields, "kind": kind, "at": _now()})
 
 
 def _subject(params: AgentStartParams) -> dict[str, Any]:

@@ -1,0 +1,149 @@
+"""The selectors every handler shares: pure reads of an ``EngineState`` (the runs of an item,
+what is in flight, the item's current revision, blockers, specs to plan, id order).
+
+``domain.state`` re-exports them beside the reducer, where handlers have always found them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from domain.models import (
+    AgentRole,
+    AgentRun,
+    EngineState,
+    ImplementorStartParams,
+    ReviewerStartParams,
+    Revision,
+    RevisionId,
+    WorkItem,
+    WorkItemId,
+)
+
+
+def runs_for_work_item(state: EngineState, work_item_id: WorkItemId) -> list[AgentRun]:
+    """The work item's implementor and reviewer runs, oldest first."""
+    return [run for run in state.agent_runs.values() if run.work_item_id == work_item_id]
+
+
+def latest_implementor_run(state: EngineState, work_item_id: WorkItemId) -> AgentRun | None:
+    latest = None
+    for run in state.agent_runs.values():
+        if isinstance(run.params, ImplementorStartParams) and run.work_item_id == work_item_id:
+            latest = run
+    return latest
+
+
+def has_run_in_flight(state: EngineState, work_item_id: WorkItemId) -> bool:
+    """Some run for the item is active, or completed with its result not yet written."""
+    return any(run.in_flight for run in runs_for_work_item(state, work_item_id))
+
+
+def active_runs(state: EngineState, role: AgentRole | None = None) -> list[AgentRun]:
+    return [
+        run
+        for run in state.agent_runs.values()
+        if run.is_active and (role is None or run.role == role)
+    ]
+
+
+def planner_failures(state: EngineState, path: str, blob_sha: str) -> int:
+    """Planner runs that failed or timed out on this version of the spec (a cancelled run, e.g.
+    at shutdown, does not count: recovery plans again)."""
+    return sum(
+        1
+        for run in state.agent_runs.values()
+        if run.role == "planner"
+        and run.status in ("failed", "timed-out")
+        and run.failure_class != "infrastructure"
+        and run.spec_shas.get(path) == blob_sha
+    )
+
+
+def spent_on_spec(state: EngineState, path: str, blob_sha: str) -> float:
+    """What the planner runs on this version of the spec cost, in USD (a run that planned
+    several specs counts in full for each: it cannot be split)."""
+    return sum(
+        run.cost_usd or 0.0
+        for run in state.agent_runs.values()
+        if run.role == "planner" and run.spec_shas.get(path) == blob_sha
+    )
+
+
+def planner_in_flight(state: EngineState) -> bool:
+    return any(run.in_flight for run in state.agent_runs.values() if run.role == "planner")
+
+
+def reviewer_in_flight(state: EngineState, revision_id: RevisionId) -> bool:
+    return any(
+        run.in_flight
+        for run in state.agent_runs.values()
+        if isinstance(run.params, ReviewerStartParams) and run.params.revision_id == revision_id
+    )
+
+
+def reviewer_failures(state: EngineState, revision_id: RevisionId, head_sha: str) -> int:
+    """Reviewer runs of this head that failed or timed out (not cancelled)."""
+    return sum(
+        1
+        for run in state.agent_runs.values()
+        if isinstance(run.params, ReviewerStartParams)
+        and run.params.revision_id == revision_id
+        and run.subject_sha == head_sha
+        and run.status in ("failed", "timed-out")
+        and run.failure_class != "infrastructure"
+    )
+
+
+def revision_for(state: EngineState, item: WorkItem) -> Revision | None:
+    """The item's current revision: the linked one, else its newest open revision."""
+    if item.linked_revision is not None and item.linked_revision in state.revisions:
+        return state.revisions[item.linked_revision]
+    candidates = [
+        r for r in state.revisions.values() if r.work_item_id == item.id and r.state == "open"
+    ]
+    return candidates[-1] if candidates else None
+
+
+def open_blockers(item: WorkItem, items: Mapping[WorkItemId, WorkItem]) -> list[WorkItemId]:
+    """The ``blocked_by`` items of ``item`` that are not done; an unknown blocker is open."""
+    return [b for b in item.blocked_by if b not in items or items[b].status != "done"]
+
+
+def blockers_resolved(state: EngineState, item: WorkItem) -> bool:
+    """Every ``blocked_by`` item is known and done. An unknown blocker is not resolved."""
+    return not open_blockers(item, state.work_items)
+
+
+def dependents_of(state: EngineState, work_item_id: WorkItemId) -> list[WorkItem]:
+    return [item for item in state.work_items.values() if work_item_id in item.blocked_by]
+
+
+def specs_to_plan(state: EngineState) -> dict[str, str]:
+    """Specs whose blob differs from the one last planned (path → blob sha), sorted by path;
+    a spec with a problem is not planned (its other specs are)."""
+    return {
+        path: spec.blob_sha
+        for path, spec in sorted(state.specs.items())
+        if state.last_planned_shas.get(path) != spec.blob_sha and spec.problem is None
+    }
+
+
+def review_is_current(state: EngineState, run: AgentRun) -> bool:
+    """A reviewer run reviewed the head its revision still has, and the revision is open."""
+    if not isinstance(run.params, ReviewerStartParams):
+        return False
+    revision = state.revisions.get(run.params.revision_id)
+    return (
+        revision is not None and revision.state == "open" and revision.head_sha == run.subject_sha
+    )
+
+
+def natural_key(item_id: str) -> tuple[int, int, str]:
+    """Sort key that puts "2" before "10" and numbers before other ids."""
+    return (0, int(item_id), "") if item_id.isdigit() else (1, 0, item_id)
+
+
+def ordered(ids: Iterable[WorkItemId]) -> list[WorkItemId]:
+    """Work item ids in natural order."""
+    return sorted(ids, key=natural_key)
