@@ -85,7 +85,7 @@ def _step_words(state: EngineState, revision: Revision, charge_baseline: bool) -
         return f"to be tested again: {test.note or 'the default branch moved'}", True
     if revision.head_sha not in test.heads:
         return f"held: its head {revision.head_sha[:12]} was pushed outside cpe", False
-    on = f"{test.tested_sha[:12]} (the default branch at {test.base_sha[:12]} merged in)"
+    on = f"{test.tested_sha[:12]} on top of the default branch at {test.base_sha[:12]}"
     status = revision.pipeline.status
     if revision.head_sha == test.tested_sha and status == "failure":
         if not charge_baseline and inherited_failure(state, revision):

@@ -20,6 +20,7 @@ from pydantic import Field, TypeAdapter
 from domain.decisions import free_slots
 from domain.errors import DomainError
 from domain.events import (
+    DispatchDue,
     EngineEvent,
     UserCancelledRun,
     UserPausedDispatch,
@@ -149,10 +150,13 @@ def _retry(
     dispatch_paused: str | None,
     max_concurrent: Mapping[AgentRole, int],
 ) -> Accepted:
+    if item.status == "approved":
+        return _merge_again(item, state, at)
     if item.status not in RETRYABLE:
         raise RequestRefused(
             "conflict",
-            f"#{item.id} is {item.status}; a retry takes an item that is {', '.join(RETRYABLE)}",
+            f"#{item.id} is {item.status}; a retry takes an item that is {', '.join(RETRYABLE)} "
+            "(or approved: its merge is asked again)",
         )
     running = _in_flight(state, item)
     if running:
@@ -174,6 +178,17 @@ def _retry(
         (UserRequestedImplementorRun(work_item_id=item.id, at=at),),
         f"#{item.id} {item.title!r}: an implementor run is requested ({item.status} → "
         f"in-progress){reset}",
+    )
+
+
+def _merge_again(item: WorkItem, state: EngineState, at: datetime) -> Accepted:
+    """An approved item: its landing is asked for again now (a merge the provider held, a
+    checkout that was in the way), instead of at the next poll."""
+    held = [wait for wait in state.merge_waits.values() if wait.work_item_id == item.id]
+    why = f" (held: {' '.join(held[0].reason.split())[:200]})" if held else ""
+    return Accepted(
+        (DispatchDue(at=at),),
+        f"#{item.id} {item.title!r}: its merge is asked again now{why}",
     )
 
 

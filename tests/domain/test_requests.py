@@ -12,13 +12,14 @@ from domain.commands import CancelAgent, StartAgent, TransitionStatus
 from domain.decisions import dispatch_pause
 from domain.events import (
     AgentFailed,
+    DispatchDue,
     UserCancelledRun,
     UserPausedDispatch,
     UserRequestedImplementorRun,
     UserResumedDispatch,
     UserTransitionedStatus,
 )
-from domain.models import EngineState, InfrastructureStreak, ManualPause
+from domain.models import EngineState, InfrastructureStreak, ManualPause, MergeWait
 from domain.requests import (
     REQUEST_ADAPTER,
     Accepted,
@@ -63,14 +64,27 @@ def test_a_retry_of_a_waiting_item_becomes_a_user_requested_run(status: str) -> 
     assert "attempt(s) start again" in accepted.message
 
 
-@pytest.mark.parametrize("status", ["in-progress", "in-review", "approved", "done"])
+@pytest.mark.parametrize("status", ["in-progress", "in-review", "done"])
 def test_a_retry_of_an_item_past_implementation_is_refused_naming_the_statuses(
     status: str,
 ) -> None:
     refusal = refused(Retry(work_item_id="1"), state(item("1", status)))
     assert refusal.kind == "conflict"
     assert f"#1 is {status}" in str(refusal)
-    assert "blocked, needs-refinement, pending" in str(refusal)
+    assert "blocked, needs-refinement, pending (or approved" in str(refusal)
+
+
+def test_a_retry_of_an_approved_item_asks_for_its_held_merge_again_at_once() -> None:
+    held = state(item("1", "approved", linked_revision="r1")).model_copy(
+        update={
+            "merge_waits": {
+                "r1": MergeWait(work_item_id="1", head_sha="h1", reason="checkout in the way")
+            }
+        }
+    )
+    accepted = judge(Retry(work_item_id="1"), held)
+    assert accepted.events == (DispatchDue(at=AT),)
+    assert "its merge is asked again now (held: checkout in the way)" in accepted.message
 
 
 def test_a_retry_of_an_unknown_item_is_refused_as_not_found() -> None:
