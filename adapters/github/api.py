@@ -239,8 +239,13 @@ class GitHubApi(GitDataCalls):
             ).parsed_data
 
     def set_labels(self, number: int, labels: Sequence[str]) -> list[Label]:
-        """Replace the issue's labels in one request (no instant without a status label)."""
+        """Replace the issue's labels in one request (no instant without a status label). None
+        at all is a removal of every label: githubkit refuses an empty list before sending it,
+        as GitHub's schema asks for at least one."""
         with self.translated(f"label issue #{number}"):
+            if not labels:
+                self.gh.rest.issues.remove_all_labels(self.owner, self.repo, number)
+                return []
             return self.gh.rest.issues.set_labels(
                 self.owner, self.repo, number, labels=list(labels)
             ).parsed_data

@@ -75,8 +75,13 @@ def translate(exc: Exception, what: str, clock: Callable[[], float] = time.time)
     if isinstance(exc, RequestError):
         return ProviderError(f"{what}: cannot reach GitHub: {exc.exc}", transient=True)
     if isinstance(exc, ValidationError):
+        where = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors()[:3]
+        )
         return ProviderError(
-            f"{what}: GitHub's answer did not match its schema: {exc.error_count()} errors",
+            f"{what}: GitHub's answer did not match its schema: {exc.error_count()} errors "
+            f"({where})",
             transient=False,
         )
     return ProviderError(f"{what}: {exc}", transient=False)

@@ -5,8 +5,10 @@ real ``claude`` CLI and the scripted model.
 
 Two items implemented at once edit the same line: the first pull request lands; the second
 conflicts with the new default branch, goes back to its implementor with the conflicting file
-in its prompt at no attempt's cost, and lands after the re-run. Every commit the default branch
-has been at passes the check."""
+in its prompt at no attempt's cost, and lands after the re-run. The rename pair (one renames a
+function, the other calls the old name) passes apart and fails together: the second is tested
+on top of the first, sent back with the failing check, and lands fixed. Every commit the
+default branch has been at passes the check."""
 
 from __future__ import annotations
 
@@ -22,12 +24,20 @@ import pytest
 from actors.journal import Journal
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.github_loop import CONFIG, TOKEN, TOKEN_ENV, FakeCI, tracked_files
-from tests.e2e.queue_loop import CHECK, SENT_BACK, implementor
+from tests.e2e.queue_loop import CHECK, OLD, SENT_BACK, implementor, rename_book
 from tests.e2e.running import make_cpe_repo, start_cpe, wait_for
 from tests.fakes.github import FakeGitHub
 from tests.support.git import git, isolate_git
 
 pytestmark = pytest.mark.timeout(900)
+
+
+SAME_LINE = [
+    implementor("1", {"app.py": "GREETING = 'hello, world'\n"}, sent_back=True),
+    implementor("2", {"app.py": "GREETING = 'hello, world'\nFRENCH = 'bonjour'\n"}, sent_back=True),
+    implementor("1", {"app.py": "GREETING = 'hello, world'\n"}),
+    implementor("2", {"app.py": "GREETING = 'bonjour'\n"}),
+]
 
 
 @pytest.fixture
@@ -38,17 +48,24 @@ def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitH
         (project / "supervisor.toml").unlink()
         (project / "check.py").write_text(CHECK)
         (project / "app.py").write_text("GREETING = 'hello'\n")
+        (project / "lib.py").write_text(OLD)
         git(project, "add", "-A")
         git(project, "commit", "-qm", "the project and its check")
         fake.seed(tracked_files(project), "the project")
         yield fake
 
 
-def test_two_items_editing_the_same_line_both_land_on_github_the_second_after_a_free_rerun(
-    tmp_path: Path, github: FakeGitHub, processes: list[subprocess.Popen[str]]
+# Each pair: the book of implementors, and what the re-run's prompt must be told.
+PAIRS = {"same-line": (SAME_LINE, "app.py"), "rename": (rename_book()[:-1], "failed (unittest)")}
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_two_items_that_collide_both_land_on_github_the_second_after_a_free_rerun(
+    tmp_path: Path, github: FakeGitHub, processes: list[subprocess.Popen[str]], pair: str
 ) -> None:
+    implementors, told = PAIRS[pair]
     start = github.default_head()
-    for title in ("Greet in English", "Greet in French"):
+    for title in ("First change", "Second change"):
         github.add_issue(title, f"{title}.", user="cpe-bot")
     repo = tmp_path / "repo"
     git(tmp_path, "clone", "--quiet", str(github.git.path), str(repo))
@@ -59,15 +76,7 @@ def test_two_items_editing_the_same_line_both_land_on_github_the_second_after_a_
             auth=f'token_env = "{TOKEN_ENV}"',
         )
     )
-    book = [
-        implementor("1", {"app.py": "GREETING = 'hello, world'\n"}, sent_back=True),
-        implementor(
-            "2", {"app.py": "GREETING = 'hello, world'\nFRENCH = 'bonjour'\n"}, sent_back=True
-        ),
-        implementor("1", {"app.py": "GREETING = 'hello, world'\n"}),
-        implementor("2", {"app.py": "GREETING = 'bonjour'\n"}),
-        load_scenario("approve", match=Match(role="reviewer")),
-    ]
+    book = [*implementors, load_scenario("approve", match=Match(role="reviewer"))]
     home = tmp_path / "home"
     home.mkdir()
 
@@ -97,7 +106,7 @@ def test_two_items_editing_the_same_line_both_land_on_github_the_second_after_a_
     ]
     assert again, said  # the one landing second was sent back
     assert SENT_BACK in again[0]
-    assert "app.py" in again[0]
+    assert told in again[0]
     journal = Journal(repo / ".cpe" / "journal.sqlite3")
     try:
         assert dict(journal.replay().attempts) == {"1": 1, "2": 1}

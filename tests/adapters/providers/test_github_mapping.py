@@ -56,6 +56,20 @@ def test_a_status_change_replaces_the_labels_in_one_request_and_keeps_the_others
     assert (item.status, item.labels) == ("in-progress", ("priority",))
 
 
+def test_done_on_an_issue_with_only_its_status_label_closes_it_and_removes_the_label(
+    fake_github: FakeGitHub, provider: GitHubProvider
+) -> None:
+    """Nothing is left to set: the labels are removed (githubkit refuses an empty set-labels
+    before sending it, so done failed on every such issue)."""
+    number = fake_github.add_issue("Mine", labels=("status:approved",))
+    provider.work_item_writer.transition_status(WorkItemId(str(number)), "done")
+    issue = fake_github.issues[number]
+    assert (issue.state, issue.labels) == ("closed", [])
+    assert ("DELETE", "labels") in [
+        (r.method, r.path.rsplit("/", 1)[-1]) for r in fake_github.requests
+    ]
+
+
 class StatusAfterEachWrite(httpx.BaseTransport):
     """The provider's wire, noting how the issue reads (its status, as the poller would derive
     it) the moment each write has been applied."""

@@ -120,6 +120,12 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         rec.updated_at = gh.tick()
         return Reply(body=[payloads.label(gh.urls, n, gh.labels[n]) for n in rec.labels])
 
+    def remove_all_labels(call: Call) -> Reply:
+        rec = gh.issue(int(call.params["number"]))
+        rec.labels = []
+        rec.updated_at = gh.tick()
+        return Reply(status=204)
+
     def remove_label(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
         name = call.params["name"]
@@ -208,6 +214,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
     add("POST", f"{prefix}/issues/{N}/labels", add_labels, "issues/add-labels")
     add("PUT", f"{prefix}/issues/{N}/labels", set_labels, "issues/set-labels")
     add("DELETE", f"{prefix}/issues/{N}/labels/(?P<name>.+)", remove_label, "issues/remove-label")
+    add("DELETE", f"{prefix}/issues/{N}/labels", remove_all_labels, "issues/remove-all-labels")
     add("GET", f"{prefix}/labels", list_labels, "issues/list-labels-for-repo")
     add("POST", f"{prefix}/labels", create_label, "issues/create-label")
     add("GET", f"{prefix}/issues/{N}/dependencies/blocked_by", list_blocked_by,
