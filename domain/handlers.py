@@ -328,11 +328,23 @@ def _land(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[Eng
         report = state.sent_back.get(event.work_item_id)
         if event.kind == "conflict" and item is not None and report is not None:
             return send_back(state, item, report, o.max_landing_rounds)
-    elif not isinstance(event, _QUEUE_EVENTS):
+    elif not isinstance(event, _QUEUE_EVENTS) or not _moves_the_queue(event, state):
         return []
     return landing_step(
         state, max_rounds=o.max_landing_rounds, charge_baseline=o.charge_baseline_failures
     )
+
+
+def _moves_the_queue(event: EngineEvent, state: EngineState) -> bool:
+    """A change of an item or revision outside the queue leaves it where it is (a poll that
+    reports many items would otherwise ask the queue's step again for each)."""
+    if isinstance(event, WorkItemChanged):
+        return event.work_item.status == "approved" or event.work_item.id in state.approved_at
+    if isinstance(event, RevisionChanged):
+        wid = event.revision.work_item_id
+        item = state.work_items.get(wid) if wid is not None else None
+        return item is not None and (item.status == "approved" or item.id in state.approved_at)
+    return True
 
 
 def _revision(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:

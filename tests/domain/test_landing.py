@@ -14,6 +14,7 @@ from domain.events import (
     RevisionChanged,
     RevisionMerged,
     StatusTransitioned,
+    WorkItemChanged,
 )
 from domain.handlers import HandlerOptions
 from domain.landing import describe_queue, landing_queue
@@ -275,3 +276,14 @@ def test_the_same_refusal_delivered_twice_is_one_round() -> None:
     once, _ = step(approved("1"), refused)
     twice, _ = step(once, refused)
     assert twice.sent_back["1"].rounds == 1
+
+
+def test_a_poll_seeing_an_item_outside_the_queue_does_not_ask_the_queue_again() -> None:
+    before = approved("1")
+    other = item("9", "in-review", linked_revision="r9")
+    _, on_item = step(before, WorkItemChanged(work_item=other))
+    _, on_revision = step(before, RevisionChanged(revision=revision("r9", "9", head="h9")))
+    _, on_queued = step(before, seen("1", "h1", "success"))
+    assert on_item == []
+    assert [c for c in on_revision if isinstance(c, UpdateBranch)] == []
+    assert on_queued == [update("1", "h1")]
