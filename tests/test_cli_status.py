@@ -19,19 +19,23 @@ from domain.events import (
     AgentFailed,
     AgentRequested,
     AgentStarted,
+    BranchUpdated,
     EngineEvent,
     ImplementorCompleted,
     MergeWaiting,
     RevisionChanged,
     SpecChanged,
+    StatusTransitioned,
     WorkItemChanged,
 )
 from domain.models import (
     ImplementorStartParams,
+    Pipeline,
     PlannerStartParams,
     ReviewerStartParams,
     Revision,
     RevisionId,
+    SentBack,
     SessionId,
     Spec,
     WorkItem,
@@ -301,7 +305,7 @@ def test_status_on_github_shows_the_engines_last_view_without_a_token(tmp_path: 
     assert line_with(sections(result.stdout)["work items"], "From an issue").startswith("#42")
 
 
-def test_status_shows_a_merge_waiting_for_branch_protection_and_why(tmp_path: Path) -> None:
+def test_status_shows_a_merge_held_by_branch_protection_and_why(tmp_path: Path) -> None:
     repo = make_repo(
         tmp_path / "repo",
         {"supervisor.toml": '[provider]\nkind = "github"\n[provider.github]\nrepository = "o/r"\n'},
@@ -329,7 +333,7 @@ def test_status_shows_a_merge_waiting_for_branch_protection_and_why(tmp_path: Pa
     )
     result = cpe("status", cwd=repo)
     assert result.returncode == 0, result.stderr
-    [title] = [t for t in sections(result.stdout) if t.startswith("merges waiting")]
+    [title] = [t for t in sections(result.stdout) if t.startswith("merges held")]
     lines = sections(result.stdout)[title]
     assert lines[0] == "revision 7 (work item #3) since 2025-01-02 03:04:05 UTC, 2 tries"
     assert lines[1] == reason
@@ -504,3 +508,52 @@ def test_status_shows_the_cost_today_against_the_daily_budget(worked: Worked) ->
     [line] = [x for x in result.stdout.splitlines() if x.startswith("cost: ")]
     assert line.endswith("in all (cpe costs: the details)")
     assert "of $100.00 a day" in line
+
+
+def test_status_shows_the_merge_queue_in_order_and_the_items_it_sent_back(tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            "supervisor.toml": '[provider]\nkind = "github"\n[provider.github]\nrepository = "o/r"'
+            "\n[workflow]\nauto_merge = true\n"
+        },
+    )
+    first = WorkItem(id=WorkItemId("1"), title="One", status="in-review", linked_revision="7")
+    second = WorkItem(id=WorkItemId("2"), title="Two", status="in-review", linked_revision="8")
+    third = WorkItem(id=WorkItemId("3"), title="Three", status="approved")
+    revisions = [
+        Revision(id=RevisionId(r), title=t, work_item_id=WorkItemId(w), branch=f"cpe/{w}",
+                 head_sha=h * 40, reviewed_sha=h * 40, pipeline=Pipeline(status="success"))
+        for r, t, w, h in (("7", "One", "1", "a"), ("8", "Two", "2", "b"))
+    ]  # fmt: skip
+    tested = revisions[0].model_copy(
+        update={"head_sha": "c" * 40, "pipeline": Pipeline(status="pending")}
+    )
+    report = SentBack(
+        revision_id=RevisionId("9"), problem="conflict", reason="conflicts in app.py",
+        files=("app.py",), moved_by="the merge of #1 (revision #7, dddddddddddd)",
+    )  # fmt: skip
+    journal(
+        repo / ".cpe",
+        [
+            *(WorkItemChanged(work_item=i, at=T0) for i in (first, second, third)),
+            *(RevisionChanged(revision=r, at=T0) for r in revisions),
+            StatusTransitioned(work_item_id=first.id, to="approved", at=T0),
+            StatusTransitioned(work_item_id=second.id, to="approved", at=T0 + timedelta(1)),
+            BranchUpdated(work_item_id=first.id, revision=tested, base_sha="e" * 40, at=T0),
+            StatusTransitioned(work_item_id=third.id, to="needs-refinement", landing=report, at=T0),
+        ],
+    )
+    result = cpe("status", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    shown = sections(result.stdout)
+    [queue] = [t for t in shown if t.startswith("merge queue")]
+    assert shown[queue] == [
+        f"1. #1 revision 7: testing {'c' * 12} on top of the default branch at {'e' * 12}: "
+        "pipeline pending",
+        "2. #2 revision 8: waits its turn",
+    ]
+    [back] = [t for t in shown if t.startswith("sent back by the merge queue")]
+    [line] = shown[back]
+    assert line.startswith("#3 conflicts with the default branch in app.py (round 1 of 3, ")
+    assert line.endswith("moved by the merge of #1 (revision #7, dddddddddddd)")
