@@ -24,6 +24,8 @@ from domain.models import (
     ReviewSubmission,
     RevisionFile,
     RevisionId,
+    SentBack,
+    SessionId,
     WorkItemId,
 )
 from domain.ports import RuntimeAdapterDeps
@@ -536,3 +538,33 @@ def test_a_retry_after_a_failed_attempt_says_which_attempt_and_why_the_last_fail
         }
     )
     assert "Previous Attempt" not in implementor(s)
+
+
+def test_the_run_answering_a_send_back_is_told_the_conflict_and_later_runs_are_not() -> None:
+    s = resumable()
+    s.state = s.state.model_copy(
+        update={
+            "sent_back": {
+                "7": SentBack(
+                    revision_id=RevisionId("r1"),
+                    problem="conflict",
+                    reason="revision #r1 conflicts with main in: src/logout.py",
+                    files=("src/logout.py",),
+                    detail="src/logout.py:\n<<<<<<< ours\nA\n=======\nB\n>>>>>>> theirs",
+                    moved_by="the merge of #3 (revision #r3, abc)",
+                )
+            }
+        }
+    )
+    prompt = implementor(s)
+    head, section = prompt.split("\n\n### Sent Back by the Merge Queue\n\n")
+    assert head.startswith("## Work Item #7 — Add logout")  # after the seed's own sections
+    assert "Prior Reviews" in head
+    assert "it conflicts. The default branch moved since it was made: the merge of #3" in section
+    assert "Conflicting files: src/logout.py" in section
+    assert "#### Conflict Hunks\n```\nsrc/logout.py:\n<<<<<<< ours\nA" in section
+    assert section.endswith(">>>>>>> theirs\n```\n")
+    # taken up by another run: a later run (a review's refinement) is not told again
+    report = s.state.sent_back["7"].model_copy(update={"answered_by": SessionId("s-earlier")})
+    s.state = s.state.model_copy(update={"sent_back": {"7": report}})
+    assert "Sent Back" not in implementor(s)
