@@ -401,7 +401,7 @@ class CommandExecutor:
         known = snapshot.merge_waits.get(command.revision_id)
         if known is None or known.reason != exc.reason:  # said once per reason
             log.warning(
-                "merge waits for branch protection",
+                "merge held by the provider",
                 revision_id=command.revision_id,
                 work_item_id=command.work_item_id,
                 reason=exc.reason,

@@ -127,11 +127,19 @@ def _entry_step(
     if test is None:
         return [UpdateBranch(work_item_id=item.id, revision_id=revision.id,
                              head_sha=revision.head_sha)], True  # fmt: skip
+    if test.stale:
+        again = UpdateBranch(
+            work_item_id=item.id,
+            revision_id=revision.id,
+            head_sha=revision.head_sha,
+            stale_base=test.base_sha,
+        )
+        return [again], True
     if revision.id in state.merge_waits:  # tried again on every poll; others go on meanwhile
         return ([_merge(item, revision, test)] if _green(test, revision) else []), False
     if revision.head_sha not in test.heads:
         return [], False  # a head cpe did not make: not landed unreviewed
-    if test.stale or revision.head_sha != test.tested_sha:
+    if revision.head_sha != test.tested_sha:
         again = UpdateBranch(
             work_item_id=item.id,
             revision_id=revision.id,

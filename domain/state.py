@@ -345,7 +345,9 @@ def record_refusal(state: EngineState, event: LandingRefused) -> EngineState:
     test = state.landing.get(rid) if rid is not None else None
     if rid is not None and test is not None:
         if event.kind == "moved":
+            # Tested again, whatever held its merge before (that was for the old tree).
             stale = test.model_copy(update={"stale": True, "note": event.reason})
+            state = _replace(state, merge_waits=_without(state.merge_waits, rid))
             return _replace(state, landing=_with(state.landing, rid, stale))
         state = _replace(state, landing=_without(state.landing, rid))
     if event.kind != "conflict":

@@ -285,7 +285,7 @@ def test_a_waiting_merge_names_the_head_it_waits_with_and_is_logged_once_per_rea
         rig.tracker.fail_next("merge", MergeWaitError("waits", reason=reason))
         with capture_logs() as logs:
             [event] = rig.executor.execute(merge, state)
-        return event, [e for e in logs if e["event"] == "merge waits for branch protection"]
+        return event, [e for e in logs if e["event"] == "merge held by the provider"]
 
     before = datetime.now(UTC)
     waiting, said = attempt(snapshot, protected)

@@ -287,3 +287,13 @@ def test_a_poll_seeing_an_item_outside_the_queue_does_not_ask_the_queue_again() 
     assert on_item == []
     assert [c for c in on_revision if isinstance(c, UpdateBranch)] == []
     assert on_queued == [update("1", "h1")]
+
+
+def test_a_held_merge_whose_base_moved_meanwhile_is_tested_again_not_asked_again() -> None:
+    before, _ = step(approved("1", "2"), updated("1", "m1", "base1", pipeline="success"))
+    wait = MergeWait(work_item_id="1", head_sha="m1", reason="a review is required")
+    before = before.model_copy(update={"merge_waits": {"r1": wait}})
+    moved = LandingRefused(work_item_id="1", revision_id="r1", kind="moved", reason="moved")
+    after, commands = step(before, moved)
+    assert "r1" not in after.merge_waits
+    assert commands == [update("1", "m1", stale="base1")]
