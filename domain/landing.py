@@ -128,25 +128,13 @@ def _entry_step(
         return [UpdateBranch(work_item_id=item.id, revision_id=revision.id,
                              head_sha=revision.head_sha)], True  # fmt: skip
     if test.stale:
-        again = UpdateBranch(
-            work_item_id=item.id,
-            revision_id=revision.id,
-            head_sha=revision.head_sha,
-            stale_base=test.base_sha,
-        )
-        return [again], True
+        return [_test_again(item, revision, test)], True
     if revision.id in state.merge_waits:  # tried again on every poll; others go on meanwhile
         return ([_merge(item, revision, test)] if _green(test, revision) else []), False
     if revision.head_sha not in test.heads:
         return [], False  # a head cpe did not make: not landed unreviewed
     if revision.head_sha != test.tested_sha:
-        again = UpdateBranch(
-            work_item_id=item.id,
-            revision_id=revision.id,
-            head_sha=revision.head_sha,
-            stale_base=test.base_sha,
-        )
-        return [again], True
+        return [_test_again(item, revision, test)], True
     if _green(test, revision):
         return [_merge(item, revision, test)], True
     if revision.pipeline.status != "failure":
@@ -155,13 +143,7 @@ def _entry_step(
         return [], False  # red only where the default branch is red: held, not landed
     if test.base_red:
         # Tested on a red default branch that has changed since: tested again on it.
-        again = UpdateBranch(
-            work_item_id=item.id,
-            revision_id=revision.id,
-            head_sha=revision.head_sha,
-            stale_base=test.base_sha,
-        )
-        return [again], True
+        return [_test_again(item, revision, test)], True
     pipeline = revision.pipeline
     checks = ", ".join(pipeline.failed_checks) or "the pipeline"
     reason = (
@@ -173,6 +155,16 @@ def _entry_step(
         detail = f"{detail}\n{pipeline.url}".strip()
     report = landing_report(state, item, revision.id, "failed", reason, detail=detail)
     return send_back(state, item, report, max_rounds), True
+
+
+def _test_again(item: WorkItem, revision: Revision, test: LandingTest) -> UpdateBranch:
+    """Bring the revision up to date again: the test on ``test.base_sha`` no longer holds."""
+    return UpdateBranch(
+        work_item_id=item.id,
+        revision_id=revision.id,
+        head_sha=revision.head_sha,
+        stale_base=test.base_sha,
+    )
 
 
 def _merge(item: WorkItem, revision: Revision, test: LandingTest) -> MergeRevision:

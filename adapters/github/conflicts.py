@@ -141,13 +141,4 @@ class ConflictFinder:
 
     def _entry(self, tree: str, path: str) -> tuple[str, str] | None:
         """The mode and object of ``path`` in ``tree`` (a file or a submodule), or None."""
-        *dirs, name = path.split("/")
-        for part in dirs:
-            found = next((e for e in self._api.tree(tree) if e.path == part), None)
-            if found is None or found.type != "tree":
-                return None
-            tree = found.sha
-        entry = next((e for e in self._api.tree(tree) if e.path == name), None)
-        if entry is None or entry.type == "tree":
-            return None
-        return entry.mode, entry.sha
+        return self._api.tree_entry(tree, path)

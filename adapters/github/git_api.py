@@ -76,6 +76,20 @@ class GitDataCalls:
                 self._trees[sha] = cached
         return cached
 
+
+    def tree_entry(self, tree: str, path: str) -> tuple[str, str] | None:
+        """The mode and object of ``path`` in ``tree`` (a file or a submodule), walked down
+        one cached tree at a time; None when it is not there or is a directory."""
+        *dirs, name = path.split("/")
+        for part in dirs:
+            found = next((e for e in self.tree(tree) if e.path == part), None)
+            if found is None or found.type != "tree":
+                return None
+            tree = found.sha
+        entry = next((e for e in self.tree(tree) if e.path == name), None)
+        if entry is None or entry.type == "tree":
+            return None
+        return entry.mode, entry.sha
     def create_tree(self, base_tree: str, entries: list[dict[str, Any]]) -> str:
         payload: Any = {"base_tree": base_tree, "tree": entries}  # sha None deletes: see patches
         with self.translated("create a tree"):

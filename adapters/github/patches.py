@@ -175,16 +175,8 @@ class TreeBuilder:
         return fetched
 
     def _lookup(self, tree: str, path: str) -> _Entry | None:
-        *dirs, name = path.split("/")
-        for part in dirs:
-            found = next((e for e in self._api.tree(tree) if e.path == part), None)
-            if found is None or found.type != "tree":
-                return None
-            tree = found.sha
-        entry = next((e for e in self._api.tree(tree) if e.path == name), None)
-        if entry is None or entry.type == "tree":
-            return None
-        return _Entry(entry.mode, entry.sha)
+        found = self._api.tree_entry(tree, path)
+        return _Entry(*found) if found is not None else None
 
     def _stand_in(self, repo: GitRepo, known: dict[str, _Entry]) -> str:
         """A commit holding just the touched paths as they are at the base."""
