@@ -93,7 +93,8 @@ def _step_words(state: EngineState, revision: Revision, charge_baseline: bool) -
         return f"failed on {on}: sent back", True
     if _green(test, revision):
         return f"merging {on}", True
-    return f"testing {on}: pipeline {status}", True
+    since = f" since {test.at.strftime('%Y-%m-%d %H:%M:%S UTC')}" if test.at else ""
+    return f"testing {on}: pipeline {status}{since}", True
 
 
 def _green(test: LandingTest, revision: Revision) -> bool:

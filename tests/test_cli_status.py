@@ -550,7 +550,7 @@ def test_status_shows_the_merge_queue_in_order_and_the_items_it_sent_back(tmp_pa
     [queue] = [t for t in shown if t.startswith("merge queue")]
     assert shown[queue] == [
         f"1. #1 revision 7: testing {'c' * 12} on top of the default branch at {'e' * 12}: "
-        "pipeline pending",
+        "pipeline pending since 2025-01-02 03:04:05 UTC",
         "2. #2 revision 8: waits its turn",
     ]
     [back] = [t for t in shown if t.startswith("sent back by the merge queue")]
