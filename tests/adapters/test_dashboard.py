@@ -456,7 +456,8 @@ def test_the_state_shows_the_merge_queue_in_order_with_each_step_and_test(
         "position": 1,
         "item": {"id": "1", "title": "Greeting"},
         "revision_id": "r1",
-        "step": f"testing {'c1' * 6} on top of the default branch at {'b0' * 6}: pipeline pending",
+        "step": f"testing {'c1' * 6} on top of the default branch at {'b0' * 6}: pipeline "
+        "pending since 2025-03-01 11:11:00 UTC",
         "test": {
             "tested_sha": "c1" * 6,
             "base_sha": "b0" * 6,
