@@ -25,6 +25,7 @@ hold the queue.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -65,36 +66,12 @@ def describe_queue(state: EngineState, *, charge_baseline: bool = False) -> list
     entries = []
     turn_taken = False
     for position, (item, revision) in enumerate(landing_queue(state), start=1):
-        step, holds = _step_words(state, revision, charge_baseline)
-        if holds and turn_taken:
-            step = "waits its turn"
-        turn_taken = turn_taken or holds
+        step = _entry_step(state, item, revision, 1, charge_baseline)
+        words = "waits its turn" if step.holds and turn_taken else step.words
+        turn_taken = turn_taken or step.holds
         test = state.landing.get(revision.id)
-        entries.append(QueueEntry(position, item, revision, step, test))
+        entries.append(QueueEntry(position, item, revision, words, test))
     return entries
-
-
-def _step_words(state: EngineState, revision: Revision, charge_baseline: bool) -> tuple[str, bool]:
-    test = state.landing.get(revision.id)
-    wait = state.merge_waits.get(revision.id)
-    if wait is not None:
-        return f"merge held by the provider: {' '.join(wait.reason.split())[:200]}", False
-    if test is None:
-        return "to be brought up to date with the default branch", True
-    if test.stale:
-        return f"to be tested again: {test.note or 'the default branch moved'}", True
-    if revision.head_sha not in test.heads:
-        return f"held: its head {revision.head_sha[:12]} was pushed outside cpe", False
-    on = f"{test.tested_sha[:12]} on top of the default branch at {test.base_sha[:12]}"
-    status = revision.pipeline.status
-    if revision.head_sha == test.tested_sha and status == "failure":
-        if not charge_baseline and inherited_failure(state, revision):
-            return f"held: {on} fails only where the default branch fails too", False
-        return f"failed on {on}: sent back", True
-    if _green(test, revision):
-        return f"merging {on}", True
-    since = f" since {test.at.strftime('%Y-%m-%d %H:%M:%S UTC')}" if test.at else ""
-    return f"testing {on}: pipeline {status}{since}", True
 
 
 def _green(test: LandingTest, revision: Revision) -> bool:
@@ -113,38 +90,54 @@ def landing_step(
     date, tested, merged, or sent back); entries behind it wait. A held merge is asked again."""
     commands: list[EngineCommand] = []
     for item, revision in landing_queue(state):
-        wanted, holds = _entry_step(state, item, revision, max_rounds, charge_baseline)
-        commands += wanted
-        if holds:
+        step = _entry_step(state, item, revision, max_rounds, charge_baseline)
+        commands += list(step.commands)
+        if step.holds:
             break
     return commands
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One entry's next writes, whether it holds the queue (the entries behind it wait), and
+    what it is doing, in words."""
+
+    commands: Sequence[EngineCommand]
+    holds: bool
+    words: str
+
+
 def _entry_step(
     state: EngineState, item: WorkItem, revision: Revision, max_rounds: int, charge_baseline: bool
-) -> tuple[list[EngineCommand], bool]:
-    """What one entry needs, and whether it holds the queue."""
+) -> _Step:
     test = state.landing.get(revision.id)
     if test is None:
-        return [UpdateBranch(work_item_id=item.id, revision_id=revision.id,
-                             head_sha=revision.head_sha)], True  # fmt: skip
+        first = UpdateBranch(
+            work_item_id=item.id, revision_id=revision.id, head_sha=revision.head_sha
+        )
+        return _Step([first], True, "to be brought up to date with the default branch")
     if test.stale:
-        return [_test_again(item, revision, test)], True
-    if revision.id in state.merge_waits:  # tried again on every poll; others go on meanwhile
-        return ([_merge(item, revision, test)] if _green(test, revision) else []), False
-    if revision.head_sha not in test.heads:
-        return [], False  # a head cpe did not make: not landed unreviewed
+        note = test.note or "the default branch moved"
+        return _Step([_test_again(item, revision, test)], True, f"to be tested again: {note}")
+    wait = state.merge_waits.get(revision.id)
+    if wait is not None:  # tried again on every poll; the others go on meanwhile
+        merge = [_merge(item, revision, test)] if _green(test, revision) else []
+        return _Step(merge, False, f"merge held by the provider: {_flat(wait.reason)}")
+    if revision.head_sha not in test.heads:  # a head cpe did not make: not landed unreviewed
+        return _Step([], False, f"held: its head {revision.head_sha[:12]} was pushed outside cpe")
     if revision.head_sha != test.tested_sha:
-        return [_test_again(item, revision, test)], True
+        return _Step([_test_again(item, revision, test)], True, "to be tested again")
+    on = f"{test.tested_sha[:12]} on top of the default branch at {test.base_sha[:12]}"
     if _green(test, revision):
-        return [_merge(item, revision, test)], True
+        return _Step([_merge(item, revision, test)], True, f"merging {on}")
     if revision.pipeline.status != "failure":
-        return [], True  # testing
+        since = f" since {test.at.strftime('%Y-%m-%d %H:%M:%S UTC')}" if test.at else ""
+        return _Step([], True, f"testing {on}: pipeline {revision.pipeline.status}{since}")
     if not charge_baseline and inherited_failure(state, revision):
-        return [], False  # red only where the default branch is red: held, not landed
-    if test.base_red:
-        # Tested on a red default branch that has changed since: tested again on it.
-        return [_test_again(item, revision, test)], True
+        # red only where the default branch is red: held, not landed
+        return _Step([], False, f"held: {on} fails only where the default branch fails too")
+    if test.base_red:  # tested on a red default branch that has changed since: again on it
+        return _Step([_test_again(item, revision, test)], True, "to be tested again")
     pipeline = revision.pipeline
     checks = ", ".join(pipeline.failed_checks) or "the pipeline"
     reason = (
@@ -155,7 +148,11 @@ def _entry_step(
     if pipeline.url:
         detail = f"{detail}\n{pipeline.url}".strip()
     report = landing_report(state, item, revision.id, "failed", reason, detail=detail)
-    return send_back(state, item, report, max_rounds), True
+    return _Step(send_back(state, item, report, max_rounds), True, f"failed on {on}: sent back")
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())[:200]
 
 
 def _test_again(item: WorkItem, revision: Revision, test: LandingTest) -> UpdateBranch:

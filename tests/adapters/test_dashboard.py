@@ -396,6 +396,12 @@ QUEUE_EVENTS: list[EngineEvent] = [
     _brought_up_to_date("1", "c1" * 20, 131),
     *_approved("2", "Farewell", 140),
     *_approved("3", "Welcome", 150),
+    BranchUpdated(  # green on top of the default branch, then held by branch protection
+        work_item_id=WorkItemId("3"),
+        revision=_revision("3", "3" * 40, pipeline="success"),
+        base_sha=BASE,
+        at=T0 + timedelta(minutes=150),
+    ),
     *[
         MergeWaiting(
             work_item_id=WorkItemId("3"),
