@@ -76,7 +76,6 @@ class GitDataCalls:
                 self._trees[sha] = cached
         return cached
 
-
     def tree_entry(self, tree: str, path: str) -> tuple[str, str] | None:
         """The mode and object of ``path`` in ``tree`` (a file or a submodule), walked down
         one cached tree at a time; None when it is not there or is a directory."""
@@ -90,6 +89,7 @@ class GitDataCalls:
         if entry is None or entry.type == "tree":
             return None
         return entry.mode, entry.sha
+
     def create_tree(self, base_tree: str, entries: list[dict[str, Any]]) -> str:
         payload: Any = {"base_tree": base_tree, "tree": entries}  # sha None deletes: see patches
         with self.translated("create a tree"):
