@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from adapters.github import GitHubProvider, GitHubSettings
 from domain.results import AgentReview
-from tests.e2e.github_loop import LOGIN, Counts, GitHubLoop, seed_with_the_sample
+from tests.e2e.github_loop import LOGIN, REAL_PACING, Counts, GitHubLoop, seed_with_the_sample
 from tests.e2e.github_loop import TOKEN as LOOP_TOKEN
 from tests.fakes.github import FakeGitHub
 
@@ -245,7 +245,7 @@ def measure_loop() -> tuple[Counts, float]:
         base = Path(scratch)
         with FakeGitHub(base / "github", tokens={LOOP_TOKEN: LOGIN}) as fake:
             seed_with_the_sample(fake, base)
-            loop = GitHubLoop(base, fake)
+            loop = GitHubLoop(base, fake, pacing=REAL_PACING)
             started = time.monotonic()
             try:
                 loop.finish()
