@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install lint format typecheck test crash-all e2e-github bench mutants mutants-actors ci
+.PHONY: install lint format typecheck test test-parallel crash-all e2e-github bench mutants \
+	mutants-actors ci
 
 install:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +24,10 @@ typecheck:
 
 test:
 	$(BIN)/python -m pytest -q
+
+# The same tests on up to four workers, a module's tests on one (its fixtures start once).
+test-parallel:
+	$(BIN)/python -m pytest -q -n auto --maxprocesses=4 --dist loadscope --durations=25
 
 # The crash suite at every crashpoint (the test target runs a subset chosen by the commit).
 crash-all:
