@@ -175,7 +175,15 @@ def test_a_cancel_with_the_token_blocks_the_item_then_a_retry_starts_it_again(
     answer = board.client.post("/api/work/1/cancel", headers=AUTH)
     assert answer.status_code == 200, answer.text
     assert "cancelling implementor run" in answer.json()["message"]
-    wait_until(lambda: board.harness.tracker.work_items["1"].status == "blocked", board.engine)
+    # The retry is judged on the engine's state: wait until the engine, not only the tracker,
+    # has the item blocked (the tracker is written a cycle before the engine takes the result).
+    wait_until(
+        lambda: (
+            board.harness.tracker.work_items["1"].status == "blocked"
+            and board.engine.get_state().work_items["1"].status == "blocked"
+        ),
+        board.engine,
+    )
     retried = board.client.post("/api/work/1/retry", headers=AUTH)
     assert retried.status_code == 200, retried.text
     second = board.harness.runtime.wait_runs(2)[1]
