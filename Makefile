@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install lint format typecheck test test-parallel crash-all e2e-github bench mutants \
+.PHONY: install lint format typecheck test test-serial crash-all e2e-github bench mutants \
 	mutants-actors ci
 
 install:
@@ -22,12 +22,14 @@ format:
 typecheck:
 	$(BIN)/mypy
 
+# The README's test command: four workers (the tests mostly wait on subprocesses, so four keep
+# two cores busy), a module's tests on one worker (its fixtures start once).
 test:
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 4 --dist loadscope --durations=25
 
-# The same tests on up to four workers, a module's tests on one (its fixtures start once).
-test-parallel:
-	$(BIN)/python -m pytest -q -n auto --maxprocesses=4 --dist loadscope --durations=25
+# One test after another, in one process (for a debugger, or to rule out a neighbour).
+test-serial:
+	$(BIN)/python -m pytest -q --durations=25
 
 # The crash suite at every crashpoint (the test target runs a subset chosen by the commit).
 crash-all:

@@ -18,7 +18,10 @@ def test_a_run_a_person_cancels_ends_cancelled_by_a_person(harness: Harness) -> 
     engine.start()
     run = harness.runtime.wait_run()
     assert engine.submit([UserCancelledRun(session_id=run.session_id)], 30)
-    wait_until(lambda: bool(_failures(engine)), engine)
+    # the journal has the event before the engine's state has taken it in: wait for both
+    wait_until(
+        lambda: engine.get_state().agent_runs[run.session_id].failure_reason is not None, engine
+    )
     [failed] = _failures(engine)
     assert (failed.kind, failed.reason) == ("cancelled", "cancelled by a person")
     assert engine.get_state().agent_runs[run.session_id].failure_reason == ("cancelled by a person")

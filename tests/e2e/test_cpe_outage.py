@@ -64,7 +64,9 @@ def test_an_unreachable_model_pauses_dispatch_spends_no_attempt_and_work_resumes
         assert "ECONNREFUSED" in status
         assert "no attempt is spent" in status or "probe" in status
         assert _attempts(repo).get("1", 0) == 0  # none of it was the work's fault
-        assert [i.status for i in work_items(repo)] == ["pending"]
+        # Waiting for the model, or in the one probe run a short pause lets through under load:
+        # never failed, never blocked.
+        assert [i.status for i in work_items(repo)] in (["pending"], ["in-progress"])
         log_text = (home / "cpe.log").read_text()
         assert '"dispatch paused"' in log_text
         assert '"failure_class": "infrastructure"' in log_text

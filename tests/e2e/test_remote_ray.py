@@ -6,6 +6,7 @@ against the scripted model on loopback."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -237,12 +238,18 @@ def _now() -> float:
     return time.monotonic()
 
 
-def cluster_processes() -> set[int]:
-    return {
-        proc.pid
-        for proc in psutil.process_iter(["cmdline"])
-        if any("cpe-ray-" in arg for arg in (proc.info.get("cmdline") or ()))
-    }
+def cluster_processes(home: Path) -> set[int]:
+    """The Ray processes of clusters started with ``HOME=home``: every node process inherits the
+    environment of the ``ray start`` that made it, so another test's cluster running beside this
+    one (another module, another worker, another suite) is not counted."""
+    found = set()
+    for proc in psutil.process_iter(["cmdline"]):
+        if not any("cpe-ray-" in arg for arg in (proc.info.get("cmdline") or ())):
+            continue
+        with contextlib.suppress(psutil.Error):
+            if proc.environ().get("HOME") == str(home):
+                found.add(proc.pid)
+    return found
 
 
 def test_the_demo_loop_with_implementors_on_a_local_cluster_is_done(tmp_path: Path) -> None:
@@ -250,8 +257,7 @@ def test_the_demo_loop_with_implementors_on_a_local_cluster_is_done(tmp_path: Pa
     run goes to the worker node, every item is done, and the cluster is gone after it."""
     from tests.e2e.test_demo import assert_loop_done, run_demo  # noqa: PLC0415
 
-    before = cluster_processes()
-    repo, stdout = run_demo(tmp_path, "--remote", "ray")
+    repo, stdout = run_demo(tmp_path, "--remote", "ray")  # with HOME=tmp_path
     assert "implementors on a local Ray cluster" in stdout
     assert_loop_done(repo)
     runs = repo / ".cpe" / "runs"
@@ -260,5 +266,5 @@ def test_the_demo_loop_with_implementors_on_a_local_cluster_is_done(tmp_path: Pa
     assert len({p["node_id"] for p in placed}) == 1  # the worker node, the only one with a slot
     assert not list(runs.glob("planner-*/remote.json"))  # the planner ran on the head
     assert not list(runs.glob("reviewer-*/remote.json"))
-    assert cluster_processes() <= before, "the demo's cluster is gone"
+    assert cluster_processes(tmp_path) == set(), "the demo's cluster is gone"
     assert [p for p in (tmp_path / "nodes").glob("*/*") if p.is_dir()] == []
