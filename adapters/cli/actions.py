@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -207,9 +208,20 @@ def status(config_path: Path | None, repo: Path | None, *, watch: bool = False) 
     # Each frame is made whole, then drawn at once: on a terminal over the last one (cursor
     # home, clear), elsewhere one after the other with a line of its own between them.
     tty = sys.stdout.isatty()
-    tick = threading.Event()  # never set: the interval between two frames
+    # Ctrl-C asks the loop to end after the frame it is drawing, rather than raising
+    # KeyboardInterrupt wherever it lands: one that lands in a library's callback (pydantic
+    # building a validator) is printed as "ignored" and lost, and the watch went on for ever.
+    # A second Ctrl-C interrupts at once.
+    stop = threading.Event()
+
+    def interrupted(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, interrupted)
     try:
-        while True:
+        while not stop.is_set():
             frame = io.StringIO()
             with contextlib.redirect_stdout(frame):
                 _status(config, root, branch)
@@ -219,9 +231,12 @@ def status(config_path: Path | None, repo: Path | None, *, watch: bool = False) 
                 f"{head}{frame.getvalue()}\n-- {stamp}, every {WATCH_INTERVAL:g} s; Ctrl-C ends\n"
             )
             sys.stdout.flush()
-            tick.wait(WATCH_INTERVAL)
+            stop.wait(WATCH_INTERVAL)
     except KeyboardInterrupt:
-        return 0
+        pass
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return 0
 
 
 def _status(config: Any, root: Path, branch: str) -> None:

@@ -333,6 +333,10 @@ def _exit_now(code: int) -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before a command took it over (while Python imports): no traceback; the
+        # shell's code for an interrupt. `cpe run` and `--watch` handle their own.
+        return 130
     except BrokenPipeError:
         # The reader went away (`cpe status | head`): end quietly, as `git log | head` does.
         # Python would report the failed flush of stdout at exit: point it at /dev/null.

@@ -60,6 +60,10 @@ class RemoteLoop(Loop):
     """``Loop`` (the demo's sample, ``cpe run`` on it) with ``[runtime.remote]``: implementors on
     the cluster's ``agent_slot`` nodes, working under ``<base>/nodes``; the module's model."""
 
+    # Every implementor run goes through Ray (placement, a node actor, artifacts sent back):
+    # about 15 s on an idle machine, and it once took just over 180 s beside two other suites.
+    finish_timeout = 420.0
+
     def __init__(self, base: Path, cluster: RayCluster, model: ScriptedModelServer) -> None:
         super().__init__(base)
         self.server.close()  # the module's server instead: the nodes know its address
