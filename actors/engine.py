@@ -28,6 +28,7 @@ from actors.loop import EngineActor, EngineLoop, Ping
 from actors.observer import Observer, Watcher
 from actors.pollers import (
     BASELINE,
+    IGNORED,
     REVISIONS,
     SPECS,
     WORK_ITEMS,
@@ -65,6 +66,7 @@ from domain.models import (
 from domain.policy import DEFAULT_POLICY
 from domain.ports import (
     BaselineReader,
+    IgnoredItemsReader,
     ProviderInterfaces,
     RevisionLander,
     RevisionProviderReader,
@@ -204,6 +206,9 @@ class Engine:
         if isinstance(revisions, BaselineReader):
             interval = config.revision_poller.poll_interval
             watched.append((BASELINE, revisions, read_baseline(revisions), interval))
+        if isinstance(items, IgnoredItemsReader):
+            interval = config.work_item_poller.poll_interval
+            watched.append((IGNORED, items, items.ignored_work_items, interval))
         self.pollers: tuple[Poller[Any], ...] = tuple(
             make_poller(
                 watch,

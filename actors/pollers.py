@@ -32,11 +32,14 @@ from domain.events import (
     SpecChanged,
     SpecRemoved,
     WorkItemChanged,
+    WorkItemIgnored,
+    WorkItemIgnoredRemoved,
     WorkItemRemoved,
 )
 from domain.models import (
     Baseline,
     EngineState,
+    IgnoredWorkItem,
     Revision,
     RevisionId,
     Spec,
@@ -48,7 +51,7 @@ from domain.ports import (
 )
 from domain.state import merge_observed_revision, merge_observed_work_item
 
-T = TypeVar("T", WorkItem, Revision, Spec, Baseline)
+T = TypeVar("T", WorkItem, Revision, Spec, Baseline, IgnoredWorkItem)
 Enqueue = Callable[[EngineEvent], object]
 
 log = structlog.get_logger("cpe.poller")
@@ -173,6 +176,16 @@ BASELINE: Watch[Baseline] = Watch(
     key=lambda baseline: "baseline",
     changed=lambda baseline: BaselineChanged(baseline=baseline),
     removed=lambda key: BaselineRemoved(),
+)
+
+
+# Tracker items the work item reader left out (not trusted), from its last listing.
+IGNORED: Watch[IgnoredWorkItem] = Watch(
+    name="ignored_items",
+    known=lambda s: s.ignored,
+    key=lambda item: item.id,
+    changed=lambda item: WorkItemIgnored(item=item),
+    removed=lambda key: WorkItemIgnoredRemoved(work_item_id=WorkItemId(key)),
 )
 
 

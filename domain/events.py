@@ -20,6 +20,7 @@ from domain.models import (
     AgentStartParams,
     Baseline,
     Frozen,
+    IgnoredWorkItem,
     Revision,
     RevisionId,
     SentBack,
@@ -46,6 +47,20 @@ class WorkItemChanged(_Event):
 
 class WorkItemRemoved(_Event):
     type: Literal["WorkItemRemoved"] = "WorkItemRemoved"
+    work_item_id: WorkItemId
+
+
+class WorkItemIgnored(_Event):
+    """The tracker holds an item that is not work, and why (``IgnoredWorkItem``)."""
+
+    type: Literal["WorkItemIgnored"] = "WorkItemIgnored"
+    item: IgnoredWorkItem
+
+
+class WorkItemIgnoredRemoved(_Event):
+    """An ignored item is gone from the tracker, was admitted, or was closed."""
+
+    type: Literal["WorkItemIgnoredRemoved"] = "WorkItemIgnoredRemoved"
     work_item_id: WorkItemId
 
 
@@ -308,6 +323,8 @@ class UserResumedDispatch(_Event):
 EngineEvent = Annotated[
     WorkItemChanged
     | WorkItemRemoved
+    | WorkItemIgnored
+    | WorkItemIgnoredRemoved
     | RevisionChanged
     | RevisionRemoved
     | SpecChanged

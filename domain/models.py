@@ -120,6 +120,9 @@ class ReviewInlineComment(Frozen):
 class ReviewHistory(Frozen):
     reviews: tuple[ReviewSubmission, ...] = ()
     inline_comments: tuple[ReviewInlineComment, ...] = ()
+    left_out: int = Field(default=0, ge=0)
+    """Reviews and comments the reader left out because their authors are not trusted (people
+    without the configured permission on the repository): the prompt says how many."""
 
 
 # ---------------------------------------------------------------------------- agent start params
@@ -331,6 +334,16 @@ class ManualPause(Frozen):
     at: datetime | None = None
 
 
+class IgnoredWorkItem(Frozen):
+    """An item on the tracker that is not work: not trusted (filed by someone without the
+    configured permission, and not admitted by someone with it), or lacking a required label.
+    Listed so a person can see it and why; never dispatched, never written to."""
+
+    id: WorkItemId
+    title: str
+    reason: str
+
+
 class EngineState(Frozen):
     """Everything the engine knows. Provider-owned parts come from the pollers; engine-owned
     parts (``last_planned_shas``, ``agent_runs``, ``attempts``) are restored from the journal."""
@@ -352,3 +365,4 @@ class EngineState(Frozen):
     sent_back: Mapping[WorkItemId, SentBack] = Field(default_factory=dict)
     landed: tuple[Landed, ...] = ()
     landings_total: int = 0  # revisions cpe merged, ever
+    ignored: Mapping[WorkItemId, IgnoredWorkItem] = Field(default_factory=dict)

@@ -32,6 +32,7 @@ from domain.events import (
     UserResumedDispatch,
     UserTransitionedStatus,
     WorkItemChanged,
+    WorkItemIgnored,
     WorkItemRemoved,
 )
 from domain.models import AgentRun, EngineState, Revision, RevisionId, Status, WorkItemId
@@ -105,6 +106,8 @@ def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list
             return []
         case WorkItemRemoved(work_item_id=wid):
             return [f"#{wid} removed from the tracker"]
+        case WorkItemIgnored(item=ignored):
+            return [f"#{ignored.id} {ignored.title!r} ignored: {ignored.reason}"]
         case UserRequestedImplementorRun(work_item_id=wid):
             return [f"#{wid}: a person asked for an implementor run"]
         case UserCancelledRun(session_id=sid):

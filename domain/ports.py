@@ -22,6 +22,7 @@ from domain.models import (
     Baseline,
     EngineState,
     Frozen,
+    IgnoredWorkItem,
     ReviewHistory,
     Revision,
     RevisionFile,
@@ -71,6 +72,17 @@ class RevisionProviderReader(Protocol):
     def list_revisions(self) -> Sequence[Revision]: ...
     def get_revision_files(self, revision_id: RevisionId) -> Sequence[RevisionFile]: ...
     def get_review_history(self, revision_id: RevisionId) -> ReviewHistory: ...
+
+
+@runtime_checkable
+class IgnoredItemsReader(Protocol):
+    """A work item reader that also says which tracker items it left out, and why (optional:
+    a reader without it lists every item it has as work)."""
+
+    def ignored_work_items(self) -> Sequence[IgnoredWorkItem]:
+        """The open items the last ``list_work_items`` left out (not trusted, a required label
+        missing); reading them asks the provider nothing."""
+        ...
 
 
 @runtime_checkable

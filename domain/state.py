@@ -44,6 +44,8 @@ from domain.events import (
     UserResumedDispatch,
     UserTransitionedStatus,
     WorkItemChanged,
+    WorkItemIgnored,
+    WorkItemIgnoredRemoved,
     WorkItemRemoved,
 )
 from domain.models import (
@@ -126,6 +128,10 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
             return _observe_work_item(state, item)
         case WorkItemRemoved(work_item_id=wid):
             return _replace(state, work_items=_without(state.work_items, wid))
+        case WorkItemIgnored(item=ignored):
+            return _replace(state, ignored=_with(state.ignored, ignored.id, ignored))
+        case WorkItemIgnoredRemoved(work_item_id=wid):
+            return _replace(state, ignored=_without(state.ignored, wid))
         case RevisionChanged(revision=revision):
             return _observe_revision(state, revision)
         case RevisionRemoved(revision_id=rid):

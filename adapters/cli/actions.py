@@ -262,6 +262,7 @@ def _status(config: Any, root: Path, branch: str) -> None:
         print(f"\n(GitHub {github.repository if github else ''}: as the engine last saw it)")
         _print_items(state.work_items.values(), state)
         _print_revisions(list(state.revisions.values()))
+    _print_ignored(state)
     _print_retries(state, config)
     _print_skipped_specs(state)
     _print_planner_waits(state, config)
@@ -345,6 +346,18 @@ def _print_merge_waits(state: EngineState) -> None:
         tries = f"{wait.tries} {'try' if wait.tries == 1 else 'tries'}"
         print(f"  revision {rid} (work item #{wait.work_item_id}) since {since}, {tries}")
         print(f"    {' '.join(wait.reason.split())[:300]}")
+
+
+def _print_ignored(state: Any) -> None:
+    """Tracker items that are not work (not trusted, a required label missing), and why."""
+    from domain.state import ordered  # noqa: PLC0415
+
+    if not state.ignored:
+        return
+    print("\nignored on the tracker (never worked on; see docs/security.md)")
+    for wid in ordered(state.ignored):
+        item = state.ignored[wid]
+        print(f"  #{item.id} {item.title[:80]!r}: ignored: {item.reason}")
 
 
 def _print_skipped_specs(state: Any) -> None:

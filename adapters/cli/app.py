@@ -58,6 +58,8 @@ class App:
     closers: list[Any] = field(default_factory=list)
     meter: ProviderMeter = field(default_factory=ProviderMeter)
     config_path: Path | None = None
+    # What a reload hands the new configuration to, beside the engine (the provider's trust).
+    reloaders: list[Callable[[CpeConfig], None]] = field(default_factory=list)
 
     def close(self) -> None:
         for closer in reversed(self.closers):
@@ -95,6 +97,7 @@ class App:
                     "work_items": c.pollers.work_items_interval,
                     "revisions": c.pollers.revisions_interval,
                     "baseline": c.pollers.revisions_interval,
+                    "ignored_items": c.pollers.work_items_interval,
                     "specs": c.pollers.specs_interval,
                 },
                 breaker=c.breaker,
@@ -102,6 +105,8 @@ class App:
                 shutdown_timeout=c.engine.shutdown_timeout,
                 daily_budget=c.engine_daily_budget(),
             )
+            for reloader in self.reloaders:
+                reloader(c)
         log.info("configuration reloaded", path=str(path), applied=applied)
         if restart:
             log.warning("configuration changes that need a restart", settings=restart)
@@ -119,6 +124,12 @@ RELOADABLE = (
     "breaker",
     "runtime.max_agent_duration",
     "engine.shutdown_timeout",
+    # who is trusted on GitHub (adapters/github/trust.py)
+    "provider.github.trusted_permission",
+    "provider.github.admit_label",
+    "provider.github.required_labels",
+    "provider.github.trusted_bots",
+    "provider.github.permission_ttl",
 )
 
 
@@ -368,8 +379,19 @@ def build_app(
     if set_aside is not None:
         log.warning("the old journal is set aside; starting a new one", old=str(set_aside))
     meter = ProviderMeter()
+    reloaders: list[Callable[[CpeConfig], None]] = []
     provider = metered(
-        _provider(config, root, branch, state_dir, closers, meter=meter, remote=remote), meter
+        _provider(
+            config,
+            root,
+            branch,
+            state_dir,
+            closers,
+            meter=meter,
+            remote=remote,
+            reloaders=reloaders,
+        ),
+        meter,
     )
     if config.provider.kind == "github" and remote is None:
         log.warning(
@@ -378,7 +400,17 @@ def build_app(
             repository=str(root),
         )
     engine = create_engine(config.engine_config(provider, factory, repo_root=root))
-    return App(config, root, branch, state_dir, engine, closers, meter, config_path=config_path)
+    return App(
+        config,
+        root,
+        branch,
+        state_dir,
+        engine,
+        closers,
+        meter,
+        config_path=config_path,
+        reloaders=reloaders,
+    )
 
 
 def _provider(
@@ -390,6 +422,7 @@ def _provider(
     *,
     meter: ProviderMeter,
     remote: str | None = None,
+    reloaders: list[Callable[[CpeConfig], None]] | None = None,
 ) -> ProviderInterfaces:
     if config.provider.kind == "github":
         github = config.provider.github
@@ -424,8 +457,15 @@ def _provider(
             max_bytes=config.specs.max_bytes,
             remote=remote,
         )
-        provider, interfaces = create_github_provider(settings, specs)
+        provider, interfaces = create_github_provider(settings, specs, state_dir=state_dir)
         closers.append(provider.close)
+
+        def retrust(new: CpeConfig) -> None:
+            if new.provider.github is not None:
+                provider.trust.configure(new.provider.github)
+
+        if reloaders is not None:
+            reloaders.append(retrust)
         meter.wire = lambda: provider.stats
         return interfaces
     from adapters.local.pipeline import LocalPipeline  # noqa: PLC0415

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 import httpx
-from githubkit import AppInstallationAuthStrategy, GitHub, Response
+from githubkit import AppAuthStrategy, AppInstallationAuthStrategy, GitHub, Response
 from githubkit.cache import MemCacheStrategy
 from githubkit.cache.mem_cache import MemCache
 from githubkit.exception import RequestFailed
@@ -297,11 +297,19 @@ class GitHubApi(GitDataCalls):
 
     def merge_commit(self, number: int) -> str | None:
         """The merge commit of a merged pull request: the ``commit_id`` of the ``merged`` event
-        on its timeline (API 2026-03-10 removed ``merge_commit_sha`` from pull requests).
-
-        Only the ``merged`` entries are parsed: a timeline holds many kinds of event, and one
-        GitHub added after this version's description must not fail the lookup."""
+        on its timeline (API 2026-03-10 removed ``merge_commit_sha`` from pull requests)."""
         found: str | None = None
+        for entry in self.timeline(number, "merged"):
+            found = StateChangeIssueEvent.model_validate(entry).commit_id or found
+        return found
+
+    def timeline(self, number: int, kind: str) -> list[dict[str, Any]]:
+        """The entries of one ``kind`` (``merged``, ``labeled``…) on an issue's or pull
+        request's timeline, oldest first, as GitHub sent them.
+
+        Only entries of that kind are kept: a timeline holds many kinds of event, and one
+        GitHub added after this version's description must not fail the lookup."""
+        found: list[dict[str, Any]] = []
         page = 1
         while True:
             with self.translated(f"read the timeline of #{number}"):
@@ -309,13 +317,38 @@ class GitHubApi(GitDataCalls):
                     self.owner, self.repo, number, per_page=PER_PAGE, page=page
                 )
                 entries: object = response.raw_response.json()
-                for entry in entries if isinstance(entries, list) else []:
-                    if isinstance(entry, dict) and entry.get("event") == "merged":
-                        event = StateChangeIssueEvent.model_validate(entry)
-                        found = event.commit_id or found
+                found += [
+                    entry
+                    for entry in (entries if isinstance(entries, list) else [])
+                    if isinstance(entry, dict) and entry.get("event") == kind
+                ]
             if 'rel="next"' not in response.raw_response.headers.get("link", ""):
                 return found
             page += 1
+
+    def collaborator_permission(self, login: str) -> tuple[str, str]:
+        """(``permission``, ``role_name``) of ``login`` on the repository: ``permission`` is
+        admin, write, read or none (maintain reads as write, triage as read); ``role_name``
+        the role itself (admin, maintain, write, triage, read, or a custom role's name)."""
+        with self.translated(f"read the permission of {login}"):
+            found = self.gh.rest.repos.get_collaborator_permission_level(
+                self.owner, self.repo, login
+            ).parsed_data
+        return found.permission, found.role_name
+
+    def own_login(self) -> str:
+        """The login cpe acts as: the token's user (``GET /user``), or an App's bot,
+        ``<slug>[bot]`` (``GET /app``, with the App's own JWT)."""
+        auth = self.gh.auth
+        if isinstance(auth, AppInstallationAuthStrategy):
+            as_app = self.gh.with_auth(AppAuthStrategy(auth.app_id, auth.private_key))
+            with self.translated("read the App"):
+                app = as_app.rest.apps.get_authenticated().parsed_data
+            if app is None or not app.slug:
+                raise ProviderError("GitHub named no App for its key", transient=False)
+            return f"{app.slug}[bot]"
+        with self.translated("read the token's user"):
+            return self.gh.rest.users.get_authenticated().parsed_data.login
 
     def create_pull(self, title: str, head: str, base: str, body: str) -> PullRequest:
         with self.translated(f"open a pull request from {head}"):

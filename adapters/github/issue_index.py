@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -41,6 +42,8 @@ class IssueView:
     is_pull: bool
     body_blockers: tuple[str, ...] = ()
     native_blockers: tuple[str, ...] = ()
+    author: str | None = None
+    association: str | None = None
 
     @property
     def blocked_by(self) -> tuple[str, ...]:
@@ -98,12 +101,15 @@ class IssueIndex:
             raise NotFoundError(f"work item {number} is a pull request, not an issue")
         return view
 
-    def find_key(self, key: str) -> IssueView | None:
-        """The issue whose body carries ``key``, after a sync (so a lost write is found)."""
+    def find_key(
+        self, key: str, made_by: Callable[[IssueView], bool] = lambda view: True
+    ) -> IssueView | None:
+        """The issue whose body carries ``key``, after a sync (so a lost write is found);
+        only one ``made_by`` accepts (anyone can copy a key into an issue they file)."""
         with self._lock:
             self.sync()
             for view in self._issues.values():
-                if markers.has_key(view.body, key):
+                if markers.has_key(view.body, key) and made_by(view):
                     return view
         return None
 
@@ -134,6 +140,8 @@ class IssueIndex:
             is_pull=bool(issue.pull_request),
             body_blockers=tuple(markers.blocked_by(body, self._here)),
             native_blockers=native,
+            author=issue.user.login if issue.user else None,
+            association=a if isinstance(a := issue.author_association, str) else None,
         )
         with self._lock:
             self._issues[issue.number] = view

@@ -31,6 +31,7 @@ STATUS_LABELS: dict[Status, tuple[str, str]] = {
     "blocked": ("b60205", "cpe: waits for a person"),
 }
 assert set(STATUS_LABELS) == set(STATUSES) - {"done"}  # done is a closed issue, no label
+ADMIT_LABEL = ("5319e7", "cpe: a trusted person admits this issue as work")
 
 _NEEDS = {
     "fine-grained personal access token": "the Issues permission (read and write)",
@@ -42,8 +43,11 @@ _NEEDS_DEFAULT = "write access to the repository (a triage role may apply labels
 class Labels:
     """The status labels made sure of once; other labels applied as far as the token may."""
 
-    def __init__(self, api: GitHubApi) -> None:
+    def __init__(self, api: GitHubApi, admit_label: str = "") -> None:
         self._api = api
+        # The label a trusted person admits a stranger's issue with (adapters/github/trust.py):
+        # made at start too, so a triager may apply it (applying takes triage, creating write).
+        self._admit = admit_label.strip()
         self._lock = threading.Lock()
         self._ensured = False
 
@@ -53,27 +57,38 @@ class Labels:
         with self._lock:
             if self._ensured:
                 return
-            known = {label.name for label in self._api.labels()}
-            for status, (color, description) in STATUS_LABELS.items():
-                name = markers.status_label(status)
-                if name in known:
+            known = {label.name.strip().casefold() for label in self._api.labels()}
+            wanted = {markers.status_label(s): made for s, made in STATUS_LABELS.items()}
+            if self._admit:
+                wanted[self._admit] = ADMIT_LABEL
+            for name, (color, description) in wanted.items():
+                if name.casefold() in known:  # ``Status:Blocked`` is this label: case is ignored
                     continue
                 try:
                     self._api.create_label(name, color, description)
                 except ProviderError as exc:
                     if exc.status == 422:  # made meanwhile: what we wanted
                         continue
+                    if exc.status in (403, 404) and name == self._admit:
+                        log.warning(
+                            "the label %s could not be made (%s): a person with write "
+                            "access makes it, or admits issues themselves",
+                            name,
+                            exc,
+                        )
+                        continue
                     if exc.status in (403, 404):
                         raise self._refused(name, exc) from exc
                     raise
-                log.info("created the status label %s", name)
+                log.info("created the label %s", name)
             self._ensured = True
 
     def apply(self, number: int, wanted: Sequence[str], present: Sequence[str]) -> bool:
         """Give issue ``number`` the labels of ``wanted`` it lacks (GitHub dropped them from a
         create, or a crash came between); whether any was added. A label that does not exist
         and that the token may not create is left out, with a warning."""
-        missing = [name for name in dict.fromkeys(wanted) if name not in present]
+        have = {name.strip().casefold() for name in present}
+        missing = [name for name in dict.fromkeys(wanted) if name.strip().casefold() not in have]
         if not missing:
             return False
         try:
@@ -86,9 +101,9 @@ class Labels:
 
     def _apply_existing(self, number: int, missing: list[str], exc: ProviderError) -> bool:
         """Refused because some label does not exist yet and may not be made: apply the others."""
-        names = {label.name for label in self._api.labels()}
-        existing = [name for name in missing if name in names]
-        dropped = [name for name in missing if name not in names]
+        names = {label.name.strip().casefold() for label in self._api.labels()}
+        existing = [name for name in missing if name.strip().casefold() in names]
+        dropped = [name for name in missing if name.strip().casefold() not in names]
         log.warning(
             "issue #%s: labels %s do not exist and the %s may not create them (%s)",
             number,

@@ -158,7 +158,9 @@ def status_label(status: Status) -> str:
 
 
 def is_status_label(name: str) -> bool:
-    return name.startswith(STATUS_PREFIX)
+    """``status:…`` as GitHub matches label names: case-insensitively, surrounding whitespace
+    ignored (``Status:Blocked`` is ``status:blocked``)."""
+    return name.strip().casefold().startswith(STATUS_PREFIX)
 
 
 def status_of(labels: Iterable[str], closed: bool) -> Status:
@@ -166,7 +168,7 @@ def status_of(labels: Iterable[str], closed: bool) -> Status:
     if closed:
         return "done"
     for name in labels:
-        value = name.removeprefix(STATUS_PREFIX)
+        value = name.strip().casefold().removeprefix(STATUS_PREFIX).strip()
         if is_status_label(name) and value in STATUSES and value != "done":
             return value
     return "pending"

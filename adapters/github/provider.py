@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -24,6 +25,7 @@ from adapters.github.pull_index import PullIndex
 from adapters.github.revisions import GitHubRevisionReader, GitHubRevisionWriter
 from adapters.github.settings import GitHubSettings
 from adapters.github.transport import ConditionalTransport, TransportStats
+from adapters.github.trust import Trust
 from adapters.github.work_items import GitHubWorkItemReader, GitHubWorkItemWriter
 from domain.errors import ConfigError, ProviderError
 from domain.ports import ProviderInterfaces, SpecProviderReader
@@ -35,7 +37,8 @@ class GitHubProvider:
     """Work items and revisions in one GitHub repository. ``close()`` it at shutdown.
 
     ``environ`` is where the token (or App key) variable is read (default ``os.environ``);
-    ``sleep``, ``clock`` and ``inner_transport`` are seams for tests.
+    ``sleep``, ``clock`` and ``inner_transport`` are seams for tests. ``state_dir``: where
+    the text of issues admitted by label is kept (``Trust``); none, in memory only.
     """
 
     def __init__(
@@ -46,6 +49,7 @@ class GitHubProvider:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         inner_transport: httpx.BaseTransport | None = None,
+        state_dir: Path | None = None,
     ) -> None:
         transport = ConditionalTransport(
             inner_transport,
@@ -69,14 +73,17 @@ class GitHubProvider:
         except BaseException:
             self.api.close()
             raise
-        self.labels = Labels(self.api)
+        self.labels = Labels(self.api, settings.admit_label)
         self._check_labels()
+        self.trust = Trust(self.api, settings, state_dir)
         issues = IssueIndex(self.api, settings.full_resync_cycles)
         pipelines = PipelineReader(self.api)
-        pulls = PullIndex(self.api, settings, pipelines)
-        self.work_item_reader = GitHubWorkItemReader(issues, pulls)
-        self.work_item_writer = GitHubWorkItemWriter(self.api, issues, self.labels)
-        self.revision_reader = GitHubRevisionReader(self.api, pulls, self.default_branch, pipelines)
+        pulls = PullIndex(self.api, settings, pipelines, self.trust)
+        self.work_item_reader = GitHubWorkItemReader(issues, pulls, self.trust)
+        self.work_item_writer = GitHubWorkItemWriter(self.api, issues, self.labels, self.trust)
+        self.revision_reader = GitHubRevisionReader(
+            self.api, pulls, self.default_branch, pipelines, self.trust
+        )
         self.revision_writer = GitHubRevisionWriter(self.api, pulls, issues, self.default_branch)
 
     def _check_labels(self) -> None:
@@ -125,11 +132,12 @@ def create_github_provider(
     spec_reader: SpecProviderReader,
     *,
     environ: Mapping[str, str] | None = None,
+    state_dir: Path | None = None,
 ) -> tuple[GitHubProvider, ProviderInterfaces]:
     """The provider and the five interfaces an engine takes; specs come from ``spec_reader``
     (the repository's checkout: specs are read from git, not through the API). Keep the
     provider to ``close()`` it at shutdown, as with ``create_local_provider``."""
     if not isinstance(settings, GitHubSettings):
         settings = GitHubSettings.model_validate(dict(settings))
-    provider = GitHubProvider(settings, environ=environ)
+    provider = GitHubProvider(settings, environ=environ, state_dir=state_dir)
     return provider, provider.interfaces(spec_reader)

@@ -20,6 +20,7 @@ from adapters.github import markers
 from adapters.github.api import GitHubApi
 from adapters.github.pipeline import PipelineReader
 from adapters.github.settings import GitHubSettings
+from adapters.github.trust import Trust
 from domain.models import Pipeline, Revision, RevisionId, RevisionState, WorkItemId
 
 
@@ -43,8 +44,11 @@ class _Watch:
 
 
 class PullIndex:
-    def __init__(self, api: GitHubApi, settings: GitHubSettings, pipelines: PipelineReader) -> None:
+    def __init__(
+        self, api: GitHubApi, settings: GitHubSettings, pipelines: PipelineReader, trust: Trust
+    ) -> None:
         self._api = api
+        self._trust = trust
         self._settings = settings
         self._pipelines = pipelines
         self._lock = threading.RLock()
@@ -146,7 +150,7 @@ class PullIndex:
             head_sha=pr.head.sha,
             state=state,
             updated_at=pr.updated_at,
-            work_item=markers.linked_item(body, pr.head.ref, self._settings.branch_prefix),
+            work_item=self._linked_item(pr, body),
         )
         with self._lock:
             old = self._pulls.get(pr.number)
@@ -154,6 +158,17 @@ class PullIndex:
                 self._stale_reviews.add(pr.number)
             self._pulls[pr.number] = view
         return view
+
+    def _linked_item(self, pr: PullRequest | PullRequestSimple, body: str) -> str | None:
+        """The work item a pull request is for, when a trusted person (cpe among them) opened
+        it: anyone can open one saying "Closes #5" from a branch named like cpe's, and a pull
+        request linked to an item is reviewed and, with auto_merge, merged."""
+        item = markers.linked_item(body, pr.head.ref, self._settings.branch_prefix)
+        if item is None:
+            return None
+        login = pr.user.login if pr.user else None
+        association: str | None = pr.author_association
+        return item if self._trust.trusted(login, association) else None
 
     # ------------------------------------------------------------------ syncing
 
@@ -192,10 +207,19 @@ class PullIndex:
     def _read_reviews(self, number: int) -> None:
         reviewed: str | None = None
         for review in self._api.reviews(number):
-            if markers.review_digest(review.body) is not None and review.commit_id:
+            if (
+                markers.review_digest(review.body) is not None
+                and review.commit_id
+                and self._own(review.user.login if review.user else None)
+            ):
                 reviewed = review.commit_id
         self._reviewed[number] = reviewed
         self._stale_reviews.discard(number)
+
+    def _own(self, login: str | None) -> bool:
+        """Written by cpe: a review marker anyone can copy is not proof of it."""
+        own = self._trust.own_login()
+        return login is not None and own is not None and login.casefold() == own.casefold()
 
     def _pipeline_due(self, view: PullView) -> bool:
         watch = self._watches.get(view.number)

@@ -22,6 +22,7 @@ from adapters.github.patches import TreeBuilder
 from adapters.github.pipeline import PipelineReader
 from adapters.github.pull_index import PullIndex, PullView
 from adapters.github.reviews import ReviewPoster
+from adapters.github.trust import Trust
 from adapters.github.work_items import issue_number
 from domain.errors import ConflictError, NotFoundError, ProviderError
 from domain.models import (
@@ -52,12 +53,18 @@ class GitHubRevisionReader:
     """``RevisionProviderReader`` over the repository's pull requests."""
 
     def __init__(
-        self, api: GitHubApi, pulls: PullIndex, default_branch: str, pipelines: PipelineReader
+        self,
+        api: GitHubApi,
+        pulls: PullIndex,
+        default_branch: str,
+        pipelines: PipelineReader,
+        trust: Trust,
     ) -> None:
         self._api = api
         self._pulls = pulls
         self._default = default_branch
         self._pipelines = pipelines
+        self._trust = trust
 
     def list_revisions(self) -> Sequence[Revision]:
         return sorted(self._pulls.sync(pipelines=True), key=lambda r: int(r.id))
@@ -81,28 +88,52 @@ class GitHubRevisionReader:
         ]
 
     def get_review_history(self, revision_id: RevisionId) -> ReviewHistory:
+        """The reviews and inline comments of trusted people (cpe's own among them): anyone
+        can review a public repository's pull request, and an agent would act on it. How many
+        were left out is counted, and the prompt says so."""
         number = pull_number(revision_id)
-        reviews = self._api.reviews(number)
+        trusted = self._trust.trusted
+        reviews = [
+            r
+            for r in self._api.reviews(number)
+            if r.state != "PENDING"  # a draft only its author sees
+        ]
         comments = self._api.review_comments(number)
+        kept_reviews = [r for r in reviews if trusted(_login(r.user), _association(r))]
+        kept_comments = [c for c in comments if trusted(_login(c.user), _association(c))]
+        # A lone inline comment comes in a review of its own with no body: counted once.
+        left_out = sum(1 for r in reviews if r not in kept_reviews and (r.body or "").strip())
+        left_out += len(comments) - len(kept_comments)
         return ReviewHistory(
             reviews=tuple(
                 ReviewSubmission(
-                    author=r.user.login if r.user else "ghost",
+                    author=_login(r.user) or "ghost",
                     state=r.state,
                     body=markers.strip_markers(r.body),
                 )
-                for r in reviews
+                for r in kept_reviews
             ),
             inline_comments=tuple(
                 ReviewInlineComment(
                     path=c.path,
                     line=c.line if isinstance(c.line, int) else None,
-                    author=c.user.login if c.user else "ghost",
+                    author=_login(c.user) or "ghost",
                     body=c.body,
                 )
-                for c in comments
+                for c in kept_comments
             ),
+            left_out=left_out,
         )
+
+
+def _login(user: object) -> str | None:
+    login = getattr(user, "login", None)
+    return login if isinstance(login, str) else None
+
+
+def _association(entry: object) -> str | None:
+    found = getattr(entry, "author_association", None)
+    return found if isinstance(found, str) else None
 
 
 class GitHubRevisionWriter:

@@ -10,6 +10,8 @@ adapters/github/auth.py reads it at start.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_API_URL = "https://api.github.com/"
@@ -32,6 +34,18 @@ class GitHubSettings(BaseModel):
     app_id: int | None = None
     app_installation_id: int | None = None
     app_private_key_env: str | None = None
+
+    # Who may make work and put words in an agent's prompt (docs/security.md). An issue is a
+    # work item only when its author has at least ``trusted_permission`` on the repository, or
+    # such a person gave it ``admit_label`` (empty: no admission by label); and, when
+    # ``required_labels`` is set, it carries them all. Reviews and comments by anyone else are
+    # left out of every prompt. cpe's own login and ``trusted_bots`` are always trusted.
+    trusted_permission: Literal["triage", "write", "maintain", "admin"] = "write"
+    admit_label: str = "cpe:admit"
+    required_labels: tuple[str, ...] = ()
+    trusted_bots: tuple[str, ...] = ()
+    permission_ttl: float = Field(default=600, gt=0, le=86_400, allow_inf_nan=False)
+    """Seconds a person's looked-up permission is kept before it is asked again."""
 
     # Reads (GET) are retried on 5xx, 429 and rate-limit 403s; writes never are.
     read_attempts: int = Field(default=4, ge=1)

@@ -20,8 +20,9 @@ from adapters.github.api import GitHubApi
 from adapters.github.issue_index import IssueIndex, IssueView
 from adapters.github.labels import Labels
 from adapters.github.pull_index import PullIndex
+from adapters.github.trust import Trust
 from domain.errors import NotFoundError, ProviderError
-from domain.models import STATUSES, Status, WorkItem, WorkItemId
+from domain.models import STATUSES, IgnoredWorkItem, Status, WorkItem, WorkItemId
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +34,14 @@ def issue_number(work_item_id: str) -> int:
 
 
 class GitHubWorkItemReader:
-    """``WorkProviderReader`` over the repository's issues."""
+    """``WorkProviderReader`` over the repository's issues: the admitted ones (``Trust``);
+    the others are ``ignored_work_items``."""
 
-    def __init__(self, issues: IssueIndex, pulls: PullIndex) -> None:
+    def __init__(self, issues: IssueIndex, pulls: PullIndex, trust: Trust) -> None:
         self._issues = issues
         self._pulls = pulls
+        self._trust = trust
+        self._ignored: tuple[IgnoredWorkItem, ...] = ()
 
     def list_work_items(self) -> Sequence[WorkItem]:
         views = self._issues.sync()
@@ -47,29 +51,53 @@ class GitHubWorkItemReader:
         # A link the revision poll finds reaches the engine with that poll's observation.
         self._pulls.prime()
         linked = self._pulls.linked_revisions()
-        return [
-            WorkItem(
-                id=WorkItemId(str(v.number)),
-                title=v.title,
-                status=markers.status_of(v.labels, v.closed),
-                labels=tuple(n for n in v.labels if not markers.is_status_label(n)),
-                blocked_by=tuple(WorkItemId(b) for b in self._issues.open_blockers(v)),
-                linked_revision=linked.get(str(v.number)),
+        items, ignored = [], []
+        for v in sorted(views, key=lambda v: v.number):
+            admission = self._trust.admit(v)
+            if not admission.admitted:
+                if not v.closed:
+                    ignored.append(
+                        IgnoredWorkItem(
+                            id=WorkItemId(str(v.number)), title=v.title, reason=admission.reason
+                        )
+                    )
+                continue
+            items.append(
+                WorkItem(
+                    id=WorkItemId(str(v.number)),
+                    title=admission.title,
+                    status=markers.status_of(v.labels, v.closed),
+                    labels=tuple(n for n in v.labels if not markers.is_status_label(n)),
+                    blocked_by=tuple(WorkItemId(b) for b in self._issues.open_blockers(v)),
+                    linked_revision=linked.get(str(v.number)),
+                )
             )
-            for v in sorted(views, key=lambda v: v.number)
-        ]
+        self._ignored = tuple(ignored)
+        return items
+
+    def ignored_work_items(self) -> Sequence[IgnoredWorkItem]:
+        return self._ignored
 
     def get_work_item_body(self, work_item_id: WorkItemId) -> str:
-        return markers.user_body(self._issues.get(issue_number(work_item_id)).body)
+        view = self._issues.get(issue_number(work_item_id))
+        admission = self._trust.admit(view)
+        if not admission.admitted:
+            raise NotFoundError(f"issue #{work_item_id} is not work: {admission.reason}")
+        return markers.user_body(admission.body)
 
 
 class GitHubWorkItemWriter:
     """``WorkProviderWriter``: creates and edits issues, never twice for one key."""
 
-    def __init__(self, api: GitHubApi, issues: IssueIndex, labels: Labels) -> None:
+    def __init__(self, api: GitHubApi, issues: IssueIndex, labels: Labels, trust: Trust) -> None:
         self._api = api
         self._issues = issues
         self._labels = labels
+        self._trust = trust
+
+    def _made_by_cpe(self, view: IssueView) -> bool:
+        """An issue cpe may take as its own lost write: anyone can copy a key into theirs."""
+        return self._trust.trusted(view.author, view.association)
 
     def create_work_item(
         self,
@@ -81,7 +109,11 @@ class GitHubWorkItemWriter:
         idempotency_key: str | None = None,
     ) -> WorkItemId:
         self._labels.ensure_status_labels()
-        wanted = [*dict.fromkeys(labels), markers.status_label("pending")]
+        # The required labels too: an item cpe makes must be one it reads back as work.
+        wanted = [
+            *dict.fromkeys([*labels, *self._trust.required]),
+            markers.status_label("pending"),
+        ]
         named = list(dict.fromkeys(blocked_by))
         for b in named:
             if not b.isdecimal() and not markers.is_foreign_blocker(b):
@@ -89,7 +121,11 @@ class GitHubWorkItemWriter:
         # Blockers here are checked and linked natively too; another repository's ("o/r#12")
         # are written down as they are.
         blockers = [self._issues.get(issue_number(b)) for b in named if b.isdecimal()]
-        seen = self._issues.find_key(idempotency_key) if idempotency_key is not None else None
+        seen = (
+            self._issues.find_key(idempotency_key, self._made_by_cpe)
+            if idempotency_key is not None
+            else None
+        )
         if seen is not None:
             created = seen  # made before a crash: what came after it may not have been
         else:
@@ -121,7 +157,7 @@ class GitHubWorkItemWriter:
     def _found_after(self, exc: ProviderError, key: str | None) -> IssueView:
         if key is None or not exc.transient:
             raise exc
-        found = self._issues.find_key(key)
+        found = self._issues.find_key(key, self._made_by_cpe)
         if found is None:
             raise exc
         log.info("issue create answered %s but was made: #%s", exc.status, found.number)
@@ -176,7 +212,9 @@ class GitHubWorkItemWriter:
             wanted = others if to == "done" else [*others, markers.status_label(to)]
             if to == "done" and not current.closed:
                 self._api.update_issue(number, state="closed", state_reason="completed")
-            if list(current.labels) != wanted:
+            if [n.strip().casefold() for n in current.labels] != [
+                n.strip().casefold() for n in wanted
+            ]:
                 self._api.set_labels(number, wanted)
             if to != "done" and current.closed:
                 self._api.update_issue(number, state="open")

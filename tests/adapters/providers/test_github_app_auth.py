@@ -135,14 +135,21 @@ def test_a_poll_runs_on_an_installation_token_bought_with_the_apps_jwt(
     assert claims["iss"] == str(app.app_id)
     assert claims["exp"] - claims["iat"] == 600
     assert grant.claims == claims
-    # Every API call after it carried the installation token: not the JWT, not the key.
-    assert len(calls) >= 5
-    assert {r.authorization for r in calls} == {f"token {grant.token}"}
+    # cpe asked who it is as the App (GET /app takes the App's JWT, as GitHub requires), once;
+    # every other API call carried the installation token: not the JWT, not the key.
+    as_app = [r for r in calls if (r.method, r.path) == ("GET", "/app")]
+    assert len(as_app) == 1
+    scheme, _, token = as_app[0].authorization.partition(" ")
+    assert scheme == "Bearer"
+    assert jwt.decode(token, keys[1], algorithms=["RS256"])["iss"] == str(app.app_id)
+    repository_calls = [r for r in calls if r not in as_app]
+    assert len(repository_calls) >= 5
+    assert {r.authorization for r in repository_calls} == {f"token {grant.token}"}
     assert all(r.status < 400 for r in calls)
     assert fake_github.issues[int(item)].user == app.bot_login
     # Nothing logged, down to httpx's debug lines, holds the key, the JWT or the token.
     assert caplog.records
-    assert_not_in(caplog.text, *key_lines(keys[0]), signed, grant.token)
+    assert_not_in(caplog.text, *key_lines(keys[0]), signed, token, grant.token)
 
 
 def test_an_expired_installation_token_is_replaced_before_the_next_call(

@@ -5,7 +5,8 @@ signed RS256 with the App's private key (``iss`` its app id, as a string or a nu
 and ``exp`` at most ten minutes apart), and answers 201 with a fresh installation token
 (``ghs_...``) and its ``expires_at``. The token is then accepted, as ``token`` or ``Bearer``,
 like a configured token, until it expires: after that it is ``401 Bad credentials``, as on
-GitHub. The fake only holds the App's public key, as GitHub does.
+GitHub. The fake only holds the App's public key, as GitHub does. ``GET /app`` with a JWT names
+the App (its ``slug``: its bot is ``<slug>[bot]``).
 
 Time is the App's own ``clock`` (default ``time.time``): a test that advances it expires tokens
 and JWTs without waiting. Every token issued is kept in ``grants``.
@@ -24,7 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.fakes.github import payloads
-from tests.fakes.github.records import Access, iso
+from tests.fakes.github.records import EPOCH_START, Access, iso
 from tests.fakes.github.server import Call, HttpError, Reply, Router
 
 if TYPE_CHECKING:
@@ -222,9 +223,34 @@ def register(router: Router, gh: FakeGitHub, app: FakeApp) -> None:
             },
         )
 
+    def get_app(call: Call) -> Reply:
+        """``GET /app``: the App the JWT is signed for (its ``slug`` names its bot,
+        ``<slug>[bot]``)."""
+        app.verify_jwt(call.authorization)
+        html = f"{gh.base_url}/apps/{app.slug}"
+        return Reply(
+            body={
+                "id": app.app_id,
+                "slug": app.slug,
+                "node_id": payloads.node_id("Integration", app.app_id),
+                "client_id": f"Iv1.{app.app_id:016x}",
+                "owner": payloads.user(gh.urls, gh.owner),
+                "name": app.slug,
+                "description": None,
+                "external_url": html,
+                "html_url": html,
+                "created_at": iso(EPOCH_START),
+                "updated_at": iso(EPOCH_START),
+                "permissions": dict(app.permissions),
+                "events": [],
+                "installations_count": 1,
+            }
+        )
+
     router.add(
         "POST",
         r"/app/installations/(?P<installation_id>\d+)/access_tokens",
         create_access_token,
         "apps/create-installation-access-token",
     )
+    router.add("GET", "/app", get_app, "apps/get-authenticated")

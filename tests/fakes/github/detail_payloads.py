@@ -34,7 +34,8 @@ def diff_entry(urls: Urls, change: FileChange, head: str) -> Json:
     return data
 
 
-def review(urls: Urls, rec: ReviewRecord) -> Json:
+def review(urls: Urls, rec: ReviewRecord, association: str) -> Json:
+    """A review; ``association``: its author's ``author_association`` (``people.py``)."""
     pull_api = f"{urls.api}/pulls/{rec.pull}"
     html = f"{urls.html}/pull/{rec.pull}#pullrequestreview-{rec.id}"
     return {
@@ -48,11 +49,12 @@ def review(urls: Urls, rec: ReviewRecord) -> Json:
         "_links": {"html": link(html), "pull_request": link(pull_api)},
         "submitted_at": iso(rec.submitted_at),
         "commit_id": rec.commit_id,
-        "author_association": "OWNER",
+        "author_association": association,
     }
 
 
-def review_comment(urls: Urls, rec: ReviewCommentRecord) -> Json:
+def review_comment(urls: Urls, rec: ReviewCommentRecord, association: str) -> Json:
+    """A review comment; ``association``: its author's ``author_association``."""
     api = f"{urls.api}/pulls/comments/{rec.id}"
     pull_api = f"{urls.api}/pulls/{rec.pull}"
     html = f"{urls.html}/pull/{rec.pull}#discussion_r{rec.id}"
@@ -73,7 +75,7 @@ def review_comment(urls: Urls, rec: ReviewCommentRecord) -> Json:
         "updated_at": iso(rec.created_at),
         "html_url": html,
         "pull_request_url": pull_api,
-        "author_association": "OWNER",
+        "author_association": association,
         "_links": {"self": link(api), "html": link(html), "pull_request": link(pull_api)},
         "start_line": None,
         "original_start_line": None,

@@ -1,21 +1,33 @@
 """``FakeGitHub``: one repository's issues, pull requests, reviews, CI and git data, served on
 loopback. Tests drive it through the real provider and inspect it directly (its records, its
-bare repository, its request log); helpers play the parts of other people and of CI."""
+bare repository, its request log); helpers play the parts of other people and of CI.
+
+Who is who (``people.py``): the owner (``acme``) is admin, ``someone`` (the author helpers use
+by default: a teammate) a collaborator with the write role, each token's user a collaborator with
+its ``Access.role``; anyone else is a stranger, who can still read the public repository and
+open issues. A helper that acts as someone does only what GitHub lets that person do."""
 
 from __future__ import annotations
 
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
 from tests.fakes.github import app as app_routes
-from tests.fakes.github import routes_git, routes_issues, routes_merge, routes_pulls
+from tests.fakes.github import (
+    routes_git,
+    routes_issues,
+    routes_merge,
+    routes_people,
+    routes_pulls,
+)
 from tests.fakes.github.app import FakeApp
-from tests.fakes.github.gitdata import BareRepo
+from tests.fakes.github.gitdata import BareRepo, FileChange
 from tests.fakes.github.payloads import Urls
+from tests.fakes.github.people import RANK, People, role
 from tests.fakes.github.records import (
     EPOCH_START,
     Access,
@@ -34,13 +46,21 @@ from tests.fakes.github.records import (
 from tests.fakes.github.server import SECONDARY_LIMIT_MESSAGE, HttpCore, HttpError, Router, serve
 
 CLOSING = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
+TEAMMATE = "someone"  # the default author of the helpers' issues and pull requests
+# A review's state as GitHub shows it -> the event that submits it.
+REVIEW_EVENTS = {
+    "APPROVED": "APPROVE",
+    "CHANGES_REQUESTED": "REQUEST_CHANGES",
+    "COMMENTED": "COMMENT",
+}
 
 
 class FakeGitHub:
     """Start with ``with FakeGitHub(tmp_path / "gh") as gh:``; ``gh.base_url`` is the API root.
 
     ``tokens`` maps each accepted token to its user's login, or to its ``Access`` (a
-    fine-grained token, a triage user). ``allow_self_review`` lets the PR author approve or
+    fine-grained token, a triage user); each token's user is a collaborator with the
+    ``Access.role`` (admin for a bare login). ``allow_self_review`` lets the PR author approve or
     request changes (GitHub refuses that with 422). ``app``: a GitHub App installed on the
     repository, whose installation tokens are accepted too (``app.py``). ``now``: the time the
     secondary rate limit on content creation is judged by (a test's clock, to pace without
@@ -82,7 +102,7 @@ class FakeGitHub:
         self.foreign: dict[str, dict[int, IssueRecord]] = {}
         router = Router()
         prefix = f"/repos/{owner}/{repo}"
-        for module in (routes_issues, routes_pulls, routes_merge, routes_git):
+        for module in (routes_issues, routes_pulls, routes_merge, routes_git, routes_people):
             module.register(router, prefix, self)
         self.app = app
         if app is not None:
@@ -91,6 +111,13 @@ class FakeGitHub:
             token: Access(who) if isinstance(who, str) else who
             for token, who in (tokens or {"test-token": "cpe-bot"}).items()
         }
+        self.people = People(owner)
+        self.people.collaborators[self.people.seen(TEAMMATE)] = "write"
+        for access in accesses.values():
+            if self.people.seen(access.login) != owner:
+                self.people.collaborators[access.login] = access.role
+        if app is not None:
+            self.people.seen(app.bot_login)
         self.http = HttpCore(router, accesses, self.lock, now)
         self.http.app = app
         self._server, self._thread = serve(self.http)
@@ -139,10 +166,57 @@ class FakeGitHub:
             raise HttpError(404, "Not Found")
         return found
 
+    def pull_files(self, pr: PullRecord) -> list[FileChange]:
+        """The files a pull request changes (a merged one: as they were when it merged)."""
+        base = pr.merge_base or self.git.merge_base(self.default_head(), pr.head_sha)
+        return self.git.changed_files(base or pr.base_sha, pr.head_sha)
+
+    def association(self, login: str) -> str:
+        """``login``'s ``author_association`` with the repository, as of now."""
+        opened = {self.issues[n].user for n in self.pulls}
+        merged = {self.issues[n].user for n, pr in self.pulls.items() if pr.merged}
+        return self.people.association(login, merged, opened)
+
+    def label_name(self, name: str) -> str | None:
+        """The existing label ``name`` names, as it is spelled: GitHub ignores case."""
+        folded = name.casefold()
+        return next((n for n in self.labels if n.casefold() == folded), None)
+
     def label_id(self, name: str) -> int:
-        if name not in self.labels:
+        """The id of the label ``name`` names (any case), created when there is none."""
+        found = self.label_name(name)
+        if found is None:
             self.labels[name] = self.next_id()
-        return self.labels[name]
+            found = name
+        return self.labels[found]
+
+    def use_labels(self, names: Iterable[str]) -> list[str]:
+        """The labels ``names`` name (each once, as spelled where it exists), created when
+        missing."""
+        ids = [self.label_id(name) for name in names]
+        spelled = {label_id: name for name, label_id in self.labels.items()}
+        return list(dict.fromkeys(spelled[i] for i in ids))
+
+    def relabel(
+        self, rec: IssueRecord, names: Iterable[str], actor: str, *, moved: bool = True
+    ) -> None:
+        """``rec`` carries the existing labels ``names`` from now on: each label removed is an
+        ``unlabeled`` event by ``actor`` on its timeline, each added a ``labeled`` one, and
+        (``moved``) its ``updated_at`` moves."""
+        wanted = self.use_labels(names)
+        if moved:
+            rec.updated_at = self.tick()
+        for name in [n for n in rec.labels if n not in wanted]:
+            self.event(rec.number, "unlabeled", actor, label=name)
+        for name in [n for n in wanted if n not in rec.labels]:
+            self.event(rec.number, "labeled", actor, label=name)
+        rec.labels = wanted
+
+    def retitle(self, rec: IssueRecord, title: str, actor: str) -> None:
+        """A new title: a ``renamed`` event by ``actor`` (none when it is the same)."""
+        if title != rec.title:
+            self.event(rec.number, "renamed", actor, rename=(rec.title, title))
+            rec.title = title
 
     def ref_moved(self, branch: str, sha: str) -> None:
         """A push to ``branch``: the repository's ``pushed_at`` moves (so does every payload
@@ -161,9 +235,20 @@ class FakeGitHub:
                 linked.closed_at = linked.updated_at = self.tick()
                 self.event(linked.number, "closed", "someone")
 
-    def event(self, number: int, kind: str, actor: str, commit_id: str | None = None) -> None:
+    def event(
+        self,
+        number: int,
+        kind: str,
+        actor: str,
+        commit_id: str | None = None,
+        *,
+        label: str | None = None,
+        rename: tuple[str, str] | None = None,
+    ) -> None:
         """An entry of an issue's (or pull request's) timeline."""
-        self.events.append(EventRecord(self.next_id(), number, kind, actor, commit_id, self.clock))
+        self.events.append(
+            EventRecord(self.next_id(), number, kind, actor, commit_id, self.clock, label, rename)
+        )
 
     # ------------------------------------------------------------------ test helpers
 
@@ -279,24 +364,30 @@ class FakeGitHub:
         body: str = "",
         labels: tuple[str, ...] = (),
         state: str = "open",
-        user: str = "someone",
+        user: str = TEAMMATE,
     ) -> int:
-        """An issue someone else filed (no request is made or recorded)."""
+        """An issue ``user`` filed (no request is made or recorded). ``labels`` come with it
+        as an issue template gives them, whoever files it: ``labeled`` events by ``user``."""
         with self.lock:
             number, stamp = self.next_number(), self.tick()
-            for name in labels:
-                self.label_id(name)
-            self.issues[number] = IssueRecord(
-                number, title, body, user, stamp, stamp, list(labels), state,
+            self.issues[number] = rec = IssueRecord(
+                number, title, body, self.people.seen(user), stamp, stamp, [], state,
                 "completed" if state == "closed" else None, stamp if state == "closed" else None,
             )  # fmt: skip
+            self.relabel(rec, labels, user, moved=False)
             return number
 
     def add_pull(
-        self, branch: str, files: Mapping[str, str | bytes | None], title: str, body: str = ""
+        self,
+        branch: str,
+        files: Mapping[str, str | bytes | None],
+        title: str,
+        body: str = "",
+        user: str = TEAMMATE,
     ) -> int:
-        """Someone else pushes ``branch`` (one commit on the default head) and opens a pull
-        request from it (no request is made or recorded)."""
+        """``user`` pushes ``branch`` (one commit on the default head) and opens a pull request
+        from it (no request is made or recorded). Its author is a ``FIRST_TIME_CONTRIBUTOR``
+        until it merges, a ``CONTRIBUTOR`` then (unless a member or a collaborator)."""
         with self.lock:
             head = self.default_head()
             tree = self._tree_with(self.git.line("rev-parse", f"{head}^{{tree}}"), files)
@@ -305,7 +396,7 @@ class FakeGitHub:
             number, stamp = self.next_number(), self.tick()
             self.pushed_at = stamp
             self.issues[number] = IssueRecord(
-                number, title, body, "someone", stamp, stamp, is_pull=True
+                number, title, body, self.people.seen(user), stamp, stamp, is_pull=True
             )
             self.pulls[number] = PullRecord(number, branch, sha, self.default_branch, head)
             return number
@@ -321,14 +412,165 @@ class FakeGitHub:
             self.ref_moved(branch, sha)
             return sha
 
-    def edit_issue(self, number: int, **changes: object) -> None:
+    # ------------------------------------------------------------------ who is who
+
+    def add_collaborator(self, login: str, permission: str) -> None:
+        """``login`` becomes a collaborator with the role ``permission`` (read, triage, write,
+        maintain or admin), or takes that role if a collaborator already."""
+        with self.lock:
+            self.people.collaborators[self.people.seen(login)] = role(permission)
+
+    def remove_collaborator(self, login: str) -> None:
+        """``login`` is a collaborator no more (a stranger, unless a member)."""
+        with self.lock:
+            self.people.collaborators.pop(login, None)
+
+    def add_member(self, login: str, permission: str = "read") -> None:
+        """``login`` is a member of the organization that owns the repository (its owner then
+        stands for an organization), with the role ``permission`` on the repository (the
+        organization's base permission, or a team's): ``author_association`` ``MEMBER``."""
+        with self.lock:
+            self.people.members[self.people.seen(login)] = role(permission)
+
+    def add_user(self, login: str) -> None:
+        """An account ``login`` exists (with no role here, unless given one): the permission
+        endpoint knows it. Helpers that act as someone add them too."""
+        with self.lock:
+            self.people.seen(login)
+
+    def require(self, login: str, least: str, doing: str) -> None:
+        """A ValueError unless ``login`` has at least the role ``least``: helpers make no one
+        do what GitHub would refuse them."""
+        held = self.people.role(login)
+        if RANK.get(held or "", 0) < RANK[least]:
+            raise ValueError(
+                f"{login} ({held or 'no role'}) cannot {doing} on GitHub: "
+                f"that takes the {least} role"
+            )
+
+    # ------------------------------------------------------------------ acting as someone
+
+    def label_issue(self, number: int, name: str, actor: str) -> None:
+        """``actor`` adds the label ``name`` (an existing one in any case applies it as it is
+        spelled) to issue or pull request ``number``: a ``labeled`` event by ``actor``, none when
+        it is there already. Takes the triage role; a label that does not exist yet, write."""
+        with self.lock:
+            rec = self.issue(number)
+            self.people.seen(actor)
+            self.require(actor, "triage", "label issues")
+            if self.label_name(name) is None:
+                self.require(actor, "write", f"create the label {name!r}")
+            if self.label_name(name) not in rec.labels:
+                self.relabel(rec, [*rec.labels, name], actor)
+
+    def unlabel_issue(self, number: int, name: str, actor: str) -> None:
+        """``actor`` removes the label ``name`` (any case): an ``unlabeled`` event."""
+        with self.lock:
+            rec = self.issue(number)
+            self.people.seen(actor)
+            self.require(actor, "triage", "remove labels")
+            found = self.label_name(name)
+            if found is None or found not in rec.labels:
+                raise ValueError(f"#{number} has no label {name!r}")
+            self.relabel(rec, [n for n in rec.labels if n != found], actor)
+
+    def edit_issue(self, number: int, *, editor: str = TEAMMATE, **changes: object) -> None:
+        """``editor`` changes fields of issue ``number`` (no request is made or recorded), and
+        its ``updated_at`` moves. As on GitHub's timeline, a new title is a ``renamed`` event,
+        each label added or removed a ``labeled`` or ``unlabeled`` one, a close or a reopen a
+        ``closed`` or ``reopened`` one, each by ``editor``; a new body shows nowhere a REST
+        client reads (GitHub keeps who edited in GraphQL's edit history only).
+
+        GitHub lets the author edit their own title and body and close their own issue; anyone
+        else needs the write role for the title and body, the triage role to close, reopen or
+        relabel: what GitHub would refuse is a ValueError."""
         with self.lock:
             record = self.issue(number)
-            for name in changes.get("labels", []):  # type: ignore[attr-defined]
-                self.label_id(str(name))
+            self.people.seen(editor)
+            self._may_edit(record, editor, changes)
+            labels = changes.pop("labels", None)
+            if labels is not None:
+                if not isinstance(labels, list | tuple):
+                    raise TypeError("labels: a list of label names")
+                self.relabel(record, [str(n) for n in labels], editor)
+            if "title" in changes:
+                self.retitle(record, str(changes.pop("title")), editor)
+            state = changes.pop("state", record.state)
+            if state != record.state:
+                closed = state == "closed"
+                record.state = str(state)
+                record.state_reason = "completed" if closed else "reopened"
+                record.closed_at = self.clock if closed else None
+                self.event(record.number, "closed" if closed else "reopened", editor)
             for key, value in changes.items():
                 setattr(record, key, value)
             record.updated_at = self.tick()
+
+    def _may_edit(self, rec: IssueRecord, editor: str, changes: Mapping[str, object]) -> None:
+        own = editor == rec.user
+        if not own and {"title", "body"} & changes.keys():
+            self.require(editor, "write", f"edit #{rec.number}, which {rec.user} filed")
+        if not own and "state" in changes:
+            self.require(editor, "triage", f"close or reopen #{rec.number}")
+        names = changes.get("labels")
+        if isinstance(names, list | tuple):
+            self.require(editor, "triage", "label issues")
+            missing = [str(n) for n in names if self.label_name(str(n)) is None]
+            if missing:
+                self.require(editor, "write", f"create the labels {missing}")
+
+    def add_review(
+        self,
+        pull: int,
+        user: str,
+        state: str,
+        body: str = "",
+        comments: Sequence[tuple[str, int, str]] = (),
+    ) -> int:
+        """``user`` reviews pull request ``pull`` (no request is made or recorded); returns the
+        review's id. ``state`` as GitHub shows a review: APPROVED, CHANGES_REQUESTED or
+        COMMENTED; ``comments`` as (path, line, body) on lines of its diff. On a public
+        repository anyone may review; only approvals by people with write access count for
+        branch protection. What GitHub refuses (approving one's own pull request, no body but
+        for an approval, a line outside the diff) is a ValueError."""
+        if state not in REVIEW_EVENTS:
+            raise ValueError(f"no review state {state!r}: GitHub's are {', '.join(REVIEW_EVENTS)}")
+        shaped = [{"path": path, "line": line, "body": text} for path, line, text in comments]
+        with self.lock:
+            return self._review(pull, user, REVIEW_EVENTS[state], body, shaped).id
+
+    def add_review_comment(self, pull: int, user: str, path: str, line: int, body: str) -> int:
+        """``user`` comments on line ``line`` of ``path`` in pull request ``pull``'s diff (no
+        request is made or recorded); returns the comment's id. As on GitHub, a comment made on
+        its own comes in a review of its own: ``COMMENTED``, with an empty body."""
+        comment = [{"path": path, "line": line, "body": body}]
+        with self.lock:
+            review = self._review(pull, user, "COMMENT", "", comment, single_comment=True)
+            return next(c.id for c in self.review_comments if c.review_id == review.id)
+
+    def _review(
+        self,
+        pull: int,
+        user: str,
+        event: str,
+        body: str,
+        comments: Sequence[dict[str, object]],
+        *,
+        single_comment: bool = False,
+    ) -> ReviewRecord:
+        pr = self.pull(pull)
+        try:
+            return routes_pulls.submit_review(
+                self,
+                pr,
+                self.people.seen(user),
+                event,
+                body=body,
+                comments=comments,
+                single_comment=single_comment,
+            )
+        except HttpError as refused:
+            raise ValueError(f"GitHub refuses that review: {refused.errors}") from refused
 
     def add_check_run(
         self, sha: str, name: str, status: str = "completed", conclusion: str | None = "success"

@@ -26,6 +26,7 @@ from tests.fakes.github.records import (
 Json = dict[str, Any]
 
 REPOSITORY_ID = 424242
+LABEL_COLOR = "ededed"  # every label's (the fake keeps no colors)
 
 _REPO_URL_KEYS = [
     "archive",
@@ -183,7 +184,7 @@ def label(urls: Urls, name: str, label_id: int, *, embedded: bool = False) -> Js
         "url": f"{urls.api}/labels/{name}",
         "name": name,
         "description": None,
-        "color": "ededed",
+        "color": LABEL_COLOR,
         "default": False,
         "archived_at": None,
         "archived_by": None,
@@ -199,8 +200,11 @@ def issue(
     labels: dict[str, int],
     pull: PullRecord | None,
     *,
+    association: str,
     legacy: bool = False,
 ) -> Json:
+    """An issue (or a pull request read as one); ``association``: its author's
+    ``author_association`` with the repository (``people.py``)."""
     api = f"{urls.api}/issues/{rec.number}"
     blockers = len(rec.blocked_by) + len(rec.foreign_blockers)
     data: Json = {
@@ -229,7 +233,7 @@ def issue(
         "created_at": iso(rec.created_at),
         "updated_at": iso(rec.updated_at),
         "closed_by": None,
-        "author_association": "OWNER",
+        "author_association": association,
         "reactions": _reactions(api),
         "issue_dependencies_summary": {
             "blocked_by": blockers,
@@ -269,6 +273,7 @@ def pull(
     labels: dict[str, int],
     default_branch: str,
     *,
+    association: str,
     full: bool = False,
     mergeable: bool | None = None,
     mergeable_state: str = "unknown",
@@ -333,7 +338,7 @@ def pull(
             "commits": link(f"{api}/commits"),
             "statuses": link(f"{urls.api}/statuses/{rec.head_sha}"),
         },
-        "author_association": "OWNER",
+        "author_association": association,
         "auto_merge": None,
         "draft": rec.draft,
     }
@@ -359,8 +364,10 @@ def pull(
 
 
 def timeline_event(urls: Urls, rec: EventRecord) -> Json:
-    """A state-change entry of a timeline (``merged`` names its merge commit)."""
-    return {
+    """An entry of a timeline: a state change (``merged`` names its merge commit), a label
+    added or removed (``label``: its name and color, as GitHub's ``labeled`` and ``unlabeled``
+    events carry it), a new title (``rename``)."""
+    data: Json = {
         "id": rec.id,
         "node_id": node_id("Event", rec.id),
         "url": f"{urls.api}/issues/events/{rec.id}",
@@ -371,6 +378,11 @@ def timeline_event(urls: Urls, rec: EventRecord) -> Json:
         "created_at": iso(rec.created_at),
         "performed_via_github_app": None,
     }
+    if rec.label is not None:
+        data["label"] = {"name": rec.label, "color": LABEL_COLOR}
+    if rec.rename is not None:
+        data["rename"] = {"from": rec.rename[0], "to": rec.rename[1]}
+    return data
 
 
 def error(message: str, status: int) -> Json:

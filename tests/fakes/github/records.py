@@ -98,7 +98,8 @@ class ReviewCommentRecord:
 @dataclass(frozen=True)
 class EventRecord:
     """An entry of an issue's timeline: ``merged`` (``commit_id``: the merge commit),
-    ``closed``, ``reopened``."""
+    ``closed``, ``reopened``, ``labeled`` and ``unlabeled`` (``label``: its name),
+    ``renamed`` (``rename``: the title before and after). ``actor`` did it."""
 
     id: int
     issue: int
@@ -106,6 +107,8 @@ class EventRecord:
     actor: str
     commit_id: str | None
     created_at: int
+    label: str | None = None
+    rename: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,9 @@ class RecordedRequest:
 
 
 TokenKind = Literal["classic", "fine-grained", "app"]
-Role = Literal["admin", "write", "triage", "read"]
+# GitHub's repository roles, from least to most access.
+Role = Literal["read", "triage", "write", "maintain", "admin"]
+ROLES: tuple[Role, ...] = ("read", "triage", "write", "maintain", "admin")
 
 # What a fine-grained personal access token can be given for a repository's issues, pull
 # requests and code. GitHub offers no Checks permission for these tokens at all.
@@ -180,6 +185,9 @@ FINE_GRAINED_PERMISSIONS: Mapping[str, str] = MappingProxyType(
 )
 
 
+PUSHING_ROLES: frozenset[str] = frozenset({"write", "maintain", "admin"})
+
+
 @dataclass(frozen=True)
 class Access:
     """Who a token acts as, and what it may do on the repository.
@@ -188,6 +196,8 @@ class Access:
     not push, so it cannot create labels, and labels it sends with a new issue are dropped);
     a fine-grained token or an App installation token has ``permissions``
     (``{"checks": "read", "issues": "write", ...}``), and what they do not name is refused.
+    The token's user (not an App's bot) is a collaborator with ``role`` on the repository: a
+    fine-grained token can do no more than its user may either.
     """
 
     login: str
@@ -200,7 +210,7 @@ class Access:
         if self.kind == "classic":
             if permission in ("issues", "pull_requests") and self.role == "triage":
                 return "write"  # labels, state: yes; creating labels: see can_create_labels
-            if self.role in ("admin", "write"):
+            if self.role in PUSHING_ROLES:
                 return "write"
             return "read"
         return self.permissions.get(permission, "none")
@@ -209,7 +219,7 @@ class Access:
     def can_push(self) -> bool:
         """Write access to the repository's contents (classic tokens: a role that may push)."""
         if self.kind == "classic":
-            return self.role in ("admin", "write")
+            return self.role in PUSHING_ROLES
         return self.level("contents") == "write"
 
     @property

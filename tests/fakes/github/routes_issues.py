@@ -1,12 +1,17 @@
 """Issue endpoints of the fake GitHub: list, get, create, update, labels, dependencies, the
-timeline, and issues of other repositories (cross-repository blockers)."""
+timeline, and issues of other repositories (cross-repository blockers).
+
+Labels are matched as GitHub matches them, ignoring case: ``status:blocked`` applies an existing
+``Status:Blocked``, and creating ``status:blocked`` then is a 422 ``already_exists``. Every label
+added or removed is a ``labeled`` or ``unlabeled`` event on the issue's timeline, its actor the
+token's user; so is a label given with a new issue."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from tests.fakes.github import payloads
-from tests.fakes.github.payloads import Urls
+from tests.fakes.github.payloads import LABEL_COLOR, Urls
 from tests.fakes.github.records import IssueRecord, parse_iso
 from tests.fakes.github.server import Call, HttpError, Reply, Router
 
@@ -14,20 +19,26 @@ if TYPE_CHECKING:
     from tests.fakes.github.fake import FakeGitHub
 
 N = r"(?P<number>\d+)"
-LABEL_COLOR = "ededed"
 
 
 def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
     def render(rec: IssueRecord, call: Call) -> dict[str, Any]:
-        return payloads.issue(gh.urls, rec, gh.labels, gh.pulls.get(rec.number), legacy=call.legacy)
+        return payloads.issue(
+            gh.urls, rec, gh.labels, gh.pulls.get(rec.number),
+            association=gh.association(rec.user), legacy=call.legacy,
+        )  # fmt: skip
 
-    def use_labels(call: Call, names: list[str]) -> None:
-        """Labels that do not exist yet are created on first use, by those who may."""
-        missing = [n for n in names if n not in gh.labels]
+    def use_labels(call: Call, names: list[str]) -> list[str]:
+        """The labels ``names`` names, as they are spelled (any case matches): those that do
+        not exist yet are created on first use, by those who may."""
+        missing = [n for n in names if gh.label_name(n) is None]
         if missing and (call.access is None or not call.access.can_create_labels):
             raise HttpError(403, call.access.refusal if call.access else "Forbidden")
-        for name in names:
-            gh.label_id(name)
+        return gh.use_labels(names)
+
+    def label_names(body: Any) -> list[str]:
+        raw = body.get("labels", []) if isinstance(body, dict) else body or []
+        return [str(n) for n in raw]
 
     def can_set_labels(call: Call) -> bool:
         # GitHub: "Only users with push access can set labels for new issues. Labels are
@@ -42,8 +53,8 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
             since = parse_iso(q["since"])
             found = [i for i in found if i.updated_at >= since]
         if q.get("labels"):
-            wanted = set(q["labels"].split(","))
-            found = [i for i in found if wanted <= set(i.labels)]
+            wanted = {n.casefold() for n in q["labels"].split(",")}
+            found = [i for i in found if wanted <= {n.casefold() for n in i.labels}]
         sort = q.get("sort", "created")
         key = {"updated": lambda i: (i.updated_at, i.number)}.get(
             sort, lambda i: (i.created_at, i.number)
@@ -63,32 +74,23 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
                 "Validation Failed",
                 [{"resource": "Issue", "field": "title", "code": "missing_field"}],
             )
-        names = [str(n) for n in body.get("labels", [])] if can_set_labels(call) else []
-        use_labels(call, names)
+        names = label_names(body) if can_set_labels(call) else []
+        names = use_labels(call, names)
         number, stamp = gh.next_number(), gh.tick()
-        rec = IssueRecord(
-            number,
-            str(title),
-            body.get("body"),
-            call.login,
-            stamp,
-            stamp,
-            list(dict.fromkeys(names)),
-        )
+        rec = IssueRecord(number, str(title), body.get("body"), call.login, stamp, stamp)
         gh.issues[number] = rec
+        gh.relabel(rec, names, call.login, moved=False)
         return Reply(201, render(rec, call))
 
     def update_issue(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
         body = call.body or {}
         if "title" in body:
-            rec.title = str(body["title"])
+            gh.retitle(rec, str(body["title"]), call.login)
         if "body" in body:
             rec.body = body["body"]
         if "labels" in body and can_set_labels(call):
-            names = list(dict.fromkeys(str(n) for n in body["labels"]))
-            use_labels(call, names)
-            rec.labels = names
+            gh.relabel(rec, use_labels(call, label_names(body)), call.login)
         stamp = gh.tick()
         if body.get("state") in ("open", "closed") and body["state"] != rec.state:
             rec.state = body["state"]
@@ -99,41 +101,31 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         rec.updated_at = stamp
         return Reply(body=render(rec, call))
 
+    def issue_labels(rec: IssueRecord) -> Reply:
+        return Reply(body=[payloads.label(gh.urls, n, gh.labels[n]) for n in rec.labels])
+
     def add_labels(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
-        body = call.body
-        names = [str(n) for n in (body.get("labels", []) if isinstance(body, dict) else body or [])]
-        use_labels(call, names)
-        for name in names:
-            if name not in rec.labels:
-                rec.labels.append(name)
-        rec.updated_at = gh.tick()
-        return Reply(body=[payloads.label(gh.urls, n, gh.labels[n]) for n in rec.labels])
+        gh.relabel(rec, rec.labels + use_labels(call, label_names(call.body)), call.login)
+        return issue_labels(rec)
 
     def set_labels(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
-        body = call.body
-        raw = body.get("labels", []) if isinstance(body, dict) else body or []
-        names = list(dict.fromkeys(str(n) for n in raw))
-        use_labels(call, names)
-        rec.labels = names
-        rec.updated_at = gh.tick()
-        return Reply(body=[payloads.label(gh.urls, n, gh.labels[n]) for n in rec.labels])
+        gh.relabel(rec, use_labels(call, label_names(call.body)), call.login)
+        return issue_labels(rec)
 
     def remove_all_labels(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
-        rec.labels = []
-        rec.updated_at = gh.tick()
+        gh.relabel(rec, [], call.login)
         return Reply(status=204)
 
     def remove_label(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
-        name = call.params["name"]
-        if name not in rec.labels:
+        name = gh.label_name(call.params["name"])
+        if name is None or name not in rec.labels:
             raise HttpError(404, "Label does not exist")
-        rec.labels.remove(name)
-        rec.updated_at = gh.tick()
-        return Reply(body=[payloads.label(gh.urls, n, gh.labels[n]) for n in rec.labels])
+        gh.relabel(rec, [n for n in rec.labels if n != name], call.login)
+        return issue_labels(rec)
 
     def list_labels(call: Call) -> Reply:
         found = [payloads.label(gh.urls, n, i) for n, i in sorted(gh.labels.items())]
@@ -148,20 +140,22 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
                 "Validation Failed",
                 [{"resource": "Label", "field": "name", "code": "missing_field"}],
             )
-        if name in gh.labels:
+        if gh.label_name(name) is not None:  # GitHub compares label names ignoring case
             raise HttpError(
                 422,
                 "Validation Failed",
                 [{"resource": "Label", "field": "name", "code": "already_exists"}],
             )
-        use_labels(call, [name])
+        [name] = use_labels(call, [name])
         made = payloads.label(gh.urls, name, gh.labels[name])
         made.update(color=body.get("color") or LABEL_COLOR, description=body.get("description"))
         return Reply(201, made)
 
     def foreign_payload(repository: str, rec: IssueRecord, call: Call) -> dict[str, Any]:
         owner, _, name = repository.partition("/")
-        return payloads.issue(Urls(gh.base_url, owner, name), rec, {}, None, legacy=call.legacy)
+        urls = Urls(gh.base_url, owner, name)
+        # Its author's ties are with that repository, of which the fake knows nothing.
+        return payloads.issue(urls, rec, {}, None, association="NONE", legacy=call.legacy)
 
     def list_blocked_by(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))

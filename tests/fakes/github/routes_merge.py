@@ -1,8 +1,9 @@
 """Merging on the fake GitHub: a pull request's merge, with what refuses one on GitHub
 (conflicts, a moved head, a merge method the repository does not allow, branch protection:
-required checks, required approving reviews, a head not up to date), each with GitHub's own
-405 or 409 message; a pull request's ``mergeable`` and ``mergeable_state``, computed lazily as
-GitHub computes them; "Merge a branch" (``POST /merges``); and the comparison of two commits."""
+required checks, required approving reviews by people with write access, a head not up to
+date), each with GitHub's own 405 or 409 message; a pull request's ``mergeable`` and
+``mergeable_state``, computed lazily as GitHub computes them; "Merge a branch"
+(``POST /merges``); and the comparison of two commits."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from tests.fakes.github import detail_payloads
-from tests.fakes.github.records import PullRecord
+from tests.fakes.github.records import PUSHING_ROLES, PullRecord
 from tests.fakes.github.server import Call, HttpError, Reply, Router
 
 if TYPE_CHECKING:
@@ -60,9 +61,12 @@ def protection_refusal(gh: FakeGitHub, pr: PullRecord) -> str | None:
         return f"{missing} of {len(rule.checks)} required status checks are expected."
     latest: dict[str, str] = {}
     author = gh.issues[pr.number].user
-    for review in gh.reviews:
+    for review in gh.reviews:  # the newest review of each person decides
         if review.pull == pr.number and review.user != author and review.state != "COMMENTED":
             latest[review.user] = review.state
+    # Only reviewers with write access count, as GitHub's message says: anyone may approve a
+    # pull request of a public repository.
+    latest = {who: state for who, state in latest.items() if gh.people.role(who) in PUSHING_ROLES}
     approvals = sum(1 for state in latest.values() if state == "APPROVED")
     if approvals < rule.reviews:
         plural = "review is" if rule.reviews == 1 else "reviews are"

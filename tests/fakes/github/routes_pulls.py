@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tests.fakes.github import detail_payloads, payloads
-from tests.fakes.github.gitdata import FileChange
 from tests.fakes.github.records import (
     IssueRecord,
     PullRecord,
@@ -44,17 +44,67 @@ def hunks_by_line(patch: str | None) -> dict[int, str]:
     return found
 
 
-def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
-    def files_of(pr: PullRecord) -> list[FileChange]:
-        base = pr.merge_base or gh.git.merge_base(gh.default_head(), pr.head_sha) or pr.base_sha
-        return gh.git.changed_files(base, pr.head_sha)
+def submit_review(
+    gh: FakeGitHub,
+    pr: PullRecord,
+    login: str,
+    event: str,
+    *,
+    body: str,
+    comments: Sequence[dict[str, Any]] = (),
+    commit: str | None = None,
+    single_comment: bool = False,
+) -> ReviewRecord:
+    """``login`` reviews ``pr`` (``event``: APPROVE, REQUEST_CHANGES or COMMENT), with
+    ``comments`` (``path``, ``line``, ``body``) on lines of its diff, or GitHub's 422.
+    ``single_comment``: one comment made on its own, which GitHub files as a review of its own
+    with an empty body."""
+    issue = gh.issues[pr.number]
+    # GitHub's 422s here are "Unprocessable Entity" with the reasons as plain strings.
+    if event not in REVIEW_STATES:
+        raise HttpError(422, "Unprocessable Entity", [f"Unknown event {event}"])
+    if event != "COMMENT" and issue.user == login and not gh.allow_self_review:
+        verb = "approve" if event == "APPROVE" else "request changes on"
+        raise HttpError(422, "Unprocessable Entity", [f"Can not {verb} your own pull request"])
+    if event != "APPROVE" and not body and not single_comment:
+        raise HttpError(422, "Unprocessable Entity", ["Body is required"])
+    by_path = {f.filename: hunks_by_line(f.patch) for f in gh.pull_files(pr)}
+    for comment in comments:
+        lines = by_path.get(str(comment.get("path")), {})
+        if comment.get("line") not in lines or comment.get("side", "RIGHT") != "RIGHT":
+            raise HttpError(
+                422,
+                "Unprocessable Entity",
+                ["Pull request review thread line must be part of the diff"],
+            )
+    commit = commit or pr.head_sha
+    stamp = gh.tick()
+    review = ReviewRecord(gh.next_id(), pr.number, login, body, REVIEW_STATES[event], commit, stamp)
+    gh.reviews.append(review)
+    for comment in comments:
+        line = int(comment["line"])
+        gh.review_comments.append(
+            ReviewCommentRecord(
+                gh.next_id(), review.id, pr.number, login, str(comment["path"]), line,
+                "RIGHT", str(comment.get("body", "")), commit,
+                by_path[str(comment["path"])][line], stamp,
+            )
+        )  # fmt: skip
+    issue.updated_at = stamp
+    return review
 
+
+def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
     def render(pr: PullRecord, call: Call, full: bool = False) -> dict[str, Any]:
         issue = gh.issues[pr.number]
-        common: dict[str, Any] = {"legacy": call.legacy, "pushed_at": gh.pushed_at}
+        common: dict[str, Any] = {
+            "legacy": call.legacy,
+            "pushed_at": gh.pushed_at,
+            "association": gh.association(issue.user),
+        }
         if not full:
             return payloads.pull(gh.urls, issue, pr, gh.labels, gh.default_branch, **common)
-        files = files_of(pr)
+        files = gh.pull_files(pr)
         mergeable, state = mergeability(gh, pr)
         stats = (
             sum(f.additions for f in files),
@@ -140,7 +190,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         issue = gh.issues[pr.number]
         body = call.body or {}
         if "title" in body:
-            issue.title = str(body["title"])
+            gh.retitle(issue, str(body["title"]), call.login)
         if "body" in body:
             issue.body = body["body"]
         if "base" in body:
@@ -154,63 +204,39 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
 
     def list_files(call: Call) -> Reply:
         pr = gh.pull(int(call.params["number"]))
-        entries = [detail_payloads.diff_entry(gh.urls, f, pr.head_sha) for f in files_of(pr)]
+        entries = [detail_payloads.diff_entry(gh.urls, f, pr.head_sha) for f in gh.pull_files(pr)]
         return Reply(body=entries, paginate="")
 
     def list_reviews(call: Call) -> Reply:
         number = int(call.params["number"])
         gh.pull(number)
-        found = [detail_payloads.review(gh.urls, r) for r in gh.reviews if r.pull == number]
+        found = [
+            detail_payloads.review(gh.urls, r, gh.association(r.user))
+            for r in gh.reviews
+            if r.pull == number
+        ]
         return Reply(body=found, paginate="")
 
     def create_review(call: Call) -> Reply:
         may(call, "pull_requests")
         pr = gh.pull(int(call.params["number"]))
-        issue = gh.issues[pr.number]
         body = call.body or {}
-        event = body.get("event", "COMMENT")
-        # GitHub's 422s here are "Unprocessable Entity" with the reasons as plain strings.
-        if event not in REVIEW_STATES:
-            raise HttpError(422, "Unprocessable Entity", [f"Unknown event {event}"])
-        if event != "COMMENT" and issue.user == call.login and not gh.allow_self_review:
-            verb = "approve" if event == "APPROVE" else "request changes on"
-            raise HttpError(422, "Unprocessable Entity", [f"Can not {verb} your own pull request"])
-        if event != "APPROVE" and not body.get("body"):
-            raise HttpError(422, "Unprocessable Entity", ["Body is required"])
-        by_path = {f.filename: hunks_by_line(f.patch) for f in files_of(pr)}
-        comments = body.get("comments") or []
-        for comment in comments:
-            lines = by_path.get(str(comment.get("path")), {})
-            if comment.get("line") not in lines or comment.get("side", "RIGHT") != "RIGHT":
-                raise HttpError(
-                    422,
-                    "Unprocessable Entity",
-                    ["Pull request review thread line must be part of the diff"],
-                )
-        commit = str(body.get("commit_id") or pr.head_sha)
-        stamp = gh.tick()
-        review = ReviewRecord(
-            gh.next_id(), pr.number, call.login, str(body.get("body") or ""),
-            REVIEW_STATES[event], commit, stamp,
-        )  # fmt: skip
-        gh.reviews.append(review)
-        for comment in comments:
-            line = int(comment["line"])
-            gh.review_comments.append(
-                ReviewCommentRecord(
-                    gh.next_id(), review.id, pr.number, call.login, str(comment["path"]), line,
-                    "RIGHT", str(comment.get("body", "")), commit,
-                    by_path[str(comment["path"])][line], stamp,
-                )
-            )  # fmt: skip
-        issue.updated_at = stamp
-        return Reply(body=detail_payloads.review(gh.urls, review))
+        review = submit_review(
+            gh,
+            pr,
+            call.login,
+            str(body.get("event", "COMMENT")),
+            body=str(body.get("body") or ""),
+            comments=body.get("comments") or [],
+            commit=body.get("commit_id"),
+        )
+        return Reply(body=detail_payloads.review(gh.urls, review, gh.association(call.login)))
 
     def list_comments(call: Call) -> Reply:
         number = int(call.params["number"])
         gh.pull(number)
         found = [
-            detail_payloads.review_comment(gh.urls, c)
+            detail_payloads.review_comment(gh.urls, c, gh.association(c.user))
             for c in gh.review_comments
             if c.pull == number
         ]

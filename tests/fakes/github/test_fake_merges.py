@@ -15,7 +15,7 @@ import httpx
 import pytest
 from githubkit import GitHub, TokenAuthStrategy
 from githubkit.exception import RequestFailed
-from githubkit_schemas.v2026_03_10.models import PullRequest
+from githubkit_schemas.v2026_03_10.models import PullRequest, SimpleUser
 
 from tests.fakes.github import FakeGitHub
 from tests.fakes.github.records import FINE_GRAINED_PERMISSIONS, Access
@@ -175,7 +175,7 @@ def test_merging_a_branch_answers_201_with_githubs_commit_and_moves_the_pull_req
     made = response.parsed_data  # githubkit's own Commit model
     assert [p.sha for p in made.parents] == [before, base]
     assert made.commit.message == "Bring main in"
-    assert made.author is not None
+    assert isinstance(made.author, SimpleUser)
     assert made.author.login == "cpe-bot"  # the authenticated user authors the merge
     assert [f.filename for f in made.files or []] == ["docs/more.md"]
     assert fake_github.git.resolve("refs/heads/feature") == made.sha
