@@ -138,3 +138,43 @@ def test_only_trusted_people_make_work_and_reach_the_prompt(
         assert words not in prompt
     assert "2 reviews or comments from people without write access" in prompt
     assert "edited after maria admitted it" in (home / "cpe.log").read_text()
+
+
+def test_who_is_trusted_changes_on_a_reload_without_a_restart(
+    tmp_path: Path, github: FakeGitHub, processes: list[subprocess.Popen[str]]
+) -> None:
+    """A triager's issue is ignored under the default (write); ``trusted_permission =
+    "triage"`` and SIGHUP make it work, with the same ``cpe run``."""
+    github.add_collaborator("tina", "triage")
+    number = github.add_issue("Greeting", ADMITTED_BODY, user="tina")
+    repo = tmp_path / "repo"
+    git(tmp_path, "clone", "--quiet", str(github.git.path), str(repo))
+    config = CONFIG.format(
+        repository=f"{github.owner}/{github.repo}",
+        base_url=github.base_url,
+        auth=f'token_env = "{TOKEN_ENV}"\n{FAST_PACING}',
+    ).replace("auto_merge = true", "auto_merge = false")
+    (repo / "supervisor.toml").write_text(config)
+    home = tmp_path / "home"
+    home.mkdir()
+    book = [implementor(str(number), {"greeting.py": "def greet(name):\n    return name\n"})]
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(ScriptedModelServer(book))
+        log = stack.enter_context((home / "cpe.log").open("a"))
+        run = start_cpe(repo, home, log, {**server.client_env(), TOKEN_ENV: TOKEN})
+        processes.append(run)
+        ignored = wait_for(lambda: "ignored: filed by tina" in cpe("status", cwd=repo).stdout, 180)
+        assert not server.requests  # nothing was dispatched for it
+        trusting = config.replace(
+            f'token_env = "{TOKEN_ENV}"',
+            f'token_env = "{TOKEN_ENV}"\ntrusted_permission = "triage"',
+        )
+        (repo / "supervisor.toml").write_text(trusting)
+        run.send_signal(signal.SIGHUP)
+        worked = wait_for(lambda: bool(_prompts(server, f"implement-{number}")), 180)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(120) == 0
+        said = (home / "cpe.log").read_text()[-5000:]
+    assert ignored, said
+    assert worked, said
+    assert "provider.github.trusted_permission" in said  # the reload applied it
