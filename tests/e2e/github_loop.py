@@ -64,6 +64,29 @@ def tracked_files(repo: Path) -> dict[str, bytes]:
     return {name: (repo / name).read_bytes() for name in names if name}
 
 
+def clone_for_cpe(
+    github: FakeGitHub,
+    base: Path,
+    *,
+    auth: str = f'token_env = "{TOKEN_ENV}"',
+    pacing: str = FAST_PACING,
+    auto_merge: bool = True,
+) -> Path:
+    """A clone of the fake's repository at ``base / "repo"`` with a ``supervisor.toml`` for
+    ``cpe run`` on it (``CONFIG``): the repository cpe works in."""
+    repo = base / "repo"
+    git(base, "clone", "--quiet", str(github.git.path), str(repo))
+    config = CONFIG.format(
+        repository=f"{github.owner}/{github.repo}",
+        base_url=github.base_url,
+        auth=f"{auth}\n{pacing}",
+    )
+    if not auto_merge:
+        config = config.replace("auto_merge = true", "auto_merge = false")
+    (repo / "supervisor.toml").write_text(config)
+    return repo
+
+
 def seed_with_the_sample(github: FakeGitHub, scratch: Path) -> None:
     """The fake's repository gets the demo's sample as its content."""
     sample = create_sample_repo(scratch / "sample")
@@ -154,15 +177,7 @@ class GitHubLoop(Loop):
         login: str = LOGIN,
         pacing: str = FAST_PACING,
     ) -> None:
-        repo = base / "repo"
-        git(base, "clone", "--quiet", str(github.git.path), str(repo))
-        (repo / "supervisor.toml").write_text(
-            CONFIG.format(
-                repository=f"{github.owner}/{github.repo}",
-                base_url=github.base_url,
-                auth=f"{auth}\n{pacing}",
-            )
-        )
+        repo = clone_for_cpe(github, base, auth=auth, pacing=pacing)
         super().__init__(base, repo, env)
         self.github = github
         self.login = login

@@ -23,7 +23,7 @@ import pytest
 
 from actors.journal import Journal
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
-from tests.e2e.github_loop import CONFIG, FAST_PACING, TOKEN, TOKEN_ENV, FakeCI, tracked_files
+from tests.e2e.github_loop import TOKEN, TOKEN_ENV, FakeCI, clone_for_cpe, tracked_files
 from tests.e2e.queue_loop import CHECK, OLD, SENT_BACK, implementor, rename_book
 from tests.e2e.running import make_cpe_repo, start_cpe, wait_for
 from tests.fakes.github import FakeGitHub
@@ -67,15 +67,7 @@ def test_two_items_that_collide_both_land_on_github_the_second_after_a_free_reru
     start = github.default_head()
     for title in ("First change", "Second change"):
         github.add_issue(title, f"{title}.", user="cpe-bot")
-    repo = tmp_path / "repo"
-    git(tmp_path, "clone", "--quiet", str(github.git.path), str(repo))
-    (repo / "supervisor.toml").write_text(
-        CONFIG.format(
-            repository=f"{github.owner}/{github.repo}",
-            base_url=github.base_url,
-            auth=f'token_env = "{TOKEN_ENV}"\n{FAST_PACING}',
-        )
-    )
+    repo = clone_for_cpe(github, tmp_path)
     book = [*implementors, load_scenario("approve", match=Match(role="reviewer"))]
     home = tmp_path / "home"
     home.mkdir()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
-from tests.e2e.github_loop import CONFIG, FAST_PACING, TOKEN, TOKEN_ENV, tracked_files
+from tests.e2e.github_loop import TOKEN, TOKEN_ENV, clone_for_cpe, tracked_files
 from tests.e2e.queue_loop import implementor
 from tests.e2e.running import make_cpe_repo, start_cpe, wait_for
 from tests.fakes.github import FakeGitHub
@@ -63,15 +63,7 @@ def test_only_trusted_people_make_work_and_reach_the_prompt(
     admitted = github.add_issue("Greeting", ADMITTED_BODY, user=STRANGER)
     github.label_issue(admitted, "cpe:admit", actor=MAINTAINER)
     blocked = github.add_issue("Later", "Not yet.", labels=("Status:Blocked",), user="someone")
-    repo = tmp_path / "repo"
-    git(tmp_path, "clone", "--quiet", str(github.git.path), str(repo))
-    (repo / "supervisor.toml").write_text(
-        CONFIG.format(
-            repository=f"{github.owner}/{github.repo}",
-            base_url=github.base_url,
-            auth=f'token_env = "{TOKEN_ENV}"\n{FAST_PACING}',
-        ).replace("auto_merge = true", "auto_merge = false")
-    )
+    repo = clone_for_cpe(github, tmp_path, auto_merge=False)
     home = tmp_path / "home"
     home.mkdir()
     first = implementor(str(admitted), {"greeting.py": "def greet(name):\n    return name\n"})
@@ -147,14 +139,8 @@ def test_who_is_trusted_changes_on_a_reload_without_a_restart(
     "triage"`` and SIGHUP make it work, with the same ``cpe run``."""
     github.add_collaborator("tina", "triage")
     number = github.add_issue("Greeting", ADMITTED_BODY, user="tina")
-    repo = tmp_path / "repo"
-    git(tmp_path, "clone", "--quiet", str(github.git.path), str(repo))
-    config = CONFIG.format(
-        repository=f"{github.owner}/{github.repo}",
-        base_url=github.base_url,
-        auth=f'token_env = "{TOKEN_ENV}"\n{FAST_PACING}',
-    ).replace("auto_merge = true", "auto_merge = false")
-    (repo / "supervisor.toml").write_text(config)
+    repo = clone_for_cpe(github, tmp_path, auto_merge=False)
+    config = (repo / "supervisor.toml").read_text()
     home = tmp_path / "home"
     home.mkdir()
     book = [implementor(str(number), {"greeting.py": "def greet(name):\n    return name\n"})]
