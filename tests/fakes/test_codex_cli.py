@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -255,11 +257,25 @@ def test_usage_errors_exit_2_like_clap(
     assert fake_codex.records() == []
 
 
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A directory in no git repository, as codex judges it (a ``.git`` in it or in any
+    parent). Not under /tmp: codex's own bubblewrap sandbox, run on the host (the codex tests
+    "with-bwrap"), leaves an empty ``/tmp/.git`` behind, the mount point it protects a writable
+    root's ``.git`` with, and from then on every directory under /tmp is in a repository to
+    codex. /var/tmp is no writable root of codex's."""
+    base = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
+    path = Path(tempfile.mkdtemp(prefix="cpe-plain-", dir=base))
+    try:
+        assert not any((d / ".git").exists() for d in (path, *path.parents)), path
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def test_refusals_before_any_event_exit_1(
-    fake_codex: FakeCodex, repo: Path, tmp_path: Path
+    fake_codex: FakeCodex, repo: Path, tmp_path: Path, outside: Path
 ) -> None:
-    outside = tmp_path / "plain"
-    outside.mkdir()
     untrusted = run(fake_codex, ["exec", "--json", "x"], cwd=outside)
     missing_dir = run(fake_codex, ["exec", "--json", "-C", str(tmp_path / "nope"), "x"], cwd=repo)
     missing_schema = run(
