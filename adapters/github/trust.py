@@ -122,9 +122,8 @@ class Trust:
         if not login:
             return False
         own = self.own_login()
-        if (own is not None and label_key(login) == label_key(own)) or label_key(
-            login
-        ) in self.bots:
+        known = {label_key(own)} if own is not None else set()
+        if label_key(login) in known | self.bots:  # logins, like labels, ignore case
             return True
         return RANK[self.permission(login, association)] >= RANK[self.threshold]
 
