@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal
 
 from domain.commands import EngineCommand, MergeRevision, StartAgent, TransitionStatus
 from domain.models import (
@@ -385,6 +386,7 @@ def revision_step(
     auto_merge: bool,
     merge_approved: bool,
     charge_baseline: bool = False,
+    required: Required = "auto",
 ) -> list[EngineCommand]:
     """What a revision of ``item`` needs next: done, blocked, needs-refinement, a review, or a
     merge of an approved head (``merge_approved``, after a restart)."""
@@ -410,10 +412,27 @@ def revision_step(
         and merge_approved
         and auto_merge
         and revision.reviewed_sha == revision.head_sha
-        and revision.pipeline.status in ("success", "none")
+        and (
+            revision.pipeline.status == "success"
+            or (revision.pipeline.status == "none" and untested_lands(state, required))
+        )
     ):
         return [MergeRevision(work_item_id=item.id, revision_id=revision.id)]
     return []
+
+
+# ``pipeline_required``: "auto", or always (True), or never (False).
+Required = bool | Literal["auto"]
+
+
+def untested_lands(state: EngineState, required: Required) -> bool:
+    """Whether a head with no checks at all may land (``pipeline_required``): ``auto`` only
+    while no pipeline has ever reported on the repository (once one has, no checks on a head
+    means CI has not reported on it yet); ``True`` never; ``False`` always (CI that skips some
+    changes, path filters)."""
+    if required == "auto":
+        return not state.pipelines_seen
+    return not required
 
 
 def inherited_failure(state: EngineState, revision: Revision) -> bool:

@@ -43,6 +43,7 @@ from domain.commands import (
     UpdateRevision,
 )
 from domain.decisions import (
+    Required,
     dispatch_items,
     needs_review,
     pipeline_acceptable,
@@ -129,6 +130,11 @@ class HandlerOptions(Frozen):
     charge_baseline_failures: bool = Field(
         default=False,
         description="a red check the default branch fails too sends the revision back anyway",
+    )
+    pipeline_required: Required = Field(
+        default="auto",
+        description="a head with no checks lands: never (true), always (false), or only while "
+        "no pipeline has ever reported on the repository (auto)",
     )
     retry_backoff_initial: float = Field(
         default=30, gt=0, le=86_400, allow_inf_nan=False, description="seconds, first retry"
@@ -331,7 +337,10 @@ def _land(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[Eng
     elif not isinstance(event, _QUEUE_EVENTS) or not _moves_the_queue(event, state):
         return []
     return landing_step(
-        state, max_rounds=o.max_landing_rounds, charge_baseline=o.charge_baseline_failures
+        state,
+        max_rounds=o.max_landing_rounds,
+        charge_baseline=o.charge_baseline_failures,
+        required=o.pipeline_required,
     )
 
 
@@ -388,6 +397,7 @@ def _revision(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list
         auto_merge=o.auto_merge and not o.merge_queue,  # the queue merges (_land)
         merge_approved=merge_approved,
         charge_baseline=o.charge_baseline_failures,
+        required=o.pipeline_required,
     )
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from domain.commands import EngineCommand, MergeRevision, TransitionStatus, UpdateBranch
-from domain.decisions import inherited_failure
+from domain.decisions import Required, inherited_failure, untested_lands
 from domain.models import EngineState, LandingTest, Revision, SentBack, WorkItem
 from domain.state import landing_report, natural_key, revision_for
 from domain.workflow import Trigger, next_status
@@ -61,12 +61,14 @@ class QueueEntry:
     test: LandingTest | None
 
 
-def describe_queue(state: EngineState, *, charge_baseline: bool = False) -> list[QueueEntry]:
+def describe_queue(
+    state: EngineState, *, charge_baseline: bool = False, required: Required = "auto"
+) -> list[QueueEntry]:
     """The queue in order, each entry with its step in words."""
     entries = []
     turn_taken = False
     for position, (item, revision) in enumerate(landing_queue(state), start=1):
-        step = _entry_step(state, item, revision, 1, charge_baseline)
+        step = _entry_step(state, item, revision, 1, charge_baseline, required)
         words = "waits its turn" if step.holds and turn_taken else step.words
         turn_taken = turn_taken or step.holds
         test = state.landing.get(revision.id)
@@ -74,23 +76,29 @@ def describe_queue(state: EngineState, *, charge_baseline: bool = False) -> list
     return entries
 
 
-def _green(test: LandingTest, revision: Revision) -> bool:
-    """The tested head's pipeline passed; ``none`` only where the approved head had no CI
-    either (else CI has not reported on the new head yet)."""
+def _green(state: EngineState, test: LandingTest, revision: Revision, required: Required) -> bool:
+    """The tested head's pipeline passed; ``none`` (no checks) only where the approved head had
+    none either and ``untested_lands`` allows it."""
     if revision.head_sha != test.tested_sha:
         return False
     status = revision.pipeline.status
-    return status == "success" or (status == "none" and test.approved_pipeline == "none")
+    if status == "success":
+        return True
+    return status == "none" and test.approved_pipeline == "none" and untested_lands(state, required)
 
 
 def landing_step(
-    state: EngineState, *, max_rounds: int, charge_baseline: bool = False
+    state: EngineState,
+    *,
+    max_rounds: int,
+    charge_baseline: bool = False,
+    required: Required = "auto",
 ) -> list[EngineCommand]:
     """The queue's next writes: the first entry not held is the one under way (brought up to
     date, tested, merged, or sent back); entries behind it wait. A held merge is asked again."""
     commands: list[EngineCommand] = []
     for item, revision in landing_queue(state):
-        step = _entry_step(state, item, revision, max_rounds, charge_baseline)
+        step = _entry_step(state, item, revision, max_rounds, charge_baseline, required)
         commands += list(step.commands)
         if step.holds:
             break
@@ -107,8 +115,14 @@ class _Step:
     words: str
 
 
-def _entry_step(
-    state: EngineState, item: WorkItem, revision: Revision, max_rounds: int, charge_baseline: bool
+def _entry_step(  # noqa: PLR0917 - one call site per caller, positional as the rest
+    state: EngineState,
+    item: WorkItem,
+    revision: Revision,
+    max_rounds: int,
+    charge_baseline: bool,
+    required: Required,
+    /,
 ) -> _Step:
     test = state.landing.get(revision.id)
     if test is None:
@@ -121,14 +135,14 @@ def _entry_step(
         return _Step([_test_again(item, revision, test)], True, f"to be tested again: {note}")
     wait = state.merge_waits.get(revision.id)
     if wait is not None:  # tried again on every poll; the others go on meanwhile
-        merge = [_merge(item, revision, test)] if _green(test, revision) else []
+        merge = [_merge(item, revision, test)] if _green(state, test, revision, required) else []
         return _Step(merge, False, f"merge held by the provider: {_flat(wait.reason)}")
     if revision.head_sha not in test.heads:  # a head cpe did not make: not landed unreviewed
         return _Step([], False, f"held: its head {revision.head_sha[:12]} was pushed outside cpe")
     if revision.head_sha != test.tested_sha:
         return _Step([_test_again(item, revision, test)], True, "to be tested again")
     on = f"{test.tested_sha[:12]} on top of the default branch at {test.base_sha[:12]}"
-    if _green(test, revision):
+    if _green(state, test, revision, required):
         return _Step([_merge(item, revision, test)], True, f"merging {on}")
     if revision.pipeline.status != "failure":
         since = f" since {test.at.strftime('%Y-%m-%d %H:%M:%S UTC')}" if test.at else ""

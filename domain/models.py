@@ -366,3 +366,6 @@ class EngineState(Frozen):
     landed: tuple[Landed, ...] = ()
     landings_total: int = 0  # revisions cpe merged, ever
     ignored: Mapping[WorkItemId, IgnoredWorkItem] = Field(default_factory=dict)
+    # A pipeline has reported on this repository (a revision's head or the default branch's):
+    # from then on a head with no checks is CI not reported yet, never "no CI".
+    pipelines_seen: bool = False

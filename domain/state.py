@@ -142,6 +142,7 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
         case SpecRemoved(path=path):
             return _replace(state, specs=_without(state.specs, path))
         case BaselineChanged(baseline=baseline):
+            state = _pipeline_seen(state, baseline.pipeline.status)
             return _replace(state, baseline=baseline)
         case BaselineRemoved():
             return _replace(state, baseline=None)
@@ -236,7 +237,14 @@ def _observe_work_item(state: EngineState, item: WorkItem) -> EngineState:
     return state
 
 
+def _pipeline_seen(state: EngineState, status: str) -> EngineState:
+    if state.pipelines_seen or status == "none":
+        return state
+    return _replace(state, pipelines_seen=True)
+
+
 def _observe_revision(state: EngineState, revision: Revision) -> EngineState:
+    state = _pipeline_seen(state, revision.pipeline.status)
     revision = merge_observed_revision(state.revisions.get(revision.id), revision)
     state = _replace(state, revisions=_with(state.revisions, revision.id, revision))
     wait = state.merge_waits.get(revision.id)

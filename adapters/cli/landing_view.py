@@ -17,7 +17,12 @@ def queue_active(config: Any) -> bool:
 def queue_entries(state: EngineState, config: Any) -> list[QueueEntry]:
     if not queue_active(config):
         return []
-    return describe_queue(state, charge_baseline=config.workflow.charge_baseline_failures)
+    workflow = config.workflow
+    return describe_queue(
+        state,
+        charge_baseline=workflow.charge_baseline_failures,
+        required=workflow.pipeline_required,
+    )
 
 
 def print_queue(state: EngineState, config: Any) -> None:

@@ -142,6 +142,7 @@ class WorkflowSection(_Section):
     retry_backoff_initial: Seconds = 30
     retry_backoff_max: Seconds = 900
     charge_baseline_failures: bool = False
+    pipeline_required: bool | Literal["auto"] = "auto"
     branch_prefix: str = "cpe/"
     max_concurrent: dict[AgentRole, Concurrency] = Field(default_factory=_default_concurrency)
 

@@ -153,8 +153,12 @@ def queue_entries(source: Source, state: EngineState) -> list[QueueEntry]:
     none unless approved revisions land through the queue."""
     if not queue_active(source):
         return []
-    charge = source.config.workflow.charge_baseline_failures
-    return describe_queue(state, charge_baseline=charge)
+    workflow = source.config.workflow
+    return describe_queue(
+        state,
+        charge_baseline=workflow.charge_baseline_failures,
+        required=workflow.pipeline_required,
+    )
 
 
 def merge_queue_view(source: Source, state: EngineState) -> dict[str, Any]:

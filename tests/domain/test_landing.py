@@ -121,6 +121,61 @@ def test_without_ci_at_all_the_updated_head_lands() -> None:
     assert [type(c) for c in commands] == [MergeRevision]
 
 
+def test_a_head_reviewed_before_ci_reported_is_not_landed_untested_once_ci_was_seen() -> None:
+    # The reviewer approved h1 before CI reported on it, but CI has reported on the default
+    # branch: "none" is CI not reported yet, so the updated head waits for its checks.
+    green = Baseline(sha="base1", pipeline=Pipeline(status="success"))
+    before, _ = step(approved("1", pipeline="none"), BaselineChanged(baseline=green))
+    assert before.pipelines_seen
+    before, commands = step(before, updated("1", "m1", "base1", "none"))
+    assert commands == []
+    before, commands = step(before, seen("1", "m1", "none"))
+    assert commands == []
+    assert describe_queue(before)[0].step.startswith("testing m1")
+    _, commands = step(before, seen("1", "m1", "failure"))
+    assert [type(c) for c in commands] == [TransitionStatus]  # sent back, not merged
+
+
+def test_pipelines_seen_stays_once_any_head_reported_a_pipeline() -> None:
+    before, _ = step(approved("1", pipeline="none"), seen("1", "h1", "pending"))
+    assert before.pipelines_seen
+    after, _ = step(before, seen("1", "h1", "none"))
+    assert after.pipelines_seen
+
+
+def test_pipeline_required_true_never_lands_a_head_with_no_checks() -> None:
+    options = HandlerOptions(auto_merge=True, pipeline_required=True)
+    before, _ = step_with(
+        approved("1", pipeline="none"), updated("1", "m1", "base1", "none"), options
+    )
+    assert not before.pipelines_seen
+    _, commands = step_with(before, seen("1", "m1", "none"), options)
+    assert commands == []
+    assert describe_queue(before, required=True)[0].step.startswith("testing m1")
+
+
+def test_pipeline_required_false_lands_a_head_with_no_checks_where_ci_skips_it() -> None:
+    options = HandlerOptions(auto_merge=True, pipeline_required=False)
+    green = Baseline(sha="base1", pipeline=Pipeline(status="success"))
+    before, _ = step_with(approved("1", pipeline="none"), BaselineChanged(baseline=green), options)
+    before, _ = step_with(before, updated("1", "m1", "base1", "none"), options)
+    _, commands = step_with(before, seen("1", "m1", "none"), options)
+    assert [type(c) for c in commands] == [MergeRevision]
+
+
+def test_without_the_queue_an_approved_head_with_no_checks_is_not_merged_once_ci_was_seen() -> None:
+    options = HandlerOptions(auto_merge=True, merge_queue=False)
+    green = Baseline(sha="base1", pipeline=Pipeline(status="success"))
+    before = approved("1", pipeline="none")
+    _, commands = step_with(before, seen("1", "h1", "none"), options)
+    assert [type(c) for c in commands] == [MergeRevision]  # no CI on this repository
+    before, _ = step_with(before, BaselineChanged(baseline=green), options)
+    _, commands = step_with(before, seen("1", "h1", "none"), options)
+    assert commands == []
+    _, commands = step_with(before, seen("1", "h1", "success"), options)
+    assert [type(c) for c in commands] == [MergeRevision]
+
+
 def test_a_tested_tree_that_fails_sends_the_item_back_with_the_failing_checks() -> None:
     before, _ = step(approved("1"), updated("1", "m1", "base1"))
     failing = seen("1", "m1", "failure", reason="ImportError: old_name", failed=("unit",))
