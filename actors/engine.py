@@ -268,6 +268,10 @@ class Engine:
         thread before the handlers run: it must be quick (a console line, a queue put)."""
         return self.observer.watch(watcher)
 
+    def queued(self) -> tuple[EngineEvent, ...]:
+        """The events journaled and waiting to be processed, in order."""
+        return self.inbox.queued()
+
     def enqueue(self, event: EngineEvent) -> bool:
         """Queue ``event``; False when it was rejected (the engine is shutting down)."""
         return self.inbox.put(event) is not None

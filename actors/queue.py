@@ -128,6 +128,11 @@ class Inbox:
         if more:  # a put meanwhile found this event in flight and left the ringing to us
             self.wake()
 
+    def queued(self) -> tuple[EngineEvent, ...]:
+        """The events waiting to be processed, in order (a snapshot)."""
+        with self._lock:
+            return tuple(event for _, event in self._items)
+
     @property
     def busy(self) -> bool:
         with self._lock:

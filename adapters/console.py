@@ -9,6 +9,7 @@ the same stream.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TextIO
 
@@ -19,10 +20,13 @@ from domain.narration import Narrator
 
 
 class Console:
-    def __init__(self, out: TextIO):
+    """``queued``: the engine's events not yet processed (``Engine.queued``), so that a status
+    cpe wrote is told with its reason even when a poll saw it first."""
+
+    def __init__(self, out: TextIO, queued: Callable[[], Iterable[EngineEvent]] = tuple):
         self.out = out
         self._lock = threading.Lock()
-        self._narrate = Narrator()
+        self._narrate = Narrator(queued)
 
     def __call__(self, event: EngineEvent, before: EngineState, after: EngineState) -> None:
         lines = self._narrate(event, before, after)

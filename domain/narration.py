@@ -9,6 +9,8 @@ say nothing. Pure: the state before and after the event is all it reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from domain.commands import StartAgent
 from domain.decisions import explain_transition
 from domain.events import (
@@ -42,16 +44,29 @@ _REASON = 300  # characters of a failure's reason in one line
 
 
 class Narrator:
-    """``narrate`` with a memory of a person's status requests, so that the transition that
-    carries one out says so (and not what the table says of the same pair of statuses)."""
+    """``narrate`` with a memory: of a person's status requests, so that the transition that
+    carries one out says so (and not what the table says of the same pair of statuses); and
+    of cpe's own status writes a poll saw before the engine processed their result.
 
-    def __init__(self) -> None:
+    ``queued`` gives the events journaled and not yet processed. A poll may read the status cpe
+    has just written before the write's ``StatusTransitioned`` is processed (it is queued
+    behind the poll's events): that change is not "on the tracker", and is said once, with its
+    reason, when the transition is processed."""
+
+    def __init__(self, queued: Callable[[], Iterable[EngineEvent]] = tuple) -> None:
         self._asked: dict[WorkItemId, Status] = {}
+        self._queued = queued
+        self._ahead: dict[WorkItemId, tuple[Status, EngineState]] = {}  # seen before its write
 
     def __call__(self, event: EngineEvent, before: EngineState, after: EngineState) -> list[str]:
+        if isinstance(event, WorkItemChanged) and self._own_write(event, before):
+            return []
         if isinstance(event, UserTransitionedStatus):
             self._asked[event.work_item_id] = event.to
         elif isinstance(event, StatusTransitioned):
+            ahead = self._ahead.pop(event.work_item_id, None)
+            if ahead is not None and ahead[0] == event.to:
+                before = ahead[1]  # the state the write was decided on
             if self._asked.get(event.work_item_id) == event.to:
                 del self._asked[event.work_item_id]
                 return [
@@ -59,6 +74,20 @@ class Narrator:
                 ]
             self._asked.pop(event.work_item_id, None)
         return narrate(event, before, after)
+
+    def _own_write(self, event: WorkItemChanged, before: EngineState) -> bool:
+        """The poll saw a status whose ``StatusTransitioned`` is still queued."""
+        item = event.work_item
+        known = before.work_items.get(item.id)
+        if known is None or known.status == item.status:
+            return False
+        coming = any(
+            isinstance(e, StatusTransitioned) and e.work_item_id == item.id and e.to == item.status
+            for e in self._queued()
+        )
+        if coming:
+            self._ahead[item.id] = (item.status, before)
+        return coming
 
 
 def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list[str]:

@@ -80,7 +80,7 @@ def run(
         if fmt == "human":  # a person watches: the engine's decisions in words
             from adapters.console import Console  # noqa: PLC0415
 
-            app.engine.watch(Console(sys.stderr))
+            app.engine.watch(Console(sys.stderr, app.engine.queued))
         return app.engine
 
     health = Watchdog(config.engine.stall_timeout)

@@ -61,7 +61,7 @@ class Source:
         self._decisions: deque[Decision] = deque(maxlen=DECISIONS_KEPT)
         self._lock = threading.Lock()
         self._placements: dict[SessionId, dict[str, str] | None] = {}
-        self._narrate = Narrator()
+        self._narrate = Narrator(engine.queued)
         self._unwatch = engine.watch(self._decided)
 
     def close(self) -> None:

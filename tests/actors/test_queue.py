@@ -250,3 +250,18 @@ def test_an_event_held_by_an_engine_that_died_is_handed_to_the_next_one(rig: Que
     rig.engine.ask("sync", timeout=10)
     assert dead == [first]
     assert rig.got == [first, first]  # once by the dead engine, once by its successor
+
+
+def test_queued_lists_what_waits_behind_the_event_in_flight_and_results_join_the_end(
+    tmp_path: Path,
+) -> None:
+    inbox = Inbox(Journal(tmp_path / "j.sqlite3"))
+    first, second = _transition("1"), _transition("2")
+    seq = inbox.put(first)
+    inbox.put(second)
+    taken = inbox.take()
+    assert taken is not None and taken[0] == seq
+    assert inbox.queued() == (second,)
+    result = _transition("3")
+    inbox.finish(seq, [result])
+    assert inbox.queued() == (second, result)

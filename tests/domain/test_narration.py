@@ -135,6 +135,32 @@ def test_a_status_a_person_set_is_told_as_theirs() -> None:
     assert line == "#3 pending → blocked: set by a person"
 
 
+def test_a_status_cpe_wrote_that_a_poll_saw_first_is_told_once_with_its_reason() -> None:
+    # The poll read cpe's own write before the engine processed its StatusTransitioned (queued
+    # behind the poll's events): not a change on the tracker.
+    run = implementor_run("s1", "3", status="failed", failure_reason="boom", settled=True)
+    before = state(item("3", "in-progress"), runs=[run], attempts={"3": 3})
+    transition = StatusTransitioned(work_item_id="3", to="blocked")
+    queue: list[EngineEvent] = [transition]
+    narrator = Narrator(lambda: queue)
+    polled = WorkItemChanged(work_item=item("3", "blocked"))
+    seen = apply_event(before, polled)
+    assert narrator(polled, before, seen) == []
+    queue.clear()
+    [line] = narrator(transition, seen, apply_event(seen, transition))
+    assert line.startswith("#3 in-progress → blocked: attempts exhausted (3 runs)")
+
+
+def test_a_status_changed_on_the_tracker_with_no_write_of_cpes_queued_is_told_as_such() -> None:
+    before = state(item("3", "in-progress"))
+    other = StatusTransitioned(work_item_id="4", to="blocked")
+    narrator = Narrator(lambda: [other, StatusTransitioned(work_item_id="3", to="done")])
+    polled = WorkItemChanged(work_item=item("3", "blocked"))
+    assert narrator(polled, before, apply_event(before, polled)) == [
+        "#3 in-progress → blocked (changed on the tracker)"
+    ]
+
+
 # Every line narrate() can say, word for word: a person reads these in the log and on the
 # dashboard, and the tests above only check their gist.
 LONG = "x" * 400

@@ -110,7 +110,10 @@ def apply_patch_check(repo: str | os.PathLike[str], base: str, patch: str) -> st
 def _stage_everything(top: str, real_index: Path | None, index: Path, env: dict[str, str]) -> None:
     if real_index is not None and real_index.is_file():
         try:
-            shutil.copyfile(real_index, index)
+            # copy2 keeps the index's mtime: git trusts an entry's stat data only when the file
+            # is older than the index, so a copy stamped "now" would pass a same-size edit made
+            # in the tick the index was written as unchanged (racy git).
+            shutil.copy2(real_index, index)
         except OSError as exc:
             raise PatchError(f"cannot copy the index {real_index}: {exc}") from exc
     else:
