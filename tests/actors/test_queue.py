@@ -260,7 +260,8 @@ def test_queued_lists_what_waits_behind_the_event_in_flight_and_results_join_the
     seq = inbox.put(first)
     inbox.put(second)
     taken = inbox.take()
-    assert taken is not None and taken[0] == seq
+    assert taken is not None
+    assert taken[0] == seq
     assert inbox.queued() == (second,)
     result = _transition("3")
     inbox.finish(seq, [result])

@@ -46,3 +46,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         f"{len(github_cases())} on GitHub; this run: {local} local, {github} on GitHub "
         "(by default chosen by the commit; make crash-all runs all)"
     )
+
+
+# A whole `cpe run` with real CLIs waits on conditions for minutes when the machine is loaded
+# (each wait names its own bound); the suite-wide 120 s hang guard would cut those waits short.
+E2E_TIMEOUT = 600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("timeout") is None and "tests/e2e/" in item.nodeid:
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT))

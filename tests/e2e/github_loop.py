@@ -97,8 +97,16 @@ class FakeCI:
     """Plays GitHub Actions: each open pull request's head gets one check run, the sample's
     tests run on a checkout of exactly that commit."""
 
-    def __init__(self, github: FakeGitHub, command: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        github: FakeGitHub,
+        command: Sequence[str] | None = None,
+        *,
+        start_when: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.github = github
+        # CI reports nothing until this holds (a test that needs runs to overlap holds landings).
+        self.start_when = start_when
         # What the CI runs in a checkout of the head: the sample's tests by default.
         self.command = list(command or [sys.executable, *PIPELINE_COMMAND[1:]])
         self.checked: dict[str, str] = {}  # head sha -> conclusion
@@ -115,6 +123,8 @@ class FakeCI:
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
+            if not self.start_when():
+                continue
             with self.github.lock:
                 heads = [
                     p.head_sha

@@ -77,9 +77,16 @@ def test_two_items_that_collide_both_land_on_github_the_second_after_a_free_reru
             pulls = list(github.pulls.values())
         return len(pulls) == 2 and all(p.merged for p in pulls)
 
+    def both_implemented() -> bool:
+        # No pull request is checked, so none lands, before both first runs asked the model:
+        # the two runs overlap, as the pair needs, however the machine schedules them.
+        played = {r.scenario for r in server.requests}
+        return {"implement-1", "implement-2"} <= played
+
     with contextlib.ExitStack() as stack:
-        stack.enter_context(FakeCI(github, [sys.executable, "-B", "check.py"]))
         server = stack.enter_context(ScriptedModelServer(book))
+        check = [sys.executable, "-B", "check.py"]
+        stack.enter_context(FakeCI(github, check, start_when=both_implemented))
         log = stack.enter_context((home / "cpe.log").open("a"))
         cpe_run = start_cpe(repo, home, log, {**server.client_env(), TOKEN_ENV: TOKEN})
         processes.append(cpe_run)
