@@ -12,9 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
-from actors.executor import BreakerSettings, DailyBudget, RetrySettings
+from actors.executor import BreakerSettings, DailyBudget, QuotaSettings, RetrySettings
 from actors.supervisor import SupervisorSettings
 from domain.handlers import HandlerOptions
+from domain.models import AgentRole
 from domain.policy import Policy
 from domain.ports import ProviderInterfaces, RuntimeAdapterFactory
 
@@ -52,3 +53,6 @@ class EngineConfig(BaseModel):
     write_retry: RetrySettings = RetrySettings()
     breaker: BreakerSettings = BreakerSettings()
     daily_budget: DailyBudget = DailyBudget()
+    quota: QuotaSettings = QuotaSettings()
+    # The model account of each role's runtime (quota is per account); none named: "model".
+    accounts: dict[AgentRole, str] = Field(default_factory=dict)

@@ -50,6 +50,7 @@ from domain.decisions import INTERRUPTED
 from domain.errors import ConfigError, JournalError
 from domain.events import (
     AgentFailed,
+    AgentSignalled,
     DispatchDue,
     EngineEvent,
 )
@@ -60,6 +61,7 @@ from domain.models import (
     EngineState,
     RevisionFile,
     RevisionId,
+    RunSignal,
     SessionId,
     WorkItemId,
 )
@@ -187,6 +189,8 @@ class Engine:
                 config.handlers.retry_backoff_max,
             ),
             daily_budget=config.daily_budget,
+            quota=config.quota,
+            accounts=config.accounts,
         )
         self.observer = Observer(config.handlers)
         execute = asking(functools.partial(self._tree.wait_ref, "executor", EXECUTOR_WAIT))
@@ -226,6 +230,11 @@ class Engine:
         self._paused = False
         self.exit_code: int | None = None
 
+    def _signalled(self, session_id: SessionId, signal: RunSignal) -> None:
+        """A live run's word on the model API, queued as ``AgentSignalled`` (from the runtime's
+        reader thread). Taken until shutdown begins; then the runs are being cancelled anyway."""
+        self.inbox.put(AgentSignalled(session_id=session_id, signal=signal, at=datetime.now(UTC)))
+
     def _build_runtime_adapters(self) -> dict[AgentRole, RuntimeAdapter]:
         factory = self.config.create_runtime_adapters
         assert factory is not None
@@ -234,6 +243,7 @@ class Engine:
             revision_reader=self.provider.revision_reader,
             get_state=self.store.get_state,
             get_review_history=self.provider.revision_reader.get_review_history,
+            report_signal=self._signalled,
         )
         adapters: object = factory(deps)
         if not isinstance(adapters, Mapping):

@@ -49,10 +49,12 @@ from domain.commands import (
     idempotency_key,
 )
 from domain.decisions import (
-    dispatch_pause,
+    DispatchPause,
+    breaker_pause,
     explain_transition,
     implementor_backoff,
     planner_backoff,
+    quota_hold,
     spent_since,
 )
 from domain.errors import (
@@ -115,6 +117,39 @@ class BreakerSettings(BaseModel):
     )
     pause_initial: float = Field(default=30, gt=0, le=86_400, allow_inf_nan=False)
     pause_max: float = Field(default=900, gt=0, le=86_400, allow_inf_nan=False)
+    outage_after: float = Field(
+        default=15,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="seconds live runs retry the model API (unreachable, overloaded, server "
+        "errors, a refused credential) with no answer before dispatch pauses",
+    )
+    cancel_retrying: bool = Field(
+        default=True,
+        description="then cancel the runs retrying it (no attempt spent), freeing their slots",
+    )
+
+    def pause(self, state: EngineState) -> DispatchPause | None:
+        """The breaker's pause for ``state`` (``domain.decisions.breaker_pause``)."""
+        return breaker_pause(
+            state,
+            failures=self.failures,
+            initial=self.pause_initial,
+            maximum=self.pause_max,
+            outage_after=self.outage_after,
+        )
+
+
+class QuotaSettings(BaseModel):
+    """``[runtime.quota]``: a model account whose usage window is spent waits for its reset
+    (plus ``margin`` seconds); with ``pause_at``, no run starts on an account one of whose
+    windows is used that much (0..1), until it resets."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pause_at: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    margin: float = Field(default=60, ge=0, le=3600, allow_inf_nan=False)
 
 
 class DailyBudget(BaseModel):
@@ -146,6 +181,8 @@ class CommandExecutor:
         clock: Callable[[], datetime] | None = None,
         retry_backoff: tuple[float, float] = (30, 900),
         daily_budget: DailyBudget | None = None,
+        quota: QuotaSettings | None = None,
+        accounts: Mapping[AgentRole, str] | None = None,
     ):
         self.work_item_writer = work_item_writer
         self.revision_writer = revision_writer
@@ -169,6 +206,10 @@ class CommandExecutor:
         # A failed run's retry waits: (initial, max) seconds, doubling per failure.
         self.retry_backoff = retry_backoff
         self.daily_budget = daily_budget or DailyBudget()
+        self.quota = quota or QuotaSettings()
+        # The model account each role's runtime uses (``anthropic``, ``openai``): quota is
+        # per account. A role not named uses "model".
+        self.accounts: dict[AgentRole, str] = dict(accounts or {})
         self._waits_announced: dict[str, datetime] = {}  # per item (or the planner): its wait
         # Writes ``resume_pending`` made at start, by key: their results go out with the cycle
         # that answers them, or with ``deliver_resumed`` when no cycle did.
@@ -184,7 +225,10 @@ class CommandExecutor:
         if isinstance(command, StartAgent):
             return self._start_agent(command, snapshot)
         if isinstance(command, CancelAgent):
-            if self.sessions.cancel(command.session_id, command.reason):
+            cancelled = self.sessions.cancel(
+                command.session_id, command.reason, infrastructure=command.infrastructure
+            )
+            if cancelled:
                 log.warning(
                     "agent run cancelled", session_id=command.session_id, reason=command.reason
                 )
@@ -201,19 +245,17 @@ class CommandExecutor:
         (``cpe pause``) holds it until they resume it."""
         if snapshot.manual_pause is not None:
             return f"dispatch paused {describe_pause(snapshot)}"
-        b = self.breaker
-        pause = dispatch_pause(
-            snapshot, threshold=b.failures, initial=b.pause_initial, maximum=b.pause_max
-        )
+        pause = self.breaker.pause(snapshot)
         if pause is None:
             return None
         if self.clock() < pause.until:
             if self._paused_until != pause.until:  # said once per pause, and woken for once
                 self._paused_until = pause.until
+                counted = "retries" if pause.outage else "failures_in_a_row"
                 log.error(
                     "dispatch paused",
                     reason=pause.reason,
-                    failures_in_a_row=pause.failures,
+                    **{counted: pause.failures},
                     next_try_at=pause.until.isoformat(timespec="seconds"),
                 )
                 self.wake_at(pause.until)
@@ -222,6 +264,27 @@ class CommandExecutor:
         if self.sessions.active():
             return "dispatch paused: a probe run is under way"
         return None
+
+    def quota_waits(self, role: AgentRole, snapshot: EngineState) -> str | None:
+        """Why a run of ``role`` may not start yet: its model account's usage window is spent,
+        or past ``[runtime.quota] pause_at`` (``quota_hold``); said once per hold, and the engine
+        woken at its end."""
+        account = self.accounts.get(role, "model")
+        q = self.quota
+        hold = quota_hold(snapshot, account, self.clock(), margin=q.margin, pause_at=q.pause_at)
+        if hold is None:
+            return None
+        key = f"quota:{account}"
+        if self._waits_announced.get(key) != hold.until:
+            self._waits_announced[key] = hold.until
+            log.error(
+                "dispatch paused for a model account",
+                account=account,
+                reason=hold.reason,
+                resumes_at=hold.until.isoformat(timespec="seconds"),
+            )
+            self.wake_at(hold.until)
+        return f"{account}: {hold.reason}; runs start again at {_when(hold.until)}"
 
     def retry_waits(self, command: StartAgent, snapshot: EngineState) -> str | None:
         """Why a run may not start again yet (None when it may): a planner that failed on these
@@ -297,6 +360,7 @@ class CommandExecutor:
         reason = "the engine is shutting down" if self.no_new_agents.is_set() else None
         reason = reason or self.paused(snapshot)
         reason = reason or self.over_daily_budget(snapshot)
+        reason = reason or self.quota_waits(params.role, snapshot)
         reason = reason or self.retry_waits(command, snapshot)
         reason = reason or self.sessions.guard(params, self.max_concurrent.get(params.role, 1))
         if reason is not None:

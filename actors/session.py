@@ -53,6 +53,7 @@ OUTPUT_GRACE = 2.0  # seconds the output stream may lag behind the result
 @dataclass(frozen=True)
 class Cancel:
     reason: str = "cancelled"
+    infrastructure: bool = False  # ends as an infrastructure failure: no attempt spent
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class AgentSession(SupervisedActor):
         self._lock = threading.Lock()
         self._emitted = False
         self._cancel_reason: str | None = None
+        self._cancel_infrastructure = False
         self._timed_out = False
         self._handle: AgentRunHandle | None = None
         self._scope: anyio.CancelScope | None = None
@@ -115,17 +117,18 @@ class AgentSession(SupervisedActor):
 
     def on_receive(self, message: Any) -> Any:
         if isinstance(message, Cancel):
-            self._cancel(message.reason)
+            self._cancel(message.reason, infrastructure=message.infrastructure)
         elif isinstance(message, _GraceExpired):
             self._grace_expired(message.stage)
         elif isinstance(message, _RunEnded):
             self._emit(self._terminal_event())
             self.actor_ref.stop(block=False)
 
-    def _cancel(self, reason: str) -> None:
+    def _cancel(self, reason: str, *, infrastructure: bool = False) -> None:
         if self._cancel_reason is not None or self._emitted:
             return
         self._cancel_reason = reason
+        self._cancel_infrastructure = infrastructure
         self.log.info("cancelling agent run", reason=reason)
         if self._handle is None:
             # start_agent has not returned: the runtime does not know the session yet, so its
@@ -145,7 +148,7 @@ class AgentSession(SupervisedActor):
             self._after(self.cancel_grace, _GraceExpired(2))
             return
         self.log.error("run did not stop; abandoned")
-        self._emit(self._failed("cancelled", f"{self._cancel_reason}; the runtime did not stop"))
+        self._emit(self._cancelled(f"{self._cancel_reason}; the runtime did not stop"))
         self.actor_ref.stop(block=False)
 
     def on_crash(self, exc: BaseException) -> None:
@@ -250,13 +253,13 @@ class AgentSession(SupervisedActor):
                 "timed-out", f"exceeded max_agent_duration ({self.max_duration:g}s)"
             )
         if future is None or not future.done():
-            return self._failed("cancelled", self._cancel_reason or "session ended before the run")
+            return self._cancelled(self._cancel_reason or "session ended before the run")
         if future.cancelled():
-            return self._failed("cancelled", self._cancel_reason or "cancelled")
+            return self._cancelled(self._cancel_reason or "cancelled")
         exc = future.exception()
         if exc is not None:
             if self._cancel_reason is not None:
-                return self._failed("cancelled", self._cancel_reason)
+                return self._cancelled(self._cancel_reason)
             if isinstance(exc, AgentFailure):
                 return self._failed(exc.kind, exc.reason, infrastructure=exc.infrastructure)
             return self._failed("failed", f"{type(exc).__name__}: {exc}")
@@ -281,6 +284,9 @@ class AgentSession(SupervisedActor):
         return self._failed(
             "failed", f"the runtime returned {type(result).__name__}, expected a {role} result"
         )
+
+    def _cancelled(self, reason: str) -> AgentFailed:
+        return self._failed("cancelled", reason, infrastructure=self._cancel_infrastructure)
 
     def _failed(
         self, kind: AgentFailureKind, reason: str, *, infrastructure: bool = False
@@ -402,10 +408,10 @@ class SessionStarter:
         ref = sup.start_child(ChildSpec(child_id, start, restart="temporary"))
         self.sessions.attach(session_id, self._canceller(ref))
 
-    def _canceller(self, ref: pykka.ActorRef[Any]) -> Callable[[str | None], None]:
-        def cancel(why: str | None = None) -> None:
+    def _canceller(self, ref: pykka.ActorRef[Any]) -> Callable[[str | None, bool], None]:
+        def cancel(why: str | None = None, infrastructure: bool = False) -> None:
             with suppress(pykka.ActorDeadError):  # it ended meanwhile
-                ref.tell(Cancel(why or self._reason()))
+                ref.tell(Cancel(why or self._reason(), infrastructure=infrastructure))
 
         return cancel
 

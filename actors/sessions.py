@@ -19,9 +19,10 @@ from domain.models import AgentRole, AgentStartParams, PlannerStartParams, Sessi
 @dataclass
 class _Active:
     params: AgentStartParams
-    cancel: Callable[[str | None], None] | None = None
+    cancel: Callable[[str | None, bool], None] | None = None
     cancel_requested: bool = False
     cancel_reason: str | None = None
+    cancel_infrastructure: bool = False
 
 
 class SessionManager:
@@ -64,7 +65,7 @@ class SessionManager:
         with self._lock:
             self._closed = True
 
-    def attach(self, session_id: SessionId, cancel: Callable[[str | None], None]) -> None:
+    def attach(self, session_id: SessionId, cancel: Callable[[str | None, bool], None]) -> None:
         """The session's canceller; a cancel asked for before it existed is delivered now."""
         with self._lock:
             active = self._active.get(session_id)
@@ -72,8 +73,9 @@ class SessionManager:
                 return
             active.cancel = cancel
             deliver, reason = active.cancel_requested, active.cancel_reason
+            infrastructure = active.cancel_infrastructure
         if deliver:
-            cancel(reason)
+            cancel(reason, infrastructure)
 
     def ended(self, session_id: SessionId) -> None:
         """The run's slot is free (a new run of its item may start); ``delivered`` follows
@@ -89,8 +91,11 @@ class SessionManager:
             self._delivering.discard(session_id)
             self._lock.notify_all()
 
-    def cancel(self, session_id: SessionId, reason: str | None = None) -> bool:
-        """Cancel a run; ``reason`` becomes its failure reason (None: the canceller's own)."""
+    def cancel(
+        self, session_id: SessionId, reason: str | None = None, *, infrastructure: bool = False
+    ) -> bool:
+        """Cancel a run; ``reason`` becomes its failure reason (None: the canceller's own);
+        ``infrastructure``: it ends as an infrastructure failure (the model API is down)."""
         with self._lock:
             active = self._active.get(session_id)
             if active is None:
@@ -99,8 +104,9 @@ class SessionManager:
             if cancel is None:  # registered, session not started yet: deliver on attach
                 active.cancel_requested = True
                 active.cancel_reason = reason
+                active.cancel_infrastructure = infrastructure
                 return True
-        cancel(reason)
+        cancel(reason, infrastructure)
         return True
 
     def cancel_all(self) -> int:

@@ -37,7 +37,6 @@ from actors.executor import BreakerSettings
 from actors.journal import JOURNAL_NAME, InstanceLock, Journal, check_journal
 from actors.logs import redact_value
 from adapters.cli.settings import CpeConfig
-from domain.decisions import dispatch_pause
 from domain.events import AgentFailed
 from domain.models import EngineState, SessionId, WorkItem
 from domain.requests import (
@@ -63,9 +62,7 @@ def dispatch_paused(state: EngineState, breaker: BreakerSettings, now: datetime)
     """Why no run may start now: a person's pause, or the breaker's while it lasts."""
     if state.manual_pause is not None:
         return f"dispatch is paused {describe_pause(state)}"
-    pause = dispatch_pause(
-        state, threshold=breaker.failures, initial=breaker.pause_initial, maximum=breaker.pause_max
-    )
+    pause = breaker.pause(state)
     if pause is None or now >= pause.until:
         return None
     when = pause.until.strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -43,6 +43,9 @@ class CancelAgent(Frozen):
     type: Literal["CancelAgent"] = "CancelAgent"
     session_id: SessionId
     reason: str = Field(default="cancelled by a person", description="Why, as the run's reason")
+    # The run ends as an infrastructure failure (the model API is down): no attempt spent,
+    # and the breaker counts it.
+    infrastructure: bool = False
 
 
 class TransitionStatus(Frozen):

@@ -14,8 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from domain.commands import EngineCommand, MergeRevision, StartAgent, TransitionStatus
+from domain.commands import (
+    CancelAgent,
+    EngineCommand,
+    MergeRevision,
+    StartAgent,
+    TransitionStatus,
+)
 from domain.models import (
+    OUTAGE_CAUSES,
     AgentRole,
     AgentRun,
     EngineState,
@@ -26,6 +33,7 @@ from domain.models import (
     WorkItem,
     WorkItemId,
 )
+from domain.signals import clock, window_name
 from domain.state import (
     active_runs,
     blockers_resolved,
@@ -95,6 +103,23 @@ class DispatchPause:
     until: datetime
     reason: str
     failures: int
+    outage: bool = False  # the model API is down (``outage_pause``), not runs failing
+
+
+def breaker_pause(
+    state: EngineState, *, failures: int, initial: float, maximum: float, outage_after: float
+) -> DispatchPause | None:
+    """The breaker's pause as the engine judges it: from infrastructure failures in a row
+    (``dispatch_pause``) or an outage live runs report (``outage_pause``), the later one."""
+    pauses = [
+        pause
+        for pause in (
+            dispatch_pause(state, threshold=failures, initial=initial, maximum=maximum),
+            outage_pause(state, after=outage_after, initial=initial, maximum=maximum),
+        )
+        if pause is not None
+    ]
+    return max(pauses, key=lambda pause: pause.until, default=None)
 
 
 def dispatch_pause(
@@ -112,6 +137,91 @@ def dispatch_pause(
         reason=streak.last_reason or "agent runs failed under the agent",
         failures=streak.count,
     )
+
+
+def model_outage(state: EngineState, *, after: float) -> DispatchPause | None:
+    """The model API is down: live runs have retried for an outage cause (``ModelHealth``)
+    for at least ``after`` seconds with no answer in between (two retries at least). None when
+    it is not. ``until`` is the last retry's time: ``outage_pause`` adds the pause."""
+    health = state.model_health
+    if health.retries < 2 or health.since is None or health.last_at is None:
+        return None
+    if (health.last_at - health.since).total_seconds() < after:
+        return None
+    reason = health.last_reason or "the model API fails"
+    return DispatchPause(until=health.last_at, reason=reason, failures=health.retries)
+
+
+def outage_pause(
+    state: EngineState, *, after: float, initial: float, maximum: float
+) -> DispatchPause | None:
+    """Dispatch waits ``initial`` seconds after the last retry of an outage (``model_outage``),
+    doubling with each further run the outage failed (the infrastructure streak), up to
+    ``maximum``; then one probe run decides, as for ``dispatch_pause``."""
+    outage = model_outage(state, after=after)
+    if outage is None:
+        return None
+    delay = doubling(initial, maximum, max(0, state.infrastructure.count - 1))
+    return DispatchPause(
+        until=outage.until + timedelta(seconds=delay),
+        reason=outage.reason,
+        failures=outage.failures,
+        outage=True,
+    )
+
+
+def outage_cancels(state: EngineState, *, after: float) -> list[EngineCommand]:
+    """During an outage (``model_outage``), the runs whose CLI is retrying for an outage cause
+    are cancelled as infrastructure failures: they spend no attempt and free their slot."""
+    outage = model_outage(state, after=after)
+    if outage is None:
+        return []
+    commands: list[EngineCommand] = []
+    for run in active_runs(state):
+        signal = run.signal
+        if signal is None or signal.kind != "retrying" or signal.cause not in OUTAGE_CAUSES:
+            continue
+        if run.cancel_requested:
+            continue
+        reason = f"cancelled while the model API is down: {outage.reason}"
+        commands.append(CancelAgent(session_id=run.session_id, reason=reason, infrastructure=True))
+    return commands
+
+
+@dataclass(frozen=True)
+class QuotaHold:
+    """A model account may not start runs until ``until``, for ``reason``."""
+
+    account: str
+    until: datetime
+    reason: str
+
+
+def quota_hold(
+    state: EngineState, account: str, now: datetime, *, margin: float, pause_at: float | None
+) -> QuotaHold | None:
+    """Whether runs on ``account`` wait: a spent usage window (``rate_limited``) until its reset
+    plus ``margin`` seconds; with ``pause_at`` (0..1), a window used that much until it resets.
+    None when they may start."""
+    held = state.quota.get(account)
+    if held is None:
+        return None
+    if held.rejected_until is not None:
+        until = held.rejected_until + timedelta(seconds=margin)
+        if now < until:
+            return QuotaHold(account, until, held.reason or "a usage window is spent")
+    if pause_at is None:
+        return None
+    for window in held.windows:
+        used, reset = window.utilization, window.resets_at
+        if used is None or reset is None or used < pause_at or now >= reset:
+            continue
+        reason = (
+            f"{window_name(window.name)} window {used:.0%} used (pause_at {pause_at:.0%}), "
+            f"resets {clock(reset)}"
+        )
+        return QuotaHold(account, reset + timedelta(seconds=margin), reason)
+    return None
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from domain.models import (
     IgnoredWorkItem,
     Revision,
     RevisionId,
+    RunSignal,
     SentBack,
     SessionId,
     Spec,
@@ -159,6 +160,15 @@ class AgentFailed(_Event):
     # "infrastructure": it failed under the agent (credentials, the model API, the CLI): no
     # attempt is spent (domain.errors.AgentFailure)
     failure_class: FailureClass = "work"
+
+
+class AgentSignalled(_Event):
+    """A live run's CLI said something of the model API (``RunSignal``): retrying, answering
+    again, rate-limited, its account's headroom. Journaled like every event; the run goes on."""
+
+    type: Literal["AgentSignalled"] = "AgentSignalled"
+    session_id: SessionId
+    signal: RunSignal
 
 
 # ---------------------------------------------------------------------------- command results
@@ -337,6 +347,7 @@ EngineEvent = Annotated[
     | ImplementorCompleted
     | ReviewerCompleted
     | AgentFailed
+    | AgentSignalled
     | PlanApplied
     | RevisionCreated
     | RevisionUpdated

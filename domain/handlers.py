@@ -46,6 +46,7 @@ from domain.decisions import (
     Required,
     dispatch_items,
     needs_review,
+    outage_cancels,
     pipeline_acceptable,
     reviews_wanted,
     revision_step,
@@ -59,6 +60,7 @@ from domain.events import (
     WAKE_EVENTS,
     AgentFailed,
     AgentRequested,
+    AgentSignalled,
     BaselineChanged,
     BranchUpdated,
     CommandFailed,
@@ -130,6 +132,18 @@ class HandlerOptions(Frozen):
     charge_baseline_failures: bool = Field(
         default=False,
         description="a red check the default branch fails too sends the revision back anyway",
+    )
+    outage_after: float = Field(
+        default=15,
+        gt=0,
+        le=3600,
+        description="seconds live runs retry the model API for an outage cause before dispatch "
+        "pauses ([breaker])",
+    )
+    cancel_retrying: bool = Field(
+        default=True,
+        description="during an outage, cancel the runs retrying the model API (no attempt "
+        "spent) instead of leaving them to retry ([breaker])",
     )
     pipeline_required: Required = Field(
         default="auto",
@@ -472,6 +486,9 @@ def _post_or_rereview(
 
 
 def recovery(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
+    if isinstance(event, AgentSignalled):
+        # The model API down for long enough: the runs retrying it free their slots.
+        return outage_cancels(state, after=o.outage_after) if o.cancel_retrying else []
     cancels = _reconcile(event, state)
     if isinstance(event, WorkItemChanged):
         item = state.work_items.get(event.work_item.id)

@@ -174,6 +174,73 @@ class RunUsage(Frozen):
     model: str | None = None  # the model the run used, as its runtime named it
 
 
+RetryCause = Literal[
+    "unreachable", "overloaded", "server_error", "authentication", "rate_limit", "other"
+]
+# The causes that mean the model API is down for everyone (the breaker's business); a rate
+# limit is the account's, and is waited out.
+OUTAGE_CAUSES: frozenset[RetryCause] = frozenset(
+    {"unreachable", "overloaded", "server_error", "authentication"}
+)
+SignalKind = Literal["retrying", "recovered", "rate_limited", "quota"]
+QuotaStatus = Literal["allowed", "allowed_warning", "rejected"]
+
+
+class QuotaWindow(Frozen):
+    """One usage window of a model account as its API reports it: ``five_hour``,
+    ``seven_day`` (Anthropic's subscription windows), ``primary``, ``secondary`` (codex's);
+    ``utilization`` 0..1, when it resets."""
+
+    name: str
+    utilization: float | None = None
+    resets_at: datetime | None = None
+    status: QuotaStatus | None = None
+
+
+class RunSignal(Frozen):
+    """What a live run's CLI or SDK says of the model API, in runtime-neutral terms.
+
+    ``retrying``: a model request failed and the CLI will try again (``cause``, its ``detail``,
+    retry ``attempt`` of ``max_attempts``, the next try in ``retry_in`` seconds);
+    ``recovered``: the model answered again after retries; ``rate_limited``: the account may
+    not use the model until ``until`` (a spent usage window: ``window``); ``quota``: the
+    account's headroom (``windows``), reported as it goes. ``account`` names the model account
+    the run uses (``anthropic``, ``openai``): quota is per account."""
+
+    kind: SignalKind
+    account: str = "model"
+    cause: RetryCause | None = None
+    detail: str | None = None
+    attempt: int | None = None
+    max_attempts: int | None = None
+    retry_in: float | None = None
+    until: datetime | None = None
+    window: str | None = None
+    windows: tuple[QuotaWindow, ...] = ()
+
+
+class ModelHealth(Frozen):
+    """Retries for an outage cause (``OUTAGE_CAUSES``) reported by live runs since the model
+    API last answered: how many, since when, the last one's time and reason. A run that
+    completes, or a run whose model answers again (``recovered``), ends it. Held long enough it
+    pauses dispatch (``domain.decisions.model_outage``)."""
+
+    retries: int = 0
+    since: datetime | None = None
+    last_at: datetime | None = None
+    last_reason: str | None = None
+
+
+class AccountQuota(Frozen):
+    """A model account's usage as its runs last reported it: the windows' headroom, and, once
+    a window was spent (a ``rate_limited`` signal), until when it may not be used and why."""
+
+    windows: tuple[QuotaWindow, ...] = ()
+    reported_at: datetime | None = None
+    rejected_until: datetime | None = None
+    reason: str | None = None
+
+
 class AgentRun(Frozen):
     """One agent run, from the executor's request to its terminal event and its follow-up.
 
@@ -208,6 +275,8 @@ class AgentRun(Frozen):
     landing_round: bool = False
     # Its patch no longer applied to the default branch (``LandingRefused``): sent back.
     conflicted: bool = False
+    # What its CLI last said of the model API while it ran (retrying …); None once it answered.
+    signal: RunSignal | None = None
 
     @property
     def role(self) -> AgentRole:
@@ -369,3 +438,5 @@ class EngineState(Frozen):
     # A pipeline has reported on this repository (a revision's head or the default branch's):
     # from then on a head with no checks is CI not reported yet, never "no CI".
     pipelines_seen: bool = False
+    model_health: ModelHealth = ModelHealth()
+    quota: Mapping[str, AccountQuota] = Field(default_factory=dict)  # per model account

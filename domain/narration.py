@@ -16,6 +16,7 @@ from domain.decisions import explain_transition
 from domain.events import (
     AgentFailed,
     AgentRequested,
+    AgentSignalled,
     CommandFailed,
     EngineEvent,
     ImplementorCompleted,
@@ -38,6 +39,7 @@ from domain.events import (
     WorkItemRemoved,
 )
 from domain.models import AgentRun, EngineState, Revision, RevisionId, Status, WorkItemId
+from domain.signals import describe_signal
 from domain.workflow import WORKFLOW
 
 _REASON = 300  # characters of a failure's reason in one line
@@ -133,6 +135,13 @@ def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list
             if known.status != item.status:
                 return [f"#{item.id} {known.status} → {item.status} (changed on the tracker)"]
             return []
+        case AgentSignalled(session_id=sid, signal=signal):
+            run = after.agent_runs.get(sid)
+            quiet = signal.kind == "quota" and all(w.status == "allowed" for w in signal.windows)
+            if run is None or quiet:
+                return []
+            head = f"#{run.work_item_id}: " if run.work_item_id else ""
+            return [f"{head}{run.role} {sid}: {describe_signal(signal)}"]
         case WorkItemRemoved(work_item_id=wid):
             return [f"#{wid} removed from the tracker"]
         case WorkItemIgnored(item=ignored):

@@ -27,6 +27,7 @@ from domain.models import (
     Revision,
     RevisionFile,
     RevisionId,
+    RunSignal,
     RunUsage,
     SessionId,
     Spec,
@@ -239,14 +240,21 @@ class RuntimeAdapter(Protocol):
         ...
 
 
+def _no_signal(session_id: SessionId, signal: RunSignal) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class RuntimeAdapterDeps:
-    """What the engine gives every runtime adapter factory (S002-21)."""
+    """What the engine gives every runtime adapter factory (S002-21). ``report_signal``: what a
+    live run's CLI says of the model API (retrying, rate-limited, its headroom), from any
+    thread; the engine sees it while the run goes on (a runtime that never calls it works)."""
 
     work_item_reader: WorkProviderReader
     revision_reader: RevisionProviderReader
     get_state: Callable[[], EngineState]
     get_review_history: Callable[[RevisionId], ReviewHistory]
+    report_signal: Callable[[SessionId, RunSignal], None] = _no_signal
 
 
 class SessionLogging(Frozen):

@@ -15,6 +15,7 @@ from domain.commands import ApplyPlan, CreateRevision, PostReview, UpdateRevisio
 from domain.events import (
     AgentFailed,
     AgentRequested,
+    AgentSignalled,
     AgentStarted,
     BaselineChanged,
     BaselineRemoved,
@@ -49,6 +50,8 @@ from domain.events import (
     WorkItemRemoved,
 )
 from domain.models import (
+    OUTAGE_CAUSES,
+    AccountQuota,
     AgentRole,
     AgentRun,
     EngineState,
@@ -59,6 +62,7 @@ from domain.models import (
     LandingTest,
     ManualPause,
     MergeWait,
+    ModelHealth,
     Revision,
     RevisionId,
     SentBack,
@@ -86,6 +90,7 @@ from domain.selectors import (
     specs_to_plan,
     spent_on_spec,
 )
+from domain.signals import describe_signal
 
 __all__ = [  # the reducer, and the selectors it has always offered the handlers
     "apply_event",
@@ -162,6 +167,8 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
             return _complete_run(state, event)
         case AgentFailed():
             return _fail_run(state, event)
+        case AgentSignalled():
+            return _signalled(state, event)
         case PlanApplied(session_id=sid, spec_shas=shas):
             state = _replace(state, last_planned_shas={**state.last_planned_shas, **shas})
             return _settle(state, sid)
@@ -202,8 +209,19 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
         case UserPausedDispatch(reason=reason):
             return _replace(state, manual_pause=ManualPause(reason=reason, at=event.at))
         case UserResumedDispatch():
-            # The person says the cause is dealt with: the breaker's count starts again too.
-            return _replace(state, manual_pause=None, infrastructure=InfrastructureStreak())
+            # The person says the cause is dealt with: the breaker's count starts again too,
+            # and a spent usage window no longer holds (they may have bought more).
+            quota = {
+                account: held.model_copy(update={"rejected_until": None, "reason": None})
+                for account, held in state.quota.items()
+            }
+            return _replace(
+                state,
+                manual_pause=None,
+                infrastructure=InfrastructureStreak(),
+                model_health=ModelHealth(),
+                quota=quota,
+            )
         case DispatchDue():
             return state
 
@@ -496,6 +514,9 @@ def _complete_run(
     }
     if state.infrastructure.count:  # the model answered: the streak is over
         state = _replace(state, infrastructure=InfrastructureStreak())
+    if state.model_health.retries:
+        state = _replace(state, model_health=ModelHealth())
+    changes["signal"] = None
     if isinstance(event, ImplementorCompleted):
         changes["outcome"] = event.result.outcome
         # Only a completed run with a patch has a follow-up write (the revision).
@@ -522,9 +543,10 @@ def _fail_run(state: EngineState, event: AgentFailed) -> EngineState:
         "turns": event.turns,
         "model": event.model,
     }
-    if event.kind == "cancelled":
+    if event.kind == "cancelled" and event.failure_class != "infrastructure":
         return _put_run(state, run, changes)  # by shutdown or a person: no attempt used up
     if event.failure_class == "infrastructure":  # not the work's fault: no attempt either
+        # (a run cancelled because the model API is down counts here too)
         streak = InfrastructureStreak(
             count=state.infrastructure.count + 1, last_at=event.at, last_reason=event.reason
         )
@@ -533,6 +555,45 @@ def _fail_run(state: EngineState, event: AgentFailed) -> EngineState:
     if state.infrastructure.count:
         state = _replace(state, infrastructure=InfrastructureStreak())
     return _put_run(state, run, changes)
+
+
+def _signalled(state: EngineState, event: AgentSignalled) -> EngineState:
+    """A live run's word on the model API: the run shows it; an outage retry extends the
+    model's unhealthy streak and an answer ends it; the account's headroom and a spent window
+    are kept per account. A late signal of a run that ended changes only the account."""
+    signal, at = event.signal, event.at
+    run = state.agent_runs.get(event.session_id)
+    live = run is not None and run.is_active
+    if signal.kind in ("quota", "rate_limited"):
+        held = state.quota.get(signal.account, AccountQuota())
+        update: dict[str, Any] = {}
+        if signal.windows:  # a report may name some windows only: the others are kept
+            merged = {w.name: w for w in held.windows} | {w.name: w for w in signal.windows}
+            update |= {"windows": tuple(merged.values()), "reported_at": at}
+        if signal.kind == "rate_limited" and signal.until is not None:
+            update |= {"rejected_until": signal.until, "reason": describe_signal(signal)}
+        state = _replace(
+            state, quota=_with(state.quota, signal.account, held.model_copy(update=update))
+        )
+        if signal.kind == "quota" or run is None or not live:
+            return state
+        return _put_run(state, run, {"signal": signal})
+    if run is None or not live:
+        return state
+    if signal.kind == "recovered":
+        if state.model_health.retries:
+            state = _replace(state, model_health=ModelHealth())
+        return _put_run(state, run, {"signal": None})
+    if signal.cause in OUTAGE_CAUSES:
+        health = state.model_health
+        health = ModelHealth(
+            retries=health.retries + 1,
+            since=health.since or at,
+            last_at=at,
+            last_reason=describe_signal(signal),
+        )
+        state = _replace(state, model_health=health)
+    return _put_run(state, run, {"signal": signal})
 
 
 def _deliver(

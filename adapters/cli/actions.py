@@ -36,6 +36,7 @@ from adapters.runtime.remote.placement import describe_node, read_placement
 from domain.errors import ConfigError
 from domain.events import USER_EVENTS
 from domain.models import ACTIVE_RUN_STATUSES, AgentRun, EngineState, SessionId, WorkItemId
+from domain.signals import clock, describe_signal, describe_windows
 from domain.state import apply_event, natural_key, open_blockers, ordered
 
 WORKTREES_IGNORED = ".worktrees/"
@@ -267,28 +268,31 @@ def _status(config: Any, root: Path, branch: str) -> None:
     _print_skipped_specs(state)
     _print_planner_waits(state, config)
     _print_runs(state, state_dir)
+    _print_quota(state, config)
 
 
 def _print_pause(state: Any, config: Any) -> None:
-    """A person's pause, and the breaker's as the engine judges it (dispatch_pause)."""
-    from domain.decisions import dispatch_pause  # noqa: PLC0415
+    """A person's pause, and the breaker's as the engine judges it (``breaker_pause``): runs
+    failing under the agent, or the model API down as live runs report it."""
     from domain.requests import describe_pause  # noqa: PLC0415
 
     if state.manual_pause is not None:
         print(f"\ndispatch paused {describe_pause(state)}")
         print("  no agent run starts until cpe resume; runs under way go on")
 
-    b = config.breaker
-    pause = dispatch_pause(
-        state, threshold=b.failures, initial=b.pause_initial, maximum=b.pause_max
-    )
+    pause = config.breaker.pause(state)
     if pause is None:
         return
-    print(f"\ndispatch paused: {pause.failures} agent runs in a row failed under the agent")
-    print(f"  last reason: {' '.join(pause.reason.split())[:500]}")
+    reason = " ".join(pause.reason.split())[:500]
+    if pause.outage:
+        print(f"\ndispatch paused: {reason}")
+        print(f"  {pause.failures} retries by live runs with no answer in between")
+    else:
+        print(f"\ndispatch paused: {pause.failures} agent runs in a row failed under the agent")
+        print(f"  last reason: {reason}")
     when = pause.until.strftime("%Y-%m-%d %H:%M:%S UTC")
     if pause.until > datetime.now(UTC):
-        print(f"  next try at {when} (no attempt is spent meanwhile)")
+        print(f"  probing at {when} (no attempt is spent meanwhile)")
     else:
         print(f"  the pause ended at {when}: the next run is a probe, and decides")
 
@@ -437,6 +441,25 @@ def _print_revisions(revisions: Any) -> None:
 RECENT_RUNS = 20
 
 
+def _print_quota(state: EngineState, config: Any) -> None:
+    """Each model account's headroom as its runs last reported it, and a hold on it: a spent
+    usage window until its reset, or ``[runtime.quota] pause_at`` reached."""
+    from domain.decisions import quota_hold  # noqa: PLC0415
+
+    if not state.quota:
+        return
+    now = datetime.now(UTC)
+    quota = config.runtime.quota
+    print("\nmodel accounts (usage as their runs last reported it)")
+    for account, held in sorted(state.quota.items()):
+        seen = f", reported {clock(held.reported_at)}" if held.reported_at else ""
+        print(f"  {account}: {describe_windows(held.windows)}{seen}")
+        hold = quota_hold(state, account, now, margin=quota.margin, pause_at=quota.pause_at)
+        if hold is not None:
+            resumes = clock(hold.until)
+            print(f"      dispatch paused for {account}: {hold.reason}; resumes at {resumes}")
+
+
 def _print_runs(state: EngineState, state_dir: Path) -> None:
     runs = list(state.agent_runs.values())
     active = [run for run in runs if run.status in ACTIVE_RUN_STATUSES]
@@ -451,6 +474,8 @@ def _print_runs(state: EngineState, state_dir: Path) -> None:
             print("  (none)")
         for run in shown:
             print("  " + describe_run(run, run_where(state_dir, run.session_id), now=now))
+            if run.signal is not None and run.status in ACTIVE_RUN_STATUSES:
+                print(f"      {describe_signal(run.signal)}")  # retrying …, rate-limited …
             if run.failure_reason:  # the whole reason, on its own line
                 label = "infrastructure failure" if run.failure_class == "infrastructure" else "why"
                 print(f"      {label}: {' '.join(run.failure_reason.split())}")

@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from actors.config import EngineConfig, LogLevel, PollerSettings
-from actors.executor import BreakerSettings, DailyBudget
+from actors.executor import BreakerSettings, DailyBudget, QuotaSettings
 from actors.journal import JOURNAL_NAME
 from actors.supervisor import SupervisorSettings
 from adapters.bash_guard.config import BashGuardConfig
@@ -39,7 +39,7 @@ from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
 from domain.errors import ConfigError
 from domain.handlers import HandlerOptions
-from domain.models import AgentRole
+from domain.models import AGENT_ROLES, AgentRole
 from domain.policy import Policy
 from domain.ports import (
     ProviderInterfaces,
@@ -50,6 +50,12 @@ from domain.ports import (
 
 RuntimeKind = Literal["claude-sdk", "claude-cli", "codex-cli"]
 RUNTIME_KINDS: tuple[RuntimeKind, ...] = get_args(RuntimeKind)
+# The model account each runtime kind uses: usage windows and rate limits are the account's.
+ACCOUNTS: dict[RuntimeKind, str] = {
+    "claude-sdk": "anthropic",
+    "claude-cli": "anthropic",
+    "codex-cli": "openai",
+}
 
 
 class _Section(BaseModel):
@@ -420,6 +426,7 @@ class RuntimeSection(_Section):
 
     claude_cli: ClaudeCliRuntime = ClaudeCliRuntime()
     codex_cli: CodexCliRuntime = CodexCliRuntime()
+    quota: QuotaSettings = QuotaSettings()
     # [runtime.remote]: the roles whose runs go to a Ray cluster's nodes (the cpe[ray] extra)
     remote: RemoteSettings | None = None
 
@@ -555,7 +562,14 @@ class CpeConfig(_Section):
             supervisor=self.supervisor,
             breaker=self.breaker,
             daily_budget=self.engine_daily_budget(),
+            quota=self.runtime.quota,
+            accounts=self.accounts(),
         )
+
+    def accounts(self) -> dict[AgentRole, str]:
+        """The model account of each role's runtime (``[runtime.roles]``)."""
+        roles = self.runtime.roles
+        return {role: ACCOUNTS[getattr(roles, role)] for role in AGENT_ROLES}
 
     def engine_daily_budget(self) -> DailyBudget:
         return DailyBudget(per_day_usd=self.budget.per_day_usd, timezone=self.budget.timezone)
@@ -565,6 +579,8 @@ class CpeConfig(_Section):
         the handlers enforce."""
         return HandlerOptions(
             **self.workflow.model_dump(),
+            outage_after=self.breaker.outage_after,
+            cancel_retrying=self.breaker.cancel_retrying,
             item_budget_usd=self.budget.per_item_usd or None,
             spec_budget_usd=self.budget.per_spec_usd or None,
             block_on_item_budget=self.budget.on_item_budget == "block",

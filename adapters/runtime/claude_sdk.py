@@ -31,7 +31,9 @@ from claude_agent_sdk import (
     ClaudeSDKClient,
     HookCallback,
     HookMatcher,
+    RateLimitEvent,
     ResultMessage,
+    SystemMessage,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -49,6 +51,7 @@ from adapters.bash_guard.hook import (
 from adapters.runtime.pricing import LiveUsage, main_model
 from adapters.runtime.records.artifacts import RunArtifacts, Termination
 from adapters.runtime.sandbox.runs import sandbox_record
+from adapters.runtime.signals import ClaudeSignals
 from adapters.runtime.skeleton import AgentRuntimeConfig, Run, RuntimeSkeleton, Start
 from adapters.runtime.workspace.agent_env import run_env
 from adapters.runtime.workspace.agents import (
@@ -117,6 +120,7 @@ class _Run(Run):
     last_activity: float = 0.0  # the loop's clock at the last message
     tools_open: set[str] = field(default_factory=set)  # tool calls without a result yet
     kill_grace: float = 5.0
+    signals: ClaudeSignals | None = None  # what the CLI says of the model API
 
     def cancel(self, reason: str) -> None:  # on the run's loop
         self.cancel_reason = self.cancel_reason or reason
@@ -224,6 +228,8 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
         )
         if worktree is not None and self.config.unchanged_limit is not None:
             run.progress = ProgressWatch(worktree.path, self.config.unchanged_limit)
+        sid, report = start.session_id, self.deps.report_signal
+        run.signals = ClaudeSignals(lambda signal: report(sid, signal))
         return run
 
     def _cancel(self, run: _Run) -> None:
@@ -308,6 +314,8 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
                     async for message in client.receive_response():
                         run.active(message)
                         run.files.record_native(message)
+                        if run.signals is not None:
+                            run.signals.event(_native(message))
                         if isinstance(message, AssistantMessage):
                             run.live.add(message.message_id, message.model, message.usage)
                             self._check_budget(run)
@@ -479,6 +487,20 @@ def _effective_policy(role: str, spec: AgentSpec) -> dict[str, Any]:
         "max_turns": spec.max_turns,
         "workspace": "writable" if role == "implementor" else "read-only by the agent's tools",
     }
+
+
+def _native(message: object) -> dict[str, Any]:
+    """The stream-json event an SDK message was parsed from, as far as ``ClaudeSignals``
+    reads it (the SDK keeps a system message's and a rate-limit event's raw dict)."""
+    if isinstance(message, SystemMessage):
+        return dict(message.data)
+    if isinstance(message, RateLimitEvent):
+        return {"type": "rate_limit_event", "rate_limit_info": message.rate_limit_info.raw}
+    if isinstance(message, AssistantMessage):
+        return {"type": "assistant"}
+    if isinstance(message, ResultMessage):
+        return {"type": "result", "is_error": message.is_error, "result": message.result}
+    return {}
 
 
 def _pidfile(run: _Run) -> Path:

@@ -65,7 +65,7 @@ def test_a_cancelled_run_is_logged_with_its_session_and_reason(rig: Rig) -> None
     rig.run(implementor("1"))
     [sid] = rig.spawned
     got: list[str | None] = []
-    rig.sessions.attach(SessionId(sid), got.append)  # the session's canceller
+    rig.sessions.attach(SessionId(sid), lambda reason, _: got.append(reason))  # its canceller
     with capture_logs() as logs:
         assert rig.run(CancelAgent(session_id=sid, reason="the item was closed")) == []
     assert got == ["the item was closed"]  # the command's reason is the run's

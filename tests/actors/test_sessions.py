@@ -37,20 +37,30 @@ def test_a_cancel_before_the_session_attaches_is_delivered_when_it_does() -> Non
     sessions = SessionManager()
     sessions.add(SessionId("i"), IMPLEMENTOR)
     assert sessions.cancel(SessionId("i"), "a person asked")
-    got: list[str | None] = []
-    sessions.attach(SessionId("i"), got.append)
-    assert got == ["a person asked"]
+    got: list[tuple[str | None, bool]] = []
+    sessions.attach(SessionId("i"), lambda reason, infra: got.append((reason, infra)))
+    assert got == [("a person asked", False)]
     # attached: a cancel goes straight to the session's canceller
     assert sessions.cancel(SessionId("i"))
-    assert got == ["a person asked", None]
+    assert sessions.cancel(SessionId("i"), "the model API is down", infrastructure=True)
+    assert got == [("a person asked", False), (None, False), ("the model API is down", True)]
+
+
+def test_an_infrastructure_cancel_before_the_session_attaches_keeps_its_class() -> None:
+    sessions = SessionManager()
+    sessions.add(SessionId("i"), IMPLEMENTOR)
+    assert sessions.cancel(SessionId("i"), "the model API is down", infrastructure=True)
+    got: list[tuple[str | None, bool]] = []
+    sessions.attach(SessionId("i"), lambda reason, infra: got.append((reason, infra)))
+    assert got == [("the model API is down", True)]
 
 
 def test_a_session_attached_without_a_cancel_waiting_is_not_cancelled() -> None:
     sessions = SessionManager()
     sessions.add(SessionId("i"), IMPLEMENTOR)
     got: list[str | None] = []
-    sessions.attach(SessionId("i"), got.append)
-    sessions.attach(SessionId("gone"), got.append)  # unknown: nothing to attach to
+    sessions.attach(SessionId("i"), lambda reason, _: got.append(reason))
+    sessions.attach(SessionId("gone"), lambda reason, _: got.append(reason))  # unknown
     assert got == []
     assert not sessions.cancel(SessionId("gone"))
 
@@ -60,7 +70,7 @@ def test_shutdown_closes_cancels_every_run_and_waits_for_them_to_end() -> None:
     cancelled: list[str] = []
     for sid, params in (("p", PLANNER), ("i", IMPLEMENTOR)):
         sessions.add(SessionId(sid), params)
-        sessions.attach(SessionId(sid), lambda reason, sid=sid: cancelled.append(sid))
+        sessions.attach(SessionId(sid), lambda reason, infra, sid=sid: cancelled.append(sid))
     sessions.close()
     assert not sessions.add(SessionId("r"), REVIEWER)  # no new run once closed
     assert sessions.active() == ["p", "i"]

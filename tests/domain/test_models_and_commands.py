@@ -217,7 +217,7 @@ PLANNED = PlannerResult(create=())
         (
             CancelAgent(session_id="s1"),
             'CancelAgent:{"type":"CancelAgent","session_id":"s1",'
-            '"reason":"cancelled by a person"}',
+            '"reason":"cancelled by a person","infrastructure":false}',
         ),
     ],
 )  # fmt: skip

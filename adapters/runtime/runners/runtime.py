@@ -39,6 +39,7 @@ from adapters.runtime.runners.base import (
 )
 from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome, EventCallback
 from adapters.runtime.runners.process import PIDFILE, KillReason, kill_group
+from adapters.runtime.signals import ClaudeSignals, RunSignals, SignalsFactory
 from adapters.runtime.skeleton import AgentRuntimeConfig, Run, RuntimeSkeleton, Start
 from adapters.runtime.workspace.agent_env import run_env
 from adapters.runtime.workspace.agents import (
@@ -104,16 +105,19 @@ def create_cli_runtime(
         cli_path=cli_path or bundled_cli(),
         kill_grace=kill_grace,
     )
-    return CliRuntime(runner, config, deps)
+    return CliRuntime(runner, config, deps, signals=ClaudeSignals)
 
 
 @dataclass(kw_only=True)
 class _Run(Run):
     handle: CliRunHandle | None = None
+    signals: RunSignals | None = None  # reads what its CLI says of the model API
 
     def event(self, event: dict[str, Any]) -> None:  # a reader thread
         for text in text_chunks(event):
             self.loop.call_soon_threadsafe(self.output.put_nowait, text)
+        if self.signals is not None:
+            self.signals.event(event)
 
 
 def text_chunks(event: Mapping[str, Any]) -> list[str]:
@@ -136,9 +140,20 @@ def text_chunks(event: Mapping[str, Any]) -> list[str]:
 
 
 class CliRuntime(RuntimeSkeleton[CliRuntimeConfig, _Run]):
-    def __init__(self, runner: CliRunner, config: CliRuntimeConfig, deps: RuntimeAdapterDeps):
+    """``signals``: how the CLI's events tell of the model API (``adapters/runtime/signals.py``);
+    None: the runtime reports nothing while a run goes on."""
+
+    def __init__(
+        self,
+        runner: CliRunner,
+        config: CliRuntimeConfig,
+        deps: RuntimeAdapterDeps,
+        *,
+        signals: SignalsFactory | None = None,
+    ):
         super().__init__(config, deps)
         self.runner = runner
+        self.signals = signals
         caps = runner.get_capabilities()
         if not (caps.tool_allow_deny and caps.command_guard) and not caps.sandboxed_execution:
             raise ValueError(
@@ -150,6 +165,9 @@ class CliRuntime(RuntimeSkeleton[CliRuntimeConfig, _Run]):
 
     async def _begin(self, start: Start) -> _Run:
         run = _Run.starting(start)
+        if self.signals is not None:
+            sid, report = start.session_id, self.deps.report_signal
+            run.signals = self.signals(lambda signal: report(sid, signal))
         request = self._request(
             run, start.session_id, start.provisioned.prompt, start.provisioned.spec
         )
