@@ -707,14 +707,16 @@ def test_supervision_that_gives_up_on_a_full_disk_says_what_it_could_not_commit(
     )
     harness.tracker.fail_next("list_work_items", *[RuntimeError("a provider bug")] * 10)
     assert engine.wait(30) == 74
-    [line] = [
-        r.msg
-        for r in caplog.records
-        if isinstance(r.msg, dict)
-        and r.msg.get("event") == "cannot commit the journal's deferred records"
+    # Said by whoever meets the full disk: giving up (its commit of the deferred records) or,
+    # when another thread's write met it a moment before and stopped the engine, the close.
+    said = {
+        "cannot commit the journal's deferred records",
+        "deferred journal writes lost at close",
+    }
+    lines = [
+        r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg.get("event") in said
     ]
-    assert line["error"] == (
-        f"{engine.journal.path}: cannot commit deferred writes: database or disk is full"
-    )
+    assert lines, "the deferred records' loss was not said"
+    assert all("database or disk is full" in line["error"] for line in lines)
     assert cycle[0] > journal(engine).last_seq(), "the deferred cycle was not committed"
     engine.journal.close()

@@ -37,10 +37,12 @@ def test_specs_failing_in_separate_planner_runs_get_at_most_max_attempts_runs_ea
     home.mkdir()
     status = ""
 
-    def status_says(text: str, count: int) -> bool:
+    def status_says(texts: str | tuple[str, ...], count: int) -> bool:
+        """``cpe status`` says one of ``texts`` at least ``count`` times."""
         nonlocal status
         status = cpe("status", cwd=repo).stdout
-        return status.count(text) >= count
+        alternatives = (texts,) if isinstance(texts, str) else texts
+        return any(status.count(text) >= count for text in alternatives)
 
     book = [load_scenario("invalid_output", match=Match(role="planner"))]
     with contextlib.ExitStack() as stack:
@@ -48,8 +50,11 @@ def test_specs_failing_in_separate_planner_runs_get_at_most_max_attempts_runs_ea
         log = stack.enter_context((home / "cpe.log").open("a"))
         cpe_run = start_cpe(repo, home, log, server.client_env())
         processes.append(cpe_run)
-        # b arrives once a's first run has failed: the runs that follow group them otherwise
-        assert wait_for(lambda: status_says("planner run(s) failed", 1), 180), status
+        # b arrives once a's first run has failed: the runs that follow group them otherwise.
+        # (On a loaded machine a's three runs may all fail between two looks: then b's runs
+        # are its own, split all the same.)
+        failed = ("planner run(s) failed", GAVE_UP)
+        assert wait_for(lambda: status_says(failed, 1), 180), status
         _commit_spec(repo, "b.md")
         assert wait_for(lambda: status_says(GAVE_UP, 2), 300), (
             status + (home / "cpe.log").read_text()[-3000:]
