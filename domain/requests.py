@@ -112,7 +112,10 @@ def accept(
                 "dispatch paused: no agent run starts until cpe resume; runs under way go on",
             )
         case Resume():
-            if state.manual_pause is None and dispatch_paused is None:
+            held = any(
+                q.rejected_until is not None and q.rejected_until > at for q in state.quota.values()
+            )  # a spent usage window: the person says capacity was added
+            if state.manual_pause is None and dispatch_paused is None and not held:
                 return Accepted((), "dispatch is not paused: nothing to resume")
             return Accepted((UserResumedDispatch(at=at),), "dispatch resumed")
     raise RequestRefused("invalid", f"unknown request {request!r}")  # pragma: no cover

@@ -7,6 +7,11 @@ gives the role) and, once ended, ``outcome`` (their terminal status).
 The merge queue's families are read from the state too: its entries and held merges now, the
 landings ever made (``EngineState.landings_total``), the items holding a send-back (the state
 keeps only each item's latest), and summaries over the landings the state keeps (the last 50).
+
+So is the model's side, as live runs reported it (``AgentSignalled``): each model account's
+usage windows (utilization, reset) and whether a hold keeps its runs from starting, the live runs
+whose CLI is retrying the model API by cause, and dispatch paused by an ``outage`` of it apart
+from the ``breaker``'s pause for runs failing under the agent.
 """
 
 from __future__ import annotations
@@ -15,11 +20,11 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
 from adapters.dashboard.source import Source
 from adapters.dashboard.views import queue_entries
-from domain.models import AGENT_ROLES, STATUSES, AgentRun, EngineState
+from domain.models import AGENT_ROLES, STATUSES, AgentRun, EngineState, RetryCause
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 DURATION_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
@@ -79,18 +84,19 @@ def render_metrics(source: Source, now: datetime | None = None) -> str:
         {(): source.queue_depth()},
         (),
     )
-    pause = source.pause(state, now)
-    paused = {("person",): 0, ("breaker",): 0}
-    if pause is not None:
+    paused = {("person",): 0, ("breaker",): 0, ("outage",): 0}
+    for pause in source.pauses(state, now):
         paused[(pause.by,)] = 1
     _family(
         out,
         "cpe_dispatch_paused",
         "gauge",
-        "1 while dispatch is paused, by cause",
+        "1 while dispatch is paused, by cause (a person; the breaker, for runs failing under the "
+        "agent; an outage of the model API, as live runs report it)",
         paused,
         ("cause",),
     )
+    _model(out, source, state, now)
     _merge_queue(out, source, state)
     _provider(out, source)
     return "\n".join(out) + "\n"
@@ -113,6 +119,58 @@ def _histogram(out: list[str], source: Source, runs: Iterable[AgentRun]) -> None
         out.append(f'{name}_bucket{{{labels},le="+Inf"}} {len(durations)}')
         out.append(f"{name}_sum{{{labels}}} {_number(sum(durations))}")
         out.append(f"{name}_count{{{labels}}} {len(durations)}")
+
+
+def _model(out: list[str], source: Source, state: EngineState, now: datetime) -> None:
+    """The model accounts' usage windows and holds, and the live runs retrying the model API."""
+    used: dict[tuple[str, str], float] = {}
+    resets: dict[tuple[str, str], float] = {}
+    for account, quota in state.quota.items():
+        for window in quota.windows:
+            if window.utilization is not None:
+                used[(account, window.name)] = window.utilization
+            if window.resets_at is not None:
+                resets[(account, window.name)] = window.resets_at.timestamp()
+    _family(
+        out,
+        "cpe_model_quota_utilization",
+        "gauge",
+        "how much of a model account's usage window is used (0..1), as its runs last reported it",
+        used,
+        ("account", "window"),
+    )
+    _family(
+        out,
+        "cpe_model_quota_resets_at_seconds",
+        "gauge",
+        "when a model account's usage window resets (unix time), as its runs last reported it",
+        resets,
+        ("account", "window"),
+    )
+    holds = source.holds(state, now)
+    _family(
+        out,
+        "cpe_model_quota_held",
+        "gauge",
+        "1 while no run starts on a model account (a spent usage window until its reset, or "
+        "[runtime.quota] pause_at reached)",
+        {(account,): int(account in holds) for account in source.accounts(state)},
+        ("account",),
+    )
+    retrying = Counter({(cause,): 0 for cause in get_args(RetryCause)})
+    retrying.update(
+        (run.signal.cause or "other",)
+        for run in state.agent_runs.values()
+        if run.is_active and run.signal is not None and run.signal.kind == "retrying"
+    )
+    _family(
+        out,
+        "cpe_agent_runs_retrying",
+        "gauge",
+        "live agent runs whose CLI is retrying the model API (their last word on it), by cause",
+        retrying,
+        ("cause",),
+    )
 
 
 def _merge_queue(out: list[str], source: Source, state: EngineState) -> None:

@@ -5,8 +5,11 @@ changes). Everything shown is escaped; the page loads only its own script and st
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from html import escape
 from typing import Any
+
+from domain.signals import clock
 
 COLUMNS = ("pending", "in-progress", "in-review", "needs-refinement", "approved", "blocked", "done")
 
@@ -45,25 +48,35 @@ def render_page(view: dict[str, Any]) -> str:
 
 def render_board(view: dict[str, Any]) -> str:
     actions = bool(view.get("actions"))
-    parts = [_summary(view, actions), _columns(view, actions), _queue(view), _lower(view)]
-    return "\n".join(parts)
+    parts = [
+        _summary(view, actions),
+        _columns(view, actions),
+        _queue(view),
+        _accounts(view),
+        _lower(view),
+    ]
+    return "\n".join(part for part in parts if part)
 
 
 def _summary(view: dict[str, Any], actions: bool) -> str:
     totals = view["totals"]
     paused = view.get("paused")
     engine = view.get("engine", "running")
-    if paused:
-        by = "a person" if paused["by"] == "person" else "the breaker"
-        state = (
-            f'<div class="banner paused" id="paused">dispatch paused by {escape(by)}: '
-            f"{escape(paused['reason'])}</div>"
+    if paused:  # each pause on a line of its own, as cpe status gives them: a person's first
+        state = "".join(
+            _pause_banner(pause, first=n == 0) for n, pause in enumerate(view["pauses"])
         )
     else:
         what = "running" if engine == "running" else "stopped: the engine has stopped"
         if engine != "running" and not actions:
             what = "stopped: this is the engine's final state"
         state = f'<div class="banner {escape(engine)}" id="paused">dispatch {what}</div>'
+    state += "".join(  # a model account whose runs wait, on a line of its own
+        f'<div class="banner held" data-account="{escape(account["account"])}">'
+        f"{escape(account['hold']['text'])}</div>"
+        for account in view.get("accounts", [])
+        if account["hold"]
+    )
     button = ""
     if actions:
         if paused:
@@ -81,7 +94,19 @@ def _summary(view: dict[str, Any], actions: bool) -> str:
     stats = "".join(
         f'<div class="stat"><span class="n">{escape(v)}</span>{escape(k)}</div>' for k, v in cells
     )
-    return f'<section class="summary">{state}{button}<div class="stats">{stats}</div></section>'
+    return (
+        f'<section class="summary"><div class="banners">{state}</div>{button}'
+        f'<div class="stats">{stats}</div></section>'
+    )
+
+
+def _pause_banner(pause: dict[str, Any], *, first: bool) -> str:
+    """A pause of dispatch in cpe status's words; what goes with it when hovered."""
+    where = ' id="paused"' if first else ""
+    return (
+        f'<div class="banner paused"{where} data-by="{escape(pause["by"])}"'
+        f"{_title(pause['detail'])}>{escape(pause['text'])}</div>"
+    )
 
 
 def _columns(view: dict[str, Any], actions: bool) -> str:
@@ -212,6 +237,57 @@ def _queue_row(entry: dict[str, Any]) -> str:
     )
 
 
+def _accounts(view: dict[str, Any]) -> str:
+    """The model accounts whose runs reported their usage: each window's utilization and
+    reset, and the account's hold, as cpe status lists them. Nothing before any report."""
+    accounts = view.get("accounts") or []
+    if not accounts:
+        return ""
+    rows = "".join(_account_row(account) for account in accounts)
+    return (
+        '<section class="accounts" id="model-accounts"><h2>model accounts <span class="note">'
+        f"usage as their runs last reported it</span></h2><ul>{rows}</ul></section>"
+    )
+
+
+def _account_row(account: dict[str, Any]) -> str:
+    name = escape(account["account"])
+    roles = f' <span class="roles">({escape(", ".join(account["roles"]))})</span>'
+    seen = account["reported_at"]
+    reported = f' <span class="seen">reported {escape(_clock(seen))}</span>' if seen else ""
+    meters = "".join(_meter(window) for window in account["windows"])
+    hold = account["hold"]
+    held = f'<div class="hold">{escape(hold["text"])}</div>' if hold else ""
+    return (
+        f'<li data-account="{name}"><b>{name}</b>{roles if account["roles"] else ""}: '
+        f'<span class="usage">{escape(account["usage"])}</span>{reported}'
+        f'<div class="meters">{meters}</div>{held}</li>'
+    )
+
+
+def _meter(window: dict[str, Any]) -> str:
+    """A window's utilization as a bar (its words are the account's ``usage``)."""
+    used = window["utilization"]
+    if used is None:
+        return ""
+    width = max(0.0, min(1.0, used)) * 100
+    spent = " spent" if window["status"] == "rejected" or used >= 1 else ""
+    return (
+        f'<span class="meter{spent}" data-window="{escape(window["name"])}" '
+        f'title="{escape(window["label"])} {used:.0%} used">{escape(window["label"])} '
+        f'<span class="bar"><span style="width:{width:.0f}%"></span></span> {used:.0%}</span>'
+    )
+
+
+def _clock(iso: str) -> str:
+    """``2026-11-29T12:00:00+00:00`` as cpe status gives a time: ``2026-11-29 12:00 UTC``."""
+    return clock(datetime.fromisoformat(iso).astimezone(UTC))
+
+
+def _title(text: str | None) -> str:
+    return f' title="{escape(text)}"' if text else ""
+
+
 def _lower(view: dict[str, Any]) -> str:
     failures = (
         "".join(
@@ -257,13 +333,20 @@ def _run_row(run: dict[str, Any]) -> str:
             f'<span class="node" title="node {escape(node["id"])} at {escape(node["address"])}">'
             f"@{escape(node['label'])}</span>"
         )
-    return (
+    row = (
         f'<tr data-session="{session}" data-active="{active}">'
         f'<td><a href="/api/runs/{session}">{session}</a></td><td>{escape(run["role"])}</td>'
         f"<td>{runtime}</td><td>{escape(run['subject'])}</td>"
         f'<td><span class="badge {escape(run["status"])}">{escape(run["status"])}</span></td>'
         f"<td>{duration}</td><td>{cost}</td><td>{escape(outcome)}</td></tr>"
     )
+    signal = run.get("signal")
+    if signal:  # what the run's CLI says of the model API, under its row (as cpe status does)
+        row += (
+            f'<tr class="signal {escape(signal["kind"])}" data-signal-of="{session}">'
+            f'<td colspan="8">{escape(signal["text"])}</td></tr>'
+        )
+    return row
 
 
 def _short(text: str | None, limit: int) -> str:

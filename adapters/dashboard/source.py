@@ -4,6 +4,8 @@ A ``Source`` reads the engine's state, its live run output and its queue, keeps 
 decisions in words (``domain.narration``, from ``Engine.watch``), and carries the ``Control``
 that actions go through, or None when the dashboard only shows (the finished demo). An engine
 that has stopped keeps its last state: the source then shows it, and actions are refused.
+Dispatch's pauses and the model accounts' holds are judged as the engine judges them
+(``breaker_pause``, ``quota_hold``), with the configuration's settings.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pathlib import Path
 from actors.engine import Engine
 from actors.streams import AgentStream
 from adapters.cli.settings import CpeConfig
-from adapters.control import Control, dispatch_paused
+from adapters.control import Control
 from adapters.metering import ProviderMeter
 from adapters.runtime.remote.placement import read_placement
+from domain.decisions import QuotaHold, quota_hold
 from domain.events import EngineEvent
 from domain.models import AgentRun, EngineState, SessionId
 from domain.narration import Narrator
@@ -37,8 +40,15 @@ class Decision:
 
 @dataclass(frozen=True)
 class Pause:
-    by: str  # "person" or "breaker"
+    """Why dispatch is paused: ``by`` a person (``reason`` is ``describe_pause``'s words), the
+    breaker (``failures`` runs in a row failed under the agent, the last for ``reason``) or an
+    ``outage`` (live runs retried the model API ``failures`` times with no answer, the last for
+    ``reason``); the breaker's and the outage's pause last ``until`` (then a probe decides)."""
+
+    by: str  # "person", "breaker" or "outage"
     reason: str
+    until: datetime | None = None
+    failures: int | None = None
 
 
 class Source:
@@ -99,10 +109,43 @@ class Source:
         return where
 
     def pause(self, state: EngineState, now: datetime | None = None) -> Pause | None:
+        """The pause that holds dispatch: a person's before the breaker's; None when none."""
+        pauses = self.pauses(state, now)
+        return pauses[0] if pauses else None
+
+    def pauses(self, state: EngineState, now: datetime | None = None) -> list[Pause]:
+        """Every pause that holds dispatch now, as ``cpe status`` lists them: a person's, then
+        the breaker's while it lasts (``BreakerSettings.pause``: runs failing under the agent,
+        or the model API down as live runs report it)."""
+        now = now or datetime.now(UTC)
+        found = []
         if state.manual_pause is not None:
-            return Pause("person", describe_pause(state))
-        why = dispatch_paused(state, self.config.breaker, now or datetime.now(UTC))
-        return Pause("breaker", why) if why else None
+            found.append(Pause("person", describe_pause(state)))
+        pause = self.config.breaker.pause(state)
+        if pause is not None and now < pause.until:
+            by = "outage" if pause.outage else "breaker"
+            found.append(Pause(by, pause.reason, pause.until, pause.failures))
+        return found
+
+    def accounts(self, state: EngineState) -> dict[str, list[str]]:
+        """Each model account, with the roles whose runtime uses it (``[runtime.roles]``): the
+        configured ones and any the state has a report of, by name."""
+        roles: dict[str, list[str]] = {account: [] for account in state.quota}
+        for role, account in self.config.accounts().items():
+            roles.setdefault(account, []).append(role)
+        return dict(sorted(roles.items()))
+
+    def holds(self, state: EngineState, now: datetime | None = None) -> dict[str, QuotaHold]:
+        """The model accounts on which no run starts now (``quota_hold``: a spent usage window
+        until its reset, or ``[runtime.quota] pause_at`` reached), by account."""
+        now = now or datetime.now(UTC)
+        quota = self.config.runtime.quota
+        held = {}
+        for account in sorted(state.quota):
+            hold = quota_hold(state, account, now, margin=quota.margin, pause_at=quota.pause_at)
+            if hold is not None:
+                held[account] = hold
+        return held
 
     def decisions(self) -> list[Decision]:
         with self._lock:

@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from actors.logs import redact_value
-from adapters.dashboard.source import Source
+from adapters.dashboard.source import Pause, Source
 from adapters.runtime.remote.placement import describe_node
+from domain.decisions import QuotaHold
 from domain.landing import QueueEntry, describe_queue
 from domain.models import (
     STATUSES,
+    AccountQuota,
     AgentRun,
     EngineState,
     LandingTest,
@@ -28,6 +30,7 @@ from domain.models import (
     WorkItem,
 )
 from domain.requests import RETRYABLE
+from domain.signals import clock, describe_signal, describe_windows, window_name
 from domain.state import natural_key, ordered, revision_for, runs_for_work_item
 
 RECENT_RUNS = 30
@@ -35,6 +38,7 @@ RECENT_FAILURES = 10
 OUTPUT_TAIL = 200_000  # characters of a transcript an ended run's view carries at most
 REASON_CHARS = 2000  # of a held merge's or a send-back's reason, flattened to one line
 SHORT_SHA = 12  # characters of a commit id, as the queue's steps give them
+PAUSE_REASON_CHARS = 500  # of the breaker's reason, flattened to one line (as cpe status does)
 
 
 def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
@@ -44,7 +48,7 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
     active = [run for run in runs if run.is_active]
     ended = [run for run in runs if not run.is_active]
     failures = [run for run in ended if run.failure_reason][-RECENT_FAILURES:]
-    pause = source.pause(state, now)
+    pauses = source.pauses(state, now)
     limit = source.config.workflow.max_attempts
     rounds = source.config.workflow.max_landing_rounds
     view: dict[str, Any] = _clean(
@@ -53,7 +57,9 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
             "generated_at": now.isoformat(timespec="seconds"),
             "engine": "running" if source.running else "stopped",
             "actions": source.control is not None and source.running,
-            "paused": {"by": pause.by, "reason": pause.reason} if pause else None,
+            "paused": pause_view(pauses[0]) if pauses else None,
+            "pauses": [pause_view(pause) for pause in pauses],
+            "accounts": accounts_view(source, state, now),
             "totals": _totals(state, runs, active, source, now),
             "statuses": list(STATUSES),
             "work_items": [
@@ -74,6 +80,89 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
         }
     )
     return view
+
+
+def pause_view(pause: Pause) -> dict[str, Any]:
+    """A pause of dispatch, and in words as ``cpe status`` gives it: ``text`` the banner's line,
+    ``detail`` what goes with it (None for a person's pause)."""
+    return {
+        "by": pause.by,
+        "reason": pause.reason,
+        "until": _iso(pause.until),
+        "failures": pause.failures,
+        "text": describe_dispatch_pause(pause),
+        "detail": _pause_detail(pause),
+    }
+
+
+def describe_dispatch_pause(pause: Pause) -> str:
+    """``dispatch paused: the model API is unreachable (…), retry 4/10 in 8 s; probing at …``
+    for an outage; the runs that failed in a row and the last reason for the breaker's; a
+    person's pause as ``describe_pause`` says it."""
+    if pause.by == "person":  # "by a person since …: why", as cpe status says it
+        return f"dispatch paused {pause.reason}"
+    reason = " ".join(pause.reason.split())[:PAUSE_REASON_CHARS]
+    probing = f"; probing at {_stamp(pause.until)}" if pause.until is not None else ""
+    if pause.by == "outage":  # the reason is the last retry's words: "retrying: the model …"
+        return f"dispatch paused: {reason.removeprefix('retrying: ')}{probing}"
+    return (
+        f"dispatch paused: {pause.failures} agent runs in a row failed under the agent "
+        f"(last reason: {reason}){probing}"
+    )
+
+
+def _pause_detail(pause: Pause) -> str | None:
+    if pause.by == "outage":
+        return (
+            f"{pause.failures} retries by live runs with no answer in between; no attempt is "
+            "spent meanwhile"
+        )
+    if pause.by == "breaker":
+        return "no attempt is spent meanwhile; then one probe run decides"
+    return None
+
+
+def accounts_view(source: Source, state: EngineState, now: datetime) -> list[dict[str, Any]]:
+    """The model accounts whose runs reported their usage, as ``cpe status`` lists them: each
+    window's utilization and reset, in words too (``usage``), and the account's hold if any
+    (no run on it starts until ``hold.until``)."""
+    roles = source.accounts(state)
+    holds = source.holds(state, now)
+    return [
+        _account_view(account, state.quota[account], roles.get(account, []), holds.get(account))
+        for account in sorted(state.quota)
+    ]
+
+
+def _account_view(
+    account: str, quota: AccountQuota, roles: list[str], hold: QuotaHold | None
+) -> dict[str, Any]:
+    return {
+        "account": account,
+        "roles": roles,
+        "usage": describe_windows(quota.windows),
+        "windows": [
+            {
+                "name": window.name,
+                "label": window_name(window.name),
+                "utilization": window.utilization,
+                "resets_at": _iso(window.resets_at),
+                "status": window.status,
+            }
+            for window in quota.windows
+        ],
+        "reported_at": _iso(quota.reported_at),
+        "hold": (
+            {
+                "until": _iso(hold.until),
+                "reason": hold.reason,
+                "text": f"dispatch paused for {account}: {hold.reason}; resumes at "
+                f"{clock(hold.until)}",
+            }
+            if hold is not None
+            else None
+        ),
+    }
 
 
 def item_view(
@@ -251,6 +340,15 @@ def run_view(run: AgentRun, source: Source, now: datetime) -> dict[str, Any]:
         "outcome": run.outcome,
         "failure_reason": run.failure_reason,
         "failure_class": run.failure_class,
+        "signal": (
+            {
+                "kind": run.signal.kind,
+                "cause": run.signal.cause,
+                "text": describe_signal(run.signal),
+            }
+            if run.signal is not None and run.is_active
+            else None
+        ),
     }
 
 
@@ -314,6 +412,11 @@ def _totals(
         "queue_depth": source.queue_depth(),
         "work_items": by_status,
     }
+
+
+def _stamp(value: datetime) -> str:
+    """A time as ``cpe status`` gives a pause's: ``2026-11-29 12:10:00 UTC``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _iso(value: datetime | None) -> str | None:

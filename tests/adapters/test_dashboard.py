@@ -1,6 +1,8 @@
 """The dashboard's endpoints over a real engine (fake provider and runtime, a real journal):
 the state, a run, server-sent events, the guarded actions and the metrics, each with its bad
-input; the merge queue as the state holds it (an engine's store fed the queue's events)."""
+input; the merge queue as the state holds it (an engine's store fed the queue's events); the
+model's health as live runs report it (a run retrying the model API, an outage pause, model
+accounts' usage windows and a spent one), in cpe status's words."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from adapters.dashboard.server import DashboardServer
 from adapters.dashboard.source import Source
 from adapters.dashboard.web import create_app
 from domain.events import (
+    AgentSignalled,
     BranchUpdated,
     EngineEvent,
     LandingRefused,
@@ -36,16 +39,22 @@ from domain.events import (
     UserPausedDispatch,
     WorkItemChanged,
 )
+from domain.handlers import HandlerOptions
 from domain.landing import describe_queue
 from domain.models import (
+    EngineState,
+    InfrastructureStreak,
     Pipeline,
     PipelineStatus,
+    QuotaWindow,
     Revision,
     RevisionId,
+    RunSignal,
     Status,
     WorkItem,
     WorkItemId,
 )
+from domain.signals import clock
 from tests.actors.conftest import Harness, wait_until
 from tests.fakes.runtime import FakeRun
 
@@ -54,10 +63,10 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 class Board:
-    def __init__(self, harness: Harness, engine: Engine):
+    def __init__(self, harness: Harness, engine: Engine, config: CpeConfig | None = None):
         self.harness = harness
         self.engine = engine
-        config = parse_config({})
+        config = config or parse_config({})
         self.source = Source(
             engine,
             config,
@@ -225,9 +234,19 @@ def test_pause_and_resume_from_the_dashboard(board: Board) -> None:
     paused = board.client.post("/api/pause", headers=AUTH, json={"reason": "lunch"})
     assert paused.status_code == 200
     state = board.client.get("/api/state").json()
-    assert state["paused"] == {"by": "person", "reason": state["paused"]["reason"]}
-    assert state["paused"]["reason"].endswith(": lunch")
-    assert "dispatch paused by a person" in board.client.get("/").text
+    reason = state["paused"]["reason"]
+    assert state["paused"] == {
+        "by": "person",
+        "reason": reason,
+        "until": None,  # until a person resumes it
+        "failures": None,
+        "text": f"dispatch paused {reason}",
+        "detail": None,
+    }
+    assert state["pauses"] == [state["paused"]]
+    assert reason.startswith("by a person since ")
+    assert reason.endswith(": lunch")
+    assert "dispatch paused by a person since" in board.client.get("/").text
     assert board.client.post("/api/resume", headers=AUTH).status_code == 200
     assert board.client.get("/api/state").json()["paused"] is None
 
@@ -592,3 +611,237 @@ def _assert_summary(samples: dict[Any, float], name: str, values: list[float]) -
     assert samples[(f"{name}_sum", ())] == sum(values)
     for q in (0.5, 0.9, 0.99):
         assert samples[(name, (("quantile", f"{q:g}"),))] == _nearest_rank(values, q)
+
+
+# ---------------------------------------------------------------------------- the model's health
+
+# The breaker's pause outlasts the test by far; the runs retrying the model are left to retry
+# (not cancelled), so a live run shows its retry while dispatch is paused for the outage.
+MODEL_CONFIG = {"breaker": {"pause_initial": 600, "cancel_retrying": False}}
+RETRY_WORDS = "the model API is unreachable (ECONNREFUSED), retry 4/10 in 8 s"
+
+
+def _stamp(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class ModelBoard:
+    """#1's implementor run retried the model API three times over 18 s (an outage: dispatch
+    paused until 600 s after the last retry); the anthropic account reported its headroom, the
+    openai account a spent window (held until its reset plus the 60 s margin)."""
+
+    def __init__(self, harness: Harness):
+        harness.tracker.add_item("1", "pending", title="Greeting")
+        config = parse_config(MODEL_CONFIG)
+        engine = harness.engine(
+            handlers=HandlerOptions(auto_merge=True, outage_after=15, cancel_retrying=False)
+        )
+        self.board = Board(harness, engine, config)
+        engine.start()
+        self.run = self.board.running()
+        now = datetime.now(UTC).replace(microsecond=0)
+        self.last_retry = now - timedelta(seconds=2)
+        self.five_hour = now + timedelta(hours=3)
+        self.seven_day = now + timedelta(days=4)
+        self.spent_until = now + timedelta(hours=2)
+        self.secondary = now + timedelta(days=6)
+        retries = [
+            AgentSignalled(
+                session_id=self.run.session_id,
+                signal=RunSignal(
+                    kind="retrying",
+                    account="anthropic",
+                    cause="unreachable",
+                    detail="ECONNREFUSED",
+                    attempt=attempt,
+                    max_attempts=10,
+                    retry_in=8,
+                ),
+                at=now - timedelta(seconds=ago),
+            )
+            for attempt, ago in ((2, 20), (3, 10), (4, 2))
+        ]
+        headroom = RunSignal(
+            kind="quota",
+            account="anthropic",
+            windows=(
+                QuotaWindow(name="five_hour", utilization=0.42, resets_at=self.five_hour),
+                QuotaWindow(name="seven_day", utilization=0.1, resets_at=self.seven_day),
+            ),
+        )
+        spent = RunSignal(
+            kind="rate_limited",
+            account="openai",
+            window="primary",
+            until=self.spent_until,
+            detail="usage_limit_reached",
+            windows=(
+                QuotaWindow(
+                    name="primary",
+                    utilization=1.0,
+                    resets_at=self.spent_until,
+                    status="rejected",
+                ),
+                QuotaWindow(name="secondary", utilization=0.3, resets_at=self.secondary),
+            ),
+        )
+        elsewhere = "implementor-on-codex"  # a run of the other account, ended already
+        reports = [
+            AgentSignalled(session_id=elsewhere, signal=signal, at=now)
+            for signal in (headroom, spent)
+        ]
+        assert engine.submit([*retries, *reports], 30)
+        self.probing = self.last_retry + timedelta(seconds=600)
+        self.resumes = self.spent_until + timedelta(seconds=60)
+        self.spent_words = (
+            f"rate-limited: primary spent until {clock(self.spent_until)} (usage_limit_reached)"
+        )
+
+    def close(self) -> None:
+        self.board.client.close()
+        self.board.source.close()
+
+
+@pytest.fixture
+def model_board(harness: Harness) -> Iterator[ModelBoard]:
+    made = ModelBoard(harness)
+    yield made
+    made.close()
+
+
+def test_a_retrying_run_and_the_outage_pause_read_as_cpe_status_says_them(
+    model_board: ModelBoard,
+) -> None:
+    state = model_board.board.client.get("/api/state").json()
+    [active] = state["runs"]["active"]
+    assert active["session_id"] == model_board.run.session_id
+    assert active["signal"] == {
+        "kind": "retrying",
+        "cause": "unreachable",
+        "text": f"retrying: {RETRY_WORDS}",
+    }
+    banner = f"dispatch paused: {RETRY_WORDS}; probing at {_stamp(model_board.probing)}"
+    assert state["paused"] == {
+        "by": "outage",
+        "reason": f"retrying: {RETRY_WORDS}",
+        "until": model_board.probing.isoformat(),
+        "failures": 3,
+        "text": banner,
+        "detail": "3 retries by live runs with no answer in between; no attempt is spent meanwhile",
+    }
+    page = model_board.board.client.get("/").text
+    assert 'data-by="outage" title="3 retries by live runs' in page
+    assert f">{banner}</div>" in page
+    sid = model_board.run.session_id  # its words on a row of their own, under the run's
+    after_run = page.index("</tr>", page.index(f'<tr data-session="{sid}"')) + len("</tr>")
+    assert page[after_run:].startswith(
+        f'<tr class="signal retrying" data-signal-of="{sid}"><td colspan="8">'
+        f"retrying: {RETRY_WORDS}</td></tr>"
+    )
+    assert 'data-action="resume"' in page  # a person may end the pause at once
+
+
+def test_the_model_accounts_show_their_windows_and_a_spent_one_holds_its_account(
+    model_board: ModelBoard,
+) -> None:
+    b = model_board
+    anthropic, openai = b.board.client.get("/api/state").json()["accounts"]
+    assert anthropic["account"] == "anthropic"
+    assert anthropic["roles"] == ["planner", "implementor", "reviewer"]  # claude-sdk's account
+    assert anthropic["usage"] == (
+        f"5-hour 42% used (resets {clock(b.five_hour)}), "
+        f"7-day 10% used (resets {clock(b.seven_day)})"
+    )
+    assert [(w["name"], w["utilization"]) for w in anthropic["windows"]] == [
+        ("five_hour", 0.42),
+        ("seven_day", 0.1),
+    ]
+    assert anthropic["hold"] is None
+    assert openai["usage"] == (
+        f"primary 100% used, spent (resets {clock(b.spent_until)}), "
+        f"secondary 30% used (resets {clock(b.secondary)})"
+    )
+    hold = f"dispatch paused for openai: {b.spent_words}; resumes at {clock(b.resumes)}"
+    assert openai["hold"] == {
+        "until": b.resumes.isoformat(),
+        "reason": b.spent_words,
+        "text": hold,
+    }
+    page = b.board.client.get("/board").text
+    assert f'<div class="banner held" data-account="openai">{hold}</div>' in page  # at the top
+    accounts = page[page.index('id="model-accounts"') :]
+    assert f'<span class="usage">{anthropic["usage"]}</span>' in accounts
+    assert f'<span class="usage">{openai["usage"]}</span>' in accounts
+    assert f'<div class="hold">{hold}</div>' in accounts
+    assert 'class="meter spent" data-window="primary"' in accounts
+
+
+def test_metrics_give_the_model_accounts_the_retrying_runs_and_the_outage(
+    model_board: ModelBoard,
+) -> None:
+    b = model_board
+    samples = _samples(b.board.client.get("/metrics").text)
+
+    def window(account: str, name: str) -> tuple[tuple[str, str], ...]:
+        return (("account", account), ("window", name))
+
+    assert samples[("cpe_model_quota_utilization", window("anthropic", "five_hour"))] == 0.42
+    assert samples[("cpe_model_quota_utilization", window("openai", "primary"))] == 1.0
+    assert samples[("cpe_model_quota_utilization", window("openai", "secondary"))] == 0.3
+    resets = "cpe_model_quota_resets_at_seconds"
+    assert samples[(resets, window("anthropic", "seven_day"))] == b.seven_day.timestamp()
+    assert samples[(resets, window("openai", "primary"))] == b.spent_until.timestamp()
+    assert samples[("cpe_model_quota_held", (("account", "openai"),))] == 1
+    assert samples[("cpe_model_quota_held", (("account", "anthropic"),))] == 0
+    assert samples[("cpe_agent_runs_retrying", (("cause", "unreachable"),))] == 1
+    assert samples[("cpe_agent_runs_retrying", (("cause", "rate_limit"),))] == 0
+    paused = {
+        cause: samples[("cpe_dispatch_paused", (("cause", cause),))]
+        for cause in ("person", "breaker", "outage")
+    }
+    assert paused == {"person": 0, "breaker": 0, "outage": 1}
+
+
+def test_resume_from_the_dashboard_ends_the_outage_pause_and_the_accounts_hold(
+    model_board: ModelBoard,
+) -> None:
+    client = model_board.board.client
+    answer = client.post("/api/resume", headers=AUTH)
+    assert answer.status_code == 200, answer.text
+    state = client.get("/api/state").json()
+    assert (state["paused"], state["pauses"]) == (None, [])
+    assert [a["hold"] for a in state["accounts"]] == [None, None]
+    assert "dispatch running" in client.get("/board").text
+    samples = _samples(client.get("/metrics").text)
+    assert samples[("cpe_dispatch_paused", (("cause", "outage"),))] == 0
+    assert samples[("cpe_model_quota_held", (("account", "openai"),))] == 0
+
+
+def test_the_breakers_pause_for_runs_failing_under_the_agent_keeps_its_cause(
+    harness: Harness,
+) -> None:
+    """Runs failing under the agent pause dispatch as the breaker (not an outage): its banner
+    says how many failed in a row and the last reason, as cpe status does."""
+    engine = harness.engine()
+    last = datetime.now(UTC).replace(microsecond=0)
+    streak = InfrastructureStreak(count=3, last_at=last, last_reason="API Error: refused")
+    engine.store.set_state(EngineState(infrastructure=streak))  # three such runs, ended
+    source = Source(engine, parse_config({}), harness.tmp_path, control=None, title="b")
+    client = TestClient(create_app(source, None), base_url="http://127.0.0.1")
+    try:
+        paused = client.get("/api/state").json()["paused"]
+        page = client.get("/board").text
+        samples = _samples(client.get("/metrics").text)
+    finally:
+        client.close()
+        source.close()
+    probing = _stamp(last + timedelta(seconds=30))  # [breaker] pause_initial
+    assert (paused["by"], paused["failures"]) == ("breaker", 3)
+    assert paused["text"] == (
+        "dispatch paused: 3 agent runs in a row failed under the agent (last reason: API Error: "
+        f"refused); probing at {probing}"
+    )
+    assert paused["text"] in page
+    assert samples[("cpe_dispatch_paused", (("cause", "breaker"),))] == 1
+    assert samples[("cpe_dispatch_paused", (("cause", "outage"),))] == 0
+    assert samples[("cpe_agent_runs_retrying", (("cause", "unreachable"),))] == 0

@@ -3,7 +3,7 @@ refused and why, and what the events do once the engine processes them."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,7 +19,7 @@ from domain.events import (
     UserResumedDispatch,
     UserTransitionedStatus,
 )
-from domain.models import EngineState, InfrastructureStreak, ManualPause, MergeWait
+from domain.models import AccountQuota, EngineState, InfrastructureStreak, ManualPause, MergeWait
 from domain.requests import (
     REQUEST_ADAPTER,
     Accepted,
@@ -213,6 +213,17 @@ def test_a_resume_also_ends_the_breakers_pause() -> None:
     [event] = judge(Resume(), before, paused="breaker").events
     after = apply_event(before, event)
     assert dispatch_pause(after, threshold=3, initial=30, maximum=900) is None
+
+
+def test_a_resume_ends_a_spent_usage_window_a_person_added_capacity_for() -> None:
+    spent = AccountQuota(rejected_until=AT + timedelta(hours=1), reason="5-hour spent")
+    before = state().model_copy(update={"quota": {"anthropic": spent}})
+    [event] = judge(Resume(), before).events
+    after = apply_event(before, event)
+    assert after.quota["anthropic"].rejected_until is None
+    past = AccountQuota(rejected_until=AT - timedelta(minutes=1))
+    ended = state().model_copy(update={"quota": {"anthropic": past}})
+    assert judge(Resume(), ended).events == ()
 
 
 def test_a_resume_of_an_engine_that_is_not_paused_does_nothing() -> None:

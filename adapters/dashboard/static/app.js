@@ -49,8 +49,10 @@ function panel(session, run) {
     box.className = "run-output";
     box.dataset.session = session;
     const head = document.createElement("h3");
+    const signal = document.createElement("p");
+    signal.className = "signal";
     const pre = document.createElement("pre");
-    box.append(head, pre);
+    box.append(head, signal, pre);
     live.prepend(box);
     while (live.querySelectorAll(".run-output").length > 6) {
       live.querySelector(".run-output:last-of-type").remove();
@@ -60,6 +62,8 @@ function panel(session, run) {
     const subject = run.work_item_id ? "#" + run.work_item_id : run.subject;
     const node = run.node ? ` · on ${run.node.label}` : "";
     box.querySelector("h3").textContent = `${run.role} · ${subject} · ${run.session_id}${node}`;
+    // What its CLI says of the model API: retrying …, rate-limited … (empty once it answers).
+    box.querySelector(".signal").textContent = run.signal ? run.signal.text : "";
   }
   liveNone.hidden = true;
   return box;
@@ -70,6 +74,7 @@ function onState(view) {
   for (const box of live.querySelectorAll(".run-output")) {
     const active = view.runs.active.some((r) => r.session_id === box.dataset.session);
     box.classList.toggle("ended", !active);
+    if (!active) box.querySelector(".signal").textContent = "";
   }
   refreshBoard();
 }
