@@ -137,10 +137,97 @@ it cannot map (an ``Edit`` without ``old_string``), gets a 400 OpenAI error body
 (``{"error": {"type": "invalid_request_error", "message": …}}``). ``reply`` records
 ``"text"``, ``"function_call:<name>"``, ``"custom_tool_call:apply_patch"``,
 ``"custom_tool_call:exec"``, ``"hang"``.
+
+Bad days (``faults``): the server can answer as the vendors' APIs do when things go wrong, so
+that outages, overload, rate limits and subscription limits are tested with the real CLIs::
+
+    server.fail(Fault.overloaded())  # every model request: 529 / 503
+    server.fail(Fault.rate_limited(retry_after=2, times=1))  # one 429, then heals itself
+    server.fail(Fault.usage_limit(resets_at, "five_hour"))  # a spent subscription window
+    server.heal()  # answer from the book again
+    server.refuse_connections()  # a dead address: ECONNREFUSED
+    server.accept_connections()  # listening again, same port and base_url
+    server.set_quota(Quota.used(five_hour=0.42, seven_day=0.3))  # headroom on good answers
+    server.set_quota(None)
+
+- ``fail(fault)``: every model request (``POST /v1/messages``, ``/v1/messages/count_tokens``,
+  ``/v1/responses``; probes and unknown routes answer as usual) gets the fault's answer for its
+  wire: ``ErrorAnswer`` status, headers, and the wire's own error body (Anthropic
+  ``{"type": "error", "error": {"type", "message"}, "request_id"}``, OpenAI
+  ``{"error": {"message", "type", "param", "code", …}}``). ``times=N``: the next N model
+  requests, then the fault heals itself (``server.fault`` is None again); None: until
+  ``heal()``. A new ``fail`` replaces the fault. Each faulted request is recorded with its
+  usual ``kind``, the fault's ``status``, its message as ``error`` and the ``fault``.
+- The faults (Anthropic | OpenAI): ``overloaded()`` 529 ``overloaded_error`` | 503
+  ``service_unavailable_error``/``server_is_overloaded``; ``server_error(status=500)`` (any
+  5xx) ``api_error`` | ``server_error``; ``unauthorized()`` 401 ``authentication_error`` | 401
+  ``invalid_api_key``; ``rate_limited(retry_after=2)`` 429 ``rate_limit_error`` | 429
+  ``rate_limit_exceeded``, both with ``retry-after`` (and ``anthropic-ratelimit-requests-*`` |
+  ``x-ratelimit-*-requests``); ``usage_limit(resets_at, window="five_hour"|"seven_day",
+  quota=None, plan_type="plus")`` 429 ``rate_limit_error`` with the unified headers saying
+  ``rejected`` (``-representative-claim: <window>``, ``-reset``, per window ``-5h-``/``-7d-``
+  ``status``/``utilization``/``reset``) and ``retry-after`` the seconds left | 429
+  ``usage_limit_reached`` with ``plan_type``, ``resets_at``, ``resets_in_seconds`` and the
+  ``x-codex-*`` headers of a ChatGPT plan (``quota`` adds the other window's reading);
+  ``out_of_credits()`` 400 ``invalid_request_error`` "credit balance is too low" | 429
+  ``insufficient_quota``. Seconds-left values are counted when the answer is sent.
+- ``refuse_connections()`` closes the listening socket (connecting is refused, as at a dead
+  address) and hangs up every open connection, idle keep-alive ones and held responses too;
+  ``accept_connections()`` listens on the same port again (``base_url`` unchanged) and serves
+  if the server was started. ``close()`` works in either state; ``listening`` tells which.
+- ``set_quota(Quota(five_hour=Window(used, resets_at), seven_day=…, warn_at=0.75))`` (or
+  ``Quota.used(0.42, 0.3)``: windows resetting 5 h / 7 d from now) puts the headroom on every
+  200 of a model route: Anthropic ``anthropic-ratelimit-unified-status`` (``allowed``, or
+  ``allowed_warning`` once a window's ``used`` reaches ``warn_at``, which that window then
+  reports as ``-surpassed-threshold``), ``-reset`` and ``-representative-claim`` of the window
+  nearest its limit, per window ``-5h-``/``-7d-`` ``status``, ``utilization`` (0..1) and
+  ``reset`` (epoch s); codex ``x-codex-primary-*`` (five-hour) / ``x-codex-secondary-*``
+  (weekly): ``used-percent``, ``window-minutes``, ``reset-at``, ``reset-after-seconds``.
+
+What the real CLIs make of them (observed: claude 2.1.332 ``-p --output-format stream-json
+--verbose``, codex 0.169.0 ``exec --json``; ``tests/adapters/scripted_model/test_faults.py``
+runs both on ``usage_limit``):
+
+- claude retries 529, 5xx, 401, 429 and a refused connection (``CLAUDE_CODE_MAX_RETRIES``,
+  default 10), one ``{"type": "system", "subtype": "api_retry", "attempt": N,
+  "error_status": 529|500|401|429|null, "error": "overloaded"|"server_error"|
+  "authentication_failed"|"rate_limit"|"unknown"}`` line each, honouring ``retry-after``
+  (a large one, such as a spent window's: no retry at all); then it ends, exit 1, with a
+  ``<synthetic>`` assistant message and a ``result`` with ``is_error: true``,
+  ``api_error_status`` and ``api_error_type``. A connection refused shows as
+  ``error_status: null``, ``"error": "unknown"``, result ``API Error: Connection refused…``;
+  a port that listens again before the retries are spent completes the run.
+- claude on a subscription (``CLAUDE_CODE_OAUTH_TOKEN`` instead of ``ANTHROPIC_API_KEY``)
+  runs against this server offline (only ``POST /v1/messages``, sent with
+  ``Authorization: Bearer``). It prints ``{"type": "rate_limit_event", "rate_limit_info":
+  {"status", "resetsAt", "rateLimitType", "utilization", "isUsingOverage",
+  "surpassedThreshold", "unifiedWindows": {"five_hour": {"utilization", "resetsAt",
+  "status"}, "seven_day": …}}}`` after a turn whose unified headers changed (its own
+  thresholds may turn an ``allowed`` into ``allowed_warning``). On ``usage_limit`` it makes one
+  request, no retry: a ``rate_limit_event`` with ``status: "rejected"``, then the assistant
+  message and result ``You've hit your 5-hour limit · resets 7:36am (UTC)`` (``weekly limit ·
+  resets Dec 2, 7:36am``), ``api_error: "usage_limit_reached"``, ``api_error_status: 429``,
+  exit 1. What makes a 429 a usage limit is ``anthropic-ratelimit-unified-representative-claim``;
+  with an API key the same answer is a plain ``API Error: Request rejected (429) · …``.
+- codex retries a 5xx inside each of its 5 reconnects (30 requests for a 500) and prints
+  ``{"type": "error", "message": "Reconnecting... N/5 (…)"}`` per reconnect, then
+  ``{"type": "turn.failed", "error": {"message": …}}``, exit 1: 500 "We're currently
+  experiencing high demand…", a 503 without ``server_is_overloaded`` or 401 ``unexpected
+  status …``, 429 ``exceeded retry limit, last status: 429 Too Many Requests`` (``retry-after``
+  unread). ``overloaded`` (``server_is_overloaded``) fails the turn after 5 requests with
+  "Selected model is at capacity. Please try a different model."; ``usage_limit`` at once
+  (one request) with "You've hit your usage limit. Upgrade to Pro …, or try again at 7:43
+  AM."; ``out_of_credits`` with "Quota exceeded. Check your plan and billing details.".
+  A refused port is never given up on: "Reconnecting... waiting for network (Connection
+  failed: error sending request)" at growing intervals until the port listens again.
+- codex reports the ``x-codex-*`` headroom only in its session log (``CODEX_HOME/sessions/…/
+  rollout-*.jsonl``): ``token_count`` events carry ``rate_limits`` (``primary``/``secondary``:
+  ``used_percent``, ``window_minutes``, ``resets_at``); ``exec --json`` prints none.
 """
 
 from __future__ import annotations
 
+from adapters.scripted_model.faults import ErrorAnswer, Fault, Quota, Window
 from adapters.scripted_model.scenario import (
     Conversation,
     HangBlock,
@@ -160,6 +247,10 @@ __all__ = [
     "ScriptedModelServer",
     "RecordedRequest",
     "ToolResult",
+    "Fault",
+    "ErrorAnswer",
+    "Quota",
+    "Window",
     "Scenario",
     "Match",
     "TextBlock",

@@ -226,9 +226,13 @@ def usage_json(input_tokens: int, output_tokens: int) -> dict[str, Any]:
     }
 
 
-def error_json(kind: str, message: str) -> dict[str, Any]:
-    """The OpenAI error body (``kind``: ``invalid_request_error`` …)."""
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+def error_json(
+    kind: str, message: str, *, code: str | None = None, **fields: Any
+) -> dict[str, Any]:
+    """The OpenAI error body (``kind``: ``invalid_request_error`` …); ``fields`` are more
+    members of its error object (``usage_limit_reached`` has ``resets_at`` …)."""
+    error = {"message": message, "type": kind, "param": None, "code": code, **fields}
+    return {"error": error}
 
 
 def codex_overrides(base_url: str, provider: str = "scripted") -> list[str]:

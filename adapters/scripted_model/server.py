@@ -1,4 +1,9 @@
-"""The loopback HTTP server: answers the ``claude`` CLI from a book of scenarios, records all."""
+"""The loopback HTTP server: answers the ``claude`` CLI from a book of scenarios, records all.
+
+It also plays the API's bad days on demand: a ``Fault`` answering every model request
+(``fail``/``heal``), a dead address (``refuse_connections``/``accept_connections``) and a
+subscription's headroom on good answers (``set_quota``).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,14 @@ import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
 from adapters.scripted_model import responses_wire, wire
+from adapters.scripted_model.faults import Fault, Quota, Wire
 from adapters.scripted_model.scenario import (
     Block,
     Conversation,
@@ -33,6 +40,9 @@ log = logging.getLogger(__name__)
 
 RequestKind = Literal["turn", "side", "count_tokens", "probe", "unknown"]
 SIDE_REPLY = "OK."
+_MESSAGES = "/v1/messages"
+_COUNT_TOKENS = "/v1/messages/count_tokens"
+_MODEL_ROUTES = (_MESSAGES, _COUNT_TOKENS, responses_wire.PATH)
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,8 @@ class RecordedRequest:
     ``kind``: ``turn`` (a conversation request played from a scenario, or refused with
     ``error``), ``side`` (a Messages request without tools, answered ``SIDE_REPLY``),
     ``count_tokens``, ``probe`` (GET/HEAD) or ``unknown`` (404). ``reply`` names what was sent:
-    ``"text"``, ``"tool_use:<name>"``, ``"hang"``.
+    ``"text"``, ``"tool_use:<name>"``, ``"hang"``. A request answered by a ``Fault`` has its
+    kind as usual, the fault's ``status``, its message as ``error`` and the fault as ``fault``.
     """
 
     method: str
@@ -60,6 +71,7 @@ class RecordedRequest:
     turn: int | None = None
     reply: tuple[str, ...] = ()
     error: str | None = None
+    fault: Fault | None = None
 
 
 class ScriptedModelServer:
@@ -67,7 +79,8 @@ class ScriptedModelServer:
 
     The port is bound on construction (``port=0``: any free port), so ``base_url`` is known
     before ``start()``. ``close()`` stops serving, ends held (``hang``) responses and open
-    connections, and joins every handler thread; it is idempotent.
+    connections, and joins every handler thread; it is idempotent, in every state (refusing
+    connections too).
     """
 
     def __init__(
@@ -79,7 +92,15 @@ class ScriptedModelServer:
         self._hanging = 0
         self._connections: set[socket.socket] = set()
         self._closed = False
+        self._started = False
+        self._listening = True
+        self._fault: Fault | None = None
+        self._fault_left: int | None = None  # answers left before the fault heals itself
+        self._quota: Quota | None = None
         self._thread: threading.Thread | None = None
+        # Serialises start, close, refuse_connections and accept_connections (which block on
+        # the serving thread, so they cannot hold ``_changed``, which the handlers need).
+        self._control = threading.Lock()
         # Held responses wait on this socket pair as well as their connection: ``close()``
         # writes one byte and never drains it, so every hang, now or later, sees it readable.
         self._wake_reader, self._wake_writer = socket.socketpair()
@@ -99,38 +120,132 @@ class ScriptedModelServer:
         }
 
     def start(self) -> Self:
-        with self._changed:
-            if self._closed:
-                raise RuntimeError("the scripted model server is closed")
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._httpd.serve_forever,
-                    kwargs={"poll_interval": 0.05},
-                    name=f"scripted-model:{self._httpd.server_address[1]}",
-                    daemon=True,
-                )
-                self._thread.start()
+        with self._control:
+            with self._changed:
+                if self._closed:
+                    raise RuntimeError("the scripted model server is closed")
+                self._started = True
+                serve = self._thread is None and self._listening
+            if serve:
+                self._serve()
         return self
 
     def close(self) -> None:
+        with self._control:
+            with self._changed:
+                if self._closed:
+                    return
+                self._closed = True
+                connections = list(self._connections)
+                thread, self._thread = self._thread, None
+            if thread is not None:
+                self._httpd.shutdown()
+            self._wake_writer.send(b"x")
+            for connection in connections:
+                _hang_up(connection)
+            # Closes the listening socket (again, when refusing: harmless) and joins the
+            # handler threads (block_on_close).
+            self._httpd.server_close()
+            if thread is not None:
+                thread.join()
+            self._wake_reader.close()
+            self._wake_writer.close()
+            with self._changed:
+                self._changed.notify_all()
+
+    # -- bad days
+
+    def fail(self, fault: Fault) -> None:
+        """Answer every model request with ``fault`` from now on: ``fault.times`` of them, or
+        all until ``heal()``. Replaces the fault in place, if any."""
         with self._changed:
-            if self._closed:
-                return
-            self._closed = True
-            connections = list(self._connections)
-            thread = self._thread
-        if thread is not None:
-            self._httpd.shutdown()
-        self._wake_writer.send(b"x")
-        for connection in connections:
-            _hang_up(connection)
-        self._httpd.server_close()  # joins the handler threads (block_on_close)
-        if thread is not None:
-            thread.join()
-        self._wake_reader.close()
-        self._wake_writer.close()
-        with self._changed:
+            self._fault, self._fault_left = fault, fault.times
             self._changed.notify_all()
+
+    def heal(self) -> None:
+        """Answer model requests from the book again."""
+        with self._changed:
+            self._fault = self._fault_left = None
+            self._changed.notify_all()
+
+    @property
+    def fault(self) -> Fault | None:
+        """The fault answering model requests now (None once healed, by itself too)."""
+        with self._changed:
+            return self._fault
+
+    def set_quota(self, quota: Quota | None) -> None:
+        """Report ``quota``'s headroom in the headers of every good model answer (the
+        Anthropic unified rate-limit headers, codex's ``x-codex-*``); None: report none."""
+        with self._changed:
+            self._quota = quota
+
+    @property
+    def quota(self) -> Quota | None:
+        with self._changed:
+            return self._quota
+
+    def refuse_connections(self) -> None:
+        """Stop listening, as a dead model address: connecting to the port is refused
+        (ECONNREFUSED) until ``accept_connections()``. Open connections are hung up (idle
+        keep-alive ones and held responses too), so no client is answered meanwhile."""
+        with self._control:
+            with self._changed:
+                if self._closed:
+                    raise RuntimeError("the scripted model server is closed")
+                if not self._listening:
+                    return
+                self._listening = False
+                connections = list(self._connections)
+                thread, self._thread = self._thread, None
+            if thread is not None:
+                self._httpd.shutdown()  # serve_forever returns; it can run again later
+                thread.join()
+            self._httpd.socket.close()
+            for connection in connections:
+                _hang_up(connection)
+
+    def accept_connections(self) -> None:
+        """Listen again on the same address (``base_url`` is unchanged), and serve if started.
+
+        Raises ``OSError`` if the port was taken meanwhile (the server then stays refusing)."""
+        with self._control:
+            with self._changed:
+                if self._closed:
+                    raise RuntimeError("the scripted model server is closed")
+                if self._listening:
+                    return
+            httpd = self._httpd
+            httpd.socket = socket.socket(httpd.address_family, httpd.socket_type)
+            try:
+                httpd.server_bind()  # SO_REUSEADDR: the hung-up connections' TIME_WAIT is fine
+                httpd.server_activate()
+            except OSError:
+                httpd.socket.close()
+                raise
+            with self._changed:
+                self._listening = True
+                serve = self._started
+            if serve:
+                self._serve()
+
+    @property
+    def listening(self) -> bool:
+        """False while refusing connections, or once closed."""
+        with self._changed:
+            return self._listening and not self._closed
+
+    def _serve(self) -> None:
+        # Called with ``_control`` held.
+        thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"scripted-model:{self._httpd.server_address[1]}",
+            daemon=True,
+        )
+        with self._changed:
+            self._thread = thread
+        thread.start()
 
     def __enter__(self) -> Self:
         return self.start()
@@ -172,9 +287,24 @@ class ScriptedModelServer:
                 self._connections.discard(connection)
                 return
             self._connections.add(connection)
-            closed = self._closed
-        if closed:  # accepted while closing, after close() took its snapshot
+            gone = self._closed or not self._listening
+        if gone:  # accepted while closing or refusing, after the snapshot of connections
             _hang_up(connection)
+
+    def _take_fault(self) -> Fault | None:
+        """The fault answering this request, counting it against ``times``."""
+        with self._changed:
+            fault = self._fault
+            if fault is not None and self._fault_left is not None:
+                self._fault_left -= 1
+                if self._fault_left <= 0:
+                    self._fault = self._fault_left = None
+            return fault
+
+    def _headroom(self, wire_name: Wire) -> dict[str, str]:
+        with self._changed:
+            quota = self._quota
+        return {} if quota is None else quota.headers(wire_name, datetime.now(UTC))
 
     def _hold(self, connection: socket.socket) -> None:
         """Send nothing until the client disconnects or the server closes."""
@@ -220,9 +350,12 @@ class _HTTPServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HTTPServer
+    # The quota headers a good answer to the current request carries (model routes only).
+    headroom: Mapping[str, str]
 
     def setup(self) -> None:
         super().setup()
+        self.headroom = {}
         self.server.owner._track(self.connection, opened=True)
 
     def finish(self) -> None:
@@ -248,7 +381,15 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
             body = None
-        if path not in ("/v1/messages", "/v1/messages/count_tokens", responses_wire.PATH):
+        self.headroom = {}
+        if path in _MODEL_ROUTES:
+            wire_name: Wire = "openai" if path == responses_wire.PATH else "anthropic"
+            fault = self.server.owner._take_fault()
+            if fault is not None:
+                self._fail(fault, wire_name, path, body)
+                return
+            self.headroom = self.server.owner._headroom(wire_name)
+        if path not in _MODEL_ROUTES:
             message = f"scripted model: no route {path}"
             self._refuse("unknown", 404, "not_found_error", message, body)
         elif not isinstance(body, dict):
@@ -312,6 +453,34 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.server.owner._hold(self.connection)
 
+    def _fail(self, fault: Fault, wire_name: Wire, path: str, body: Any) -> None:
+        """Answer with ``fault`` in the wire's shape; recorded with the kind it would have."""
+        request_id = wire.new_id("req")
+        reply = fault.reply(wire_name, now=datetime.now(UTC), request_id=request_id)
+        kind: RequestKind = "turn"
+        conversation: Conversation | None = None
+        if path == _COUNT_TOKENS:
+            kind = "count_tokens"
+        elif isinstance(body, dict) and wire_name == "openai":
+            conversation = responses_wire.read_conversation(body)
+            kind = "turn" if responses_wire.offered_tool_names(body) else "side"
+        elif isinstance(body, dict):
+            conversation = wire.read_conversation(body)
+            kind = "turn" if wire.tool_names(body) else "side"
+        tool_results = None  # _record reads a Messages body's itself
+        if wire_name == "openai" and isinstance(body, dict):
+            tool_results = responses_wire.last_tool_results(body)
+        self._record(
+            kind,
+            reply.status,
+            body,
+            conversation=conversation,
+            error=reply.message,
+            fault=fault,
+            tool_results=tool_results,
+        )
+        self._send_json(reply.status, reply.body, headers=reply.headers, request_id=request_id)
+
     def _probe(self) -> None:
         # The CLI probes reachability (observed: HEAD /api/hello); any 200 satisfies it.
         self._record("probe", 200, None)
@@ -341,6 +510,7 @@ class _Handler(BaseHTTPRequestHandler):
         reply: tuple[str, ...] = (),
         error: str | None = None,
         tool_results: tuple[ToolResult, ...] | None = None,
+        fault: Fault | None = None,
     ) -> None:
         if not isinstance(body, dict):
             body = None
@@ -368,6 +538,7 @@ class _Handler(BaseHTTPRequestHandler):
                 turn=conversation.assistant_turns if conversation else None,
                 reply=reply,
                 error=error,
+                fault=fault,
             )
         )
 
@@ -375,12 +546,22 @@ class _Handler(BaseHTTPRequestHandler):
         # The CLI always sends Content-Length (observed); chunked bodies are not supported.
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
-    def _send_json(self, status: int, payload: Mapping[str, Any]) -> None:
+    def _send_json(
+        self,
+        status: int,
+        payload: Mapping[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        """Send ``payload`` with ``headers``; a 200 also carries the quota headers."""
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("request-id", wire.new_id("req"))
+        self.send_header("request-id", request_id or wire.new_id("req"))
+        for name, value in {**(self.headroom if status == 200 else {}), **(headers or {})}.items():
+            self.send_header(name, value)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
@@ -393,6 +574,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.send_header("request-id", wire.new_id("req"))
+        for name, value in self.headroom.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()

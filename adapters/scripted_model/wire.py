@@ -189,9 +189,13 @@ def message_json(
     }
 
 
-def error_json(kind: str, message: str) -> dict[str, Any]:
-    """The API's error body (``kind``: ``invalid_request_error``, ``not_found_error`` …)."""
-    return {"type": "error", "error": {"type": kind, "message": message}}
+def error_json(kind: str, message: str, *, request_id: str | None = None) -> dict[str, Any]:
+    """The API's error body (``kind``: ``invalid_request_error``, ``not_found_error`` …); the
+    API adds the ``request-id`` header's value as ``request_id``."""
+    body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+    if request_id is not None:
+        body["request_id"] = request_id
+    return body
 
 
 def estimate_tokens(raw: bytes) -> int:
