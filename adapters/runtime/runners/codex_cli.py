@@ -41,6 +41,7 @@ from adapters.runtime.runners.codex_home import CodexHome, codex_home_of
 from adapters.runtime.runners.codex_run import CodexCliRun
 from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.sandbox.runs import sandbox_record
+from adapters.runtime.signals import CodexSignals
 from adapters.runtime.skeleton import MODEL_VARIABLES
 from domain.ports import RuntimeAdapterDeps
 from domain.results import OUTPUT_MODELS, output_schema, strict_output_schema
@@ -324,4 +325,4 @@ def create_codex_runtime(
     )
     if config.model_variables == MODEL_VARIABLES:  # the claude default: codex needs its own
         config = config.model_copy(update={"model_variables": CODEX_MODEL_VARIABLES})
-    return CliRuntime(runner, config, deps)
+    return CliRuntime(runner, config, deps, signals=CodexSignals)

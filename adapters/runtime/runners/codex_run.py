@@ -46,7 +46,10 @@ NETWORK_WAITS = 3  # "waiting for network" events in a row that end a run (one e
 # credential's, the rate limit's or the server's, its retries spent, or no connection at all.
 _MODEL_API = re.compile(
     r"unexpected status (?:401|403|404|408|429|5\d\d)\b|exceeded retry limit"
-    r"|stream disconnected|error sending request|Connection failed|waiting for network",
+    r"|stream disconnected|error sending request|Connection failed|waiting for network"
+    # what codex 0.169 says for a 500 (its retries spent), an overloaded model, a ChatGPT plan's
+    # spent usage window and an account out of credits (observed against the scripted model)
+    r"|experiencing high demand|model is at capacity|hit your usage limit|Quota exceeded",
     re.IGNORECASE,
 )
 _NETWORK_WAIT = re.compile(r"^Reconnecting\.\.\. waiting for network", re.IGNORECASE)
@@ -82,11 +85,13 @@ class CodexCliRun(JsonlRun):
     over_budget: str | None = None  # why the run was stopped: its live usage reached the budget
     live_cost: float = 0.0  # the live usage so far, priced (counted_budget_usd)
     meter: SessionLogMeter | None = None
+    limits: RateLimitReader | None = None  # the account's rate limits, from the session log
     result: dict[str, Any] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _outcome: CliOutcome | None = None
 
     def _event(self, event: dict[str, Any]) -> None:
+        self._rate_limits()
         kind = event.get("type")
         message = event.get("message")
         if kind == "error" and isinstance(message, str) and _NETWORK_WAIT.match(message):
@@ -121,6 +126,20 @@ class CodexCliRun(JsonlRun):
                 self.process.tool_ended(item["id"])
             if _is_command(item):
                 self.commands.append(item)  # codex_sandbox tells whether any really ran
+
+    def _rate_limits(self) -> None:
+        """codex prints its account's rate limits only in its session log (a ``token_count``
+        event after each model response, from the API's ``x-codex-*`` headers): each new
+        reading is passed on as that event, so the runtime reads them with the stdout ones."""
+        if self.on_event is None:
+            return
+        if self.limits is None:
+            log = self._session_log()
+            if log is None:
+                return
+            self.limits = RateLimitReader(log)
+        for reading in self.limits.read():
+            self.on_event({"type": "token_count", "rate_limits": reading})
 
     def _meter(self) -> None:
         """With a counted budget: the usage codex logged since the last event (a
@@ -191,6 +210,7 @@ class CodexCliRun(JsonlRun):
             self.artifacts.attach("codex_session_log", SESSION_LOG_FILE, text)
 
     def _conclude(self, ended: ProcessOutcome) -> CliOutcome:
+        self._rate_limits()  # the last reading: a spent window is written just before the end
         termination, reason = ended.termination, ended.reason
         infrastructure: str | None = None
         last = self._last_message()
@@ -295,6 +315,38 @@ class SessionLogMeter:
                 if total is not None:
                     self.usage = total
         return self.usage
+
+
+class RateLimitReader:
+    """The ``rate_limits`` of one codex run's session log as it grows: each reading that
+    differs from the one before (complete lines only)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.last: dict[str, Any] | None = None
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as log:
+                log.seek(self.offset)
+                data = log.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        readings = []
+        for line in data[:end].splitlines():
+            if b'"rate_limits"' not in line:
+                continue
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                payload = entry.get("payload") if isinstance(entry, dict) else None
+                limits = payload.get("rate_limits") if isinstance(payload, dict) else None
+                if isinstance(limits, dict) and limits != self.last:
+                    self.last = limits
+                    readings.append(limits)
+        return readings
 
 
 def _total_usage(entry: Any) -> dict[str, int] | None:
