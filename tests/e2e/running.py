@@ -67,19 +67,23 @@ def start_cpe(
     log: TextIO,
     env: Mapping[str, str],
     args: Sequence[str] = (),
+    *,
+    without: Sequence[str] = (),
 ) -> subprocess.Popen[str]:
-    """``cpe run --repo REPO ARGS`` with a minimal environment plus ``env``."""
+    """``cpe run --repo REPO ARGS`` with a minimal environment plus ``env``, minus the
+    variables named in ``without`` (the model keys given by default, for one)."""
+    base = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "ANTHROPIC_API_KEY": MODEL_KEY,  # past the preflight; the scripted model's replaces it
+        "OPENAI_API_KEY": MODEL_KEY,
+        **env,
+    }
     return subprocess.Popen(
         [str(CPE), "run", "--repo", str(repo), *args],
         cwd=home,  # not the repository: paths must not depend on the working directory
-        env={
-            "PATH": os.environ["PATH"],
-            "HOME": str(home),
-            "LANG": "C.UTF-8",
-            "ANTHROPIC_API_KEY": MODEL_KEY,  # past the preflight; the scripted model's replaces it
-            "OPENAI_API_KEY": MODEL_KEY,
-            **env,
-        },
+        env={name: value for name, value in base.items() if name not in without},
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,

@@ -349,9 +349,18 @@ def test_a_failed_run_is_an_error(
         "unexpected status 401 Unauthorized: Incorrect API key provided, url: http://x/v1/responses",
         "unexpected status 503 Service Unavailable: overloaded, url: http://x/v1/responses",
         "exceeded retry limit, last status: 429 Too Many Requests",
+        "We\u2019re currently experiencing high demand, which may cause temporary errors.",
+        "Selected model is at capacity. Please try a different model.",
+        "You\u2019ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), "
+        "visit https://chatgpt.com/settings/usage to purchase more credits or try again at "
+        "7:43 AM.",
+        "Quota exceeded. Check your plan and billing details.",
     ],
-    ids=["refused", "unavailable", "rate limited"],
-)
+    ids=[
+        "refused", "unavailable", "rate limited", "server error", "overloaded", "usage limit",
+        "out of credits",
+    ],
+)  # fmt: skip
 def test_a_turn_the_model_api_failed_is_an_infrastructure_failure(
     tmp_path: Path, fake_codex: FakeCodex, worktree: Path, said: str
 ) -> None:
