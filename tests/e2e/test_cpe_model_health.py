@@ -15,6 +15,8 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from actors.journal import Journal
 from adapters.scripted_model import Fault, Match, Quota, ScriptedModelServer, load_scenario
 from domain.events import AgentSignalled
@@ -44,11 +46,13 @@ def _signals(repo: Path) -> list[AgentSignalled]:
         journal.close()
 
 
+@pytest.mark.parametrize("runtime", ["claude-sdk", "claude-cli"])
 def test_a_model_api_refusing_connections_pauses_dispatch_and_frees_the_retrying_run(
-    tmp_path: Path, processes: list[subprocess.Popen[str]]
+    tmp_path: Path, processes: list[subprocess.Popen[str]], runtime: str
 ) -> None:
     breaker = "[breaker]\noutage_after = 3\npause_initial = 4\npause_max = 8\n"
-    repo = make_cpe_repo(tmp_path / "repo", extra=breaker)
+    roles = f'[runtime.roles]\nimplementor = "{runtime}"\nreviewer = "{runtime}"\n'
+    repo = make_cpe_repo(tmp_path / "repo", extra=breaker + roles)
     add_work_item(repo, "Greeting", "Add greet(name) with a test.")
     home = tmp_path / "home"
     home.mkdir()
