@@ -150,7 +150,7 @@ class _Web:
         loop = asyncio.get_running_loop()
         changed = asyncio.Event()
         queue: asyncio.Queue[str] = asyncio.Queue()
-        pumps: dict[str, asyncio.Task[None]] = {}
+        pumps: dict[str, asyncio.Task[bool]] = {}
 
         def on_change(_: object) -> None:
             try:
@@ -167,7 +167,10 @@ class _Web:
                     view = state_view(self.source)
                     for run in view["runs"]["active"]:
                         sid = run["session_id"]
-                        if sid not in pumps:
+                        pump = pumps.get(sid)
+                        # A run requested but not started has no stream yet: its pump found
+                        # none and ended; it is tried again on the next change (AgentStarted).
+                        if pump is None or (pump.done() and not pump.result()):
                             pumps[sid] = asyncio.create_task(self._pump(sid, queue))
                     yield _sse("state", view)
                     await asyncio.sleep(STATE_EVERY)
@@ -192,13 +195,15 @@ class _Web:
             for task in pumps.values():
                 task.cancel()
 
-    async def _pump(self, session: str, queue: asyncio.Queue[str]) -> None:
+    async def _pump(self, session: str, queue: asyncio.Queue[str]) -> bool:
+        """The run's output, from its start, as it comes; False when it has no stream (yet)."""
         stream = self.source.stream(SessionId(session))
         if stream is None:
-            return
+            return False
         async for chunk in stream:
             await queue.put(_sse("output", {"session": session, "text": redact_value(chunk)}))
         await queue.put(_sse("output", {"session": session, "end": True}))
+        return True
 
     # ------------------------------------------------------------------ actions
 

@@ -152,6 +152,35 @@ def test_events_stream_the_state_then_a_runs_output_as_it_comes(board: Board) ->
         assert data == {"session": run.session_id, "text": "Writing greet(name)."}
 
 
+def test_a_run_still_starting_when_the_page_connects_streams_its_output_once_started(
+    harness: Harness,
+) -> None:
+    # The page connects while the run is requested but its runtime has not started it: it has
+    # no output stream yet. Its output must still reach the page once it starts.
+    harness.tracker.add_item("1", "pending", title="Greeting")
+    harness.script(block_start=lambda p: True)
+    engine = harness.engine()
+    board = Board(harness, engine)
+    engine.start()
+    try:
+        with board.client, board.client.stream("GET", "/api/events") as events:
+            lines = events.iter_lines()
+            wait_until(lambda: bool(harness.runtime.starting), engine)
+            [sid] = harness.runtime.starting
+            while True:  # the state that shows the run, before its start has returned
+                _, view = _next_event(lines, "state")
+                if [r["session_id"] for r in view["runs"]["active"]] == [sid]:
+                    break
+            assert board.engine.streams.buffer(sid) is None
+            harness.runtime.release_start.set()
+            [run] = harness.runtime.wait_runs(1)
+            run.say("Writing greet(name).")
+            _, data = _next_event(lines, "output")
+            assert data == {"session": sid, "text": "Writing greet(name)."}
+    finally:
+        board.source.close()
+
+
 def _next_event(lines: Iterator[str], kind: str | None = None) -> tuple[str, dict]:
     event = None
     for line in lines:
