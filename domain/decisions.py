@@ -183,7 +183,7 @@ def outage_cancels(state: EngineState, *, after: float) -> list[EngineCommand]:
             continue
         if run.cancel_requested:
             continue
-        reason = f"cancelled while the model API is down: {outage.reason}"
+        reason = f"cancelled to free its slot while the model API is down: {outage.reason}"
         commands.append(CancelAgent(session_id=run.session_id, reason=reason, infrastructure=True))
     return commands
 

@@ -19,6 +19,13 @@ CAUSES: dict[RetryCause, str] = {
 WINDOWS = {"five_hour": "5-hour", "seven_day": "7-day", "seven_day_opus": "7-day Opus"}
 
 
+def describe_cause(signal: RunSignal) -> str:
+    """What a retry says of the model API, without the run's own retry count:
+    ``the model API is unreachable (no answer: connection refused …)``: an outage's reason."""
+    words = CAUSES.get(signal.cause or "other", CAUSES["other"])
+    return f"{words} ({_flat(signal.detail, 120)})" if signal.detail else words
+
+
 def describe_signal(signal: RunSignal) -> str:
     """``retrying: the model API is unreachable (ECONNREFUSED), retry 4/10 in 8 s`` …"""
     if signal.kind == "retrying":

@@ -90,7 +90,7 @@ from domain.selectors import (
     specs_to_plan,
     spent_on_spec,
 )
-from domain.signals import describe_signal
+from domain.signals import describe_cause, describe_signal
 
 __all__ = [  # the reducer, and the selectors it has always offered the handlers
     "apply_event",
@@ -590,7 +590,7 @@ def _signalled(state: EngineState, event: AgentSignalled) -> EngineState:
             retries=health.retries + 1,
             since=health.since or at,
             last_at=at,
-            last_reason=describe_signal(signal),
+            last_reason=describe_cause(signal),
         )
         state = _replace(state, model_health=health)
     return _put_run(state, run, {"signal": signal})

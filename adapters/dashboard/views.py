@@ -96,15 +96,15 @@ def pause_view(pause: Pause) -> dict[str, Any]:
 
 
 def describe_dispatch_pause(pause: Pause) -> str:
-    """``dispatch paused: the model API is unreachable (…), retry 4/10 in 8 s; probing at …``
+    """``dispatch paused: the model API is unreachable (…); probing at …``
     for an outage; the runs that failed in a row and the last reason for the breaker's; a
     person's pause as ``describe_pause`` says it."""
     if pause.by == "person":  # "by a person since …: why", as cpe status says it
         return f"dispatch paused {pause.reason}"
     reason = " ".join(pause.reason.split())[:PAUSE_REASON_CHARS]
     probing = f"; probing at {_stamp(pause.until)}" if pause.until is not None else ""
-    if pause.by == "outage":  # the reason is the last retry's words: "retrying: the model …"
-        return f"dispatch paused: {reason.removeprefix('retrying: ')}{probing}"
+    if pause.by == "outage":  # the reason: "the model API is unreachable (…)"
+        return f"dispatch paused: {reason}{probing}"
     return (
         f"dispatch paused: {pause.failures} agent runs in a row failed under the agent "
         f"(last reason: {reason}){probing}"

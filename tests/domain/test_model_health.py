@@ -106,7 +106,7 @@ def test_a_run_cancelled_for_the_outage_spends_no_attempt_and_is_run_again() -> 
         session_id="s1",
         role="implementor",
         kind="cancelled",
-        reason="cancelled while the model API is down: …",
+        reason="cancelled to free its slot while the model API is down: …",
         failure_class="infrastructure",
         at=T0 + timedelta(seconds=21),
     )

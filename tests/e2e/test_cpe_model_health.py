@@ -69,7 +69,7 @@ def test_a_model_api_refusing_connections_pauses_dispatch_and_frees_the_retrying
         log = stack.enter_context((home / "cpe.log").open("a"))
         cpe_run = start_cpe(repo, home, log, server.client_env())
         processes.append(cpe_run)
-        paused = "dispatch paused: retrying: the model API is unreachable"
+        paused = "dispatch paused: the model API is unreachable (no answer"
         assert wait_for(lambda: status_says(paused, "no attempt is spent"), 120), (
             status + (home / "cpe.log").read_text()[-3000:]
         )
@@ -81,7 +81,7 @@ def test_a_model_api_refusing_connections_pauses_dispatch_and_frees_the_retrying
         # CLI gave up (ten retries) or the idle limit.
         assert max(s.signal.attempt or 0 for s in retries) < 10
         log_text = (home / "cpe.log").read_text()
-        assert "cancelled while the model API is down" in log_text
+        assert "cancelled to free its slot while the model API is down" in log_text
         assert '"dispatch paused"' in log_text
 
         server.accept_connections()
