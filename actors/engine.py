@@ -45,7 +45,7 @@ from actors.session import SessionStarter
 from actors.sessions import SessionManager
 from actors.store import Listener, StateStore, Unsubscribe
 from actors.streams import AgentStream, StreamRegistry
-from actors.supervisor import ChildSpec, Supervisor
+from actors.supervisor import ChildSpec, Supervisor, permanent_error
 from domain.decisions import INTERRUPTED
 from domain.errors import ConfigError, JournalError
 from domain.events import (
@@ -96,15 +96,18 @@ _PORTS: Mapping[str, type] = {
 }
 
 
-def create_engine(config: EngineConfig) -> Engine:
-    """Validate ``config`` and build an engine (started by ``start()``)."""
+def create_engine(config: EngineConfig, *, instance: InstanceLock | None = None) -> Engine:
+    """Validate ``config`` and build an engine (started by ``start()``). ``instance``: the
+    state directory's lock, when the caller took it before building anything that touches the
+    state (a second ``cpe run`` must not reap the first one's pipelines); else the engine takes
+    it at ``start()``."""
     provider = _validate_provider(config.provider)
     if config.create_runtime_adapters is None or not callable(config.create_runtime_adapters):
         raise ConfigError(
             "create_runtime_adapters: missing",
             expected="a factory (RuntimeAdapterDeps) -> {role: RuntimeAdapter}",
         )
-    return Engine(config, provider)
+    return Engine(config, provider, instance=instance)
 
 
 def _validate_provider(provider: object) -> ProviderInterfaces:
@@ -144,14 +147,20 @@ def _landable(options: HandlerOptions, provider: ProviderInterfaces) -> HandlerO
 
 
 class Engine:
-    def __init__(self, config: EngineConfig, provider: ProviderInterfaces):
+    def __init__(
+        self,
+        config: EngineConfig,
+        provider: ProviderInterfaces,
+        *,
+        instance: InstanceLock | None = None,
+    ):
         config = config.model_copy(update={"handlers": _landable(config.handlers, provider)})
         self.config = config
         self.provider = provider
         self.journal = Journal(config.journal_path)
         self.journal.on_io_error = self._journal_refused
         self.fatal_error: str | None = None  # why the engine stopped on its own, in one line
-        self._instance = InstanceLock(config.journal_path)
+        self._instance = instance or InstanceLock(config.journal_path)
         self.store = StateStore()
         self.inbox = Inbox(self.journal)
         self.sessions = SessionManager()
@@ -524,6 +533,7 @@ class Engine:
             if self._stopped.is_set() or not self._started:
                 if not self._stopped.is_set():
                     self.journal.close()  # never started: nothing else to stop
+                    self._instance.release()  # held since it was built, when it was given
                 self._stopped.set()
                 return
         log.info("shutdown initiated", reason=reason)
@@ -579,7 +589,10 @@ class Engine:
 
     def _gave_up(self, exc: BaseException) -> None:
         log.error("supervision gave up; stopping", error=repr(exc))
-        self.exit_code = 75
+        self.exit_code = self._tree.exit_code  # 78: a child cannot start with its configuration
+        permanent = permanent_error(exc)
+        if permanent is not None and self.fatal_error is None:
+            self.fatal_error = f"configuration error: {permanent}"
         self.inbox.close()
         self.executor.no_new_agents.set()
         self.executor.stopping.set()
@@ -592,7 +605,8 @@ class Engine:
 
     def wait(self, timeout: float | None = None) -> int | None:
         """Block until the engine has stopped; its exit code (0, or 75 when supervision gave
-        up), or None on timeout."""
+        up, 78 when it gave up on a child that cannot start with its configuration), or None on
+        timeout."""
         if not self._stopped.wait(timeout):
             return None
         return self.exit_code

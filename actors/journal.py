@@ -633,10 +633,10 @@ class InstanceLock:
     def acquire(self, wait: float = 0.0) -> None:
         """Take the lock, trying for up to ``wait`` seconds; ``JournalError`` naming the
         holder's pid when another process (or another engine of this one) has it."""
-        if self.path is None:
+        if self.path is None or self._fd is not None:  # held already: by whoever built us
             return
+        _writable_directory(self.path.parent)  # a file in the way, a read-only or full disk
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:  # another user's lock file, a read-only or full disk
             raise JournalIOError(

@@ -8,6 +8,7 @@ role, and the engine. Concrete adapters are imported here and nowhere in ``actor
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
@@ -21,8 +22,8 @@ from typing import Any
 
 import structlog
 
-from actors.engine import Engine, create_engine
-from actors.journal import JOURNAL_NAME, check_journal
+from actors.engine import LOCK_WAIT, Engine, create_engine
+from actors.journal import JOURNAL_NAME, InstanceLock, check_journal
 from actors.services import Services
 from adapters.cli.settings import (
     RUNTIME_KINDS,
@@ -163,7 +164,10 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
     hears of every decision from the first); the function returned starts them once the engine
     has started: its control socket (a person's requests from ``cpe work …``, ``cpe pause``)
     and, unless ``[dashboard] listen`` is empty, the web dashboard. Each is supervised apart
-    from the engine: a crash restarts it and never touches the engine. ``human``: a person
+    from the engine: a crash restarts it and never touches the engine. The dashboard's address
+    is bound here, before the engine starts: one that cannot be used is a ``ConfigError``
+    (``cpe run`` exits 78 naming it) before anything else started, and the default address
+    (``listen`` not in supervisor.toml) in use gives way to a free port. ``human``: a person
     reads stderr, the dashboard's address (with its token) is printed there; otherwise it is
     logged without the token, which is in the state directory."""
     from adapters.control import Control, ControlServer  # noqa: PLC0415
@@ -172,10 +176,15 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
     listen = app.config.dashboard.listen
     dashboards: list[Callable[[Services], None]] = []
     if listen:
-        from adapters.dashboard.server import DashboardServer  # noqa: PLC0415
+        from adapters.dashboard.server import DashboardServer, Listener  # noqa: PLC0415
         from adapters.dashboard.source import Source  # noqa: PLC0415
 
         token = dashboard_token(app.config)
+        chosen = "listen" in app.config.dashboard.model_fields_set
+        listener = Listener(listen, fallback=not chosen)
+        with contextlib.suppress(OSError):  # another failure: the server tries again, restarted
+            listener.bind()  # a ConfigError: the address cannot be used
+        app.closers.append(listener.close)  # the socket, when no serve took it
         source = Source(
             app.engine,
             app.config,
@@ -207,7 +216,8 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
             if not app.config.dashboard.token_env:  # once this engine holds the state:
                 keep_token(token, app.state_dir)  # never over a running one's token
             services.start(
-                "dashboard", lambda: DashboardServer(source, listen, token, on_listening=listening)
+                "dashboard",
+                lambda: DashboardServer(source, listener, token, on_listening=listening),
             )
 
         dashboards.append(dashboard)
@@ -375,6 +385,43 @@ def build_app(
         isolated_home=isolated_home,
         codex_overrides=codex_overrides,
     )
+    # The state directory is this process's before anything touches it: a second cpe run
+    # (typed in another terminal) must stop here, not set the journal aside or reap the
+    # running engine's pipelines and worktrees on its way to being refused.
+    instance = InstanceLock(str(state_dir / JOURNAL_NAME))
+    instance.acquire(wait=LOCK_WAIT)
+    try:
+        return _build(
+            config,
+            root,
+            branch,
+            state_dir=state_dir,
+            factory=factory,
+            closers=closers,
+            instance=instance,
+            config_path=config_path,
+            new_journal=new_journal,
+        )
+    except BaseException:
+        instance.release()
+        raise
+
+
+def _build(
+    config: CpeConfig,
+    root: Path,
+    branch: str,
+    *,
+    state_dir: Path,
+    factory: Any,
+    closers: list[Any],
+    instance: InstanceLock,
+    config_path: Path | None,
+    new_journal: bool,
+) -> App:
+    """The app once its state directory is held: the journal checked, the provider, the
+    engine."""
+    remote = code_host_remote(config, root)
     set_aside = check_journal(state_dir / JOURNAL_NAME, start_over=new_journal)
     if set_aside is not None:
         log.warning("the old journal is set aside; starting a new one", old=str(set_aside))
@@ -399,7 +446,9 @@ def build_app(
             "branch, which only moves when you pull",
             repository=str(root),
         )
-    engine = create_engine(config.engine_config(provider, factory, repo_root=root))
+    engine = create_engine(
+        config.engine_config(provider, factory, repo_root=root), instance=instance
+    )
     return App(
         config,
         root,
