@@ -74,6 +74,7 @@ from domain.ports import (
     RevisionProviderReader,
     RevisionProviderWriter,
     RuntimeAdapter,
+    RuntimeReaper,
     RuntimeAdapterDeps,
     SpecProviderReader,
     WorkProviderReader,
@@ -464,6 +465,8 @@ class Engine:
             log.error("cannot list revisions before reaping; keeping every branch", error=repr(exc))
             return
         for adapter in {id(a): a for a in self.runtime_adapters.values()}.values():
+            if not isinstance(adapter, RuntimeReaper):  # a seed adapter: nothing to reap
+                continue
             try:
                 adapter.reap(keep)
             except Exception:

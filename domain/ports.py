@@ -229,10 +229,19 @@ class AgentRunHandle:
 
 @runtime_checkable
 class RuntimeAdapter(Protocol):
+    """The seed's runtime port: start a run, cancel it. An adapter with these two methods
+    only is a runtime adapter (S000); reaping is an optional capability (``RuntimeReaper``)."""
+
     async def start_agent(self, params: AgentStartParams) -> AgentRunHandle: ...
     def cancel_agent(self, session_id: SessionId) -> None:
         """Cancel a run; an unknown session id is a no-op. Safe to call from any thread."""
         ...
+
+
+@runtime_checkable
+class RuntimeReaper(Protocol):
+    """A runtime that can clean up after a crash: the engine calls ``reap`` where an adapter
+    offers it."""
 
     def reap(self, keep_branches: frozenset[str]) -> None:
         """At start, before any run: remove what runs of an earlier process left (processes,

@@ -720,3 +720,32 @@ def test_supervision_that_gives_up_on_a_full_disk_says_what_it_could_not_commit(
     assert all("database or disk is full" in line["error"] for line in lines)
     assert cycle[0] > journal(engine).last_seq(), "the deferred cycle was not committed"
     engine.journal.close()
+
+
+class SeedRuntime:
+    """A runtime adapter of the seed's interface only: start_agent and cancel_agent (no reap)."""
+
+    def __init__(self, runtime: FakeRuntime) -> None:
+        self._runtime = runtime
+
+    async def start_agent(self, params: Any) -> Any:
+        return await self._runtime.start_agent(params)
+
+    def cancel_agent(self, session_id: Any) -> None:
+        self._runtime.cancel_agent(session_id)
+
+
+def test_a_runtime_adapter_with_only_the_seeds_two_methods_runs_the_work(
+    harness: Harness,
+) -> None:
+    harness.tracker.add_item("1", "pending", title="Greeting")
+    harness.script(auto=lambda p: None)  # the default result of each role, at once
+    seed = SeedRuntime(harness.runtime)
+    engine = harness.engine(
+        create_runtime_adapters=lambda deps: dict.fromkeys(
+            ("planner", "implementor", "reviewer"), seed
+        )
+    )
+    engine.start()
+    wait_until(lambda: engine.get_state().work_items["1"].status == "done", engine)
+    assert harness.runtime.reaped == 0  # nothing to reap with: the engine did not ask
