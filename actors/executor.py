@@ -564,10 +564,7 @@ class CommandExecutor:
         match command:
             case TransitionStatus(work_item_id=wid, to=to, reason=reason, landing=landing):
                 w.transition_status(wid, to)
-                change = explain_transition(snapshot, wid, to)
-                if reason and ":" not in change:  # the state alone could not say why
-                    change = f"{change}: {reason}"
-                log.info("status changed", change=change)
+                _log_transition(command, snapshot)
                 return [
                     StatusTransitioned(
                         work_item_id=wid, to=to, reason=reason, landing=landing, at=at
@@ -693,6 +690,21 @@ def _subject(params: AgentStartParams) -> dict[str, Any]:
     if params.role == "planner":
         return {"spec_paths": list(getattr(params, "spec_paths", ()))}
     return {"work_item_id": getattr(params, "work_item_id", None)}
+
+
+def _log_transition(command: TransitionStatus, snapshot: EngineState) -> None:
+    """A change with its reason. A status the item has already (the workflow's in-progress row
+    says it again, so that it is what the provider holds last) is written, but is no change."""
+    wid, to, reason = command.work_item_id, command.to, command.reason
+    known = snapshot.work_items.get(wid)
+    if known is not None and known.status == to:
+        again = {"reason": reason} if reason else {}
+        log.info("status written again", work_item_id=wid, status=to, **again)
+        return
+    change = explain_transition(snapshot, wid, to)
+    if reason and ":" not in change:  # the state alone could not say why
+        change = f"{change}: {reason}"
+    log.info("status changed", change=change)
 
 
 def _now() -> datetime:

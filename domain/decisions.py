@@ -360,8 +360,11 @@ def implementor_backoff(
 
 def explain_transition(state: EngineState, work_item_id: WorkItemId, to: Status) -> str:
     """Why the engine moves an item to ``to``, in words for the log: ``#2 in-progress →
-    blocked: attempts exhausted (3 runs); last failure: authentication refused``."""
+    blocked: attempts exhausted (3 runs); last failure: authentication refused``. An item
+    that has ``to`` already is no change: ``#2 already in-progress``."""
     item = state.work_items.get(work_item_id)
+    if item is not None and item.status == to:
+        return f"#{work_item_id} already {to}"
     source = item.status if item is not None else "unknown"
     head = f"#{work_item_id} {source} → {to}"
     run = latest_implementor_run(state, work_item_id)

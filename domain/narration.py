@@ -3,8 +3,9 @@ terminal, the dashboard's feed).
 
 ``narrate(event, before, after)`` says what a processed event decided or revealed: a dispatch,
 a status change with its reason, a revision, a pipeline result, a review, a merge, a failure, a
-pause. Events that decide nothing a person follows (an agent that started, a spec read again)
-say nothing. Pure: the state before and after the event is all it reads.
+pause. Events that decide nothing a person follows (an agent that started, a spec read again,
+a status written again that the item had already) say nothing. Pure: the state before and after
+the event is all it reads.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ _REASON = 300  # characters of a failure's reason in one line
 
 class Narrator:
     """``narrate`` with a memory: of a person's status requests, so that the transition that
-    carries one out says so (and not what the table says of the same pair of statuses); and
-    of cpe's own status writes a poll saw before the engine processed their result.
+    carries one out says so (and not what the table says of the same pair of statuses: only
+    that transition is called a person's); and of cpe's own status writes a poll saw before
+    the engine processed their result.
 
     ``queued`` gives the events journaled and not yet processed. A poll may read the status cpe
     has just written before the write's ``StatusTransitioned`` is processed (it is queued
@@ -69,12 +71,11 @@ class Narrator:
             ahead = self._ahead.pop(event.work_item_id, None)
             if ahead is not None and ahead[0] == event.to:
                 before = ahead[1]  # the state the write was decided on
-            if self._asked.get(event.work_item_id) == event.to:
-                del self._asked[event.work_item_id]
+            asked = self._asked.pop(event.work_item_id, None)  # carried out, or overtaken
+            if asked == event.to and not _unchanged(before, event):
                 return [
                     f"{explain_transition(before, event.work_item_id, event.to)}: set by a person"
                 ]
-            self._asked.pop(event.work_item_id, None)
         return narrate(event, before, after)
 
     def _own_write(self, event: WorkItemChanged, before: EngineState) -> bool:
@@ -123,8 +124,10 @@ def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list
         case RevisionMerged(revision_id=rid, merge_sha=sha):
             merge = f" as {sha[:10]}" if sha else ""
             return [f"{_of_revision(after, rid)}revision {rid} merged{merge}"]
-        case StatusTransitioned(work_item_id=wid, to=to):
-            return [_status_change(before, after, wid, to)]
+        case StatusTransitioned(work_item_id=wid, to=to, reason=reason):
+            if _unchanged(before, event):
+                return []  # written again (or twice): the item had that status, nothing changed
+            return [_status_change(before, after, wid, to, reason)]
         case CommandFailed(command=command, error=error):
             what = command.type + (f" for #{_wid(command)}" if _wid(command) else "")
             return [f"a write failed: {what}: {_flat(error)}"]
@@ -201,7 +204,16 @@ def _revision_seen(known: Revision | None, rev: Revision, state: EngineState) ->
     return lines
 
 
-def _status_change(before: EngineState, after: EngineState, wid: WorkItemId, to: Status) -> str:
+def _unchanged(before: EngineState, event: StatusTransitioned) -> bool:
+    """The item had ``event.to`` already: the transition was made again (the workflow's
+    in-progress row) or twice (decided again before the first one's result was processed)."""
+    item = before.work_items.get(event.work_item_id)
+    return item is not None and item.status == event.to
+
+
+def _status_change(
+    before: EngineState, after: EngineState, wid: WorkItemId, to: Status, reason: str | None
+) -> str:
     text = explain_transition(before, wid, to)
     item = before.work_items.get(wid)
     if item is None or ": " in text:
@@ -211,8 +223,10 @@ def _status_change(before: EngineState, after: EngineState, wid: WorkItemId, to:
     rev = after.revisions.get(item.linked_revision) if item.linked_revision else None
     red = rev is not None and rev.pipeline.status == "failure"
     rows = [row for row in rows if (row.trigger == "pipeline-failed") == red] or rows
-    if not rows:  # no row of the table: only a person moves an item so
-        return f"{text}: a person's request"
+    if not rows:
+        # No row from the status the state holds: a person's request (``Narrator`` knows it),
+        # or cpe's write decided on a status the tracker has since changed. Only what is known.
+        return f"{text}: {_flat(reason) if reason else 'set by cpe'}"
     return f"{text}: {rows[0].why}"
 
 

@@ -19,7 +19,8 @@ reason, when one of them would:
   ``~/.npmrc``, ``~/.aws``, ``/etc/shadow``…), by name or through a directory a command reads
   whole (``grep -r``, ``rg``, ``tar``), a glob or a link that reaches one (:mod:`.secrets`);
   another process's environment (``/proc/*/environ``); the main repository's ``.git`` beyond
-  the worktree's own files;
+  the worktree's own files; any repository's ``.git/config`` (or its kin), however the path
+  gets there (``cat .git/config`` in a main checkout, ``head ../../.git/config``);
 - serve files (``python -m http.server``), upload (``curl -d``, ``scp``, ``rsync host:``),
   publish (``npm publish``, ``twine upload``, ``cargo publish``, ``docker push``…), run as
   another user (``sudo``), or change the host (:mod:`.policy`);

@@ -11,7 +11,14 @@ The guard denies every word that names a protected path (a fragment such as ``.s
 - through the main repository's ``.git``: a linked worktree's ``.git`` is a file naming
   ``<repo>/.git/worktrees/<name>``, and everything else in ``<repo>/.git`` (its ``config`` can
   carry a remote's token or an ``http.extraheader``; its refs are every branch's) is outside
-  the worktree's own files: ``cat ../../../.git/config``, ``cat /repo/.git/config``.
+  the worktree's own files: ``cat ../../../.git/config``, ``cat /repo/.git/config``;
+- through any repository's git directory, whatever the agent runs in (a linked worktree, the
+  main checkout a planner or reviewer runs in, or no repository the guard recognises): its
+  ``config`` (and a submodule's, a worktree's ``config.worktree``, a ``credentials`` file a
+  credential helper was pointed at) is denied wherever a path resolves to it, ``..`` and links
+  followed: ``cat .git/config``, ``head -5 ../../.git/config``, a glob such as
+  ``cat ../.git/conf*`` or a tree read whole such as ``grep -r url .git``. A linked worktree's
+  own ``.git`` file (``gitdir: …``) holds no secret and stays readable.
 
 A *location* is a protected path made concrete: absolute fragments as they are (``/etc/shadow``,
 ``/proc/*/environ``), the others under each home directory (the daemon user's, ``/root``, every
@@ -46,6 +53,9 @@ __all__ = [
 HOME_MARK = "/\0home"  # what a leading ~ or $HOME becomes: no real path can be it
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _HOME_VARIABLES = frozenset({"$HOME", "${HOME}"})
+# files of a git directory that can hold credentials: its config (a token in a remote's URL,
+# an http.extraheader, a credential helper's command), the per-worktree config, a store file
+_GIT_DIR_SECRETS = ("config", "config.worktree", "credentials")
 
 
 def default_homes() -> tuple[str, ...]:
@@ -133,6 +143,13 @@ class Secrets:
                     "protected credential or secret path"
                 )
             reason = self._main(path, path, holding=True)
+        if reason is None:
+            reason = _git_secret(path, glob=glob)
+        if reason is None and sweeping is not None and _holds_git_secrets(path):
+            reason = (
+                f"{sweeping} reads everything in {shown(path)}, a git directory whose config "
+                "can hold credentials"
+            )
         return reason
 
     def _main(self, path: str, said: str, *, holding: bool = False) -> str | None:
@@ -149,6 +166,53 @@ class Secrets:
                 "files (its config can hold credentials, its refs are every branch's)"
             )
         return None
+
+
+def _git_secret(path: str, *, glob: bool) -> str | None:
+    """Why ``path`` (resolved) may not be reached: it is, or as a glob can match, a file of a
+    git directory that can hold credentials (``<dir>/.git/config``, ``.git/config.worktree``,
+    ``.git/credentials``, ``.git/worktrees/<name>/config.worktree``, a submodule's
+    ``.git/modules/<name>/config``), in any repository. A glob matches a ``.git`` component
+    only with its leading dot written out, as Bash's do."""
+    parts = path.split("/")
+    for k, part in enumerate(parts[:-1]):
+        if (
+            part.startswith(".")
+            and _match(".git", part, glob)
+            and _secret_tail(parts[k + 1 :], glob)
+        ):
+            return (
+                f"{shown(path)} is in a git directory and can hold credentials (a token in a "
+                "remote's URL, an http.extraheader)"
+            )
+    return None
+
+
+def _secret_tail(tail: list[str], glob: bool) -> bool:
+    """What follows a ``.git`` component names one of its credential-holding files."""
+    last = tail[-1]
+    if len(tail) == 1:
+        return any(_match(name, last, glob) for name in _GIT_DIR_SECRETS)
+    if len(tail) == 3 and _match("worktrees", tail[0], glob):
+        return _match("config.worktree", last, glob)
+    return len(tail) >= 3 and _match("modules", tail[0], glob) and _match("config", last, glob)
+
+
+def _match(name: str, part: str, glob: bool) -> bool:
+    return fnmatchcase(name, part) if glob else name == part
+
+
+def _holds_git_secrets(directory: str) -> bool:
+    """A tree read whole from ``directory`` reaches a git directory's config: it is a ``.git``
+    directory, or its ``worktrees`` or ``modules`` (or one of those's entries)."""
+    parts = directory.rstrip("/").split("/")
+    for k, part in enumerate(parts):
+        tail = parts[k + 1 :]
+        if part != ".git":
+            continue
+        if not tail or tail[0] == "modules" or (tail[0] == "worktrees" and len(tail) <= 2):
+            return True
+    return False
 
 
 def shown(path: str) -> str:

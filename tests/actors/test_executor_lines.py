@@ -245,6 +245,41 @@ def test_a_status_change_the_state_cannot_explain_says_the_commands_reason(rig: 
     ]
 
 
+def test_a_status_the_item_has_already_is_written_again_and_logged_as_no_change(
+    rig: Rig,
+) -> None:
+    # The workflow's in-progress row: a new run while the pending of the last one's end is on
+    # its way. The write is made (the provider must hold in-progress last); nothing changed.
+    rig.tracker.add_item("1", "pending")
+    command = TransitionStatus(work_item_id="1", to="in-progress")
+    with capture_logs() as logs:
+        [result] = rig.executor.execute(command, _failed_run_state())
+    assert rig.tracker.work_items["1"].status == "in-progress"
+    assert result.to == "in-progress"
+    assert logs == [
+        {
+            "event": "status written again",
+            "work_item_id": "1",
+            "status": "in-progress",
+            "log_level": "info",
+        }
+    ]
+    rig.tracker.add_item("2", "approved")
+    again = TransitionStatus(work_item_id="2", to="blocked", reason="a person asked")
+    snapshot = EngineState(work_items={"2": WorkItem(id="2", title="t", status="blocked")})
+    with capture_logs() as logs:
+        rig.executor.execute(again, snapshot)
+    assert _lines(logs, "status written again") == [
+        {
+            "event": "status written again",
+            "work_item_id": "2",
+            "status": "blocked",
+            "reason": "a person asked",
+            "log_level": "info",
+        }
+    ]
+
+
 def test_a_new_revision_is_asked_of_the_provider_for_its_work_item(rig: Rig) -> None:
     command = CreateRevision(
         session_id="s1", work_item_id="2", branch_name="cpe/2", title="T", body="B", patch="p"

@@ -160,6 +160,15 @@ def test_only_a_move_out_of_in_progress_after_a_run_is_explained() -> None:
     assert explain_transition(state(), "9", "done") == "#9 unknown → done"
 
 
+def test_a_status_the_item_has_already_is_no_change() -> None:
+    assert explain_transition(state(item("1", "done")), "1", "done") == "#1 already done"
+    # not "attempt 0 failed; it will be run again": the workflow's in-progress row says the
+    # status again while the failed run's pending is on its way
+    failed = [implementor_run("s1", status="failed", failure_reason="boom", settled=True)]
+    again = state(item("1", "in-progress"), runs=failed)
+    assert explain_transition(again, "1", "in-progress") == "#1 already in-progress"
+
+
 @pytest.mark.parametrize(
     ("wid", "title", "branch"),
     [

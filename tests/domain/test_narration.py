@@ -332,10 +332,28 @@ LINES: list[tuple[str, EngineState, EngineEvent, list[str]]] = [
         ["#9 unknown → blocked"],
     ),
     (
-        "a status change no row of the table makes",
+        "a status change no row of the table makes, no person's request known",
         state(item("3", "done")),
         StatusTransitioned(work_item_id="3", to="in-review"),
-        ["#3 done → in-review: a person's request"],
+        ["#3 done → in-review: set by cpe"],
+    ),
+    (
+        "a status change no row of the table makes, with the reason its command carried",
+        state(item("3", "done")),
+        StatusTransitioned(work_item_id="3", to="blocked", reason="the run's\n  budget is spent"),
+        ["#3 done → blocked: the run's budget is spent"],
+    ),
+    (
+        "a status the item had already",
+        state(item("3", "done")),
+        StatusTransitioned(work_item_id="3", to="done"),
+        [],
+    ),
+    (
+        "a status the item had already, by the workflow's in-progress row",
+        state(item("3", "in-progress")),
+        StatusTransitioned(work_item_id="3", to="in-progress"),
+        [],
     ),
     (
         "a status change a row makes, with the row's why",
@@ -360,4 +378,35 @@ def test_a_persons_request_another_transition_overtook_is_forgotten() -> None:
     [overtaking] = narrator(StatusTransitioned(work_item_id="3", to="in-progress"), before, before)
     assert overtaking.endswith(": an implementor run was requested for an unblocked item")
     [later] = narrator(StatusTransitioned(work_item_id="3", to="blocked"), before, before)
-    assert not later.endswith("set by a person")
+    assert later == "#3 pending → blocked: a retry is due but max_attempts runs have ended"
+
+
+def test_a_transition_made_twice_is_told_once_and_never_as_a_persons() -> None:
+    # Decided again before the first one's result was processed (a poll's RevisionChanged
+    # after the merge's RevisionMerged): the second changes nothing, and no person asked.
+    narrator = Narrator()
+    before = state(item("3", "approved"))
+    merged = StatusTransitioned(work_item_id="3", to="done")
+    after = apply_event(before, merged)
+    assert narrator(merged, before, after) == ["#3 approved → done: the revision was merged"]
+    assert narrator(merged, after, apply_event(after, merged)) == []
+    in_review = state(item("3", "in-review"))
+    approved = StatusTransitioned(work_item_id="3", to="approved")
+    assert narrator(approved, in_review, apply_event(in_review, approved)) == [
+        "#3 in-review → approved: the reviewer approved the head on a green pipeline, or one "
+        "red only where the default branch is red too"
+    ]
+    again = apply_event(in_review, approved)
+    assert narrator(approved, again, again) == []
+
+
+def test_a_persons_request_the_item_had_met_already_is_no_change_and_is_forgotten() -> None:
+    narrator = Narrator()
+    done = state(item("3", "done"))
+    assert narrator(UserTransitionedStatus(work_item_id="3", to="done"), done, done) == [
+        "#3: a person set the status to done"
+    ]
+    assert narrator(StatusTransitioned(work_item_id="3", to="done"), done, done) == []
+    pending = state(item("3", "pending"))
+    [later] = narrator(StatusTransitioned(work_item_id="3", to="done"), pending, pending)
+    assert later == "#3 pending → done: set by cpe"

@@ -254,6 +254,20 @@ def test_status_transitioned_for_an_unknown_item_changes_nothing() -> None:
     assert apply_event(before, event) == before
 
 
+def test_a_status_transition_made_twice_changes_nothing_the_second_time() -> None:
+    # Decided again before the first one's result was processed: the item keeps its place in
+    # the merge queue (when it was first approved), and done twice is done.
+    first = datetime(2026, 1, 1, tzinfo=UTC)
+    approved = StatusTransitioned(work_item_id="1", to="approved", at=first)
+    once = apply_event(state(item("1", "in-review")), approved)
+    later = approved.model_copy(update={"at": datetime(2026, 1, 2, tzinfo=UTC)})
+    assert apply_event(once, later) == once
+    assert once.approved_at == {"1": first}
+    done = StatusTransitioned(work_item_id="1", to="done", at=first)
+    merged = apply_event(once, done)
+    assert apply_event(merged, done) == merged
+
+
 def test_events_round_trip_through_json() -> None:
     for event in _events_over_a_full_state():
         assert parse_event_json(event_to_json(event)) == event

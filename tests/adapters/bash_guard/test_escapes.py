@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from adapters.bash_guard import BashGuardConfig, check_bash
+from adapters.bash_guard.files import check_file_tool
 from adapters.bash_guard.secrets import default_homes
 from tests.support.git import git_raw, make_repo
 
@@ -157,6 +158,100 @@ def test_a_link_that_points_at_a_credential_is_followed(place: Place) -> None:
 def test_the_worktrees_own_git_files_stay_readable(place: Place) -> None:
     gitdir = place.repo / ".git" / "worktrees" / "1-x"
     assert place.check(f"cat {gitdir}/HEAD && cat .git")[0]
+
+
+# ---------------------------------------------------------------------------- a repository's config
+
+# A repository's .git/config can carry a remote's token or an http.extraheader. Whatever the
+# agent runs in, a path that resolves to one is denied: from the linked worktree (the main
+# repository's, or a .git/config that is not there), from the main checkout the planner and the
+# reviewer run in (no gitdir file tells the guard where the main .git is), from a directory the
+# guard knows no repository of.
+REPOSITORY_CONFIG = [
+    p("worktree", "cat ../../../.git/config", id="worktree-cat"),
+    p("worktree", "head -5 ../../../.git/config", id="worktree-head"),
+    p("worktree", "grep url ../../../.git/config", id="worktree-grep"),
+    p("worktree", "head -5 ../../.git/config", id="worktree-head-not-there"),
+    p("worktree", "cat .git/config", id="worktree-own-dotgit-file"),
+    p("shallow", "head -5 ../../.git/config", id="shallow-worktree-head"),
+    p("shallow", "cat {repo}/.git/config", id="shallow-worktree-absolute"),
+    p("checkout", "cat .git/config", id="checkout-cat"),
+    p("checkout", "head -5 .git/config", id="checkout-head"),
+    p("checkout", "grep url .git/config", id="checkout-grep"),
+    p("checkout", "cat {repo}/.git/config", id="checkout-absolute"),
+    p("checkout", "cat src/../.git/./config", id="checkout-dotdot"),
+    p("checkout", "cd src && cat ../.git/config", id="checkout-after-cd"),
+    p("checkout", "cat .g*/conf*", id="checkout-glob"),
+    p("checkout", "grep -rn url .git", id="checkout-grep-r"),
+    p("checkout", "find .git -name config", id="checkout-find"),
+    p("checkout", "cat .git/config.worktree .git/credentials", id="checkout-kin"),
+    p("checkout", "cat .git/modules/vendor/lib/config", id="checkout-submodule"),
+    p("checkout", "cat .git/worktrees/1-x/config.worktree", id="checkout-worktree-config"),
+    p("elsewhere", "cat ../repo/.git/config", id="elsewhere-relative"),
+    p("elsewhere", "cat {repo}/.git/config", id="elsewhere-absolute"),
+]
+
+
+def _check_in(place: Place, where: str, command: str) -> tuple[bool, str]:
+    text = command.format(home=place.home, repo=place.repo, outside=place.outside)
+    if where == "worktree":
+        root = place.worktree
+    elif where == "shallow":  # a configured worktree directory one level down
+        root = place.repo / "wt" / "1-x"
+        if not root.exists():
+            git_raw(place.repo, "worktree", "add", "-q", "-B", "wt-1", str(root), "main")
+    elif where == "checkout":
+        root = place.repo
+    else:
+        root = place.outside
+    verdict = check_bash(text, worktree=root, config=DEFAULT, homes=[str(place.home)])
+    return verdict.allowed, verdict.reason
+
+
+@pytest.mark.parametrize(("where", "command"), REPOSITORY_CONFIG)
+def test_a_repositorys_config_is_denied_however_the_path_reaches_it(
+    place: Place, where: str, command: str
+) -> None:
+    allowed, reason = _check_in(place, where, command)
+    assert not allowed
+    assert "can hold credentials" in reason
+
+
+def test_a_link_to_a_repositorys_config_is_followed(place: Place) -> None:
+    os.symlink(place.repo / ".git" / "config", place.repo / "settings.ini")
+    allowed, reason = _check_in(place, "checkout", "cat settings.ini")
+    assert not allowed
+    assert f"{place.repo}/.git/config is in a git directory" in reason
+
+
+def test_the_file_tools_may_not_read_a_repositorys_config(place: Place) -> None:
+    verdict = check_file_tool(
+        "Read", {"file_path": ".git/config"}, worktree=place.repo, config=DEFAULT, homes=[]
+    )
+    assert not verdict.allowed
+    assert "can hold credentials" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        p("git status --short && git diff --stat && git log --oneline -5", id="git-reads"),
+        p("git rev-parse --git-dir --git-common-dir && git config --get user.name", id="git-meta"),
+        p("git add -A && git commit -qm wip", id="git-commit"),
+        p("cat .git/HEAD && ls .git && ls .git/refs", id="git-metadata"),
+        p("cat src/config && cat config/settings.py", id="files-named-config"),
+        p("grep -rn 'def ' src && rg -n TODO", id="searches"),
+    ],
+)
+@pytest.mark.parametrize("where", ["worktree", "checkout"])
+def test_git_work_and_other_configs_stay_allowed(place: Place, where: str, command: str) -> None:
+    allowed, reason = _check_in(place, where, command)
+    assert allowed, reason
+
+
+def test_a_linked_worktrees_own_dotgit_file_stays_readable(place: Place) -> None:
+    # it names the worktree's gitdir in the main repository: a path, no secret
+    assert _check_in(place, "worktree", "cat .git && head -1 .git && grep gitdir .git")[0]
 
 
 def test_the_guard_protects_the_users_own_home_by_default() -> None:
