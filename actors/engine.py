@@ -442,6 +442,22 @@ class Engine:
         specs += [ChildSpec(f"poller:{p.name}", _poller_starter(p)) for p in self.pollers]
         return specs
 
+    def abandon_runs(self, reason: str) -> int:
+        """At a forced exit (a second Ctrl-C): journal every run still active as cancelled by
+        cpe's own stop, so that the next start finds them interrupted, not failed: no attempt
+        is charged for a stop a person asked for, however abrupt. The runs' processes are left
+        to the next start's reaper. How many were journaled."""
+        runs = self.store.get_state().agent_runs.values()
+        active = {run.session_id: run.role for run in runs if run.is_active}
+        active |= self.sessions.roles()
+        at = datetime.now(UTC)
+        for sid, role in active.items():
+            self.inbox.put(
+                AgentFailed(session_id=sid, role=role, kind="cancelled", reason=reason, at=at),
+                internal=True,
+            )
+        return len(active)
+
     def _fail_interrupted_runs(self, state: EngineState) -> None:
         for run in state.agent_runs.values():
             if run.is_active:

@@ -28,6 +28,9 @@ EXIT_IOERR = 74  # the disk refused the journal (full, read-only): fix the disk,
 EXIT_TEMPFAIL = 75
 EXIT_CONFIG = 78
 EXIT_FORCED = 130
+# A second Ctrl-C: the runs still active are journaled as this, cancelled, within this long.
+ABANDONED = "interrupted: cpe was stopped at once (a second Ctrl-C); the run goes again"
+ABANDON_WAIT = 2.0
 
 log = structlog.get_logger("cpe.process")
 
@@ -94,12 +97,30 @@ class _Stopper:
         if self.requested.is_set():
             if signum == signal.SIGINT:
                 log.error("second interrupt: exiting without waiting", signal=name)
+                self._abandon()
                 os._exit(EXIT_FORCED)
             return
         self.requested.set()
         log.info("signal received; stopping", signal=name)
         if self.started.is_set():
             self.stop(f"signal {name}")
+
+    def _abandon(self) -> None:
+        """The runs still active are journaled as interrupted by this stop, not failed (no
+        attempt charged). In a thread, bounded: a journal busy elsewhere (the signal may have
+        come while this thread wrote to it) must not hold up the exit; the next start then
+        counts those runs as interrupted by a crash."""
+        engine = self.engine
+        if engine is None or not self.started.is_set():
+            return
+        done = threading.Thread(
+            target=engine.abandon_runs,
+            args=(ABANDONED,),
+            name="cpe-abandon",
+            daemon=True,
+        )
+        done.start()
+        done.join(ABANDON_WAIT)
 
     def stop(self, reason: str) -> None:
         """Stop the started engine in the background, once (the handler and the main thread

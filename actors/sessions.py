@@ -121,6 +121,11 @@ class SessionManager:
                 lambda: not self._active and not self._delivering, timeout=timeout
             )
 
+    def roles(self) -> dict[SessionId, AgentRole]:
+        """Every active run's role, by session."""
+        with self._lock:
+            return {sid: a.params.role for sid, a in self._active.items()}
+
     def active(self, role: AgentRole | None = None) -> list[SessionId]:
         with self._lock:
             return [sid for sid, a in self._active.items() if role is None or a.params.role == role]

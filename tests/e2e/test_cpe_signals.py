@@ -16,8 +16,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from actors.journal import Journal
+from actors.process import ABANDONED
 from adapters.runtime.workspace.launcher import read_pid
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
+from domain.state import apply_event
 from tests.e2e.running import (
     NotifySocket,
     add_work_item,
@@ -114,6 +117,19 @@ cli_path = "{codex}"
             assert notify_socket.wait_for("STOPPING=1"), "the first SIGINT did not start a stop"
             cpe.send_signal(signal.SIGINT)
             assert cpe.wait(30) == 130
+        # A stop a person asked for, however abrupt, is an interruption: no attempt charged,
+        # at this exit or at the next start.
+        journal = Journal(repo / ".cpe" / "journal.sqlite3")
+        try:
+            restored = journal.restore()  # what the next start finds, unprocessed events too
+            state = restored.state
+            for entry in restored.unprocessed:
+                state = apply_event(state, entry.event)
+            [run] = state.agent_runs.values()
+            assert (run.status, run.failure_reason) == ("cancelled", ABANDONED)
+            assert dict(state.attempts) == {}
+        finally:
+            journal.close()
     finally:
         if group is not None:  # cpe was not allowed to wait for its agent
             with contextlib.suppress(ProcessLookupError):
