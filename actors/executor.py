@@ -407,7 +407,27 @@ class CommandExecutor:
 
     # ------------------------------------------------------------------ provider writes
 
+    def _result_queued(self, command: TransitionStatus) -> bool:
+        """The item's last ``StatusTransitioned`` journaled and waiting in the queue is to the
+        same status (an earlier one to it, with another after, would not do: the provider must
+        hold this one last)."""
+        last = None
+        for event in self.inbox.queued():
+            if isinstance(event, StatusTransitioned) and event.work_item_id == command.work_item_id:
+                last = event.to
+        return last == command.to
+
     def _write(self, command: EngineCommand, snapshot: EngineState) -> list[EngineEvent]:
+        if isinstance(command, TransitionStatus) and self._result_queued(command):
+            # Decided again before the first write's result was processed (a poll's sight of
+            # a merge, a restart's replay): the write is made, its result on its way. Made
+            # once, recorded once.
+            log.info(
+                "status already written; its result is queued",
+                work_item_id=command.work_item_id,
+                status=command.to,
+            )
+            return []
         key = idempotency_key(command)
         # A transition is made again even when an intent with its key is done: the same one
         # recurs (pending → in-progress → pending …), and making it twice is harmless.

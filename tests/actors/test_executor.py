@@ -856,3 +856,19 @@ def test_the_daily_budget_pauses_dispatch_until_the_next_day(tmp_path: Path) -> 
     rig.now = wake
     assert rig.executor.execute(implementor("5"), snapshot) == []
     assert len(rig.spawned) == 1
+
+
+def test_a_transition_whose_result_is_still_queued_is_not_written_or_recorded_twice(
+    rig: Rig,
+) -> None:
+    rig.tracker.add_item("1", "approved")
+    [first] = rig.run(TransitionStatus(work_item_id="1", to="done"))
+    rig.inbox.put(first)  # its result, journaled and waiting behind the cycle that decided it
+    # The same transition decided again before that result is processed (a poll saw the merge)
+    assert rig.run(TransitionStatus(work_item_id="1", to="done")) == []
+    assert rig.tracker.calls["transition_status"] == 1
+    # Another transition of the item queued after it: the provider must hold the new one last
+    rig.inbox.put(StatusTransitioned(work_item_id="1", to="blocked"))
+    [again] = rig.run(TransitionStatus(work_item_id="1", to="done"))
+    assert isinstance(again, StatusTransitioned)
+    assert rig.tracker.calls["transition_status"] == 2

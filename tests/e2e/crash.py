@@ -23,6 +23,7 @@ from adapters.demo.sample import create_sample_repo
 from adapters.runtime.workspace.launcher import live_group
 from adapters.scripted_model import ScriptedModelServer
 from adapters.scripted_model.scenario import Scenario
+from domain.events import StatusTransitioned
 from tests.e2e.running import CPE, revisions, wait_for, work_items
 from tests.support.git import git_raw
 
@@ -61,6 +62,11 @@ def cases() -> list[Crash]:
         Crash("session.after_terminal", 2),
         Crash("session.after_terminal", 3),
         Crash("local.pipeline.after_start", 2),  # the first is the default branch's (baseline)
+        # The second item's approval, merge and done: a restart there once wrote done twice.
+        Crash("write.PostReview.after", 2),
+        Crash("write.MergeRevision.after", 2),
+        Crash("local.merge.after_ref", 2),
+        Crash("write.TransitionStatus.after", 6),
     ]
 
 
@@ -233,9 +239,16 @@ class Loop:
         journal = Journal(repo / ".cpe" / "journal.sqlite3")
         try:
             pending = journal.intents("pending")
+            done = [
+                entry.event.work_item_id
+                for entry in journal.entries()
+                if isinstance(entry.event, StatusTransitioned) and entry.event.to == "done"
+            ]
         finally:
             journal.close()
         assert pending == [], f"intents left pending: {[i.key for i in pending]}"
+        # Every write once: each item was moved to done by one transition, not two.
+        assert sorted(done) == sorted(i.id for i in items), f"done transitions: {done}"
         listed = git_raw(repo, "worktree", "list", "--porcelain").splitlines()
         trees = [line for line in listed if line.startswith("worktree ")]
         assert trees == [f"worktree {repo}"], f"worktrees left: {trees}"
