@@ -45,7 +45,7 @@ from actors.session import SessionStarter
 from actors.sessions import SessionManager
 from actors.store import Listener, StateStore, Unsubscribe
 from actors.streams import AgentStream, StreamRegistry
-from actors.supervisor import ChildSpec, Supervisor
+from actors.supervisor import ChildSpec, Supervisor, permanent_error
 from domain.decisions import INTERRUPTED
 from domain.errors import ConfigError, JournalError
 from domain.events import (
@@ -608,7 +608,10 @@ class Engine:
 
     def _gave_up(self, exc: BaseException) -> None:
         log.error("supervision gave up; stopping", error=repr(exc))
-        self.exit_code = 75
+        self.exit_code = self._tree.exit_code  # 78: a child cannot start with its configuration
+        permanent = permanent_error(exc)
+        if permanent is not None and self.fatal_error is None:
+            self.fatal_error = f"configuration error: {permanent}"
         self.inbox.close()
         self.executor.no_new_agents.set()
         self.executor.stopping.set()
@@ -621,7 +624,8 @@ class Engine:
 
     def wait(self, timeout: float | None = None) -> int | None:
         """Block until the engine has stopped; its exit code (0, or 75 when supervision gave
-        up), or None on timeout."""
+        up, 78 when it gave up on a child that cannot start with its configuration), or None on
+        timeout."""
         if not self._stopped.wait(timeout):
             return None
         return self.exit_code

@@ -7,7 +7,9 @@ starts a new instance after a backoff.
 
 Each service has a ``Supervisor`` of its own, ``one_for_one``, and nothing else in it: its crash
 never restarts or stops the engine, and when it keeps crashing past the restart intensity only
-that service is given up (logged; the engine goes on without it until cpe restarts).
+that service is given up (logged; the engine goes on without it until cpe restarts). A service
+that cannot start with its configuration (``serve()`` raised a ``ConfigError``: its address is
+in use) is given up at once, not restarted: one error line names why.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Protocol
 import structlog
 
 from actors.base import SupervisedActor, tell
-from actors.supervisor import ChildSpec, Supervisor, SupervisorSettings
+from actors.supervisor import ChildSpec, Supervisor, SupervisorSettings, permanent_error
 
 log = structlog.get_logger("cpe.services")
 
@@ -30,7 +32,8 @@ class Service(Protocol):
     name: str
 
     def serve(self) -> None:
-        """Serve until ``shutdown()``; raise on a failure (the supervisor restarts it)."""
+        """Serve until ``shutdown()``; raise on a failure (the supervisor restarts it), a
+        ``ConfigError`` when no restart could fix it (the supervisor gives it up at once)."""
 
     def shutdown(self) -> None:
         """Make ``serve()`` return soon; callable from any thread, before or during it."""
@@ -72,7 +75,10 @@ class ServiceActor(SupervisedActor):
     def on_receive(self, message: Any) -> Any:
         if isinstance(message, _Ended):
             why = f"{type(message.error).__name__}: {message.error}" if message.error else None
-            raise ServiceEnded(f"the {self.service.name} stopped" + (f" ({why})" if why else ""))
+            # From the service's error: the supervisor sees a ConfigError behind the crash.
+            raise ServiceEnded(
+                f"the {self.service.name} stopped" + (f" ({why})" if why else "")
+            ) from message.error
         return None
 
     def release(self) -> None:
@@ -99,6 +105,14 @@ class Services:
         """Start the service ``build()`` makes (a new one on every restart)."""
 
         def give_up(exc: BaseException) -> None:
+            permanent = permanent_error(exc)
+            if permanent is not None:
+                log.error(
+                    "a service cannot start; it is off until cpe restarts (the engine goes on)",
+                    service=name,
+                    error=str(permanent),
+                )
+                return
             log.error(
                 "a service keeps failing; it is off until cpe restarts (the engine goes on)",
                 service=name,

@@ -12,6 +12,14 @@ than ``max_restarts`` restarts within ``within_seconds`` means something is deep
 supervisor stops everything and gives up with exit code 75, so the process supervisor above
 (systemd) restarts the whole process.
 
+A crash that no restart can fix is not restarted at all: a ``ConfigError`` (raised by the
+child, or the error it was raised from: a service's ``ServiceEnded`` is raised from the
+service's own error) means the child would fail the same way at every start. Instead of a loop
+of identical crashes up to the restart intensity, the supervisor logs it once, stops everything
+and gives up with exit code 78 (EX_CONFIG: systemd does not restart that either,
+``RestartPreventExitStatus=78``). Whether a failure is permanent is known where it happens: an
+adapter turns such an ``OSError`` (a port in use) into a ``ConfigError`` naming what to change.
+
 The supervisor is a plain thread-safe object with one worker thread, not an actor: actors
 report crashes to it without blocking, and it never waits on an actor that could be waiting on
 it.
@@ -35,10 +43,12 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from actors.base import CrashReport
+from domain.errors import ConfigError
 
 RestartType = Literal["permanent", "transient", "temporary"]
 Strategy = Literal["one_for_one", "one_for_all", "rest_for_one"]
 EXIT_GAVE_UP = 75
+EXIT_CONFIG = 78  # a child cannot start with this configuration: a restart would not fix it
 
 log = structlog.get_logger("cpe.supervisor")
 
@@ -53,6 +63,18 @@ class SupervisorSettings(BaseModel):
     backoff_max: float = Field(default=30, ge=0)
     jitter: float = Field(default=0.2, ge=0, le=1)
     child_shutdown_timeout: float = Field(default=10, gt=0)
+
+
+def permanent_error(exc: BaseException | None) -> ConfigError | None:
+    """The configuration error behind a crash, if there is one: ``exc`` itself or an error it
+    was raised from (``raise ... from``). A restart cannot fix it."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, ConfigError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__
+    return None
 
 
 Starter = Callable[[int, CrashReport], pykka.ActorRef[Any]]
@@ -111,6 +133,7 @@ class Supervisor:
         )
         self._stopping = threading.Event()
         self.gave_up = threading.Event()
+        self.failure: BaseException | None = None  # the crash it gave up on
         self.restart_count = 0
         self._due: list[_Due] = []  # a heap; only the worker thread touches it
         self._order = itertools.count()
@@ -282,18 +305,18 @@ class Supervisor:
                 return
             if exc is None:
                 exc = RuntimeError(f"the {restart} child {child_id} stopped")
-            now = self._clock()
-            window = self.settings.within_seconds
-            while self._restarts and now - self._restarts[0] > window:
-                self._restarts.popleft()
-            exceeded = len(self._restarts) >= self.settings.max_restarts
-            if not exceeded:
-                self._restarts.append(now)
-                while child.restarts and now - child.restarts[0] > window:
-                    child.restarts.popleft()
-                child.restarts.append(now)
-                delay = self._backoff(len(child.restarts))
-                group = self._restart_group(child_id)
+            permanent = permanent_error(exc)
+            if permanent is None:
+                exceeded, delay, group = self._count_restart(child)
+        if permanent is not None:
+            # Outside the lock, as below. Once, not at every start until the intensity trips.
+            log.error(
+                "a child cannot start with this configuration; not restarted",
+                child=child_id,
+                error=str(permanent),
+            )
+            self._give_up(exc)
+            return
         if exceeded:
             # Outside the lock: stopping the children must not wait on an actor that is
             # itself waiting for the lock (to look up a sibling's ref).
@@ -301,7 +324,7 @@ class Supervisor:
                 "restart intensity exceeded; stopping everything",
                 child=child_id,
                 max_restarts=self.settings.max_restarts,
-                within_seconds=window,
+                within_seconds=self.settings.within_seconds,
             )
             self._give_up(exc)
             return
@@ -319,6 +342,21 @@ class Supervisor:
         heapq.heappush(self._due, _Due(time.monotonic() + delay, next(self._order), members))
         with self._changed:  # a waiter may be watching for the crash to be taken in hand
             self._changed.notify_all()
+
+    def _count_restart(self, child: _Child) -> tuple[bool, float, list[_Child]]:
+        """Whether a restart now exceeds the intensity; if not, it is counted, and its backoff
+        and group are returned. Under the lock."""
+        now = self._clock()
+        window = self.settings.within_seconds
+        while self._restarts and now - self._restarts[0] > window:
+            self._restarts.popleft()
+        if len(self._restarts) >= self.settings.max_restarts:
+            return True, 0.0, []
+        self._restarts.append(now)
+        while child.restarts and now - child.restarts[0] > window:
+            child.restarts.popleft()
+        child.restarts.append(now)
+        return False, self._backoff(len(child.restarts)), self._restart_group(child.spec.child_id)
 
     def _restart_group(self, child_id: str) -> list[_Child]:
         # Temporary children (agent sessions) are not part of any group: a poller's crash must
@@ -341,6 +379,7 @@ class Supervisor:
         child.ref = child.spec.start(child.generation, self.report)
 
     def _give_up(self, exc: BaseException) -> None:
+        self.failure = exc
         self._stopping.set()
         with self._lock:
             children = list(self._children.values())
@@ -353,4 +392,8 @@ class Supervisor:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_GAVE_UP if self.gave_up.is_set() else 0
+        """0 while it has not given up; 78 when it gave up on a child that cannot start with
+        its configuration, 75 when on the restart intensity."""
+        if not self.gave_up.is_set():
+            return 0
+        return EXIT_CONFIG if permanent_error(self.failure) is not None else EXIT_GAVE_UP

@@ -77,7 +77,11 @@ def run(
     def build() -> Any:
         app = build_app(config_path, repo, new_journal=new_journal)
         apps.append(app)
-        starters.append(prepare_services(app, human=fmt == "human"))
+        try:  # a ConfigError: the dashboard's address cannot be used (exit 78)
+            starters.append(prepare_services(app, human=fmt == "human"))
+        except BaseException:
+            app.engine.stop(reason="its services cannot start")  # never started: closes
+            raise
         if fmt == "human":  # a person watches: the engine's decisions in words
             from adapters.console import Console  # noqa: PLC0415
 

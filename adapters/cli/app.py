@@ -8,6 +8,7 @@ role, and the engine. Concrete adapters are imported here and nowhere in ``actor
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
@@ -158,12 +159,23 @@ def _unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
     return nested
 
 
+def dashboard_fallback(section: Any) -> bool:
+    """Whether the dashboard's address gives way to a free port when another cpe on this
+    machine has it: the default address, left out or written as cpe init writes it; never an
+    address of the user's own."""
+    default = type(section).model_fields["listen"].default
+    return "listen" not in section.model_fields_set or section.listen == default
+
+
 def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]:
     """The services beside the running engine, made ready before it starts (the dashboard
     hears of every decision from the first); the function returned starts them once the engine
     has started: its control socket (a person's requests from ``cpe work …``, ``cpe pause``)
     and, unless ``[dashboard] listen`` is empty, the web dashboard. Each is supervised apart
-    from the engine: a crash restarts it and never touches the engine. ``human``: a person
+    from the engine: a crash restarts it and never touches the engine. The dashboard's address
+    is bound here, before the engine starts: one that cannot be used is a ``ConfigError``
+    (``cpe run`` exits 78 naming it) before anything else started, and the default address
+    (``listen`` not in supervisor.toml) in use gives way to a free port. ``human``: a person
     reads stderr, the dashboard's address (with its token) is printed there; otherwise it is
     logged without the token, which is in the state directory."""
     from adapters.control import Control, ControlServer  # noqa: PLC0415
@@ -172,10 +184,14 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
     listen = app.config.dashboard.listen
     dashboards: list[Callable[[Services], None]] = []
     if listen:
-        from adapters.dashboard.server import DashboardServer  # noqa: PLC0415
+        from adapters.dashboard.server import DashboardServer, Listener  # noqa: PLC0415
         from adapters.dashboard.source import Source  # noqa: PLC0415
 
         token = dashboard_token(app.config)
+        listener = Listener(listen, fallback=dashboard_fallback(app.config.dashboard))
+        with contextlib.suppress(OSError):  # another failure: the server tries again, restarted
+            listener.bind()  # a ConfigError: the address cannot be used
+        app.closers.append(listener.close)  # the socket, when no serve took it
         source = Source(
             app.engine,
             app.config,
@@ -207,7 +223,8 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
             if not app.config.dashboard.token_env:  # once this engine holds the state:
                 keep_token(token, app.state_dir)  # never over a running one's token
             services.start(
-                "dashboard", lambda: DashboardServer(source, listen, token, on_listening=listening)
+                "dashboard",
+                lambda: DashboardServer(source, listener, token, on_listening=listening),
             )
 
         dashboards.append(dashboard)

@@ -41,6 +41,7 @@ from domain.events import (
 from domain.models import EngineState
 
 if TYPE_CHECKING:
+    from adapters.dashboard.server import Listener
     from adapters.scripted_model import Scenario
 
 MAX_SECONDS = 480  # the whole loop takes about 15 s here; this is for a very slow machine
@@ -121,16 +122,19 @@ def demo(
     serve: str | None = None,
     *,
     remote: str | None = None,
+    serve_fallback: bool = False,
 ) -> int:
     """The demo; ``roles`` runs some roles on another runtime (``{"implementor": "codex-cli"}``:
     the real ``codex`` from PATH, against the same scripted model's Responses API). ``book``
     replaces the scripted model's scenarios (a test plays a loop that cannot finish).
     ``serve`` (HOST:PORT): the dashboard serves the demo as it runs, then its finished state
-    until Ctrl-C or SIGTERM (it only shows: no action). ``remote="ray"``: a local Ray cluster
+    until Ctrl-C or SIGTERM (it only shows: no action); bound before anything is made, an
+    address that cannot be used is one line and exit 78, except that with ``serve_fallback``
+    (the default address, no ``--listen``) one in use gives way to a free port, the URL printed
+    being the real one. ``remote="ray"``: a local Ray cluster
     (a head and a worker node with ``agent_slot``) is started, the implementors run on the
     worker node (docs/remote.md), and the cluster is stopped at the end."""
     from adapters.demo.book import demo_book  # noqa: PLC0415
-    from adapters.demo.sample import SampleRepoError, create_sample_repo  # noqa: PLC0415
     from adapters.scripted_model import ScriptedModelServer  # noqa: PLC0415
     from adapters.scripted_model.responses_wire import codex_overrides  # noqa: PLC0415
 
@@ -142,26 +146,25 @@ def demo(
             file=out,
         )
         return 2
-    base = directory or Path(tempfile.mkdtemp(prefix="cpe-demo-"))
-    sample = base / "sample"
-    if (base.exists() and not base.is_dir()) or sample.exists():
-        taken = sample if base.is_dir() else base
-        print(
-            f"cpe demo: {taken} exists; --dir needs a directory without a sample/ in it", file=out
-        )
+    try:  # first: an address that cannot be used stops the demo before it made anything
+        listener = _listen(serve, serve_fallback) if serve else None
+    except ConfigError as exc:
+        print(f"cpe demo: configuration error: {exc}", file=out)
+        return EXIT_CONFIG
+    made = _sample(directory, roles, out)
+    if made is None:
+        if listener is not None:
+            listener.close()
         return 2
-    try:
-        base.mkdir(parents=True, exist_ok=True)
-        repo = create_sample_repo(sample, roles)
-    except (OSError, SampleRepoError) as exc:
-        print(f"cpe demo: cannot create the sample repository: {exc}", file=out)
-        return 2
+    base, repo = made
     if roles:
         print("cpe demo: " + ", ".join(f"{r} on {k}" for r, k in sorted(roles.items())), file=out)
     print(f"cpe demo: sample repository {repo}", file=out)
     log_file = (repo / ".cpe").resolve()
     log_file.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:  # the log stays open while the dashboard serves
+        if listener is not None:
+            stack.callback(listener.close)  # the socket, when no serve took it
         log_stream = stack.enter_context((log_file / "cpe.log").open("a"))
         configure_logging("info", "json", log_stream)
         if remote == "ray":
@@ -184,8 +187,8 @@ def demo(
                 return EXIT_CONFIG
             progress = Progress(out)
             app.engine.subscribe(progress)
-            if serve:
-                stack.callback(_serve(app, serve, out).stop)
+            if listener is not None:
+                stack.callback(_serve(app, listener, out).stop)
             try:
                 app.engine.start()
                 stalled = progress.wait()
@@ -196,6 +199,26 @@ def demo(
         if serve:
             _until_stopped(out)
     return 0 if ok else 1
+
+
+def _sample(directory: Path | None, roles: dict[str, str], out: TextIO) -> tuple[Path, Path] | None:
+    """The directory of the demo and its new sample repository; None once it said why not."""
+    from adapters.demo.sample import SampleRepoError, create_sample_repo  # noqa: PLC0415
+
+    base = directory or Path(tempfile.mkdtemp(prefix="cpe-demo-"))
+    sample = base / "sample"
+    if (base.exists() and not base.is_dir()) or sample.exists():
+        taken = sample if base.is_dir() else base
+        print(
+            f"cpe demo: {taken} exists; --dir needs a directory without a sample/ in it", file=out
+        )
+        return None
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        return base, create_sample_repo(sample, roles)
+    except (OSError, SampleRepoError) as exc:
+        print(f"cpe demo: cannot create the sample repository: {exc}", file=out)
+        return None
 
 
 def _remote_cluster(stack: contextlib.ExitStack, repo: Path, base: Path, out: TextIO) -> None:
@@ -237,7 +260,19 @@ def _report(repo: Path, state_dir: Path, log: Path, stalled: str | None, out: Te
     return ok
 
 
-def _serve(app: App, listen: str, out: TextIO) -> Services:
+def _listen(serve: str, fallback: bool) -> Listener:
+    """The dashboard's address, bound; a ``ConfigError`` naming it when it cannot be used."""
+    from adapters.dashboard.server import Listener  # noqa: PLC0415
+
+    listener = Listener(
+        serve, fallback=fallback, way_out="pass --listen HOST:PORT (port 0: any free one)"
+    )
+    with contextlib.suppress(OSError):  # another failure: the server tries again, restarted
+        listener.bind()
+    return listener
+
+
+def _serve(app: App, listener: Listener, out: TextIO) -> Services:
     """The dashboard over the demo's engine, read only, from before it starts."""
     from adapters.dashboard.server import DashboardServer  # noqa: PLC0415
     from adapters.dashboard.source import Source  # noqa: PLC0415
@@ -258,10 +293,18 @@ def _serve(app: App, listen: str, out: TextIO) -> Services:
             said.set()
             print(f"cpe demo: dashboard on {server.url}", file=out, flush=True)
 
+    if listener.moved_from is not None:
+        print(
+            f"cpe demo: {listener.moved_from} is in use; the dashboard took a free port",
+            file=out,
+            flush=True,
+        )
+    if listener.url is not None:  # bound: the address it listens on (connections wait)
+        said.set()
+        print(f"cpe demo: dashboard on {listener.url}", file=out, flush=True)
     services.start(
-        "dashboard", lambda: DashboardServer(source, listen, None, on_listening=listening)
+        "dashboard", lambda: DashboardServer(source, listener, None, on_listening=listening)
     )
-    said.wait(30)
     return services
 
 

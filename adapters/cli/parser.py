@@ -134,9 +134,10 @@ def _remote_option(demo: argparse.ArgumentParser) -> None:
     )
     demo.add_argument(
         "--listen",
-        default="127.0.0.1:8765",
+        default=None,
         metavar="HOST:PORT",
-        help="where --serve listens (default 127.0.0.1:8765; port 0: any free one)",
+        help="where --serve listens (default 127.0.0.1:8765, or a free port when that is in "
+        "use; port 0: any free one)",
     )
 
 
@@ -355,12 +356,13 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "demo":
         from adapters.cli.demo import demo  # noqa: PLC0415
 
-        serve = args.listen if args.serve else None
-        if serve is not None:
+        serve = None
+        if args.serve:
             from pydantic import ValidationError  # noqa: PLC0415
 
             from adapters.cli.settings import DashboardSection  # noqa: PLC0415
 
+            serve = args.listen or DashboardSection().listen
             try:
                 DashboardSection(listen=serve)
             except ValidationError:
@@ -369,7 +371,13 @@ def _main(argv: Sequence[str] | None) -> int:
                     file=sys.stderr,
                 )
                 return 2
-        return demo(args.dir, roles=dict(args.runtime), serve=serve, remote=args.remote)
+        return demo(
+            args.dir,
+            roles=dict(args.runtime),
+            serve=serve,
+            remote=args.remote,
+            serve_fallback=args.listen is None,
+        )
     if args.command == "run" and argv is None:  # the process itself: see _exit_now
         _catch_stop_signals_early()
         _exit_now(_engine_command(args))
