@@ -15,6 +15,10 @@ from pydantic import ValidationError
 from adapters.github.transport import RETRY_AFTER, is_rate_limited, rate_limit_wait
 from domain.errors import ConflictError, NotFoundError, ProviderError
 
+# githubkit's models of request bodies (``ReposOwnerRepoIssuesIssueNumberLabelsPutBodyOneof0``):
+# a ValidationError naming one was raised before the request was sent.
+_REQUEST_BODY = re.compile(r"(?:Post|Put|Patch|Delete)Body")
+
 
 def github_message(response: httpx.Response) -> str:
     """GitHub's own ``message`` (and validation ``errors``), else the status line."""
@@ -79,6 +83,14 @@ def translate(exc: Exception, what: str, clock: Callable[[], float] = time.time)
             f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
             for error in exc.errors()[:3]
         )
+        if _REQUEST_BODY.search(exc.title):
+            # githubkit checks a request's body against GitHub's schema before sending it:
+            # nothing reached GitHub, and it is cpe's request that is wrong, not GitHub.
+            return ProviderError(
+                f"{what}: the GitHub client refused the request before sending it (cpe built "
+                f"it against GitHub's schema wrongly): {exc.error_count()} errors ({where})",
+                transient=False,
+            )
         return ProviderError(
             f"{what}: GitHub's answer did not match its schema: {exc.error_count()} errors "
             f"({where})",

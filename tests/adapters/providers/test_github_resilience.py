@@ -300,3 +300,19 @@ def test_a_merge_applied_before_a_502_returns_its_commit(
     merged = provider.revision_writer.merge(revision.id)
     assert merged == fake_github.default_head()
     assert provider.revision_writer.merge(revision.id) == merged
+
+
+def test_a_request_the_client_library_refuses_before_sending_is_not_called_githubs_answer() -> None:
+    """githubkit validates a request body against GitHub's schema before sending it: such a
+    failure is cpe's request, and nothing reached GitHub."""
+    from githubkit import GitHub  # noqa: PLC0415
+
+    from adapters.github.errors import translated  # noqa: PLC0415
+
+    client = GitHub("never-sent", base_url="http://127.0.0.1:9/")
+    with pytest.raises(ProviderError) as caught, translated("label issue #1"):
+        client.rest.issues.set_labels("acme", "widgets", 1, labels=[])
+    message = str(caught.value)
+    assert message.startswith("label issue #1: the GitHub client refused the request before")
+    assert "GitHub's answer" not in message
+    assert caught.value.transient is False

@@ -111,7 +111,16 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
 
     def set_labels(call: Call) -> Reply:
         rec = gh.issue(int(call.params["number"]))
-        gh.relabel(rec, use_labels(call, label_names(call.body)), call.login)
+        names = label_names(call.body)
+        if isinstance(call.body, dict) and not names:
+            # The published schema: {"labels": [...]} has minItems 1 (removing every label is
+            # DELETE .../labels); GitHub answers an empty one as invalid.
+            raise HttpError(
+                422,
+                'Invalid request.\n\nNo subschema in "oneOf" matched.',
+                [{"resource": "Issue", "field": "labels", "code": "invalid"}],
+            )
+        gh.relabel(rec, use_labels(call, names), call.login)
         return issue_labels(rec)
 
     def remove_all_labels(call: Call) -> Reply:

@@ -353,3 +353,17 @@ def test_a_pull_request_that_exists_is_a_validation_failure_with_its_reason_in_e
     assert again.json()["message"] == "Validation Failed"
     [reason] = again.json()["errors"]
     assert reason["message"] == "A pull request already exists for acme:feature."
+
+
+def test_setting_an_empty_label_list_is_refused_as_github_refuses_it(
+    fake_github: FakeGitHub, http: httpx.Client
+) -> None:
+    """The schema's ``{"labels": [...]}`` has at least one item; removing every label is
+    ``DELETE .../labels``, which the fake answers as GitHub does."""
+    number = fake_github.add_issue("Labelled", "x", labels=["status:approved"])
+    refused = http.put(f"{REPO}/issues/{number}/labels", json={"labels": []})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["errors"][0]["field"] == "labels"
+    assert fake_github.issues[number].labels == ["status:approved"]
+    assert http.delete(f"{REPO}/issues/{number}/labels").status_code == 204
+    assert fake_github.issues[number].labels == []
