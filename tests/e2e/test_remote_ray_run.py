@@ -220,6 +220,9 @@ def test_a_worker_node_killed_mid_run_fails_under_the_agent_and_the_item_runs_el
     loop.assert_nothing_left()
 
 
+AGENT_ARGS = "--output-format stream-json"
+
+
 def test_a_restarted_head_stops_the_remote_runs_an_earlier_head_left(
     loop: RemoteLoop, cluster: RayCluster, model: ScriptedModelServer
 ) -> None:
@@ -232,8 +235,10 @@ def test_a_restarted_head_stops_the_remote_runs_an_earlier_head_left(
     model.book = hanging_first()
     first = loop.start()
     assert model.wait_until(lambda s: s.hanging >= 1, 300), loop.tail()
-    assert wait_for(lambda: bool(loop.agents("claude")), 60)
-    left_agents = loop.agents("claude")
+    # The CLI itself (its stream-json arguments), not a short-lived helper it starts in the
+    # worktree (a bundled tool whose path names claude too), which ends on its own.
+    assert wait_for(lambda: bool(loop.agents(AGENT_ARGS)), 60)
+    left_agents = loop.agents(AGENT_ARGS)
     [left_actor] = loop.actors()
     first.send_signal(signal.SIGKILL)
     assert first.wait(60) == -signal.SIGKILL
