@@ -98,6 +98,7 @@ class ScriptedModelServer:
         self._fault_left: int | None = None  # answers left before the fault heals itself
         self._quota: Quota | None = None
         self._thread: threading.Thread | None = None
+        self._holder: socket.socket | None = None  # the port, held while refusing
         # Serialises start, close, refuse_connections and accept_connections (which block on
         # the serving thread, so they cannot hold ``_changed``, which the handlers need).
         self._control = threading.Lock()
@@ -146,6 +147,9 @@ class ScriptedModelServer:
             # Closes the listening socket (again, when refusing: harmless) and joins the
             # handler threads (block_on_close).
             self._httpd.server_close()
+            holder, self._holder = self._holder, None
+            if holder is not None:
+                holder.close()
             if thread is not None:
                 thread.join()
             self._wake_reader.close()
@@ -201,6 +205,10 @@ class ScriptedModelServer:
             if thread is not None:
                 self._httpd.shutdown()  # serve_forever returns; it can run again later
                 thread.join()
+            # The port stays this server's: a socket bound to it but not listening (connects
+            # are refused all the same), taken before the listener goes, so that no other
+            # process (another test binding port 0) gets it meanwhile.
+            self._holder = _hold_port(self._httpd)
             self._httpd.socket.close()
             for connection in connections:
                 _hang_up(connection)
@@ -218,11 +226,16 @@ class ScriptedModelServer:
             httpd = self._httpd
             httpd.socket = socket.socket(httpd.address_family, httpd.socket_type)
             try:
-                httpd.server_bind()  # SO_REUSEADDR: the hung-up connections' TIME_WAIT is fine
+                # SO_REUSEADDR: the hung-up connections' TIME_WAIT is fine; SO_REUSEPORT: the
+                # port's holder is still bound, and goes once this one listens.
+                httpd.server_bind()
                 httpd.server_activate()
             except OSError:
                 httpd.socket.close()
                 raise
+            holder, self._holder = self._holder, None
+            if holder is not None:
+                holder.close()
             with self._changed:
                 self._listening = True
                 serve = self._started
@@ -331,6 +344,8 @@ class _HTTPServer(ThreadingHTTPServer):
     # Non-daemon handler threads are joined by server_close(): close() leaves nothing running.
     daemon_threads = False
     block_on_close = True
+    # The port is held while refusing by a second socket bound to it (``_hold_port``).
+    allow_reuse_port = True
 
     def __init__(
         self,
@@ -579,6 +594,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()
+
+
+def _hold_port(httpd: _HTTPServer) -> socket.socket:
+    """A socket bound to ``httpd``'s address and not listening: the port cannot be taken by
+    anyone else, and a connect to it is refused (no listener), as at a dead address."""
+    holder = socket.socket(httpd.address_family, httpd.socket_type)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    holder.bind(httpd.server_address[:2])
+    return holder
 
 
 def _hang_up(connection: socket.socket) -> None:

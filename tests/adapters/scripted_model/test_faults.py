@@ -489,6 +489,26 @@ def test_refused_connections_then_accepted_again_on_the_same_port(serve: Serve) 
     assert [r.status for r in server.requests] == [200]
 
 
+def test_a_refusing_server_keeps_its_port_so_no_one_else_takes_it_meanwhile(
+    serve: Serve,
+) -> None:
+    # Another test on the machine binding a free port must not get this one while it refuses:
+    # the server would then not listen there again (and a client would reach the other).
+    server = serve()
+    host, port = address(server)
+    server.refuse_connections()
+    with socket.socket() as other, pytest.raises(OSError, match="in use"):
+        other.bind((host, port))
+    with pytest.raises(ConnectionRefusedError):
+        connect(server)
+    server.accept_connections()
+    assert post(server, MESSAGES, cli_request()).status == 200
+    server.close()
+    with socket.socket() as again:  # once closed, the port is free (its TIME_WAITs aside)
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind((host, port))
+
+
 def probe(connection: http.client.HTTPConnection) -> int:
     connection.request("HEAD", "/api/hello")
     response = connection.getresponse()
