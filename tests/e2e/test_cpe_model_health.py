@@ -26,6 +26,19 @@ from tests.test_cli import cpe
 BOOK = [load_scenario("implement"), load_scenario("approve", match=Match(role="reviewer"))]
 
 
+class Status:
+    """``cpe status`` of a repository with one work item, looked at until it says something."""
+
+    def __init__(self, repo: Path) -> None:
+        add_work_item(repo, "Greeting", "Add greet(name) with a test.")
+        self.repo = repo
+        self.text = ""
+
+    def says(self, *texts: str) -> bool:
+        self.text = cpe("status", cwd=self.repo).stdout
+        return all(text in self.text for text in texts)
+
+
 def _journal(repo: Path) -> Journal:
     return Journal(repo / ".cpe" / "journal.sqlite3")
 
@@ -53,15 +66,9 @@ def test_a_model_api_refusing_connections_pauses_dispatch_and_frees_the_retrying
     breaker = "[breaker]\noutage_after = 3\npause_initial = 4\npause_max = 8\n"
     roles = f'[runtime.roles]\nimplementor = "{runtime}"\nreviewer = "{runtime}"\n'
     repo = make_cpe_repo(tmp_path / "repo", extra=breaker + roles)
-    add_work_item(repo, "Greeting", "Add greet(name) with a test.")
     home = tmp_path / "home"
     home.mkdir()
-    status = ""
-
-    def status_says(*texts: str) -> bool:
-        nonlocal status
-        status = cpe("status", cwd=repo).stdout
-        return all(text in status for text in texts)
+    status = Status(repo)
 
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(ScriptedModelServer(BOOK))
@@ -70,8 +77,8 @@ def test_a_model_api_refusing_connections_pauses_dispatch_and_frees_the_retrying
         cpe_run = start_cpe(repo, home, log, server.client_env())
         processes.append(cpe_run)
         paused = "dispatch paused: the model API is unreachable (no answer"
-        assert wait_for(lambda: status_says(paused, "no attempt is spent"), 120), (
-            status + (home / "cpe.log").read_text()[-3000:]
+        assert wait_for(lambda: status.says(paused, "no attempt is spent"), 120), (
+            status.text + (home / "cpe.log").read_text()[-3000:]
         )
         assert _attempts(repo).get("1", 0) == 0
         retries = [s for s in _signals(repo) if s.signal.kind == "retrying"]
@@ -88,7 +95,7 @@ def test_a_model_api_refusing_connections_pauses_dispatch_and_frees_the_retrying
         done = wait_for(lambda: [i.status for i in work_items(repo)] == ["done"], 300)
         cpe_run.send_signal(signal.SIGTERM)
         assert cpe_run.wait(120) == 0
-        assert done, status + (home / "cpe.log").read_text()[-3000:]
+        assert done, status.text + (home / "cpe.log").read_text()[-3000:]
     assert _attempts(repo) == {"1": 1}  # only the run that did the work
 
 
@@ -96,15 +103,9 @@ def test_a_spent_usage_window_holds_the_account_until_its_reset_then_work_resume
     tmp_path: Path, processes: list[subprocess.Popen[str]]
 ) -> None:
     repo = make_cpe_repo(tmp_path / "repo", extra="[runtime.quota]\nmargin = 0\n")
-    add_work_item(repo, "Greeting", "Add greet(name) with a test.")
     home = tmp_path / "home"
     home.mkdir()
-    status = ""
-
-    def status_says(*texts: str) -> bool:
-        nonlocal status
-        status = cpe("status", cwd=repo).stdout
-        return all(text in status for text in texts)
+    status = Status(repo)
 
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(ScriptedModelServer(BOOK))
@@ -117,15 +118,15 @@ def test_a_spent_usage_window_holds_the_account_until_its_reset_then_work_resume
         cpe_run = start_cpe(repo, home, log, env, without=("ANTHROPIC_API_KEY",))
         processes.append(cpe_run)
         held = "dispatch paused for anthropic: rate-limited: 5-hour spent until"
-        assert wait_for(lambda: status_says(held, "model accounts"), 120), (
-            status + (home / "cpe.log").read_text()[-3000:]
+        assert wait_for(lambda: status.says(held, "model accounts"), 120), (
+            status.text + (home / "cpe.log").read_text()[-3000:]
         )
         assert _attempts(repo).get("1", 0) == 0
         done = wait_for(lambda: [i.status for i in work_items(repo)] == ["done"], 300)
         cpe_run.send_signal(signal.SIGTERM)
         assert cpe_run.wait(120) == 0
-        assert done, status + (home / "cpe.log").read_text()[-3000:]
-        assert "5-hour" in status
+        assert done, status.text + (home / "cpe.log").read_text()[-3000:]
+        assert "5-hour" in status.text
     journal = _journal(repo)
     try:
         runs = sorted(journal.replay().agent_runs.values(), key=lambda r: r.requested_at or reset)
