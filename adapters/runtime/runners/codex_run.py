@@ -289,44 +289,16 @@ class CodexCliRun(JsonlRun):
         }
 
 
-class SessionLogMeter:
-    """The running token usage of one codex run, read from its session log as it grows: the
-    ``total_token_usage`` of the last ``token_count`` event (complete lines only)."""
+class _LogTail:
+    """The complete lines a growing JSONL file gained since the last read, as JSON objects,
+    those holding ``needle`` only (a cheap filter before parsing)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, needle: bytes) -> None:
         self.path = path
+        self.needle = needle
         self.offset = 0
-        self.usage: dict[str, int] | None = None
 
-    def read(self) -> dict[str, int] | None:
-        try:
-            with self.path.open("rb") as log:
-                log.seek(self.offset)
-                data = log.read()
-        except OSError:
-            return self.usage
-        end = data.rfind(b"\n") + 1
-        self.offset += end
-        for line in data[:end].splitlines():
-            if b'"token_count"' not in line:
-                continue
-            with contextlib.suppress(ValueError):
-                total = _total_usage(json.loads(line))
-                if total is not None:
-                    self.usage = total
-        return self.usage
-
-
-class RateLimitReader:
-    """The ``rate_limits`` of one codex run's session log as it grows: each reading that
-    differs from the one before (complete lines only)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.last: dict[str, Any] | None = None
-
-    def read(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[dict[str, Any]]:
         try:
             with self.path.open("rb") as log:
                 log.seek(self.offset)
@@ -335,17 +307,49 @@ class RateLimitReader:
             return []
         end = data.rfind(b"\n") + 1
         self.offset += end
-        readings = []
+        found = []
         for line in data[:end].splitlines():
-            if b'"rate_limits"' not in line:
-                continue
-            with contextlib.suppress(ValueError):
-                entry = json.loads(line)
-                payload = entry.get("payload") if isinstance(entry, dict) else None
-                limits = payload.get("rate_limits") if isinstance(payload, dict) else None
-                if isinstance(limits, dict) and limits != self.last:
-                    self.last = limits
-                    readings.append(limits)
+            if self.needle in line:
+                with contextlib.suppress(ValueError):
+                    entry = json.loads(line)
+                    if isinstance(entry, dict):
+                        found.append(entry)
+        return found
+
+
+class SessionLogMeter:
+    """The running token usage of one codex run, read from its session log as it grows: the
+    ``total_token_usage`` of the last ``token_count`` event (complete lines only)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._tail = _LogTail(path, b'"token_count"')
+        self.usage: dict[str, int] | None = None
+
+    def read(self) -> dict[str, int] | None:
+        for entry in self._tail.entries():
+            total = _total_usage(entry)
+            if total is not None:
+                self.usage = total
+        return self.usage
+
+
+class RateLimitReader:
+    """The ``rate_limits`` of one codex run's session log as it grows: each reading that
+    differs from the one before (complete lines only)."""
+
+    def __init__(self, path: Path) -> None:
+        self._tail = _LogTail(path, b'"rate_limits"')
+        self.last: dict[str, Any] | None = None
+
+    def read(self) -> list[dict[str, Any]]:
+        readings = []
+        for entry in self._tail.entries():
+            payload = entry.get("payload")
+            limits = payload.get("rate_limits") if isinstance(payload, dict) else None
+            if isinstance(limits, dict) and limits != self.last:
+                self.last = limits
+                readings.append(limits)
         return readings
 
 
