@@ -7,6 +7,7 @@ test holds open."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import subprocess
@@ -20,14 +21,13 @@ from actors.journal import Journal
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.running import add_work_item, make_cpe_repo, start_cpe, wait_for, work_items
 
-# The pipeline: says it runs (its pid), then waits for the test's gate, then passes.
+# The pipeline: says it runs (its pid), then blocks on the test's lock of the gate file until
+# the test lets go of it, then passes.
 HELD = (
-    "import os, pathlib, sys, time\n"
-    "started, gate = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
+    "import fcntl, os, pathlib, sys\n"
+    "started, gate = pathlib.Path(sys.argv[1]), sys.argv[2]\n"
     "started.write_text(str(os.getpid()))\n"
-    "deadline = time.monotonic() + 600\n"
-    "while not gate.exists() and time.monotonic() < deadline:\n"
-    "    time.sleep(0.1)\n"
+    "fcntl.flock(os.open(gate, os.O_RDONLY), fcntl.LOCK_SH)\n"
 )
 
 
@@ -45,6 +45,8 @@ def test_a_second_cpe_run_is_refused_before_it_touches_the_first_ones_state(
 ) -> None:
     held, started, gate = tmp_path / "held.py", tmp_path / "started", tmp_path / "gate"
     held.write_text(HELD)
+    gate_lock = os.open(gate, os.O_CREAT | os.O_RDWR)
+    fcntl.flock(gate_lock, fcntl.LOCK_EX)  # every pipeline run waits until it is let go
     pipeline = f'pipeline_command = ["{sys.executable}", "{held}", "{started}", "{gate}"]'
     repo = make_cpe_repo(tmp_path / "repo")
     config = repo / "supervisor.toml"
@@ -55,6 +57,8 @@ def test_a_second_cpe_run_is_refused_before_it_touches_the_first_ones_state(
     home.mkdir()
     book = [load_scenario("implement"), load_scenario("approve", match=Match(role="reviewer"))]
     with contextlib.ExitStack() as stack:
+        # Let go of the gate whatever happens: a failed test leaves no pipeline waiting.
+        stack.callback(lambda: fcntl.flock(gate_lock, fcntl.LOCK_UN))
         server = stack.enter_context(ScriptedModelServer(book))
         log = stack.enter_context((home / "first.log").open("a"))
         first = start_cpe(repo, home, log, server.client_env())
@@ -84,9 +88,10 @@ def test_a_second_cpe_run_is_refused_before_it_touches_the_first_ones_state(
         assert psutil.pid_exists(pipeline_pid), "the first engine's pipeline was killed"
         assert os.stat(journal).st_ino == journal_inode, "the journal was set aside"
 
-        gate.write_text("go")
+        fcntl.flock(gate_lock, fcntl.LOCK_UN)  # the pipelines go on
         done = wait_for(lambda: [i.status for i in work_items(repo)] == ["done"], 240)
         first.send_signal(signal.SIGTERM)
         assert first.wait(120) == 0
         assert done, (home / "first.log").read_text()[-3000:]
+    os.close(gate_lock)
     assert _attempts(repo) == {"1": 1}  # the one run, and nothing charged for the second cpe
