@@ -303,7 +303,9 @@ _LANDED_KEPT = 50  # the latest landings, to say which one moved the default bra
 
 def _record_landing(state: EngineState, event: RevisionMerged) -> EngineState:
     revision = state.revisions.get(event.revision_id)
-    if revision is None or revision.state == "merged":
+    # Counted once per revision. A poll may have seen the merge before its result was
+    # processed (the revision reads merged already): it is still this landing.
+    if revision is None or any(entry.revision_id == revision.id for entry in state.landed):
         return state
     wid = revision.work_item_id
     test = state.landing.get(revision.id)

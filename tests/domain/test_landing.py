@@ -297,6 +297,17 @@ def test_a_landing_is_recorded_with_its_time_in_queue_and_tests() -> None:
     assert "r1" not in after.landing
 
 
+def test_a_landing_a_poll_saw_before_its_result_is_counted_once() -> None:
+    before, _ = step(approved("1"), updated("1", "m1", "base1"))
+    before, _ = step(before, seen("1", "m1", "success", state="merged"))  # the poll, first
+    merged = RevisionMerged(revision_id="r1", merge_sha="merge1", at=T0 + timedelta(minutes=5))
+    after, _ = step(before, merged)
+    assert after.landings_total == 1
+    assert [entry.revision_id for entry in after.landed] == ["r1"]
+    again, _ = step(after, merged)  # the same result delivered twice
+    assert again.landings_total == 1
+
+
 def test_the_item_landing_next_is_told_which_merge_moved_the_branch() -> None:
     params = ImplementorStartParams(work_item_id="2", branch_name="cpe/2-x")
     before, _ = step(approved("1", "2"), requested(params, sid="s2", at=T0))
