@@ -80,6 +80,14 @@ def _quiet() -> None:
     configure_logging("info", "json", _Discard())
 
 
+def json_log() -> Iterator[Lines]:
+    """The log as JSON lines a test reads (a fixture's body), quiet again after it."""
+    out = Lines()
+    configure_logging("info", "json", out)
+    yield out
+    _quiet()
+
+
 @pytest.fixture
 def configure() -> Iterator[Callable[..., None]]:
     yield configure_logging

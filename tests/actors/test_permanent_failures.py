@@ -13,12 +13,11 @@ import pytest
 
 from actors.base import SupervisedActor
 from actors.config import PollerSettings
-from actors.logs import configure_logging
 from actors.services import Services
 from actors.supervisor import ChildSpec, Supervisor, SupervisorSettings, permanent_error
 from domain.errors import ConfigError
 from tests.actors.conftest import Harness
-from tests.actors.test_logs import Lines, _quiet
+from tests.actors.test_logs import Lines, json_log
 
 # Restarts at once and many of them: a loop would show within the test's wait.
 LOOSE = SupervisorSettings(backoff_initial=0, jitter=0, max_restarts=50, within_seconds=60)
@@ -54,10 +53,7 @@ def _reset() -> None:
 
 @pytest.fixture
 def log() -> Iterator[Lines]:
-    out = Lines()
-    configure_logging("info", "json", out)
-    yield out
-    _quiet()
+    yield from json_log()
 
 
 @pytest.mark.parametrize("restart", ["permanent", "transient"])

@@ -10,10 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 import actors.services as services_module
-from actors.logs import configure_logging
 from actors.services import Services
 from actors.supervisor import SupervisorSettings
-from tests.actors.test_logs import Lines, _quiet
+from tests.actors.test_logs import Lines, json_log
 
 FAST = SupervisorSettings(backoff_initial=0, jitter=0, max_restarts=3, within_seconds=60)
 
@@ -81,10 +80,7 @@ def test_a_service_that_keeps_crashing_is_given_up_without_touching_another() ->
 
 @pytest.fixture
 def log() -> Iterator[Lines]:
-    out = Lines()
-    configure_logging("info", "json", out)
-    yield out
-    _quiet()
+    yield from json_log()
 
 
 def test_a_services_crash_is_logged_with_why_it_stopped(log: Lines) -> None:

@@ -22,7 +22,6 @@ import pytest
 import adapters.cli.demo as demo_module
 import adapters.demo.sample as sample_module
 from actors.engine import Engine
-from actors.logs import configure_logging
 from actors.services import Services
 from actors.supervisor import SupervisorSettings
 from adapters.cli.app import App, prepare_services
@@ -32,7 +31,7 @@ from adapters.dashboard.server import DashboardServer, Listener
 from adapters.dashboard.source import Source
 from domain.errors import ConfigError
 from tests.actors.conftest import Harness
-from tests.actors.test_logs import Lines, _quiet
+from tests.actors.test_logs import Lines, json_log
 from tests.support.git import make_repo
 from tests.test_cli import cpe, one_line_error
 
@@ -53,10 +52,7 @@ def taken() -> Iterator[int]:
 
 @pytest.fixture
 def log() -> Iterator[Lines]:
-    out = Lines()
-    configure_logging("info", "json", out)
-    yield out
-    _quiet()
+    yield from json_log()
 
 
 @pytest.fixture
