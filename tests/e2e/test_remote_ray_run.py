@@ -223,6 +223,33 @@ def test_a_worker_node_killed_mid_run_fails_under_the_agent_and_the_item_runs_el
 AGENT_ARGS = "--output-format stream-json"
 
 
+def why_gone(cluster: RayCluster, workers: dict[int, int], loop: RemoteLoop) -> str:
+    """What the nodes' logs say about agents gone with their head (which Ray does not promise
+    against): whether each one's worker lives, the worker's log and the raylets' lines on
+    workers, and the run's directory on the node."""
+    lines = []
+    for agent, worker in workers.items():
+        lines.append(f"agent {agent}: worker {worker} alive: {psutil.pid_exists(worker)}")
+        for node in cluster.nodes:
+            logs = node.temp_dir / "session_latest" / "logs"
+            for path in sorted(logs.glob(f"*{worker}*")):
+                lines += [f"--- {path.name}", *path.read_text(errors="replace").splitlines()[-15:]]
+    for node in cluster.nodes:
+        raylet = node.temp_dir / "session_latest" / "logs" / "raylet.out"
+        if raylet.exists():
+            said = [
+                line
+                for line in raylet.read_text(errors="replace").splitlines()
+                if "orker" in line and any(w in line for w in ("exit", "kill", "Kill", "died"))
+            ]
+            lines += [f"--- {raylet}", *said[-15:]]
+    lines += ["--- node runs", *(str(p) for p in sorted(loop.node_dir.glob("*/*")))]
+    for path in sorted(loop.node_dir.glob("*/*/state/runs/*/*")):  # the run's own records
+        if path.is_file():
+            lines += [f"--- {path.name}", *path.read_text(errors="replace").splitlines()[-8:]]
+    return "\n".join(lines)
+
+
 def test_a_restarted_head_stops_the_remote_runs_an_earlier_head_left(
     loop: RemoteLoop, cluster: RayCluster, model: ScriptedModelServer
 ) -> None:
@@ -239,11 +266,14 @@ def test_a_restarted_head_stops_the_remote_runs_an_earlier_head_left(
     # worktree (a bundled tool whose path names claude too), which ends on its own.
     assert wait_for(lambda: bool(loop.agents(AGENT_ARGS)), 60)
     left_agents = loop.agents(AGENT_ARGS)
+    workers = {p.pid: p.ppid() for p in left_agents}  # the actor's worker: each agent's parent
     [left_actor] = loop.actors()
     first.send_signal(signal.SIGKILL)
     assert first.wait(60) == -signal.SIGKILL
     assert loop.actors() == [left_actor], "a detached actor outlives its head"
-    assert all(p.is_running() for p in left_agents), "so does its agent"
+    assert all(p.is_running() for p in left_agents), (
+        f"so does its agent\n{why_gone(cluster, workers, loop)}"
+    )
     model.book = tuple(demo_book())
     second = loop.start()
     gone = wait_for(lambda: left_actor not in loop.actors(), 120)
