@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -68,6 +68,7 @@ from domain.models import (
 from domain.policy import DEFAULT_POLICY
 from domain.ports import (
     BaselineReader,
+    ChangeNotifier,
     IgnoredItemsReader,
     ProviderInterfaces,
     RevisionLander,
@@ -128,6 +129,17 @@ def _validate_provider(provider: object) -> ProviderInterfaces:
             )
         found[name] = value
     return ProviderInterfaces(**found)
+
+
+# What each provider write changes that a poller reads (a transition the engine records itself;
+# a review is in the write's own result): polled right after the write, not at the interval.
+_WRITES_SEEN_BY: dict[str, tuple[str, ...]] = {
+    "ApplyPlan": (WORK_ITEMS.name,),
+    "CreateRevision": (REVISIONS.name,),
+    "UpdateRevision": (REVISIONS.name,),
+    "UpdateBranch": (REVISIONS.name,),
+    "MergeRevision": (REVISIONS.name, WORK_ITEMS.name, BASELINE.name),
+}
 
 
 def _landable(options: HandlerOptions, provider: ProviderInterfaces) -> HandlerOptions:
@@ -201,6 +213,7 @@ class Engine:
             daily_budget=config.daily_budget,
             quota=config.quota,
             accounts=config.accounts,
+            written=self._written,
         )
         self.observer = Observer(config.handlers)
         execute = asking(functools.partial(self._tree.wait_ref, "executor", EXECUTOR_WAIT))
@@ -234,11 +247,23 @@ class Engine:
             )
             for watch, reader, read, interval in watched
         )
+        self._listen_for_changes()
         self._lifecycle = threading.Lock()
         self._started = False
         self._stopped = threading.Event()
         self._paused = False
         self.exit_code: int | None = None
+
+    def _listen_for_changes(self) -> None:
+        """A reader that says when what it reads changed on its own (``ChangeNotifier``: the
+        local pipeline finished) has its pollers polled at once."""
+        by_reader: dict[int, tuple[object, list[str]]] = {}
+        for poller in self.pollers:
+            if isinstance(poller.reader, ChangeNotifier):
+                by_reader.setdefault(id(poller.reader), (poller.reader, []))[1].append(poller.name)
+        for reader, names in by_reader.values():
+            assert isinstance(reader, ChangeNotifier)
+            reader.on_change(functools.partial(self.refresh, tuple(names)))
 
     def _signalled(self, session_id: SessionId, signal: RunSignal) -> None:
         """A live run's word on the model API, queued as ``AgentSignalled`` (from the runtime's
@@ -316,12 +341,26 @@ class Engine:
     def get_agent_stream(self, session_id: SessionId) -> AgentStream | None:
         return self.streams.subscribe(session_id)
 
-    def refresh(self) -> None:
-        """An immediate poll cycle on every poller, outside the interval."""
+    def refresh(self, names: Iterable[str] | None = None) -> None:
+        """An immediate poll cycle on every poller (or those ``names``d), outside the
+        interval; one already waiting in a poller's mailbox is enough (none piles up)."""
+        wanted = None if names is None else set(names)
         for poller in self.pollers:
+            if wanted is not None and poller.name not in wanted:
+                continue
             ref = self._ref(f"poller:{poller.name}")
-            if ref is not None:
-                ref.tell(Poll())
+            if ref is None or poller.queued.is_set():
+                continue
+            poller.queued.set()
+            if not tell(ref, Poll()):
+                poller.queued.clear()
+
+    def _written(self, command: Any) -> None:
+        """The executor made ``command``'s write: poll what it changed now (a planned item is
+        dispatched at once, a revision's new head is read at once)."""
+        names = _WRITES_SEEN_BY.get(command.type, ())
+        if names:
+            self.refresh(names)
 
     def ping(self) -> threading.Event:
         """Tell the engine actor a ``Ping``; the event is set once it answered (see

@@ -183,8 +183,12 @@ class CommandExecutor:
         daily_budget: DailyBudget | None = None,
         quota: QuotaSettings | None = None,
         accounts: Mapping[AgentRole, str] | None = None,
+        written: Callable[[EngineCommand], None] | None = None,
     ):
         self.work_item_writer = work_item_writer
+        # Told after each provider write is made: what cpe wrote reaches the engine at once
+        # (the engine polls what the write changed), not at the next poll interval.
+        self.written = written or (lambda command: None)
         self.revision_writer = revision_writer
         self.policy = policy
         self.journal = journal
@@ -473,6 +477,7 @@ class CommandExecutor:
         crashpoint(f"write.{command.type}.after")
         # Harmless to make twice, a transition's result may wait for the next commit.
         self.journal.finish_intent(key, events, defer=repeatable)
+        self.written(command)
         return events
 
     def _merge_waits(

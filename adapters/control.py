@@ -24,7 +24,7 @@ import os
 import socket
 import socketserver
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -178,6 +178,12 @@ class _Handler(socketserver.StreamRequestHandler):
         if "follow" in message:
             self._follow(str(message["follow"]))
             return
+        if "refresh" in message:  # a command wrote to the tracker: poll it now
+            names = message["refresh"]
+            names = [str(n) for n in names] if isinstance(names, list) else None
+            self.server.control.engine.refresh(names)
+            self._send({"ok": True, "message": "polling now"})
+            return
         try:
             request = REQUEST_ADAPTER.validate_python(message.get("request"))
             accepted = self.server.control.handle(request)
@@ -265,6 +271,16 @@ def exchange(
         for line in replies:
             if line.strip():
                 yield json.loads(line)
+
+
+def poke(state_dir: Path, pollers: Sequence[str]) -> bool:
+    """Ask the engine of ``state_dir`` to poll ``pollers`` now (a command wrote what they read);
+    False when no engine answers (the next one reads it at its start)."""
+    try:
+        replies = exchange(state_dir, {"refresh": list(pollers)}, 5, read_timeout=10)
+        return bool(next(iter(replies), {}).get("ok"))
+    except (NoEngine, OSError, ValueError):
+        return False
 
 
 # ---------------------------------------------------------------------------- no engine running

@@ -97,6 +97,18 @@ class BaselineReader(Protocol):
 
 
 @runtime_checkable
+class ChangeNotifier(Protocol):
+    """A reader that also says the moment something it reads changed on its own (the local
+    pipeline finished), so the engine reads it at once rather than at its next poll (optional:
+    a reader without it is read at each poll interval)."""
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (from any thread, quickly: it only asks for a poll) after each
+        such change."""
+        ...
+
+
+@runtime_checkable
 class RevisionProviderWriter(Protocol):
     def create_from_patch(
         self,

@@ -607,7 +607,11 @@ def work_add(title: str, body: str, config_path: Path | None, repo: Path | None)
         wid: WorkItemId = provider.work_item_writer.create_work_item(title, body)
     finally:
         provider.close()
-    print(f"created work item #{wid}")
+    from adapters.control import poke  # noqa: PLC0415
+
+    # A running engine reads it now, not at its next poll.
+    running = poke(root / config.engine.state_dir, ("work_items",))
+    print(f"created work item #{wid}" + (" (the running engine has it)" if running else ""))
     return 0
 
 

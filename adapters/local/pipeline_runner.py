@@ -185,6 +185,8 @@ class PipelineRunner:
             self._current = None
         self._record(job, result)
         log.info("local pipeline finished", status=result.status, **subject)
+        if result.status != "cancelled":
+            self._store.pipeline_done()  # read at once, not at the next poll
 
     def _record(self, job: _Job, result: PipelineResult) -> None:
         if job.revision_id is None:

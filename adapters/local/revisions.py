@@ -9,7 +9,7 @@ database transaction that records them, so a failure leaves at most unreferenced
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from actors.crashpoints import crashpoint
 from adapters.local import landing
@@ -51,6 +51,10 @@ class LocalRevisionReader:
     def baseline(self) -> Baseline | None:
         """``BaselineReader``: the pipeline on the default branch's head (queued when new)."""
         return self._store.baseline()
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """``ChangeNotifier``: ``callback`` after each pipeline result is recorded."""
+        self._store.on_pipeline_done.append(callback)
 
     def get_revision_files(self, revision_id: RevisionId) -> Sequence[RevisionFile]:
         with self._store.db.read() as conn:

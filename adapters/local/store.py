@@ -48,6 +48,15 @@ class RevisionStore:
     write_lock: threading.Lock = field(default_factory=threading.Lock)
     # Told about every new revision head, so the pipeline runner can start on it.
     on_new_head: Callable[[], None] = lambda: None
+    # Told when a pipeline run's result is recorded (``ChangeNotifier``: the engine polls now).
+    on_pipeline_done: list[Callable[[], None]] = field(default_factory=list)
+
+    def pipeline_done(self) -> None:
+        for callback in list(self.on_pipeline_done):
+            try:
+                callback()
+            except Exception:  # a listener's failure is its own; the result is recorded
+                log.exception("a pipeline listener failed")
 
     def default_head(self) -> str:
         return self.repo.branch_head(self.default_branch)
