@@ -617,7 +617,17 @@ _IO_WORDS = ("disk is full", "disk i/o error", "readonly database", "unable to o
 def journal_error(message: str, exc: sqlite3.Error) -> JournalError:
     """``exc`` as the journal error it is: ``JournalIOError`` when the disk refused."""
     kind = JournalIOError if any(w in str(exc).lower() for w in _IO_WORDS) else JournalError
-    return kind(f"{message}: {exc}")
+    advice = ""
+    if isinstance(exc, sqlite3.DatabaseError) and any(w in str(exc) for w in _DAMAGED_WORDS):
+        advice = (
+            " (the journal is damaged: restore it from a backup, or start over deliberately "
+            "with cpe run --new-journal, which sets this one aside)"
+        )
+    return kind(f"{message}: {exc}{advice}")
+
+
+# What sqlite says of a file that is not, or no longer, a database it can read.
+_DAMAGED_WORDS = ("not a database", "malformed", "corrupt")
 
 
 class InstanceLock:

@@ -13,9 +13,11 @@ themselves (contextvars do not cross threads).
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import re
 import sys
 from collections.abc import Mapping, MutableMapping
+from pathlib import Path
 from typing import Any, Literal, TextIO
 
 import structlog
@@ -62,10 +64,15 @@ def redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapp
 
 
 def configure_logging(
-    level: str = "info", fmt: LogFormat = "auto", stream: TextIO | None = None
+    level: str = "info",
+    fmt: LogFormat = "auto",
+    stream: TextIO | None = None,
+    *,
+    log_file: Path | None = None,
 ) -> LogFormat:
     """Route every log line to ``stream`` (stderr) in ``fmt``; the format chosen (``auto``
-    resolved)."""
+    resolved). With ``log_file``, every line also goes there as JSON (rotated at 10 MB, five
+    kept): what a person's terminal leaves out is still on disk."""
     stream = stream or sys.stderr
     if fmt == "auto":
         fmt = "human" if stream.isatty() else "json"
@@ -99,8 +106,13 @@ def configure_logging(
     handler.setFormatter(formatter)
     if fmt == "human":
         handler.addFilter(_for_a_person)
+    handlers: list[logging.Handler] = [handler]
+    if log_file is not None:
+        handlers.append(_file_handler(log_file, shared))
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    for replaced in root.handlers:
+        replaced.close()  # a log file's (a stream handler leaves its stream open)
+    root.handlers[:] = handlers
     root.setLevel(level.upper())
     # Libraries that log each HTTP request at info (httpx, under githubkit) would fill the log
     # with every poll: their lines show from warning up, or at debug when cpe is at debug.
@@ -140,7 +152,32 @@ def _event_of(record: logging.LogRecord) -> str | None:
     return message.get("event") if isinstance(message, dict) else record.getMessage()
 
 
+def _file_handler(path: Path, shared: list[Processor]) -> logging.Handler:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    exceptions = structlog.processors.ExceptionRenderer(
+        structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared,
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            exceptions,
+            redact,
+            structlog.processors.JSONRenderer(),
+        ],
+    )
+    handler = logging.handlers.RotatingFileHandler(
+        path, maxBytes=10 * 1024 * 1024, backupCount=5, encoding="utf-8"
+    )
+    handler.setFormatter(formatter)
+    return handler
+
+
 def _for_a_person(record: logging.LogRecord) -> bool:
+    if record.name == "asyncio":
+        # asyncio's own complaints at a shutdown ("Task was destroyed but it is pending!",
+        # "Unknown child process pid …") are no news for a person: the log file has them.
+        return False
     event = _event_of(record)
     if event in _NARRATED:
         return False

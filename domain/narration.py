@@ -29,6 +29,7 @@ from domain.events import (
     RevisionCreated,
     RevisionMerged,
     RevisionUpdated,
+    SpecChanged,
     StatusTransitioned,
     UserCancelledRun,
     UserPausedDispatch,
@@ -145,6 +146,11 @@ def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list
                 return []
             head = f"#{run.work_item_id}: " if run.work_item_id else ""
             return [f"{head}{run.role} {sid}: {describe_signal(signal)}"]
+        case SpecChanged(spec=spec) if spec.problem:
+            told = before.specs.get(spec.path)
+            if told is not None and told.blob_sha == spec.blob_sha and told.problem:
+                return []  # told when this version was first seen, not again at each start
+            return [f"spec {spec.path} skipped: {_flat(spec.problem)}"]
         case WorkItemRemoved(work_item_id=wid):
             return [f"#{wid} removed from the tracker"]
         case WorkItemIgnored(item=ignored):

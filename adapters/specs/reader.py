@@ -126,7 +126,9 @@ class GitSpecReader:
                 problem = spec_problem(self._repo.run("cat-file", "blob", sha).stdout)
             self._problems[sha] = problem
             if problem is not None:
-                log.warning("spec skipped", path=path, blob_sha=sha[:12], problem=problem)
+                # info: the console says it once per version (the engine's state knows which
+                # it has told), not at every start
+                log.info("spec skipped", path=path, blob_sha=sha[:12], problem=problem)
         return self._problems[sha]
 
     def read_spec(self, path: str) -> str:

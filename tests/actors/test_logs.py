@@ -449,3 +449,44 @@ def test_the_human_format_puts_a_traceback_under_its_line(configure: Callable[..
     assert first == "  error: it failed (work_item_id=7)"
     assert trace[0] == "Traceback (most recent call last):"
     assert trace[-1] == "RuntimeError: boom"
+
+
+def _file_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_asyncios_complaints_stay_off_a_persons_terminal_and_go_to_the_log_file(
+    configure: Callable[..., Any], tmp_path: Path
+) -> None:
+    """At a shutdown asyncio says "Task was destroyed but it is pending!" and "Unknown child
+    process": no news for a person, kept on disk."""
+    out = Lines()
+    log_file = tmp_path / "logs" / "cpe.log"
+    configure("info", "human", out, log_file=log_file)
+    logging.getLogger("asyncio").error("Task was destroyed but it is pending!")
+    logging.getLogger("asyncio").warning("Unknown child process pid 4242, will report 255")
+    structlog.get_logger("cpe.test").warning("provider API error", error="502")
+    assert _said(out) == ["  warning: provider API error (error=502)"]
+    said = [(line["logger"], line["event"]) for line in _file_lines(log_file)]
+    assert said == [
+        ("asyncio", "Task was destroyed but it is pending!"),
+        ("asyncio", "Unknown child process pid 4242, will report 255"),
+        ("cpe.test", "provider API error"),
+    ]
+
+
+def test_the_log_file_keeps_every_line_a_terminal_leaves_out_as_json_redacted(
+    configure: Callable[..., Any], tmp_path: Path
+) -> None:
+    out = Lines()
+    log_file = tmp_path / "cpe.log"
+    configure("info", "human", out, log_file=log_file)
+    log = structlog.get_logger("cpe.poller").bind(actor="poller:work_items")
+    log.info("change detected", id="7", token="ghp_" + "a" * 36)
+    log.debug("below the level")
+    assert _said(out) == []  # an info line a person is not told
+    [line] = _file_lines(log_file)
+    assert line["event"] == "change detected"
+    assert line["actor"] == "poller:work_items"
+    assert line["level"] == "info"
+    assert "ghp_" not in log_file.read_text()

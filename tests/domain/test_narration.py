@@ -18,6 +18,7 @@ from domain.events import (
     RevisionCreated,
     RevisionMerged,
     RevisionUpdated,
+    SpecChanged,
     StatusTransitioned,
     UserCancelledRun,
     UserPausedDispatch,
@@ -32,6 +33,7 @@ from domain.models import (
     ImplementorStartParams,
     PlannerStartParams,
     ReviewerStartParams,
+    Spec,
 )
 from domain.narration import Narrator, narrate
 from domain.results import PlannerResult
@@ -410,3 +412,20 @@ def test_a_persons_request_the_item_had_met_already_is_no_change_and_is_forgotte
     pending = state(item("3", "pending"))
     [later] = narrator(StatusTransitioned(work_item_id="3", to="done"), pending, pending)
     assert later == "#3 pending → done: set by cpe"
+
+
+def test_a_skipped_spec_is_told_once_per_version() -> None:
+    """A spec that cannot be planned is said when its version is first seen; the same version
+    seen again (each start's full poll) is not said again; a new broken version is."""
+    empty = Spec(path="specs/a.md", blob_sha="e69de29b", problem="empty")
+
+    def said(before: EngineState, spec: Spec) -> list[str]:
+        return say(before, SpecChanged(spec=spec))
+
+    fresh = EngineState()
+    assert said(fresh, empty) == ["spec specs/a.md skipped: empty"]
+    known = apply_event(fresh, SpecChanged(spec=empty))
+    assert said(known, empty) == []
+    broken = Spec(path="specs/a.md", blob_sha="0badc0de", problem="not UTF-8 text")
+    assert said(known, broken) == ["spec specs/a.md skipped: not UTF-8 text"]
+    assert said(fresh, Spec(path="specs/b.md", blob_sha="1234abcd")) == []  # planned, not told

@@ -14,6 +14,7 @@ from pathlib import Path
 from adapters.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
 from tests.e2e.running import Reader, add_work_item, make_cpe_repo, start_cpe, wait_for
 from tests.e2e.test_cpe_work import agent_runs_now, status_of
+from tests.support.git import git_raw
 from tests.test_cli import ROOT
 
 # An implementor that says two things, a turn apart, then never answers again.
@@ -137,3 +138,35 @@ def test_the_json_log_format_stays_json_lines(
     token = token_file.read_text().strip()
     assert len(token) >= 32
     assert token not in text
+
+
+def test_a_skipped_spec_is_told_once_per_version_not_at_every_start(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    """The console says a spec is skipped when it first sees that version; a restart on the
+    same journal does not say it again, but tells a newly broken spec."""
+    repo = make_cpe_repo(tmp_path / "repo")
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def commit_empty_spec(name: str) -> None:
+        (repo / "specs").mkdir(exist_ok=True)
+        (repo / "specs" / name).write_text("")
+        git_raw(repo, "add", "specs")
+        git_raw(repo, "commit", "-qm", f"an empty spec {name}")
+
+    def run_until(log_path: Path, line: str) -> None:
+        with log_path.open("w") as log, ScriptedModelServer([]) as model:
+            engine = start_cpe(repo, home, log, model.client_env(), args=["--log-format", "human"])
+            processes.append(engine)
+            assert wait_for(lambda: line in log_path.read_text()), log_path.read_text()
+            engine.send_signal(signal.SIGTERM)
+            assert engine.wait(120) == 0, log_path.read_text()
+
+    commit_empty_spec("empty.md")
+    first, second = home / "first.log", home / "second.log"
+    run_until(first, "spec specs/empty.md skipped: ")
+    commit_empty_spec("other.md")
+    run_until(second, "spec specs/other.md skipped: ")
+    assert first.read_text().count("spec specs/empty.md skipped") == 1, first.read_text()
+    assert "specs/empty.md" not in second.read_text(), second.read_text()

@@ -87,3 +87,41 @@ def test_cpe_run_new_journal_sets_a_lost_one_aside_and_starts(
         assert cpe.wait(120) == 0, log.read_text()
     assert [p.name for p in state.glob("journal.sqlite3.old-*")], "the old journal is kept"
     assert "the old journal is set aside" in log.read_text()
+
+
+def test_a_damaged_journal_says_how_to_start_over_and_new_journal_does(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    """A journal sqlite cannot read ("file is not a database"): one line naming it and the way
+    out, exit 65; cpe run --new-journal sets it aside and starts."""
+    repo = make_cpe_repo(tmp_path / "repo")
+    state = repo / ".cpe"
+    state.mkdir(exist_ok=True)
+    (state / "journal.sqlite3").write_bytes(b"not a journal at all, " * 100)
+    env = {**BASE_ENV, "HOME": str(tmp_path)}
+    refused = subprocess.run(
+        [str(CPE), "run", "--repo", str(repo)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode == 65, refused.stderr
+    [said] = [line for line in refused.stderr.splitlines() if line.startswith("cpe: ")]
+    assert "journal.sqlite3: cannot open the journal: file is not a database" in said, said
+    assert "cpe run --new-journal" in said, said
+    log = tmp_path / "cpe.log"
+    with log.open("w") as out:
+        cpe = subprocess.Popen(
+            [str(CPE), "run", "--repo", str(repo), "--new-journal"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        processes.append(cpe)
+        assert wait_for(lambda: "engine starting" in log.read_text(), 60), log.read_text()
+        cpe.send_signal(signal.SIGTERM)
+        assert cpe.wait(120) == 0, log.read_text()
+    assert [p.name for p in state.glob("journal.sqlite3.old-*")], "the damaged journal is kept"
