@@ -124,6 +124,30 @@ def demo(
     remote: str | None = None,
     serve_fallback: bool = False,
 ) -> int:
+    """``_demo``; Ctrl-C while it runs stops it (the engine stops its runs on the way out) with
+    one line and exit 130, not a traceback."""
+    try:
+        return _demo(
+            directory, out, roles, book, serve, remote=remote, serve_fallback=serve_fallback
+        )
+    except KeyboardInterrupt:
+        print("\ncpe demo: interrupted (Ctrl-C); its runs were stopped", file=out, flush=True)
+        return EXIT_INTERRUPTED
+
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
+
+
+def _demo(
+    directory: Path | None,
+    out: TextIO = sys.stdout,
+    roles: Mapping[str, str] | None = None,
+    book: Sequence[Scenario] | None = None,
+    serve: str | None = None,
+    *,
+    remote: str | None = None,
+    serve_fallback: bool = False,
+) -> int:
     """The demo; ``roles`` runs some roles on another runtime (``{"implementor": "codex-cli"}``:
     the real ``codex`` from PATH, against the same scripted model's Responses API). ``book``
     replaces the scripted model's scenarios (a test plays a loop that cannot finish).

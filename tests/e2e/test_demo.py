@@ -6,16 +6,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from actors.journal import Journal
 from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE
+from tests.e2e.running import Reader
 from tests.real_clis import bwrap_variants, codex_path, real_codex
 
 CPE = Path(sys.executable).parent / "cpe"
@@ -193,3 +196,41 @@ def assert_loop_done(repo: Path) -> None:
     )
     assert tests.returncode == 0, tests.stderr
     assert not any((repo / ".worktrees").glob("*/*"))  # no worktree left
+
+
+@pytest.mark.timeout(600)
+def test_ctrl_c_stops_the_demo_with_one_line_and_exit_130_no_traceback(tmp_path: Path) -> None:
+    """A newcomer presses Ctrl-C while the demo runs: the engine stops its runs, one line says
+    so, no KeyboardInterrupt traceback, exit 130 (as a shell reports Ctrl-C), no agent left."""
+    demo = subprocess.Popen(
+        [str(CPE), "demo", "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
+    )
+    try:
+        assert demo.stdout is not None
+        assert demo.stderr is not None
+        out, err = Reader(demo.stdout), Reader(demo.stderr)
+        assert out.wait_for("implementor running", 300), out.text + err.text
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(300) == 130, out.text + err.text
+        out.join()
+        err.join()
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait(60)
+        for pipe in (demo.stdout, demo.stderr):
+            if pipe is not None:
+                pipe.close()
+    assert "Traceback" not in out.text + err.text, out.text + err.text
+    assert out.lines[-1] == "cpe demo: interrupted (Ctrl-C); its runs were stopped", out.text
+    left = [
+        p
+        for p in psutil.process_iter(["cwd"])
+        if (p.info.get("cwd") or "").startswith(str(tmp_path / "sample"))
+    ]
+    assert left == [], f"agent processes left: {left}"
