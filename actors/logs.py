@@ -142,6 +142,7 @@ _SAID: dict[str, str] = {
     "shutdown complete": "stopped",
     "dashboard listening": "dashboard on {url}",
     "signal received; stopping": "{signal}: stopping",
+    "configuration reloaded": "configuration reloaded from {path} (applied: {applied})",
 }
 # Warnings the console already says in a sentence of its own.
 _NARRATED = frozenset({"agent run failed"})
@@ -173,6 +174,13 @@ def _file_handler(path: Path, shared: list[Processor]) -> logging.Handler:
     return handler
 
 
+def _listed(value: object) -> object:
+    """A list said as words: ``a, b``, or ``nothing`` when empty."""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "nothing"
+    return value
+
+
 def _for_a_person(record: logging.LogRecord) -> bool:
     if record.name == "asyncio":
         # asyncio's own complaints at a shutdown ("Task was destroyed but it is pending!",
@@ -195,8 +203,9 @@ def render_human(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> str:
     trace = event_dict.pop("exception", None)
     template = _SAID.get(event)
     if template is not None and level == "info":
+        words = {k: _listed(v) for k, v in event_dict.items()}
         try:
-            return f"{stamp}  {template.format_map(event_dict)}"
+            return f"{stamp}  {template.format_map(words)}"
         except (KeyError, IndexError, ValueError):
             pass
     fields = ", ".join(f"{k}={' '.join(str(v).split())[:300]}" for k, v in event_dict.items())

@@ -490,3 +490,15 @@ def test_the_log_file_keeps_every_line_a_terminal_leaves_out_as_json_redacted(
     assert line["actor"] == "poller:work_items"
     assert line["level"] == "info"
     assert "ghp_" not in log_file.read_text()
+
+
+def test_a_reload_is_said_with_what_it_applied(configure: Callable[..., Any]) -> None:
+    """SIGHUP's success was silent on a terminal: it says where from and what it applied."""
+    out = _human(configure)
+    log = structlog.get_logger("cpe.cli")
+    log.info("configuration reloaded", path="/r/supervisor.toml", applied=["a.b", "c"])
+    log.info("configuration reloaded", path="/r/supervisor.toml", applied=[])
+    assert _said(out) == [
+        "  configuration reloaded from /r/supervisor.toml (applied: a.b, c)",
+        "  configuration reloaded from /r/supervisor.toml (applied: nothing)",
+    ]

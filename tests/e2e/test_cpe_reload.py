@@ -69,3 +69,25 @@ def test_sighup_reloads_the_configuration_without_stopping_the_agents(
     [restart] = _events(log_path, "configuration changes that need a restart")
     assert restart["settings"] == ["runtime.roles.reviewer"]
     assert not _events(log_path, "engine starting")[1:]  # one start: never restarted
+
+
+def test_a_reload_says_so_on_a_persons_terminal(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    repo = make_cpe_repo(tmp_path / "repo")
+    config = repo / "supervisor.toml"
+    home = tmp_path / "home"
+    home.mkdir()
+    log_path = home / "cpe.log"
+    with log_path.open("a") as log, ScriptedModelServer([]) as server:
+        cpe_run = start_cpe(repo, home, log, server.client_env(), args=["--log-format", "human"])
+        processes.append(cpe_run)
+        assert wait_for(lambda: "cpe started" in log_path.read_text()), log_path.read_text()
+        text = config.read_text()
+        assert "retry_backoff_max = 1\n" in text
+        config.write_text(text.replace("retry_backoff_max = 1\n", "retry_backoff_max = 2\n"))
+        cpe_run.send_signal(signal.SIGHUP)
+        said = f"configuration reloaded from {config} (applied: workflow.retry_backoff_max)"
+        assert wait_for(lambda: said in log_path.read_text()), log_path.read_text()
+        cpe_run.send_signal(signal.SIGTERM)
+        assert cpe_run.wait(120) == 0
