@@ -11,11 +11,12 @@ under a ``Supervisor``.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import pykka
 import structlog
@@ -53,6 +54,8 @@ from domain.events import (
     AgentSignalled,
     DispatchDue,
     EngineEvent,
+    EngineStarted,
+    EngineStopped,
 )
 from domain.handlers import HandlerOptions, create_handlers
 from domain.models import (
@@ -401,6 +404,8 @@ class Engine:
         # their keys) and recorded; the cycles that made them are processed again below.
         resumed = self.executor.resume_pending(restored.state)
         self.inbox.restore(restored.unprocessed)
+        # Who runs on this state, and since when (cpe status); a crash journals no stop after it.
+        self.inbox.put(EngineStarted(pid=os.getpid(), at=datetime.now(UTC)))
         # Runs are judged on everything the journal holds, processed or not: a run whose
         # AgentRequested was queued but never processed was interrupted too.
         journaled = restored.state
@@ -485,7 +490,10 @@ class Engine:
         """At a forced exit (a second Ctrl-C): journal every run still active as cancelled by
         cpe's own stop, so that the next start finds them interrupted, not failed: no attempt
         is charged for a stop a person asked for, however abrupt. The runs' processes are left
-        to the next start's reaper. How many were journaled."""
+        to the next start's reaper. How many were journaled. Then the exit itself, as an
+        interruption (unless the stop had finished already: it journaled its own)."""
+        if self._stopped.is_set():  # the journal is closed
+            return 0
         runs = self.store.get_state().agent_runs.values()
         active = {run.session_id: run.role for run in runs if run.is_active}
         active |= self.sessions.roles()
@@ -495,7 +503,17 @@ class Engine:
                 AgentFailed(session_id=sid, role=role, kind="cancelled", reason=reason, at=at),
                 internal=True,
             )
+        self._journal_stop("interrupted", "a second Ctrl-C: exited without waiting")
         return len(active)
+
+    def _journal_stop(self, how: Literal["stopped", "interrupted", "crashed"], why: str) -> None:
+        """The engine's last event: how it ends (cpe status says so once it has gone)."""
+        if self.exit_code == 74:  # the disk refused the journal: nothing more is recorded
+            return
+        try:
+            self.journal.append(EngineStopped(how=how, reason=why, at=datetime.now(UTC)))
+        except JournalError as error:  # a refused disk: the stop goes on; status says crashed
+            log.error("cannot journal the stop", error=str(error))
 
     def _fail_interrupted_runs(self, state: EngineState) -> None:
         for run in state.agent_runs.values():
@@ -621,6 +639,7 @@ class Engine:
         self.executor.stopping.set()
         if self.supervisor is not None:
             self.supervisor.stop(deadline=time.monotonic() + CHILDREN_STOP_BUDGET)
+        self._journal_stop("stopped", reason)
         self.journal.close()
         self._instance.release()
         self.exit_code = 0 if self.exit_code is None else self.exit_code
@@ -659,6 +678,8 @@ class Engine:
             self.journal.flush()
         except JournalError as error:
             log.error("cannot commit the journal's deferred records", error=str(error))
+        else:
+            self._journal_stop("crashed", f"supervision gave up: {exc!r}")
         self._stopped.set()
 
     def wait(self, timeout: float | None = None) -> int | None:

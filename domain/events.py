@@ -296,6 +296,27 @@ class DispatchDue(_Event):
     type: Literal["DispatchDue"] = "DispatchDue"
 
 
+# ---------------------------------------------------------------------------- the engine's own
+
+
+class EngineStarted(_Event):
+    """An engine took this state and started (``cpe run``), as process ``pid``. A start with no
+    ``EngineStopped`` after it ended in a crash (or a ``kill -9``)."""
+
+    type: Literal["EngineStarted"] = "EngineStarted"
+    pid: int
+
+
+class EngineStopped(_Event):
+    """The engine's last word: ``stopped`` when its graceful stop finished (``reason``: what
+    asked for it), ``interrupted`` when it exited without waiting (a second Ctrl-C),
+    ``crashed`` when its supervision gave up (``reason``: the last crash)."""
+
+    type: Literal["EngineStopped"] = "EngineStopped"
+    how: Literal["stopped", "interrupted", "crashed"]
+    reason: str = ""
+
+
 # ---------------------------------------------------------------------------- user
 
 
@@ -360,6 +381,8 @@ EngineEvent = Annotated[
     | CommandFailed
     | CommandRejected
     | DispatchDue
+    | EngineStarted
+    | EngineStopped
     | UserRequestedImplementorRun
     | UserCancelledRun
     | UserTransitionedStatus
@@ -385,6 +408,9 @@ USER_EVENTS: tuple[type[_Event], ...] = (
     UserPausedDispatch,
     UserResumedDispatch,
 )
+
+ENGINE_LIFE_EVENTS: tuple[type[_Event], ...] = (EngineStarted, EngineStopped)
+"""The engine's own starts and stops (``EngineState.engine``)."""
 
 WAKE_EVENTS: tuple[type[_Event], ...] = (DispatchDue, UserResumedDispatch)
 """Events after which what waited for dispatch (a pause, a backoff) may start."""

@@ -206,3 +206,79 @@ def send_back(
     if target is None:
         return []
     return [TransitionStatus(work_item_id=item.id, to=target, reason=reason, landing=report)]
+
+
+@dataclass(frozen=True)
+class BaselineReport:
+    """The default branch's pipeline when it is red, as ``cpe status`` and the dashboard say
+    it: ``headline`` (where, which checks), the last lines of its ``failure``, its log ``url``,
+    and what it ``means`` for revisions (``charge_baseline_failures``)."""
+
+    headline: str
+    failure: tuple[str, ...]
+    url: str | None
+    means: tuple[str, ...]
+
+
+def describe_baseline(state: EngineState, *, charge_baseline: bool) -> BaselineReport | None:
+    """The red default branch in words; None while its pipeline is not red."""
+    baseline = state.baseline
+    if baseline is None or baseline.pipeline.status != "failure":
+        return None
+    pipeline = baseline.pipeline
+    checks = ", ".join(pipeline.failed_checks) or "the pipeline"
+    failure = [line.strip()[:200] for line in (pipeline.reason or "").splitlines() if line.strip()]
+    if charge_baseline:
+        means: tuple[str, ...] = ("revisions failing the same checks are sent back all the same",)
+    else:
+        means = (
+            "revisions failing only these checks are reviewed, not charged to the implementor",
+            "and not merged automatically: fix the default branch, or merge them by hand",
+        )
+    return BaselineReport(
+        headline=f"default branch pipeline: red at {baseline.sha[:12]} (failed: {checks})",
+        failure=tuple(failure[-3:]),
+        url=pipeline.url,
+        means=means,
+    )
+
+
+def why_not_merged(
+    state: EngineState,
+    item: WorkItem,
+    *,
+    auto_merge: bool,
+    merge_queue: bool,
+    charge_baseline: bool = False,
+    required: Required = "auto",
+) -> str | None:
+    """Why an approved item has not merged yet (None for one that is not approved): through
+    the queue, its place and step there (``describe_queue``'s words, as ``cpe status`` lists
+    them); else what ``decisions.revision_step`` waits for before it merges the revision as it
+    is: a merge the provider holds, a head not reviewed, a pipeline not green."""
+    if item.status != "approved":
+        return None
+    revision = revision_for(state, item)
+    if revision is None:
+        return "it has no open revision to merge"
+    if revision.state != "open":
+        return f"its revision {revision.id} is {revision.state}"
+    if not auto_merge:
+        return "[workflow] auto_merge is off: a person merges it"
+    if merge_queue:
+        for entry in describe_queue(state, charge_baseline=charge_baseline, required=required):
+            if entry.item.id == item.id:
+                return f"merge queue {entry.position}: {entry.step}"
+    wait = state.merge_waits.get(revision.id)
+    if wait is not None:
+        return f"merge held by the provider: {_flat(wait.reason)}"
+    if revision.reviewed_sha != revision.head_sha:
+        return f"its head {revision.head_sha[:12]} is not the head the reviewer approved"
+    status = revision.pipeline.status
+    if status == "failure" and not charge_baseline and inherited_failure(state, revision):
+        return "held: its pipeline fails only where the default branch fails too"
+    if status in ("failure", "pending"):
+        return f"its pipeline is {'red' if status == 'failure' else 'running'}"
+    if status == "none" and not untested_lands(state, required):
+        return "no pipeline has reported on its head yet"
+    return "merging"

@@ -403,6 +403,18 @@ class ManualPause(Frozen):
     at: datetime | None = None
 
 
+class EngineProcess(Frozen):
+    """The last engine on this state, as it journaled its start and stop (``EngineStarted``,
+    ``EngineStopped``): no ``stopped_at`` after its ``started_at``, and no engine holds the
+    state now: it crashed."""
+
+    pid: int | None = None
+    started_at: datetime | None = None
+    stopped_at: datetime | None = None
+    how: Literal["stopped", "interrupted", "crashed"] | None = None
+    reason: str = ""
+
+
 class IgnoredWorkItem(Frozen):
     """An item on the tracker that is not work: not trusted (filed by someone without the
     configured permission, and not admitted by someone with it), or lacking a required label.
@@ -440,3 +452,4 @@ class EngineState(Frozen):
     pipelines_seen: bool = False
     model_health: ModelHealth = ModelHealth()
     quota: Mapping[str, AccountQuota] = Field(default_factory=dict)  # per model account
+    engine: EngineProcess | None = None  # the last engine's start and stop, as journaled

@@ -41,6 +41,7 @@ from domain.events import (
     WorkItemRemoved,
 )
 from domain.models import AgentRun, EngineState, Revision, RevisionId, Status, WorkItemId
+from domain.runs import attempt_number
 from domain.signals import describe_signal
 from domain.workflow import WORKFLOW
 
@@ -176,7 +177,7 @@ def _dispatched(run: AgentRun, state: EngineState) -> str:
         return (
             f"{head}reviewer dispatched on head {(run.subject_sha or '')[:10]} ({run.session_id})"
         )
-    attempt = state.attempts.get(run.work_item_id, 0) + 1
+    attempt = attempt_number(state, run.work_item_id)  # as the dashboard's card counts it
     return f"{head}implementor dispatched, attempt {attempt} ({run.session_id})"
 
 

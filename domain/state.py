@@ -24,6 +24,8 @@ from domain.events import (
     CommandRejected,
     DispatchDue,
     EngineEvent,
+    EngineStarted,
+    EngineStopped,
     ImplementorCompleted,
     LandingRefused,
     MergeWaiting,
@@ -54,6 +56,7 @@ from domain.models import (
     AccountQuota,
     AgentRole,
     AgentRun,
+    EngineProcess,
     EngineState,
     ImplementorStartParams,
     InfrastructureStreak,
@@ -224,6 +227,12 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
             )
         case DispatchDue():
             return state
+        case EngineStarted(pid=pid):
+            return _replace(state, engine=EngineProcess(pid=pid, started_at=event.at))
+        case EngineStopped(how=how, reason=reason):
+            last = state.engine or EngineProcess()
+            stopped = {"stopped_at": event.at, "how": how, "reason": reason}
+            return _replace(state, engine=last.model_copy(update=stopped))
 
 
 # ---------------------------------------------------------------------------- reducers

@@ -237,12 +237,13 @@ def test_status_shows_ended_runs_with_role_duration_cost_and_outcome(worked: Wor
 
 
 def test_status_shows_active_runs_apart_from_ended_ones(worked: Worked) -> None:
+    """No engine runs on this journal: its active run is shown as the engine left it."""
     result = cpe("status", cwd=worked.repo)
     assert result.returncode == 0, result.stderr
     shown = sections(result.stdout)
-    [active] = shown["active agent runs (duration so far)"]
+    [active] = shown["agent runs left active when the engine stopped (the next start ends them)"]
     assert active.split()[:2] == [REVIEWER, "reviewer"]
-    assert " running " in active
+    assert " running when the engine stopped (" in active
     assert REVIEWER not in "\n".join(shown["recent agent runs (the last 20, newest last)"])
 
 

@@ -10,15 +10,14 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import structlog
 
 from actors.journal import Journal
-from actors.logs import LogFormat, configure_logging
-from actors.process import EXIT_CONFIG, Watchdog, run_engine
-from actors.services import Services
 from adapters.cli.app import (
     CONFIG_NAME,
     App,
@@ -29,20 +28,25 @@ from adapters.cli.app import (
     resolve_config,
 )
 from adapters.cli.landing_view import print_queue
+from adapters.cli.liveness import EngineStatus, alive, engine_status, read_lock
 from adapters.cli.settings import load_config, parse_config
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
-from adapters.notify import notify
+from adapters.runtime.records.activity import TRANSCRIPT, run_activity
 from adapters.runtime.remote.placement import describe_node, read_placement
 from domain.errors import ConfigError
-from domain.events import USER_EVENTS
+from domain.events import ENGINE_LIFE_EVENTS, USER_EVENTS
 from domain.models import ACTIVE_RUN_STATUSES, AgentRun, EngineState, SessionId, WorkItemId
 from domain.signals import clock, describe_signal, describe_windows
 from domain.state import apply_event, natural_key, open_blockers, ordered
 
+if TYPE_CHECKING:  # the engine's modules are cpe run's own import (keeps cpe status quick)
+    from actors.logs import LogFormat
+    from actors.services import Services
+
 WORKTREES_IGNORED = ".worktrees/"
 
 
-def fail(message: str, code: int = EXIT_CONFIG) -> int:
+def fail(message: str, code: int = os.EX_CONFIG) -> int:
     """One line on stderr (a journal or a terminal shows it whole), then ``code``."""
     print("cpe: " + " ".join(message.split()), file=sys.stderr)
     return code
@@ -58,7 +62,16 @@ def run(
     new_journal: bool = False,
     stop_requested: threading.Event | None = None,
     log_format: LogFormat | None = None,
+    agent_env: Mapping[str, str] | None = None,
+    isolated_home: bool = False,
+    codex_overrides: Sequence[str] = (),
 ) -> int:
+    """``agent_env``, ``isolated_home``, ``codex_overrides``: as ``build_app`` takes them
+    (``cpe run --scripted`` points every runtime at its scripted model)."""
+    from actors.logs import configure_logging  # noqa: PLC0415 - the engine: cpe run's import
+    from actors.process import Watchdog, run_engine  # noqa: PLC0415
+    from adapters.notify import notify  # noqa: PLC0415
+
     try:
         config, _ = resolve_config(config_path, repo)
     except ConfigError as exc:
@@ -70,12 +83,21 @@ def run(
             "not set; expected a token in it, or token_env empty for a random one"
         )
     fmt = configure_logging(config.engine.log_level, log_format or config.logging.format)
+    if (own_python := _own_python(config)) is not None:
+        structlog.get_logger("cpe.cli").warning(own_python)
     apps: list[App] = []
     starters: list[Callable[[], Services]] = []
     services: list[Services] = []
 
     def build() -> Any:
-        app = build_app(config_path, repo, new_journal=new_journal)
+        app = build_app(
+            config_path,
+            repo,
+            new_journal=new_journal,
+            agent_env=agent_env,
+            isolated_home=isolated_home,
+            codex_overrides=codex_overrides,
+        )
         apps.append(app)
         try:  # a ConfigError: the dashboard's address cannot be used (exit 78)
             starters.append(prepare_services(app, human=fmt == "human"))
@@ -91,6 +113,7 @@ def run(
     health = Watchdog(config.engine.stall_timeout)
 
     def watchdog(engine: Any) -> None:
+        alive(apps[-1].state_dir)  # after a kill -9, cpe status tells when it was last alive
         if health.healthy(engine):
             notify("WATCHDOG=1")
 
@@ -165,7 +188,19 @@ def init(repo: Path) -> int:
         f"${b.per_item_usd:g} a work item, ${b.per_spec_usd:g} planning a spec version, "
         f"${b.per_day_usd:g} a day"
     )
+    if (own_python := _own_python(config)) is not None:
+        print(f"cpe: warning: {own_python}", file=sys.stderr)
     return 0
+
+
+def _own_python(config: Any) -> str | None:
+    """Why the local pipeline's command would run cpe's own Python, or None."""
+    local = config.provider.local
+    if config.provider.kind != "local" or not local.pipeline_command:
+        return None
+    from adapters.local.pipeline import own_python_warning  # noqa: PLC0415
+
+    return own_python_warning(local.pipeline_command)
 
 
 _NEXT_STEPS = """
@@ -246,8 +281,11 @@ def status(config_path: Path | None, repo: Path | None, *, watch: bool = False) 
 
 def _status(config: Any, root: Path, branch: str) -> None:
     state_dir = root / config.engine.state_dir
+    lock = read_lock(state_dir)  # before the journal: a stop meanwhile is in what it reads
+    state, last_event = read_journal(state_dir)
+    engine = engine_status(lock, state.engine, last_event)
+    print(engine.line)
     print(f"repository {root} (default branch {branch}), state in {state_dir}")
-    state = journal_state(state_dir)
     _print_pause(state, config)
     _print_costs(state, config)
     _print_baseline(state, config)
@@ -271,7 +309,7 @@ def _status(config: Any, root: Path, branch: str) -> None:
     _print_retries(state, config)
     _print_skipped_specs(state)
     _print_planner_waits(state, config)
-    _print_runs(state, state_dir)
+    _print_runs(state, state_dir, engine)
     _print_quota(state, config)
 
 
@@ -302,23 +340,16 @@ def _print_pause(state: Any, config: Any) -> None:
 
 
 def _print_baseline(state: Any, config: Any) -> None:
-    """The default branch's pipeline, when it is red: revisions are judged against it."""
-    baseline = state.baseline
-    if baseline is None or baseline.pipeline.status != "failure":
+    """The default branch's pipeline, when it is red: revisions are judged against it (the
+    dashboard's banner says the same: ``domain.landing.describe_baseline``)."""
+    from domain.landing import describe_baseline  # noqa: PLC0415
+
+    red = describe_baseline(state, charge_baseline=config.workflow.charge_baseline_failures)
+    if red is None:
         return
-    pipeline = baseline.pipeline
-    checks = ", ".join(pipeline.failed_checks) or "the pipeline"
-    print(f"\ndefault branch pipeline: red at {baseline.sha[:12]} (failed: {checks})")
-    tail = [line for line in (pipeline.reason or "").splitlines() if line.strip()][-3:]
-    for line in tail:
-        print(f"  {line.strip()[:200]}")
-    if pipeline.url:
-        print(f"  log: {pipeline.url}")
-    if config.workflow.charge_baseline_failures:
-        print("  revisions failing the same checks are sent back all the same")
-    else:
-        print("  revisions failing only these checks are reviewed, not charged to the implementor")
-        print("  and not merged automatically: fix the default branch, or merge them by hand")
+    print(f"\n{red.headline}")
+    for line in (*red.failure, *([f"log: {red.url}"] if red.url else []), *red.means):
+        print(f"  {line}")
 
 
 def _print_retries(state: Any, config: Any) -> None:
@@ -464,38 +495,56 @@ def _print_quota(state: EngineState, config: Any) -> None:
             print(f"      dispatch paused for {account}: {hold.reason}; resumes at {resumes}")
 
 
-def _print_runs(state: EngineState, state_dir: Path) -> None:
+def _print_runs(state: EngineState, state_dir: Path, engine: EngineStatus) -> None:
+    """Runs still active last (their duration so far), the recent ones before them. With no
+    engine running, runs the journal leaves active are shown as the engine left them, each
+    with its duration up to the stop."""
     runs = list(state.agent_runs.values())
     active = [run for run in runs if run.status in ACTIVE_RUN_STATUSES]
     ended = [run for run in runs if run.status not in ACTIVE_RUN_STATUSES]
     now = datetime.now(UTC)
+    stopped = None if engine.running else (engine.stopped_at or now)
+    left = "agent runs left active when the engine stopped (the next start ends them)"
     for title, shown in (
-        ("active agent runs (duration so far)", active),
+        ("active agent runs (duration so far)" if stopped is None or not active else left, active),
         (f"recent agent runs (the last {RECENT_RUNS}, newest last)", ended[-RECENT_RUNS:]),
     ):
         print(f"\n{title}")
         if not shown:
             print("  (none)")
         for run in shown:
-            print("  " + describe_run(run, run_where(state_dir, run.session_id), now=now))
-            if run.signal is not None and run.status in ACTIVE_RUN_STATUSES:
+            where = run_where(state_dir, run.session_id)
+            print("  " + describe_run(run, where, now=now, stopped_at=stopped))
+            if run.signal is not None and run.status in ACTIVE_RUN_STATUSES and stopped is None:
                 print(f"      {describe_signal(run.signal)}")  # retrying …, rate-limited …
             if run.failure_reason:  # the whole reason, on its own line
                 label = "infrastructure failure" if run.failure_class == "infrastructure" else "why"
                 print(f"      {label}: {' '.join(run.failure_reason.split())}")
 
 
-def describe_run(run: AgentRun, runtime: str = "", *, now: datetime | None = None) -> str:
+def describe_run(
+    run: AgentRun,
+    runtime: str = "",
+    *,
+    now: datetime | None = None,
+    stopped_at: datetime | None = None,
+) -> str:
     """One line: session, role, runtime, subject, status, duration, cost, outcome. A run that
-    has not ended shows its duration so far (until ``now``) when ``now`` is given."""
-    duration = ""
-    end = run.ended_at or (now if run.status in ACTIVE_RUN_STATUSES else None)
+    has not ended shows its duration so far (until ``now``) when ``now`` is given; one the
+    engine left active when it stopped (at ``stopped_at``) says so, with its duration up to
+    then, which no longer grows."""
+    duration, status = "", str(run.status)
+    active = run.status in ACTIVE_RUN_STATUSES
+    end = run.ended_at or ((stopped_at or now) if active else None)
     if run.started_at and end:
-        duration = _duration((end - run.started_at).total_seconds())
+        duration = _duration(max(0.0, (end - run.started_at).total_seconds()))
+    if active and stopped_at is not None:
+        status = f"{run.status} when the engine stopped" + (f" ({duration})" if duration else "")
+        duration = ""
     cost = f"${run.cost_usd:.4f}" if run.cost_usd is not None else ""
     outcome = run.outcome or run.failure_reason or ""
     return (
-        f"{run.session_id:<26} {run.role:<12} {runtime:<10} {run.subject:<12} {run.status:<10} "
+        f"{run.session_id:<26} {run.role:<12} {runtime:<10} {run.subject:<12} {status:<10} "
         f"{duration:>7} {cost:>9}  {outcome[:60]}"
     )
 
@@ -534,17 +583,29 @@ def run_where(state_dir: Path, session_id: str) -> str:
 def journal_state(state_dir: Path) -> EngineState:
     """The state after the events the engine processed, with a person's requests it has not
     processed yet applied too (journaled while no engine ran, the next one processes them
-    first: a pause shows at once). Other unprocessed events are left for the engine to judge."""
+    first: a pause shows at once), and the engine's own starts and stops (its stop is its last
+    event, which it never processes). Other unprocessed events are left for the engine to
+    judge."""
+    return read_journal(state_dir)[0]
+
+
+def read_journal(state_dir: Path) -> tuple[EngineState, datetime | None]:
+    """``journal_state``, and when the last event an engine journaled was written (a person's
+    requests journaled while none ran left out; None: no journal)."""
     path = state_dir / "journal.sqlite3"
     if not path.exists():
-        return EngineState()
+        return EngineState(), None
     journal = Journal(path)
     try:
         state = journal.replay()
-        for entry in journal.entries(after=journal.processed_seq()):
-            if isinstance(entry.event, USER_EVENTS):
+        processed = journal.processed_seq()
+        last = next(iter(journal.entries(after=processed - 1, until=processed)), None)
+        for entry in journal.entries(after=processed):
+            if isinstance(entry.event, (*USER_EVENTS, *ENGINE_LIFE_EVENTS)):
                 state = apply_event(state, entry.event)
-        return state
+            if not isinstance(entry.event, USER_EVENTS):
+                last = entry
+        return state, None if last is None else datetime.fromtimestamp(last.at, UTC)
     finally:
         journal.close()
 
@@ -563,10 +624,11 @@ def runs_show(
     if Path(session_id).name != session_id or session_id in ("", ".", ".."):
         return fail(f"{session_id!r} is not a session id; expected one cpe status lists", 1)
     run = journal_state(state_dir).agent_runs.get(SessionId(session_id))
-    transcript = state_dir / "runs" / session_id / "transcript.log"
+    run_dir = state_dir / "runs" / session_id
+    transcript = run_dir / "transcript.log"
     if run is not None and run.log_file_path:
         transcript = root / run.log_file_path  # absolute as journaled; else under the repo
-    if run is None and not transcript.exists():
+    if run is None and not run_dir.is_dir() and not transcript.exists():
         return fail(
             f"unknown session {session_id!r}: no such agent run in {state_dir}; "
             "expected a session id that cpe status lists",
@@ -578,12 +640,21 @@ def runs_show(
         if follow_run(state_dir, run):
             return 0
         run = journal_state(state_dir).agent_runs.get(SessionId(session_id), run)
-    if not transcript.is_file():
+    # What the run did, from its normalized transcript (as --follow and the dashboard show
+    # it); a run from before those has its transcript.log only.
+    activity = run_activity(run_dir)
+    if activity is None and not transcript.is_file():
         why = "" if run is None else f" (the run is {run.status})"
-        return fail(f"session {session_id}: no transcript at {transcript}{why}", 1)
+        return fail(f"session {session_id}: no transcript at {run_dir / TRANSCRIPT}{why}", 1)
     if run is not None:
         print("run " + " ".join(describe_run(run, run_where(state_dir, session_id)).split()))
-    print(transcript.read_text(encoding="utf-8", errors="replace"), end="")
+    if activity is None:
+        print(transcript.read_text(encoding="utf-8", errors="replace"), end="")
+        return 0
+    for line in activity:
+        print(line)
+    if transcript.is_file():
+        print(f"(with times and the runner's notes: {transcript})")
     return 0
 
 

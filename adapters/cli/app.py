@@ -18,13 +18,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from actors.engine import LOCK_WAIT, Engine, create_engine
 from actors.journal import JOURNAL_NAME, InstanceLock, check_journal
-from actors.services import Services
 from adapters.cli.settings import (
     RUNTIME_KINDS,
     CpeConfig,
@@ -43,6 +41,12 @@ from domain.ports import (
     RuntimeAdapterFactory,
     SessionLogging,
 )
+
+# The engine and its services are imported where they are built: the read-only commands (cpe
+# status, cpe work list) resolve their configuration here without them.
+if TYPE_CHECKING:
+    from actors.engine import Engine
+    from actors.services import Services
 
 log = structlog.get_logger("cpe.app")
 
@@ -230,6 +234,8 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
         dashboards.append(dashboard)
 
     def start() -> Services:
+        from actors.services import Services  # noqa: PLC0415
+
         services = Services(app.config.supervisor)
         services.start("control", lambda: ControlServer(control, app.state_dir))
         for dashboard in dashboards:
@@ -395,6 +401,8 @@ def build_app(
     # The state directory is this process's before anything touches it: a second cpe run
     # (typed in another terminal) must stop here, not set the journal aside or reap the
     # running engine's pipelines and worktrees on its way to being refused.
+    from actors.engine import LOCK_WAIT  # noqa: PLC0415 - the engine: cpe run's import
+
     instance = InstanceLock(str(state_dir / JOURNAL_NAME))
     instance.acquire(wait=LOCK_WAIT)
     try:
@@ -453,6 +461,8 @@ def _build(
             "branch, which only moves when you pull",
             repository=str(root),
         )
+    from actors.engine import create_engine  # noqa: PLC0415
+
     engine = create_engine(
         config.engine_config(provider, factory, repo_root=root), instance=instance
     )

@@ -1,13 +1,15 @@
 """The merge queue as ``cpe status``, ``cpe work list`` and ``cpe work show`` print it: each
-entry's place and step (``domain.landing.describe_queue``), merges the provider holds, and what
-the queue said when it sent an item back."""
+entry's place and step (``domain.landing.describe_queue``), why an approved item outside it has
+not merged (``why_not_merged``), merges the provider holds, and what the queue said when it
+sent an item back. The dashboard says the same with the same functions."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from domain.landing import QueueEntry, describe_queue
+from domain.landing import QueueEntry, describe_queue, why_not_merged
 from domain.models import EngineState, SentBack, WorkItem
+from domain.state import ordered
 
 
 def queue_active(config: Any) -> bool:
@@ -26,7 +28,8 @@ def queue_entries(state: EngineState, config: Any) -> list[QueueEntry]:
 
 
 def print_queue(state: EngineState, config: Any) -> None:
-    """``cpe status``: the queue in order, then the items it sent back and have not landed."""
+    """``cpe status``: the queue in order, the approved items outside it and why they have not
+    merged, then the items it sent back and have not landed."""
     entries = queue_entries(state, config)
     if entries:
         print("\nmerge queue (one revision at a time is tested on top of the default branch)")
@@ -34,6 +37,16 @@ def print_queue(state: EngineState, config: Any) -> None:
             print(
                 f"  {entry.position}. #{entry.item.id} revision {entry.revision.id}: {entry.step}"
             )
+    queued = {entry.item.id for entry in entries}
+    waiting = [
+        (wid, why)
+        for wid in ordered(state.work_items)
+        if wid not in queued and (why := not_merged(state.work_items[wid], state, config))
+    ]
+    if waiting:
+        print("\napproved, not merged")
+        for wid, why in waiting:
+            print(f"  #{wid} {why}")
     rounds = config.workflow.max_landing_rounds
     back = [
         (wid, report)
@@ -44,6 +57,20 @@ def print_queue(state: EngineState, config: Any) -> None:
         print("\nsent back by the merge queue (no attempt spent; blocked past the last round)")
         for wid, report in back:
             print(f"  #{wid} {describe_sent_back(report, rounds)}")
+
+
+def not_merged(item: WorkItem, state: EngineState, config: Any) -> str | None:
+    """Why an approved item has not merged (``domain.landing.why_not_merged``): ``cpe
+    status``, ``cpe work show`` and the dashboard's card say it alike."""
+    workflow = config.workflow
+    return why_not_merged(
+        state,
+        item,
+        auto_merge=workflow.auto_merge,
+        merge_queue=queue_active(config),
+        charge_baseline=workflow.charge_baseline_failures,
+        required=workflow.pipeline_required,
+    )
 
 
 def describe_sent_back(report: SentBack, max_rounds: int) -> str:
@@ -75,7 +102,8 @@ def list_note(item: WorkItem, state: EngineState, config: Any) -> str:
 def show_lines(item: WorkItem, state: EngineState, config: Any) -> list[str]:
     """``cpe work show``: the item's place in the queue, a held merge, its last send-back."""
     lines = []
-    for entry in queue_entries(state, config):
+    entries = queue_entries(state, config)
+    for entry in entries:
         if entry.item.id == item.id:
             lines.append(f"  merge queue  position {entry.position}: {entry.step}")
             if entry.test is not None:
@@ -83,6 +111,10 @@ def show_lines(item: WorkItem, state: EngineState, config: Any) -> list[str]:
                     f"               tested head {entry.test.tested_sha[:12]} on "
                     f"{entry.test.base_sha[:12]}, {entry.test.tests} queue pipeline run(s)"
                 )
+    queued = any(entry.item.id == item.id for entry in entries)
+    why = None if queued else not_merged(item, state, config)
+    if why is not None:
+        lines.append(f"  not merged   {why}")
     for rid, wait in state.merge_waits.items():
         if wait.work_item_id == item.id:
             lines.append(f"  merge held   revision {rid}: {' '.join(wait.reason.split())[:300]}")

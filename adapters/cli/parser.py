@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from domain.models import AGENT_ROLES, STATUSES
-from domain.results import output_schema, strict_output_schema
-from domain.workflow import render_table
+
+# Each command imports what it needs when it runs, not here: an operator types `cpe status`
+# all day (docs/benchmarks.md, startup); tests/test_cli_imports.py holds the commands to it.
 
 
 def _version() -> str:
@@ -45,19 +46,34 @@ def _check_bash(args: argparse.Namespace) -> int:
 
 
 def _engine_command(args: argparse.Namespace) -> int:
-    from actors.process import journal_exit  # noqa: PLC0415 - keep `cpe --help` fast
     from adapters.cli import actions  # noqa: PLC0415
     from domain.errors import JournalError  # noqa: PLC0415
 
     try:
         return _dispatch(args)
     except JournalError as exc:  # damaged, newer, or the disk refused it: one line, no traceback
+        from actors.process import journal_exit  # noqa: PLC0415 - the engine's whole import
+
         return actions.fail(f"journal error: {exc}", journal_exit(exc))
 
 
 def _dispatch(args: argparse.Namespace) -> int:
     from adapters.cli import actions  # noqa: PLC0415
 
+    if args.command == "run" and args.scripted is not None:
+        from functools import partial  # noqa: PLC0415
+
+        from adapters.cli.scripted import run_scripted  # noqa: PLC0415
+
+        run = partial(
+            actions.run,
+            args.config,
+            args.repo,
+            new_journal=args.new_journal,
+            stop_requested=_early_stop,
+            log_format=args.log_format,
+        )
+        return run_scripted(Path(args.scripted) if args.scripted else None, run)
     if args.command == "run":
         return actions.run(
             args.config,
@@ -139,6 +155,47 @@ def _remote_option(demo: argparse.ArgumentParser) -> None:
         help="where --serve listens (default 127.0.0.1:8765, or a free port when that is in "
         "use; port 0: any free one)",
     )
+
+
+def _add_scripted_model(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], run: argparse.ArgumentParser
+) -> None:
+    """``cpe scripted-model serve|check`` and ``cpe run --scripted [BOOK]``."""
+    run.add_argument(
+        "--scripted",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="BOOK",
+        help="every agent talks to a scripted model playing BOOK (default: the shipped "
+        "one-file example), started in this process: no model account, no tokens counted "
+        "(docs/scripted-model.md)",
+    )
+    scripted = commands.add_parser(
+        "scripted-model",
+        help="a scripted model for the agents: watch the loop on your repository, no account",
+    )
+    verbs = scripted.add_subparsers(dest="scripted_command", metavar="COMMAND", required=True)
+    book = argparse.ArgumentParser(add_help=False)
+    book.add_argument(
+        "--book",
+        type=Path,
+        default=None,
+        help="the book of scenarios to play (default: the shipped one-file example; format in "
+        "docs/scripted-model.md)",
+    )
+    serve = verbs.add_parser(
+        "serve",
+        parents=[book],
+        help="serve the book until Ctrl-C, printing how to point the CLIs at it",
+    )
+    serve.add_argument(
+        "--listen",
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="where to listen (default 127.0.0.1:0: a free port, printed)",
+    )
+    verbs.add_parser("check", parents=[book], help="load the book and print what it plays")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -262,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _remote_option(demo)
     commands.add_parser("workflow", help="print the work item status table")
+    _add_scripted_model(commands, run)
 
     check = commands.add_parser(
         "check-bash",
@@ -394,9 +452,19 @@ def _main(argv: Sequence[str] | None) -> int:
     ):
         return _engine_command(args)
     if args.command == "workflow":
+        from domain.workflow import render_table  # noqa: PLC0415
+
         print(render_table())
         return 0
+    if args.command == "scripted-model":
+        from adapters.cli import scripted  # noqa: PLC0415
+
+        if args.scripted_command == "check":
+            return scripted.check(args.book)
+        return scripted.serve(args.book, args.listen)
     if args.command == "schema":
+        from domain.results import output_schema, strict_output_schema  # noqa: PLC0415
+
         schema = strict_output_schema(args.role) if args.strict else output_schema(args.role)
         print(json.dumps(schema, indent=2))
         return 0

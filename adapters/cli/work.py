@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,12 @@ from adapters.cli.actions import describe_run, fail, journal_state, run_where
 from adapters.cli.app import default_branch, resolve_config
 from adapters.cli.landing_view import list_note, show_lines
 from adapters.cli.settings import CpeConfig
-from adapters.control import PROCESS_TIMEOUT, NoEngine, accept_offline, exchange
+from adapters.runtime.records.run_review import comment_lines, plain, run_review
 from domain.errors import ConfigError, JournalInUseError
 from domain.events import StatusTransitioned, UserTransitionedStatus, WorkItemChanged
-from domain.models import STATUSES, EngineState, ReviewHistory, WorkItem, WorkItemId
+from domain.models import STATUSES, EngineState, ReviewerStartParams, WorkItem, WorkItemId
 from domain.requests import REQUEST_ADAPTER, RequestRefused, SetStatus, UserRequest
+from domain.runs import attempt_number
 from domain.state import open_blockers, ordered, revision_for, runs_for_work_item
 
 EXIT_REFUSED = 1  # the state does not allow it (an unknown item, a status that forbids it)
@@ -54,7 +56,7 @@ def work_list(status: str | None, config_path: Path | None, repo: Path | None) -
     limit = config.workflow.max_attempts
     print(f"{'item':<6} {'status':<17} {'attempts':<8} {'revision':<22} {'cost':>9}  title")
     for item in shown:
-        attempts = f"{state.attempts.get(item.id, 0)}/{limit}"
+        attempts = f"{attempt_number(state, item.id)}/{limit}"
         revision = revision_for(state, item)
         where = f"{revision.id} {revision.state} {revision.pipeline.status}" if revision else ""
         cost = _cost(state, item.id)
@@ -82,46 +84,60 @@ def work_show(work_item_id: str, config_path: Path | None, repo: Path | None) ->
             EXIT_REFUSED,
         )
     state_dir = root / config.engine.state_dir
-    print(f"#{item.id} {item.title}")
-    print(f"  status    {item.status}")
+    body = _body(config, root, item)
+    sections = item_sections(item, items, state, config, state_dir, body)
+    for n, (heading, lines) in enumerate(sections):
+        print(heading if n == 0 else f"\n{heading}")
+        for line in lines:
+            print(line)
+    return 0
+
+
+def item_sections(  # noqa: PLR0917 - what cpe work show and the dashboard both pass
+    item: WorkItem,
+    items: Mapping[WorkItemId, WorkItem],
+    state: EngineState,
+    config: CpeConfig,
+    state_dir: Path,
+    body: str,
+) -> list[tuple[str, list[str]]]:
+    """What ``cpe work show`` prints of an item, as (heading, lines) sections, each line as
+    printed: the item's facts under its ``#id title``, then its body, status history, agent
+    runs and reviews. The dashboard's item page shows the same sections."""
+    facts = [f"  status    {item.status}"]
     if item.blocked_by:
         blockers = [
             f"#{b} ({items[b].status if b in items else 'unknown'})" for b in item.blocked_by
         ]
-        print(f"  blocked by {', '.join(blockers)}")
-    print(f"  attempts  {state.attempts.get(item.id, 0)} of {config.workflow.max_attempts}")
+        facts.append(f"  blocked by {', '.join(blockers)}")
+    facts.append(f"  attempts  {attempt_number(state, item.id)} of {config.workflow.max_attempts}")
     revision = revision_for(state, item)
     if revision is not None:
         pipeline = revision.pipeline
         failed = f" (failed: {', '.join(pipeline.failed_checks)})" if pipeline.failed_checks else ""
-        print(
+        facts.append(
             f"  revision  {revision.id} {revision.state}, pipeline {pipeline.status}{failed}, "
             f"head {revision.head_sha[:12]}, branch {revision.branch}"
         )
-    for line in show_lines(item, state, config):
-        print(line)
+    facts += show_lines(item, state, config)
     runs = runs_for_work_item(state, item.id)
     failures = [run for run in runs if run.failure_reason]
     if failures:
         last = failures[-1]
-        print(f"  last failure  {last.session_id} {last.status}: {_flat(last.failure_reason)}")
-    print("\nbody")
-    for line in (_body(config, root, item) or "(empty)").splitlines():
-        print(f"  {line}")
-    print("\nstatus history (oldest first)")
-    for line in _history(state_dir, item.id) or ["(none journaled yet)"]:
-        print(f"  {line}")
-    print("\nagent runs")
-    for run in runs:
-        print("  " + describe_run(run, run_where(state_dir, run.session_id)))
-    if not runs:
-        print("  (none)")
-    else:
-        print(f"  total cost {_cost(state, item.id) or '$0'}")
-    print("\nreviews")
-    for line in _reviews(config, root, state, item) or ["(none)"]:
-        print(f"  {line}")
-    return 0
+        why = _flat(last.failure_reason)
+        facts.append(f"  last failure  {last.session_id} {last.status}: {why}")
+    ran = [f"  {describe_run(run, run_where(state_dir, run.session_id))}" for run in runs]
+    ran.append(f"  total cost {_cost(state, item.id) or '$0'}" if runs else "  (none)")
+    return [
+        (f"#{item.id} {item.title}", facts),
+        ("body", [f"  {line}" for line in (body or "(empty)").splitlines()]),
+        (
+            "status history (oldest first)",
+            [f"  {line}" for line in _history(state_dir, item.id) or ["(none journaled yet)"]],
+        ),
+        ("agent runs", ran),
+        ("reviews", [f"  {line}" for line in _reviews(state_dir, state, item) or ["(none)"]]),
+    ]
 
 
 def _items_and_state(config: CpeConfig, root: Path) -> tuple[dict[WorkItemId, WorkItem], Any]:
@@ -161,9 +177,7 @@ def _tracker_items(config: CpeConfig, root: Path) -> list[WorkItem] | None:
 
 def _body(config: CpeConfig, root: Path, item: WorkItem) -> str:
     if config.provider.kind != "local":
-        github = config.provider.github
-        where = github.repository if github else ""
-        return f"(on GitHub: https://github.com/{where}/issues/{item.id})"
+        return github_body(config, item)
     from adapters.local.provider import LocalProvider  # noqa: PLC0415
 
     provider = LocalProvider(root, root / config.engine.state_dir, default_branch(config, root))
@@ -171,6 +185,13 @@ def _body(config: CpeConfig, root: Path, item: WorkItem) -> str:
         return provider.work_item_reader.get_work_item_body(item.id)
     finally:
         provider.close()
+
+
+def github_body(config: CpeConfig, item: WorkItem) -> str:
+    """Where a GitHub item's body is (it is not read: no token needed to look)."""
+    github = config.provider.github
+    where = github.repository if github else ""
+    return f"(on GitHub: https://github.com/{where}/issues/{item.id})"
 
 
 def _history(state_dir: Path, wid: WorkItemId) -> list[str]:
@@ -204,28 +225,24 @@ def _history(state_dir: Path, wid: WorkItemId) -> list[str]:
     return lines
 
 
-def _reviews(config: CpeConfig, root: Path, state: EngineState, item: WorkItem) -> list[str]:
-    revisions = [r for r in state.revisions.values() if r.work_item_id == item.id]
+def _reviews(state_dir: Path, state: EngineState, item: WorkItem) -> list[str]:
+    """Each review of the item's reviewer runs: its verdict, revision and head, summary, and
+    its inline comments under it (``path:line — body``), from the run's record."""
     lines: list[str] = []
-    if config.provider.kind == "local" and revisions:
-        from adapters.local.provider import LocalProvider  # noqa: PLC0415
-
-        branch = default_branch(config, root)
-        provider = LocalProvider(root, root / config.engine.state_dir, branch)
-        try:
-            for revision in revisions:
-                history: ReviewHistory = provider.revision_reader.get_review_history(revision.id)
-                for review in history.reviews:
-                    summary = _flat(review.body)[:200]
-                    lines.append(
-                        f"revision {revision.id}: {review.state} by {review.author}: {summary}"
-                    )
-        finally:
-            provider.close()
-        return lines
     for run in runs_for_work_item(state, item.id):
-        if run.role == "reviewer" and run.outcome:
-            lines.append(f"{run.session_id}: {run.outcome} (head {(run.subject_sha or '')[:12]})")
+        if run.role != "reviewer" or not run.outcome:
+            continue
+        params, on = run.params, ""
+        if isinstance(params, ReviewerStartParams):
+            on = f" on revision {params.revision_id}"
+        review = run_review(state_dir / "runs" / run.session_id)
+        summary = f": {plain(_flat(review.summary))[:200]}" if review and review.summary else ""
+        head = f" (head {run.subject_sha[:12]})" if run.subject_sha else ""
+        lines.append(f"{run.session_id} {run.outcome}{on}{head}{summary}")
+        for comment in review.comments if review else ():
+            first, *rest = comment_lines(comment)
+            lines.append(f"  {first}")
+            lines.extend(f"      {line}" for line in rest)
     return lines
 
 
@@ -243,6 +260,9 @@ def _flat(text: str | None) -> str:
 
 def request(payload: UserRequest, config_path: Path | None, repo: Path | None) -> int:
     """Send ``payload`` to the running engine, or journal it for the next one."""
+    # The control socket's module imports the engine: the requests' alone, not the reads'.
+    from adapters.control import PROCESS_TIMEOUT, NoEngine, accept_offline, exchange  # noqa: PLC0415
+
     try:
         config, root = resolve_config(config_path, repo)
     except ConfigError as exc:

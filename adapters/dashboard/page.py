@@ -23,6 +23,7 @@ def render_page(view: dict[str, Any]) -> str:
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title} · cpe</title>
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <link rel="stylesheet" href="/static/style.css">
 <script src="/static/app.js" defer></script>
 </head>
@@ -37,13 +38,35 @@ def render_page(view: dict[str, Any]) -> str:
 <main>
   <div id="board">{render_board(view)}</div>
   <section class="live">
-    <h2>Live agent output</h2>
-    <div id="live"><p class="none" id="live-none">no run is active</p></div>
+    <h2>Live agent activity</h2>
+    <div id="live">{render_live(view)}</div>
   </section>
 </main>
 </body>
 </html>
 """
+
+
+def render_live(view: dict[str, Any]) -> str:
+    """A box for each active run (one still starting too), its activity filled in by the
+    page's script; "no run is active" only when none is."""
+    active = view["runs"]["active"]
+    hidden = " hidden" if active else ""
+    boxes = "".join(
+        f'<article class="run-output" id="live-{escape(run["session_id"])}" '
+        f'data-session="{escape(run["session_id"])}"><h3>{escape(_live_head(run))}</h3>'
+        f'<p class="signal">{escape(run["signal"]["text"] if run["signal"] else "")}</p>'
+        "<pre></pre></article>"
+        for run in active
+    )
+    return f'<p class="none" id="live-none"{hidden}>no run is active</p>{boxes}'
+
+
+def _live_head(run: dict[str, Any]) -> str:
+    """``implementor · #1 · implementor-3f9a…``, as the page's script writes it too."""
+    subject = f"#{run['work_item_id']}" if run["work_item_id"] else run["subject"]
+    node = f" · on {run['node']['label']}" if run["node"] else ""
+    return f"{run['role']} · {subject} · {run['session_id']}{node}"
 
 
 def render_board(view: dict[str, Any]) -> str:
@@ -77,12 +100,18 @@ def _summary(view: dict[str, Any], actions: bool) -> str:
         for account in view.get("accounts", [])
         if account["hold"]
     )
+    state += _baseline_banner(view.get("baseline"))
     button = ""
     if actions:
         if paused:
             button = '<button class="act" data-action="resume">Resume dispatch</button>'
-        else:
-            button = '<button class="act" data-action="pause">Pause dispatch</button>'
+        else:  # what the person says goes with the pause: cpe status and the banner show it
+            button = (
+                '<form class="pause-form" id="pause-form"><input id="pause-reason" '
+                'name="reason" maxlength="500" placeholder="why pause? (optional)" '
+                'aria-label="why pause dispatch"><button class="act" data-action="pause">'
+                "Pause dispatch</button></form>"
+            )
     cells = [
         ("runs", str(totals["runs"])),
         ("active", str(totals["active_runs"])),
@@ -97,6 +126,25 @@ def _summary(view: dict[str, Any], actions: bool) -> str:
     return (
         f'<section class="summary"><div class="banners">{state}</div>{button}'
         f'<div class="stats">{stats}</div></section>'
+    )
+
+
+def _baseline_banner(red: dict[str, Any] | None) -> str:
+    """The red default branch, as cpe status says it: where and which checks, the last lines
+    of its failure, its log, and what it means for revisions."""
+    if not red:
+        return ""
+    failure = "".join(f"<code>{escape(line)}</code>" for line in red["failure"])
+    url = red["url"] or ""
+    log = ""
+    if url.startswith(("http://", "https://")):
+        log = f'<a href="{escape(url)}" rel="noreferrer">log</a>'
+    elif url:
+        log = f"log: {escape(url)}"
+    means = escape(" ".join(red["means"]))
+    return (
+        f'<div class="banner red" id="baseline"><div>{escape(red["headline"])}</div>'
+        f'<div class="lines">{failure}</div><div class="means">{means} {log}</div></div>'
     )
 
 
@@ -126,7 +174,10 @@ def _columns(view: dict[str, Any], actions: bool) -> str:
 
 def _card(item: dict[str, Any], actions: bool) -> str:
     wid = escape(item["id"])
-    lines = [f'<h3><span class="id">#{wid}</span> {escape(item["title"])}</h3>']
+    lines = [
+        f'<h3><a class="item-link" href="/items/{wid}"><span class="id">#{wid}</span> '
+        f"{escape(item['title'])}</a></h3>"
+    ]
     if item["blocked_by"]:
         chips = "".join(
             f'<span class="chip {escape(b["status"])}">'
@@ -152,6 +203,7 @@ def _card(item: dict[str, Any], actions: bool) -> str:
             for r in item["reviews"]
         )
         lines.append(f'<div class="reviews">reviews {verdicts}</div>')
+        lines.extend(_comments(review) for review in item["reviews"] if review["comments"])
     sent = item.get("sent_back")
     if sent:
         files = f" in {_short(', '.join(sent['files']), 120)}" if sent["files"] else ""
@@ -160,12 +212,10 @@ def _card(item: dict[str, Any], actions: bool) -> str:
             f"queue: {escape(sent['problem'])}{escape(files)} (round {sent['rounds']} of "
             f"{sent['max_rounds']}) · {escape(_short(sent['reason'], 200))}</div>"
         )
-    failure = item["last_failure"]
-    if failure and item["status"] != "done":
-        lines.append(
-            f'<div class="failure" title="{escape(failure["session_id"])}">'
-            f"{escape(_short(failure['reason'], 240))}</div>"
-        )
+    why = item.get("not_merged")
+    if why:  # cpe status's words: the queue's step, or what the merge waits for
+        lines.append(f'<div class="not-merged">not merged: {escape(_short(why, 300))}</div>')
+    lines.append(_last_end(item))
     if actions:
         buttons = []
         if item["can_retry"]:
@@ -173,14 +223,52 @@ def _card(item: dict[str, Any], actions: bool) -> str:
                 f'<button class="act" data-action="retry" data-item="{wid}">Retry</button>'
             )
         if item["can_cancel"]:
+            ask = (
+                f"Cancel the run on #{item['id']} {item['title']!r}? The item is blocked "
+                "until someone retries it."
+            )
             buttons.append(
-                f'<button class="act" data-action="cancel" data-item="{wid}">Cancel</button>'
+                f'<button class="act" data-action="cancel" data-item="{wid}" '
+                f'data-confirm="{escape(ask)}">Cancel</button>'
             )
         if buttons:
             lines.append(f'<div class="buttons">{"".join(buttons)}</div>')
     status = escape(item["status"])
     body = "".join(lines)
     return f'<article class="card" id="item-{wid}" data-status="{status}">{body}</article>'
+
+
+def _last_end(item: dict[str, Any]) -> str:
+    """How the item's current run ended, when it did not complete: a failure in red; a
+    cancellation by a person, or an interruption by cpe's own stop, neutral. A previous run's
+    end is not the card's (the item's page has the history)."""
+    end = item["last_end"]
+    if not end or item["status"] == "done":
+        return ""
+    session = escape(end["session_id"])
+    if end["ending"] in ("cancelled", "interrupted"):
+        return (
+            f'<div class="ended-note" data-ending="{escape(end["ending"])}" title="{session}">'
+            f"{escape(_short(end['text'], 240))}</div>"
+        )
+    return f'<div class="failure" title="{session}">{escape(_short(end["reason"], 240))}</div>'
+
+
+def _comments(review: dict[str, Any]) -> str:
+    """A review's inline comments, folded under its verdict: ``path:line`` and the body."""
+    comments = review["comments"]
+    rows = "".join(
+        f'<li><code class="where">{escape(c["where"])}</code> '
+        f'<span class="body">{escape(_cut(c["body"].strip(), 600))}</span></li>'
+        for c in comments
+    )
+    count = len(comments)
+    verdict = escape(review["verdict"] or "")
+    return (
+        f'<details class="comments" id="comments-{escape(review["session_id"])}"'
+        f"{_title(review['summary'])}><summary>{verdict}: {count} inline comment"
+        f"{'s' if count != 1 else ''}</summary><ul>{rows}</ul></details>"
+    )
 
 
 def _queue(view: dict[str, Any]) -> str:
@@ -291,7 +379,8 @@ def _title(text: str | None) -> str:
 def _lower(view: dict[str, Any]) -> str:
     failures = (
         "".join(
-            f"<li><b>{escape(run['role'])} {escape(run['subject'])}</b> "
+            f'<li><a href="/runs/{escape(run["session_id"])}"><b>{escape(run["role"])} '
+            f"{escape(run['subject'])}</b></a> "
             f'<span class="badge {escape(run["status"])}">{escape(run["status"])}</span> '
             f"{'under the agent · ' if run['failure_class'] == 'infrastructure' else ''}"
             f"{escape(_short(run['failure_reason'], 400))}</li>"
@@ -310,8 +399,8 @@ def _lower(view: dict[str, Any]) -> str:
     )
     return f"""<div class="lower">
 <section><h2>Recent failures</h2><ul class="failures">{failures}</ul></section>
-<section><h2>Agent runs</h2><table class="runs"><thead><tr><th>session</th><th>role</th>
-<th>runtime</th><th>subject</th><th>status</th><th>time</th><th>cost</th><th>outcome</th></tr>
+<section class="runs-panel"><h2>Agent runs</h2><table class="runs"><thead><tr><th>session</th>
+<th>role</th><th>runtime</th><th>subject</th><th>status</th><th>time</th><th>cost</th><th>outcome</th></tr>
 </thead><tbody>{runs or _NO_RUNS}</tbody></table></section>
 <section><h2>Decisions</h2><ul class="decisions">{decisions}</ul></section>
 </div>"""
@@ -323,9 +412,11 @@ _NO_RUNS = '<tr><td colspan="8" class="none">none yet</td></tr>'
 def _run_row(run: dict[str, Any]) -> str:
     duration = f"{run['duration_s']:.1f}s" if run["duration_s"] is not None else ""
     cost = f"${run['cost_usd']:.4f}" if run["cost_usd"] is not None else ""
-    outcome = run["outcome"] or _short(run["failure_reason"], 80) or ""
+    outcome = run["outcome"] or _short(run["failure_reason"], 160) or ""
+    attempt = f' <span class="attempt">attempt {run["attempt"]}</span>' if run["attempt"] else ""
     session = escape(run["session_id"])
     active = "true" if run["status"] in ("requested", "running") else "false"
+    ending = escape(run["ending"])  # interrupted, cancelled: neutral, not a failure
     runtime = escape(run["runtime"])
     if run.get("node"):  # a remote run: on which node, as cpe status shows it
         node = run["node"]
@@ -335,10 +426,10 @@ def _run_row(run: dict[str, Any]) -> str:
         )
     row = (
         f'<tr data-session="{session}" data-active="{active}">'
-        f'<td><a href="/api/runs/{session}">{session}</a></td><td>{escape(run["role"])}</td>'
-        f"<td>{runtime}</td><td>{escape(run['subject'])}</td>"
-        f'<td><span class="badge {escape(run["status"])}">{escape(run["status"])}</span></td>'
-        f"<td>{duration}</td><td>{cost}</td><td>{escape(outcome)}</td></tr>"
+        f'<td><a href="/runs/{session}">{session}</a></td><td>{escape(run["role"])}</td>'
+        f"<td>{runtime}</td><td>{escape(run['subject'])}{attempt}</td>"
+        f'<td><span class="badge {ending}">{ending}</span></td>'
+        f'<td>{duration}</td><td>{cost}</td><td class="outcome">{escape(outcome)}</td></tr>'
     )
     signal = run.get("signal")
     if signal:  # what the run's CLI says of the model API, under its row (as cpe status does)
@@ -347,6 +438,11 @@ def _run_row(run: dict[str, Any]) -> str:
             f'<td colspan="8">{escape(signal["text"])}</td></tr>'
         )
     return row
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` as it is (its lines and spaces: code), cut to ``limit`` characters."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _short(text: str | None, limit: int) -> str:

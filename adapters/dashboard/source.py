@@ -2,7 +2,9 @@
 
 A ``Source`` reads the engine's state, its live run output and its queue, keeps the last
 decisions in words (``domain.narration``, from ``Engine.watch``), and carries the ``Control``
-that actions go through, or None when the dashboard only shows (the finished demo). An engine
+that actions go through, or None when the dashboard only shows (the finished demo). ``moment``
+gives the state and the decisions together, as of the same event, so that no panel of a page
+is ahead of another (the runs table "running" beside a decision "completed"). An engine
 that has stopped keeps its last state: the source then shows it, and actions are refused.
 Dispatch's pauses and the model accounts' holds are judged as the engine judges them
 (``breaker_pause``, ``quota_hold``), with the configuration's settings.
@@ -10,6 +12,7 @@ Dispatch's pauses and the model accounts' holds are judged as the engine judges 
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -17,19 +20,26 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import structlog
+
 from actors.engine import Engine
 from actors.streams import AgentStream
 from adapters.cli.settings import CpeConfig
+from adapters.cli.work import github_body
 from adapters.control import Control
 from adapters.metering import ProviderMeter
+from adapters.runtime.records.run_review import run_review
 from adapters.runtime.remote.placement import read_placement
 from domain.decisions import QuotaHold, quota_hold
 from domain.events import EngineEvent
-from domain.models import AgentRun, EngineState, SessionId
+from domain.models import AgentRun, EngineState, SessionId, WorkItem
 from domain.narration import Narrator
 from domain.requests import describe_pause
+from domain.results import AgentReview
 
 DECISIONS_KEPT = 200
+
+log = structlog.get_logger("cpe.dashboard")
 
 
 @dataclass(frozen=True)
@@ -40,15 +50,18 @@ class Decision:
 
 @dataclass(frozen=True)
 class Pause:
-    """Why dispatch is paused: ``by`` a person (``reason`` is ``describe_pause``'s words), the
-    breaker (``failures`` runs in a row failed under the agent, the last for ``reason``) or an
-    ``outage`` (live runs retried the model API ``failures`` times with no answer, the last for
-    ``reason``); the breaker's and the outage's pause last ``until`` (then a probe decides)."""
+    """Why dispatch is paused: ``by`` a person (``reason`` what they said, if anything, and
+    ``since`` when; ``text`` the line ``cpe status`` prints), the breaker (``failures`` runs in
+    a row failed under the agent, the last for ``reason``) or an ``outage`` (live runs retried
+    the model API ``failures`` times with no answer, the last for ``reason``); the breaker's and
+    the outage's pause last ``until`` (then a probe decides)."""
 
     by: str  # "person", "breaker" or "outage"
     reason: str
     until: datetime | None = None
     failures: int | None = None
+    since: datetime | None = None
+    text: str | None = None
 
 
 class Source:
@@ -71,6 +84,10 @@ class Source:
         self._decisions: deque[Decision] = deque(maxlen=DECISIONS_KEPT)
         self._lock = threading.Lock()
         self._placements: dict[SessionId, dict[str, str] | None] = {}
+        self._reviews: dict[SessionId, AgentReview | None] = {}
+        self._told: EngineState | None = None  # the state the decisions are told up to
+        self._listeners: dict[int, Callable[[EngineState], None]] = {}
+        self._keys = itertools.count()
         self._narrate = Narrator(engine.queued)
         self._unwatch = engine.watch(self._decided)
 
@@ -82,8 +99,29 @@ class Source:
     def state(self) -> EngineState:
         return self.engine.get_state()
 
+    def moment(self) -> tuple[EngineState, list[Decision]]:
+        """The state and the decisions told up to it, as of the same event: the state after
+        the last event the engine processed and told (its store may be a few instructions
+        ahead, mid-event); the store's own before any was told (a state set at start)."""
+        with self._lock:
+            told, decisions = self._told, list(self._decisions)
+        return (told if told is not None else self.state()), decisions
+
     def subscribe(self, listener: Callable[[EngineState], None]) -> Callable[[], None]:
-        return self.engine.subscribe(listener)
+        """``listener`` on every change of the store, and again once each processed event is
+        told (so a page redrawn at the store's change, before the event's decisions were
+        told, is redrawn with them)."""
+        unsubscribe = self.engine.subscribe(listener)
+        with self._lock:
+            key = next(self._keys)
+            self._listeners[key] = listener
+
+        def both() -> None:
+            unsubscribe()
+            with self._lock:
+                self._listeners.pop(key, None)
+
+        return both
 
     def stream(self, session_id: SessionId) -> AgentStream | None:
         return self.engine.get_agent_stream(session_id)
@@ -108,6 +146,29 @@ class Source:
                 self._placements[run.session_id] = where
         return where
 
+    def review(self, run: AgentRun) -> AgentReview | None:
+        """A reviewer run's review (summary, inline comments) from its record; kept once its
+        run has ended (its record no longer changes)."""
+        with self._lock:
+            if run.session_id in self._reviews:
+                return self._reviews[run.session_id]
+        review = run_review(self.state_dir / "runs" / run.session_id)
+        if run.is_terminal:
+            with self._lock:
+                self._reviews[run.session_id] = review
+        return review
+
+    def body(self, item: WorkItem) -> str:
+        """The item's body as ``cpe work show`` gives it: the tracker's (read through the
+        engine's own reader, which the runtimes share); on GitHub, where it is (not read: a
+        page view spends no API call)."""
+        if self.config.provider.kind != "local":
+            return github_body(self.config, item)
+        try:
+            return self.engine.provider.work_item_reader.get_work_item_body(item.id)
+        except Exception as exc:  # a tracker that cannot answer: the page says so
+            return f"(the tracker did not give the body: {exc})"
+
     def pause(self, state: EngineState, now: datetime | None = None) -> Pause | None:
         """The pause that holds dispatch: a person's before the breaker's; None when none."""
         pauses = self.pauses(state, now)
@@ -119,8 +180,10 @@ class Source:
         or the model API down as live runs report it)."""
         now = now or datetime.now(UTC)
         found = []
-        if state.manual_pause is not None:
-            found.append(Pause("person", describe_pause(state)))
+        manual = state.manual_pause
+        if manual is not None:
+            words = f"dispatch paused {describe_pause(state)}"  # "by a person since …: why"
+            found.append(Pause("person", manual.reason, since=manual.at, text=words))
         pause = self.config.breaker.pause(state)
         if pause is not None and now < pause.until:
             by = "outage" if pause.outage else "breaker"
@@ -157,7 +220,13 @@ class Source:
 
     def _decided(self, event: EngineEvent, before: EngineState, after: EngineState) -> None:
         lines = self._narrate(event, before, after)
-        if lines:
-            now = datetime.now(UTC)
-            with self._lock:
-                self._decisions.extend(Decision(now, line) for line in lines)
+        now = datetime.now(UTC)
+        with self._lock:
+            self._decisions.extend(Decision(now, line) for line in lines)
+            self._told = after
+            listeners = list(self._listeners.values())
+        for listener in listeners:  # on the engine's thread: they only ring their page
+            try:
+                listener(after)
+            except Exception:  # a watcher must not raise into the engine
+                log.exception("dashboard listener failed", listener=repr(listener))

@@ -1,5 +1,6 @@
-"""The dashboard's data, as JSON-ready dicts: ``GET /api/state`` and ``GET /api/runs/{session}``
-return them, and the page is rendered from them (``adapters.dashboard.page``).
+"""The dashboard's data, as JSON-ready dicts: ``GET /api/state`` returns them, and the board is
+rendered from them (``adapters.dashboard.page``); a run's and an item's page build on them
+(``adapters.dashboard.pages``).
 
 Text that came from agents or the tracker (run output, failure reasons, titles, what the merge
 queue and the provider said) passes through the log redaction, so a token an agent printed never
@@ -8,15 +9,18 @@ reaches a page.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from actors.logs import redact_value
+from adapters.cli import landing_view
+from adapters.cli.landing_view import not_merged
 from adapters.dashboard.source import Pause, Source
+from adapters.runtime.records.run_review import comment_where
 from adapters.runtime.remote.placement import describe_node
 from domain.decisions import QuotaHold
-from domain.landing import QueueEntry, describe_queue
+from domain.landing import QueueEntry, describe_baseline
 from domain.models import (
     STATUSES,
     AccountQuota,
@@ -30,28 +34,33 @@ from domain.models import (
     WorkItem,
 )
 from domain.requests import RETRYABLE
+from domain.results import AgentReview
+from domain.runs import FAILED_ENDINGS, attempt_number, run_attempt, run_ending
 from domain.signals import clock, describe_signal, describe_windows, window_name
 from domain.state import natural_key, ordered, revision_for, runs_for_work_item
 
 RECENT_RUNS = 30
 RECENT_FAILURES = 10
-OUTPUT_TAIL = 200_000  # characters of a transcript an ended run's view carries at most
 REASON_CHARS = 2000  # of a held merge's or a send-back's reason, flattened to one line
 SHORT_SHA = 12  # characters of a commit id, as the queue's steps give them
 PAUSE_REASON_CHARS = 500  # of the breaker's reason, flattened to one line (as cpe status does)
 
 
 def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
+    """Every panel of the board from one state and the decisions told up to it
+    (``Source.moment``): the runs table, the cards and the decisions never disagree."""
     now = now or datetime.now(UTC)
-    state = source.state()
+    state, decisions = source.moment()
     runs = list(state.agent_runs.values())
     active = [run for run in runs if run.is_active]
     ended = [run for run in runs if not run.is_active]
-    failures = [run for run in ended if run.failure_reason][-RECENT_FAILURES:]
+    # A run cpe itself ended (its stop, a crash) or a person cancelled is no failure.
+    failures = [run for run in ended if run_ending(run) in FAILED_ENDINGS][-RECENT_FAILURES:]
     pauses = source.pauses(state, now)
-    limit = source.config.workflow.max_attempts
-    rounds = source.config.workflow.max_landing_rounds
-    view: dict[str, Any] = _clean(
+    workflow = source.config.workflow
+    limit = workflow.max_attempts
+    rounds = workflow.max_landing_rounds
+    view: dict[str, Any] = clean(
         {
             "title": source.title,
             "generated_at": now.isoformat(timespec="seconds"),
@@ -59,23 +68,31 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
             "actions": source.control is not None and source.running,
             "paused": pause_view(pauses[0]) if pauses else None,
             "pauses": [pause_view(pause) for pause in pauses],
+            "baseline": baseline_view(state, charge=workflow.charge_baseline_failures),
             "accounts": accounts_view(source, state, now),
             "totals": _totals(state, runs, active, source, now),
             "statuses": list(STATUSES),
             "work_items": [
-                item_view(state, state.work_items[wid], limit, now, max_rounds=rounds)
+                item_view(
+                    state,
+                    state.work_items[wid],
+                    limit,
+                    now,
+                    max_rounds=rounds,
+                    review_of=source.review,
+                    landing=lambda item: not_merged(item, state, source.config),
+                )
                 for wid in ordered(state.work_items)
             ],
             "merge_queue": merge_queue_view(source, state),
             "revisions": [revision_view(r) for r in state.revisions.values()],
             "runs": {
-                "active": [run_view(run, source, now) for run in active],
-                "recent": [run_view(run, source, now) for run in ended[-RECENT_RUNS:]][::-1],
+                "active": [run_view(run, source, now, state) for run in active],
+                "recent": [run_view(run, source, now, state) for run in ended[-RECENT_RUNS:]][::-1],
             },
-            "failures": [run_view(run, source, now) for run in failures][::-1],
+            "failures": [run_view(run, source, now, state) for run in failures][::-1],
             "decisions": [
-                {"at": d.at.isoformat(timespec="seconds"), "text": d.text}
-                for d in source.decisions()[-50:]
+                {"at": d.at.isoformat(timespec="seconds"), "text": d.text} for d in decisions[-50:]
             ][::-1],
         }
     )
@@ -84,10 +101,12 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
 
 def pause_view(pause: Pause) -> dict[str, Any]:
     """A pause of dispatch, and in words as ``cpe status`` gives it: ``text`` the banner's line,
-    ``detail`` what goes with it (None for a person's pause)."""
+    ``detail`` what goes with it (None for a person's pause). ``reason``: a person's own words
+    (empty when they gave none), or the breaker's last failure, or the outage's."""
     return {
         "by": pause.by,
         "reason": pause.reason,
+        "since": _iso(pause.since),
         "until": _iso(pause.until),
         "failures": pause.failures,
         "text": describe_dispatch_pause(pause),
@@ -99,8 +118,8 @@ def describe_dispatch_pause(pause: Pause) -> str:
     """``dispatch paused: the model API is unreachable (…); probing at …``
     for an outage; the runs that failed in a row and the last reason for the breaker's; a
     person's pause as ``describe_pause`` says it."""
-    if pause.by == "person":  # "by a person since …: why", as cpe status says it
-        return f"dispatch paused {pause.reason}"
+    if pause.text is not None:  # a person's: "by a person since …: why", as cpe status says it
+        return pause.text
     reason = " ".join(pause.reason.split())[:PAUSE_REASON_CHARS]
     probing = f"; probing at {_stamp(pause.until)}" if pause.until is not None else ""
     if pause.by == "outage":  # the reason: "the model API is unreachable (…)"
@@ -120,6 +139,20 @@ def _pause_detail(pause: Pause) -> str | None:
     if pause.by == "breaker":
         return "no attempt is spent meanwhile; then one probe run decides"
     return None
+
+
+def baseline_view(state: EngineState, *, charge: bool) -> dict[str, Any] | None:
+    """The red default branch as ``cpe status`` says it (``describe_baseline``); None while
+    it is not red."""
+    red = describe_baseline(state, charge_baseline=charge)
+    if red is None:
+        return None
+    return {
+        "headline": red.headline,
+        "failure": list(red.failure),
+        "url": red.url,
+        "means": list(red.means),
+    }
 
 
 def accounts_view(source: Source, state: EngineState, now: datetime) -> list[dict[str, Any]]:
@@ -166,13 +199,24 @@ def _account_view(
 
 
 def item_view(
-    state: EngineState, item: WorkItem, limit: int, now: datetime, *, max_rounds: int
+    state: EngineState,
+    item: WorkItem,
+    limit: int,
+    now: datetime,
+    *,
+    max_rounds: int,
+    review_of: Callable[[AgentRun], AgentReview | None] = lambda run: None,
+    landing: Callable[[WorkItem], str | None] = lambda item: None,
 ) -> dict[str, Any]:
+    """One card: ``attempts`` as the decisions count them (``attempt_number``: the one under
+    way included); ``last_end`` how its current run ended when it did not complete (a previous
+    run's end is history, not the card's), ``last_failure`` the same when that was a failure;
+    ``not_merged`` why an approved item has not merged, in ``cpe status``'s words."""
     runs = runs_for_work_item(state, item.id)
     revision = revision_for(state, item)
     costs = [run.cost_usd for run in runs if run.cost_usd is not None]
-    failed = [run for run in runs if run.failure_reason]
     active = [run for run in runs if run.is_active]
+    end = _last_end(runs[-1]) if runs else None
     return {
         "id": item.id,
         "title": item.title,
@@ -184,26 +228,20 @@ def item_view(
             }
             for b in item.blocked_by
         ],
-        "attempts": state.attempts.get(item.id, 0),
+        "attempts": attempt_number(state, item.id),
         "max_attempts": limit,
         "revision": revision_view(revision) if revision else None,
         "reviews": [
-            {"session_id": run.session_id, "verdict": run.outcome, "head": run.subject_sha}
+            review_view(run, review_of(run))
             for run in runs
             if run.role == "reviewer" and run.outcome
         ],
         "runs": [run.session_id for run in runs],
         "active_runs": [run.session_id for run in active],
         "cost_usd": round(sum(costs), 6) if costs else None,
-        "last_failure": (
-            {
-                "session_id": failed[-1].session_id,
-                "reason": failed[-1].failure_reason,
-                "class": failed[-1].failure_class,
-            }
-            if failed
-            else None
-        ),
+        "last_end": end,
+        "last_failure": end if end is not None and end["ending"] in FAILED_ENDINGS else None,
+        "not_merged": landing(item),
         "can_retry": item.status in RETRYABLE and not any(run.in_flight for run in runs),
         "can_cancel": bool(active),
         "sent_back": (
@@ -211,6 +249,44 @@ def item_view(
             if item.id in state.sent_back and item.status != "done"
             else None
         ),
+    }
+
+
+def ended_words(ending: str, reason: str | None) -> str:
+    """A run's end in one phrase, its word said once: ``interrupted: the engine is shutting
+    down``, ``cancelled by a person`` (not ``cancelled: cancelled by a person``)."""
+    reason = (reason or "").removeprefix(f"{ending}: ")
+    if not reason:
+        return ending
+    return reason if reason.startswith(ending) else f"{ending}: {reason}"
+
+
+def _last_end(run: AgentRun) -> dict[str, Any] | None:
+    """How the item's latest run ended, when it ended without completing."""
+    ending = run_ending(run)
+    if run.is_active or ending == "completed":
+        return None
+    return {
+        "session_id": run.session_id,
+        "ending": ending,
+        "reason": run.failure_reason,
+        "class": run.failure_class,
+        "text": ended_words(ending, run.failure_reason),
+    }
+
+
+def review_view(run: AgentRun, review: AgentReview | None) -> dict[str, Any]:
+    """A reviewer run's verdict, with its summary and inline comments when its record has
+    them (``where``: ``path:line``, or the path for the whole file)."""
+    return {
+        "session_id": run.session_id,
+        "verdict": run.outcome,
+        "head": run.subject_sha,
+        "summary": review.summary if review is not None else None,
+        "comments": [
+            {"path": c.path, "line": c.line, "where": comment_where(c), "body": c.body}
+            for c in (review.comments if review is not None else ())
+        ],
     }
 
 
@@ -230,31 +306,17 @@ def sent_back_view(report: SentBack, max_rounds: int) -> dict[str, Any]:
     }
 
 
-def queue_active(source: Source) -> bool:
-    """Approved revisions land through the merge queue (else they are merged as they are, or
-    by a person)."""
-    workflow = source.config.workflow
-    return bool(workflow.auto_merge and workflow.merge_queue)
-
-
 def queue_entries(source: Source, state: EngineState) -> list[QueueEntry]:
     """The merge queue in order (``domain.landing.describe_queue``), as ``cpe status`` gives it:
     none unless approved revisions land through the queue."""
-    if not queue_active(source):
-        return []
-    workflow = source.config.workflow
-    return describe_queue(
-        state,
-        charge_baseline=workflow.charge_baseline_failures,
-        required=workflow.pipeline_required,
-    )
+    return landing_view.queue_entries(state, source.config)
 
 
 def merge_queue_view(source: Source, state: EngineState) -> dict[str, Any]:
     """The queue's entries in order, each with its step in words and its last test (short
     commit ids); the merges the provider holds for now, with its reason; landings so far."""
     return {
-        "active": queue_active(source),
+        "active": landing_view.queue_active(source.config),
         "entries": [_entry_view(entry) for entry in queue_entries(source, state)],
         "held": [
             _held_view(state, rid, state.merge_waits[rid])
@@ -319,7 +381,10 @@ def revision_view(revision: Revision) -> dict[str, Any]:
     }
 
 
-def run_view(run: AgentRun, source: Source, now: datetime) -> dict[str, Any]:
+def run_view(run: AgentRun, source: Source, now: datetime, state: EngineState) -> dict[str, Any]:
+    """One run's row: ``ending`` its status with a cancellation told apart (``run_ending``:
+    ``interrupted`` by cpe's own stop, ``cancelled`` by a person), ``attempt`` which of its
+    item's attempts it was (``run_attempt``; None for a reviewer or a planner)."""
     end = run.ended_at or (now if run.is_active else None)
     duration = (end - run.started_at).total_seconds() if run.started_at and end else None
     where = source.placement(run)
@@ -331,6 +396,8 @@ def run_view(run: AgentRun, source: Source, now: datetime) -> dict[str, Any]:
         "subject": run.subject,
         "work_item_id": run.work_item_id,
         "status": run.status,
+        "ending": run_ending(run),
+        "attempt": run_attempt(state, run.session_id),
         "requested_at": _iso(run.requested_at),
         "started_at": _iso(run.started_at),
         "ended_at": _iso(run.ended_at),
@@ -362,30 +429,6 @@ def _node(where: dict[str, str] | None) -> dict[str, str] | None:
         "hostname": where.get("hostname", ""),
         "label": describe_node(where),
     }
-
-
-def run_detail(source: Source, run: AgentRun) -> dict[str, Any]:
-    """One run, with its output so far (live) or its transcript (ended)."""
-    now = datetime.now(UTC)
-    view = run_view(run, source, now)
-    buffer = source.engine.streams.buffer(run.session_id)
-    if buffer is not None:
-        view["live"], view["output"] = True, buffer.text()[-OUTPUT_TAIL:]
-    else:
-        view["live"], view["output"] = False, _transcript(source.state_dir, run)
-    cleaned: dict[str, Any] = _clean(view)
-    return cleaned
-
-
-def _transcript(state_dir: Path, run: AgentRun) -> str | None:
-    path = state_dir / "runs" / run.session_id / "transcript.log"
-    try:
-        with path.open("rb") as f:
-            size = f.seek(0, 2)
-            f.seek(max(0, size - OUTPUT_TAIL))
-            return f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return None
 
 
 def _totals(
@@ -423,12 +466,12 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value else None
 
 
-def _clean(value: Any) -> Any:
+def clean(value: Any) -> Any:
     """Every string redacted (a token an agent or a tracker holds is not shown)."""
     if isinstance(value, str):
         return redact_value(value)
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: clean(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_clean(v) for v in value]
+        return [clean(v) for v in value]
     return value

@@ -1,11 +1,12 @@
-"""The dashboard's web application (Starlette): the page, its JSON endpoints, server-sent
-events, the actions and the metrics.
+"""The dashboard's web application (Starlette): the board, a run's page and an item's page,
+their JSON endpoints, server-sent events, the actions, the metrics and the icon.
 
 Reads need nothing. Every action is a POST with ``Authorization: Bearer TOKEN`` (the token
 ``cpe run`` printed, or ``[dashboard] token_env``'s): no token is 401, a wrong one 403, and a
 GET is never an action (405). Bound to the loopback, only a loopback ``Host`` is served (a web
-page elsewhere cannot reach it by rebinding a name). Every answer that is not the page or the
-metrics is JSON; an error is ``{"error": one line}`` with its HTTP status.
+page elsewhere cannot reach it by rebinding a name). Every answer that is not a page, the
+metrics or the icon is JSON; an error is ``{"error": one line}`` with its HTTP status (a page
+for a run or an item the engine does not know is a page saying so, 404).
 """
 
 from __future__ import annotations
@@ -30,8 +31,17 @@ from starlette.staticfiles import StaticFiles
 from actors.logs import redact_value
 from adapters.dashboard.metrics import CONTENT_TYPE, render_metrics
 from adapters.dashboard.page import render_board, render_page
+from adapters.dashboard.pages import (
+    item_detail,
+    render_item_page,
+    render_missing,
+    render_run,
+    render_run_page,
+    run_detail,
+)
 from adapters.dashboard.source import Source
-from adapters.dashboard.views import run_detail, state_view
+from adapters.dashboard.views import state_view
+from adapters.runtime.records.activity import TranscriptTail
 from domain.models import SessionId, WorkItemId
 from domain.requests import (
     REQUEST_ADAPTER,
@@ -46,7 +56,9 @@ from domain.requests import (
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
 HEARTBEAT = 15.0  # seconds between two keep-alive comments on an idle event stream
 STATE_EVERY = 0.25  # seconds at least between two state events (a burst is sent once)
+TAIL_EVERY = 0.3  # seconds between two reads of a live run's transcript
 _SESSION = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_ICON = "image/svg+xml"
 _HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
@@ -58,11 +70,15 @@ _STATUS = {"not-found": 404, "conflict": 409, "invalid": 422}
 
 def create_app(source: Source, token: str | None, *, loopback_only: bool = True) -> Starlette:
     """The application over ``source``; ``token`` guards the actions (None: no action)."""
-    static = StaticFiles(directory=str(resources.files("adapters.dashboard") / "static"))
-    web = _Web(source, token)
+    files = resources.files("adapters.dashboard") / "static"
+    static = StaticFiles(directory=str(files))
+    web = _Web(source, token, icon=(files / "favicon.svg").read_bytes())
     routes = [
         Route("/", web.page),
         Route("/board", web.board),
+        Route("/runs/{session}", web.run_page),
+        Route("/items/{item}", web.item_page),
+        Route("/favicon.ico", web.icon),
         Route("/api/state", web.state),
         Route("/api/runs/{session}", web.run),
         Route("/api/events", web.events),
@@ -110,9 +126,10 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 class _Web:
-    def __init__(self, source: Source, token: str | None):
+    def __init__(self, source: Source, token: str | None, *, icon: bytes):
         self.source = source
         self.token = token
+        self.icon_svg = icon
 
     # ------------------------------------------------------------------ reads
 
@@ -132,7 +149,34 @@ class _Web:
             return _error(
                 404, f"unknown session {session!r}; expected one GET /api/state lists under runs"
             )
-        return JSONResponse(run_detail(self.source, run))
+        # its transcript is read whole: off the server's loop
+        return JSONResponse(await asyncio.to_thread(run_detail, self.source, run))
+
+    async def run_page(self, request: Request) -> Response:
+        """A run's page; ``?part=body`` its body alone (the page's script redraws it)."""
+        session = request.path_params["session"]
+        run = self.source.state().agent_runs.get(SessionId(session))
+        if not _SESSION.match(session) or run is None:
+            message = f"unknown session {session!r}: expected one the board lists under agent runs"
+            return HTMLResponse(render_missing("no such run", message), status_code=404)
+        detail = await asyncio.to_thread(run_detail, self.source, run)
+        if request.query_params.get("part") == "body":
+            return HTMLResponse(render_run(detail))
+        return HTMLResponse(render_run_page(detail))
+
+    async def item_page(self, request: Request) -> Response:
+        """What ``cpe work show`` prints of an item (its status history is read from the
+        journal: off the server's loop)."""
+        wid = _item(request)
+        item = self.source.state().work_items.get(wid)
+        if item is None:
+            message = f"unknown work item {wid!r}: expected one the board shows"
+            return HTMLResponse(render_missing("no such work item", message), status_code=404)
+        detail = await asyncio.to_thread(item_detail, self.source, item)
+        return HTMLResponse(render_item_page(detail))
+
+    async def icon(self, request: Request) -> Response:
+        return Response(self.icon_svg, media_type=_ICON)
 
     async def metrics(self, request: Request) -> Response:
         return Response(render_metrics(self.source), media_type=CONTENT_TYPE)
@@ -146,7 +190,7 @@ class _Web:
 
     async def _events(self, request: Request) -> AsyncIterator[str]:
         """``state`` (the /api/state JSON) at once and on every change; ``output`` ({session,
-        text}) for every active run's output, from the start of the run, as it comes."""
+        text}) for every active run's activity, from the start of the run, as it comes."""
         loop = asyncio.get_running_loop()
         changed = asyncio.Event()
         queue: asyncio.Queue[str] = asyncio.Queue()
@@ -196,12 +240,31 @@ class _Web:
                 task.cancel()
 
     async def _pump(self, session: str, queue: asyncio.Queue[str]) -> bool:
-        """The run's output, from its start, as it comes; False when it has no stream (yet)."""
+        """What the run does (its transcript's activity: tool calls, results, text, retries),
+        from its start, as it comes, until it ends; False when it is a remote run with no
+        output stream yet (its transcript comes back from its node only when it ends, so its
+        prose stream is shown meanwhile)."""
+        tail = TranscriptTail(self.source.state_dir / "runs" / session)
+        while True:
+            run = self.source.state().agent_runs.get(SessionId(session))
+            if run is not None and run.is_active and self.source.placement(run) is not None:
+                return await self._pump_stream(session, queue)
+            lines = await asyncio.to_thread(tail.read)
+            if lines:
+                await queue.put(_output(session, "\n".join(lines)))
+            if tail.finished or run is None or not run.is_active:
+                break  # the read above came after the run ended: it holds the rest
+            await asyncio.sleep(TAIL_EVERY)
+        await queue.put(_sse("output", {"session": session, "end": True}))
+        return True
+
+    async def _pump_stream(self, session: str, queue: asyncio.Queue[str]) -> bool:
+        """The run's prose output stream, from its start; False when it has none (yet)."""
         stream = self.source.stream(SessionId(session))
         if stream is None:
             return False
         async for chunk in stream:
-            await queue.put(_sse("output", {"session": session, "text": redact_value(chunk)}))
+            await queue.put(_output(session, chunk))
         await queue.put(_sse("output", {"session": session, "end": True}))
         return True
 
@@ -274,6 +337,10 @@ class _Web:
 
 def _item(request: Request) -> WorkItemId:
     return WorkItemId(request.path_params["item"])
+
+
+def _output(session: str, text: str) -> str:
+    return _sse("output", {"session": session, "text": redact_value(text)})
 
 
 def _sse(event: str, data: Any) -> str:

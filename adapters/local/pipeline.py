@@ -5,7 +5,8 @@ the log, clean up); ``adapters.local.pipeline_runner`` decides when it runs. The
 detached worktree in the system temp directory — outside the user's checkout, so their tools
 never see it — in a process group of its own, so a timeout or a cancel kills everything it
 started. Its environment is built from an allowlist: it runs code an agent wrote, and must not
-see the daemon's credentials.
+see the daemon's credentials; nor cpe's own virtual environment (``own_venv``): the command's
+``python`` is the project's, never cpe's with cpe's packages.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import structlog
 from actors.crashpoints import crashpoint
 from adapters.git_plumbing import GitRepo, worktree_lock
 from adapters.runtime.workspace.launcher import kill_group, live_group, stamp_pid
+from adapters.runtime.workspace.own_venv import own_program_in, without_own_venv
 from domain.errors import ConfigError, ProviderError
 
 PipelineOutcome = Literal["success", "failure", "cancelled"]
@@ -130,7 +132,7 @@ class LocalPipeline:
         cancel: threading.Event | None,
         extra_env: Mapping[str, str],
     ) -> PipelineResult:
-        env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST}
+        env = pipeline_env()
         env.update({"CI": "true", **self._env, **extra_env})
         started = time.monotonic()
         with log_path.open("wb") as log:
@@ -202,6 +204,24 @@ class LocalPipeline:
     def _reason(self, head: str, log_path: Path) -> str:
         tail = _tail(log_path, self._excerpt_lines, self._excerpt_chars)
         return f"{head}; last lines of the log:\n{tail}" if tail.strip() else head
+
+
+def pipeline_env() -> dict[str, str]:
+    """The allowlisted part of our environment the command gets, cpe's own venv taken off."""
+    return without_own_venv({k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST})
+
+
+def own_python_warning(command: str | Sequence[str]) -> str | None:
+    """One line when ``command`` would run a program of cpe's own virtual environment (its
+    ``python``) on the PATH the pipeline gets: what, why, what to do; else None."""
+    program = own_program_in(command, pipeline_env().get("PATH", os.defpath))
+    if program is None:
+        return None
+    return (
+        f"the pipeline command runs {program}, from cpe's own virtual environment: your tests "
+        "would import cpe's packages, not your project's; name your project's interpreter in "
+        "pipeline_command ([provider.local] in supervisor.toml)"
+    )
 
 
 def _check_out(

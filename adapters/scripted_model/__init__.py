@@ -18,6 +18,11 @@ Starting it::
         env = {**agent_env, **server.client_env(), "HOME": throwaway_home}
         ...  # run the CLI; then assert on server.requests / server.wait_until(...)
 
+For people: ``cpe scripted-model serve|check`` and ``cpe run --scripted`` play a *book file*
+(``book.load_book``: a list of scenarios in one JSON file; ``books/one_file.json`` is the
+shipped example) with ``report_usage=False`` (answers report no tokens, so runs cost $0);
+docs/scripted-model.md documents both.
+
 Scenario files (JSON; shipped ones in ``scenarios/``, loaded by name)::
 
     {

@@ -83,9 +83,15 @@ class Answer:
 
 
 def answer(
-    book: Sequence[Scenario], body: Mapping[str, Any], raw: bytes, *, side_reply: str
+    book: Sequence[Scenario],
+    body: Mapping[str, Any],
+    raw: bytes,
+    *,
+    side_reply: str,
+    report_usage: bool = True,
 ) -> Answer:
-    """Play the turn ``body`` asks for from ``book`` (or refuse it with a 400)."""
+    """Play the turn ``body`` asks for from ``book`` (or refuse it with a 400); without
+    ``report_usage`` the answer reports no tokens."""
     conversation = read_conversation(body)
     results = last_tool_results(body)
     scenario: str | None = None
@@ -106,14 +112,17 @@ def answer(
     hang = isinstance(blocks[-1], HangBlock)
     reply = tuple(_describe(item) for item in items) + (("hang",) if hang else ())
     model = str(body.get("model") or "scripted-model")
-    tokens = wire.estimate_tokens(raw)
+    tokens = wire.estimate_tokens(raw) if report_usage else 0
+    output = None if report_usage else 0
     stream: bytes | None = None
     payload: Mapping[str, Any] | None = None
     if body.get("stream") is True and (items or not hang):
-        events = stream_events(items, model=model, input_tokens=tokens, done=not hang)
+        events = stream_events(
+            items, model=model, input_tokens=tokens, done=not hang, output=output
+        )
         stream = wire.encode_sse(events)
     elif not hang:
-        payload = response_json(items, model=model, input_tokens=tokens)
+        payload = response_json(items, model=model, input_tokens=tokens, output=output)
     return Answer(
         kind, 200, conversation, results, scenario, reply, stream=stream, payload=payload, hang=hang
     )
@@ -181,9 +190,15 @@ def last_tool_results(body: Mapping[str, Any]) -> tuple[ToolResult, ...]:
 
 
 def stream_events(
-    items: Sequence[Mapping[str, Any]], *, model: str, input_tokens: int, done: bool
+    items: Sequence[Mapping[str, Any]],
+    *,
+    model: str,
+    input_tokens: int,
+    done: bool,
+    output: int | None = None,
 ) -> list[Event]:
-    """The SSE events of one response; with ``done=False`` it is left open (no completion)."""
+    """The SSE events of one response; with ``done=False`` it is left open (no completion).
+    ``output``: the output tokens reported (None: estimated from ``items``)."""
     sequence = itertools.count()
     response_id = wire.new_id("resp")
 
@@ -199,17 +214,21 @@ def stream_events(
         events.extend(event(name, **at, **fields) for name, fields in _deltas(item))
         events.append(event("response.output_item.done", **at, item=dict(item)))
     if done:
-        usage = usage_json(input_tokens, wire.output_tokens(items))
+        usage = usage_json(input_tokens, wire.output_tokens(items) if output is None else output)
         closed = _response(response_id, model, "completed", list(items), usage)
         events.append(event("response.completed", response=closed))
     return events
 
 
 def response_json(
-    items: Sequence[Mapping[str, Any]], *, model: str, input_tokens: int
+    items: Sequence[Mapping[str, Any]],
+    *,
+    model: str,
+    input_tokens: int,
+    output: int | None = None,
 ) -> dict[str, Any]:
-    """A non-streaming ``/v1/responses`` reply."""
-    usage = usage_json(input_tokens, wire.output_tokens(items))
+    """A non-streaming ``/v1/responses`` reply (``output`` as for ``stream_events``)."""
+    usage = usage_json(input_tokens, wire.output_tokens(items) if output is None else output)
     return _response(wire.new_id("resp"), model, "completed", list(items), usage)
 
 

@@ -81,12 +81,24 @@ class ScriptedModelServer:
     before ``start()``. ``close()`` stops serving, ends held (``hang``) responses and open
     connections, and joins every handler thread; it is idempotent, in every state (refusing
     connections too).
+
+    ``report_usage=False``: every answer reports 0 tokens, so the claude CLI (and cpe's pricing
+    of codex runs, where the model has a price) counts a cost of $0: what ``cpe scripted-model
+    serve`` and ``cpe run --scripted`` use, so that a scripted run never looks like money spent.
+    By default answers report a rough estimate (four bytes a token), which keeps the CLIs'
+    bookkeeping plausible.
     """
 
     def __init__(
-        self, book: Scenario | Sequence[Scenario], *, host: str = "127.0.0.1", port: int = 0
+        self,
+        book: Scenario | Sequence[Scenario],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        report_usage: bool = True,
     ) -> None:
         self.book: tuple[Scenario, ...] = (book,) if isinstance(book, Scenario) else tuple(book)
+        self.report_usage = report_usage
         self._changed = threading.Condition()  # guards everything below; notified on change
         self._records: list[RecordedRequest] = []
         self._hanging = 0
@@ -444,13 +456,18 @@ class _Handler(BaseHTTPRequestHandler):
         # Recorded before replying, so a test waiting for this request never races the reply.
         self._record(kind, 200, body, conversation=conversation, scenario=scenario, reply=reply)
         model = str(body.get("model") or "scripted-model")
-        tokens = wire.estimate_tokens(raw)
+        usage = self.server.owner.report_usage
+        tokens, output = (wire.estimate_tokens(raw), None) if usage else (0, 0)
         stop = None if hang else wire.stop_reason(blocks)
         if body.get("stream") is True and (content or stop):
-            events = wire.stream_events(content, model=model, input_tokens=tokens, stop=stop)
+            events = wire.stream_events(
+                content, model=model, input_tokens=tokens, stop=stop, output=output
+            )
             self._send_stream(wire.encode_sse(events))
         elif stop:
-            message = wire.message_json(content, model=model, input_tokens=tokens, stop=stop)
+            message = wire.message_json(
+                content, model=model, input_tokens=tokens, stop=stop, output=output
+            )
             self._send_json(200, message)
         if hang:
             self.close_connection = True
@@ -458,7 +475,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _responses(self, body: dict[str, Any], raw: bytes) -> None:
         # The OpenAI Responses API (codex): same book, wire in responses_wire.
-        got = responses_wire.answer(self.server.owner.book, body, raw, side_reply=SIDE_REPLY)
+        owner = self.server.owner
+        got = responses_wire.answer(
+            owner.book, body, raw, side_reply=SIDE_REPLY, report_usage=owner.report_usage
+        )
         self._record(got.kind, got.status, body, **got.record_fields())
         if got.stream is not None:
             self._send_stream(got.stream)

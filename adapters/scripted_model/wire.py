@@ -110,8 +110,11 @@ def stream_events(
     model: str,
     input_tokens: int,
     stop: str | None,
+    output: int | None = None,
 ) -> list[Event]:
-    """The SSE events of one assistant message; with ``stop=None`` the message is left open."""
+    """The SSE events of one assistant message; with ``stop=None`` the message is left open.
+    ``output``: the output tokens reported (None: estimated from ``content``)."""
+    out = output_tokens(content) if output is None else output
     events: list[Event] = [
         (
             "message_start",
@@ -125,7 +128,7 @@ def stream_events(
                     "content": [],
                     "stop_reason": None,
                     "stop_sequence": None,
-                    "usage": _usage(input_tokens, 1),
+                    "usage": _usage(input_tokens, min(1, out)),
                 },
             },
         )
@@ -158,7 +161,7 @@ def stream_events(
                 {
                     "type": "message_delta",
                     "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": output_tokens(content)},
+                    "usage": {"output_tokens": out},
                 },
             )
         )
@@ -174,9 +177,14 @@ def encode_sse(events: Iterable[Event]) -> bytes:
 
 
 def message_json(
-    content: Sequence[Mapping[str, Any]], *, model: str, input_tokens: int, stop: str
+    content: Sequence[Mapping[str, Any]],
+    *,
+    model: str,
+    input_tokens: int,
+    stop: str,
+    output: int | None = None,
 ) -> dict[str, Any]:
-    """A non-streaming ``/v1/messages`` reply."""
+    """A non-streaming ``/v1/messages`` reply (``output`` as for ``stream_events``)."""
     return {
         "id": new_id("msg"),
         "type": "message",
@@ -185,7 +193,7 @@ def message_json(
         "content": list(content),
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": _usage(input_tokens, output_tokens(content)),
+        "usage": _usage(input_tokens, output_tokens(content) if output is None else output),
     }
 
 

@@ -140,47 +140,6 @@ def _output(board: Board, run: FakeRun) -> str:
     return buffer.text() if buffer is not None else ""
 
 
-def test_events_stream_the_state_then_a_runs_output_as_it_comes(board: Board) -> None:
-    run = board.running()
-    with board.client.stream("GET", "/api/events") as events:
-        lines = events.iter_lines()
-        first = _next_event(lines)
-        assert first[0] == "state"
-        assert first[1]["runs"]["active"][0]["session_id"] == run.session_id
-        run.say("Writing greet(name).")
-        _, data = _next_event(lines, "output")
-        assert data == {"session": run.session_id, "text": "Writing greet(name)."}
-
-
-def test_a_run_still_starting_when_the_page_connects_streams_its_output_once_started(
-    harness: Harness,
-) -> None:
-    # The page connects while the run is requested but its runtime has not started it: it has
-    # no output stream yet. Its output must still reach the page once it starts.
-    harness.tracker.add_item("1", "pending", title="Greeting")
-    harness.script(block_start=lambda p: True)
-    engine = harness.engine()
-    board = Board(harness, engine)
-    engine.start()
-    try:
-        with board.client, board.client.stream("GET", "/api/events") as events:
-            lines = events.iter_lines()
-            wait_until(lambda: bool(harness.runtime.starting), engine)
-            [sid] = harness.runtime.starting
-            while True:  # the state that shows the run, before its start has returned
-                _, view = _next_event(lines, "state")
-                if [r["session_id"] for r in view["runs"]["active"]] == [sid]:
-                    break
-            assert board.engine.streams.buffer(sid) is None
-            harness.runtime.release_start.set()
-            [run] = harness.runtime.wait_runs(1)
-            run.say("Writing greet(name).")
-            _, data = _next_event(lines, "output")
-            assert data == {"session": sid, "text": "Writing greet(name)."}
-    finally:
-        board.source.close()
-
-
 def _next_event(lines: Iterator[str], kind: str | None = None) -> tuple[str, dict]:
     event = None
     for line in lines:
@@ -263,19 +222,21 @@ def test_pause_and_resume_from_the_dashboard(board: Board) -> None:
     paused = board.client.post("/api/pause", headers=AUTH, json={"reason": "lunch"})
     assert paused.status_code == 200
     state = board.client.get("/api/state").json()
-    reason = state["paused"]["reason"]
+    since = state["paused"]["since"]
+    stamp = datetime.fromisoformat(since).strftime("%Y-%m-%d %H:%M:%S UTC")
+    text = f"dispatch paused by a person since {stamp}: lunch"  # as cpe status says it
     assert state["paused"] == {
         "by": "person",
-        "reason": reason,
+        "reason": "lunch",  # the person's words, once
+        "since": since,
         "until": None,  # until a person resumes it
         "failures": None,
-        "text": f"dispatch paused {reason}",
+        "text": text,
         "detail": None,
     }
     assert state["pauses"] == [state["paused"]]
-    assert reason.startswith("by a person since ")
-    assert reason.endswith(": lunch")
-    assert "dispatch paused by a person since" in board.client.get("/").text
+    page = board.client.get("/").text
+    assert f'data-by="person">{text}</div>' in page  # said once, not "by a person: by a person"
     assert board.client.post("/api/resume", headers=AUTH).status_code == 200
     assert board.client.get("/api/state").json()["paused"] is None
 
@@ -754,6 +715,7 @@ def test_a_retrying_run_and_the_outage_pause_read_as_cpe_status_says_them(
     assert state["paused"] == {
         "by": "outage",
         "reason": OUTAGE_WORDS,
+        "since": None,
         "until": model_board.probing.isoformat(),
         "failures": 3,
         "text": banner,

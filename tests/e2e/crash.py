@@ -50,7 +50,8 @@ QUEUE_POINTS = ("local.update.after_ref",)
 
 def cases() -> list[Crash]:
     """On the local provider: every registered point but GitHub's own and the queue's at its
-    first hit, and the hits that matter beyond the first: the first implementor's and the first
+    first hit, and the hits that matter beyond the first: the first event from outside (the
+    first append is the engine's ``EngineStarted``), the first implementor's and the first
     reviewer's terminal events (the planner's is the first hit)."""
     return [
         *(
@@ -58,6 +59,7 @@ def cases() -> list[Crash]:
             for point in POINTS
             if not point.startswith("github.") and point not in QUEUE_POINTS
         ),
+        Crash("journal.after_append", 2),  # the first is the engine's own start; this a poll's
         Crash("session.before_terminal", 2),
         Crash("session.after_terminal", 2),
         Crash("session.after_terminal", 3),

@@ -1,6 +1,6 @@
 """What a person watching sees, from real processes: `cpe run --log-format human` tells each
-decision in a line, `cpe runs show SESSION --follow` streams a live run's output as the agent
-writes it, and `cpe status --watch` redraws until Ctrl-C."""
+decision in a line, `cpe runs show SESSION --follow` shows what a live run does (its tool calls
+and their results, its text) as it does it, and `cpe status --watch` redraws until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ TALK_THEN_HANG = Scenario.model_validate(
             [
                 {"text": "Reading the work item first."},
                 {"tool": "Write", "input": {"file_path": "{cwd}/notes.txt", "content": "x\n"}},
+                {"tool": "Bash", "input": {"command": "cat notes.txt"}},
             ],
             [{"text": "Now writing greet(name)."}, {"hang": True}],
         ],
@@ -63,8 +64,13 @@ def test_a_person_follows_a_live_run_and_reads_the_engines_decisions(
         processes.append(follower)
         assert follower.stdout is not None
         followed = Reader(follower.stdout)
-        assert followed.wait_for("Now writing greet(name)."), followed.text
-        assert "Reading the work item first." in followed.text  # the output from the start
+        assert followed.wait_for("assistant: Now writing greet(name)."), followed.text
+        # what it did from the start, its tool calls and their results, not only its prose
+        start = followed.lines.index("assistant: Reading the work item first.")
+        write, bash, wrote, ran = followed.lines[start + 1 : start + 5]
+        assert (write, bash) == ("tool Write: notes.txt (2 chars)", "tool Bash: cat notes.txt")
+        assert wrote.startswith("tool result: File created successfully at: notes.txt")
+        assert ran == "tool result: x", followed.text
         assert follower.poll() is None  # still following: the run goes on
 
         watcher = cpe_process("status", "--watch", "--repo", str(repo))

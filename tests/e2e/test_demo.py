@@ -63,6 +63,29 @@ def test_cpe_demo_exits_0_and_the_sample_repository_is_done(tmp_path: Path) -> N
     transcripts = repo / ".cpe" / "runs"
     assert f"transcripts: {transcripts}/<session>/transcript.log" in stdout
     assert len(list(transcripts.glob("*/transcript.log"))) >= 6  # 1 plan, 3 implement, 3 review
+    assert_review_comments_shown(repo)
+
+
+def assert_review_comments_shown(repo: Path) -> None:
+    """``cpe work show 1``: the review that asked for changes, its inline comments under it."""
+    shown = subprocess.run(
+        [str(CPE), "work", "show", "1", "--repo", str(repo)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": os.environ["PATH"], "HOME": str(repo.parent), "LANG": "C.UTF-8"},
+    )
+    assert shown.returncode == 0, shown.stderr
+    reviews = shown.stdout.split("\nreviews\n", 1)[1].splitlines()
+    [asked] = [n for n, line in enumerate(reviews) if " needs-changes on revision " in line]
+    assert "the whitespace around the name is kept" in reviews[asked]  # its summary
+    assert reviews[asked + 1].startswith('    greetings/greet.py:5 — greet("  ") returns')
+    assert reviews[asked + 2] == (
+        "    tests/test_greet.py — Add tests for the stripped name and for an empty and a "
+        "whitespace-only name."
+    )
+    assert " approve on revision " in reviews[asked + 3]  # the second review, no comments
 
 
 @pytest.mark.timeout(600)

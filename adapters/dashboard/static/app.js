@@ -1,5 +1,6 @@
 // The dashboard's script: keeps the server-rendered board current (GET /board on every state
-// event), shows live agent output (output events), and sends the actions with the token.
+// event), shows what live runs do (output events: their activity, from the start), and sends
+// the actions with the token.
 "use strict";
 
 const TOKEN_KEY = "cpe-dashboard-token";
@@ -29,15 +30,50 @@ function say(text, isError) {
   notice.className = isError ? "error" : "ok";
 }
 
+// One fetch at a time; a change meanwhile fetches once more after it, so the board never
+// stays on a state older than the last event.
 let boardPending = false;
+let boardAgain = false;
 async function refreshBoard() {
-  if (boardPending) return;
+  if (boardPending) {
+    boardAgain = true;
+    return;
+  }
   boardPending = true;
   try {
-    const response = await fetch("/board", { cache: "no-store" });
-    if (response.ok) board.innerHTML = await response.text();
+    do {
+      boardAgain = false;
+      const response = await fetch("/board", { cache: "no-store" });
+      if (response.ok) redraw(await response.text());
+    } while (boardAgain);
   } finally {
     boardPending = false;
+  }
+}
+
+// What a person was doing on the board survives its redraw: the review comments they opened,
+// the reason they are typing for a pause (and where the cursor was).
+function redraw(html) {
+  const open = [...board.querySelectorAll("details[open]")].map((d) => d.id);
+  const typing = document.activeElement;
+  const field = typing && board.contains(typing) && typing.id ? typing : null;
+  const kept = [...board.querySelectorAll("input[id]")].map((i) => [i.id, i.value]);
+  const caret = field ? [field.selectionStart, field.selectionEnd] : null;
+  board.innerHTML = html;
+  for (const id of open) {
+    const details = document.getElementById(id);
+    if (details) details.open = true;
+  }
+  for (const [id, value] of kept) {
+    const input = document.getElementById(id);
+    if (input) input.value = value;
+  }
+  if (field) {
+    const again = document.getElementById(field.id);
+    if (again) {
+      again.focus();
+      if (caret && again.setSelectionRange) again.setSelectionRange(caret[0], caret[1]);
+    }
   }
 }
 
@@ -65,12 +101,13 @@ function panel(session, run) {
     // What its CLI says of the model API: retrying …, rate-limited … (empty once it answers).
     box.querySelector(".signal").textContent = run.signal ? run.signal.text : "";
   }
-  liveNone.hidden = true;
   return box;
 }
 
 function onState(view) {
   for (const run of view.runs.active) panel(run.session_id, run);
+  // A run still starting is active too: "no run is active" only when none is.
+  liveNone.hidden = view.runs.active.length > 0;
   for (const box of live.querySelectorAll(".run-output")) {
     const active = view.runs.active.some((r) => r.session_id === box.dataset.session);
     box.classList.toggle("ended", !active);
@@ -85,6 +122,7 @@ function onOutput(data) {
     box.classList.add("ended");
     return;
   }
+  liveNone.hidden = true;
   const pre = box.querySelector("pre");
   pre.textContent += data.text.endsWith("\n") ? data.text : data.text + "\n";
   pre.scrollTop = pre.scrollHeight;
@@ -105,11 +143,25 @@ const ROUTES = {
   resume: () => "/api/resume",
 };
 
+// The pause's form is sent by its button (Enter in its field clicks it), never as a form.
+board.addEventListener("submit", (e) => e.preventDefault());
+
 board.addEventListener("click", async (e) => {
   const button = e.target.closest("button[data-action]");
   if (!button) return;
+  e.preventDefault();
   const action = button.dataset.action;
   const item = button.dataset.item;
+  // A cancel blocks the item until someone retries it: asked first.
+  if (button.dataset.confirm && !window.confirm(button.dataset.confirm)) {
+    say(`${action}${item ? " #" + item : ""}: not sent`, false);
+    return;
+  }
+  const body = {};
+  if (action === "pause") {
+    const reason = document.getElementById("pause-reason");
+    if (reason && reason.value.trim()) body.reason = reason.value.trim();
+  }
   const token = sessionStorage.getItem(TOKEN_KEY) || tokenInput.value.trim();
   const headers = { "Content-Type": "application/json" };
   if (token) headers.Authorization = "Bearer " + token;
@@ -119,9 +171,13 @@ board.addEventListener("click", async (e) => {
     const response = await fetch(ROUTES[action](item), {
       method: "POST",
       headers,
-      body: "{}",
+      body: JSON.stringify(body),
     });
     const answer = await response.json();
+    if (response.ok && action === "pause") {
+      const reason = document.getElementById("pause-reason");
+      if (reason) reason.value = "";
+    }
     if (response.ok) say(answer.message, false);
     else say(`${action} refused (${response.status}): ${answer.error}`, true);
   } catch (error) {

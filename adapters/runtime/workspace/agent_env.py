@@ -36,7 +36,9 @@ daemon (docs/security.md). The rule, in order:
    runtime may open it.
 
 ``HOME`` passes the allowlist: a runtime that must hide the user's dotfiles (``~/.config/gh``,
-``~/.ssh``) gives the agent a throwaway ``HOME`` through ``extra``.
+``~/.ssh``) gives the agent a throwaway ``HOME`` through ``extra``. cpe's own virtual
+environment is taken off ``base`` first (its ``bin`` off ``PATH``, ``VIRTUAL_ENV`` naming it):
+an agent's ``python3`` is the project's, never cpe's (``own_venv``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 from types import MappingProxyType
+
+from adapters.runtime.workspace.own_venv import without_own_venv
 
 __all__ = [
     "run_env",
@@ -177,10 +181,11 @@ def build_agent_env(
     allow: Sequence[str] = DEFAULT_ALLOW,
     extra: Mapping[str, str] = _EMPTY,
 ) -> dict[str, str]:
-    """The agent's environment: allowed, non-secret variables of ``base``, then ``extra``."""
+    """The agent's environment: allowed, non-secret variables of ``base`` without cpe's own
+    virtual environment, then ``extra``."""
     env = {
         name: value
-        for name, value in base.items()
+        for name, value in without_own_venv(base).items()
         if any(fnmatchcase(name, pattern) for pattern in allow)
         and not is_secret_name(name)
         and not looks_like_token(value)

@@ -1,0 +1,85 @@
+"""What each ``cpe`` command imports, as a user runs it (a subprocess, ``python -X importtime``):
+the read-only commands an operator types all day leave the engine, its runtimes, the vendor
+SDKs and the services to ``cpe run`` (docs/benchmarks.md has what that saves in time)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.git import make_repo
+from tests.test_cli import ROOT, cpe
+
+CONFIG = "[provider.local]\npipeline_command = []\n"
+
+# cpe run's own: the engine and its actors, the services beside it, the runtimes and the SDKs
+# they drive, logging's configuration.
+ENGINE_ONLY = (
+    "actors.engine",
+    "actors.process",
+    "actors.services",
+    "actors.loop",
+    "actors.pollers",
+    "actors.session",
+    "actors.logs",
+    "adapters.control",
+    "adapters.console",
+    "adapters.dashboard",
+    "adapters.runtime.claude_sdk",
+    "adapters.runtime.runners",
+    "claude_agent_sdk",
+    "githubkit",
+    "ray",
+)
+
+
+def imported(*args: str, cwd: Path = ROOT) -> set[str]:
+    """The modules ``cpe ARGS`` imports, from ``-X importtime``'s report (after it succeeded)."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "adapters.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", result.stderr, re.M))
+
+
+def within(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository an engine has not run on, with a work item (``cpe work add``)."""
+    path = make_repo(tmp_path_factory.mktemp("imports") / "repo", {"supervisor.toml": CONFIG})
+    added = cpe("work", "add", "Greeting", cwd=path)
+    assert added.returncode == 0, added.stderr
+    return path
+
+
+def test_help_imports_the_parser_and_nothing_of_the_engine_or_the_config() -> None:
+    modules = imported("--help")
+    assert "adapters.cli.parser" in modules  # the report is read
+    assert within(modules, ("actors", "structlog", "pykka", "git")) == []
+    assert within(modules, ("adapters.cli.settings", "adapters.cli.app")) == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("status",), ("work", "list"), ("work", "show", "1"), ("costs",)],
+    ids=["status", "work-list", "work-show", "costs"],
+)
+def test_a_read_only_command_imports_neither_the_engine_nor_a_runtime_nor_a_vendor_sdk(
+    repo: Path, command: tuple[str, ...]
+) -> None:
+    modules = imported(*command, cwd=repo)
+    assert "adapters.cli.settings" in modules  # it did read the configuration
+    assert within(modules, ENGINE_ONLY) == []
