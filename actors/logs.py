@@ -143,6 +143,7 @@ _SAID: dict[str, str] = {
     "dashboard listening": "dashboard on {url}",
     "signal received; stopping": "{signal}: stopping",
     "configuration reloaded": "configuration reloaded from {path} (applied: {applied})",
+    "log file": "the whole log goes to {path}",
 }
 # Warnings the console already says in a sentence of its own.
 _NARRATED = frozenset({"agent run failed"})

@@ -68,12 +68,11 @@ def run(
 ) -> int:
     """``agent_env``, ``isolated_home``, ``codex_overrides``: as ``build_app`` takes them
     (``cpe run --scripted`` points every runtime at its scripted model)."""
-    from actors.logs import configure_logging  # noqa: PLC0415 - the engine: cpe run's import
     from actors.process import Watchdog, run_engine  # noqa: PLC0415
     from adapters.notify import notify  # noqa: PLC0415
 
     try:
-        config, _ = resolve_config(config_path, repo)
+        config, root = resolve_config(config_path, repo)
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
     named = config.dashboard.token_env
@@ -82,7 +81,7 @@ def run(
             f"configuration error: dashboard.token_env: the environment variable {named} is "
             "not set; expected a token in it, or token_env empty for a random one"
         )
-    fmt = configure_logging(config.engine.log_level, log_format or config.logging.format)
+    fmt, log_file = _start_logging(config, root, log_format)
     if (own_python := _own_python(config)) is not None:
         structlog.get_logger("cpe.cli").warning(own_python)
     apps: list[App] = []
@@ -119,6 +118,11 @@ def run(
 
     def ready(engine: Any) -> None:
         services.append(starters[-1]())
+        # once it runs (a refused start says one thing): where the whole log goes, and what
+        # the agents will not see
+        if log_file is not None:
+            structlog.get_logger("cpe.cli").info("log file", path=str(log_file))
+        _warn_uncommitted(root)
         notify("READY=1")
 
     def stopping() -> None:
@@ -522,6 +526,89 @@ def _print_runs(state: EngineState, state_dir: Path, engine: EngineStatus) -> No
                 print(f"      {label}: {' '.join(run.failure_reason.split())}")
 
 
+LOG_FILE = "cpe.log"  # in the state directory: cpe run's whole log when a person watches
+
+
+def _start_logging(
+    config: Any, root: Path, log_format: LogFormat | None
+) -> tuple[LogFormat, Path | None]:
+    """The log as ``--log-format`` or ``[logging] format`` asks, and the file it also goes
+    to: a person's terminal says decisions and warnings, everything is kept in
+    ``<state>/cpe.log``."""
+    from actors.logs import configure_logging  # noqa: PLC0415 - the engine: cpe run's import
+
+    wanted = log_format or config.logging.format
+    human = wanted == "human" or (wanted == "auto" and sys.stderr.isatty())
+    log_file = root / config.engine.state_dir / LOG_FILE if human else None
+    try:
+        return configure_logging(config.engine.log_level, wanted, log_file=log_file), log_file
+    except OSError:  # the state directory cannot be written: the journal's check says so
+        return configure_logging(config.engine.log_level, wanted), None
+
+
+def _warn_uncommitted(root: Path) -> None:
+    """Agents work in worktrees of the default branch: a supervisor.toml or .claude/ that
+    ``cpe init`` wrote and nobody committed is not in them (the agents lack their definitions)."""
+    import subprocess  # noqa: PLC0415
+
+    names = [n for n in ("supervisor.toml", ".claude") if (root / n).exists()]
+    if not names:
+        return
+    done = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--", *names],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    changed = sorted({line[3:].split("/")[0] for line in done.stdout.splitlines() if line})
+    if done.returncode == 0 and changed:
+        structlog.get_logger("cpe.cli").warning(
+            "not committed: agents work on the default branch and will not see it; commit it "
+            "(git add supervisor.toml .claude .gitignore && git commit)",
+            paths=", ".join(changed),
+        )
+
+
+def runs_list(config_path: Path | None, repo: Path | None, *, limit: int = 50) -> int:
+    """The agent runs the journal holds, newest first, one line each (as cpe status shows
+    them)."""
+    try:
+        config, root = resolve_config(config_path, repo)
+    except ConfigError as exc:
+        return fail(f"configuration error: {exc}")
+    if limit < 0:
+        return fail(f"--limit {limit}: expected a number of runs, 0 for all", 2)
+    state_dir = root / config.engine.state_dir
+    state = journal_state(state_dir)
+    never = datetime.min.replace(tzinfo=UTC)
+    runs = sorted(state.agent_runs.values(), key=lambda r: r.requested_at or never, reverse=True)
+    shown = runs if limit == 0 else runs[:limit]
+    if not shown:
+        print("no agent runs yet")
+        return 0
+    now = datetime.now(UTC)
+    for run in shown:
+        print(describe_run(run, run_where(state_dir, run.session_id), now=now))
+    if len(shown) < len(runs):
+        print(f"({len(runs) - len(shown)} older runs: --limit 0 lists them all)")
+    return 0
+
+
+def read_body(body: str, body_file: Path | None) -> str | None:
+    """A work item's body: ``--body``, or ``--body-file`` (``-``: standard input); None, said
+    on stderr, when the file cannot be read."""
+    if body_file is None:
+        return body
+    try:
+        if str(body_file) == "-":
+            return sys.stdin.read()
+        return body_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"cpe: work add: --body-file {body_file}: cannot read it: {exc}", file=sys.stderr)
+        return None
+
+
 def describe_run(
     run: AgentRun,
     runtime: str = "",
@@ -659,6 +746,8 @@ def runs_show(
 
 
 def work_add(title: str, body: str, config_path: Path | None, repo: Path | None) -> int:
+    if not title.strip():
+        return fail("work add: the title is empty; expected a few words saying what to do", 2)
     try:
         config, root = resolve_config(config_path, repo)
         branch = default_branch(config, root)
@@ -691,6 +780,12 @@ def replay(until: int | None, config_path: Path | None, repo: Path | None) -> in
         config, root = resolve_config(config_path, repo)
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
+    if until is not None and until < 0:
+        return fail(
+            f"replay: --until {until}: expected an event's sequence number (1 is the first "
+            "event; 0 gives the state before any)",
+            2,
+        )
     path = root / config.engine.state_dir / "journal.sqlite3"
     if not path.exists():
         return fail(f"no journal at {path}", 1)
@@ -736,14 +831,19 @@ def costs(by: str, since: str | None, config_path: Path | None, repo: Path | Non
             "day": run.ended_at.astimezone(UTC).strftime("%Y-%m-%d"),
         }[by]
         groups.setdefault(key, []).append(run.cost_usd)
+    import math  # noqa: PLC0415
+
     print(f"{by:<24} {'runs':>6} {'cost (USD)':>12} {'unknown':>8}")
-    total, runs, unknown = 0.0, 0, 0
+    # Exact sums (fsum), the total over the runs rather than the rounded groups: the same total
+    # whichever grouping is asked for.
+    every = [cost for costs_ in groups.values() for cost in costs_]
     for key in sorted(groups, key=natural_key if by == "item" else str):
         known = [cost for cost in groups[key] if cost is not None]
         missing = len(groups[key]) - len(known)
-        total, runs, unknown = total + sum(known), runs + len(groups[key]), unknown + missing
-        print(f"{key:<24} {len(groups[key]):>6} {sum(known):>12.4f} {missing:>8}")
-    print(f"{'total':<24} {runs:>6} {total:>12.4f} {unknown:>8}")
+        print(f"{key:<24} {len(groups[key]):>6} {math.fsum(known):>12.4f} {missing:>8}")
+    total = math.fsum(sorted(cost for cost in every if cost is not None))
+    unknown = sum(1 for cost in every if cost is None)
+    print(f"{'total':<24} {len(every):>6} {total:>12.4f} {unknown:>8}")
     return 0
 
 

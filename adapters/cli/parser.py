@@ -86,6 +86,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return actions.init(args.repo)
     if args.command == "status":
         return actions.status(args.config, args.repo, watch=args.watch)
+    if args.command == "runs" and args.runs_command == "list":
+        return actions.runs_list(args.config, args.repo, limit=args.limit)
     if args.command == "runs":
         return actions.runs_show(args.session_id, args.config, args.repo, follow=args.follow)
     if args.command == "work":
@@ -108,7 +110,10 @@ def _work(args: argparse.Namespace) -> int:
 
     where = (args.config, args.repo)
     if args.work_command == "add":
-        return actions.work_add(args.title, args.body, *where)
+        body = actions.read_body(args.body, args.body_file)
+        if body is None:
+            return 2
+        return actions.work_add(args.title, body, *where)
     if args.work_command == "list":
         return work.work_list(args.status, *where)
     if args.work_command == "show":
@@ -198,6 +203,26 @@ def _add_scripted_model(
     verbs.add_parser("check", parents=[book], help="load the book and print what it plays")
 
 
+def _add_runs(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], where: argparse.ArgumentParser
+) -> None:
+    runs = commands.add_parser("runs", help="agent runs: list, show")
+    runs_commands = runs.add_subparsers(dest="runs_command", metavar="COMMAND", required=True)
+    listed = runs_commands.add_parser(
+        "list", parents=[where], help="the agent runs, newest first: role, item, status, cost"
+    )
+    listed.add_argument(
+        "--limit", type=int, default=50, metavar="N", help="at most N runs (default 50; 0: all)"
+    )
+    show = runs_commands.add_parser("show", parents=[where], help="a run's transcript")
+    show.add_argument("session_id", metavar="SESSION")
+    show.add_argument(
+        "--follow",
+        action="store_true",
+        help="a live run: stream its output as it happens, until it ends",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cpe",
@@ -222,7 +247,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     run = commands.add_parser(
-        "run", parents=[where], help="run the engine on a repository until stopped (SIGTERM)"
+        "run",
+        parents=[where],
+        help="run the engine on a repository until stopped (SIGTERM)",
+        description="Run the engine on the repository until stopped: plan the specs into work "
+        "items, run agents on the ready ones in worktrees of their own, turn their patches into "
+        "revisions, review and merge them. Ctrl-C or SIGTERM stops it gracefully (the runs are "
+        "cancelled, the journal closed); a second Ctrl-C exits at once; SIGHUP reloads "
+        "supervisor.toml. On a terminal it says each decision in a line and logs everything to "
+        "<state>/cpe.log.",
     )
     run.add_argument(
         "--new-journal",
@@ -248,22 +281,22 @@ def build_parser() -> argparse.ArgumentParser:
         "status", parents=[where], help="work items, revisions and agent runs"
     )
     status.add_argument("--watch", action="store_true", help="redraw every second until Ctrl-C")
-    runs = commands.add_parser("runs", help="agent runs")
-    runs_commands = runs.add_subparsers(dest="runs_command", metavar="COMMAND", required=True)
-    show = runs_commands.add_parser("show", parents=[where], help="a run's transcript")
-    show.add_argument("session_id", metavar="SESSION")
-    show.add_argument(
-        "--follow",
-        action="store_true",
-        help="a live run: stream its output as it happens, until it ends",
-    )
+    _add_runs(commands, where)
     work = commands.add_parser(
         "work", help="work items: list, show, add, retry, cancel, set-status"
     )
     work_commands = work.add_subparsers(dest="work_command", metavar="COMMAND", required=True)
     add = work_commands.add_parser("add", parents=[where], help="add a work item (local provider)")
-    add.add_argument("title")
-    add.add_argument("--body", default="")
+    add.add_argument("title", help="what to do, in a few words (not empty)")
+    body = add.add_mutually_exclusive_group()
+    body.add_argument("--body", default="", help="the details (markdown)")
+    body.add_argument(
+        "--body-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="read the details from FILE ('-': standard input)",
+    )
     listing = work_commands.add_parser(
         "list", parents=[where], help="work items with status, attempts, revision and cost"
     )

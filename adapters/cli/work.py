@@ -200,13 +200,25 @@ def _history(state_dir: Path, wid: WorkItemId) -> list[str]:
     path = state_dir / JOURNAL_NAME
     if not path.exists():
         return []
+    from domain.narration import narrate  # noqa: PLC0415
+    from domain.state import apply_event  # noqa: PLC0415
+
     lines: list[str] = []
     last: str | None = None
+    state = EngineState()
     journal = Journal(path)
     try:
         for entry in journal.entries():
             event = entry.event
+            before, state = state, apply_event(state, event)
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(entry.at))
+            if isinstance(event, StatusTransitioned) and event.work_item_id == wid:
+                # in the console's words: why, as the engine said it then
+                said = narrate(event, before, state)
+                if said and ": " in said[0]:  # with its why (else the reason cpe wrote)
+                    lines.append(f"{when}  {said[0].removeprefix(f'#{wid} ')}  (cpe)")
+                    last = event.to
+                    continue
             if isinstance(event, WorkItemChanged) and event.work_item.id == wid:
                 status = event.work_item.status
                 if last is None:

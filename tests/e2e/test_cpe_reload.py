@@ -91,3 +91,8 @@ def test_a_reload_says_so_on_a_persons_terminal(
         assert wait_for(lambda: said in log_path.read_text()), log_path.read_text()
         cpe_run.send_signal(signal.SIGTERM)
         assert cpe_run.wait(120) == 0
+    # A person's terminal gets the decisions; the whole log, JSON, is in the state directory.
+    whole = repo / ".cpe" / "cpe.log"
+    assert f"the whole log goes to {whole}" in log_path.read_text()
+    assert _events(whole, "configuration reloaded")[0]["applied"] == ["workflow.retry_backoff_max"]
+    assert _events(whole, "shutdown complete"), whole.read_text()[-2000:]
