@@ -12,8 +12,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
-from actors.executor import BreakerSettings, DailyBudget, QuotaSettings, RetrySettings
-from actors.supervisor import SupervisorSettings
+from actors.settings import (
+    BreakerSettings,
+    DailyBudget,
+    QuotaSettings,
+    RetrySettings,
+    SupervisorSettings,
+)
 from domain.handlers import HandlerOptions
 from domain.models import AgentRole
 from domain.policy import Policy

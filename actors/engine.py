@@ -23,7 +23,7 @@ import structlog
 
 from actors.base import tell
 from actors.config import EngineConfig
-from actors.executor import BreakerSettings, CommandExecutor, DailyBudget, ExecutorActor, asking
+from actors.executor import CommandExecutor, ExecutorActor, asking
 from actors.journal import InstanceLock, Journal
 from actors.loop import EngineActor, EngineLoop, Ping
 from actors.observer import Observer, Watcher
@@ -44,6 +44,7 @@ from actors.pollers import (
 from actors.queue import Inbox, QueueActor
 from actors.session import SessionStarter
 from actors.sessions import SessionManager
+from actors.settings import BreakerSettings, DailyBudget
 from actors.store import Listener, StateStore, Unsubscribe
 from actors.streams import AgentStream, StreamRegistry
 from actors.supervisor import ChildSpec, Supervisor, permanent_error

@@ -27,7 +27,6 @@ from zoneinfo import ZoneInfo
 
 import pykka
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
 
 from actors.base import SupervisedActor
 from actors.crashpoints import crashpoint
@@ -35,6 +34,7 @@ from actors.journal import Journal
 from actors.landing_writes import land, refusal, update_branch
 from actors.queue import Inbox
 from actors.sessions import SessionManager
+from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, RetrySettings
 from domain.commands import (
     ApplyPlan,
     CancelAgent,
@@ -49,8 +49,6 @@ from domain.commands import (
     idempotency_key,
 )
 from domain.decisions import (
-    DispatchPause,
-    breaker_pause,
     explain_transition,
     implementor_backoff,
     planner_backoff,
@@ -96,70 +94,6 @@ log = structlog.get_logger("cpe.executor")
 EXECUTE_TIMEOUT = 900.0  # seconds; a write with all its retries fits well inside
 
 SpawnSession = Callable[[SessionId, AgentStartParams], None]
-
-
-class RetrySettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    attempts: int = Field(default=4, ge=1, description="tries per write, the first included")
-    initial_delay: float = Field(default=1.0, ge=0)
-    max_delay: float = Field(default=60.0, ge=0)
-
-
-class BreakerSettings(BaseModel):
-    """``[breaker]``: when runs keep failing under the agent (no credential, the model API
-    down), dispatch pauses instead of spending the items' attempts (``dispatch_pause``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    failures: int = Field(
-        default=3, ge=1, le=100, description="infrastructure failures in a row that pause"
-    )
-    pause_initial: float = Field(default=30, gt=0, le=86_400, allow_inf_nan=False)
-    pause_max: float = Field(default=900, gt=0, le=86_400, allow_inf_nan=False)
-    outage_after: float = Field(
-        default=15,
-        gt=0,
-        le=3600,
-        allow_inf_nan=False,
-        description="seconds live runs retry the model API (unreachable, overloaded, server "
-        "errors, a refused credential) with no answer before dispatch pauses",
-    )
-    cancel_retrying: bool = Field(
-        default=True,
-        description="then cancel the runs retrying it (no attempt spent), freeing their slots",
-    )
-
-    def pause(self, state: EngineState) -> DispatchPause | None:
-        """The breaker's pause for ``state`` (``domain.decisions.breaker_pause``)."""
-        return breaker_pause(
-            state,
-            failures=self.failures,
-            initial=self.pause_initial,
-            maximum=self.pause_max,
-            outage_after=self.outage_after,
-        )
-
-
-class QuotaSettings(BaseModel):
-    """``[runtime.quota]``: a model account whose usage window is spent waits for its reset
-    (plus ``margin`` seconds); with ``pause_at``, no run starts on an account one of whose
-    windows is used that much (0..1), until it resets."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    pause_at: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
-    margin: float = Field(default=60, ge=0, le=3600, allow_inf_nan=False)
-
-
-class DailyBudget(BaseModel):
-    """``[budget] per_day_usd`` and the day it counts (a time zone's day): once the runs that
-    ended today cost that much, dispatch pauses until the next day."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    per_day_usd: float = Field(default=0, ge=0, description="0: no limit")
-    timezone: str = "UTC"
 
 
 class CommandExecutor:

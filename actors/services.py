@@ -21,7 +21,8 @@ from typing import Any, Protocol
 import structlog
 
 from actors.base import SupervisedActor, tell
-from actors.supervisor import ChildSpec, Supervisor, SupervisorSettings, permanent_error
+from actors.settings import SupervisorSettings
+from actors.supervisor import ChildSpec, Supervisor, permanent_error
 
 log = structlog.get_logger("cpe.services")
 

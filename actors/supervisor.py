@@ -40,29 +40,16 @@ from typing import Any, Literal
 
 import pykka
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
 
 from actors.base import CrashReport
+from actors.settings import SupervisorSettings
 from domain.errors import ConfigError
 
 RestartType = Literal["permanent", "transient", "temporary"]
-Strategy = Literal["one_for_one", "one_for_all", "rest_for_one"]
 EXIT_GAVE_UP = 75
 EXIT_CONFIG = 78  # a child cannot start with this configuration: a restart would not fix it
 
 log = structlog.get_logger("cpe.supervisor")
-
-
-class SupervisorSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    strategy: Strategy = "one_for_one"
-    max_restarts: int = Field(default=5, ge=0)
-    within_seconds: float = Field(default=60, gt=0)
-    backoff_initial: float = Field(default=0.5, ge=0)
-    backoff_max: float = Field(default=30, ge=0)
-    jitter: float = Field(default=0.2, ge=0, le=1)
-    child_shutdown_timeout: float = Field(default=10, gt=0)
 
 
 def permanent_error(exc: BaseException | None) -> ConfigError | None:

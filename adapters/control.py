@@ -33,9 +33,9 @@ import structlog
 from pydantic import ValidationError
 
 from actors.engine import Engine
-from actors.executor import BreakerSettings
 from actors.journal import JOURNAL_NAME, InstanceLock, Journal, check_journal
 from actors.logs import redact_value
+from actors.settings import BreakerSettings
 from adapters.cli.settings import CpeConfig
 from domain.events import AgentFailed
 from domain.models import EngineState, SessionId, WorkItem

@@ -1,24 +1,23 @@
 """Git plumbing shared by the adapters that manage a repository (local provider, specs).
 
-Every call is a fresh ``git`` process through GitPython's command runner (``git.Git.execute``):
-GitPython's object database keeps persistent ``cat-file`` processes that are not safe to share
-between actor threads. Nothing here touches a user's index or working tree: trees are built in a
-temporary index (``GIT_INDEX_FILE``) and refs are moved with ``update-ref``. A failed git command
-becomes a domain error carrying git's own message; failing to run git at all is translated from
-GitPython's exception.
+Every call is a fresh ``git`` process (``subprocess``, in git's C locale as GitPython's command
+runner runs it): GitPython's object database keeps persistent ``cat-file`` processes that are not
+safe to share between actor threads, and importing GitPython for its runner alone would cost
+every ``cpe`` command that reads the local tracker some 30 ms. Nothing here touches a user's
+index or working tree: trees are built in a temporary index (``GIT_INDEX_FILE``) and refs are
+moved with ``update-ref``. A failed git command becomes a domain error carrying git's own
+message; failing to run git at all, a ``ProviderError``.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
-from git.exc import GitCommandNotFound
 
 from domain.errors import ConflictError, NotFoundError, PatchError, ProviderError
 
@@ -72,12 +71,12 @@ class GitRepo:
     def __init__(self, root: Path, identity: tuple[str, str] = DEFAULT_IDENTITY) -> None:
         if not root.is_dir():
             raise NotFoundError(f"{root} is not a directory")
-        self._git = git.Git(str(root))
+        self._cwd = root
         found = self.run_status("rev-parse", "--show-toplevel")
         if found.status != 0 or not found.line:
             raise NotFoundError(f"{root} is not inside a git working tree: {found.stderr.strip()}")
         self.root = Path(found.line)
-        self._git = git.Git(str(self.root))
+        self._cwd = self.root
         name, email = identity
         self._identity = {
             "GIT_AUTHOR_NAME": name,
@@ -108,20 +107,22 @@ class GitRepo:
         """Run git and return its exit status; only a failure to run git at all raises.
         ``timeout``: seconds before git is killed (a fetch from a remote that hangs)."""
         try:
-            outcome = self._git.execute(
+            done = subprocess.run(
                 ["git", *args],
-                with_extended_output=True,
-                with_exceptions=False,
-                stdout_as_string=False,
-                strip_newline_in_stdout=False,
-                env=dict(env) if env else None,
-                kill_after_timeout=timeout,
+                cwd=self._cwd,
+                env={**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **(env or {})},
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
             )
-        except (GitCommandNotFound, OSError) as exc:
+        except subprocess.TimeoutExpired as exc:  # git was killed
+            out = exc.stdout or b""
+            return GitResult(-9, out, f"git {_subcommand(args)} did not complete in {timeout:g} s")
+        except OSError as exc:
             raise ProviderError(f"cannot run git: {exc}", transient=False) from exc
-        # with_extended_output=True, stdout_as_string=False: (status, stdout bytes, stderr str)
-        status, stdout, stderr = outcome
-        return GitResult(int(status), stdout, str(stderr))
+        stderr = done.stderr.decode("utf-8", "surrogateescape").removesuffix("\n")
+        return GitResult(done.returncode, done.stdout, stderr)
 
     # ------------------------------------------------------------------ refs and objects
 

@@ -9,7 +9,10 @@ With ``--instructions`` it also counts the instructions each command's Python pr
 under valgrind's callgrind (slow: about fifty times; the git processes it starts are not
 counted). The count does not depend on the machine's load: compare two versions with it.
 
-    .venv/bin/python bench/bench_startup.py --runs 15 [--instructions]
+With ``--code DIR`` the commands run another copy of the code (``git archive REV | tar -x -C
+DIR``) on this installation, for a before and after measured at the same load.
+
+    .venv/bin/python bench/bench_startup.py --runs 15 [--instructions] [--code DIR]
 """
 
 from __future__ import annotations
@@ -30,19 +33,22 @@ CPE = Path(sys.executable).parent / "cpe"
 COMMANDS: tuple[tuple[str, ...], ...] = (("--help",), ("status",), ("work", "list"))
 
 
-def environment(home: Path) -> dict[str, str]:
-    """A user's environment, bytecode caches allowed (as an installed cpe has them)."""
+def environment(home: Path, code: Path | None) -> dict[str, str]:
+    """A user's environment, bytecode caches allowed (as an installed cpe has them); with
+    ``code``, that copy of the packages ahead of the installed ones."""
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8"}
     env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    if code is not None:
+        env["PYTHONPATH"] = str(code.resolve())
     return env
 
 
-def prepare(root: Path) -> tuple[Path, dict[str, str]]:
+def prepare(root: Path, code: Path | None) -> tuple[Path, dict[str, str]]:
     """A repository with one commit, ``cpe init`` run in it, and a work item."""
     repo, home = root / "repo", root / "home"
     repo.mkdir()
     home.mkdir()
-    env = environment(home)
+    env = environment(home, code)
     ident = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
     for args in (
         ["init", "--quiet", "--initial-branch=main"],
@@ -87,12 +93,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--instructions", action="store_true", help="count them with callgrind")
+    parser.add_argument("--code", type=Path, help="run this copy of the code instead")
     args = parser.parse_args()
     if args.instructions and shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind on PATH")
+    if args.code is not None and not (args.code / "adapters" / "cli").is_dir():
+        raise SystemExit(
+            f"--code {args.code}: no adapters/cli there; expected a copy of cpe's code"
+        )
     print("load average: " + " ".join(f"{load:.2f}" for load in os.getloadavg()))
     with tempfile.TemporaryDirectory(prefix="cpe-bench-startup-") as scratch:
-        repo, env = prepare(Path(scratch))
+        repo, env = prepare(Path(scratch), args.code)
         for command in COMMANDS:  # warm the page cache and the bytecode of each
             timed(command, repo, env)
         walls: dict[tuple[str, ...], list[float]] = {command: [] for command in COMMANDS}

@@ -36,6 +36,28 @@ ENGINE_ONLY = (
     "ray",
 )
 
+# What reading supervisor.toml and the local tracker needs none of: the engine's settings models
+# live apart from the actors (actors/settings.py), the sandbox's and the Bash guard's packages
+# import their heavy modules on first use, and the tracker's reads run git without GitPython and
+# leave the pipeline (psutil, anyio) and the spec reader (PyYAML) to cpe run.
+READ_PATH_ONLY_NOT = (
+    "pykka",
+    "actors.executor",
+    "actors.supervisor",
+    "actors.sessions",
+    "adapters.runtime.sandbox.bwrap",
+    "adapters.runtime.workspace.worktrees",
+    "adapters.runtime.workspace.launcher",
+    "adapters.bash_guard.guard",
+    "adapters.local.pipeline",
+    "adapters.local.pipeline_runner",
+    "adapters.specs",
+    "git",
+    "yaml",
+    "psutil",
+    "anyio",
+)
+
 
 def imported(*args: str, cwd: Path = ROOT) -> set[str]:
     """The modules ``cpe ARGS`` imports, from ``-X importtime``'s report (after it succeeded)."""
@@ -83,3 +105,21 @@ def test_a_read_only_command_imports_neither_the_engine_nor_a_runtime_nor_a_vend
     modules = imported(*command, cwd=repo)
     assert "adapters.cli.settings" in modules  # it did read the configuration
     assert within(modules, ENGINE_ONLY) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "reader"),
+    [
+        (("status",), "adapters.local.provider"),
+        (("work", "list"), "adapters.local.provider"),
+        (("work", "show", "1"), "adapters.local.provider"),
+        (("costs",), "actors.journal"),
+    ],
+    ids=["status", "work-list", "work-show", "costs"],
+)
+def test_a_read_only_command_imports_neither_pykka_nor_gitpython_pyyaml_psutil_nor_the_sandbox(
+    repo: Path, command: tuple[str, ...], reader: str
+) -> None:
+    modules = imported(*command, cwd=repo)
+    assert {"adapters.cli.settings", reader} <= modules  # the config and what it reads
+    assert within(modules, READ_PATH_ONLY_NOT) == []

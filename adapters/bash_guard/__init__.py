@@ -33,14 +33,37 @@ what an agent would plausibly type, not a sandbox: programs the agent writes and
 (``adapters.runtime.sandbox``) holds those.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from adapters.bash_guard.config import DEFAULT_PROTECTED_PATHS, BashGuardConfig
-from adapters.bash_guard.guard import (
-    BashVerdict,
-    check_bash,
-    check_bash_main,
-    render_verdict,
-)
-from adapters.bash_guard.words import BashParseError
+
+if TYPE_CHECKING:
+    from adapters.bash_guard.guard import (
+        BashVerdict,
+        check_bash,
+        check_bash_main,
+        render_verdict,
+    )
+    from adapters.bash_guard.words import BashParseError
+
+_GUARD = frozenset({"BashVerdict", "check_bash", "check_bash_main", "render_verdict"})
+
+
+def __getattr__(name: str) -> Any:
+    """The guard itself, imported on first use: reading the configuration (every cpe command)
+    needs the config module alone, not the splitter and every rule."""
+    if name in _GUARD:
+        from adapters.bash_guard import guard  # noqa: PLC0415
+
+        return getattr(guard, name)
+    if name == "BashParseError":
+        from adapters.bash_guard import words  # noqa: PLC0415
+
+        return words.BashParseError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_PROTECTED_PATHS",

@@ -30,9 +30,8 @@ from pydantic import (
 )
 
 from actors.config import EngineConfig, LogLevel, PollerSettings
-from actors.executor import BreakerSettings, DailyBudget, QuotaSettings
 from actors.journal import JOURNAL_NAME
-from actors.supervisor import SupervisorSettings
+from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, SupervisorSettings
 from adapters.bash_guard.config import BashGuardConfig
 from adapters.github.settings import GitHubSettings
 from adapters.runtime.remote.settings import RemoteSettings

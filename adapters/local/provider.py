@@ -12,17 +12,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from adapters.git_plumbing import DEFAULT_IDENTITY, GitRepo, detect_default_branch
 from adapters.local.db import Database
-from adapters.local.pipeline import LocalPipeline
-from adapters.local.pipeline_runner import PipelineRunner
 from adapters.local.revisions import LocalRevisionReader, LocalRevisionWriter
 from adapters.local.store import RevisionStore
 from adapters.local.work_items import LocalWorkItemReader, LocalWorkItemWriter
-from adapters.specs import DEFAULT_SPEC_GLOBS, GitSpecReader
-from adapters.specs.reader import DEFAULT_SPEC_MAX_BYTES
 from domain.ports import ProviderInterfaces, SpecProviderReader
+
+# The pipeline (psutil, anyio) and the spec reader (PyYAML) are imported where they are used:
+# the tracker's reads (cpe status, cpe work list) need neither.
+if TYPE_CHECKING:
+    from adapters.local.pipeline import LocalPipeline
+    from adapters.local.pipeline_runner import PipelineRunner
 
 DATABASE_NAME = "local-tracker.sqlite3"
 
@@ -66,6 +69,8 @@ class LocalProvider:
         self.revision_writer = LocalRevisionWriter(self._store)
         self._runner: PipelineRunner | None = None
         if pipeline is not None:
+            from adapters.local.pipeline_runner import PipelineRunner  # noqa: PLC0415
+
             self._runner = PipelineRunner(self._store, pipeline, state / "pipeline-logs")
             self._store.on_new_head = self._runner.notify
             self._runner.start()
@@ -108,18 +113,25 @@ def create_local_provider(
     *,
     default_branch: str | None = None,
     pipeline: LocalPipeline | None = None,
-    spec_globs: Sequence[str] = DEFAULT_SPEC_GLOBS,
-    spec_max_bytes: int = DEFAULT_SPEC_MAX_BYTES,
+    spec_globs: Sequence[str] | None = None,
+    spec_max_bytes: int | None = None,
     baseline: bool = False,
 ) -> tuple[LocalProvider, ProviderInterfaces]:
     """The local provider and the five interfaces an engine takes (specs from the same repo).
     Keep the provider to ``close()`` it at shutdown. ``baseline``: run the pipeline on the
-    default branch's head too, for revisions' failures to be compared with."""
+    default branch's head too, for revisions' failures to be compared with. ``spec_globs``,
+    ``spec_max_bytes``: None for the spec reader's defaults (``DEFAULT_SPEC_GLOBS`` …)."""
+    from adapters.specs.reader import (  # noqa: PLC0415
+        DEFAULT_SPEC_GLOBS,
+        DEFAULT_SPEC_MAX_BYTES,
+        GitSpecReader,
+    )
+
     provider = LocalProvider(repo_root, state_dir, default_branch, pipeline, baseline=baseline)
     specs = GitSpecReader(
         provider.repo_root,
-        spec_globs,
+        DEFAULT_SPEC_GLOBS if spec_globs is None else spec_globs,
         default_branch=provider.default_branch,
-        max_bytes=spec_max_bytes,
+        max_bytes=DEFAULT_SPEC_MAX_BYTES if spec_max_bytes is None else spec_max_bytes,
     )
     return provider, provider.interfaces(specs)

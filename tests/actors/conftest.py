@@ -15,7 +15,7 @@ from actors.config import EngineConfig, PollerSettings
 from actors.engine import Engine, create_engine
 from actors.journal import Journal
 from actors.queue import QueueActor, Wake
-from actors.supervisor import SupervisorSettings
+from actors.settings import SupervisorSettings
 from domain.handlers import HandlerOptions
 from tests.fakes.provider import FakeTracker, fake_provider
 from tests.fakes.runtime import FakeRuntime, Script, fake_runtimes

@@ -12,9 +12,8 @@ import pytest
 
 from actors.config import EngineConfig, PollerSettings
 from actors.engine import create_engine
-from actors.executor import BreakerSettings, DailyBudget
 from actors.journal import Journal
-from actors.supervisor import SupervisorSettings
+from actors.settings import BreakerSettings, DailyBudget, SupervisorSettings
 from domain.errors import ConfigError, JournalError, JournalIOError
 from domain.events import (
     AgentFailed,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from actors.executor import DailyBudget
+from actors.settings import DailyBudget
 from domain.errors import JournalError
 from domain.events import CommandRejected, DispatchDue, UserTransitionedStatus
 from domain.handlers import HandlerOptions

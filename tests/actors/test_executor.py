@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from actors.executor import CommandExecutor, RetrySettings
+from actors.executor import CommandExecutor
 from actors.journal import Journal
 from actors.queue import Inbox
 from actors.sessions import SessionManager
+from actors.settings import RetrySettings
 from domain.commands import (
     ApplyPlan,
     CreateRevision,
@@ -819,7 +820,7 @@ def test_a_failed_items_retry_waits_for_its_backoff_unless_a_person_asks(rig: Ri
 def test_the_daily_budget_pauses_dispatch_until_the_next_day(tmp_path: Path) -> None:
     """Runs that ended today (in the budget's time zone) cost $12 of $10: no run starts, one
     wake-up at the next local midnight; the next day (an injected clock) they start again."""
-    from actors.executor import DailyBudget  # noqa: PLC0415
+    from actors.settings import DailyBudget  # noqa: PLC0415
     from tests.domain.builders import implementor_run  # noqa: PLC0415
 
     rig = Rig(tmp_path)

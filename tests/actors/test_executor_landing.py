@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from actors.executor import CommandExecutor, RetrySettings
+from actors.executor import CommandExecutor
 from actors.journal import Journal
 from actors.queue import Inbox
 from actors.sessions import SessionManager
+from actors.settings import RetrySettings
 from adapters.local.provider import LocalProvider
 from domain.commands import (
     CreateRevision,

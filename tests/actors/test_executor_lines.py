@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from actors.executor import EXECUTE_TIMEOUT, DailyBudget, Execute, asking
+from actors.executor import EXECUTE_TIMEOUT, Execute, asking
+from actors.settings import DailyBudget
 from domain.commands import (
     CancelAgent,
     CreateRevision,

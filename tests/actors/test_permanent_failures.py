@@ -14,7 +14,8 @@ import pytest
 from actors.base import SupervisedActor
 from actors.config import PollerSettings
 from actors.services import Services
-from actors.supervisor import ChildSpec, Supervisor, SupervisorSettings, permanent_error
+from actors.settings import SupervisorSettings
+from actors.supervisor import ChildSpec, Supervisor, permanent_error
 from domain.errors import ConfigError
 from tests.actors.conftest import Harness
 from tests.actors.test_logs import Lines, json_log

@@ -27,7 +27,7 @@ from actors.process import (
     journal_exit,
     run_engine,
 )
-from actors.supervisor import SupervisorSettings
+from actors.settings import SupervisorSettings
 from domain.errors import ConfigError, JournalError, JournalIOError
 from domain.events import UserTransitionedStatus, WorkItemChanged
 from tests.actors.conftest import Harness, fill_the_disk, write_until_refused

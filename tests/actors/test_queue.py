@@ -14,7 +14,7 @@ import pytest
 
 from actors.journal import Journal
 from actors.queue import Inbox, QueueActor, Wake
-from actors.supervisor import SupervisorSettings
+from actors.settings import SupervisorSettings
 from domain.events import UserTransitionedStatus
 from tests.actors.conftest import Harness, crash_queue_once, wait_until
 

@@ -232,7 +232,7 @@ import sys
 from actors.config import EngineConfig, PollerSettings
 from actors.engine import create_engine
 from actors.process import run_engine
-from actors.supervisor import SupervisorSettings
+from actors.settings import SupervisorSettings
 from tests.fakes.provider import fake_provider
 from tests.fakes.runtime import FakeRuntime, fake_runtimes
 

@@ -11,7 +11,7 @@ import pytest
 
 import actors.services as services_module
 from actors.services import Services
-from actors.supervisor import SupervisorSettings
+from actors.settings import SupervisorSettings
 from tests.actors.test_logs import Lines, json_log
 
 FAST = SupervisorSettings(backoff_initial=0, jitter=0, max_restarts=3, within_seconds=60)

@@ -13,7 +13,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from actors.base import CrashReport, SupervisedActor
-from actors.supervisor import ChildSpec, Supervisor, SupervisorSettings
+from actors.settings import SupervisorSettings
+from actors.supervisor import ChildSpec, Supervisor
 
 FAST = SupervisorSettings(backoff_initial=0, jitter=0, max_restarts=10, within_seconds=60)
 

@@ -21,7 +21,7 @@ from starlette.testclient import TestClient
 
 from actors.engine import Engine
 from actors.services import Services
-from actors.supervisor import SupervisorSettings
+from actors.settings import SupervisorSettings
 from adapters.cli.settings import CpeConfig, parse_config
 from adapters.control import Control
 from adapters.dashboard.server import DashboardServer

@@ -23,7 +23,7 @@ import adapters.cli.demo as demo_module
 import adapters.demo.sample as sample_module
 from actors.engine import Engine
 from actors.services import Services
-from actors.supervisor import SupervisorSettings
+from actors.settings import SupervisorSettings
 from adapters.cli.app import App, prepare_services
 from adapters.cli.parser import main
 from adapters.cli.settings import CpeConfig, DashboardSection, parse_config

@@ -24,8 +24,33 @@ The preflight (``probe``) finds bubblewrap and runs a sandbox once at start; wit
 ``cpe run`` refuses to start agents unless ``[sandbox] required = false``.
 """
 
-from adapters.runtime.sandbox.bwrap import PROXY_PORT, PROXY_SOCKET, GitLayout, RunSandbox, Sandbox
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from adapters.runtime.sandbox.config import DEFAULT_REGISTRIES, SANDBOX_HIDDEN, SandboxConfig
+
+if TYPE_CHECKING:
+    from adapters.runtime.sandbox.bwrap import (
+        PROXY_PORT,
+        PROXY_SOCKET,
+        GitLayout,
+        RunSandbox,
+        Sandbox,
+    )
+
+_BWRAP = frozenset({"PROXY_PORT", "PROXY_SOCKET", "GitLayout", "RunSandbox", "Sandbox"})
+
+
+def __getattr__(name: str) -> Any:
+    """The sandbox itself, imported on first use: bwrap.py brings the worktrees, GitPython and
+    psutil, and reading the configuration (every cpe command) needs the config module alone."""
+    if name in _BWRAP:
+        from adapters.runtime.sandbox import bwrap  # noqa: PLC0415
+
+        return getattr(bwrap, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_REGISTRIES",

@@ -15,10 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from actors.executor import CommandExecutor, RetrySettings
+from actors.executor import CommandExecutor
 from actors.journal import Journal
 from actors.queue import Inbox
 from actors.sessions import SessionManager
+from actors.settings import RetrySettings
 from adapters.github import GitHubProvider
 from domain.errors import ConflictError, MergeWaitError, ProviderError
 from domain.events import EngineEvent, MergeWaiting, RevisionMerged, WorkItemChanged
