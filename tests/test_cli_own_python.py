@@ -83,3 +83,19 @@ def test_run_does_not_warn_when_the_pipeline_finds_its_python_on_path(tmp_path: 
     assert result.returncode == 78
     (line,) = result.stderr.splitlines()
     assert "no model credential" in line
+
+
+def test_init_warns_when_the_pipeline_command_names_a_program_the_pipeline_cannot_find(
+    tmp_path: Path,
+) -> None:
+    """``python`` on a system that has only ``python3`` (Debian without python-is-python3, once
+    cpe's own venv is off the PATH): every pipeline would fail and the default branch read red."""
+    missing = 'pipeline_command = ["no-such-python-here", "-m", "pytest", "-q"]\n'
+    result = cpe("init", cwd=repo_with(tmp_path, missing), env=IN_CPES_VENV)
+    assert result.returncode == 0, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(
+        "cpe: warning: the pipeline command's program 'no-such-python-here' is not on the PATH "
+        "the pipeline gets"
+    ), line
+    assert 'e.g. ["python3", "-m", "pytest", "-q"]' in line

@@ -198,13 +198,17 @@ def init(repo: Path) -> int:
 
 
 def _own_python(config: Any) -> str | None:
-    """Why the local pipeline's command would run cpe's own Python, or None."""
+    """Why the local pipeline's command would fail on its PATH or run cpe's own Python, or None."""
     local = config.provider.local
     if config.provider.kind != "local" or not local.pipeline_command:
         return None
-    from adapters.local.pipeline import own_python_warning  # noqa: PLC0415
+    from adapters.local.pipeline import (  # noqa: PLC0415
+        missing_program_warning,
+        own_python_warning,
+    )
 
-    return own_python_warning(local.pipeline_command)
+    command = local.pipeline_command
+    return missing_program_warning(command) or own_python_warning(command)
 
 
 _NEXT_STEPS = """

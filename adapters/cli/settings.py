@@ -109,7 +109,7 @@ class RepositorySection(_Section):
 
 
 class LocalProviderSection(_Section):
-    pipeline_command: list[str] = Field(default_factory=lambda: ["python", "-m", "pytest", "-q"])
+    pipeline_command: list[str] = Field(default_factory=lambda: ["python3", "-m", "pytest", "-q"])
     pipeline_timeout: Seconds = 900
     baseline: bool = Field(
         default=True, description="run the pipeline on the default branch's head too"

@@ -211,6 +211,23 @@ def pipeline_env() -> dict[str, str]:
     return without_own_venv({k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST})
 
 
+def missing_program_warning(command: str | Sequence[str]) -> str | None:
+    """One line when ``command`` (an argv list) names a program the pipeline's PATH does not
+    have (``python`` on a system with only ``python3``): every pipeline would fail, and the
+    default branch would read red; else None. A shell line is left to the shell."""
+    if isinstance(command, str) or not command:
+        return None
+    program = command[0]
+    if "/" in program or shutil.which(program, path=pipeline_env().get("PATH", os.defpath)):
+        return None
+    return (
+        f"the pipeline command's program {program!r} is not on the PATH the pipeline gets "
+        "(cpe's own environment is not on it): every pipeline would fail; name your project's "
+        "interpreter in pipeline_command ([provider.local] in supervisor.toml), e.g. "
+        '["python3", "-m", "pytest", "-q"] or [".venv/bin/python", "-m", "pytest", "-q"]'
+    )
+
+
 def own_python_warning(command: str | Sequence[str]) -> str | None:
     """One line when ``command`` would run a program of cpe's own virtual environment (its
     ``python``) on the PATH the pipeline gets: what, why, what to do; else None."""
