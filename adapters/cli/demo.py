@@ -10,6 +10,7 @@ tests pass; otherwise 1, saying what stalled and where.
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import signal
 import subprocess
@@ -17,9 +18,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, ParamSpec, TextIO, cast
 
 from actors.journal import Journal
 from actors.logs import configure_logging
@@ -114,31 +115,29 @@ class Progress:
         return None
 
 
-def demo(
-    directory: Path | None,
-    out: TextIO = sys.stdout,
-    roles: Mapping[str, str] | None = None,
-    book: Sequence[Scenario] | None = None,
-    serve: str | None = None,
-    *,
-    remote: str | None = None,
-    serve_fallback: bool = False,
-) -> int:
-    """``_demo``; Ctrl-C while it runs stops it (the engine stops its runs on the way out) with
-    one line and exit 130, not a traceback."""
-    try:
-        return _demo(
-            directory, out, roles, book, serve, remote=remote, serve_fallback=serve_fallback
-        )
-    except KeyboardInterrupt:
-        print("\ncpe demo: interrupted (Ctrl-C); its runs were stopped", file=out, flush=True)
-        return EXIT_INTERRUPTED
-
-
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 
+_P = ParamSpec("_P")
 
-def _demo(
+
+def _interruptible(demo: Callable[_P, int]) -> Callable[_P, int]:
+    """Ctrl-C while the demo runs stops it (the engine stops its runs on the way out) with one
+    line on its ``out`` and exit 130, not a traceback."""
+
+    @functools.wraps(demo)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> int:
+        try:
+            return demo(*args, **kwargs)
+        except KeyboardInterrupt:
+            out = cast(TextIO, kwargs.get("out", args[1] if len(args) > 1 else sys.stdout))
+            print("\ncpe demo: interrupted (Ctrl-C); its runs were stopped", file=out, flush=True)
+            return EXIT_INTERRUPTED
+
+    return run
+
+
+@_interruptible
+def demo(
     directory: Path | None,
     out: TextIO = sys.stdout,
     roles: Mapping[str, str] | None = None,

@@ -65,13 +65,9 @@ def test_a_disk_that_fills_up_under_a_running_engine_stops_it_with_one_line_and_
     assert not any("restart intensity exceeded" in text for text in output)
 
 
-def test_cpe_run_new_journal_sets_a_lost_one_aside_and_starts(
-    tmp_path: Path, processes: list[subprocess.Popen[str]]
-) -> None:
-    repo = make_cpe_repo(tmp_path / "repo")
-    state = repo / ".cpe"
-    (state / "runs" / "planner-1").mkdir(parents=True)
-    (state / "journal.sqlite3").write_bytes(b"")
+def start_over(repo: Path, tmp_path: Path, processes: list[subprocess.Popen[str]]) -> str:
+    """``cpe run --new-journal`` until its engine starts, then SIGTERM: exit 0; its log. The
+    journal it found is kept beside the new one."""
     log = tmp_path / "cpe.log"
     with log.open("w") as out:
         cpe = subprocess.Popen(
@@ -85,8 +81,19 @@ def test_cpe_run_new_journal_sets_a_lost_one_aside_and_starts(
         assert wait_for(lambda: "engine starting" in log.read_text(), 60), log.read_text()
         cpe.send_signal(signal.SIGTERM)
         assert cpe.wait(120) == 0, log.read_text()
+    state = repo / ".cpe"
     assert [p.name for p in state.glob("journal.sqlite3.old-*")], "the old journal is kept"
-    assert "the old journal is set aside" in log.read_text()
+    return log.read_text()
+
+
+def test_cpe_run_new_journal_sets_a_lost_one_aside_and_starts(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    repo = make_cpe_repo(tmp_path / "repo")
+    state = repo / ".cpe"
+    (state / "runs" / "planner-1").mkdir(parents=True)
+    (state / "journal.sqlite3").write_bytes(b"")
+    assert "the old journal is set aside" in start_over(repo, tmp_path, processes)
 
 
 def test_a_damaged_journal_says_how_to_start_over_and_new_journal_does(
@@ -98,12 +105,11 @@ def test_a_damaged_journal_says_how_to_start_over_and_new_journal_does(
     state = repo / ".cpe"
     state.mkdir(exist_ok=True)
     (state / "journal.sqlite3").write_bytes(b"not a journal at all, " * 100)
-    env = {**BASE_ENV, "HOME": str(tmp_path)}
     refused = subprocess.run(
         [str(CPE), "run", "--repo", str(repo)],
         capture_output=True,
         text=True,
-        env=env,
+        env={**BASE_ENV, "HOME": str(tmp_path)},
         timeout=120,
         check=False,
     )
@@ -111,17 +117,4 @@ def test_a_damaged_journal_says_how_to_start_over_and_new_journal_does(
     [said] = [line for line in refused.stderr.splitlines() if line.startswith("cpe: ")]
     assert "journal.sqlite3: cannot open the journal: file is not a database" in said, said
     assert "cpe run --new-journal" in said, said
-    log = tmp_path / "cpe.log"
-    with log.open("w") as out:
-        cpe = subprocess.Popen(
-            [str(CPE), "run", "--repo", str(repo), "--new-journal"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-        )
-        processes.append(cpe)
-        assert wait_for(lambda: "engine starting" in log.read_text(), 60), log.read_text()
-        cpe.send_signal(signal.SIGTERM)
-        assert cpe.wait(120) == 0, log.read_text()
-    assert [p.name for p in state.glob("journal.sqlite3.old-*")], "the damaged journal is kept"
+    start_over(repo, tmp_path, processes)
