@@ -14,6 +14,7 @@ import pytest
 from adapters.runtime.records.artifacts import RunArtifacts
 from domain.events import ReviewerCompleted
 from domain.results import AgentReview, AgentReviewComment, ReviewerResult
+from tests.support.transcripts import assistant, open_record, tool
 from tests.test_cli import cpe
 from tests.test_cli_status import IMPLEMENTOR, REVIEWER, T0, Worked, journal, make_worked
 
@@ -28,25 +29,7 @@ def worked(tmp_path: Path) -> Worked:
 
 def record(worked: Worked, session_id: str, *, transcript_log: bool = True) -> RunArtifacts:
     """The run's artifact store, opened as its runtime opens it."""
-    return RunArtifacts.open(
-        worked.state_dir,
-        session_id,
-        agent_family="claude_sdk",
-        invocation_mode="sdk",
-        command=["claude"],
-        working_directory=Path(WORKTREE),
-        prompt="Add greet(name).",
-        prompt_reference=None,
-        transcript_log=transcript_log,
-    )
-
-
-def assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "assistant", "message": {"role": "assistant", "content": list(blocks)}}
-
-
-def tool(name: str, **given: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": f"toolu_{name}", "name": name, "input": given}
+    return open_record(worked.state_dir, session_id, WORKTREE, transcript_log=transcript_log)
 
 
 def tool_result(output: str, *, error: bool = False) -> dict[str, Any]:

@@ -79,6 +79,7 @@ class RevisionStore:
         return self.to_model(row, run)
 
     def list(self) -> list[Revision]:
+        self._notice_hand_merges()
         with self.db.read() as conn:
             rows = conn.execute("SELECT * FROM revisions ORDER BY id").fetchall()
             runs = {
@@ -89,6 +90,29 @@ class RevisionStore:
                 )
             }
         return [self.to_model(row, runs.get((row["id"], row["head_sha"]))) for row in rows]
+
+    def _notice_hand_merges(self) -> None:
+        """An open revision whose head a person merged into the default branch (``git merge``,
+        a fast-forward, a merge commit) is merged: recorded as if cpe had merged it, so the
+        engine marks its item done, as on a forge where a person merges the pull request."""
+        from adapters.local.merge import merge_bringing, record_merge  # noqa: PLC0415
+
+        with self.db.read() as conn:
+            open_ = conn.execute(
+                "SELECT id, head_sha FROM revisions WHERE state = 'open'"
+            ).fetchall()
+        if not open_:
+            return
+        target = self.default_head()
+        for row in open_:
+            head: str = row["head_sha"]
+            if not self.repo.is_ancestor(head, target):  # a fast-forward: the same commit
+                continue
+            with self.write_lock:
+                merge_sha = merge_bringing(self.repo, target, head)
+                base = self.repo.merge_base(f"{merge_sha}^1", head) if merge_sha != head else None
+                record_merge(self, row["id"], merge_sha, base)
+            log.info("revision merged by hand", revision_id=row["id"], merge_sha=merge_sha)
 
     def to_model(self, row: sqlite3.Row, run: sqlite3.Row | None) -> Revision:
         work_item = row["work_item_id"]

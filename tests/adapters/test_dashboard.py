@@ -6,6 +6,7 @@ accounts' usage windows and a spent one), in cpe status's words."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import socket
@@ -92,16 +93,28 @@ def harness(tmp_path: Path) -> Iterator[Harness]:
     made.close()
 
 
+@contextlib.contextmanager
+def serving(harness: Harness, engine: Engine | None = None) -> Iterator[Board]:
+    """A board on ``engine`` (by default the harness's own), made before the engine starts (so
+    its source hears every decision), its client open while the block runs; its source closed
+    after."""
+    if engine is None:
+        engine = harness.engine()
+    made = Board(harness, engine)
+    engine.start()
+    try:
+        with made.client:
+            yield made
+    finally:
+        made.source.close()
+
+
 @pytest.fixture
 def board(harness: Harness) -> Iterator[Board]:
     harness.tracker.add_item("1", "pending", title="Greeting")
     harness.tracker.add_item("2", "pending", title="Farewell", blocked_by=["1"])
-    engine = harness.engine()
-    made = Board(harness, engine)  # before the start: the source hears every decision
-    engine.start()
-    with made.client:
+    with serving(harness) as made:
         yield made
-    made.source.close()
 
 
 def test_the_state_lists_items_runs_totals_and_whether_dispatch_is_paused(board: Board) -> None:

@@ -12,7 +12,6 @@ store, as a runtime writes it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,55 +20,32 @@ from adapters.runtime.records.artifacts import RunArtifacts
 from domain.models import Pipeline, Revision, RevisionId, WorkItemId
 from domain.results import AgentReview, AgentReviewComment, ReviewerResult
 from tests.actors.conftest import Harness, wait_until
-from tests.adapters.test_dashboard import Board, _next_event
+from tests.adapters.test_dashboard import Board, _next_event, harness, serving
 from tests.fakes.runtime import FakeRun
+from tests.support.transcripts import assistant, open_record, text, tool
 
 WORKTREE = "/srv/worktrees/cpe/1-greeting"
 SECRET = "ghp_" + "Z9y8X7w6V5" * 4  # a token an agent's command carried
 
-
-@pytest.fixture
-def harness(tmp_path: Path) -> Iterator[Harness]:
-    made = Harness(tmp_path)
-    yield made
-    made.close()
+__all__ = ["harness"]  # the fixture, shared with the dashboard's other tests
 
 
 @pytest.fixture
 def board(harness: Harness) -> Iterator[Board]:
     harness.tracker.add_item("1", "pending", title="Greeting")
-    engine = harness.engine()
-    made = Board(harness, engine)
-    engine.start()
-    with made.client:
+    with serving(harness) as made:
         yield made
-    made.source.close()
 
 
 def record(harness: Harness, session_id: str) -> RunArtifacts:
     """The run's artifact store, opened as its runtime opens it."""
-    return RunArtifacts.open(
-        harness.tmp_path,
-        session_id,
-        agent_family="claude_sdk",
-        invocation_mode="sdk",
-        command=["claude"],
-        working_directory=Path(WORKTREE),
-        prompt="Add greet(name).",
-        prompt_reference=None,
-    )
+    return open_record(harness.tmp_path, session_id, WORKTREE)
 
 
-def assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "assistant", "message": {"role": "assistant", "content": list(blocks)}}
-
-
-def text(words: str) -> dict[str, Any]:
-    return {"type": "text", "text": words}
-
-
-def tool(name: str, **given: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": f"toolu_{name}", "name": name, "input": given}
+def recording(board: Board) -> tuple[FakeRun, RunArtifacts]:
+    """The implementor's run on #1 (``Board.running``) and its artifact store."""
+    run = board.running()
+    return run, record(board.harness, run.session_id)
 
 
 def result(output: str) -> dict[str, Any]:
@@ -91,8 +67,7 @@ def outputs_until(lines: Iterator[str], wanted: str, session: str) -> str:
 def test_events_give_the_state_then_what_a_run_does_from_its_start_as_it_comes(
     board: Board,
 ) -> None:
-    run = board.running()
-    files = record(board.harness, run.session_id)
+    run, files = recording(board)
     files.record_native(
         assistant(
             text("Writing greet(name)."),
@@ -115,8 +90,7 @@ def test_events_give_the_state_then_what_a_run_does_from_its_start_as_it_comes(
 
 
 def test_a_run_ends_its_live_box_after_its_last_lines(board: Board) -> None:
-    run = board.running()
-    files = record(board.harness, run.session_id)
+    run, files = recording(board)
     with board.client.stream("GET", "/api/events") as events:
         lines = events.iter_lines()
         files.record_native(assistant(text("Done.")))
@@ -134,33 +108,24 @@ def test_a_run_still_starting_when_the_page_connects_shows_its_activity_once_sta
     # no transcript yet. What it does must still reach the page once it starts.
     harness.tracker.add_item("1", "pending", title="Greeting")
     harness.script(block_start=lambda p: True)
-    engine = harness.engine()
-    board = Board(harness, engine)
-    engine.start()
-    try:
-        with board.client, board.client.stream("GET", "/api/events") as events:
-            lines = events.iter_lines()
-            wait_until(lambda: bool(harness.runtime.starting), engine)
-            [sid] = harness.runtime.starting
-            while True:  # the state that shows the run, before its start has returned
-                _, view = _next_event(lines, "state")
-                if [r["session_id"] for r in view["runs"]["active"]] == [sid]:
-                    break
-            harness.runtime.release_start.set()
-            harness.runtime.wait_runs(1)
-            record(harness, sid).record_native(
-                assistant(tool("Read", file_path=f"{WORKTREE}/a.py"))
-            )
-            assert "tool Read: a.py" in outputs_until(lines, "tool Read: a.py", sid)
-    finally:
-        board.source.close()
+    with serving(harness) as board, board.client.stream("GET", "/api/events") as events:
+        lines = events.iter_lines()
+        wait_until(lambda: bool(harness.runtime.starting), board.engine)
+        [sid] = harness.runtime.starting
+        while True:  # the state that shows the run, before its start has returned
+            _, view = _next_event(lines, "state")
+            if [r["session_id"] for r in view["runs"]["active"]] == [sid]:
+                break
+        harness.runtime.release_start.set()
+        harness.runtime.wait_runs(1)
+        record(harness, sid).record_native(assistant(tool("Read", file_path=f"{WORKTREE}/a.py")))
+        assert "tool Read: a.py" in outputs_until(lines, "tool Read: a.py", sid)
 
 
 def test_the_live_box_and_the_runs_view_never_show_a_secret_a_command_carried(
     board: Board,
 ) -> None:
-    run = board.running()
-    files = record(board.harness, run.session_id)
+    run, files = recording(board)
     files.record_native(
         assistant(tool("Bash", command=f"curl -H 'Authorization: Bearer {SECRET}' x"))
     )
@@ -176,8 +141,7 @@ def test_the_live_box_and_the_runs_view_never_show_a_secret_a_command_carried(
 
 
 def test_a_runs_view_gives_its_activity_live_and_once_ended(board: Board) -> None:
-    run = board.running()
-    files = record(board.harness, run.session_id)
+    run, files = recording(board)
     files.record_native(assistant(text("Editing."), tool("Edit", file_path=f"{WORKTREE}/g.py")))
     live = board.client.get(f"/api/runs/{run.session_id}").json()
     assert (live["live"], live["output"]) == (True, "assistant: Editing.\ntool Edit: g.py")
@@ -210,20 +174,17 @@ def reviewed(harness: Harness) -> Iterator[Board]:
         head_sha="r1-h1",
         pipeline=Pipeline(status="success"),
     )
-    engine = harness.engine()
-    made = Board(harness, engine)
-    engine.start()
-    with made.client:
+    with serving(harness) as made:
         [run] = harness.runtime.wait_runs(1)
         assert run.params.role == "reviewer"
         review = AgentReview(verdict="needs-changes", summary="Two problems.", comments=COMMENTS)
         finish_review(harness, run, review)
+        engine = made.engine
         wait_until(
             lambda: engine.get_state().agent_runs[run.session_id].outcome == "needs-changes",
             engine,
         )
         yield made
-    made.source.close()
 
 
 def finish_review(harness: Harness, run: FakeRun, review: AgentReview) -> None:

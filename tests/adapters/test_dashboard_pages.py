@@ -40,38 +40,21 @@ from domain.events import (
 from domain.handlers import HandlerOptions
 from domain.models import Baseline, Pipeline, Revision, RevisionId, WorkItem, WorkItemId
 from tests.actors.conftest import Harness, wait_until
-from tests.adapters.test_dashboard import AUTH, Board
-from tests.adapters.test_dashboard_activity import (
-    WORKTREE,
-    assistant,
-    record,
-    reviewed,
-    text,
-    tool,
-)
+from tests.adapters.test_dashboard import AUTH, Board, harness, serving
+from tests.adapters.test_dashboard_activity import WORKTREE, record, reviewed
 from tests.support.git import make_repo
+from tests.support.transcripts import assistant, text, tool
 from tests.test_cli import cpe
 from tests.test_cli_status import T0, journal, sections
 
-__all__ = ["reviewed"]  # the fixture, shared with the activity tests
-
-
-@pytest.fixture
-def harness(tmp_path: Path) -> Iterator[Harness]:
-    made = Harness(tmp_path)
-    yield made
-    made.close()
+__all__ = ["harness", "reviewed"]  # the fixtures, shared with the dashboard's other tests
 
 
 @pytest.fixture
 def board(harness: Harness) -> Iterator[Board]:
     harness.tracker.add_item("1", "pending", title="Greeting", body="Add greet(name).")
-    engine = harness.engine()
-    made = Board(harness, engine)
-    engine.start()
-    with made.client:
+    with serving(harness) as made:
         yield made
-    made.source.close()
 
 
 def card(page: str, wid: str) -> str:
@@ -316,19 +299,14 @@ def test_the_card_and_the_decisions_count_the_attempt_under_way_alike(harness: H
     harness.tracker.add_item("1", "pending", title="Greeting")
     quick = HandlerOptions(auto_merge=True, retry_backoff_initial=0.01, retry_backoff_max=0.01)
     engine = harness.engine(handlers=quick)
-    made = Board(harness, engine)
-    engine.start()
-    try:
-        with made.client:
-            first = made.running()
-            first.fail("failed", "tests failed: 3 red")
-            second = harness.runtime.wait_runs(2)[1]
-            wait_until(lambda: engine.get_state().agent_runs[second.session_id].is_active, engine)
-            state = made.client.get("/api/state").json()
-            page = made.client.get("/board").text
-            earlier = made.client.get(f"/runs/{first.session_id}").text
-    finally:
-        made.source.close()
+    with serving(harness, engine) as made:
+        first = made.running()
+        first.fail("failed", "tests failed: 3 red")
+        second = harness.runtime.wait_runs(2)[1]
+        wait_until(lambda: engine.get_state().agent_runs[second.session_id].is_active, engine)
+        state = made.client.get("/api/state").json()
+        page = made.client.get("/board").text
+        earlier = made.client.get(f"/runs/{first.session_id}").text
     [item] = state["work_items"]
     assert item["attempts"] == 2  # the one under way
     assert f"attempts 2/{item['max_attempts']}" in card(page, "1")

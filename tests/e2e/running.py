@@ -1,8 +1,11 @@
-"""`cpe run` as a real process, for the end-to-end tests: its configuration, its start, a
-systemd notify socket to listen on, and reads of the state it leaves in the repository."""
+"""`cpe run` as a real process, for the end-to-end tests: its configuration, its start (on its
+own, or against a scripted model whose implementor hangs), a systemd notify socket to listen
+on, and reads of the state it leaves in the repository; and a command such as ``cpe ARGS`` run
+to its end as a user runs it (``run_command``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -10,12 +13,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from actors.journal import Journal
 from adapters.local.provider import LocalProvider
+from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from domain.models import AgentRun, Revision, WorkItem
 from tests.support.git import git_raw, make_repo
 
@@ -87,6 +91,54 @@ def start_cpe(
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
+    )
+
+
+@contextlib.contextmanager
+def start_cpe_with_a_hanging_implementor(
+    repo: Path,
+    home: Path,
+    processes: list[subprocess.Popen[str]],
+    env: Mapping[str, str] | None = None,
+) -> Iterator[tuple[subprocess.Popen[str], ScriptedModelServer]]:
+    """``start_cpe`` against a scripted model whose implementor hangs, with ``env``; the
+    process (put in ``processes``) and the model while the block runs. Its output goes to
+    ``home / "cpe.log"``: read it when a test fails."""
+    with contextlib.ExitStack() as stack:
+        log = stack.enter_context((home / "cpe.log").open("a"))
+        server = stack.enter_context(
+            ScriptedModelServer([load_scenario("hang", match=Match(role="implementor"))])
+        )
+        engine = start_cpe(repo, home, log, {**server.client_env(), **(env or {})})
+        processes.append(engine)
+        yield engine, server
+
+
+def run_command(
+    command: Sequence[str],
+    *,
+    home: Path,
+    cwd: Path | None = None,
+    timeout: float = 120,
+    path: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``command`` (``[str(CPE), ARGS]`` for ``cpe ARGS``) run to its end as a user runs it,
+    its output captured as text: in ``cwd`` (``home`` unless given), with a minimal environment
+    (``PATH``, this one's unless ``path`` is given; ``HOME``, ``home``; ``LANG``) plus ``env``."""
+    return subprocess.run(
+        list(command),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=home if cwd is None else cwd,
+        env={
+            "PATH": path or os.environ["PATH"],
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            **(env or {}),
+        },
     )
 
 

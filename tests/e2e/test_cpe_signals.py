@@ -19,7 +19,6 @@ import pytest
 from actors.journal import Journal
 from actors.process import ABANDONED
 from adapters.runtime.workspace.launcher import read_pid
-from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from domain.state import apply_event
 from tests.e2e.running import (
     NotifySocket,
@@ -28,6 +27,7 @@ from tests.e2e.running import (
     agent_runs,
     make_cpe_repo,
     start_cpe,
+    start_cpe_with_a_hanging_implementor,
     wait_for,
     worktrees,
 )
@@ -55,15 +55,8 @@ def test_a_stop_signal_while_a_run_is_active_cancels_it_and_exits_0(
     add_work_item(repo)
     home = tmp_path / "home"
     home.mkdir()
-    with contextlib.ExitStack() as stack:
-        log = stack.enter_context((home / "cpe.log").open("a"))  # read it when this fails
-        server = stack.enter_context(
-            ScriptedModelServer([load_scenario("hang", match=Match(role="implementor"))])
-        )
-        cpe = start_cpe(
-            repo, home, log, {**server.client_env(), "NOTIFY_SOCKET": notify_socket.path}
-        )
-        processes.append(cpe)
+    env = {"NOTIFY_SOCKET": notify_socket.path}
+    with start_cpe_with_a_hanging_implementor(repo, home, processes, env) as (cpe, server):
         assert notify_socket.wait_for("READY=1"), "no READY=1"
         assert server.wait_until(lambda s: s.hanging >= 1, timeout=120), "no implementor started"
         [pidfile] = (repo / ".cpe" / "runs").glob("*/cli.pid")

@@ -3,7 +3,6 @@ against the scripted model), then the same after a clean stop and after a ``kill
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
@@ -14,8 +13,14 @@ from pathlib import Path
 import pytest
 
 from adapters.runtime.workspace.launcher import live_group
-from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
-from tests.e2e.running import NotifySocket, add_work_item, make_cpe_repo, start_cpe, wait_for
+from tests.e2e.running import (
+    NotifySocket,
+    add_work_item,
+    make_cpe_repo,
+    start_cpe,
+    start_cpe_with_a_hanging_implementor,
+    wait_for,
+)
 from tests.test_cli import cpe
 
 AT = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
@@ -48,13 +53,7 @@ def test_status_names_the_running_engine_and_after_a_kill_says_it_crashed_with_r
     add_work_item(repo)
     home = tmp_path / "home"
     home.mkdir()
-    with contextlib.ExitStack() as stack:
-        log = stack.enter_context((home / "cpe.log").open("a"))  # read it when this fails
-        server = stack.enter_context(
-            ScriptedModelServer([load_scenario("hang", match=Match(role="implementor"))])
-        )
-        engine = start_cpe(repo, home, log, server.client_env())
-        processes.append(engine)
+    with start_cpe_with_a_hanging_implementor(repo, home, processes) as (engine, server):
         assert server.wait_until(lambda s: s.hanging >= 1, timeout=120), "no implementor started"
 
         def run_shown_running() -> bool:

@@ -18,10 +18,9 @@ import pytest
 
 from actors.journal import Journal
 from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE
-from tests.e2e.running import Reader
+from tests.e2e.running import CPE, Reader, run_command
 from tests.real_clis import bwrap_variants, codex_path, real_codex
 
-CPE = Path(sys.executable).parent / "cpe"
 RUNS_HEADING = "agent runs (costs simulated: the scripted model reports made-up usage)"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,19 +30,12 @@ def run_demo(
 ) -> tuple[Path, str]:
     """``cpe demo`` in a subprocess; it must exit 0 and say OK. Returns the sample repo and
     what the demo printed."""
-    result = subprocess.run(
+    result = run_command(
         [str(CPE), "demo", "--dir", str(tmp_path), *options],
-        capture_output=True,
-        text=True,
+        home=tmp_path,
         timeout=580,
-        check=False,
-        cwd=tmp_path,
-        env={
-            "PATH": path or os.environ["PATH"],
-            "HOME": str(tmp_path),
-            "LANG": "C.UTF-8",
-            **(env or {}),
-        },
+        path=path,
+        env=env,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "cpe demo: OK" in result.stdout
@@ -68,14 +60,7 @@ def test_cpe_demo_exits_0_and_the_sample_repository_is_done(tmp_path: Path) -> N
 
 def assert_review_comments_shown(repo: Path) -> None:
     """``cpe work show 1``: the review that asked for changes, its inline comments under it."""
-    shown = subprocess.run(
-        [str(CPE), "work", "show", "1", "--repo", str(repo)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={"PATH": os.environ["PATH"], "HOME": str(repo.parent), "LANG": "C.UTF-8"},
-    )
+    shown = run_command([str(CPE), "work", "show", "1", "--repo", str(repo)], home=repo.parent)
     assert shown.returncode == 0, shown.stderr
     reviews = shown.stdout.split("\nreviews\n", 1)[1].splitlines()
     [asked] = [n for n, line in enumerate(reviews) if " needs-changes on revision " in line]
@@ -102,15 +87,7 @@ book = [s for s in demo_book() if s.match is not None and s.match.role == "plann
 book.append(load_scenario("blocked", match=Match(role="implementor")))
 sys.exit(demo(Path({str(tmp_path)!r}), book=book))
 """
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=580,
-        check=False,
-        cwd=ROOT,
-        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
-    )
+    result = run_command([sys.executable, "-c", script], home=tmp_path, cwd=ROOT, timeout=580)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
     assert "cpe demo: FAILED — stalled (a work item is blocked):" in out

@@ -12,16 +12,17 @@ import shlex
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.running import (
+    CPE,
     Reader,
     agent_runs,
     make_cpe_repo,
+    run_command,
     start_cpe,
     wait_for,
     work_items,
@@ -29,20 +30,11 @@ from tests.e2e.running import (
 from tests.real_clis import real_codex
 from tests.support.git import git_raw
 
-CPE = Path(sys.executable).parent / "cpe"
 NAMED = "file: GREETING.md\nHello from the scripted model.\n\nA second paragraph."
 
 
 def cpe_command(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CPE), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=home,
-        env={"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8"},
-    )
+    return run_command([str(CPE), *args], home=home)
 
 
 def work_add(repo: Path, title: str, body: str) -> None:

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +14,11 @@ from adapters.scripted_model import ScriptedModelServer, load_scenario
 from adapters.scripted_model.book import load_book
 from domain.results import output_schema, validate_output
 from tests.adapters.scripted_model.scripted_cli import call, cli_request, parse_sse
-
-CPE = Path(sys.executable).parent / "cpe"
+from tests.e2e.running import CPE, run_command
 
 
 def cpe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CPE), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=cwd,
-        env={"PATH": os.environ["PATH"], "HOME": str(cwd), "LANG": "C.UTF-8"},
-    )
+    return run_command([str(CPE), *args], home=cwd)
 
 
 def write_book(path: Path, scenarios: list[Any], **fields: Any) -> Path:
