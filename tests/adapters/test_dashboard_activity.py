@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from actors.engine import Engine
 from adapters.runtime.records.artifacts import RunArtifacts
-from domain.models import Pipeline, Revision, RevisionId, WorkItemId
+from domain.models import Pipeline, Revision, RevisionId, SessionId, WorkItemId
 from domain.results import AgentReview, AgentReviewComment, ReviewerResult
 from tests.actors.conftest import Harness, wait_until
 from tests.adapters.test_dashboard import Board, _next_event, harness, serving
@@ -180,11 +181,15 @@ def reviewed(harness: Harness) -> Iterator[Board]:
         review = AgentReview(verdict="needs-changes", summary="Two problems.", comments=COMMENTS)
         finish_review(harness, run, review)
         engine = made.engine
-        wait_until(
-            lambda: engine.get_state().agent_runs[run.session_id].outcome == "needs-changes",
-            engine,
-        )
+        wait_until(lambda: _outcome(engine, run.session_id) == "needs-changes", engine)
         yield made
+
+
+def _outcome(engine: Engine, session_id: SessionId) -> str | None:
+    """The run's outcome once the engine has it (the runtime has a run before the engine has
+    processed its request)."""
+    run = engine.get_state().agent_runs.get(session_id)
+    return None if run is None else run.outcome
 
 
 def finish_review(harness: Harness, run: FakeRun, review: AgentReview) -> None:

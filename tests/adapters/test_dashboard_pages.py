@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from actors.engine import Engine
 from adapters.cli.settings import parse_config
 from adapters.cli.work import item_sections
 from adapters.dashboard.source import Source
@@ -38,7 +39,15 @@ from domain.events import (
     WorkItemChanged,
 )
 from domain.handlers import HandlerOptions
-from domain.models import Baseline, Pipeline, Revision, RevisionId, WorkItem, WorkItemId
+from domain.models import (
+    Baseline,
+    Pipeline,
+    Revision,
+    RevisionId,
+    SessionId,
+    WorkItem,
+    WorkItemId,
+)
 from tests.actors.conftest import Harness, wait_until
 from tests.adapters.test_dashboard import AUTH, Board, harness, serving
 from tests.adapters.test_dashboard_activity import WORKTREE, record, reviewed
@@ -295,6 +304,11 @@ def test_the_runs_table_and_the_decisions_come_from_one_state(board: Board) -> N
         assert ended == said, (ended, [d["text"] for d in view["decisions"]])
 
 
+def _active(engine: Engine, session_id: SessionId) -> bool:
+    run = engine.get_state().agent_runs.get(session_id)
+    return run is not None and run.is_active
+
+
 def test_the_card_and_the_decisions_count_the_attempt_under_way_alike(harness: Harness) -> None:
     harness.tracker.add_item("1", "pending", title="Greeting")
     quick = HandlerOptions(auto_merge=True, retry_backoff_initial=0.01, retry_backoff_max=0.01)
@@ -303,7 +317,8 @@ def test_the_card_and_the_decisions_count_the_attempt_under_way_alike(harness: H
         first = made.running()
         first.fail("failed", "tests failed: 3 red")
         second = harness.runtime.wait_runs(2)[1]
-        wait_until(lambda: engine.get_state().agent_runs[second.session_id].is_active, engine)
+        # the runtime has it before the engine has processed its request: wait for the state
+        wait_until(lambda: _active(engine, second.session_id), engine)
         state = made.client.get("/api/state").json()
         page = made.client.get("/board").text
         earlier = made.client.get(f"/runs/{first.session_id}").text
