@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         parents=[where],
-        help="run the engine on a repository until stopped (SIGTERM)",
+        help="run the engine on a repository until stopped (Ctrl-C or SIGTERM)",
         description="Run the engine on the repository until stopped: plan the specs into work "
         "items, run agents on the ready ones in worktrees of their own, turn their patches into "
         "revisions, review and merge them. Ctrl-C or SIGTERM stops it gracefully (the runs are "
