@@ -94,9 +94,10 @@ class RevisionStore:
     def _notice_hand_merges(self) -> None:
         """An open revision whose head a person merged into the default branch (``git merge``,
         a fast-forward, a merge commit) is merged: recorded as if cpe had merged it, so the
-        engine marks its item done, as on a forge where a person merges the pull request."""
-        from adapters.local.merge import merge_bringing, record_merge  # noqa: PLC0415
-
+        engine marks its item done, as on a forge where a person merges the pull request.
+        Whoever reads first records it (the engine's poll, or ``cpe work list``: the row is
+        the same); the engine's console says the merge, so nothing is logged here (a
+        read-only command's output stays its own)."""
         with self.db.read() as conn:
             open_ = conn.execute(
                 "SELECT id, head_sha FROM revisions WHERE state = 'open'"
@@ -108,11 +109,12 @@ class RevisionStore:
             head: str = row["head_sha"]
             if not self.repo.is_ancestor(head, target):  # a fast-forward: the same commit
                 continue
+            from adapters.local.merge import merge_bringing, record_merge  # noqa: PLC0415
+
             with self.write_lock:
                 merge_sha = merge_bringing(self.repo, target, head)
                 base = self.repo.merge_base(f"{merge_sha}^1", head) if merge_sha != head else None
                 record_merge(self, row["id"], merge_sha, base)
-            log.info("revision merged by hand", revision_id=row["id"], merge_sha=merge_sha)
 
     def to_model(self, row: sqlite3.Row, run: sqlite3.Row | None) -> Revision:
         work_item = row["work_item_id"]

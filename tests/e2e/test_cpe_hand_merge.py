@@ -12,9 +12,11 @@ import pytest
 
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.running import (
+    CPE,
     add_work_item,
     make_cpe_repo,
     revisions,
+    run_command,
     start_cpe,
     wait_for,
     work_items,
@@ -48,6 +50,10 @@ def test_a_revision_merged_by_hand_marks_its_item_done(
         assert wait_for(lambda: status(repo) == "approved", 300), log_path.read_text()[-3000:]
         [revision] = [r for r in revisions(repo) if r.state == "open"]
         git_raw(repo, "merge", "-q", how, "-m", "merged by a person", revision.branch)
+        # a person looks meanwhile: the table only, whoever notices the merge first
+        listed = run_command([str(CPE), "work", "list", "--repo", str(repo)], home=home)
+        assert listed.returncode == 0, listed.stderr
+        assert [line.split()[0] for line in listed.stdout.splitlines()] == ["item", "#1"]
         assert wait_for(lambda: status(repo) == "done", 120), log_path.read_text()[-3000:]
         engine.send_signal(signal.SIGTERM)
         assert engine.wait(120) == 0
