@@ -158,8 +158,18 @@ def test_an_unknown_runtime_names_the_role_and_the_runtimes_there_are(repo: Path
 def test_a_bad_supervisor_toml_names_the_file_the_key_path_and_what_was_expected(
     repo: Path, command: str, toml: str, fragments: list[str]
 ) -> None:
+    """cpe run stops on it (exit 78); cpe status, read-only, says it in one line on stderr and
+    shows the state with the default settings (a file being edited must not hide it)."""
     path = write_config(repo, toml)
-    line = one_line_error(cpe(command, cwd=repo))
+    result = cpe(command, cwd=repo)
+    if command == "run":
+        line = one_line_error(result)
+    else:
+        assert result.returncode == 0, result.stderr
+        [line] = result.stderr.splitlines()
+        assert line.startswith("cpe: warning: configuration error: ")
+        assert line.endswith(f"shown with the default settings (state in {repo / '.cpe'})")
+        assert result.stdout.startswith("engine not running (never started on this state)")
     assert f"configuration error: {path}: " in line
     for fragment in fragments:
         assert fragment in line

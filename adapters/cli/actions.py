@@ -246,7 +246,11 @@ WATCH_INTERVAL = 1.0  # seconds between two frames of cpe status --watch
 
 def status(config_path: Path | None, repo: Path | None, *, watch: bool = False) -> int:
     try:
-        config, root = resolve_config(config_path, repo)
+        try:
+            config, root = resolve_config(config_path, repo)
+        except ConfigError as exc:
+            # Read-only: a broken supervisor.toml (being edited) must not hide the state.
+            config, root = _with_defaults(config_path, repo, exc)
         branch = default_branch(config, root)
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
@@ -548,6 +552,22 @@ def _start_logging(
         return configure_logging(config.engine.log_level, wanted, log_file=log_file), log_file
     except OSError:  # the state directory cannot be written: the journal's check says so
         return configure_logging(config.engine.log_level, wanted), None
+
+
+def _with_defaults(config_path: Path | None, repo: Path | None, error: ConfigError) -> Any:
+    """The default settings on the repository a configuration that cannot be read was for,
+    said on stderr in one line; ``error`` itself when there is no repository to read."""
+    try:
+        root = git_toplevel((repo or (config_path or Path.cwd() / CONFIG_NAME).parent).resolve())
+    except ConfigError:
+        raise error from None
+    config = parse_config({})
+    print(
+        f"cpe: warning: configuration error: {error}; shown with the default settings "
+        f"(state in {root / config.engine.state_dir})",
+        file=sys.stderr,
+    )
+    return config, root
 
 
 def _warn_uncommitted(root: Path) -> None:
