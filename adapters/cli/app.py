@@ -536,6 +536,7 @@ def _provider(
         return interfaces
     from adapters.providers.local.pipeline import LocalPipeline  # noqa: PLC0415
     from adapters.providers.local.provider import create_local_provider  # noqa: PLC0415
+    from adapters.providers.specs.reader import GitSpecReader  # noqa: PLC0415
 
     local = config.provider.local
     pipeline = (
@@ -543,14 +544,11 @@ def _provider(
         if local.pipeline_command
         else None
     )
+    specs = GitSpecReader(
+        root, config.specs.globs, default_branch=branch, max_bytes=config.specs.max_bytes
+    )
     local_provider, interfaces = create_local_provider(
-        root,
-        state_dir,
-        default_branch=branch,
-        pipeline=pipeline,
-        spec_globs=config.specs.globs,
-        spec_max_bytes=config.specs.max_bytes,
-        baseline=local.baseline,
+        root, state_dir, specs, default_branch=branch, pipeline=pipeline, baseline=local.baseline
     )
     closers.append(local_provider.close)
     return interfaces

@@ -9,7 +9,6 @@ one repository through ``RevisionStore``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -21,8 +20,8 @@ from adapters.providers.local.store import RevisionStore
 from adapters.providers.local.work_items import LocalWorkItemReader, LocalWorkItemWriter
 from domain.ports import ProviderInterfaces, SpecProviderReader
 
-# The pipeline (psutil, anyio) and the spec reader (PyYAML) are imported where they are used:
-# the tracker's reads (cpe status, cpe work list) need neither.
+# The pipeline (psutil, anyio) is imported where it is used: the tracker's reads (cpe status,
+# cpe work list) do not need it. The spec reader (PyYAML) is the caller's to build.
 if TYPE_CHECKING:
     from adapters.providers.local.pipeline import LocalPipeline
     from adapters.providers.local.pipeline_runner import PipelineRunner
@@ -110,28 +109,15 @@ class LocalProvider:
 def create_local_provider(
     repo_root: Path | str,
     state_dir: Path | str,
+    specs: SpecProviderReader,
     *,
     default_branch: str | None = None,
     pipeline: LocalPipeline | None = None,
-    spec_globs: Sequence[str] | None = None,
-    spec_max_bytes: int | None = None,
     baseline: bool = False,
 ) -> tuple[LocalProvider, ProviderInterfaces]:
-    """The local provider and the five interfaces an engine takes (specs from the same repo).
+    """The local provider and the five interfaces an engine takes, ``specs`` the spec reader (a
+    ``GitSpecReader`` of the same repository, built by the caller as for the GitHub provider).
     Keep the provider to ``close()`` it at shutdown. ``baseline``: run the pipeline on the
-    default branch's head too, for revisions' failures to be compared with. ``spec_globs``,
-    ``spec_max_bytes``: None for the spec reader's defaults (``DEFAULT_SPEC_GLOBS`` …)."""
-    from adapters.providers.specs.reader import (  # noqa: PLC0415
-        DEFAULT_SPEC_GLOBS,
-        DEFAULT_SPEC_MAX_BYTES,
-        GitSpecReader,
-    )
-
+    default branch's head too, for revisions' failures to be compared with."""
     provider = LocalProvider(repo_root, state_dir, default_branch, pipeline, baseline=baseline)
-    specs = GitSpecReader(
-        provider.repo_root,
-        DEFAULT_SPEC_GLOBS if spec_globs is None else spec_globs,
-        default_branch=provider.default_branch,
-        max_bytes=DEFAULT_SPEC_MAX_BYTES if spec_max_bytes is None else spec_max_bytes,
-    )
     return provider, provider.interfaces(specs)

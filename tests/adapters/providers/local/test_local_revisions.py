@@ -15,6 +15,7 @@ import pytest
 from adapters.providers.local import LocalProvider, create_local_provider
 from adapters.providers.local.db import SCHEMA_VERSION
 from adapters.providers.local.provider import DATABASE_NAME
+from adapters.providers.specs import GitSpecReader
 from domain.errors import (
     ConflictError,
     MergeWaitError,
@@ -278,7 +279,8 @@ def test_racing_creates_with_one_key_make_one_revision(helper: Helper) -> None:
 
 def test_create_local_provider_gives_one_object_per_port(repo: Repo, tmp_path: Path) -> None:
     repo.commit("a spec", {"specs/feature.md": "# Feature\n"})
-    provider, interfaces = create_local_provider(repo.root, tmp_path / "state")
+    specs = GitSpecReader(repo.root)
+    provider, interfaces = create_local_provider(repo.root, tmp_path / "state", specs)
     with provider:
         assert isinstance(interfaces.work_item_reader, WorkProviderReader)
         assert isinstance(interfaces.work_item_writer, WorkProviderWriter)
