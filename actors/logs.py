@@ -2,7 +2,7 @@
 
 JSON lines when stderr is not a TTY (production, systemd's journal, files); on a TTY the
 ``human`` format: the engine's decisions come as one sentence each from the console
-(``adapters.console``), so the log shows only what a person must see besides them (warnings,
+(``adapters.host.console``), so the log shows only what a person must see besides them (warnings,
 errors, start and stop) as short lines; ``console`` is structlog's key=value renderer, for
 debugging. Tracebacks are rendered without frame locals (they would leak secrets). Secrets are
 redacted from every line: values under secret-sounding keys, and values that look like tokens

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.cli.actions import describe_run, journal_state, run_where
-from adapters.control import NoEngine, exchange
+from adapters.host.control import NoEngine, exchange
 from adapters.runtime.records.activity import TranscriptTail
 from adapters.runtime.remote.placement import REMOTE_FILE
 from domain.models import AgentRun

@@ -14,7 +14,7 @@ from actors.engine import CHILDREN_STOP_BUDGET, DRAIN_GRACE
 from adapters.cli import actions as commands
 from adapters.cli.app import build_app
 from adapters.cli.settings import CpeConfig
-from adapters.notify import notify
+from adapters.host.notify import notify
 from adapters.runtime.claude_sdk import ClaudeAdapter
 from adapters.runtime.runners.codex_cli import CodexCliRunner
 from adapters.runtime.runners.runtime import CliRuntime

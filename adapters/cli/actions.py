@@ -69,7 +69,7 @@ def run(
     """``agent_env``, ``isolated_home``, ``codex_overrides``: as ``build_app`` takes them
     (``cpe run --scripted`` points every runtime at its scripted model)."""
     from actors.process import Watchdog, run_engine  # noqa: PLC0415
-    from adapters.notify import notify  # noqa: PLC0415
+    from adapters.host.notify import notify  # noqa: PLC0415
 
     try:
         config, root = resolve_config(config_path, repo)
@@ -104,7 +104,7 @@ def run(
             app.engine.stop(reason="its services cannot start")  # never started: closes
             raise
         if fmt == "human":  # a person watches: the engine's decisions in words
-            from adapters.console import Console  # noqa: PLC0415
+            from adapters.host.console import Console  # noqa: PLC0415
 
             app.engine.watch(Console(sys.stderr, app.engine.queued))
         return app.engine
@@ -791,7 +791,7 @@ def work_add(title: str, body: str, config_path: Path | None, repo: Path | None)
         wid: WorkItemId = provider.work_item_writer.create_work_item(title, body)
     finally:
         provider.close()
-    from adapters.control import poke  # noqa: PLC0415
+    from adapters.host.control import poke  # noqa: PLC0415
 
     # A running engine reads it now, not at its next poll.
     running = poke(root / config.engine.state_dir, ("work_items",))

@@ -31,7 +31,7 @@ from adapters.cli.settings import (
     load_config,
     parse_config,
 )
-from adapters.metering import ProviderMeter, metered
+from adapters.host.metering import ProviderMeter, metered
 from domain.errors import ConfigError, CpeError
 from domain.models import AGENT_ROLES, AgentRole
 from domain.ports import (
@@ -182,7 +182,7 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
     (``listen`` not in supervisor.toml) in use gives way to a free port. ``human``: a person
     reads stderr, the dashboard's address (with its token) is printed there; otherwise it is
     logged without the token, which is in the state directory."""
-    from adapters.control import Control, ControlServer  # noqa: PLC0415
+    from adapters.host.control import Control, ControlServer  # noqa: PLC0415
 
     control = Control(app.engine, app.config)
     listen = app.config.dashboard.listen

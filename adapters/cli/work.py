@@ -2,7 +2,7 @@
 
 The reads come from the tracker (the local provider) and the journal; on GitHub, from the
 journal: the engine's last view, no token needed. The requests go to the running engine over
-its control socket, or into the journal when no engine runs (``adapters.control``).
+its control socket, or into the journal when no engine runs (``adapters.host.control``).
 """
 
 from __future__ import annotations
@@ -273,7 +273,7 @@ def _flat(text: str | None) -> str:
 def request(payload: UserRequest, config_path: Path | None, repo: Path | None) -> int:
     """Send ``payload`` to the running engine, or journal it for the next one."""
     # The control socket's module imports the engine: the requests' alone, not the reads'.
-    from adapters.control import PROCESS_TIMEOUT, NoEngine, accept_offline, exchange  # noqa: PLC0415
+    from adapters.host.control import PROCESS_TIMEOUT, NoEngine, accept_offline, exchange  # noqa: PLC0415
 
     try:
         config, root = resolve_config(config_path, repo)

@@ -24,10 +24,10 @@ from actors.engine import Engine
 from actors.services import Services
 from actors.settings import SupervisorSettings
 from adapters.cli.settings import CpeConfig, parse_config
-from adapters.control import Control
 from adapters.dashboard.server import DashboardServer
 from adapters.dashboard.source import Source
 from adapters.dashboard.web import create_app
+from adapters.host.control import Control
 from domain.events import (
     AgentSignalled,
     BranchUpdated,
