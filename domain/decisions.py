@@ -33,8 +33,7 @@ from domain.models import (
     WorkItem,
     WorkItemId,
 )
-from domain.signals import clock, window_name
-from domain.state import (
+from domain.selectors import (
     active_runs,
     blockers_resolved,
     has_run_in_flight,
@@ -46,6 +45,7 @@ from domain.state import (
     reviewer_in_flight,
     revision_for,
 )
+from domain.signals import clock, window_name
 from domain.workflow import Trigger, next_status
 
 

@@ -95,7 +95,7 @@ from domain.models import (
     ReviewerStartParams,
     WorkItem,
 )
-from domain.state import (
+from domain.selectors import (
     dependents_of,
     has_run_in_flight,
     planner_failures,

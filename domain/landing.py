@@ -32,7 +32,8 @@ from datetime import UTC, datetime
 from domain.commands import EngineCommand, MergeRevision, TransitionStatus, UpdateBranch
 from domain.decisions import Required, inherited_failure, untested_lands
 from domain.models import EngineState, LandingTest, Revision, SentBack, WorkItem
-from domain.state import landing_report, natural_key, revision_for
+from domain.selectors import natural_key, revision_for
+from domain.state import landing_report
 from domain.workflow import Trigger, next_status
 
 _LAST = datetime.max.replace(tzinfo=UTC)

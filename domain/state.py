@@ -1,4 +1,4 @@
-"""The state reducer and the selectors every handler shares.
+"""The state reducer: how each event changes the engine state.
 
 ``apply_event(state, event)`` is the only way the engine state changes: it returns a new
 ``EngineState`` and never touches its input. It records facts; deciding what to do about them
@@ -74,53 +74,8 @@ from domain.models import (
     WorkItem,
     WorkItemId,
 )
-from domain.selectors import (
-    active_runs,
-    blockers_resolved,
-    dependents_of,
-    has_run_in_flight,
-    latest_implementor_run,
-    natural_key,
-    open_blockers,
-    ordered,
-    planner_failures,
-    planner_in_flight,
-    review_is_current,
-    reviewer_failures,
-    reviewer_in_flight,
-    revision_for,
-    runs_for_work_item,
-    specs_to_plan,
-    spent_on_spec,
-)
+from domain.selectors import latest_implementor_run, review_is_current
 from domain.signals import describe_cause, describe_signal
-
-__all__ = [  # the reducer, and the selectors it has always offered the handlers
-    "apply_event",
-    "landing_report",
-    "merge_observed_revision",
-    "merge_observed_work_item",
-    "moved_by",
-    "record_branch_update",
-    "record_refusal",
-    "active_runs",
-    "blockers_resolved",
-    "dependents_of",
-    "has_run_in_flight",
-    "latest_implementor_run",
-    "natural_key",
-    "open_blockers",
-    "ordered",
-    "planner_failures",
-    "planner_in_flight",
-    "review_is_current",
-    "reviewer_failures",
-    "reviewer_in_flight",
-    "revision_for",
-    "runs_for_work_item",
-    "specs_to_plan",
-    "spent_on_spec",
-]
 
 K = TypeVar("K")
 V = TypeVar("V")
