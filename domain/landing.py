@@ -33,7 +33,7 @@ from domain.commands import EngineCommand, MergeRevision, TransitionStatus, Upda
 from domain.decisions import Required, inherited_failure, untested_lands
 from domain.models import EngineState, LandingTest, Revision, SentBack, WorkItem
 from domain.selectors import natural_key, revision_for
-from domain.state import landing_report
+from domain.state.queue import landing_report
 from domain.workflow import Trigger, next_status
 
 _LAST = datetime.max.replace(tzinfo=UTC)
