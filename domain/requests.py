@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
-from domain.decisions import free_slots
+from domain.dispatch import free_slots
 from domain.errors import DomainError
 from domain.events import (
     DispatchDue,
