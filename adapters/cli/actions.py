@@ -36,8 +36,9 @@ from adapters.runtime.remote.placement import describe_node, read_placement
 from domain.errors import ConfigError
 from domain.events import ENGINE_LIFE_EVENTS, USER_EVENTS
 from domain.models import ACTIVE_RUN_STATUSES, AgentRun, EngineState, SessionId, WorkItemId
+from domain.selectors import natural_key, open_blockers, ordered
 from domain.signals import clock, describe_signal, describe_windows
-from domain.state import apply_event, natural_key, open_blockers, ordered
+from domain.state import apply_event
 
 if TYPE_CHECKING:  # the engine's modules are cpe run's own import (keeps cpe status quick)
     from actors.logs import LogFormat
@@ -401,7 +402,7 @@ def _print_merge_waits(state: EngineState) -> None:
 
 def _print_ignored(state: Any) -> None:
     """Tracker items that are not work (not trusted, a required label missing), and why."""
-    from domain.state import ordered  # noqa: PLC0415
+    from domain.selectors import ordered  # noqa: PLC0415
 
     if not state.ignored:
         return
@@ -423,7 +424,7 @@ def _print_planner_waits(state: Any, config: Any) -> None:
     """Specs whose planner runs failed: when the next run is due, or that they wait for a new
     version after ``max_attempts`` failures (domain.decisions.planner_backoff)."""
     from domain.decisions import planner_backoff  # noqa: PLC0415
-    from domain.state import planner_failures, specs_to_plan, spent_on_spec  # noqa: PLC0415
+    from domain.selectors import planner_failures, specs_to_plan, spent_on_spec  # noqa: PLC0415
 
     w = config.workflow
     lines = []

@@ -24,7 +24,7 @@ from domain.events import StatusTransitioned, UserTransitionedStatus, WorkItemCh
 from domain.models import STATUSES, EngineState, ReviewerStartParams, WorkItem, WorkItemId
 from domain.requests import REQUEST_ADAPTER, RequestRefused, SetStatus, UserRequest
 from domain.runs import attempt_number
-from domain.state import open_blockers, ordered, revision_for, runs_for_work_item
+from domain.selectors import open_blockers, ordered, revision_for, runs_for_work_item
 
 EXIT_REFUSED = 1  # the state does not allow it (an unknown item, a status that forbids it)
 EXIT_USAGE = 2  # what was typed is not a request (an unknown status name)

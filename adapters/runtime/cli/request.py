@@ -1,4 +1,5 @@
-"""The runner layer (docs/contract.md, S003, S004): an agent CLI behind one agent-neutral interface.
+"""What a run asks of an agent CLI (docs/contract.md, S003, S004), agent-neutral; the runner
+role itself is ``runner.CliRunner``.
 
 A :class:`RunRequest` says *what* a run needs (a worktree, a prompt, an optional model, the
 guarantees it requires); a runner translates that intent into its CLI's own flags, and refuses
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, get_args, runtime_checkable
+from typing import Any, Literal, get_args
 
 from adapters.bash_guard import BashGuardConfig
 from adapters.runtime.pricing import ModelPrice
@@ -24,7 +25,6 @@ __all__ = [
     "Guarantee",
     "RunRequest",
     "RunRejectedError",
-    "RunnerAdapter",
     "RunnerCapabilities",
     "Termination",
     "check_request",
@@ -135,17 +135,6 @@ class RunRequest:
 
     def policy_dict(self) -> dict[str, Any]:
         return {"require": sorted(self.requested_policy)}
-
-
-@runtime_checkable
-class RunnerAdapter(Protocol):
-    """The runner interface (S003-01); ``start`` returns the runner's process handle."""
-
-    def start(self, run: RunRequest, prompt: str, env: Mapping[str, str] | None) -> Any: ...
-
-    def stop(self, handle: Any) -> None: ...
-
-    def get_capabilities(self) -> RunnerCapabilities: ...
 
 
 def is_worktree(path: Path) -> bool:

@@ -1,5 +1,6 @@
-"""A ``RuntimeAdapter`` over a CLI runner, so any role can run on ``claude-cli`` or
-``codex-cli``.
+"""A ``RuntimeAdapter`` over a CLI runner (``runner.CliRunner``), so any role can run on any
+agent CLI (``claude-cli``, ``codex-cli``): vendor-neutral, each vendor's package builds it over
+its own runner with its own signals.
 
 It is a ``RuntimeSkeleton`` (``adapters/runtime/skeleton.py``), as the SDK runtime is: the run
 table, the worktree (implementor), the context assembly, the agent definition, the sandbox, the
@@ -20,26 +21,25 @@ before anything starts (S004-04).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import structlog
 
-from adapters.runtime.claude_sdk import bundled_cli
-from adapters.runtime.pricing import main_model, token_cost
-from adapters.runtime.runners.base import (
+from adapters.runtime.cli.jsonl import CliOutcome
+from adapters.runtime.cli.process import PIDFILE, kill_group
+from adapters.runtime.cli.request import (
     AgentProfile,
     Guarantee,
-    RunnerCapabilities,
     RunRejectedError,
     RunRequest,
 )
-from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome, EventCallback
-from adapters.runtime.runners.process import PIDFILE, KillReason, kill_group
-from adapters.runtime.signals import ClaudeSignals, RunSignals, SignalsFactory
+from adapters.runtime.cli.runner import CliRunHandle, CliRunner
+from adapters.runtime.pricing import main_model, token_cost
+from adapters.runtime.signals import RunSignals, SignalsFactory
 from adapters.runtime.skeleton import AgentRuntimeConfig, Run, RuntimeSkeleton, Start
 from adapters.runtime.workspace.agent_env import run_env
 from adapters.runtime.workspace.agents import (
@@ -55,7 +55,7 @@ from domain.results import (
     output_schema,
 )
 
-__all__ = ["CliRunHandle", "CliRunner", "CliRuntime", "CliRuntimeConfig", "create_cli_runtime"]
+__all__ = ["CliRuntime", "CliRuntimeConfig"]
 
 log = structlog.get_logger("cpe.runtime.cli")
 
@@ -69,74 +69,21 @@ _FAILURE_KIND: dict[str, AgentFailureKind] = {
 }
 
 
-class CliRunHandle(Protocol):
-    def wait(self, timeout: float | None = None) -> CliOutcome: ...
-
-    def stop(self, reason: KillReason = ..., detail: str = ...) -> None: ...
-
-
-class CliRunner(Protocol):
-    def get_capabilities(self) -> RunnerCapabilities: ...
-
-    def start(
-        self,
-        run: RunRequest,
-        prompt: str | None = None,
-        env: Mapping[str, str] | None = None,
-        *,
-        on_event: EventCallback | None = None,
-    ) -> CliRunHandle: ...
-
-
 class CliRuntimeConfig(AgentRuntimeConfig):
     """A CLI runtime's config: all of it is every runtime's (``AgentRuntimeConfig``)."""
-
-
-def create_cli_runtime(
-    config: CliRuntimeConfig,
-    deps: RuntimeAdapterDeps,
-    *,
-    cli_path: str | None = None,
-    kill_grace: float = 5.0,
-) -> CliRuntime:
-    """The ``claude-cli`` runtime: the runs land where the SDK runtime puts its own."""
-    runner = ClaudeCliRunner(
-        Path(config.logging.logs_dir).parent,
-        cli_path=cli_path or bundled_cli(),
-        kill_grace=kill_grace,
-    )
-    return CliRuntime(runner, config, deps, signals=ClaudeSignals)
 
 
 @dataclass(kw_only=True)
 class _Run(Run):
     handle: CliRunHandle | None = None
     signals: RunSignals | None = None  # reads what its CLI says of the model API
+    texts: Callable[[Mapping[str, Any]], list[str]] = lambda _: []  # what the agent says
 
     def event(self, event: dict[str, Any]) -> None:  # a reader thread
-        for text in text_chunks(event):
+        for text in self.texts(event):
             self.loop.call_soon_threadsafe(self.output.put_nowait, text)
         if self.signals is not None:
             self.signals.event(event)
-
-
-def text_chunks(event: Mapping[str, Any]) -> list[str]:
-    """What the agent said in one native event: the text blocks of a claude ``assistant``
-    message, or a codex ``agent_message`` item (the two formats' types do not collide)."""
-    kind = event.get("type")
-    if kind == "assistant":
-        message = event.get("message")
-        blocks = message.get("content") if isinstance(message, dict) else None
-        return [
-            str(block["text"])
-            for block in (blocks if isinstance(blocks, list) else ())
-            if isinstance(block, dict) and block.get("type") == "text" and block.get("text")
-        ]
-    if kind == "item.completed":
-        item = event.get("item")
-        if isinstance(item, dict) and item.get("type") == "agent_message" and item.get("text"):
-            return [str(item["text"])]
-    return []
 
 
 class CliRuntime(RuntimeSkeleton[CliRuntimeConfig, _Run]):
@@ -164,7 +111,7 @@ class CliRuntime(RuntimeSkeleton[CliRuntimeConfig, _Run]):
     # ------------------------------------------------------------------ the skeleton's hooks
 
     async def _begin(self, start: Start) -> _Run:
-        run = _Run.starting(start)
+        run = _Run.starting(start, texts=self.runner.text_chunks)
         if self.signals is not None:
             sid, report = start.session_id, self.deps.report_signal
             run.signals = self.signals(lambda signal: report(sid, signal))
