@@ -29,12 +29,12 @@ import pykka
 import structlog
 
 from actors.base import SupervisedActor
-from actors.crashpoints import crashpoint
 from actors.journal import Journal
 from actors.landing_writes import land, refusal, update_branch
 from actors.queue import Inbox
 from actors.sessions import SessionManager
 from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, RetrySettings
+from adapters.support.crashpoints import crashpoint
 from domain.commands import (
     ApplyPlan,
     CancelAgent,

@@ -53,7 +53,7 @@ from typing import Literal, get_args
 import structlog
 from pydantic import TypeAdapter
 
-from actors.crashpoints import crashpoint
+from adapters.support.crashpoints import crashpoint
 from domain.commands import COMMAND_ADAPTER, EngineCommand
 from domain.errors import JournalError, JournalInUseError, JournalIOError
 from domain.events import EVENT_ADAPTER, EngineEvent

@@ -1,66 +1,32 @@
 """Logging: structlog everywhere, one pipeline for our lines and the stdlib's.
 
-JSON lines when stderr is not a TTY (production, systemd's journal, files); on a TTY the
-``human`` format: the engine's decisions come as one sentence each from the console
+JSON lines when stderr is not a TTY (production, systemd's journal, files); on a TTY the ``human``
+format: the engine's decisions come as one sentence each from the console
 (``adapters.host.console``), so the log shows only what a person must see besides them (warnings,
 errors, start and stop) as short lines; ``console`` is structlog's key=value renderer, for
 debugging. Tracebacks are rendered without frame locals (they would leak secrets). Secrets are
-redacted from every line: values under secret-sounding keys, and values that look like tokens
-wherever they appear. Loggers of actors bind ``actor``, ``session_id`` and ``work_item_id``
-themselves (contextvars do not cross threads).
+redacted from every line (``adapters.support.redaction``): values under secret-sounding keys, and
+values that look like tokens wherever they appear. Loggers of actors bind ``actor``, ``session_id``
+and ``work_item_id`` themselves (contextvars do not cross threads).
 """
 
 from __future__ import annotations
 
 import logging
 import logging.handlers
-import re
 import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
 import structlog
 from structlog.typing import Processor
 
+from adapters.support.redaction import redact
+
 LogFormat = Literal["auto", "json", "console", "human"]
-REDACTED = "[redacted]"
-
-_SECRET_KEY = re.compile(
-    r"(token|secret|password|passwd|api[_-]?key|authorization|credential|private[_-]?key|cookie)",
-    re.IGNORECASE,
-)
-_TOKEN_VALUE = re.compile(
-    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{16,}"
-    r"|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"
-    r"\.[A-Za-z0-9_-]{10,}|Bearer\s+[A-Za-z0-9._~+/-]{16,})"
-)
-
 
 NOISY_LIBRARIES = ("httpx", "httpcore")
-
-
-def redact_value(value: object) -> object:
-    if isinstance(value, str):
-        return _TOKEN_VALUE.sub(REDACTED, value)
-    if isinstance(value, Mapping):
-        return {
-            k: (REDACTED if _SECRET_KEY.search(str(k)) else redact_value(v))
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return type(value)(redact_value(v) for v in value)
-    return value
-
-
-def redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    """structlog processor: no secret leaves in a log line."""
-    for key in list(event_dict):
-        if _SECRET_KEY.search(key):
-            event_dict[key] = REDACTED
-        else:
-            event_dict[key] = redact_value(event_dict[key])
-    return event_dict
 
 
 def configure_logging(

@@ -29,11 +29,11 @@ import anyio.from_thread
 import pykka
 
 from actors.base import SupervisedActor, tell
-from actors.crashpoints import crashpoint
 from actors.queue import Inbox
 from actors.sessions import SessionManager
 from actors.streams import OutputBuffer, StreamRegistry
 from actors.supervisor import ChildSpec, Supervisor
+from adapters.support.crashpoints import crashpoint
 from domain.errors import AgentFailure, AgentFailureKind
 from domain.events import (
     AgentFailed,

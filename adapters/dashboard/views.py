@@ -13,12 +13,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from actors.logs import redact_value
 from adapters.cli import landing_view
 from adapters.cli.landing_view import not_merged
 from adapters.dashboard.source import Pause, Source
 from adapters.runtime.records.run_review import comment_where
 from adapters.runtime.remote.placement import describe_node
+from adapters.support.redaction import redact_value
 from domain.decisions import QuotaHold
 from domain.landing import QueueEntry, describe_baseline
 from domain.models import (

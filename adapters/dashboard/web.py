@@ -28,7 +28,6 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from actors.logs import redact_value
 from adapters.dashboard.metrics import CONTENT_TYPE, render_metrics
 from adapters.dashboard.page import render_board, render_page
 from adapters.dashboard.pages import (
@@ -42,6 +41,7 @@ from adapters.dashboard.pages import (
 from adapters.dashboard.source import Source
 from adapters.dashboard.views import state_view
 from adapters.runtime.records.activity import TranscriptTail
+from adapters.support.redaction import redact_value
 from domain.models import SessionId, WorkItemId
 from domain.requests import (
     REQUEST_ADAPTER,

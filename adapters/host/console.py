@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TextIO
 
-from actors.logs import redact_value
+from adapters.support.redaction import redact_value
 from domain.events import EngineEvent
 from domain.models import EngineState
 from domain.narration import Narrator

@@ -34,9 +34,9 @@ from pydantic import ValidationError
 
 from actors.engine import Engine
 from actors.journal import JOURNAL_NAME, InstanceLock, Journal, check_journal
-from actors.logs import redact_value
 from actors.settings import BreakerSettings
 from adapters.cli.settings import CpeConfig
+from adapters.support.redaction import redact_value
 from domain.events import AgentFailed
 from domain.models import EngineState, SessionId, WorkItem
 from domain.requests import (

@@ -22,11 +22,12 @@ from structlog.tracebacks import ExceptionDictTransformer
 
 from actors.base import SupervisedActor
 from actors.journal import Journal
-from actors.logs import NOISY_LIBRARIES, REDACTED, configure_logging, redact_value
+from actors.logs import NOISY_LIBRARIES, configure_logging
 from actors.queue import Inbox
 from actors.session import AgentSession
 from actors.sessions import SessionManager
 from actors.streams import StreamRegistry
+from adapters.support.redaction import REDACTED, redact_value
 from domain.models import ImplementorStartParams, SessionId
 from tests.fakes.runtime import FakeRuntime, Script
 

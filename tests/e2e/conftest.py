@@ -27,7 +27,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The crash suite's coverage, in the output even with ``-q``: how many crashpoints the
     code has, how many cases cover them (on the local provider and on GitHub), and how many
     this run took."""
-    from actors.crashpoints import POINTS  # noqa: PLC0415
+    from adapters.support.crashpoints import POINTS  # noqa: PLC0415
     from tests.e2e.crash import cases, github_cases  # noqa: PLC0415
 
     def ran(test: str) -> int:

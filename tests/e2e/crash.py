@@ -15,7 +15,6 @@ from types import MappingProxyType
 
 import psutil
 
-from actors.crashpoints import POINTS
 from actors.journal import Journal
 from adapters.cli.demo import FEATURES, TEST_COMMAND
 from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE, demo_book
@@ -23,6 +22,7 @@ from adapters.demo.sample import create_sample_repo
 from adapters.runtime.workspace.launcher import live_group
 from adapters.scripted_model import ScriptedModelServer
 from adapters.scripted_model.scenario import Scenario
+from adapters.support.crashpoints import POINTS
 from domain.events import StatusTransitioned
 from tests.e2e.running import CPE, revisions, wait_for, work_items
 from tests.support.git import git_raw

@@ -1,7 +1,7 @@
 """The crash suite: a real ``cpe run`` on the demo's sample, killed at each named crashpoint
-(``actors.crashpoints.POINTS``), restarted on the same state, must finish the loop exactly once:
-every item done, one revision each, merged once, ``main`` holding each feature once with its
-tests passing, no intent left pending, no worktree and no process left.
+(``adapters.support.crashpoints.POINTS``), restarted on the same state, must finish the loop
+exactly once: every item done, one revision each, merged once, ``main`` holding each feature once
+with its tests passing, no intent left pending, no worktree and no process left.
 
 By default a subset of the cases runs, chosen by the commit (``tests.e2e.crash.selected``);
 ``make crash-all`` (``CPE_CRASH_ALL=1``) runs every one. The report header says which."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.crashpoints import POINTS, WRITES
+from adapters.support.crashpoints import POINTS, WRITES
 from tests.e2e.crash import Crash, Loop, QueueLoop, cases, github_cases, queue_cases, selected
 
 ROOT = Path(__file__).resolve().parents[2]

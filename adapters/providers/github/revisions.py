@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from actors.crashpoints import crashpoint
 from adapters.providers.github import markers
 from adapters.providers.github.api import GitHubApi
 from adapters.providers.github.issue_index import IssueIndex
@@ -24,6 +23,7 @@ from adapters.providers.github.pull_index import PullIndex, PullView
 from adapters.providers.github.reviews import ReviewPoster
 from adapters.providers.github.trust import Trust
 from adapters.providers.github.work_items import issue_number
+from adapters.support.crashpoints import crashpoint
 from domain.errors import ConflictError, NotFoundError, ProviderError
 from domain.models import (
     Baseline,

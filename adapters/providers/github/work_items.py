@@ -14,13 +14,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from actors.crashpoints import crashpoint
 from adapters.providers.github import markers
 from adapters.providers.github.api import GitHubApi
 from adapters.providers.github.issue_index import IssueIndex, IssueView
 from adapters.providers.github.labels import Labels
 from adapters.providers.github.pull_index import PullIndex
 from adapters.providers.github.trust import Trust
+from adapters.support.crashpoints import crashpoint
 from domain.errors import NotFoundError, ProviderError
 from domain.models import STATUSES, IgnoredWorkItem, Status, WorkItem, WorkItemId
 

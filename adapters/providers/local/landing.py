@@ -9,7 +9,6 @@ that head and its tree the tested one.
 
 from __future__ import annotations
 
-from actors.crashpoints import crashpoint
 from adapters.providers.git_conflicts import merge_commits
 from adapters.providers.local.db import now
 from adapters.providers.local.merge import (
@@ -20,6 +19,7 @@ from adapters.providers.local.merge import (
     record_merge,
 )
 from adapters.providers.local.store import RevisionStore
+from adapters.support.crashpoints import crashpoint
 from domain.errors import BaseMovedError, ConflictError
 from domain.models import RevisionId
 from domain.ports import BranchUpdate

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import sqlite3
 
-from actors.crashpoints import crashpoint
 from adapters.providers.git import GitRepo
 from adapters.providers.git_conflicts import merge_commits
 from adapters.providers.local.db import now
 from adapters.providers.local.store import RevisionStore
+from adapters.support.crashpoints import crashpoint
 from domain.errors import ConflictError, MergeWaitError
 from domain.models import RevisionId
 

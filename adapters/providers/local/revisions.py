@@ -11,7 +11,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
-from actors.crashpoints import crashpoint
 from adapters.providers.local import landing
 from adapters.providers.local.db import now
 from adapters.providers.local.files import changed_files
@@ -23,6 +22,7 @@ from adapters.providers.local.store import (
     RevisionStore,
 )
 from adapters.providers.local.work_items import require_work_item
+from adapters.support.crashpoints import crashpoint
 from domain.errors import ConflictError
 from domain.models import (
     Baseline,

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import structlog
 
-from actors.crashpoints import crashpoint
 from adapters.runtime.workspace.launcher import kill_group, live_group, stamp_pid
+from adapters.support.crashpoints import crashpoint
 from domain.errors import WorktreeError
 
 log = structlog.get_logger("cpe.runtime.setup")

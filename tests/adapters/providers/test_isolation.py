@@ -22,7 +22,7 @@ FIRST_PARTY = ("domain", "actors", "adapters")
 # shared provider modules; each with why.
 NEUTRAL = {
     "domain": "the ports, models and errors a provider implements",
-    "actors.crashpoints": "the crash suite's named instants around provider writes",
+    "adapters.support.crashpoints": "the crash suite's named instants around provider writes",
     # The local pipeline runs its test command as the runtime runs an agent: a process group of
     # its own, stamped for the reaper, without cpe's own virtual environment.
     "adapters.runtime": "process groups and own_venv, for the local pipeline's command",
@@ -62,7 +62,7 @@ def violations(package: str | None, source: str) -> list[str]:
     if package is not None:
         allowed += [f"adapters.providers.{package}", *NEUTRAL]
     else:
-        allowed += ["domain", "actors.crashpoints"]
+        allowed += ["domain", "adapters.support.crashpoints"]
     bad = []
     for name in _imports(source):
         if name.split(".")[0] not in FIRST_PARTY or name == "adapters.providers":

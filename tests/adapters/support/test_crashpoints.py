@@ -1,5 +1,5 @@
-"""Crashpoints (``actors.crashpoints``): what ``CPE_CRASH_AT`` accepts and refuses, a point that
-kills its process at the N-th hit and not before, and the trace of every hit.
+"""Crashpoints (``adapters.support.crashpoints``): what ``CPE_CRASH_AT`` accepts and refuses, a
+point that kills its process at the N-th hit and not before, and the trace of every hit.
 
 The crash suite (tests/e2e/test_crash_consistency.py) runs a whole ``cpe run`` per point; these
 tests run a small child process that hits points in a given order, so that each rule is seen on
@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-import actors.crashpoints
-from actors.crashpoints import _parse, crashpoint
+import adapters.support.crashpoints
+from adapters.support.crashpoints import _parse, crashpoint
 
 # The child: hits each point named on its command line, and says so after each one it survives.
 CHILD = """
 import sys
-from actors.crashpoints import crashpoint
+from adapters.support.crashpoints import crashpoint
 for name in sys.argv[1:]:
     crashpoint(name)
     print("passed", name, flush=True)
@@ -30,9 +30,9 @@ for name in sys.argv[1:]:
 
 def hit(*points: str, crash_at: str | None = None, trace: Path | None = None) -> Result:
     """Run the child on ``points`` with the environment variables given (and no others of
-    ours); it imports the same ``actors`` as this test."""
+    ours); it imports the same ``adapters`` as this test."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CPE_CRASH_")}
-    env["PYTHONPATH"] = str(Path(actors.crashpoints.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = str(Path(adapters.support.crashpoints.__file__).resolve().parents[2])
     if crash_at is not None:
         env["CPE_CRASH_AT"] = crash_at
     if trace is not None:
@@ -109,7 +109,8 @@ def test_an_unregistered_crashpoint_is_refused_even_when_nothing_is_set() -> Non
     with pytest.raises(KeyError) as refused:
         crashpoint("journal.after_comit")
     assert refused.value.args == (
-        "unregistered crashpoint 'journal.after_comit': add it to actors.crashpoints.POINTS",
+        "unregistered crashpoint 'journal.after_comit': "
+        "add it to adapters.support.crashpoints.POINTS",
     )
 
 

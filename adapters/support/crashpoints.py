@@ -85,7 +85,9 @@ _lock = threading.Lock()
 def crashpoint(name: str) -> None:
     """Die here when ``CPE_CRASH_AT`` names this point (and this is its N-th hit)."""
     if name not in POINTS:
-        raise KeyError(f"unregistered crashpoint {name!r}: add it to actors.crashpoints.POINTS")
+        raise KeyError(
+            f"unregistered crashpoint {name!r}: add it to adapters.support.crashpoints.POINTS"
+        )
     if _target is None and _trace is None:
         return
     with _lock:

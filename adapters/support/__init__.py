@@ -1,0 +1,6 @@
+"""Hooks every layer may import: the crash suite's crashpoints and the log lines' redaction.
+
+A leaf: nothing here imports ``domain/``, ``actors/`` or the rest of ``adapters/``
+(``tests/adapters/support/test_leaf.py``), so ``actors/`` may import it — the one arrow from
+``actors/`` into ``adapters/`` — as well as every adapter.
+"""
