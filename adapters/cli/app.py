@@ -182,9 +182,10 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
     (``listen`` not in supervisor.toml) in use gives way to a free port. ``human``: a person
     reads stderr, the dashboard's address (with its token) is printed there; otherwise it is
     logged without the token, which is in the state directory."""
-    from adapters.host.control import Control, ControlServer  # noqa: PLC0415
+    from adapters.host.control import Control, ControlServer, ControlSettings  # noqa: PLC0415
 
-    control = Control(app.engine, app.config)
+    settings = ControlSettings(app.config.breaker, app.config.workflow.max_concurrent)
+    control = Control(app.engine, settings)
     listen = app.config.dashboard.listen
     dashboards: list[Callable[[Services], None]] = []
     if listen:

@@ -273,7 +273,13 @@ def _flat(text: str | None) -> str:
 def request(payload: UserRequest, config_path: Path | None, repo: Path | None) -> int:
     """Send ``payload`` to the running engine, or journal it for the next one."""
     # The control socket's module imports the engine: the requests' alone, not the reads'.
-    from adapters.host.control import PROCESS_TIMEOUT, NoEngine, accept_offline, exchange  # noqa: PLC0415
+    from adapters.host.control import (  # noqa: PLC0415
+        PROCESS_TIMEOUT,
+        ControlSettings,
+        NoEngine,
+        accept_offline,
+        exchange,
+    )
 
     try:
         config, root = resolve_config(config_path, repo)
@@ -296,7 +302,8 @@ def request(payload: UserRequest, config_path: Path | None, repo: Path | None) -
         except NoEngine:
             reply = None
             try:
-                accepted = accept_offline(payload, config, state_dir, tracked)
+                settings = ControlSettings(config.breaker, config.workflow.max_concurrent)
+                accepted = accept_offline(payload, settings, state_dir, tracked)
             except JournalInUseError as exc:
                 # An engine holds the state but does not answer yet (it is starting).
                 if time.monotonic() < deadline:

@@ -24,7 +24,8 @@ import os
 import socket
 import socketserver
 import struct
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,10 +36,9 @@ from pydantic import ValidationError
 from actors.engine import Engine
 from actors.journal import JOURNAL_NAME, InstanceLock, Journal, check_journal
 from actors.settings import BreakerSettings
-from adapters.cli.settings import CpeConfig
 from adapters.support.redaction import redact_value
 from domain.events import AgentFailed
-from domain.models import EngineState, SessionId, WorkItem
+from domain.models import AgentRole, EngineState, SessionId, WorkItem
 from domain.requests import (
     REQUEST_ADAPTER,
     Accepted,
@@ -70,6 +70,15 @@ def dispatch_paused(state: EngineState, breaker: BreakerSettings, now: datetime)
     return f"dispatch is paused by the breaker until {when} ({pause.reason[:200]})"
 
 
+@dataclass(frozen=True)
+class ControlSettings:
+    """What a request is judged by besides the state: the breaker's rule (``[breaker]``) and the
+    concurrency caps by role (``[workflow] max_concurrent``), given by the composition root."""
+
+    breaker: BreakerSettings
+    max_concurrent: Mapping[AgentRole, int]
+
+
 # ---------------------------------------------------------------------------- in the engine
 
 
@@ -80,11 +89,11 @@ class Control:
     def __init__(
         self,
         engine: Engine,
-        config: CpeConfig,
+        settings: ControlSettings,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ):
         self.engine = engine
-        self.config = config
+        self.settings = settings
         self.clock = clock
 
     def handle(self, request: UserRequest) -> Accepted:
@@ -96,8 +105,8 @@ class Control:
             request,
             state,
             at=now,
-            dispatch_paused=dispatch_paused(state, self.config.breaker, now),
-            max_concurrent=self.config.workflow.max_concurrent,
+            dispatch_paused=dispatch_paused(state, self.settings.breaker, now),
+            max_concurrent=self.settings.max_concurrent,
         )
         if not accepted.events:
             return accepted
@@ -289,7 +298,7 @@ def poke(state_dir: Path, pollers: Sequence[str]) -> bool:
 
 def accept_offline(
     request: UserRequest,
-    config: CpeConfig,
+    settings: ControlSettings,
     state_dir: Path,
     tracker_items: Callable[[], list[WorkItem] | None],
 ) -> Accepted:
@@ -318,8 +327,8 @@ def accept_offline(
                 request,
                 state,
                 at=now,
-                dispatch_paused=dispatch_paused(state, config.breaker, now),
-                max_concurrent=config.workflow.max_concurrent,
+                dispatch_paused=dispatch_paused(state, settings.breaker, now),
+                max_concurrent=settings.max_concurrent,
             )
             for event in accepted.events:
                 journal.append(event)

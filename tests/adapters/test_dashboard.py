@@ -27,7 +27,7 @@ from adapters.cli.settings import CpeConfig, parse_config
 from adapters.dashboard.server import DashboardServer
 from adapters.dashboard.source import Source
 from adapters.dashboard.web import create_app
-from adapters.host.control import Control
+from adapters.host.control import Control, ControlSettings
 from domain.events import (
     AgentSignalled,
     BranchUpdated,
@@ -72,7 +72,9 @@ class Board:
             engine,
             config,
             harness.tmp_path,
-            control=Control(engine, config),
+            control=Control(
+                engine, ControlSettings(config.breaker, config.workflow.max_concurrent)
+            ),
             title="/srv/repo",
         )
         self.client = TestClient(create_app(self.source, TOKEN), base_url="http://127.0.0.1")
