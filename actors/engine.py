@@ -42,8 +42,8 @@ from actors.pollers import (
     read_baseline,
 )
 from actors.queue import Inbox, QueueActor
-from actors.session import SessionStarter
-from actors.sessions import SessionManager
+from actors.session_actor import SessionStarter
+from actors.session_registry import SessionManager
 from actors.settings import BreakerSettings, DailyBudget
 from actors.store import Listener, StateStore, Unsubscribe
 from actors.streams import AgentStream, StreamRegistry

@@ -33,7 +33,7 @@ from actors.crashpoints import crashpoint
 from actors.journal import Journal
 from actors.landing_writes import land, refusal, update_branch
 from actors.queue import Inbox
-from actors.sessions import SessionManager
+from actors.session_registry import SessionManager
 from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, RetrySettings
 from domain.commands import (
     ApplyPlan,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from actors.sessions import SessionManager
+from actors.session_registry import SessionManager
 from domain.models import (
     ImplementorStartParams,
     PlannerStartParams,
