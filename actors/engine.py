@@ -403,7 +403,7 @@ class Engine:
         self.store.set_state(restored.state)
         # Before anything is dispatched: the writes a crash interrupted are made (again, with
         # their keys) and recorded; the cycles that made them are processed again below.
-        resumed = self.executor.resume_pending(restored.state)
+        resumed = self.executor.writes.resume_pending(restored.state)
         self.inbox.restore(restored.unprocessed)
         # Who runs on this state, and since when (cpe status); a crash journals no stop after it.
         self.inbox.put(EngineStarted(pid=os.getpid(), at=datetime.now(UTC)))
@@ -449,7 +449,7 @@ class Engine:
             # they went through the queue like every event, so wait for the loop to get past
             # them. Their handlers ran too, so recovery needs no phase of its own (S002-06).
             if self.inbox.wait_processed(first_poll_seq, self.config.shutdown_timeout):
-                self.executor.deliver_resumed()  # the restored events were processed too
+                self.executor.writes.deliver_resumed()  # the restored events were processed too
             else:
                 log.error("the first poll's events were not processed in time; started anyway")
         # The runs a crash or a stop interrupted fail last, behind the first poll's readings and
@@ -637,7 +637,7 @@ class Engine:
         if not self.inbox.wait_idle(max(DRAIN_GRACE, deadline - time.monotonic())):
             log.error("queue not drained in time", left=len(self.inbox))
         # 6. stop the processing loop and everything else
-        self.executor.stopping.set()
+        self.executor.writes.stopping.set()
         if self.supervisor is not None:
             self.supervisor.stop(deadline=time.monotonic() + CHILDREN_STOP_BUDGET)
         self._journal_stop("stopped", reason)
@@ -673,7 +673,7 @@ class Engine:
             self.fatal_error = f"configuration error: {permanent}"
         self.inbox.close()
         self.executor.no_new_agents.set()
-        self.executor.stopping.set()
+        self.executor.writes.stopping.set()
         self.sessions.cancel_all()
         try:  # what the journal deferred is committed before the process exits
             self.journal.flush()

@@ -43,6 +43,7 @@ ENGINE_ONLY = (
 READ_PATH_ONLY_NOT = (
     "pykka",
     "actors.executor",
+    "actors.writes",
     "actors.supervisor",
     "actors.session_registry",
     "adapters.runtime.sandbox.bwrap",
