@@ -14,7 +14,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -27,19 +27,26 @@ from actors.queue import Inbox
 from actors.session_registry import SessionManager
 from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, RetrySettings
 from actors.writes import ProviderWrites
+from domain.admission import (
+    AdmissionSettings,
+    BreakerPaused,
+    BudgetSpent,
+    ItemBackoff,
+    PlannerWaits,
+    QuotaHeld,
+    Refusal,
+    admission,
+)
 from domain.commands import CancelAgent, EngineCommand, StartAgent
-from domain.decisions import implementor_backoff, planner_backoff, quota_hold, spent_since
 from domain.events import AgentFailed, AgentRequested, CommandFailed, CommandRejected, EngineEvent
 from domain.models import (
     AgentRole,
     AgentStartParams,
     EngineState,
-    ImplementorStartParams,
     SessionId,
 )
 from domain.policy import Policy, Rejected
 from domain.ports import RevisionProviderWriter, WorkProviderWriter
-from domain.requests import describe_pause
 
 log = structlog.get_logger("cpe.executor")
 
@@ -122,17 +129,27 @@ class CommandExecutor:
 
     # ------------------------------------------------------------------ agents
 
-    def paused(self, snapshot: EngineState) -> str | None:
-        """Why no run may start now, when the breaker holds dispatch (None when one may). Past
-        the pause one probe run may start, alone: its ending decides. A person's pause
-        (``cpe pause``) holds it until they resume it."""
-        if snapshot.manual_pause is not None:
-            return f"dispatch paused {describe_pause(snapshot)}"
-        pause = self.breaker.pause(snapshot)
-        if pause is None:
-            return None
-        if self.clock() < pause.until:
-            if self._paused_until != pause.until:  # said once per pause, and woken for once
+    def admission_settings(self) -> AdmissionSettings:
+        """The settings admission is judged with, as they are now (a reload changes them)."""
+        quota = self.quota
+        return AdmissionSettings(
+            breaker=self.breaker.rule(),
+            retry_backoff=self.retry_backoff,
+            per_day_usd=self.daily_budget.per_day_usd,
+            day_zone=ZoneInfo(self.daily_budget.timezone),
+            quota_margin=quota.margin,
+            quota_pause_at=quota.pause_at,
+            accounts=self.accounts,
+            max_concurrent=self.max_concurrent,
+        )
+
+    def _announce(self, refusal: Refusal) -> None:
+        """Log a wait that has an end and ask to be woken at it, once per wait: the breaker's
+        pause, the daily budget's, a model account's, a failed item's or planner's backoff."""
+        match refusal:
+            case BreakerPaused(pause=pause):
+                if self._paused_until == pause.until:
+                    return
                 self._paused_until = pause.until
                 counted = "retries" if pause.outage else "failures_in_a_row"
                 log.error(
@@ -142,68 +159,43 @@ class CommandExecutor:
                     next_try_at=pause.until.isoformat(timespec="seconds"),
                 )
                 self.wake_at(pause.until)
-            when = pause.until.strftime("%Y-%m-%d %H:%M:%S UTC")
-            return f"dispatch paused: {pause.reason}; next try at {when}"
-        if self.sessions.active():
-            return "dispatch paused: a probe run is under way"
-        return None
-
-    def quota_waits(self, role: AgentRole, snapshot: EngineState) -> str | None:
-        """Why a run of ``role`` may not start yet: its model account's usage window is spent,
-        or past ``[runtime.quota] pause_at`` (``quota_hold``); said once per hold, and the engine
-        woken at its end."""
-        account = self.accounts.get(role, "model")
-        q = self.quota
-        hold = quota_hold(snapshot, account, self.clock(), margin=q.margin, pause_at=q.pause_at)
-        if hold is None:
-            return None
-        key = f"quota:{account}"
-        if self._waits_announced.get(key) != hold.until:
-            self._waits_announced[key] = hold.until
-            log.error(
-                "dispatch paused for a model account",
-                account=account,
-                reason=hold.reason,
-                resumes_at=hold.until.isoformat(timespec="seconds"),
-            )
-            self.wake_at(hold.until)
-        return f"{account}: {hold.reason}; runs start again at {_when(hold.until)}"
-
-    def retry_waits(self, command: StartAgent, snapshot: EngineState) -> str | None:
-        """Why a run may not start again yet (None when it may): a planner that failed on these
-        spec versions (``planner_backoff``), or an item whose last run failed
-        (``implementor_backoff``), backs off exponentially. A person's request does not wait."""
-        params, (initial, maximum) = command.params, self.retry_backoff
-        if command.requested_by_user:
-            return None
-        if isinstance(params, ImplementorStartParams):
-            retry = implementor_backoff(
-                snapshot, params.work_item_id, initial=initial, maximum=maximum
-            )
-            if retry is None or self.clock() >= retry.until:
-                return None
-            self._announce_wait(
-                f"item {params.work_item_id}",
-                retry.until,
-                "retry deferred",
-                work_item_id=params.work_item_id,
-                failed_attempt=retry.attempt,
-                last_failure=" ".join(retry.reason.split())[:300],
-            )
-            return f"#{params.work_item_id}: retry at {_when(retry.until)}"
-        if params.role != "planner":
-            return None
-        wait = planner_backoff(snapshot, command.spec_shas, initial=initial, maximum=maximum)
-        if wait is None or self.clock() >= wait.until:
-            return None
-        self._announce_wait(
-            "planner",
-            wait.until,
-            "planner run deferred",
-            failures=wait.failures,
-            last_failure=" ".join(wait.reason.split())[:300],
-        )
-        return f"planner waits after {wait.failures} failed run(s); next try at {_when(wait.until)}"
+            case QuotaHeld(hold=hold):
+                key = f"quota:{hold.account}"
+                if self._waits_announced.get(key) == hold.until:
+                    return
+                self._waits_announced[key] = hold.until
+                log.error(
+                    "dispatch paused for a model account",
+                    account=hold.account,
+                    reason=hold.reason,
+                    resumes_at=hold.until.isoformat(timespec="seconds"),
+                )
+                self.wake_at(hold.until)
+            case BudgetSpent(spent=spent, per_day=per_day, until=until):
+                self._announce_wait(
+                    "daily budget",
+                    until,
+                    "dispatch paused: the daily budget is spent",
+                    spent_usd=round(spent, 4),
+                    per_day_usd=per_day,
+                )
+            case ItemBackoff(work_item_id=wid, wait=wait):
+                self._announce_wait(
+                    f"item {wid}",
+                    wait.until,
+                    "retry deferred",
+                    work_item_id=wid,
+                    failed_attempt=wait.attempt,
+                    last_failure=" ".join(wait.reason.split())[:300],
+                )
+            case PlannerWaits(wait=wait):
+                self._announce_wait(
+                    "planner",
+                    wait.until,
+                    "planner run deferred",
+                    failures=wait.failures,
+                    last_failure=" ".join(wait.reason.split())[:300],
+                )
 
     def _announce_wait(self, key: str, until: datetime, event: str, **fields: Any) -> None:
         """Log a wait and ask to be woken at its end, once per wait."""
@@ -213,39 +205,15 @@ class CommandExecutor:
         log.warning(event, next_try_at=until.isoformat(timespec="seconds"), **fields)
         self.wake_at(until)
 
-    def over_daily_budget(self, snapshot: EngineState) -> str | None:
-        """Why no run may start today (None when one may): the runs that ended today (in the
-        budget's time zone) have cost ``per_day_usd``. Woken at the next midnight."""
-        budget = self.daily_budget
-        if not budget.per_day_usd:
-            return None
-        zone = ZoneInfo(budget.timezone)
-        now = self.clock().astimezone(zone)
-        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        spent = spent_since(snapshot, midnight)
-        if spent < budget.per_day_usd:
-            return None
-        tomorrow = midnight + timedelta(days=1)  # wall-clock arithmetic: the next midnight
-        self._announce_wait(
-            "daily budget",
-            tomorrow,
-            "dispatch paused: the daily budget is spent",
-            spent_usd=round(spent, 4),
-            per_day_usd=budget.per_day_usd,
-        )
-        return (
-            f"dispatch paused: the daily budget is spent (${spent:.2f} of "
-            f"${budget.per_day_usd:.2f}); next try at {tomorrow.isoformat(timespec='minutes')}"
-        )
-
     def _start_agent(self, command: StartAgent, snapshot: EngineState) -> list[EngineEvent]:
         params = command.params
         reason = "the engine is shutting down" if self.no_new_agents.is_set() else None
-        reason = reason or self.paused(snapshot)
-        reason = reason or self.over_daily_budget(snapshot)
-        reason = reason or self.quota_waits(params.role, snapshot)
-        reason = reason or self.retry_waits(command, snapshot)
-        reason = reason or self.sessions.guard(params, self.max_concurrent.get(params.role, 1))
+        if reason is None:
+            settings, running = self.admission_settings(), self.sessions.running()
+            refusal = admission(snapshot, self.clock(), settings, command, running)
+            if refusal is not None:
+                self._announce(refusal)
+                reason = refusal.words
         if reason is not None:
             log.info("agent dispatch rejected", role=params.role, reason=reason)
             return [CommandRejected(command=command, reason=reason, at=_now())]
@@ -338,7 +306,3 @@ class ExecutorActor(SupervisedActor):
 class Execute:
     command: EngineCommand
     snapshot: EngineState
-
-
-def _when(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
