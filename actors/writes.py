@@ -42,7 +42,6 @@ from domain.commands import (
     UpdateRevision,
     idempotency_key,
 )
-from domain.decisions import explain_transition
 from domain.errors import ConflictError, CpeError, MergeWaitError, PatchError, ProviderError
 from domain.events import (
     CommandFailed,
@@ -58,6 +57,7 @@ from domain.events import (
 from domain.models import EngineState, WorkItemId
 from domain.ports import RevisionLander, RevisionProviderWriter, WorkProviderWriter
 from domain.results import PlannedWorkItem
+from domain.run_end import explain_transition
 
 log = structlog.get_logger("cpe.executor")
 
