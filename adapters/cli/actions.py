@@ -203,7 +203,7 @@ def _own_python(config: Any) -> str | None:
     local = config.provider.local
     if config.provider.kind != "local" or not local.pipeline_command:
         return None
-    from adapters.local.pipeline import (  # noqa: PLC0415
+    from adapters.providers.local.pipeline import (  # noqa: PLC0415
         missing_program_warning,
         own_python_warning,
     )
@@ -305,7 +305,7 @@ def _status(config: Any, root: Path, branch: str) -> None:
     _print_merge_waits(state)
     print_queue(state, config)
     if config.provider.kind == "local":
-        from adapters.local.provider import LocalProvider  # noqa: PLC0415
+        from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 
         provider = LocalProvider(root, state_dir, branch)
         try:
@@ -785,7 +785,7 @@ def work_add(title: str, body: str, config_path: Path | None, repo: Path | None)
             f"work add: provider.kind is {config.provider.kind!r}; expected 'local' "
             f"(on GitHub, open an issue{where} instead)"
         )
-    from adapters.local.provider import LocalProvider  # noqa: PLC0415
+    from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 
     provider = LocalProvider(root, root / config.engine.state_dir, branch)
     try:
