@@ -233,6 +233,7 @@ runs both on ``usage_limit``):
 from __future__ import annotations
 
 from adapters.scripted_model.faults import ErrorAnswer, Fault, Quota, Window
+from adapters.scripted_model.handler import RecordedRequest
 from adapters.scripted_model.scenario import (
     Conversation,
     HangBlock,
@@ -245,7 +246,7 @@ from adapters.scripted_model.scenario import (
     parse_scenario,
     shipped_scenarios,
 )
-from adapters.scripted_model.server import RecordedRequest, ScriptedModelServer
+from adapters.scripted_model.server import ScriptedModelServer
 from adapters.scripted_model.wire import ToolResult
 
 __all__ = [
