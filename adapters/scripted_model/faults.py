@@ -17,7 +17,7 @@ the ChatGPT backend was reported sending them: a ``usage_limit_reached`` error c
 ``plan_type``, ``resets_at``, ``resets_in_seconds``, and ``x-codex-primary-*`` (the five-hour
 window) / ``x-codex-secondary-*`` (the weekly one) headers with ``-used-percent`` (0..100),
 ``-window-minutes``, ``-reset-at`` (epoch seconds), ``-reset-after-seconds``. What the real
-CLIs do with each answer is recorded in the package docstring.
+CLIs do with each answer is recorded in docs/scripted-model-wire.md.
 """
 
 from __future__ import annotations
