@@ -27,8 +27,9 @@ docs/scripted-model.md.
 
 from __future__ import annotations
 
-from adapters.scripted_model.faults import ErrorAnswer, Fault, Quota, Window
+from adapters.scripted_model.faults import ErrorAnswer, Fault
 from adapters.scripted_model.handler import RecordedRequest
+from adapters.scripted_model.quota import Quota, Window
 from adapters.scripted_model.scenario import (
     Conversation,
     HangBlock,

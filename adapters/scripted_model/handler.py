@@ -20,7 +20,8 @@ from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from adapters.scripted_model import responses_wire, wire
-from adapters.scripted_model.faults import Fault, Wire
+from adapters.scripted_model.faults import Fault
+from adapters.scripted_model.quota import Wire
 from adapters.scripted_model.scenario import (
     Block,
     Conversation,

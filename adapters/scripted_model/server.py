@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self
 
-from adapters.scripted_model.faults import Fault, Quota, Wire
+from adapters.scripted_model.faults import Fault
 from adapters.scripted_model.handler import ModelHTTPServer, RecordedRequest, RequestHandler
+from adapters.scripted_model.quota import Quota, Wire
 from adapters.scripted_model.scenario import Scenario
 
 
