@@ -43,7 +43,7 @@ from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: E402
 from adapters.runtime.runners.claude_cli import create_cli_runtime  # noqa: E402
 from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: E402
 from adapters.scripted_model.responses_wire import codex_overrides  # noqa: E402
-from domain.handlers import HandlerOptions  # noqa: E402
+from domain.handlers.options import HandlerOptions  # noqa: E402
 from domain.models import AgentRole, EngineState, WorkItemId  # noqa: E402
 from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, SessionLogging  # noqa: E402
 from tests.fakes.provider import FakeTracker, fake_provider  # noqa: E402
