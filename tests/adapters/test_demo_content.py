@@ -40,7 +40,7 @@ from adapters.demo.book import BOOK_RULES
 from adapters.demo.sample import SampleRepoError, agent_definitions_dir
 from adapters.local.pipeline import LocalPipeline
 from adapters.local.provider import LocalProvider
-from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter
+from adapters.runtime.claude.sdk import ClaudeAdapterConfig, create_claude_adapter
 from adapters.runtime.workspace.context import assemble_prompt
 from adapters.runtime.workspace.patches import extract_patch
 from adapters.runtime.workspace.worktrees import WorktreeManager
