@@ -5,9 +5,9 @@ Termination (``adapters.runtime.records.artifacts.Termination``): exit 0 with a
 ``turn.completed`` or without the last-message file, and a stdout line that is not a JSON
 object are ``error``; the
 timeouts are the process layer's. So is a run whose commands all failed in codex's sandbox
-before they started (``codex_sandbox``): its outcome says ``infrastructure="sandbox"``. The
+before they started (``sandbox.py``): its outcome says ``infrastructure="sandbox"``. The
 events are read leniently: unknown types are kept and ignored, ``error`` items are non-fatal. A
-run's own ``CODEX_HOME`` (``codex_home``) is released when the run ends.
+run's own ``CODEX_HOME`` (``home.py``) is released when the run ends.
 
 **The model API failing** is an infrastructure failure too (``infrastructure="model-api"``):
 codex retries an HTTP error five times, then fails the turn with ``unexpected status 401
@@ -31,10 +31,10 @@ from typing import Any, ClassVar, TypeGuard
 from adapters.runtime.cli.jsonl import MODEL_API, CliOutcome, EventCallback, JsonlRun
 from adapters.runtime.cli.process import ProcessHandle, ProcessOutcome
 from adapters.runtime.cli.request import RunRequest
+from adapters.runtime.codex.home import CodexHome
+from adapters.runtime.codex.sandbox import INFRASTRUCTURE, check_run, find_session_log
 from adapters.runtime.pricing import token_cost
 from adapters.runtime.records.artifacts import RunArtifacts
-from adapters.runtime.runners.codex_home import CodexHome
-from adapters.runtime.runners.codex_sandbox import INFRASTRUCTURE, check_run, find_session_log
 
 __all__ = ["LAST_MESSAGE_FILE", "NETWORK_WAITS", "SESSION_LOG_FILE", "CodexCliRun"]
 
@@ -125,7 +125,7 @@ class CodexCliRun(JsonlRun):
             if isinstance(item.get("id"), str):
                 self.process.tool_ended(item["id"])
             if _is_command(item):
-                self.commands.append(item)  # codex_sandbox tells whether any really ran
+                self.commands.append(item)  # sandbox.py tells whether any really ran
 
     def _rate_limits(self) -> None:
         """codex prints its account's rate limits only in its session log (a ``token_count``

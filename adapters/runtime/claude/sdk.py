@@ -1,4 +1,5 @@
-"""The Claude SDK runtime adapter: the only module that imports ``claude_agent_sdk``.
+"""The Claude SDK runtime adapter: with ``sdk_run.py`` (a run's state), the only modules that
+import ``claude_agent_sdk``.
 
 ``create_claude_adapter(config, deps)`` returns a ``RuntimeAdapter``, a ``RuntimeSkeleton``
 (``skeleton.py``: the run table, the worktree (implementor), the context and the agent
@@ -13,11 +14,8 @@ started outlives the run.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
@@ -35,8 +33,6 @@ from claude_agent_sdk import (
     ResultMessage,
     SystemMessage,
     TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
 )
 from claude_agent_sdk import ClaudeSDKError as _SDKError
 from pydantic import Field
@@ -48,11 +44,13 @@ from adapters.bash_guard.hook import (
     BashCheck,
     sdk_hook,
 )
-from adapters.runtime.pricing import LiveUsage, main_model
+from adapters.runtime.claude.sdk_run import SdkRun
+from adapters.runtime.claude.signals import ClaudeSignals
+from adapters.runtime.claude.vendor import CLAUDE_MODEL_VARIABLES, bundled_cli
+from adapters.runtime.pricing import main_model
 from adapters.runtime.records.artifacts import RunArtifacts, Termination
 from adapters.runtime.sandbox.runs import sandbox_record
-from adapters.runtime.signals import ClaudeSignals
-from adapters.runtime.skeleton import AgentRuntimeConfig, Run, RuntimeSkeleton, Start
+from adapters.runtime.skeleton import AgentRuntimeConfig, RuntimeSkeleton, Start
 from adapters.runtime.workspace.agent_env import run_env
 from adapters.runtime.workspace.agents import (
     AgentSpec,
@@ -101,88 +99,7 @@ def create_claude_adapter(
     return ClaudeAdapter(config, deps, bash_check=bash_check)
 
 
-@dataclass(kw_only=True)
-class _Run(Run):
-    files: RunArtifacts
-    prompt: str
-    spec: AgentSpec
-    scope: anyio.CancelScope | None = None
-    cancel_reason: str | None = None
-    idle: bool = False
-    over_budget: bool = False
-    looping: str | None = None  # why the run was stopped for making no progress
-    repeat_limit: int | None = None
-    max_turns: int | None = None  # the agent definition's, held by the CLI
-    progress: ProgressWatch | None = None  # an implementor's tool calls since its last change
-    live: LiveUsage = field(default_factory=LiveUsage)  # the tokens streamed so far
-    last_call: tuple[str, str] | None = None  # the last tool call: name, input
-    repeats: int = 0
-    last_activity: float = 0.0  # the loop's clock at the last message
-    tools_open: set[str] = field(default_factory=set)  # tool calls without a result yet
-    kill_grace: float = 5.0
-    signals: ClaudeSignals | None = None  # what the CLI says of the model API
-
-    def cancel(self, reason: str) -> None:  # on the run's loop
-        self.cancel_reason = self.cancel_reason or reason
-        self._stop()
-
-    def active(self, message: object) -> None:
-        """A message came: the run is alive; a tool call opens or closes."""
-        self.last_activity = self.loop.time()
-        blocks = getattr(message, "content", None)
-        for block in blocks if isinstance(blocks, list) else ():
-            if isinstance(block, ToolUseBlock):
-                self.tools_open.add(block.id)
-                self._count_repeats(block.name, block.input)
-                self._count_progress()
-            elif isinstance(block, ToolResultBlock):
-                self.tools_open.discard(block.tool_use_id)
-
-    def _count_repeats(self, name: str, arguments: object) -> None:
-        """The same tool call with the same input ``repeat_limit`` times in a row is a loop:
-        the run is stopped."""
-        call = (name, json.dumps(arguments, sort_keys=True, default=str))
-        self.repeats = self.repeats + 1 if call == self.last_call else 1
-        self.last_call = call
-        limit = self.repeat_limit
-        if limit is not None and self.repeats >= limit and self.looping is None:
-            self.looping = f"no progress: the same {name} call {self.repeats} times in a row"
-            self._stop()
-
-    def _count_progress(self) -> None:
-        """An implementor's tool calls that change nothing in its worktree, too many in a row:
-        the run is stopped (``ProgressWatch``)."""
-        if self.progress is None or self.looping is not None:
-            return
-        stuck = self.progress.tool_call()
-        if stuck is not None:
-            self.looping = stuck
-            self._stop()
-
-    def watch_idle(self, seconds: float) -> None:  # on the run's loop
-        """End the run as idle once nothing came for ``seconds`` while no tool was at work."""
-        if self.ended or self.idle or self.timed_out or self.cancel_reason is not None:
-            return
-        quiet = self.loop.time() - self.last_activity
-        if not self.tools_open and quiet >= seconds:
-            self.idle = True
-            self._stop()
-            return
-        wait = seconds - quiet if not self.tools_open else seconds
-        self.loop.call_later(max(wait, 0.05), self.watch_idle, seconds)
-
-    def _stop(self) -> None:
-        # Kill the CLI's process tree first (in a thread: it waits out the grace): the SDK's
-        # own shielded close would otherwise wait on the CLI before signalling it.
-        pid = read_pid(self.files.run_dir / "cli.pid")
-        threading.Thread(
-            target=kill_tree, args=(pid,), kwargs={"grace": self.kill_grace}, daemon=True
-        ).start()
-        if self.scope is not None:
-            self.scope.cancel()
-
-
-class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
+class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, SdkRun]):
     def __init__(
         self,
         config: ClaudeAdapterConfig,
@@ -195,7 +112,7 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
 
     # ------------------------------------------------------------------ the skeleton's hooks
 
-    async def _begin(self, start: Start) -> _Run:
+    async def _begin(self, start: Start) -> SdkRun:
         params, worktree, spec = start.params, start.provisioned.worktree, start.provisioned.spec
         cwd = worktree.path if worktree is not None else self.repo_root
         files = RunArtifacts.open(
@@ -217,7 +134,7 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
             capture_format="sdk-messages",
             transcript_log=self.config.logging.agent_sessions,
         )
-        run = _Run.starting(
+        run = SdkRun.starting(
             start,
             files=files,
             prompt=start.provisioned.prompt,
@@ -232,13 +149,13 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
         run.signals = ClaudeSignals(lambda signal: report(sid, signal))
         return run
 
-    def _cancel(self, run: _Run) -> None:
+    def _cancel(self, run: SdkRun) -> None:
         run.loop.call_soon_threadsafe(run.cancel, "cancelled")
 
-    def _kill(self, run: _Run) -> None:
+    def _kill(self, run: SdkRun) -> None:
         run._stop()
 
-    def _log_file_path(self, run: _Run) -> str | None:
+    def _log_file_path(self, run: SdkRun) -> str | None:
         return run.files.log_file_path
 
     def _sandbox_home(self, session_id: SessionId) -> str | None:
@@ -256,7 +173,7 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
         """A run's throwaway HOME (``isolated_home``)."""
         return Path(self.config.logging.logs_dir) / session_id / "home"
 
-    async def _drive(self, run: _Run) -> AgentResult:
+    async def _drive(self, run: SdkRun) -> AgentResult:
         termination: Termination = "error"
         exit_code: int | None = None
         final: ResultMessage | None = None
@@ -303,7 +220,7 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
                 run.usage = run.usage.model_copy(update={"model": run.live.model})
             run.files.finish(termination, exit_code, final_response=final, usage=run.usage)
 
-    async def _session(self, run: _Run, prompt: str, spec: AgentSpec) -> ResultMessage:
+    async def _session(self, run: SdkRun, prompt: str, spec: AgentSpec) -> ResultMessage:
         options = self._options(run, spec)
         final: ResultMessage | None = None
         try:
@@ -337,7 +254,7 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
             raise AgentFailure("failed", "the claude CLI ended without a result")
         return final
 
-    def _kill_leftovers_on_exit(self, run: _Run) -> asyncio.Task[None] | None:
+    def _kill_leftovers_on_exit(self, run: SdkRun) -> asyncio.Task[None] | None:
         """Once the CLI has ended, kill what is left of its process group. A command it started
         (a crash left it running) may hold the CLI's stdout open, and the SDK reads until EOF:
         without this the session would end only at ``max_agent_duration``. The wrapper has
@@ -357,7 +274,7 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
 
         return run.loop.create_task(watch())
 
-    def _check_budget(self, run: _Run) -> None:
+    def _check_budget(self, run: SdkRun) -> None:
         """The CLI holds ``max_budget_usd`` itself, checking after each message; should it
         start another message past the budget, cpe stops the run (its streamed usage, priced)."""
         budget = self.config.max_budget_usd
@@ -367,14 +284,14 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
             run.over_budget = True
             run._stop()
 
-    def _budget_reason(self, run: _Run) -> str:
+    def _budget_reason(self, run: SdkRun) -> str:
         cost = run.live.cost(self.config.prices) or 0.0
         return (
             f"budget: the run reached [budget] per_run_usd (${self.config.max_budget_usd}) and "
             f"the CLI went on: stopped by cpe at ${cost:.4f} counted from its streamed usage"
         )
 
-    async def _result(self, run: _Run, final: ResultMessage) -> AgentResult:
+    async def _result(self, run: SdkRun, final: ResultMessage) -> AgentResult:
         role = run.params.role
         if final.subtype == "error_max_budget_usd":
             run.over_budget = True
@@ -402,7 +319,7 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
             raise AgentFailure("failed", "the run succeeded without structured output")
         return await self.provisioner.result(role, final.structured_output, run.worktree)
 
-    def _options(self, run: _Run, spec: AgentSpec) -> ClaudeAgentOptions:
+    def _options(self, run: SdkRun, spec: AgentSpec) -> ClaudeAgentOptions:
         cwd = run.worktree.path if run.worktree is not None else self.repo_root
         # sdk_hook answers plain dicts of the shape HookJSONOutput describes
         bash_hook = cast(
@@ -451,9 +368,12 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, _Run]):
             options.model = model
         return options
 
-    def _launch_script(self, run: _Run) -> dict[str, str]:
+    def _launch_script(self, run: SdkRun) -> dict[str, str]:
         home = self._home(run.session_id) if self.config.isolated_home else None
-        env = run_env(self.config.model_variables, self.config.agent_env, home)
+        variables = self.config.model_variables
+        env = run_env(
+            CLAUDE_MODEL_VARIABLES if variables is None else variables, self.config.agent_env, home
+        )
         cli = self.config.cli_path or bundled_cli()
         return write_launch_script(run.files.run_dir / "claude.sh", cli, env, _pidfile(run))
 
@@ -503,12 +423,5 @@ def _native(message: object) -> dict[str, Any]:
     return {}
 
 
-def _pidfile(run: _Run) -> Path:
+def _pidfile(run: SdkRun) -> Path:
     return run.files.run_dir / "cli.pid"
-
-
-def bundled_cli() -> str:
-    import claude_agent_sdk  # noqa: PLC0415 - only to find its directory
-
-    bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
-    return str(bundled)

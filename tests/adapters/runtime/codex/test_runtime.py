@@ -1,6 +1,6 @@
 """The ``codex-cli`` runtime: ``CliRuntime`` over the codex runner, driven like any runtime
 (``start_agent`` → output chunks → a validated result), against the fake ``codex``. The real
-binary's end-to-end runs are in ``test_codex_real.py``."""
+binary's end-to-end runs are in ``test_real.py``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.cli.process import PIDFILE, group_members
 from adapters.runtime.cli.request import RunRequest
-from adapters.runtime.runners.codex_cli import (
+from adapters.runtime.codex.runner import (
     CODEX_MODEL_VARIABLES,
     CodexCliRunner,
     create_codex_runtime,
@@ -228,7 +228,7 @@ def test_the_codex_runtime_passes_codex_credentials_and_no_claude_ones(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "a" * 36)
     adapter = runtime(repo, fake_codex, tmp_path / "state", fake_codex.env("ok", output=PLAN))
-    assert adapter.config.model_variables == CODEX_MODEL_VARIABLES
+    assert adapter.model_variables == CODEX_MODEL_VARIABLES
     env = adapter._env("planner-3")
     assert env["OPENAI_API_KEY"] == "sk-test-openai"
     assert "ANTHROPIC_API_KEY" not in env

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
-from adapters.runtime.runners.codex_cli import create_codex_runtime
+from adapters.runtime.codex.runner import create_codex_runtime
 from adapters.scripted_model import Fault, Quota, ScriptedModelServer, load_scenario
 from adapters.scripted_model.responses_wire import codex_overrides
 from domain.errors import AgentFailure
@@ -101,7 +101,7 @@ def codex(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[CodexRuntime]:
     """The state directory is under the temporary directory, so each run's codex home is made
-    in ``$XDG_CACHE_HOME/cpe/codex-homes`` (``codex_home.py``): here a cache of the test's own,
+    in ``$XDG_CACHE_HOME/cpe/codex-homes`` (``codex/home.py``): here a cache of the test's own,
     outside the temporary directory as codex wants, which every run must leave empty."""
     cache = Path(tempfile.mkdtemp(prefix="cpe-codex-cache-", dir="/var/tmp"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))

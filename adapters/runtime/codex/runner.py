@@ -18,10 +18,10 @@ hangs it for ever (a known codex hang). A prompt too long for argv goes on stdin
 ``codex_last_message``); the metadata, with the prompt, is written before the process starts
 (S003-05). Agent instructions go in as ``-c developer_instructions=…``.
 
-How a run ends, and what its events mean, is ``codex_run.CodexCliRun``'s.
+How a run ends, and what its events mean, is ``run.CodexCliRun``'s.
 
 A runner built with ``isolated_home`` gives each run its own ``CODEX_HOME`` (never the user's),
-placed where codex accepts it and removed or kept as ``codex_home`` explains.
+placed where codex accepts it and removed or kept as ``home`` explains.
 """
 
 from __future__ import annotations
@@ -38,12 +38,11 @@ from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.cli.jsonl import EventCallback
 from adapters.runtime.cli.request import RunnerCapabilities, RunRequest
 from adapters.runtime.cli.runner import ARGV_PROMPT_BYTES, JsonlCliRunner, Prepared
+from adapters.runtime.codex.home import CodexHome, codex_home_of
+from adapters.runtime.codex.run import CodexCliRun
+from adapters.runtime.codex.signals import CodexSignals
 from adapters.runtime.records.artifacts import RunArtifacts
-from adapters.runtime.runners.codex_home import CodexHome, codex_home_of
-from adapters.runtime.runners.codex_run import CodexCliRun
 from adapters.runtime.sandbox.runs import sandbox_record
-from adapters.runtime.signals import CodexSignals
-from adapters.runtime.skeleton import MODEL_VARIABLES
 from domain.ports import RuntimeAdapterDeps
 from domain.results import OUTPUT_MODELS, output_schema, strict_output_schema
 
@@ -133,6 +132,7 @@ class CodexCliRunner(JsonlCliRunner[CodexCliRun]):
     agent_family = "codex_cli"
     invocation_mode = "exec"
     capture_format = "codex_exec_jsonl"
+    model_variables = CODEX_MODEL_VARIABLES
 
     def __init__(
         self,
@@ -162,7 +162,7 @@ class CodexCliRunner(JsonlCliRunner[CodexCliRun]):
         self.argv_prompt_bytes = argv_prompt_bytes
         self.sandbox = sandbox
         self.isolated_home = isolated_home
-        self.home_roots = None if home_roots is None else tuple(home_roots)  # codex_home's
+        self.home_roots = None if home_roots is None else tuple(home_roots)  # home.py's
         self.capabilities = replace(
             CODEX_CAPABILITIES,
             writable_workspace=sandbox != "read-only",
@@ -307,6 +307,4 @@ def create_codex_runtime(
         sandbox=sandbox,
         isolated_home=config.isolated_home,
     )
-    if config.model_variables == MODEL_VARIABLES:  # the claude default: codex needs its own
-        config = config.model_copy(update={"model_variables": CODEX_MODEL_VARIABLES})
     return CliRuntime(runner, config, deps, signals=CodexSignals)

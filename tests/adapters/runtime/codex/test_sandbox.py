@@ -1,5 +1,5 @@
 """A codex run whose sandbox could not run its commands is an error that says so and why
-(``codex_sandbox.py``), told apart from a run whose commands ran and failed. The session log
+(``codex/sandbox.py``), told apart from a run whose commands ran and failed. The session log
 shapes below are the ones codex 0.169.0 wrote when its sandbox could not exec its helper."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from adapters.runtime.cli.cli_runtime import CliRuntimeConfig
 from adapters.runtime.cli.request import RunRequest
-from adapters.runtime.runners.codex_cli import CodexCliRunner, create_codex_runtime
-from adapters.runtime.runners.codex_sandbox import (
+from adapters.runtime.codex.runner import CodexCliRunner, create_codex_runtime
+from adapters.runtime.codex.sandbox import (
     find_session_log,
     sandbox_errors,
     sandbox_failure,

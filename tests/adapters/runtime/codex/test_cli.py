@@ -21,14 +21,14 @@ from adapters.runtime.cli.jsonl import CliOutcome
 from adapters.runtime.cli.process import group_members
 from adapters.runtime.cli.request import AgentProfile, RunRejectedError, RunRequest
 from adapters.runtime.cli.runner import CliRunner
-from adapters.runtime.records.artifacts import read_prompt
-from adapters.runtime.runners.codex_cli import (
+from adapters.runtime.codex.run import NETWORK_WAITS
+from adapters.runtime.codex.runner import (
     CodexCliRun,
     CodexCliRunner,
     create_codex_runtime,
     toml_string,
 )
-from adapters.runtime.runners.codex_run import NETWORK_WAITS
+from adapters.runtime.records.artifacts import read_prompt
 from adapters.scripted_model.responses_wire import codex_overrides
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import output_schema, strict_output_schema, validate_output

@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 import pytest
 
+from adapters.runtime.claude.cli_runner import ClaudeCliRunner, create_claude_cli_runtime
 from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.cli.process import group_members
 from adapters.runtime.records.artifacts import read_prompt
-from adapters.runtime.runners.claude_cli import ClaudeCliRunner, create_cli_runtime
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from domain.errors import AgentFailure
 from domain.models import (
@@ -63,7 +63,7 @@ def runtime(repo: Path, server: ScriptedModelServer, logs: Path, **config: Any) 
         "isolated_home": True,
     }
     settings.update(config)
-    return create_cli_runtime(CliRuntimeConfig(**settings), deps, kill_grace=2)
+    return create_claude_cli_runtime(CliRuntimeConfig(**settings), deps, kill_grace=2)
 
 
 def pgid_of(run_dir: Path) -> int:

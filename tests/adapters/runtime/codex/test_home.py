@@ -1,4 +1,4 @@
-"""Where an isolated codex run's ``CODEX_HOME`` goes (``codex_home.py``): never under the
+"""Where an isolated codex run's ``CODEX_HOME`` goes (``codex/home.py``): never under the
 temporary directory codex sees (there codex 0.169.0 makes no helper aliases and, with a system
 bubblewrap, its sandbox runs nothing), in the run's state when it can, else in a private
 directory that is gone when the run ends. ``TMPDIR`` in each test's environment says where
@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from adapters.runtime.cli.request import RunRequest
-from adapters.runtime.runners.codex_cli import CodexCliRunner
-from adapters.runtime.runners.codex_home import (
+from adapters.runtime.codex.home import (
     LOCK,
     PREFIX,
     CodexHome,
     codex_home_of,
     under_codex_temp_dir,
 )
+from adapters.runtime.codex.runner import CodexCliRunner
 from tests.fakes.codex_cli_fixture import FakeCodex
 from tests.support.git import make_repo
 

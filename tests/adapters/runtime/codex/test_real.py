@@ -32,8 +32,8 @@ import pytest
 from adapters.runtime.cli.jsonl import CliOutcome
 from adapters.runtime.cli.process import group_members
 from adapters.runtime.cli.request import RunRequest
+from adapters.runtime.codex.runner import CodexCliRun, CodexCliRunner, SandboxMode
 from adapters.runtime.pricing import DEFAULT_PRICES, token_cost
-from adapters.runtime.runners.codex_cli import CodexCliRun, CodexCliRunner, SandboxMode
 from adapters.scripted_model import (
     Match,
     ScriptedModelServer,
@@ -393,7 +393,7 @@ def test_the_codex_sandbox_confines_the_agents_writes(
 def test_with_its_home_under_the_temporary_directory_codex_runs_commands_or_the_run_says_why(
     tmp_path: Path, worktree: Path, codex: Codex
 ) -> None:
-    """Why isolated homes stay out of the temporary directory (``codex_home.py``): there codex
+    """Why isolated homes stay out of the temporary directory (``codex/home.py``): there codex
     makes no helper aliases. Its bundled bubblewrap does without them; a system one older than
     0.9.0 (Debian 12's) does not, and then no command runs: the run ends as an error that says
     so and why, not as the "completed" the model reports."""

@@ -9,19 +9,19 @@ helper binaries under temporary dir" and goes on without them. Its Linux sandbox
 wherever a system ``bwrap`` older than 0.9.0 is on ``PATH`` (Debian 12, Ubuntu 22.04; every
 Flatpak user has one): such a bwrap has no ``--argv0``, so codex tells it to exec the helper by
 its alias name, and every command fails with ``bwrap: execvp codex-linux-sandbox: No such file
-or directory`` (``codex_sandbox`` turns that into the run's failure). Without a system bwrap
+or directory`` (``sandbox.py`` turns that into the run's failure). Without a system bwrap
 codex runs its bundled one, which needs no alias.
 
 So an isolated home (the demo's, the tests': their state directory is under ``/tmp``) goes to
 the first of these places that is not under codex's temporary directory:
 
 1. ``<state_dir>/homes/<run_id>/.codex``, the run's own state, kept with it (the run's ``HOME``
-   is ``<state_dir>/homes/<run_id>``, see ``runtime.py``).
+   is ``<state_dir>/homes/<run_id>``, see ``adapters/runtime/cli/cli_runtime.py``).
 2. A private directory (``mkdtemp``: 0700, a name nobody can guess) in ``$XDG_CACHE_HOME/cpe/
    codex-homes`` (``~/.cache/cpe/codex-homes``), or else in ``/var/tmp`` (on every Linux,
    and not what codex calls temporary; a home of ours there is no more exposed than in the
    cache), removed when the run ends (codex's session log is kept with the run's artifacts,
-   ``codex_run.py``). A run holds an ``flock`` on its home's lock file while it lives; a home
+   ``run.py``). A run holds an ``flock`` on its home's lock file while it lives; a home
    whose lock nobody holds belongs to a run whose cpe was killed, and the next home made in the
    same place removes it (codex cleans its own alias directories that way).
 3. None: the state directory anyway, marked ``accepted=False``; codex will not make its

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from adapters.bash_guard.hook import FILE_TOOLS_POLICY, hook_settings
-from adapters.runtime.claude_sdk import bundled_cli
+from adapters.runtime.claude.signals import ClaudeSignals
+from adapters.runtime.claude.vendor import CLAUDE_MODEL_VARIABLES, bundled_cli
 from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.cli.jsonl import MODEL_API, CliOutcome, EventCallback, JsonlRun
 from adapters.runtime.cli.process import ProcessHandle, ProcessOutcome
@@ -34,14 +35,13 @@ from adapters.runtime.cli.runner import ARGV_PROMPT_BYTES, JsonlCliRunner, Prepa
 from adapters.runtime.pricing import LiveUsage
 from adapters.runtime.records.artifacts import RunArtifacts
 from adapters.runtime.sandbox.runs import sandbox_record
-from adapters.runtime.signals import ClaudeSignals
 from domain.ports import RuntimeAdapterDeps
 
 __all__ = [
     "CLAUDE_CAPABILITIES",
     "ClaudeCliRun",
     "ClaudeCliRunner",
-    "create_cli_runtime",
+    "create_claude_cli_runtime",
     "model_api_failed",
 ]
 
@@ -180,6 +180,7 @@ class ClaudeCliRunner(JsonlCliRunner[ClaudeCliRun]):
     agent_family = "claude_cli"
     invocation_mode = "print"
     capture_format = "claude_stream_json"
+    model_variables = CLAUDE_MODEL_VARIABLES
 
     def __init__(
         self,
@@ -275,7 +276,7 @@ class ClaudeCliRunner(JsonlCliRunner[ClaudeCliRun]):
         ]
 
 
-def create_cli_runtime(
+def create_claude_cli_runtime(
     config: CliRuntimeConfig,
     deps: RuntimeAdapterDeps,
     *,

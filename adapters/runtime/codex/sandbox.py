@@ -4,7 +4,7 @@ codex 0.169.0 reports a command its sandbox could not start to the model, and on
 --json``'s stdout only now and then (a ``command_execution`` item whose output is the error, or
 nothing at all); the run still ends with ``turn.completed`` and exit 0, the model having
 concluded what it liked (observed with a system bubblewrap and no helper alias: see
-``codex_home``). The evidence is in codex's own session log,
+``home.py``). The evidence is in codex's own session log,
 ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``: the outputs of the tool
 calls, as the model got them (a ``function_call_output`` text, or in code mode a
 ``custom_tool_call_output`` whose texts may be JSON with an ``output``).
