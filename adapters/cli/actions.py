@@ -27,29 +27,22 @@ from adapters.cli.app import (
     prepare_services,
     resolve_config,
 )
+from adapters.cli.common import fail, journal_state, read_journal
 from adapters.cli.landing_view import print_queue
 from adapters.cli.liveness import EngineStatus, alive, engine_status, read_lock
+from adapters.cli.runs import describe_run, run_runtime, run_where
 from adapters.cli.settings import load_config, parse_config
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
-from adapters.runtime.records.activity import TRANSCRIPT, run_activity
-from adapters.runtime.remote.placement import describe_node, read_placement
 from domain.errors import ConfigError
-from domain.events import ENGINE_LIFE_EVENTS, USER_EVENTS
-from domain.models import ACTIVE_RUN_STATUSES, AgentRun, EngineState, SessionId, WorkItemId
+from domain.models import ACTIVE_RUN_STATUSES, EngineState, WorkItemId
 from domain.signals import clock, describe_signal, describe_windows
-from domain.state import apply_event, natural_key, open_blockers, ordered
+from domain.state import natural_key, open_blockers, ordered
 
 if TYPE_CHECKING:  # the engine's modules are cpe run's own import (keeps cpe status quick)
     from actors.logs import LogFormat
     from actors.services import Services
 
 WORKTREES_IGNORED = ".worktrees/"
-
-
-def fail(message: str, code: int = os.EX_CONFIG) -> int:
-    """One line on stderr (a journal or a terminal shows it whole), then ``code``."""
-    print("cpe: " + " ".join(message.split()), file=sys.stderr)
-    return code
 
 
 # ---------------------------------------------------------------------------- run
@@ -594,31 +587,6 @@ def _warn_uncommitted(root: Path) -> None:
         )
 
 
-def runs_list(config_path: Path | None, repo: Path | None, *, limit: int = 50) -> int:
-    """The agent runs the journal holds, newest first, one line each (as cpe status shows
-    them)."""
-    try:
-        config, root = resolve_config(config_path, repo)
-    except ConfigError as exc:
-        return fail(f"configuration error: {exc}")
-    if limit < 0:
-        return fail(f"--limit {limit}: expected a number of runs, 0 for all", 2)
-    state_dir = root / config.engine.state_dir
-    state = journal_state(state_dir)
-    never = datetime.min.replace(tzinfo=UTC)
-    runs = sorted(state.agent_runs.values(), key=lambda r: r.requested_at or never, reverse=True)
-    shown = runs if limit == 0 else runs[:limit]
-    if not shown:
-        print("no agent runs yet")
-        return 0
-    now = datetime.now(UTC)
-    for run in shown:
-        print(describe_run(run, run_where(state_dir, run.session_id), now=now))
-    if len(shown) < len(runs):
-        print(f"({len(runs) - len(shown)} older runs: --limit 0 lists them all)")
-    return 0
-
-
 def read_body(body: str, body_file: Path | None) -> str | None:
     """A work item's body: ``--body``, or ``--body-file`` (``-``: standard input); None, said
     on stderr, when the file cannot be read."""
@@ -633,140 +601,7 @@ def read_body(body: str, body_file: Path | None) -> str | None:
         return None
 
 
-def describe_run(
-    run: AgentRun,
-    runtime: str = "",
-    *,
-    now: datetime | None = None,
-    stopped_at: datetime | None = None,
-) -> str:
-    """One line: session, role, runtime, subject, status, duration, cost, outcome. A run that
-    has not ended shows its duration so far (until ``now``) when ``now`` is given; one the
-    engine left active when it stopped (at ``stopped_at``) says so, with its duration up to
-    then, which no longer grows."""
-    duration, status = "", str(run.status)
-    active = run.status in ACTIVE_RUN_STATUSES
-    end = run.ended_at or ((stopped_at or now) if active else None)
-    if run.started_at and end:
-        duration = _duration(max(0.0, (end - run.started_at).total_seconds()))
-    if active and stopped_at is not None:
-        status = f"{run.status} when the engine stopped" + (f" ({duration})" if duration else "")
-        duration = ""
-    cost = f"${run.cost_usd:.4f}" if run.cost_usd is not None else ""
-    outcome = run.outcome or run.failure_reason or ""
-    return (
-        f"{run.session_id:<26} {run.role:<12} {runtime:<10} {run.subject:<12} {status:<10} "
-        f"{duration:>7} {cost:>9}  {outcome[:60]}"
-    )
-
-
-def _duration(seconds: float) -> str:
-    """``12.5s`` under a minute, ``3m05s`` under an hour, ``26h04m`` beyond."""
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    return f"{minutes // 60}h{minutes % 60:02d}m"
-
-
-def run_runtime(state_dir: Path, session_id: str) -> str:
-    """The runtime a run ran on (``claude-sdk``, ``claude-cli``, ``codex-cli``), from its
-    metadata; empty when it has none (never started, or its files are gone)."""
-    try:
-        metadata = json.loads(
-            (state_dir / "runs" / session_id / "runner_metadata.json").read_text()
-        )
-    except (OSError, ValueError):
-        return ""
-    family = metadata.get("agent_family") if isinstance(metadata, dict) else None
-    return family.replace("_", "-") if isinstance(family, str) else ""
-
-
-def run_where(state_dir: Path, session_id: str) -> str:
-    """The runtime a run ran on and, for a remote run, its node (``claude-sdk@ADDRESS/NODE``,
-    from its ``remote.json``), as a run's line shows it."""
-    runtime = run_runtime(state_dir, session_id)
-    node = describe_node(read_placement(state_dir, session_id))
-    return f"{runtime}@{node}" if node else runtime
-
-
-def journal_state(state_dir: Path) -> EngineState:
-    """The state after the events the engine processed, with a person's requests it has not
-    processed yet applied too (journaled while no engine ran, the next one processes them
-    first: a pause shows at once), and the engine's own starts and stops (its stop is its last
-    event, which it never processes). Other unprocessed events are left for the engine to
-    judge."""
-    return read_journal(state_dir)[0]
-
-
-def read_journal(state_dir: Path) -> tuple[EngineState, datetime | None]:
-    """``journal_state``, and when the last event an engine journaled was written (a person's
-    requests journaled while none ran left out; None: no journal)."""
-    path = state_dir / "journal.sqlite3"
-    if not path.exists():
-        return EngineState(), None
-    journal = Journal(path)
-    try:
-        state = journal.replay()
-        processed = journal.processed_seq()
-        last = next(iter(journal.entries(after=processed - 1, until=processed)), None)
-        for entry in journal.entries(after=processed):
-            if isinstance(entry.event, (*USER_EVENTS, *ENGINE_LIFE_EVENTS)):
-                state = apply_event(state, entry.event)
-            if not isinstance(entry.event, USER_EVENTS):
-                last = entry
-        return state, None if last is None else datetime.fromtimestamp(last.at, UTC)
-    finally:
-        journal.close()
-
-
 # ---------------------------------------------------------------------------- small commands
-
-
-def runs_show(
-    session_id: str, config_path: Path | None, repo: Path | None, *, follow: bool = False
-) -> int:
-    try:
-        config, root = resolve_config(config_path, repo)
-    except ConfigError as exc:
-        return fail(f"configuration error: {exc}")
-    state_dir = root / config.engine.state_dir
-    if Path(session_id).name != session_id or session_id in ("", ".", ".."):
-        return fail(f"{session_id!r} is not a session id; expected one cpe status lists", 1)
-    run = journal_state(state_dir).agent_runs.get(SessionId(session_id))
-    run_dir = state_dir / "runs" / session_id
-    transcript = run_dir / "transcript.log"
-    if run is not None and run.log_file_path:
-        transcript = root / run.log_file_path  # absolute as journaled; else under the repo
-    if run is None and not run_dir.is_dir() and not transcript.exists():
-        return fail(
-            f"unknown session {session_id!r}: no such agent run in {state_dir}; "
-            "expected a session id that cpe status lists",
-            1,
-        )
-    if follow and run is not None and run.is_active:
-        from adapters.follow import follow_run  # noqa: PLC0415
-
-        if follow_run(state_dir, run):
-            return 0
-        run = journal_state(state_dir).agent_runs.get(SessionId(session_id), run)
-    # What the run did, from its normalized transcript (as --follow and the dashboard show
-    # it); a run from before those has its transcript.log only.
-    activity = run_activity(run_dir)
-    if activity is None and not transcript.is_file():
-        why = "" if run is None else f" (the run is {run.status})"
-        return fail(f"session {session_id}: no transcript at {run_dir / TRANSCRIPT}{why}", 1)
-    if run is not None:
-        print("run " + " ".join(describe_run(run, run_where(state_dir, session_id)).split()))
-    if activity is None:
-        print(transcript.read_text(encoding="utf-8", errors="replace"), end="")
-        return 0
-    for line in activity:
-        print(line)
-    if transcript.is_file():
-        print(f"(with times and the runner's notes: {transcript})")
-    return 0
 
 
 def work_add(title: str, body: str, config_path: Path | None, repo: Path | None) -> int:

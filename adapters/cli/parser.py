@@ -46,7 +46,7 @@ def _check_bash(args: argparse.Namespace) -> int:
 
 
 def _engine_command(args: argparse.Namespace) -> int:
-    from adapters.cli import actions  # noqa: PLC0415
+    from adapters.cli.common import fail  # noqa: PLC0415
     from domain.errors import JournalError  # noqa: PLC0415
 
     try:
@@ -54,7 +54,7 @@ def _engine_command(args: argparse.Namespace) -> int:
     except JournalError as exc:  # damaged, newer, or the disk refused it: one line, no traceback
         from actors.process import journal_exit  # noqa: PLC0415 - the engine's whole import
 
-        return actions.fail(f"journal error: {exc}", journal_exit(exc))
+        return fail(f"journal error: {exc}", journal_exit(exc))
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -86,10 +86,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         return actions.init(args.repo)
     if args.command == "status":
         return actions.status(args.config, args.repo, watch=args.watch)
-    if args.command == "runs" and args.runs_command == "list":
-        return actions.runs_list(args.config, args.repo, limit=args.limit)
     if args.command == "runs":
-        return actions.runs_show(args.session_id, args.config, args.repo, follow=args.follow)
+        from adapters.cli import runs  # noqa: PLC0415
+
+        if args.runs_command == "list":
+            return runs.runs_list(args.config, args.repo, limit=args.limit)
+        return runs.runs_show(args.session_id, args.config, args.repo, follow=args.follow)
     if args.command == "work":
         return _work(args)
     if args.command in ("pause", "resume"):
