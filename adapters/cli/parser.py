@@ -58,34 +58,38 @@ def _engine_command(args: argparse.Namespace) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from adapters.cli import actions  # noqa: PLC0415
+    if args.command == "run":
+        from adapters.cli.run import run  # noqa: PLC0415
 
-    if args.command == "run" and args.scripted is not None:
+        if args.scripted is None:
+            return run(
+                args.config,
+                args.repo,
+                new_journal=args.new_journal,
+                stop_requested=_early_stop,
+                log_format=args.log_format,
+            )
         from functools import partial  # noqa: PLC0415
 
         from adapters.cli.scripted import run_scripted  # noqa: PLC0415
 
-        run = partial(
-            actions.run,
+        bound = partial(
+            run,
             args.config,
             args.repo,
             new_journal=args.new_journal,
             stop_requested=_early_stop,
             log_format=args.log_format,
         )
-        return run_scripted(Path(args.scripted) if args.scripted else None, run)
-    if args.command == "run":
-        return actions.run(
-            args.config,
-            args.repo,
-            new_journal=args.new_journal,
-            stop_requested=_early_stop,
-            log_format=args.log_format,
-        )
+        return run_scripted(Path(args.scripted) if args.scripted else None, bound)
     if args.command == "init":
-        return actions.init(args.repo)
+        from adapters.cli.init import init  # noqa: PLC0415
+
+        return init(args.repo)
     if args.command == "status":
-        return actions.status(args.config, args.repo, watch=args.watch)
+        from adapters.cli.status import status  # noqa: PLC0415
+
+        return status(args.config, args.repo, watch=args.watch)
     if args.command == "runs":
         from adapters.cli import runs  # noqa: PLC0415
 
@@ -101,21 +105,25 @@ def _dispatch(args: argparse.Namespace) -> int:
         payload = Pause(reason=args.reason) if args.command == "pause" else Resume()
         return request(payload, args.config, args.repo)
     if args.command == "costs":
-        return actions.costs(args.by, args.since, args.config, args.repo)
-    return actions.replay(args.until, args.config, args.repo)
+        from adapters.cli.costs import costs  # noqa: PLC0415
+
+        return costs(args.by, args.since, args.config, args.repo)
+    from adapters.cli.replay import replay  # noqa: PLC0415
+
+    return replay(args.until, args.config, args.repo)
 
 
 def _work(args: argparse.Namespace) -> int:
-    from adapters.cli import actions, work  # noqa: PLC0415
+    from adapters.cli import work  # noqa: PLC0415
     from domain.models import STATUSES, WorkItemId  # noqa: PLC0415
     from domain.requests import Cancel, Retry, SetStatus  # noqa: PLC0415
 
     where = (args.config, args.repo)
     if args.work_command == "add":
-        body = actions.read_body(args.body, args.body_file)
+        body = work.read_body(args.body, args.body_file)
         if body is None:
             return 2
-        return actions.work_add(args.title, body, *where)
+        return work.work_add(args.title, body, *where)
     if args.work_command == "list":
         return work.work_list(args.status, *where)
     if args.work_command == "show":
