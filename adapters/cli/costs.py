@@ -9,7 +9,7 @@ from adapters.cli.app import resolve_config
 from adapters.cli.common import fail, journal_state
 from adapters.cli.runs import run_runtime
 from domain.errors import ConfigError
-from domain.state import natural_key
+from domain.selectors import natural_key
 
 COST_GROUPS = ("item", "role", "runtime", "model", "day")
 

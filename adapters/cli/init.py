@@ -65,7 +65,7 @@ def own_python(config: CpeConfig) -> str | None:
     local = config.provider.local
     if config.provider.kind != "local" or not local.pipeline_command:
         return None
-    from adapters.local.pipeline import (  # noqa: PLC0415
+    from adapters.providers.local.pipeline import (  # noqa: PLC0415
         missing_program_warning,
         own_python_warning,
     )

@@ -33,7 +33,7 @@ from actors.config import EngineConfig, LogLevel, PollerSettings
 from actors.journal import JOURNAL_NAME
 from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, SupervisorSettings
 from adapters.bash_guard.config import BashGuardConfig
-from adapters.github.settings import GitHubSettings
+from adapters.providers.github.settings import GitHubSettings
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
 from domain.errors import ConfigError
@@ -208,7 +208,7 @@ class RuntimeContext:
 
     ``shared`` are the settings the runtimes' configs have in common, by field name
     (``ClaudeAdapterConfig`` in adapters/runtime/claude_sdk.py, ``CliRuntimeConfig`` in
-    adapters/runtime/runners/runtime.py); ``models`` is ``[runtime.models]`` without its empty
+    adapters/runtime/cli/cli_runtime.py); ``models`` is ``[runtime.models]`` without its empty
     entries; ``idle_timeout`` is ``[runtime] idle_timeout`` (None: off), which a runtime's own
     wins over; ``codex_overrides`` are ``-c`` values cpe adds (the demo's scripted model)."""
 
@@ -283,10 +283,8 @@ class ClaudeCliRuntime(_Section):
         return "claude", executable(path) or path, "runtime.claude_cli.cli_path"
 
     def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
-        from adapters.runtime.runners.runtime import (  # noqa: PLC0415
-            CliRuntimeConfig,
-            create_cli_runtime,
-        )
+        from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: PLC0415
+        from adapters.runtime.runners.claude_cli import create_cli_runtime  # noqa: PLC0415
 
         config = CliRuntimeConfig(
             **context.shared,
@@ -338,8 +336,8 @@ class CodexCliRuntime(_Section):
         return "codex", executable(self.cli_path) or self.cli_path, "runtime.codex_cli.cli_path"
 
     def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
+        from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: PLC0415
         from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
-        from adapters.runtime.runners.runtime import CliRuntimeConfig  # noqa: PLC0415
 
         config = CliRuntimeConfig(
             **context.shared,

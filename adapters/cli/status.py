@@ -21,8 +21,8 @@ from adapters.cli.runs import describe_run, run_where
 from adapters.cli.settings import CpeConfig, parse_config
 from domain.errors import ConfigError
 from domain.models import ACTIVE_RUN_STATUSES, EngineState, Revision, WorkItem
+from domain.selectors import open_blockers, ordered
 from domain.signals import clock, describe_signal, describe_windows
-from domain.state import open_blockers, ordered
 
 WATCH_INTERVAL = 1.0  # seconds between two frames of cpe status --watch
 
@@ -87,7 +87,7 @@ def _status(config: CpeConfig, root: Path, branch: str) -> None:
     _print_merge_waits(state)
     print_queue(state, config)
     if config.provider.kind == "local":
-        from adapters.local.provider import LocalProvider  # noqa: PLC0415
+        from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 
         provider = LocalProvider(root, state_dir, branch)
         try:
@@ -198,7 +198,7 @@ def _print_merge_waits(state: EngineState) -> None:
 
 def _print_ignored(state: EngineState) -> None:
     """Tracker items that are not work (not trusted, a required label missing), and why."""
-    from domain.state import ordered  # noqa: PLC0415
+    from domain.selectors import ordered  # noqa: PLC0415
 
     if not state.ignored:
         return
@@ -220,7 +220,7 @@ def _print_planner_waits(state: EngineState, config: CpeConfig) -> None:
     """Specs whose planner runs failed: when the next run is due, or that they wait for a new
     version after ``max_attempts`` failures (domain.decisions.planner_backoff)."""
     from domain.decisions import planner_backoff  # noqa: PLC0415
-    from domain.state import planner_failures, specs_to_plan, spent_on_spec  # noqa: PLC0415
+    from domain.selectors import planner_failures, specs_to_plan, spent_on_spec  # noqa: PLC0415
 
     w = config.workflow
     lines = []
