@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,23 +23,6 @@ from domain.errors import ConflictError, NotFoundError, PatchError, ProviderErro
 # Commits the provider makes carry their own identity, so they never depend on (or fail for lack
 # of) the user's git config.
 DEFAULT_IDENTITY = ("Control Plane Engine", "cpe@localhost")
-
-_WORKTREE_LOCKS_GUARD = threading.Lock()
-_WORKTREE_LOCKS: dict[str, threading.Lock] = {}
-
-
-def worktree_lock(root: str | os.PathLike[str]) -> threading.Lock:
-    """The lock every ``git worktree add``, ``remove`` and ``prune`` on the repository at
-    ``root`` takes in this process (one per repository, shared by every caller).
-
-    Git does not serialise them: a prune while an add is under way deletes the record the add is
-    writing (``.git/worktrees/<name>``, or ``.git/worktrees`` itself once it looks empty), and
-    the add fails ("could not create directory of '.git/worktrees/checkout'"). A pipeline's
-    checkout racing the startup reaper's prune failed a revision's tests that way.
-    """
-    key = os.path.realpath(root)
-    with _WORKTREE_LOCKS_GUARD:
-        return _WORKTREE_LOCKS.setdefault(key, threading.Lock())
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,10 @@ from pathlib import Path
 import git
 import structlog
 
-from adapters.providers.git import worktree_lock
 from adapters.runtime.workspace.agent_env import build_agent_env
 from adapters.runtime.workspace.setup_command import pid_file, reap_setups, run_setup_command
 from adapters.support.crashpoints import crashpoint
+from adapters.support.worktree_lock import worktree_lock
 from domain.errors import CpeError, WorktreeError
 
 log = structlog.get_logger("cpe.runtime.worktrees")

@@ -4,7 +4,10 @@ Each package under ``adapters/providers/`` (``local/``, ``github/``, ``specs/``,
 forge added beside them) imports only its own modules, the shared modules directly under
 ``adapters/providers/`` (the git plumbing), ``domain/``, the neutral modules every layer may use,
 and third-party libraries. The shared modules import no provider package. An ast walk over every
-module (imports inside functions included) fails on any other arrow.
+module (imports inside functions included) fails on any other arrow. The other way round, only
+the composition root (``adapters/cli/``) builds a provider: no other module of ``domain/``,
+``actors/`` or ``adapters/`` imports ``adapters.providers`` (the runtime and the providers share
+the worktree lock through ``adapters.support``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ FIRST_PARTY = ("domain", "actors", "adapters")
 # shared provider modules; each with why.
 NEUTRAL = {
     "domain": "the ports, models and errors a provider implements",
-    "adapters.support.crashpoints": "the crash suite's named instants around provider writes",
+    "adapters.support": "crashpoints around provider writes, the worktree lock",
     # The local pipeline runs its test command as the runtime runs an agent: a process group of
     # its own, stamped for the reaper, without cpe's own virtual environment.
     "adapters.runtime": "process groups and own_venv, for the local pipeline's command",
@@ -62,7 +65,7 @@ def violations(package: str | None, source: str) -> list[str]:
     if package is not None:
         allowed += [f"adapters.providers.{package}", *NEUTRAL]
     else:
-        allowed += ["domain", "adapters.support.crashpoints"]
+        allowed += ["domain", "adapters.support"]
     bad = []
     for name in _imports(source):
         if name.split(".")[0] not in FIRST_PARTY or name == "adapters.providers":
@@ -114,3 +117,22 @@ def test_the_walk_sees_an_import_of_another_provider_at_any_depth() -> None:
     assert violations(None, "from adapters.providers.local.db import x\n") == [
         "adapters.providers.local.db"
     ]
+
+
+# The composition root builds the providers; nothing else in the product reaches into them.
+COMPOSITION_ROOT = ROOT / "adapters" / "cli"
+
+
+def _outside() -> list[Path]:
+    return [
+        path
+        for top in FIRST_PARTY
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if not path.is_relative_to(PROVIDERS) and not path.is_relative_to(COMPOSITION_ROOT)
+    ]
+
+
+@pytest.mark.parametrize("path", _outside(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_the_composition_root_imports_a_provider(path: Path) -> None:
+    reached = [n for n in _imports(path.read_text()) if _within(n, "adapters.providers")]
+    assert reached == [], str(path.relative_to(ROOT))
