@@ -3,7 +3,7 @@ tool calls with their commands and paths, their results' first lines, the model'
 retries), then how the run ended.
 
 The lines come from the run's transcript, followed as the file grows
-(``adapters.runtime.records.activity``), as plain ``runs show`` and the dashboard show them.
+(``adapters.runtime.artifacts.activity``), as plain ``runs show`` and the dashboard show them.
 The running engine's ``follow`` stream (the control socket) is held open beside it only to
 learn when the run ends or the engine goes away; a remote run's transcript comes back from its
 node when it ends, so for one the stream's prose is what is shown meanwhile.
@@ -21,7 +21,7 @@ from typing import Any
 
 from adapters.cli.actions import describe_run, journal_state, run_where
 from adapters.control import NoEngine, exchange
-from adapters.runtime.records.activity import TranscriptTail
+from adapters.runtime.artifacts.activity import TranscriptTail
 from adapters.runtime.remote.placement import REMOTE_FILE
 from domain.models import AgentRun
 

@@ -31,7 +31,7 @@ from adapters.cli.landing_view import print_queue
 from adapters.cli.liveness import EngineStatus, alive, engine_status, read_lock
 from adapters.cli.settings import load_config, parse_config
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
-from adapters.runtime.records.activity import TRANSCRIPT, run_activity
+from adapters.runtime.artifacts.activity import TRANSCRIPT, run_activity
 from adapters.runtime.remote.placement import describe_node, read_placement
 from domain.errors import ConfigError
 from domain.events import ENGINE_LIFE_EVENTS, USER_EVENTS
