@@ -43,7 +43,7 @@ from adapters.runtime.claude.sdk import ClaudeAdapterConfig, create_claude_adapt
 from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: E402
 from adapters.runtime.codex.runner import create_codex_runtime  # noqa: E402
 from adapters.scripted_model.responses_wire import codex_overrides  # noqa: E402
-from domain.handlers import HandlerOptions  # noqa: E402
+from domain.handlers.options import HandlerOptions  # noqa: E402
 from domain.models import AgentRole, EngineState, WorkItemId  # noqa: E402
 from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, SessionLogging  # noqa: E402
 from tests.fakes.provider import FakeTracker, fake_provider  # noqa: E402

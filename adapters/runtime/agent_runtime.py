@@ -10,8 +10,9 @@ a run starts once its workspace and sandbox exist (``_begin``), how it is driven
 The skeleton owns the run's duration limit, ``max_agent_duration``. It counts from
 ``start_agent`` (the worktree's setup included), cancels a start that outlasts it, and once the
 agent runs has the runtime kill its process group (``_kill``); the runtime then reports the
-timeout once, as ``timed_out()`` says. The session's own deadline (``actors/session.py``) comes
-a cancel grace later: a safety net for a runtime that does not end, never a second report.
+timeout once, as ``timed_out()`` says. The session's own deadline
+(``actors/session_actor.py``) comes a cancel grace later: a safety net for a runtime that does
+not end, never a second report.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ import pykka
 from actors.base import SupervisedActor, tell
 from actors.crashpoints import crashpoint
 from actors.queue import Inbox
-from actors.sessions import SessionManager
+from actors.session_registry import SessionManager
 from actors.streams import OutputBuffer, StreamRegistry
 from actors.supervisor import ChildSpec, Supervisor
 from domain.errors import AgentFailure, AgentFailureKind

@@ -16,8 +16,8 @@ from structlog.testing import capture_logs
 
 from actors.journal import Journal
 from actors.queue import Inbox
-from actors.session import AgentSession, Cancel
-from actors.sessions import SessionManager
+from actors.session_actor import AgentSession, Cancel
+from actors.session_registry import SessionManager
 from actors.streams import OutputBuffer, StreamRegistry
 from domain.errors import AgentFailure
 from domain.events import (

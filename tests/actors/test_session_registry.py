@@ -1,11 +1,11 @@
-"""The session manager on its own: the guards' reasons word for word, a cancel that comes
-before its session can take it, and the shutdown's close, cancel-all and wait."""
+"""The session registry on its own: the runs the guards count, a cancel that comes before its
+session can take it, and the shutdown's close, cancel-all and wait."""
 
 from __future__ import annotations
 
 import threading
 
-from actors.sessions import SessionManager
+from actors.session_registry import SessionManager
 from domain.models import (
     ImplementorStartParams,
     PlannerStartParams,
@@ -18,19 +18,19 @@ IMPLEMENTOR = ImplementorStartParams(session_id=SessionId("i"), work_item_id="1"
 REVIEWER = ReviewerStartParams(session_id=SessionId("r"), work_item_id="1", revision_id="r1")
 
 
-def test_the_guards_name_what_stands_in_the_way() -> None:
+def test_the_registry_gives_the_runs_under_way_for_the_guards() -> None:
+    """What ``domain.admission.concurrency_full`` counts (its words: tests/domain/
+    test_admission.py): every run added and not ended, in order, with its parameters."""
     sessions = SessionManager()
-    assert sessions.guard(PLANNER, 1) is None
+    assert sessions.running() == []
     assert sessions.add(SessionId("p"), PLANNER)
-    assert sessions.guard(PLANNER, 5) == "a planner run is already active (one at a time)"
     assert sessions.add(SessionId("i"), IMPLEMENTOR)
-    assert sessions.guard(REVIEWER, 5) == ("a implementor run is already active for work item 1")
-    other = ImplementorStartParams(work_item_id="2", branch_name="b2")
-    assert sessions.guard(other, 2) is None
-    assert sessions.guard(other, 1) == "1 implementor runs are active (max_concurrent 1)"
+    assert sessions.running() == [PLANNER, IMPLEMENTOR]
     assert sessions.active() == ["p", "i"]
     assert sessions.active("implementor") == ["i"]
     assert len(sessions) == 2
+    sessions.ended(SessionId("p"))
+    assert sessions.running() == [IMPLEMENTOR]
 
 
 def test_a_cancel_before_the_session_attaches_is_delivered_when_it_does() -> None:
@@ -106,7 +106,7 @@ def test_a_stop_waits_for_an_ended_runs_terminal_event_to_be_queued() -> None:
     sessions.add(SessionId("i"), IMPLEMENTOR)
     sessions.ended(SessionId("i"))
     assert sessions.active() == []
-    assert sessions.guard(IMPLEMENTOR, 1) is None
+    assert sessions.running() == []
     assert not sessions.wait_all_ended(0)
     sessions.delivered(SessionId("i"))
     assert sessions.wait_all_ended(0)

@@ -1,5 +1,5 @@
-"""The sessions the executor started: what the concurrency guards count, and what shutdown
-cancels and waits for.
+"""The session registry: the runs the executor started, what the concurrency guards count
+(``domain.admission``), and what shutdown cancels and waits for.
 
 It lives outside the executor actor, so a restarted executor still knows every running
 session. A session calls ``ended`` *before* it queues its terminal event, so by the time the
@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from domain.models import AgentRole, AgentStartParams, PlannerStartParams, SessionId
+from domain.models import AgentRole, AgentStartParams, SessionId
 
 
 @dataclass
@@ -34,22 +34,11 @@ class SessionManager:
         self._delivering: set[SessionId] = set()
         self._closed = False
 
-    # -- the guards
-    def guard(self, params: AgentStartParams, max_concurrent: int) -> str | None:
-        """Why a run with ``params`` may not start now, or None when it may."""
+    # -- what the concurrency guards count (``domain.admission.concurrency_full``)
+    def running(self) -> list[AgentStartParams]:
+        """The start parameters of every run under way, in the order they were added."""
         with self._lock:
-            runs = [a.params for a in self._active.values()]
-        if isinstance(params, PlannerStartParams):
-            if any(p.role == "planner" for p in runs):
-                return "a planner run is already active (one at a time)"
-        else:
-            for p in runs:
-                if not isinstance(p, PlannerStartParams) and p.work_item_id == params.work_item_id:
-                    return f"a {p.role} run is already active for work item {params.work_item_id}"
-        same_role = sum(1 for p in runs if p.role == params.role)
-        if same_role >= max_concurrent:
-            return f"{same_role} {params.role} runs are active (max_concurrent {max_concurrent})"
-        return None
+            return [a.params for a in self._active.values()]
 
     # -- lifecycle
     def add(self, session_id: SessionId, params: AgentStartParams) -> bool:
