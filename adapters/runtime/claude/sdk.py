@@ -38,12 +38,6 @@ from claude_agent_sdk import ClaudeSDKError as _SDKError
 from pydantic import Field
 
 from adapters.bash_guard import check_bash
-from adapters.bash_guard.hook import (
-    FILE_MATCHER,
-    FILE_TOOLS_POLICY,
-    BashCheck,
-    sdk_hook,
-)
 from adapters.runtime.agent_runtime import AgentRuntimeConfig, RuntimeSkeleton, Start
 from adapters.runtime.artifacts.store import RunArtifacts, Termination
 from adapters.runtime.claude.sdk_run import SdkRun
@@ -65,6 +59,12 @@ from adapters.runtime.prompt.agents import (
     AgentSpec,
     effective_disallowed_tools,
     effective_tools,
+)
+from adapters.runtime.sandbox.guard_hook import (
+    FILE_MATCHER,
+    FILE_TOOLS_POLICY,
+    BashCheck,
+    sdk_hook,
 )
 from adapters.runtime.sandbox.runs import sandbox_record
 from domain.errors import AgentFailure
