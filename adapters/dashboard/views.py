@@ -16,7 +16,7 @@ from typing import Any
 from adapters.cli import landing_view
 from adapters.cli.landing_view import not_merged
 from adapters.dashboard.source import Pause, Source
-from adapters.runtime.records.run_review import comment_where
+from adapters.runtime.artifacts.run_review import comment_where
 from adapters.runtime.remote.placement import describe_node
 from adapters.support.redaction import redact_value
 from domain.decisions import QuotaHold

@@ -28,8 +28,8 @@ from typing import Literal
 import structlog
 
 from adapters.providers.git import GitRepo
-from adapters.runtime.workspace.launcher import kill_group, live_group, stamp_pid
-from adapters.runtime.workspace.own_venv import own_program_in, without_own_venv
+from adapters.runtime.process.launcher import kill_group, live_group, stamp_pid
+from adapters.runtime.process.own_venv import own_program_in, without_own_venv
 from adapters.support.crashpoints import crashpoint
 from adapters.support.worktree_lock import worktree_lock
 from domain.errors import ConfigError, ProviderError

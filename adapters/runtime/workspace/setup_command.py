@@ -21,7 +21,7 @@ from pathlib import Path
 
 import structlog
 
-from adapters.runtime.workspace.launcher import kill_group, live_group, stamp_pid
+from adapters.runtime.process.launcher import kill_group, live_group, stamp_pid
 from adapters.support.crashpoints import crashpoint
 from domain.errors import WorktreeError
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import git
 import structlog
 
-from adapters.runtime.workspace.agent_env import build_agent_env
+from adapters.runtime.process.agent_env import build_agent_env
 from adapters.runtime.workspace.setup_command import pid_file, reap_setups, run_setup_command
 from adapters.support.crashpoints import crashpoint
 from adapters.support.worktree_lock import worktree_lock
