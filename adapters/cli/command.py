@@ -17,7 +17,8 @@ from adapters.cli.parser import build_parser
 from domain.models import STATUSES
 
 # Each command imports what it needs when it runs, not here: an operator types `cpe status`
-# all day (docs/benchmarks.md, startup); tests/test_cli_imports.py holds the commands to it.
+# all day (docs/benchmarks.md, startup); tests/adapters/cli/test_imports.py holds the commands
+# to it.
 
 
 def _check_bash(args: argparse.Namespace) -> int:

@@ -10,7 +10,8 @@ from pathlib import Path
 from domain.models import AGENT_ROLES, STATUSES
 
 # Each command imports what it needs when it runs, not here: an operator types `cpe status`
-# all day (docs/benchmarks.md, startup); tests/test_cli_imports.py holds the commands to it.
+# all day (docs/benchmarks.md, startup); tests/adapters/cli/test_imports.py holds the commands
+# to it.
 
 
 def _version() -> str:

@@ -32,8 +32,8 @@ from adapters.dashboard.source import Source
 from domain.errors import ConfigError
 from tests.actors.conftest import Harness
 from tests.actors.test_logs import Lines, json_log
+from tests.adapters.cli.test_cli import cpe, one_line_error
 from tests.support.git import make_repo
-from tests.test_cli import cpe, one_line_error
 
 TOKEN = "t0k3n-for-the-tests"
 LOOSE = SupervisorSettings(backoff_initial=0, jitter=0, max_restarts=50, within_seconds=60)

@@ -49,12 +49,12 @@ from domain.models import (
     WorkItemId,
 )
 from tests.actors.conftest import Harness, wait_until
+from tests.adapters.cli.test_cli import cpe
+from tests.adapters.cli.test_status import T0, journal, sections
 from tests.adapters.test_dashboard import AUTH, Board, harness, serving
 from tests.adapters.test_dashboard_activity import WORKTREE, record, reviewed
 from tests.support.git import make_repo
 from tests.support.transcripts import assistant, text, tool
-from tests.test_cli import cpe
-from tests.test_cli_status import T0, journal, sections
 
 __all__ = ["harness", "reviewed"]  # the fixtures, shared with the dashboard's other tests
 

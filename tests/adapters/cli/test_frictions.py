@@ -17,10 +17,8 @@ import pytest
 from adapters.providers.local.provider import LocalProvider
 from domain.events import AgentFailed, AgentRequested, AgentStarted, EngineEvent
 from domain.models import ImplementorStartParams, ReviewerStartParams, SessionId, WorkItemId
-from tests.e2e.running import wait_for
-from tests.support.git import git_raw, make_repo
-from tests.test_cli import ROOT, cpe, one_line_error
-from tests.test_cli_status import (
+from tests.adapters.cli.test_cli import ROOT, cpe, one_line_error
+from tests.adapters.cli.test_status import (
     CONFIG,
     IMPLEMENTOR,
     PLANNER,
@@ -30,6 +28,8 @@ from tests.test_cli_status import (
     journal,
     make_worked,
 )
+from tests.e2e.running import wait_for
+from tests.support.git import git_raw, make_repo
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.adapters.cli.test_cli import ROOT, cpe
 from tests.support.git import make_repo
-from tests.test_cli import ROOT, cpe
 
 CONFIG = "[provider.local]\npipeline_command = []\n"
 
