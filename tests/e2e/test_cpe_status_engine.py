@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.runtime.workspace.launcher import live_group
+from adapters.runtime.process.launcher import live_group
 from tests.adapters.cli.test_cli import cpe
 from tests.e2e.running import (
     NotifySocket,

@@ -17,10 +17,10 @@ from adapters.cli.settings import CpeConfig
 from adapters.cli.status import status
 from adapters.cli.work import work_add
 from adapters.notify import notify
-from adapters.runtime.claude_sdk import ClaudeAdapter
+from adapters.runtime.claude.sdk import ClaudeAdapter
 from adapters.runtime.cli.cli_runtime import CliRuntime
-from adapters.runtime.runners.codex_cli import CodexCliRunner
-from adapters.runtime.workspace.launcher import kill_tree
+from adapters.runtime.codex.runner import CodexCliRunner
+from adapters.runtime.process.launcher import kill_tree
 from domain.errors import ConfigError
 from tests.adapters.cli.test_cli import cpe, one_line_error
 from tests.fakes.codex_cli_fixture import FakeCodex
