@@ -7,7 +7,7 @@ from pathlib import Path
 
 from adapters.cli.app import resolve_config
 from adapters.cli.common import fail, journal_state
-from adapters.cli.runs import run_runtime
+from adapters.describe.runs import run_runtime
 from domain.errors import ConfigError
 from domain.selectors import natural_key
 

@@ -27,9 +27,9 @@ from starlette.testclient import TestClient
 
 from actors.engine import Engine
 from adapters.cli.settings import parse_config
-from adapters.cli.work import item_sections
 from adapters.dashboard.source import Source
 from adapters.dashboard.web import create_app
+from adapters.describe.items import item_sections
 from domain.events import (
     BaselineChanged,
     BranchUpdated,
@@ -264,7 +264,7 @@ def test_an_items_page_shows_what_cpe_work_show_prints(board: Board) -> None:
         item,
         state.work_items,
         state,
-        board.source.config,
+        board.source.config.workflow,
         board.harness.tmp_path,
         "Add greet(name).",
     )
