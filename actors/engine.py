@@ -24,7 +24,8 @@ import structlog
 from actors.base import tell
 from actors.config import EngineConfig
 from actors.executor import CommandExecutor, ExecutorActor, asking
-from actors.journal import InstanceLock, Journal
+from actors.journal import Journal
+from actors.journal_file import InstanceLock
 from actors.loop import EngineActor, EngineLoop, Ping
 from actors.observer import Observer, Watcher
 from actors.pollers import (
