@@ -60,7 +60,8 @@ from domain.events import (
     EngineStarted,
     EngineStopped,
 )
-from domain.handlers import HandlerOptions, create_handlers
+from domain.handlers import create_handlers
+from domain.handlers.options import HandlerOptions
 from domain.models import (
     AgentRole,
     EngineState,

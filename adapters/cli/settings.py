@@ -37,7 +37,7 @@ from adapters.providers.github.settings import GitHubSettings
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
 from domain.errors import ConfigError
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.models import AGENT_ROLES, AgentRole
 from domain.policy import Policy
 from domain.ports import (
@@ -137,8 +137,8 @@ _REF_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 
 
 class WorkflowSection(_Section):
-    """``[workflow]``: the handlers' options (``HandlerOptions`` in domain/handlers.py), each
-    under its own name, with the file's bounds and messages."""
+    """``[workflow]``: the handlers' options (``HandlerOptions`` in domain/handlers/options.py),
+    each under its own name, with the file's bounds and messages."""
 
     max_attempts: int = Field(default=3, ge=1, le=100)
     auto_merge: bool = False
@@ -207,7 +207,7 @@ class RuntimeContext:
     """What every runtime is built with besides its own settings.
 
     ``shared`` are the settings the runtimes' configs have in common, by field name
-    (``ClaudeAdapterConfig`` in adapters/runtime/claude_sdk.py, ``CliRuntimeConfig`` in
+    (``ClaudeAdapterConfig`` in adapters/runtime/claude/sdk.py, ``CliRuntimeConfig`` in
     adapters/runtime/cli/cli_runtime.py); ``models`` is ``[runtime.models]`` without its empty
     entries; ``idle_timeout`` is ``[runtime] idle_timeout`` (None: off), which a runtime's own
     wins over; ``codex_overrides`` are ``-c`` values cpe adds (the demo's scripted model)."""
@@ -219,13 +219,13 @@ class RuntimeContext:
 
 
 class ClaudeSdkRuntime(_Section):
-    """``claude-sdk``: the Claude Agent SDK (adapters/runtime/claude_sdk.py); no section."""
+    """``claude-sdk``: the Claude Agent SDK (adapters/runtime/claude/sdk.py); no section."""
 
     kind: ClassVar[RuntimeKind] = "claude-sdk"
 
     def check(self) -> None:
         """A ``ConfigError`` for what cannot work, before anything starts."""
-        from adapters.runtime.workspace.launcher import LAUNCHER  # noqa: PLC0415
+        from adapters.runtime.process.launcher import LAUNCHER  # noqa: PLC0415
 
         _bundled_claude()
         if not os.access(LAUNCHER, os.X_OK):
@@ -240,7 +240,7 @@ class ClaudeSdkRuntime(_Section):
         return "claude", executable(cli) or cli, "claude-agent-sdk's bundled CLI"
 
     def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
-        from adapters.runtime.claude_sdk import (  # noqa: PLC0415
+        from adapters.runtime.claude.sdk import (  # noqa: PLC0415
             ClaudeAdapterConfig,
             create_claude_adapter,
         )
@@ -261,7 +261,7 @@ class ClaudeCliRuntime(_Section):
     idle_timeout: Seconds | None = None  # no output for this long: killed
 
     def check(self) -> None:
-        from adapters.runtime.runners.claude_cli import CLAUDE_CAPABILITIES  # noqa: PLC0415
+        from adapters.runtime.claude.cli_runner import CLAUDE_CAPABILITIES  # noqa: PLC0415
 
         if not self.cli_path:
             _bundled_claude()
@@ -283,8 +283,8 @@ class ClaudeCliRuntime(_Section):
         return "claude", executable(path) or path, "runtime.claude_cli.cli_path"
 
     def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
+        from adapters.runtime.claude.cli_runner import create_claude_cli_runtime  # noqa: PLC0415
         from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: PLC0415
-        from adapters.runtime.runners.claude_cli import create_cli_runtime  # noqa: PLC0415
 
         config = CliRuntimeConfig(
             **context.shared,
@@ -292,7 +292,7 @@ class ClaudeCliRuntime(_Section):
             models=context.models,
             idle_timeout=self.idle_timeout or context.idle_timeout,
         )
-        return create_cli_runtime(config, deps, cli_path=self.cli_path or None)
+        return create_claude_cli_runtime(config, deps, cli_path=self.cli_path or None)
 
 
 class CodexCliRuntime(_Section):
@@ -337,7 +337,7 @@ class CodexCliRuntime(_Section):
 
     def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
         from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: PLC0415
-        from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
+        from adapters.runtime.codex.runner import create_codex_runtime  # noqa: PLC0415
 
         config = CliRuntimeConfig(
             **context.shared,
@@ -359,7 +359,7 @@ RuntimeSettings = ClaudeSdkRuntime | ClaudeCliRuntime | CodexCliRuntime
 
 def _bundled_claude() -> str:
     """The claude CLI bundled with claude-agent-sdk; a ``ConfigError`` when it is not there."""
-    from adapters.runtime.claude_sdk import bundled_cli  # noqa: PLC0415
+    from adapters.runtime.claude.vendor import bundled_cli  # noqa: PLC0415
 
     cli = bundled_cli()
     if not Path(cli).exists():

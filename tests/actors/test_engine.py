@@ -24,7 +24,7 @@ from domain.events import (
     UserTransitionedStatus,
     WorkItemChanged,
 )
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.models import Revision, RevisionFile
 from domain.policy import AllowAll, DenyCommands
 from tests.actors.conftest import Harness, fill_the_disk, wait_until, write_until_refused

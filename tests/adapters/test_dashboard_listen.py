@@ -25,7 +25,7 @@ from actors.engine import Engine
 from actors.services import Services
 from actors.settings import SupervisorSettings
 from adapters.cli.app import App, prepare_services
-from adapters.cli.parser import main
+from adapters.cli.command import main
 from adapters.cli.settings import CpeConfig, DashboardSection, parse_config
 from adapters.dashboard.server import DashboardServer, Listener
 from adapters.dashboard.source import Source

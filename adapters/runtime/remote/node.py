@@ -34,8 +34,8 @@ from typing import Any
 import psutil
 import structlog
 
-from adapters.runtime.skeleton import RuntimeSkeleton
-from adapters.runtime.workspace.agents import AgentSpec
+from adapters.runtime.agent_runtime import RuntimeSkeleton
+from adapters.runtime.prompt.agents import AgentSpec
 from adapters.runtime.workspace.provision import Provisioner
 from domain.errors import AgentFailure, CpeError
 from domain.models import AgentRole, AgentStartParams, SessionId
@@ -307,7 +307,7 @@ def _pack(directory: Path) -> bytes:
 def sweep_orphans(root: Path) -> list[str]:
     """Kill the agents of runs whose owner (the Ray worker that ran them) is gone, and remove
     their directories; the runs swept. A run whose owner lives is left alone."""
-    from adapters.runtime.workspace.launcher import kill_group, live_group  # noqa: PLC0415
+    from adapters.runtime.process.launcher import kill_group, live_group  # noqa: PLC0415
 
     swept = []
     for owner_file in sorted(root.glob(f"*/{OWNER}")):
