@@ -38,7 +38,7 @@ from actors.supervisor import ChildSpec, Supervisor
 from domain.commands import EngineCommand
 from domain.errors import ConfigError
 from domain.events import DispatchDue
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.models import AGENT_ROLES, AgentRole, EngineState
 from domain.policy import DEFAULT_POLICY
 from domain.ports import (
