@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from actors.journal import JOURNAL_NAME, InstanceLock, check_journal
+from actors.journal import JOURNAL_NAME
+from actors.journal_file import InstanceLock, check_journal
 from adapters.cli.settings import (
     RUNTIME_KINDS,
     CpeConfig,
