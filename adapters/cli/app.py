@@ -26,12 +26,12 @@ from actors.journal import JOURNAL_NAME, InstanceLock, check_journal
 from adapters.cli.settings import (
     RUNTIME_KINDS,
     CpeConfig,
-    RuntimeContext,
     RuntimeKind,
     load_config,
     parse_config,
 )
 from adapters.metering import ProviderMeter, metered
+from adapters.runtime.settings import RuntimeCommon, RuntimeContext
 from domain.errors import ConfigError, CpeError
 from domain.models import AGENT_ROLES, AgentRole
 from domain.ports import (
@@ -39,7 +39,6 @@ from domain.ports import (
     RuntimeAdapter,
     RuntimeAdapterDeps,
     RuntimeAdapterFactory,
-    SessionLogging,
 )
 
 # The engine and its services are imported where they are built: the read-only commands (cpe
@@ -594,40 +593,41 @@ def _runtime_factory(
     )
     sandbox, sandbox_missing = _sandbox(config, closers if closers is not None else [])
     hooks = config.runtime.hooks
-    context = RuntimeContext(
-        shared={
-            "repo_root": str(root),
-            "default_branch": branch,
-            "max_agent_duration": config.runtime.max_agent_duration,
-            "max_budget_usd": config.budget.per_run_usd or None,
-            "repeat_limit": r if (r := config.runtime.repeat_limit) >= 2 else None,
-            "unchanged_limit": config.runtime.unchanged_limit or None,
-            "logging": SessionLogging(
-                agent_sessions=config.logging.agent_transcripts, logs_dir=str(state_dir / "runs")
-            ),
-            "context_paths": tuple(config.runtime.context_paths),
-            "setup_command": hooks.after_create or config.runtime.setup_command,
-            "setup_timeout": hooks.after_create_timeout,
-            "hooks": {
-                name: (getattr(hooks, name), getattr(hooks, f"{name}_timeout"))
-                for name in ("before_run", "after_run", "before_remove")
-            },
-            "agent_env": dict(agent_env or {}),
-            "isolated_home": isolated_home,
-            "bash_guard": config.bash_guard,
-            "sandbox": sandbox,
-            "sandbox_missing": sandbox_missing,
-            "prices": {
-                **DEFAULT_PRICES,
-                **{
-                    name: ModelPrice(**price.model_dump())
-                    for name, price in config.pricing.models.items()
-                },
+    common = RuntimeCommon(
+        max_agent_duration=config.runtime.max_agent_duration,
+        max_budget_usd=config.budget.per_run_usd or None,
+        repeat_limit=r if (r := config.runtime.repeat_limit) >= 2 else None,
+        unchanged_limit=config.runtime.unchanged_limit or None,
+        agent_sessions=config.logging.agent_transcripts,
+        context_paths=tuple(config.runtime.context_paths),
+        setup_command=hooks.after_create or config.runtime.setup_command,
+        setup_timeout=hooks.after_create_timeout,
+        hooks={
+            name: (getattr(hooks, name), getattr(hooks, f"{name}_timeout"))
+            for name in ("before_run", "after_run", "before_remove")
+        },
+        agent_env=dict(agent_env or {}),
+        isolated_home=isolated_home,
+        bash_guard=config.bash_guard,
+        prices={
+            **DEFAULT_PRICES,
+            **{
+                name: ModelPrice(**price.model_dump())
+                for name, price in config.pricing.models.items()
             },
         },
+        sandbox=config.sandbox,
         models={role: m for role, m in config.runtime.models.model_dump().items() if m},
         idle_timeout=config.runtime.idle_timeout or None,
-        codex_overrides=codex_overrides,
+        codex_overrides=tuple(codex_overrides),
+    )
+    context = RuntimeContext(
+        common,
+        repo_root=str(root),
+        default_branch=branch,
+        logs_dir=str(state_dir / "runs"),
+        sandbox=sandbox,
+        sandbox_missing=sandbox_missing,
     )
 
     def factory(deps: RuntimeAdapterDeps) -> dict[AgentRole, RuntimeAdapter]:
@@ -669,9 +669,7 @@ def _remote_runtime(
     from adapters.runtime.remote.ray_runtime import create_ray_runtime  # noqa: PLC0415
 
     assert config.runtime.remote is not None
-    return create_ray_runtime(
-        config.runtime.remote, config.runtime.runtime(kind), context, config.sandbox, deps
-    )
+    return create_ray_runtime(config.runtime.remote, config.runtime.runtime(kind), context, deps)
 
 
 def _sandbox(config: CpeConfig, closers: list[Any]) -> tuple[Any, str]:

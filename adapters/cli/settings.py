@@ -14,7 +14,6 @@ import os
 import shutil
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -36,6 +35,7 @@ from adapters.bash_guard.config import BashGuardConfig
 from adapters.github.settings import GitHubSettings
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
+from adapters.runtime.settings import RuntimeContext, runtime_config
 from domain.errors import ConfigError
 from domain.handlers import HandlerOptions
 from domain.models import AGENT_ROLES, AgentRole
@@ -202,22 +202,6 @@ class ModelsSection(_Section):
 # key: [runtime.claude_cli] and [runtime.codex_cli] take no "kind" (claude-sdk has no section).
 
 
-@dataclass(frozen=True)
-class RuntimeContext:
-    """What every runtime is built with besides its own settings.
-
-    ``shared`` are the settings the runtimes' configs have in common, by field name
-    (``ClaudeAdapterConfig`` in adapters/runtime/claude_sdk.py, ``CliRuntimeConfig`` in
-    adapters/runtime/runners/runtime.py); ``models`` is ``[runtime.models]`` without its empty
-    entries; ``idle_timeout`` is ``[runtime] idle_timeout`` (None: off), which a runtime's own
-    wins over; ``codex_overrides`` are ``-c`` values cpe adds (the demo's scripted model)."""
-
-    shared: Mapping[str, Any]
-    models: dict[str, str]
-    idle_timeout: float | None
-    codex_overrides: Sequence[str] = ()
-
-
 class ClaudeSdkRuntime(_Section):
     """``claude-sdk``: the Claude Agent SDK (adapters/runtime/claude_sdk.py); no section."""
 
@@ -245,8 +229,9 @@ class ClaudeSdkRuntime(_Section):
             create_claude_adapter,
         )
 
-        config = ClaudeAdapterConfig(
-            **context.shared, models=context.models, idle_timeout=context.idle_timeout
+        common = context.common
+        config = runtime_config(
+            ClaudeAdapterConfig, context, models=common.models, idle_timeout=common.idle_timeout
         )
         return create_claude_adapter(config, deps)
 
@@ -288,11 +273,12 @@ class ClaudeCliRuntime(_Section):
             create_cli_runtime,
         )
 
-        config = CliRuntimeConfig(
-            **context.shared,
+        config = runtime_config(
+            CliRuntimeConfig,
+            context,
             model=self.model or None,
-            models=context.models,
-            idle_timeout=self.idle_timeout or context.idle_timeout,
+            models=context.common.models,
+            idle_timeout=self.idle_timeout or context.common.idle_timeout,
         )
         return create_cli_runtime(config, deps, cli_path=self.cli_path or None)
 
@@ -341,16 +327,17 @@ class CodexCliRuntime(_Section):
         from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
         from adapters.runtime.runners.runtime import CliRuntimeConfig  # noqa: PLC0415
 
-        config = CliRuntimeConfig(
-            **context.shared,
+        config = runtime_config(
+            CliRuntimeConfig,
+            context,
             model=self.model or None,
-            idle_timeout=self.idle_timeout or context.idle_timeout,
+            idle_timeout=self.idle_timeout or context.common.idle_timeout,
         )
         return create_codex_runtime(
             config,
             deps,
             cli_path=executable(self.cli_path) or self.cli_path,
-            overrides=[*self.overrides, *context.codex_overrides],
+            overrides=[*self.overrides, *context.common.codex_overrides],
             models=self.models,
             sandbox=self.sandbox,
         )

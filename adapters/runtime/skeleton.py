@@ -32,6 +32,7 @@ from adapters.bash_guard import BashGuardConfig
 from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice
 from adapters.runtime.sandbox import RunSandbox, Sandbox
 from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sweep
+from adapters.runtime.workspace.agents import AgentSpec
 from adapters.runtime.workspace.launcher import live_group
 from adapters.runtime.workspace.provision import Provisioned, Provisioner
 from adapters.runtime.workspace.worktrees import Worktree
@@ -89,6 +90,8 @@ class AgentRuntimeConfig(RuntimeAdapterConfig):
     prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
     sandbox: Sandbox | None = Field(default=None, description="the agent's commands run in it")
     sandbox_missing: str = Field(default=NOT_CONFIGURED, description="why there is no sandbox")
+    # A remote run's node: the prompt and agent definition its head assembled, used as they are
+    assembled: tuple[str, AgentSpec] | None = None
 
 
 @dataclass(frozen=True)

@@ -33,13 +33,13 @@ from typing import Any
 
 import psutil
 import structlog
+from pydantic import BaseModel, ConfigDict
 
-from adapters.runtime.skeleton import RuntimeSkeleton
+from adapters.runtime.settings import RuntimeCommon, RuntimeContext
 from adapters.runtime.workspace.agents import AgentSpec
-from adapters.runtime.workspace.provision import Provisioner
 from domain.errors import AgentFailure, CpeError
-from domain.models import AgentRole, AgentStartParams, SessionId
-from domain.ports import AgentRunHandle, RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
+from domain.models import AgentStartParams, SessionId
+from domain.ports import AgentRunHandle, RuntimeAdapter, RuntimeAdapterDeps
 
 log = structlog.get_logger("cpe.runtime.remote.node")
 
@@ -198,44 +198,33 @@ def _git_ok(cwd: Path, *args: str) -> bool:
     )
 
 
+class Shipment(BaseModel):
+    """What every run of a remote runtime ships its node besides the run's own part: the local
+    runtime's kind and settings, and the settings every runtime shares. The head sends
+    ``model_dump(mode="json")``; the node validates it again, whole: a field one side does not
+    know is an error, never a setting dropped."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    section: str | None  # its [runtime.<section>] (claude-sdk has none)
+    runtime: dict[str, Any]
+    common: RuntimeCommon
+
+
 def _build(run_dir: Path, payload: Mapping[str, Any]) -> RuntimeAdapter:
     """The local runtime the head named, built here with the shipped settings and this node's
     sandbox, its prompt and agent definition the ones the head assembled."""
-    from adapters.bash_guard.config import BashGuardConfig  # noqa: PLC0415
-    from adapters.cli.settings import RuntimeContext, RuntimeSection  # noqa: PLC0415
+    from adapters.cli.settings import RuntimeSection  # noqa: PLC0415
     from adapters.runtime.preflight import check_sandbox  # noqa: PLC0415
-    from adapters.runtime.pricing import ModelPrice  # noqa: PLC0415
     from adapters.runtime.sandbox import Sandbox  # noqa: PLC0415
-    from adapters.runtime.sandbox.config import SandboxConfig  # noqa: PLC0415
 
-    shared = dict(payload["shared"])
-    found = check_sandbox(SandboxConfig.model_validate(shared.pop("sandbox_config")))
-    agent_sessions = bool(shared.pop("agent_sessions"))
-    section = payload["section"]
-    settings = RuntimeSection.model_validate({section: payload["runtime"]} if section else {})
-    runtime_settings = settings.runtime(payload["kind"])
+    shipment = Shipment.model_validate(payload["shipment"])
+    found = check_sandbox(shipment.common.sandbox)
+    section = shipment.section
+    settings = RuntimeSection.model_validate({section: shipment.runtime} if section else {})
+    runtime_settings = settings.runtime(shipment.kind)  # type: ignore[arg-type]
     runtime_settings.check()
-    context = RuntimeContext(
-        shared={
-            **shared,
-            "repo_root": str(run_dir / "repo"),
-            "default_branch": BASE,
-            "logging": SessionLogging(
-                agent_sessions=agent_sessions,
-                logs_dir=str(run_dir / "state" / "runs"),
-            ),
-            "bash_guard": BashGuardConfig.model_validate(shared["bash_guard"]),
-            "prices": {k: ModelPrice.model_validate(v) for k, v in shared["prices"].items()},
-            "context_paths": tuple(shared["context_paths"]),
-            "hooks": {k: tuple(v) for k, v in shared["hooks"].items()},
-            "sandbox": found if isinstance(found, Sandbox) else None,
-            "sandbox_missing": found if isinstance(found, str) else "",
-        },
-        models=dict(payload["models"]),
-        idle_timeout=payload["idle_timeout"],
-        codex_overrides=tuple(payload["codex_overrides"]),
-    )
-    runtime = runtime_settings.build(context, _no_deps())
     spec = AgentSpec(
         **{
             **payload["spec"],
@@ -243,27 +232,16 @@ def _build(run_dir: Path, payload: Mapping[str, Any]) -> RuntimeAdapter:
             "disallowed_tools": _tuple(payload["spec"]["disallowed_tools"]),
         }
     )
-    if not isinstance(runtime, RuntimeSkeleton):
-        raise CpeError(f"runtime {payload['kind']} is not one cpe can run remotely")
-    provisioner = Shipped.for_config(runtime.config, runtime.deps)
-    assert isinstance(provisioner, Shipped)
-    provisioner.shipped = (payload["prompt"], spec)
-    runtime.provisioner = provisioner
-    return runtime
-
-
-class Shipped(Provisioner):
-    """The workspace as a local run has it, with the prompt and the agent definition the head
-    assembled (the node reads no provider, and the head's checkout may differ from the
-    commit)."""
-
-    shipped: tuple[str, AgentSpec]
-
-    def prompt(self, params: AgentStartParams) -> str:
-        return self.shipped[0]
-
-    def spec(self, role: AgentRole) -> AgentSpec:
-        return self.shipped[1]
+    context = RuntimeContext(
+        shipment.common,
+        repo_root=str(run_dir / "repo"),
+        default_branch=BASE,
+        logs_dir=str(run_dir / "state" / "runs"),
+        sandbox=found if isinstance(found, Sandbox) else None,
+        sandbox_missing=found if isinstance(found, str) else "",
+        assembled=(payload["prompt"], spec),
+    )
+    return runtime_settings.build(context, _no_deps())
 
 
 def _tuple(value: Any) -> tuple[str, ...] | None:
