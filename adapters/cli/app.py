@@ -23,15 +23,9 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from actors.journal import JOURNAL_NAME, InstanceLock, check_journal
-from adapters.cli.settings import (
-    RUNTIME_KINDS,
-    CpeConfig,
-    RuntimeKind,
-    load_config,
-    parse_config,
-)
+from adapters.cli.settings import CpeConfig, load_config, parse_config
 from adapters.metering import ProviderMeter, metered
-from adapters.runtime.settings import RuntimeCommon, RuntimeContext
+from adapters.runtime.settings import RUNTIME_KINDS, RuntimeCommon, RuntimeContext, RuntimeKind
 from domain.errors import ConfigError, CpeError
 from domain.models import AGENT_ROLES, AgentRole
 from domain.ports import (

@@ -1,4 +1,12 @@
-"""What a runtime is built with besides its own settings: ``RuntimeCommon`` and ``RuntimeContext``.
+"""The runtimes' settings: one model per runtime kind, and what every kind is built with.
+
+``RuntimeSettings`` is a union discriminated on ``kind``: ``ClaudeSdkRuntime`` (claude-sdk),
+``ClaudeCliRuntime`` (claude-cli), ``CodexCliRuntime`` (codex-cli). Each says what cannot work
+before anything starts (``check()``), which CLI it runs (``cli()``, for the version check) and
+builds its runtime adapter (``build()``), importing that runtime only then: a configuration of
+one vendor's runtimes imports nothing of another's. In ``supervisor.toml`` ``[runtime.roles]``
+names a kind per role and ``[runtime.claude_cli]``, ``[runtime.codex_cli]`` hold those kinds'
+settings without a ``kind`` key (``kind`` is each model's default; claude-sdk has no section).
 
 ``RuntimeCommon`` is the part every runtime kind shares, typed: the composition root
 (adapters/cli/app.py) fills it from ``supervisor.toml`` and the command line; a remote run ships
@@ -10,15 +18,19 @@ there) is the ``RuntimeContext``'s own, beside it.
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from adapters.bash_guard.config import BashGuardConfig
 from adapters.runtime.pricing import ModelPrice
 from adapters.runtime.sandbox.config import SandboxConfig
-from domain.ports import SessionLogging
+from domain.errors import ConfigError
+from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
 
 if TYPE_CHECKING:
     from adapters.runtime.sandbox import Sandbox
@@ -96,3 +108,200 @@ def runtime_config(config: type[ConfigT], context: RuntimeContext, **own: Any) -
         prices=common.prices,
         **own,
     )
+
+
+# ---------------------------------------------------------------------------- the kinds
+
+RuntimeKind = Literal["claude-sdk", "claude-cli", "codex-cli"]
+RUNTIME_KINDS: tuple[RuntimeKind, ...] = get_args(RuntimeKind)
+
+# Every duration is finite and bounded: an infinite or huge one passes a "> 0" check, then
+# overflows a timer (a SIGTERM could no longer stop cpe).
+DAY = 86_400.0
+Seconds = Annotated[float, Field(gt=0, le=DAY, allow_inf_nan=False)]
+
+
+def _expand(value: str) -> str:
+    """``~`` and ``$VARIABLES`` in a configured path, as a shell would expand them."""
+    return os.path.expandvars(os.path.expanduser(value)) if value else value
+
+
+# A path from the configuration: ``~`` and environment variables expanded.
+ExpandedPath = Annotated[str, AfterValidator(_expand)]
+
+
+class _Runtime(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # The model account the kind uses: usage windows and rate limits are the account's.
+    account: ClassVar[str]
+
+
+class ClaudeSdkRuntime(_Runtime):
+    """``claude-sdk``: the Claude Agent SDK (adapters/runtime/claude_sdk.py); no section."""
+
+    kind: Literal["claude-sdk"] = "claude-sdk"
+    account: ClassVar[str] = "anthropic"
+
+    def check(self) -> None:
+        """A ``ConfigError`` for what cannot work, before anything starts."""
+        from adapters.runtime.workspace.launcher import LAUNCHER  # noqa: PLC0415
+
+        _bundled_claude()
+        if not os.access(LAUNCHER, os.X_OK):
+            raise ConfigError(
+                f"runtime claude-sdk: cpe's launcher {LAUNCHER} is not executable",
+                expected="cpe installed with its file modes (pip install keeps them)",
+            )
+
+    def cli(self) -> tuple[str, str, str]:
+        """The CLI it runs, for the version check: family, path, the key that names it."""
+        cli = _bundled_claude()
+        return "claude", executable(cli) or cli, "claude-agent-sdk's bundled CLI"
+
+    def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
+        from adapters.runtime.claude_sdk import (  # noqa: PLC0415
+            ClaudeAdapterConfig,
+            create_claude_adapter,
+        )
+
+        common = context.common
+        config = runtime_config(
+            ClaudeAdapterConfig, context, models=common.models, idle_timeout=common.idle_timeout
+        )
+        return create_claude_adapter(config, deps)
+
+
+class ClaudeCliRuntime(_Runtime):
+    """``[runtime.claude_cli]``: the ``claude -p`` runtime."""
+
+    kind: Literal["claude-cli"] = "claude-cli"
+    account: ClassVar[str] = "anthropic"
+
+    cli_path: ExpandedPath = ""  # empty: the CLI bundled with claude-agent-sdk
+    model: str = ""  # empty: the CLI's default; else one of sonnet, opus, haiku
+    idle_timeout: Seconds | None = None  # no output for this long: killed
+
+    def check(self) -> None:
+        from adapters.runtime.runners.claude_cli import CLAUDE_CAPABILITIES  # noqa: PLC0415
+
+        if not self.cli_path:
+            _bundled_claude()
+        elif not executable(self.cli_path):
+            raise ConfigError(
+                f"runtime.claude_cli.cli_path: the claude CLI was not found at {self.cli_path!r}",
+                expected="an executable claude, or empty for the bundled one",
+            )
+        models = CLAUDE_CAPABILITIES.available_models
+        if self.model and self.model not in models:
+            raise ConfigError(
+                f"runtime.claude_cli.model: {self.model!r} is not a model the claude CLI runner "
+                "offers",
+                expected=f"empty or one of {', '.join(models)}",
+            )
+
+    def cli(self) -> tuple[str, str, str]:
+        path = self.cli_path or _bundled_claude()
+        return "claude", executable(path) or path, "runtime.claude_cli.cli_path"
+
+    def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
+        from adapters.runtime.runners.runtime import (  # noqa: PLC0415
+            CliRuntimeConfig,
+            create_cli_runtime,
+        )
+
+        config = runtime_config(
+            CliRuntimeConfig,
+            context,
+            model=self.model or None,
+            models=context.common.models,
+            idle_timeout=self.idle_timeout or context.common.idle_timeout,
+        )
+        return create_cli_runtime(config, deps, cli_path=self.cli_path or None)
+
+
+class CodexCliRuntime(_Runtime):
+    """``[runtime.codex_cli]``: the ``codex exec`` runtime."""
+
+    kind: Literal["codex-cli"] = "codex-cli"
+    account: ClassVar[str] = "openai"
+
+    cli_path: ExpandedPath = "codex"  # a name on PATH or a path
+    model: str = ""  # empty: codex's default model; else one of ``models``
+    models: list[str] = Field(default_factory=lambda: ["gpt-5-codex", "gpt-5"], min_length=1)
+    sandbox: Literal["workspace-write", "danger-full-access"] = "workspace-write"
+    overrides: list[str] = Field(default_factory=list)  # extra ``-c key=value`` (TOML values)
+    idle_timeout: Seconds | None = None
+
+    def check(self) -> None:
+        if executable(self.cli_path) is None:
+            raise ConfigError(
+                f"runtime.codex_cli.cli_path: the codex CLI was not found ({self.cli_path!r})",
+                expected="codex on PATH (npm install -g @openai/codex) or its path",
+            )
+        if self.model and self.model not in self.models:
+            raise ConfigError(
+                f"runtime.codex_cli.model: {self.model!r} is not in runtime.codex_cli.models",
+                expected=f"empty or one of {', '.join(self.models)}",
+            )
+        if self.sandbox == "danger-full-access":
+            raise ConfigError(
+                "runtime.codex_cli.sandbox: danger-full-access leaves the agent unconfined "
+                "(codex has no tool lists and no hook for cpe's Bash guard)",
+                expected="workspace-write",
+            )
+        for override in self.overrides:
+            key, equals, _ = override.partition("=")
+            if not equals or not key.strip():
+                raise ConfigError(
+                    f"runtime.codex_cli.overrides: {override!r} is not key=value",
+                    expected='a codex -c value, e.g. model_reasoning_effort="high"',
+                )
+
+    def cli(self) -> tuple[str, str, str]:
+        return "codex", executable(self.cli_path) or self.cli_path, "runtime.codex_cli.cli_path"
+
+    def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
+        from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
+        from adapters.runtime.runners.runtime import CliRuntimeConfig  # noqa: PLC0415
+
+        config = runtime_config(
+            CliRuntimeConfig,
+            context,
+            model=self.model or None,
+            idle_timeout=self.idle_timeout or context.common.idle_timeout,
+        )
+        return create_codex_runtime(
+            config,
+            deps,
+            cli_path=executable(self.cli_path) or self.cli_path,
+            overrides=[*self.overrides, *context.common.codex_overrides],
+            models=self.models,
+            sandbox=self.sandbox,
+        )
+
+
+RuntimeSettings = Annotated[
+    ClaudeSdkRuntime | ClaudeCliRuntime | CodexCliRuntime, Field(discriminator="kind")
+]
+
+
+def _bundled_claude() -> str:
+    """The claude CLI bundled with claude-agent-sdk; a ``ConfigError`` when it is not there."""
+    from adapters.runtime.claude_sdk import bundled_cli  # noqa: PLC0415
+
+    cli = bundled_cli()
+    if not Path(cli).exists():
+        raise ConfigError(
+            f"runtime claude-sdk: the claude CLI was not found at {cli}",
+            expected="claude-agent-sdk installed with its bundled CLI",
+        )
+    return cli
+
+
+def executable(name: str) -> str | None:
+    """``name`` as a runnable path: a path that is an executable file, or a name on PATH."""
+    if os.sep in name:
+        candidate = Path(name).expanduser()
+        return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
+    return shutil.which(name)

@@ -17,9 +17,9 @@ import psutil
 import pytest
 import ray
 
-from adapters.cli.settings import ClaudeCliRuntime, ClaudeSdkRuntime, CodexCliRuntime
 from adapters.runtime.remote.ray_runtime import RayRuntime, create_ray_runtime
 from adapters.runtime.remote.settings import RemoteSettings
+from adapters.runtime.settings import ClaudeCliRuntime, ClaudeSdkRuntime, CodexCliRuntime
 from adapters.scripted_model import ScriptedModelServer, load_scenario
 from adapters.scripted_model.responses_wire import codex_overrides
 from domain.errors import AgentFailure

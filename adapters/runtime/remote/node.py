@@ -1,14 +1,15 @@
 """The node's side of a remote run: what runs in the Ray actor on the node the run was placed on.
 
 It imports no Ray (``ray_runtime.py`` makes it an actor), so it is plain code over the local
-runtimes: from the data the head shipped (``RunPayload``: the run's params, its already
-assembled prompt and agent definition, the local runtime's settings and the repository at the
-base commit as a git bundle) it makes a clone in a directory of the run's own, builds the named
-local runtime there (``build()`` of ``ClaudeSdkRuntime``, ``ClaudeCliRuntime`` or
-``CodexCliRuntime``, the same code a local run uses: worktree, sandbox, deadline, process group,
-artifacts) and runs the agent. What comes back is data too, as events: ``started`` (where it
-runs), ``output`` chunks, then one ending (``result``: the result as JSON, or ``failure``),
-``usage`` and ``artifacts`` (the run's directory as a tar), then the stream ends. The run's
+runtimes: from the data the head shipped (the run's params, its already assembled prompt and
+agent definition, the ``Shipment``: the local runtime's settings and the common part, and the
+repository at the base commit as a git bundle) it makes a clone in a directory of the run's
+own, builds the named local runtime there (``build()`` of ``ClaudeSdkRuntime``,
+``ClaudeCliRuntime`` or ``CodexCliRuntime`` in adapters/runtime/settings.py, the same code a
+local run uses: worktree, sandbox, deadline, process group, artifacts) and runs the agent.
+What comes back is data too, as events: ``started`` (where it runs), ``output`` chunks, then
+one ending (``result``: the result as JSON, or ``failure``), ``usage`` and ``artifacts`` (the
+run's directory as a tar), then the stream ends. The run's
 directory (clone, worktree, artifacts) is removed before the last event.
 
 Processes outlive a killed Ray worker (an agent runs in a session of its own), so each run
@@ -35,7 +36,7 @@ import psutil
 import structlog
 from pydantic import BaseModel, ConfigDict
 
-from adapters.runtime.settings import RuntimeCommon, RuntimeContext
+from adapters.runtime.settings import RuntimeCommon, RuntimeContext, RuntimeSettings
 from adapters.runtime.workspace.agents import AgentSpec
 from domain.errors import AgentFailure, CpeError
 from domain.models import AgentStartParams, SessionId
@@ -200,31 +201,25 @@ def _git_ok(cwd: Path, *args: str) -> bool:
 
 class Shipment(BaseModel):
     """What every run of a remote runtime ships its node besides the run's own part: the local
-    runtime's kind and settings, and the settings every runtime shares. The head sends
-    ``model_dump(mode="json")``; the node validates it again, whole: a field one side does not
-    know is an error, never a setting dropped."""
+    runtime's settings (its kind among them) and the settings every runtime shares. The head
+    sends ``model_dump(mode="json")``; the node validates it again, whole: a field one side
+    does not know is an error, never a setting dropped."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: str
-    section: str | None  # its [runtime.<section>] (claude-sdk has none)
-    runtime: dict[str, Any]
+    runtime: RuntimeSettings
     common: RuntimeCommon
 
 
 def _build(run_dir: Path, payload: Mapping[str, Any]) -> RuntimeAdapter:
     """The local runtime the head named, built here with the shipped settings and this node's
     sandbox, its prompt and agent definition the ones the head assembled."""
-    from adapters.cli.settings import RuntimeSection  # noqa: PLC0415
     from adapters.runtime.preflight import check_sandbox  # noqa: PLC0415
     from adapters.runtime.sandbox import Sandbox  # noqa: PLC0415
 
     shipment = Shipment.model_validate(payload["shipment"])
     found = check_sandbox(shipment.common.sandbox)
-    section = shipment.section
-    settings = RuntimeSection.model_validate({section: shipment.runtime} if section else {})
-    runtime_settings = settings.runtime(shipment.kind)  # type: ignore[arg-type]
-    runtime_settings.check()
+    shipment.runtime.check()
     spec = AgentSpec(
         **{
             **payload["spec"],
@@ -241,7 +236,7 @@ def _build(run_dir: Path, payload: Mapping[str, Any]) -> RuntimeAdapter:
         sandbox_missing=found if isinstance(found, str) else "",
         assembled=(payload["prompt"], spec),
     )
-    return runtime_settings.build(context, _no_deps())
+    return shipment.runtime.build(context, _no_deps())
 
 
 def _tuple(value: Any) -> tuple[str, ...] | None:

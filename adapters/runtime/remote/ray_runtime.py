@@ -43,7 +43,7 @@ from ray.util import list_named_actors
 from adapters.runtime.remote.node import NodeSession, Shipment
 from adapters.runtime.remote.placement import REMOTE_FILE
 from adapters.runtime.remote.settings import RemoteSettings
-from adapters.runtime.settings import RuntimeContext
+from adapters.runtime.settings import RuntimeContext, RuntimeSettings
 from adapters.runtime.workspace.provision import Provisioner
 from domain.errors import AgentFailure, ConfigError
 from domain.models import AgentStartParams, RunUsage, SessionId
@@ -285,7 +285,7 @@ class RayRuntime:
         )
         info = {
             "kind": "ray",
-            "runtime": self.shipment.kind,
+            "runtime": self.shipment.runtime.kind,
             "node_id": node_id,
             "node_address": address,
             "hostname": where.get("hostname", ""),
@@ -427,28 +427,19 @@ async def _drain(queue: asyncio.Queue[str | None]) -> AsyncIterator[str]:
         yield chunk
 
 
-_SECTIONS = {"claude-sdk": None, "claude-cli": "claude_cli", "codex-cli": "codex_cli"}
-
-
 def create_ray_runtime(
     settings: RemoteSettings,
-    runtime: Any,
+    runtime: RuntimeSettings,
     context: RuntimeContext,
     deps: RuntimeAdapterDeps,
 ) -> RayRuntime:
-    """The remote runtime of ``runtime`` (a ``[runtime.*]`` model: ``ClaudeSdkRuntime``,
-    ``ClaudeCliRuntime``, ``CodexCliRuntime``), built with the ``RuntimeContext`` a local one
-    would be; its common part goes to the nodes (without cpe's own credentials), which find
+    """The remote runtime of ``runtime`` (``ClaudeSdkRuntime``, ``ClaudeCliRuntime``,
+    ``CodexCliRuntime``: adapters/runtime/settings.py), built with the ``RuntimeContext`` a local
+    one would be; its common part goes to the nodes (without cpe's own credentials), which find
     their own sandbox with its sandbox settings."""
     common = context.common
-    section = _SECTIONS[runtime.kind]
     agent_env = {k: v for k, v in common.agent_env.items() if k not in _HEAD_ONLY}
-    shipment = Shipment(
-        kind=runtime.kind,
-        section=section,
-        runtime=runtime.model_dump(mode="json") if section else {},
-        common=common.model_copy(update={"agent_env": agent_env}),
-    )
+    shipment = Shipment(runtime=runtime, common=common.model_copy(update={"agent_env": agent_env}))
     return RayRuntime(
         settings,
         shipment,

@@ -4,23 +4,38 @@ error on the other, never a setting silently dropped."""
 
 from __future__ import annotations
 
+import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from adapters.bash_guard.config import BashGuardConfig
+from adapters.cli.settings import parse_config
 from adapters.runtime.pricing import ModelPrice
 from adapters.runtime.remote.node import Shipment, _build
 from adapters.runtime.runners.runtime import CliRuntimeConfig
 from adapters.runtime.sandbox.config import SandboxConfig
-from adapters.runtime.settings import RuntimeCommon, RuntimeContext, runtime_config
+from adapters.runtime.settings import (
+    RUNTIME_KINDS,
+    ClaudeCliRuntime,
+    ClaudeSdkRuntime,
+    CodexCliRuntime,
+    RuntimeCommon,
+    RuntimeContext,
+    RuntimeSettings,
+    runtime_config,
+)
 from adapters.runtime.workspace.agents import AgentSpec
 from adapters.runtime.workspace.provision import Provisioner
-from domain.models import PlannerStartParams, SessionId
+from domain.models import AGENT_ROLES, PlannerStartParams, SessionId
 from tests.adapters.runtime.driving import provider_deps
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def common(**changes: Any) -> RuntimeCommon:
@@ -57,12 +72,7 @@ def test_the_common_part_comes_back_from_json_as_it_went() -> None:
 
 
 def test_a_shipment_comes_back_from_json_as_it_went() -> None:
-    sent = Shipment(
-        kind="codex-cli",
-        section="codex_cli",
-        runtime={"cli_path": "codex", "model": "gpt-5"},
-        common=common(),
-    )
+    sent = Shipment(runtime=CodexCliRuntime(cli_path="codex", model="gpt-5"), common=common())
     assert Shipment.model_validate(through_json(sent.model_dump(mode="json"))) == sent
 
 
@@ -78,9 +88,7 @@ def test_a_renamed_field_is_refused_by_the_other_side(old: str, new: str) -> Non
 
 def test_an_unknown_field_in_a_shipment_fails_the_node_build_naming_it(tmp_path: Path) -> None:
     shipment = through_json(
-        Shipment(kind="claude-sdk", section=None, runtime={}, common=common()).model_dump(
-            mode="json"
-        )
+        Shipment(runtime=ClaudeSdkRuntime(), common=common()).model_dump(mode="json")
     )
     shipment["common"]["sandbox_settings"] = {}
     payload = {"shipment": shipment, "prompt": "p", "spec": {}}
@@ -134,3 +142,90 @@ def test_a_provisioner_built_with_an_assembled_prompt_uses_it(tmp_path: Path) ->
     params = PlannerStartParams(session_id=SessionId("planner-1"), spec_paths=("specs/a.md",))
     assert provisioner.prompt(params) == "the head's prompt"
     assert provisioner.spec("planner") is spec
+
+
+# ---------------------------------------------------------------------------- the kinds
+
+
+@pytest.mark.parametrize(
+    "runtime",
+    [
+        ClaudeSdkRuntime(),
+        ClaudeCliRuntime(cli_path="/opt/claude", model="opus", idle_timeout=60),
+        CodexCliRuntime(model="gpt-5", overrides=['model_reasoning_effort="high"']),
+    ],
+    ids=lambda runtime: runtime.kind,
+)
+def test_each_kind_comes_back_from_json_as_itself(runtime: BaseModel) -> None:
+    sent = Shipment(runtime=runtime, common=common())
+    back = Shipment.model_validate(through_json(sent.model_dump(mode="json")))
+    assert back == sent
+    assert type(back.runtime) is type(runtime)
+
+
+def test_the_kind_picks_the_model_and_its_fields_only() -> None:
+    kinds = TypeAdapter(RuntimeSettings)
+    assert kinds.validate_python({"kind": "codex-cli"}) == CodexCliRuntime()
+    assert kinds.validate_python({"kind": "claude-sdk"}) == ClaudeSdkRuntime()
+    with pytest.raises(ValidationError, match="sandbox"):  # a codex field on claude-cli
+        kinds.validate_python({"kind": "claude-cli", "sandbox": "workspace-write"})
+    with pytest.raises(ValidationError, match="union_tag_invalid"):
+        kinds.validate_python({"kind": "gemini-cli"})
+    with pytest.raises(ValidationError, match="union_tag_not_found"):
+        kinds.validate_python({"cli_path": "codex"})
+
+
+def test_every_kind_has_a_model_and_a_section_or_none() -> None:
+    """``[runtime.roles]`` may name every kind: each has its model, with its own ``kind``."""
+    section = parse_config({}).runtime
+    assert [section.runtime(kind).kind for kind in RUNTIME_KINDS] == list(RUNTIME_KINDS)
+    assert parse_config({}).accounts() == dict.fromkeys(AGENT_ROLES, "anthropic")
+    codex = parse_config({"runtime": {"roles": {"reviewer": "codex-cli"}}})
+    assert codex.accounts()["reviewer"] == "openai"
+
+
+def test_the_kinds_import_no_vendor_until_one_is_built() -> None:
+    """A codex-only configuration does not import claude_agent_sdk: reading the kinds, checking
+    and describing one imports no runtime (build() imports its own)."""
+    probe = (
+        "import sys\n"
+        "from pydantic import TypeAdapter\n"
+        "from adapters.runtime.settings import RuntimeSettings\n"
+        "codex = TypeAdapter(RuntimeSettings).validate_python("
+        "{'kind': 'codex-cli', 'cli_path': sys.executable})\n"
+        "codex.check(); codex.cli()\n"
+        "print(sorted(m for m in sys.modules if m.startswith(("
+        "'claude_agent_sdk', 'adapters.runtime.claude', 'adapters.runtime.runners', "
+        "'adapters.runtime.codex'))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_no_runtime_module_imports_the_composition_root() -> None:
+    """The arrow goes one way: adapters/cli builds the runtimes from their settings; nothing
+    under adapters/runtime (the Ray node among them) imports adapters.cli."""
+    offenders = []
+    for path in sorted((ROOT / "adapters" / "runtime").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            offenders += [
+                f"{path.relative_to(ROOT)}: {name}"
+                for name in names
+                if name == "adapters.cli" or name.startswith("adapters.cli.")
+            ]
+    assert offenders == []
