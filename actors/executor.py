@@ -48,13 +48,7 @@ from domain.commands import (
     UpdateRevision,
     idempotency_key,
 )
-from domain.decisions import (
-    explain_transition,
-    implementor_backoff,
-    planner_backoff,
-    quota_hold,
-    spent_since,
-)
+from domain.decisions import implementor_backoff, planner_backoff, quota_hold, spent_since
 from domain.errors import (
     ConflictError,
     CpeError,
@@ -88,6 +82,7 @@ from domain.policy import Policy, Rejected
 from domain.ports import RevisionLander, RevisionProviderWriter, WorkProviderWriter
 from domain.requests import describe_pause
 from domain.results import PlannedWorkItem
+from domain.run_end import explain_transition
 
 log = structlog.get_logger("cpe.executor")
 

@@ -16,7 +16,7 @@ import structlog
 from domain.events import AgentFailed, BaselineChanged, EngineEvent
 from domain.handlers import HandlerOptions
 from domain.models import AgentRun, Baseline, EngineState
-from domain.state import planner_failures, spent_on_spec
+from domain.selectors import planner_failures, spent_on_spec
 
 log = structlog.get_logger("cpe.engine")
 

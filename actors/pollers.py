@@ -49,7 +49,7 @@ from domain.models import (
 from domain.ports import (
     BaselineReader,
 )
-from domain.state import merge_observed_revision, merge_observed_work_item
+from domain.state.observed import merge_observed_revision, merge_observed_work_item
 
 T = TypeVar("T", WorkItem, Revision, Spec, Baseline, IgnoredWorkItem)
 Enqueue = Callable[[EngineEvent], object]

@@ -47,7 +47,8 @@ from domain.requests import (
     accept,
     describe_pause,
 )
-from domain.state import apply_event, merge_observed_work_item
+from domain.state import apply_event
+from domain.state.observed import merge_observed_work_item
 
 log = structlog.get_logger("cpe.control")
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from adapters.github import GitHubProvider, GitHubSettings
+from adapters.providers.github import GitHubProvider, GitHubSettings
 from domain.results import AgentReview
 from tests.e2e.github_loop import LOGIN, REAL_PACING, Counts, GitHubLoop, seed_with_the_sample
 from tests.e2e.github_loop import TOKEN as LOOP_TOKEN

@@ -25,8 +25,9 @@ sys.path.insert(0, str(ROOT))
 
 from actors.logs import configure_logging  # noqa: E402
 from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter  # noqa: E402
+from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: E402
+from adapters.runtime.runners.claude_cli import create_cli_runtime  # noqa: E402
 from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: E402
-from adapters.runtime.runners.runtime import CliRuntimeConfig, create_cli_runtime  # noqa: E402
 from adapters.scripted_model import ScriptedModelServer, load_scenario  # noqa: E402
 from adapters.scripted_model.responses_wire import codex_overrides  # noqa: E402
 from bench.engine_rig import scratch  # noqa: E402

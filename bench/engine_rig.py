@@ -39,8 +39,9 @@ if str(ROOT) not in sys.path:
 from actors.config import EngineConfig, PollerSettings  # noqa: E402
 from actors.engine import Engine, create_engine  # noqa: E402
 from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter  # noqa: E402
+from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: E402
+from adapters.runtime.runners.claude_cli import create_cli_runtime  # noqa: E402
 from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: E402
-from adapters.runtime.runners.runtime import CliRuntimeConfig, create_cli_runtime  # noqa: E402
 from adapters.scripted_model.responses_wire import codex_overrides  # noqa: E402
 from domain.handlers import HandlerOptions  # noqa: E402
 from domain.models import AgentRole, EngineState, WorkItemId  # noqa: E402

@@ -42,20 +42,8 @@ from domain.commands import (
     TransitionStatus,
     UpdateRevision,
 )
-from domain.decisions import (
-    Required,
-    dispatch_items,
-    needs_review,
-    outage_cancels,
-    pipeline_acceptable,
-    reviews_wanted,
-    revision_step,
-    settle,
-    start_implementor,
-    start_reviewer,
-    transition,
-    why_cancel,
-)
+from domain.decisions import outage_cancels
+from domain.dispatch import dispatch_items, start_implementor
 from domain.events import (
     WAKE_EVENTS,
     AgentFailed,
@@ -95,7 +83,16 @@ from domain.models import (
     ReviewerStartParams,
     WorkItem,
 )
-from domain.state import (
+from domain.revisions import (
+    Required,
+    needs_review,
+    pipeline_acceptable,
+    reviews_wanted,
+    revision_step,
+    start_reviewer,
+)
+from domain.run_end import settle, why_cancel
+from domain.selectors import (
     dependents_of,
     has_run_in_flight,
     planner_failures,
@@ -104,6 +101,7 @@ from domain.state import (
     specs_to_plan,
     spent_on_spec,
 )
+from domain.workflow import transition
 
 _DEFAULT_CONCURRENCY: Mapping[AgentRole, int] = MappingProxyType(
     {"planner": 1, "implementor": 2, "reviewer": 2}

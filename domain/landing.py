@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from domain.commands import EngineCommand, MergeRevision, TransitionStatus, UpdateBranch
-from domain.decisions import Required, inherited_failure, untested_lands
 from domain.models import EngineState, LandingTest, Revision, SentBack, WorkItem
-from domain.state import landing_report, natural_key, revision_for
+from domain.revisions import Required, inherited_failure, untested_lands
+from domain.selectors import natural_key, revision_for
+from domain.state.queue import landing_report
 from domain.workflow import Trigger, next_status
 
 _LAST = datetime.max.replace(tzinfo=UTC)
@@ -254,7 +255,7 @@ def why_not_merged(
 ) -> str | None:
     """Why an approved item has not merged yet (None for one that is not approved): through
     the queue, its place and step there (``describe_queue``'s words, as ``cpe status`` lists
-    them); else what ``decisions.revision_step`` waits for before it merges the revision as it
+    them); else what ``revisions.revision_step`` waits for before it merges the revision as it
     is: a merge the provider holds, a head not reviewed, a pipeline not green."""
     if item.status != "approved":
         return None

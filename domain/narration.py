@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from domain.commands import StartAgent
-from domain.decisions import explain_transition
 from domain.events import (
     AgentFailed,
     AgentRequested,
@@ -41,6 +40,7 @@ from domain.events import (
     WorkItemRemoved,
 )
 from domain.models import AgentRun, EngineState, Revision, RevisionId, Status, WorkItemId
+from domain.run_end import explain_transition
 from domain.runs import attempt_number
 from domain.signals import describe_signal
 from domain.workflow import WORKFLOW

@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
-from domain.decisions import free_slots
+from domain.dispatch import free_slots
 from domain.errors import DomainError
 from domain.events import (
     DispatchDue,
@@ -29,7 +29,7 @@ from domain.events import (
     UserTransitionedStatus,
 )
 from domain.models import AgentRole, EngineState, Frozen, Status, WorkItem, WorkItemId
-from domain.state import runs_for_work_item
+from domain.selectors import runs_for_work_item
 
 RETRYABLE: tuple[Status, ...] = ("blocked", "needs-refinement", "pending")
 

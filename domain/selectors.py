@@ -1,7 +1,5 @@
 """The selectors every handler shares: pure reads of an ``EngineState`` (the runs of an item,
 what is in flight, the item's current revision, blockers, specs to plan, id order).
-
-``domain.state`` re-exports them beside the reducer, where handlers have always found them.
 """
 
 from __future__ import annotations

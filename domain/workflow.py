@@ -1,8 +1,9 @@
 """The work item status table (docs/workflow.md).
 
 Every status change the engine makes on its own is a row of ``WORKFLOW``: from one status, on
-one trigger, to one status, with the reason. The handlers ask ``next_status``; a trigger with no
-row from the current status changes nothing. Users may set any status
+one trigger, to one status, with the reason. The handlers ask ``next_status`` (``transition``
+gives the ``TransitionStatus`` command); a trigger with no row from the current status changes
+nothing. Users may set any status
 (``UserTransitionedStatus``, ``cpe work set-status``); that, and a user-requested run
 (``UserRequestedImplementorRun``, ``cpe work retry``), are the only ways out of ``blocked``.
 Either gives the item its attempts back: a person setting ``pending`` or ``needs-refinement``,
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from domain.models import Frozen, Status
+from domain.commands import EngineCommand, TransitionStatus
+from domain.models import Frozen, Status, WorkItem
 
 Trigger = Literal[
     "implementor-requested",
@@ -276,6 +278,14 @@ def next_status(current: Status, trigger: Trigger) -> Status | None:
 
 def transition_for(current: Status, trigger: Trigger) -> Transition | None:
     return _BY_SOURCE_AND_TRIGGER.get((current, trigger))
+
+
+def transition(item: WorkItem, trigger: Trigger, reason: str | None = None) -> list[EngineCommand]:
+    """``TransitionStatus`` per the workflow table, or nothing when the table has no row."""
+    target = next_status(item.status, trigger)
+    if target is None:
+        return []
+    return [TransitionStatus(work_item_id=item.id, to=target, reason=reason)]
 
 
 def render_table() -> str:

@@ -540,7 +540,7 @@ def test_a_reader_that_goes_away_ends_the_output_quietly_with_exit_0(
     repo: Path, command: str
 ) -> None:
     from actors.journal import Journal  # noqa: PLC0415
-    from adapters.local.provider import LocalProvider  # noqa: PLC0415
+    from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
     from domain.events import WorkItemChanged  # noqa: PLC0415
     from domain.models import WorkItem  # noqa: PLC0415
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.local.provider import LocalProvider
+from adapters.providers.local.provider import LocalProvider
 from domain.events import AgentFailed, AgentRequested, AgentStarted, EngineEvent
 from domain.models import ImplementorStartParams, ReviewerStartParams, SessionId, WorkItemId
 from tests.e2e.running import wait_for

@@ -1,6 +1,6 @@
 """`cpe init` and `cpe run` say so, in one line, when the local pipeline would run cpe's own
 Python (its packages, not the project's); cpe's venv merely on PATH is no reason: the pipeline
-never gets it (tests/adapters/providers/test_local_pipeline_own_venv.py)."""
+never gets it (tests/adapters/providers/local/test_local_pipeline_own_venv.py)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from actors.journal import Journal
-from adapters.local.pipeline import LocalPipeline
-from adapters.local.provider import LocalProvider
+from adapters.providers.local.pipeline import LocalPipeline
+from adapters.providers.local.provider import LocalProvider
 from domain.events import (
     AgentFailed,
     AgentRequested,

@@ -16,8 +16,8 @@ from adapters.cli.app import build_app
 from adapters.cli.settings import CpeConfig
 from adapters.notify import notify
 from adapters.runtime.claude_sdk import ClaudeAdapter
+from adapters.runtime.cli.cli_runtime import CliRuntime
 from adapters.runtime.runners.codex_cli import CodexCliRunner
-from adapters.runtime.runners.runtime import CliRuntime
 from adapters.runtime.workspace.launcher import kill_tree
 from domain.errors import ConfigError
 from tests.fakes.codex_cli_fixture import FakeCodex

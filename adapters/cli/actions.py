@@ -36,8 +36,9 @@ from adapters.runtime.remote.placement import describe_node, read_placement
 from domain.errors import ConfigError
 from domain.events import ENGINE_LIFE_EVENTS, USER_EVENTS
 from domain.models import ACTIVE_RUN_STATUSES, AgentRun, EngineState, SessionId, WorkItemId
+from domain.selectors import natural_key, open_blockers, ordered
 from domain.signals import clock, describe_signal, describe_windows
-from domain.state import apply_event, natural_key, open_blockers, ordered
+from domain.state import apply_event
 
 if TYPE_CHECKING:  # the engine's modules are cpe run's own import (keeps cpe status quick)
     from actors.logs import LogFormat
@@ -202,7 +203,7 @@ def _own_python(config: Any) -> str | None:
     local = config.provider.local
     if config.provider.kind != "local" or not local.pipeline_command:
         return None
-    from adapters.local.pipeline import (  # noqa: PLC0415
+    from adapters.providers.local.pipeline import (  # noqa: PLC0415
         missing_program_warning,
         own_python_warning,
     )
@@ -304,7 +305,7 @@ def _status(config: Any, root: Path, branch: str) -> None:
     _print_merge_waits(state)
     print_queue(state, config)
     if config.provider.kind == "local":
-        from adapters.local.provider import LocalProvider  # noqa: PLC0415
+        from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 
         provider = LocalProvider(root, state_dir, branch)
         try:
@@ -401,7 +402,7 @@ def _print_merge_waits(state: EngineState) -> None:
 
 def _print_ignored(state: Any) -> None:
     """Tracker items that are not work (not trusted, a required label missing), and why."""
-    from domain.state import ordered  # noqa: PLC0415
+    from domain.selectors import ordered  # noqa: PLC0415
 
     if not state.ignored:
         return
@@ -423,7 +424,7 @@ def _print_planner_waits(state: Any, config: Any) -> None:
     """Specs whose planner runs failed: when the next run is due, or that they wait for a new
     version after ``max_attempts`` failures (domain.decisions.planner_backoff)."""
     from domain.decisions import planner_backoff  # noqa: PLC0415
-    from domain.state import planner_failures, specs_to_plan, spent_on_spec  # noqa: PLC0415
+    from domain.selectors import planner_failures, specs_to_plan, spent_on_spec  # noqa: PLC0415
 
     w = config.workflow
     lines = []
@@ -784,7 +785,7 @@ def work_add(title: str, body: str, config_path: Path | None, repo: Path | None)
             f"work add: provider.kind is {config.provider.kind!r}; expected 'local' "
             f"(on GitHub, open an issue{where} instead)"
         )
-    from adapters.local.provider import LocalProvider  # noqa: PLC0415
+    from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 
     provider = LocalProvider(root, root / config.engine.state_dir, branch)
     try:

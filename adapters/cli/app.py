@@ -122,7 +122,7 @@ RELOADABLE = (
     "breaker",
     "runtime.max_agent_duration",
     "engine.shutdown_timeout",
-    # who is trusted on GitHub (adapters/github/trust.py)
+    # who is trusted on GitHub (adapters/providers/github/trust.py)
     "provider.github.trusted_permission",
     "provider.github.admit_label",
     "provider.github.required_labels",
@@ -324,7 +324,7 @@ def _rev_parse_toplevel(path: Path) -> subprocess.CompletedProcess[str]:
 
 
 def default_branch(config: CpeConfig, repo: Path) -> str:
-    from adapters.git_plumbing import GitRepo, detect_default_branch  # noqa: PLC0415
+    from adapters.providers.git import GitRepo, detect_default_branch  # noqa: PLC0415
 
     name = config.repository.default_branch
     if not name:
@@ -355,7 +355,7 @@ def code_host_remote(config: CpeConfig, root: Path) -> str | None:
     the local clone: specs are read, and implementors' worktrees start, at its head as fetched
     from the clone's ``origin``. None for the local provider, or a clone without ``origin``
     (then the local branch is used, and the log says it may lag behind)."""
-    from adapters.git_plumbing import GitRepo  # noqa: PLC0415
+    from adapters.providers.git import GitRepo  # noqa: PLC0415
 
     if config.provider.kind != "github":
         return None
@@ -501,13 +501,13 @@ def _provider(
                 expected="a GitHub token in that variable",
             )
         try:
-            from adapters.github import create_github_provider  # noqa: PLC0415
+            from adapters.providers.github import create_github_provider  # noqa: PLC0415
         except ImportError as exc:
             raise ConfigError(
                 "provider.kind: the GitHub provider is not available in this version",
                 expected="local",
             ) from exc
-        from adapters.specs.reader import GitSpecReader  # noqa: PLC0415
+        from adapters.providers.specs.reader import GitSpecReader  # noqa: PLC0415
 
         specs = GitSpecReader(
             root,
@@ -527,8 +527,9 @@ def _provider(
             reloaders.append(retrust)
         meter.wire = lambda: provider.stats
         return interfaces
-    from adapters.local.pipeline import LocalPipeline  # noqa: PLC0415
-    from adapters.local.provider import create_local_provider  # noqa: PLC0415
+    from adapters.providers.local.pipeline import LocalPipeline  # noqa: PLC0415
+    from adapters.providers.local.provider import create_local_provider  # noqa: PLC0415
+    from adapters.providers.specs.reader import GitSpecReader  # noqa: PLC0415
 
     local = config.provider.local
     pipeline = (
@@ -536,14 +537,11 @@ def _provider(
         if local.pipeline_command
         else None
     )
+    specs = GitSpecReader(
+        root, config.specs.globs, default_branch=branch, max_bytes=config.specs.max_bytes
+    )
     local_provider, interfaces = create_local_provider(
-        root,
-        state_dir,
-        default_branch=branch,
-        pipeline=pipeline,
-        spec_globs=config.specs.globs,
-        spec_max_bytes=config.specs.max_bytes,
-        baseline=local.baseline,
+        root, state_dir, specs, default_branch=branch, pipeline=pipeline, baseline=local.baseline
     )
     closers.append(local_provider.close)
     return interfaces

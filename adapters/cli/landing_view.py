@@ -9,7 +9,7 @@ from typing import Any
 
 from domain.landing import QueueEntry, describe_queue, why_not_merged
 from domain.models import EngineState, SentBack, WorkItem
-from domain.state import ordered
+from domain.selectors import ordered
 
 
 def queue_active(config: Any) -> bool:

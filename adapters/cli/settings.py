@@ -31,7 +31,7 @@ from actors.config import EngineConfig, LogLevel, PollerSettings
 from actors.journal import JOURNAL_NAME
 from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, SupervisorSettings
 from adapters.bash_guard.config import BashGuardConfig
-from adapters.github.settings import GitHubSettings
+from adapters.providers.github.settings import GitHubSettings
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
 from adapters.runtime.settings import (

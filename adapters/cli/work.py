@@ -24,7 +24,7 @@ from domain.events import StatusTransitioned, UserTransitionedStatus, WorkItemCh
 from domain.models import STATUSES, EngineState, ReviewerStartParams, WorkItem, WorkItemId
 from domain.requests import REQUEST_ADAPTER, RequestRefused, SetStatus, UserRequest
 from domain.runs import attempt_number
-from domain.state import open_blockers, ordered, revision_for, runs_for_work_item
+from domain.selectors import open_blockers, ordered, revision_for, runs_for_work_item
 
 EXIT_REFUSED = 1  # the state does not allow it (an unknown item, a status that forbids it)
 EXIT_USAGE = 2  # what was typed is not a request (an unknown status name)
@@ -145,7 +145,7 @@ def _items_and_state(config: CpeConfig, root: Path) -> tuple[dict[WorkItemId, Wo
     items and revisions over it (local provider); on GitHub, the engine's last view."""
     state = journal_state(root / config.engine.state_dir)
     if config.provider.kind == "local":
-        from adapters.local.provider import LocalProvider  # noqa: PLC0415
+        from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 
         branch = default_branch(config, root)
         provider = LocalProvider(root, root / config.engine.state_dir, branch)
@@ -166,7 +166,7 @@ def _items_and_state(config: CpeConfig, root: Path) -> tuple[dict[WorkItemId, Wo
 def _tracker_items(config: CpeConfig, root: Path) -> list[WorkItem] | None:
     if config.provider.kind != "local":
         return None
-    from adapters.local.provider import LocalProvider  # noqa: PLC0415
+    from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 
     provider = LocalProvider(root, root / config.engine.state_dir, default_branch(config, root))
     try:
@@ -178,7 +178,7 @@ def _tracker_items(config: CpeConfig, root: Path) -> list[WorkItem] | None:
 def _body(config: CpeConfig, root: Path, item: WorkItem) -> str:
     if config.provider.kind != "local":
         return github_body(config, item)
-    from adapters.local.provider import LocalProvider  # noqa: PLC0415
+    from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 
     provider = LocalProvider(root, root / config.engine.state_dir, default_branch(config, root))
     try:
@@ -322,7 +322,7 @@ def _local(config: CpeConfig) -> bool:
 
 
 def _write_status(config: CpeConfig, root: Path, payload: SetStatus) -> None:
-    from adapters.local.provider import LocalProvider  # noqa: PLC0415
+    from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 
     provider = LocalProvider(root, root / config.engine.state_dir, default_branch(config, root))
     try:

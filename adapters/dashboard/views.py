@@ -36,8 +36,8 @@ from domain.models import (
 from domain.requests import RETRYABLE
 from domain.results import AgentReview
 from domain.runs import FAILED_ENDINGS, attempt_number, run_attempt, run_ending
+from domain.selectors import natural_key, ordered, revision_for, runs_for_work_item
 from domain.signals import clock, describe_signal, describe_windows, window_name
-from domain.state import natural_key, ordered, revision_for, runs_for_work_item
 
 RECENT_RUNS = 30
 RECENT_FAILURES = 10

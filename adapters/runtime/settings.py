@@ -205,10 +205,8 @@ class ClaudeCliRuntime(_Runtime):
         return "claude", executable(path) or path, "runtime.claude_cli.cli_path"
 
     def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
-        from adapters.runtime.runners.runtime import (  # noqa: PLC0415
-            CliRuntimeConfig,
-            create_cli_runtime,
-        )
+        from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: PLC0415
+        from adapters.runtime.runners.claude_cli import create_cli_runtime  # noqa: PLC0415
 
         config = runtime_config(
             CliRuntimeConfig,
@@ -262,8 +260,8 @@ class CodexCliRuntime(_Runtime):
         return "codex", executable(self.cli_path) or self.cli_path, "runtime.codex_cli.cli_path"
 
     def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
+        from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: PLC0415
         from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
-        from adapters.runtime.runners.runtime import CliRuntimeConfig  # noqa: PLC0415
 
         config = runtime_config(
             CliRuntimeConfig,

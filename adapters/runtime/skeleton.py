@@ -1,7 +1,7 @@
 """What every runtime does around an agent run, written once: the run table, the start (the
 workspace, the sandbox, the deadline), cancel, the startup reaper and the output stream.
 
-``claude_sdk.py`` (the Claude Agent SDK) and ``runners/runtime.py`` (the ``claude -p`` and
+``claude_sdk.py`` (the Claude Agent SDK) and ``cli/cli_runtime.py`` (the ``claude -p`` and
 ``codex exec`` runners) are ``RuntimeSkeleton`` subclasses that keep only what is their own: how
 a run starts once its workspace and sandbox exist (``_begin``), how it is driven to its result
 (``_drive``), how it is stopped (``_cancel``, ``_kill``) and where its pid files are

@@ -15,7 +15,7 @@ from actors.journal import Journal
 from actors.queue import Inbox
 from actors.sessions import SessionManager
 from actors.settings import RetrySettings
-from adapters.local.provider import LocalProvider
+from adapters.providers.local.provider import LocalProvider
 from domain.commands import (
     CreateRevision,
     EngineCommand,

@@ -38,8 +38,9 @@ from adapters.demo import (
 )
 from adapters.demo.book import BOOK_RULES
 from adapters.demo.sample import SampleRepoError, agent_definitions_dir
-from adapters.local.pipeline import LocalPipeline
-from adapters.local.provider import LocalProvider
+from adapters.providers.local.pipeline import LocalPipeline
+from adapters.providers.local.provider import LocalProvider
+from adapters.providers.specs.globs import PathMatcher
 from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter
 from adapters.runtime.workspace.context import assemble_prompt
 from adapters.runtime.workspace.patches import extract_patch
@@ -51,7 +52,6 @@ from adapters.scripted_model import (
     ToolBlock,
 )
 from adapters.scripted_model.scenario import next_turn, select
-from adapters.specs.globs import PathMatcher
 from domain.models import (
     AgentStartParams,
     EngineState,

@@ -9,17 +9,11 @@ from typing import Any
 import pytest
 
 from domain.commands import StartAgent, TransitionStatus
-from domain.decisions import (
-    PlannerBackoff,
-    branch_name,
-    dispatch_items,
-    explain_transition,
-    planner_backoff,
-    reviews_wanted,
-    run_end_trigger,
-    why_cancel,
-)
+from domain.decisions import PlannerBackoff, planner_backoff
+from domain.dispatch import branch_name, dispatch_items
 from domain.models import AgentRun, EngineState
+from domain.revisions import reviews_wanted
+from domain.run_end import explain_transition, run_end_trigger, why_cancel
 from tests.domain.builders import (
     implementor_run,
     item,

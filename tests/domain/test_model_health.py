@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from domain.commands import CancelAgent
-from domain.decisions import DispatchPause, breaker_pause, model_outage, quota_hold, run_end_trigger
+from domain.decisions import DispatchPause, breaker_pause, model_outage, quota_hold
 from domain.events import (
     AgentFailed,
     AgentSignalled,
@@ -16,6 +16,7 @@ from domain.events import (
 )
 from domain.handlers import HandlerOptions
 from domain.models import EngineState, QuotaWindow, RunSignal
+from domain.run_end import run_end_trigger
 from domain.signals import describe_signal
 from tests.domain.builders import implemented, implementor_run, item, state
 from tests.domain.builders import step as step_with

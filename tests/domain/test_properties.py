@@ -67,7 +67,8 @@ from domain.results import (
     PlannerResult,
     ReviewerResult,
 )
-from domain.state import apply_event, has_run_in_flight
+from domain.selectors import has_run_in_flight
+from domain.state import apply_event
 from domain.workflow import ALLOWED_TRANSITIONS
 from tests.domain.builders import item, revision, spec
 

@@ -160,7 +160,7 @@ def test_only_the_claude_sdk_adapter_imports_the_sdk_and_only_runtime_imports_fr
     outside = {p for p in _importers("frontmatter") if not p.startswith("adapters/runtime/")}
     assert outside == FRONTMATTER_TEST_IMPORTERS
     product = ("domain", "actors", "adapters")
-    assert all(p.startswith("adapters/github/") for p in _importers("githubkit", product))
+    assert all(p.startswith("adapters/providers/github/") for p in _importers("githubkit", product))
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,8 @@ from domain.models import (
     WorkItemId,
 )
 from domain.results import AgentReview, PlannerResult
-from domain.state import apply_event, natural_key, ordered
+from domain.selectors import natural_key, ordered
+from domain.state import apply_event
 from tests.domain.builders import (
     implemented,
     implementor_run,

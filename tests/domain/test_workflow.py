@@ -11,7 +11,6 @@ from collections.abc import Callable
 import pytest
 
 from domain.commands import TransitionStatus
-from domain.decisions import explain_transition
 from domain.events import (
     AgentFailed,
     EngineEvent,
@@ -24,6 +23,7 @@ from domain.events import (
 )
 from domain.handlers import HandlerOptions
 from domain.models import EngineState, ImplementorStartParams, LandingTest, SentBack
+from domain.run_end import explain_transition
 from domain.workflow import (
     ALLOWED_TRANSITIONS,
     TRIGGERS,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from actors.journal import Journal
-from adapters.local.provider import LocalProvider
+from adapters.providers.local.provider import LocalProvider
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from domain.models import AgentRun, Revision, WorkItem
 from tests.support.git import git_raw, make_repo

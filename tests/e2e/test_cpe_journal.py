@@ -10,7 +10,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from adapters.local.provider import LocalProvider
+from adapters.providers.local.provider import LocalProvider
 from tests.e2e.running import CPE, MODEL_KEY, make_cpe_repo, wait_for
 
 BASE_ENV = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "ANTHROPIC_API_KEY": MODEL_KEY}

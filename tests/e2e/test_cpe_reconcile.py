@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 from actors.journal import Journal
-from adapters.local.provider import DATABASE_NAME, LocalProvider
+from adapters.providers.local.provider import DATABASE_NAME, LocalProvider
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from tests.e2e.running import add_work_item, make_cpe_repo, start_cpe, wait_for, worktrees
 from tests.test_cli import cpe

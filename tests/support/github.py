@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from adapters.github import GitHubProvider, GitHubSettings
+from adapters.providers.github import GitHubProvider, GitHubSettings
 from tests.adapters.providers.edits import BASE_FILES
 from tests.fakes.github import FakeGitHub
 from tests.support.git import Content, isolate_git

@@ -41,8 +41,8 @@ SELECTION = [
     "tests/test_commands.py",
     "tests/test_cli.py",
     "tests/adapters/test_dashboard.py",
-    "tests/adapters/providers/test_github_limits.py",
-    "tests/adapters/providers/test_github_merging.py",
+    "tests/adapters/providers/github/test_github_limits.py",
+    "tests/adapters/providers/github/test_github_merging.py",
 ]
 CONFIG = f"""[tool.mutmut]
 source_paths = ["actors/"]

@@ -19,37 +19,30 @@ from __future__ import annotations
 
 import json
 import threading
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from adapters.bash_guard.hook import FILE_TOOLS_POLICY, hook_settings
+from adapters.runtime.claude_sdk import bundled_cli
+from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
+from adapters.runtime.cli.jsonl import MODEL_API, CliOutcome, EventCallback, JsonlRun
+from adapters.runtime.cli.process import ProcessHandle, ProcessOutcome
+from adapters.runtime.cli.request import RunnerCapabilities, RunRequest
+from adapters.runtime.cli.runner import ARGV_PROMPT_BYTES, JsonlCliRunner, Prepared
 from adapters.runtime.pricing import LiveUsage
-from adapters.runtime.records.artifacts import FinishedArtifacts, RunArtifacts, Termination
-from adapters.runtime.runners.base import (
-    RunnerCapabilities,
-    RunRequest,
-    check_request,
-)
-from adapters.runtime.runners.process import (
-    KillReason,
-    ProcessHandle,
-    ProcessOutcome,
-    Stream,
-    start_process,
-)
+from adapters.runtime.records.artifacts import RunArtifacts
 from adapters.runtime.sandbox.runs import sandbox_record
-from adapters.runtime.workspace.progress import ProgressWatch
+from adapters.runtime.signals import ClaudeSignals
+from domain.ports import RuntimeAdapterDeps
 
 __all__ = [
     "CLAUDE_CAPABILITIES",
     "ClaudeCliRun",
     "ClaudeCliRunner",
-    "CliOutcome",
-    "JsonlRun",
-    "launch",
+    "create_cli_runtime",
+    "model_api_failed",
 ]
 
 CLAUDE_CAPABILITIES = RunnerCapabilities(
@@ -68,12 +61,6 @@ CLAUDE_CAPABILITIES = RunnerCapabilities(
     supports_max_turns=True,  # --max-turns
     supports_max_budget=True,  # --max-budget-usd
 )
-ARGV_PROMPT_BYTES = 100_000  # an argv string is at most 128 KiB on Linux; longer: on stdin
-
-EventCallback = Callable[[dict[str, Any]], None]
-
-
-MODEL_API = "model-api"  # CliOutcome.infrastructure of a run the model API failed
 
 
 def model_api_failed(result: dict[str, Any]) -> bool:
@@ -82,167 +69,6 @@ def model_api_failed(result: dict[str, Any]) -> bool:
     return bool(result.get("is_error")) and (
         result.get("terminal_reason") == "api_error" or result.get("api_error_status") is not None
     )
-
-
-@dataclass(frozen=True)
-class CliOutcome:
-    """How a CLI run ended: the termination, the ``result`` event, the finished artifacts.
-
-    ``infrastructure`` names what failed under the agent when that, not the agent's work,
-    ended the run (``"sandbox"``: codex's sandbox could not run commands); None otherwise."""
-
-    termination: Termination
-    exit_code: int | None
-    reason: str | None
-    result: dict[str, Any] | None
-    artifacts: FinishedArtifacts
-    process: ProcessOutcome | None
-    infrastructure: str | None = None
-    live: LiveUsage | None = None  # the tokens the run streamed (priced when no cost came)
-
-
-class JsonlRun(ABC):
-    """What every CLI run shares: stop it, wait for its outcome once, and read its stdout as
-    JSON lines into the artifacts (stderr becomes transcript notes; a line that is not a JSON
-    object is kept as malformed). Subclasses say what an event means (``_event``) and what the
-    ending means (``_finish``)."""
-
-    kind_of_event: ClassVar[str] = "JSON event"
-    request: RunRequest
-    process: ProcessHandle
-    last_call: tuple[str, str] | None = None  # the last tool call: name, input
-    repeats: int = 0
-    looping: str | None = None  # why the run was stopped for making no progress
-    progress: ProgressWatch | None = None  # an implementor's tool calls since its last change
-    artifacts: RunArtifacts
-    on_event: EventCallback | None
-    malformed: list[str]
-    _lock: threading.Lock
-    _outcome: CliOutcome | None
-
-    def stop(
-        self, reason: KillReason = "killed_policy", detail: str = "stopped by the engine"
-    ) -> None:
-        self.process.stop(reason, detail)
-
-    def count_repeats(self, name: str, arguments: object) -> None:
-        """The same tool call with the same input ``request.repeat_limit`` times in a row is
-        a loop: the run is stopped (``killed_policy``), saying so."""
-        call = (name, json.dumps(arguments, sort_keys=True, default=str))
-        self.repeats = self.repeats + 1 if call == self.last_call else 1
-        self.last_call = call
-        limit = self.request.repeat_limit
-        if limit is not None and self.repeats >= limit and self.looping is None:
-            self.looping = f"no progress: the same {name} call {self.repeats} times in a row"
-            self.artifacts.note(self.looping)
-            self.process.stop("killed_policy", self.looping)
-
-    def count_progress(self) -> None:
-        """An implementor's tool calls that change nothing in its worktree,
-        ``request.unchanged_limit`` of them in a row: the run is stopped, saying so."""
-        if self.request.read_only or self.request.unchanged_limit is None or self.looping:
-            return
-        if self.progress is None:
-            self.progress = ProgressWatch(self.request.worktree_path, self.request.unchanged_limit)
-        stuck = self.progress.tool_call()
-        if stuck is not None:
-            self.looping = stuck
-            self.artifacts.note(stuck)
-            self.process.stop("killed_policy", stuck)
-
-    def wait(self, timeout: float | None = None) -> CliOutcome:
-        ended = self.process.wait(timeout)
-        with self._lock:
-            if self._outcome is None:
-                self._outcome = self._finish(ended)
-            return self._outcome
-
-    def line(self, stream: Stream, text: str) -> None:  # a reader thread
-        if stream == "stderr":
-            self.artifacts.note(f"stderr: {text}")
-            return
-        if not text.strip():
-            return
-        try:
-            event = json.loads(text)
-        except ValueError:
-            event = None
-        if not isinstance(event, dict):
-            self.malformed.append(text[:200])
-            self.artifacts.note(f"not a {self.kind_of_event}: {text[:200]}")
-            return
-        self.artifacts.record_native(event)
-        self._event(event)
-        if self.on_event is not None:
-            self.on_event(event)
-
-    @abstractmethod
-    def _event(self, event: dict[str, Any]) -> None:
-        """What one event means for the run."""
-
-    @abstractmethod
-    def _finish(self, ended: ProcessOutcome) -> CliOutcome: ...
-
-
-R = TypeVar("R", bound=JsonlRun)
-
-
-def launch(
-    argv: list[str],
-    run: RunRequest,
-    env: Mapping[str, str] | None,
-    artifacts: RunArtifacts,
-    make_handle: Callable[[ProcessHandle], R],
-    *,
-    stdin_prompt: str | None,
-    wall_timeout: float | None,
-    idle_timeout: float | None,
-    kill_grace: float,
-) -> R:
-    """Start a CLI run whose artifacts are open: the process in its own group, its stdout and
-    stderr lines fed to the handle ``make_handle`` builds (lines that come before the handle
-    exists are held, then replayed in order). ``stdin_prompt``: a prompt too long for argv,
-    given on stdin from a file that is gone once the process holds it. A CLI that cannot start
-    ends its artifacts as ``error`` and raises ``OSError`` (S003-12)."""
-    holder: list[R] = []
-    pending: list[tuple[Stream, str]] = []
-    gate = threading.Lock()
-
-    def on_line(stream: Stream, text: str) -> None:
-        with gate:
-            if not holder:
-                pending.append((stream, text))
-                return
-        holder[0].line(stream, text)
-
-    stdin = artifacts.run_dir / ".prompt-stdin" if stdin_prompt is not None else None
-    if stdin is not None:
-        stdin.write_text(stdin_prompt or "")
-    try:
-        process = start_process(
-            argv,
-            cwd=Path(run.worktree_path),
-            env=dict(env or {}),
-            log_dir=artifacts.run_dir,
-            on_line=on_line,
-            wall_timeout=wall_timeout,
-            idle_timeout=idle_timeout,
-            kill_grace=kill_grace,
-            stdin=stdin,
-        )
-    except OSError as exc:  # command not found, not executable (S003-12)
-        artifacts.finish("error", None, reason=f"could not start {argv[0]}: {exc}")
-        raise
-    finally:
-        if stdin is not None:
-            stdin.unlink(missing_ok=True)  # the process holds it open; the metadata has it
-    handle = make_handle(process)
-    artifacts.annotate(pid=process.pid, pgid=process.pid)
-    with gate:
-        holder.append(handle)
-        for stream, text in pending:
-            handle.line(stream, text)
-    return handle
 
 
 @dataclass
@@ -348,8 +174,12 @@ class ClaudeCliRun(JsonlRun):
         )
 
 
-class ClaudeCliRunner:
-    """``RunnerAdapter`` for the ``claude`` CLI; runs land in ``<state_dir>/runs/<run_id>``."""
+class ClaudeCliRunner(JsonlCliRunner[ClaudeCliRun]):
+    """The runner of the ``claude`` CLI; runs land in ``<state_dir>/runs/<run_id>``."""
+
+    agent_family = "claude_cli"
+    invocation_mode = "print"
+    capture_format = "claude_stream_json"
 
     def __init__(
         self,
@@ -401,59 +231,61 @@ class ClaudeCliRunner:
             argv += ["--settings", json.dumps(settings)]
         return argv if prompt is None else [*argv, "--", prompt]
 
-    def start(
+    def _argv(self, run: RunRequest, prompt: str | None) -> list[str]:
+        return self.command(run, prompt)
+
+    def effective_policy(self, run: RunRequest, via_stdin: bool) -> dict[str, Any]:
+        return {
+            "permission_mode": "bypassPermissions",
+            "non_interactive": "--print, stdin "
+            + ("the prompt file" if via_stdin else "/dev/null"),
+            "enforced": sorted(run.requested_policy),
+            "bash_guard": "deny" if run.bash_guard is not None else "off",
+            "file_tools": FILE_TOOLS_POLICY if run.bash_guard is not None else "unchecked",
+            "workspace": "read-only by the agent's tools" if run.read_only else "writable",
+            **({"tools": list(run.agent.tools or [])} if run.agent else {}),
+            "os_sandbox": sandbox_record(
+                run.sandbox if run.bash_guard is not None else None,
+                run.sandbox_missing,
+                "every Bash command: cpe's PreToolUse hook rewrites it to run in bwrap",
+            ),
+        }
+
+    def _prepare(
         self,
         run: RunRequest,
-        prompt: str | None = None,
-        env: Mapping[str, str] | None = None,
-        *,
-        on_event: EventCallback | None = None,
-    ) -> ClaudeCliRun:
-        """Check, record, then start; raises ``RunRejectedError`` before anything runs."""
-        prompt = run.prompt if prompt is None else prompt
-        env = run.env if env is None else env
-        check_request(self.capabilities, run)
-        via_stdin = len(prompt.encode()) > self.argv_prompt_bytes
-        argv = self.command(run, None if via_stdin else prompt)
-        artifacts = RunArtifacts.open(
-            self.state_dir,
-            run.run_id,
-            agent_family="claude_cli",
-            invocation_mode="print",
-            command=argv if via_stdin else argv[:-1],  # the prompt is in the metadata
-            working_directory=Path(run.worktree_path),
-            prompt=prompt,
-            prompt_reference=run.prompt_reference,
-            requested_policy=run.policy_dict(),
-            effective_policy={
-                "permission_mode": "bypassPermissions",
-                "non_interactive": "--print, stdin "
-                + ("the prompt file" if via_stdin else "/dev/null"),
-                "enforced": sorted(run.requested_policy),
-                "bash_guard": "deny" if run.bash_guard is not None else "off",
-                "file_tools": FILE_TOOLS_POLICY if run.bash_guard is not None else "unchecked",
-                "workspace": "read-only by the agent's tools" if run.read_only else "writable",
-                **({"tools": list(run.agent.tools or [])} if run.agent else {}),
-                "os_sandbox": sandbox_record(
-                    run.sandbox if run.bash_guard is not None else None,
-                    run.sandbox_missing,
-                    "every Bash command: cpe's PreToolUse hook rewrites it to run in bwrap",
-                ),
-            },
-            capture_format="claude_stream_json",
-            transcript_log=run.transcript_log,
-        )
-        return launch(
-            argv,
-            run,
-            env,
-            artifacts,
-            lambda process: ClaudeCliRun(run, artifacts, process, on_event),
-            stdin_prompt=prompt if via_stdin else None,
-            wall_timeout=run.wall_timeout or self.wall_timeout,
-            idle_timeout=run.idle_timeout or self.idle_timeout,
-            kill_grace=self.kill_grace,
-        )
+        argv: list[str],
+        env: Mapping[str, str] | None,
+        artifacts: RunArtifacts,
+        on_event: EventCallback | None,
+    ) -> Prepared[ClaudeCliRun]:
+        return Prepared(argv, env, lambda process: ClaudeCliRun(run, artifacts, process, on_event))
 
-    def stop(self, handle: ClaudeCliRun) -> None:
-        handle.stop()
+    @staticmethod
+    def text_chunks(event: Mapping[str, Any]) -> list[str]:
+        """The text blocks of an ``assistant`` message."""
+        if event.get("type") != "assistant":
+            return []
+        message = event.get("message")
+        blocks = message.get("content") if isinstance(message, dict) else None
+        return [
+            str(block["text"])
+            for block in (blocks if isinstance(blocks, list) else ())
+            if isinstance(block, dict) and block.get("type") == "text" and block.get("text")
+        ]
+
+
+def create_cli_runtime(
+    config: CliRuntimeConfig,
+    deps: RuntimeAdapterDeps,
+    *,
+    cli_path: str | None = None,
+    kill_grace: float = 5.0,
+) -> CliRuntime:
+    """The ``claude-cli`` runtime: the runs land where the SDK runtime puts its own."""
+    runner = ClaudeCliRunner(
+        Path(config.logging.logs_dir).parent,
+        cli_path=cli_path or bundled_cli(),
+        kill_grace=kill_grace,
+    )
+    return CliRuntime(runner, config, deps, signals=ClaudeSignals)

@@ -34,12 +34,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
+from adapters.runtime.cli.jsonl import EventCallback
+from adapters.runtime.cli.request import RunnerCapabilities, RunRequest
+from adapters.runtime.cli.runner import ARGV_PROMPT_BYTES, JsonlCliRunner, Prepared
 from adapters.runtime.records.artifacts import RunArtifacts
-from adapters.runtime.runners.base import RunnerCapabilities, RunRequest, check_request
-from adapters.runtime.runners.claude_cli import EventCallback, launch
 from adapters.runtime.runners.codex_home import CodexHome, codex_home_of
 from adapters.runtime.runners.codex_run import CodexCliRun
-from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.sandbox.runs import sandbox_record
 from adapters.runtime.signals import CodexSignals
 from adapters.runtime.skeleton import MODEL_VARIABLES
@@ -75,7 +76,6 @@ CODEX_CAPABILITIES = RunnerCapabilities(
 )
 # The model credentials and endpoint codex reads, passed to it on purpose (nothing else secret).
 CODEX_MODEL_VARIABLES = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
-ARGV_PROMPT_BYTES = 100_000  # an argv string is at most 128 KiB on Linux; longer: on stdin
 SCHEMA_FILE = "codex-output-schema.json"  # attached: the strict schema codex was given
 _APPLIES_TO = (
     "codex exec and every command it runs (codex's own sandbox confines the commands further)"
@@ -127,8 +127,12 @@ def codex_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return dict(schema)
 
 
-class CodexCliRunner:
-    """``RunnerAdapter`` for ``codex exec``; runs land in ``<state_dir>/runs/<run_id>``."""
+class CodexCliRunner(JsonlCliRunner[CodexCliRun]):
+    """The runner of ``codex exec``; runs land in ``<state_dir>/runs/<run_id>``."""
+
+    agent_family = "codex_cli"
+    invocation_mode = "exec"
+    capture_format = "codex_exec_jsonl"
 
     def __init__(
         self,
@@ -192,54 +196,38 @@ class CodexCliRunner:
             argv += ["-c", override]
         return [*argv, "-"] if prompt is None else [*argv, "--", prompt]
 
-    def start(
-        self,
-        run: RunRequest,
-        prompt: str | None = None,
-        env: Mapping[str, str] | None = None,
-        *,
-        on_event: EventCallback | None = None,
-    ) -> CodexCliRun:
-        """Check, record, then start; raises ``RunRejectedError`` before anything runs."""
-        prompt = run.prompt if prompt is None else prompt
-        env = run.env if env is None else env
-        check_request(self.capabilities, run)
-        via_stdin = len(prompt.encode()) > self.argv_prompt_bytes
+    def _argv(self, run: RunRequest, prompt: str | None) -> list[str]:
         run_dir = self.state_dir / "runs" / run.run_id
         schema_file = run_dir / SCHEMA_FILE if run.output_schema is not None else None
-        argv = self.command(run, None if via_stdin else prompt, run_dir, schema_file)
-        artifacts = RunArtifacts.open(
-            self.state_dir,
-            run.run_id,
-            agent_family="codex_cli",
-            invocation_mode="exec",
-            command=argv if via_stdin else argv[:-1],  # the prompt is in the metadata
-            working_directory=Path(run.worktree_path),
-            prompt=prompt,
-            prompt_reference=run.prompt_reference,
-            requested_policy=run.policy_dict(),
-            effective_policy={
-                "approval_policy": "never",
-                "sandbox": self.sandbox_for(run),
-                "non_interactive": "exec, stdin "
-                + ("the prompt file" if via_stdin else "/dev/null"),
-                "enforced": sorted(run.requested_policy),
-                "output_schema": "strict" if schema_file is not None else "none",
-                **(
-                    {"max_turns": f"{run.counted_max_turns} tool calls, counted by cpe"}
-                    if run.counted_max_turns is not None
-                    else {}
-                ),
-                **(
-                    {"not_enforced": run.extra["not_enforced"]}
-                    if "not_enforced" in run.extra
-                    else {}
-                ),
-                "os_sandbox": sandbox_record(run.sandbox, run.sandbox_missing, _APPLIES_TO),
-            },
-            capture_format="codex_exec_jsonl",
-            transcript_log=run.transcript_log,
-        )
+        return self.command(run, prompt, run_dir, schema_file)
+
+    def effective_policy(self, run: RunRequest, via_stdin: bool) -> dict[str, Any]:
+        return {
+            "approval_policy": "never",
+            "sandbox": self.sandbox_for(run),
+            "non_interactive": "exec, stdin " + ("the prompt file" if via_stdin else "/dev/null"),
+            "enforced": sorted(run.requested_policy),
+            "output_schema": "strict" if run.output_schema is not None else "none",
+            **(
+                {"max_turns": f"{run.counted_max_turns} tool calls, counted by cpe"}
+                if run.counted_max_turns is not None
+                else {}
+            ),
+            **({"not_enforced": run.extra["not_enforced"]} if "not_enforced" in run.extra else {}),
+            "os_sandbox": sandbox_record(run.sandbox, run.sandbox_missing, _APPLIES_TO),
+        }
+
+    def _prepare(
+        self,
+        run: RunRequest,
+        argv: list[str],
+        env: Mapping[str, str] | None,
+        artifacts: RunArtifacts,
+        on_event: EventCallback | None,
+    ) -> Prepared[CodexCliRun]:
+        """The strict schema attached, the run's own ``CODEX_HOME`` (``isolated_home``), and
+        codex, with its own sandbox inside, in cpe's."""
+        run_dir = self.state_dir / "runs" / run.run_id
         if run.output_schema is not None:
             artifacts.attach(
                 "codex_output_schema", SCHEMA_FILE, json.dumps(codex_schema(run.output_schema))
@@ -272,27 +260,23 @@ class CodexCliRunner:
             )
             launched = outer.wrap_argv(argv, str(Path(run.worktree_path).absolute()))
             artifacts.annotate(sandbox_command=launched[: launched.index("--") + 1])
-        try:
-            return launch(
-                launched,
-                run,
-                env,
-                artifacts,
-                lambda process: CodexCliRun(
-                    run, artifacts, process, last, on_event, codex_home_of(env), home
-                ),
-                stdin_prompt=prompt if via_stdin else None,
-                wall_timeout=run.wall_timeout or self.wall_timeout,
-                idle_timeout=run.idle_timeout or self.idle_timeout,
-                kill_grace=self.kill_grace,
-            )
-        except BaseException:
-            if home is not None:
-                home.release()
-            raise
+        return Prepared(
+            launched,
+            env,
+            lambda process: CodexCliRun(
+                run, artifacts, process, last, on_event, codex_home_of(env), home
+            ),
+            home.release if home is not None else lambda: None,
+        )
 
-    def stop(self, handle: CodexCliRun) -> None:
-        handle.stop()
+    @staticmethod
+    def text_chunks(event: Mapping[str, Any]) -> list[str]:
+        """The text of an ``agent_message`` item."""
+        if event.get("type") == "item.completed":
+            item = event.get("item")
+            if isinstance(item, dict) and item.get("type") == "agent_message" and item.get("text"):
+                return [str(item["text"])]
+        return []
 
 
 def create_codex_runtime(

@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeGuard
 
+from adapters.runtime.cli.jsonl import MODEL_API, CliOutcome, EventCallback, JsonlRun
+from adapters.runtime.cli.process import ProcessHandle, ProcessOutcome
+from adapters.runtime.cli.request import RunRequest
 from adapters.runtime.pricing import token_cost
 from adapters.runtime.records.artifacts import RunArtifacts
-from adapters.runtime.runners.base import RunRequest
-from adapters.runtime.runners.claude_cli import MODEL_API, CliOutcome, EventCallback, JsonlRun
 from adapters.runtime.runners.codex_home import CodexHome
 from adapters.runtime.runners.codex_sandbox import INFRASTRUCTURE, check_run, find_session_log
-from adapters.runtime.runners.process import ProcessHandle, ProcessOutcome
 
 __all__ = ["LAST_MESSAGE_FILE", "NETWORK_WAITS", "SESSION_LOG_FILE", "CodexCliRun"]
 

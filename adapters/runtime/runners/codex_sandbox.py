@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.runtime.runners.process import ProcessOutcome
+from adapters.runtime.cli.process import ProcessOutcome
 
 __all__ = [
     "INFRASTRUCTURE",

@@ -32,7 +32,7 @@ this module decides, so that the same inputs always give the same bytes:
 - A review history the reader trimmed (``left_out``: reviews and comments by authors it does
   not trust) says how many were left out, in one line right under ``### Prior Reviews``; that
   heading is there whenever something was left out, even when no review is kept.
-- Work items are listed in natural id order (``domain.state.ordered``: "2" before "10"), not
+- Work items are listed in natural id order (``domain.selectors.ordered``: "2" before "10"), not
   in the state's insertion order, so the planner's prompt does not change when a poll reorders.
   Specs keep the order of ``spec_paths``; files, reviews and comments keep the reader's order.
 - The spec diff is ``difflib.unified_diff`` of the last planned blob against the file on disk,
@@ -75,7 +75,7 @@ from domain.models import (
     WorkItemId,
 )
 from domain.ports import RuntimeAdapterDeps
-from domain.state import ordered
+from domain.selectors import ordered
 
 __all__ = ["assemble_prompt", "spec_diff"]
 

@@ -18,7 +18,7 @@ the SDK executes is :data:`LAUNCHER`, which is part of cpe and which cpe never o
 writing: no process of ours can hold a writable descriptor to it. The launcher passes the
 run's script to ``/bin/sh`` as a file to read, and a reader is never refused because of a
 writer. The script is complete when the SDK starts: it was closed before, and a forked child's
-copy of the descriptor writes nothing before it execs. The CLI runtimes (``runners/process.py``)
+copy of the descriptor writes nothing before it execs. The CLI runtimes (``cli/process.py``)
 execute the configured CLI itself, which cpe never writes either; setup and pipeline commands
 run in worktrees ``git`` checked out, so what they execute was written by a git process that
 had exited before.

@@ -16,9 +16,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from adapters.bash_guard.config import BashGuardConfig
 from adapters.cli.settings import parse_config
+from adapters.runtime.cli.cli_runtime import CliRuntimeConfig
 from adapters.runtime.pricing import ModelPrice
 from adapters.runtime.remote.node import Shipment, _build
-from adapters.runtime.runners.runtime import CliRuntimeConfig
 from adapters.runtime.sandbox.config import SandboxConfig
 from adapters.runtime.settings import (
     RUNTIME_KINDS,

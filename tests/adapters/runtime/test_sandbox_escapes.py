@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 
 from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter
+from adapters.runtime.cli.cli_runtime import CliRuntimeConfig
+from adapters.runtime.runners.claude_cli import create_cli_runtime
 from adapters.runtime.runners.codex_cli import create_codex_runtime
-from adapters.runtime.runners.runtime import CliRuntimeConfig, create_cli_runtime
 from adapters.scripted_model import ScriptedModelServer, parse_scenario
 from adapters.scripted_model.responses_wire import codex_overrides
 from domain.models import ImplementorStartParams, SessionId, WorkItemId

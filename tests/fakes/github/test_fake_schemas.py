@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from githubkit_schemas.v2026_03_10.models import GitRef, Label
 
-from adapters.github import GitHubProvider, GitHubSettings, markers
+from adapters.providers.github import GitHubProvider, GitHubSettings, markers
 from domain.errors import ConflictError, MergeWaitError, NotFoundError, ProviderError
 from domain.models import RevisionId, WorkItemId
 from domain.results import AgentReview, AgentReviewComment

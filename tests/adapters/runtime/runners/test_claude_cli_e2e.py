@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 import pytest
 
+from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
+from adapters.runtime.cli.process import group_members
 from adapters.runtime.records.artifacts import read_prompt
-from adapters.runtime.runners.claude_cli import ClaudeCliRunner
-from adapters.runtime.runners.process import group_members
-from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig, create_cli_runtime
+from adapters.runtime.runners.claude_cli import ClaudeCliRunner, create_cli_runtime
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from domain.errors import AgentFailure
 from domain.models import (

@@ -16,9 +16,12 @@ import psutil
 import pytest
 
 from adapters.bash_guard import BashGuardConfig
+from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
+from adapters.runtime.cli.jsonl import CliOutcome
+from adapters.runtime.cli.process import group_members
+from adapters.runtime.cli.request import AgentProfile, RunRejectedError, RunRequest
+from adapters.runtime.cli.runner import CliRunner
 from adapters.runtime.records.artifacts import read_prompt
-from adapters.runtime.runners.base import AgentProfile, RunnerAdapter, RunRejectedError, RunRequest
-from adapters.runtime.runners.claude_cli import CliOutcome
 from adapters.runtime.runners.codex_cli import (
     CodexCliRun,
     CodexCliRunner,
@@ -26,8 +29,6 @@ from adapters.runtime.runners.codex_cli import (
     toml_string,
 )
 from adapters.runtime.runners.codex_run import NETWORK_WAITS
-from adapters.runtime.runners.process import group_members
-from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from adapters.scripted_model.responses_wire import codex_overrides
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import output_schema, strict_output_schema, validate_output
@@ -94,7 +95,7 @@ def test_the_codex_runner_offers_the_interface_and_honest_capabilities(
     tmp_path: Path, fake_codex: FakeCodex
 ) -> None:
     codex = make_runner(tmp_path, fake_codex)
-    assert isinstance(codex, RunnerAdapter)
+    assert isinstance(codex, CliRunner)
     caps = codex.get_capabilities().as_dict()
     json.dumps(caps)
     assert caps["name"] == "codex-cli"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.runtime.runners.base import RunRequest
+from adapters.runtime.cli.request import RunRequest
 from adapters.runtime.runners.codex_cli import CodexCliRunner
 from adapters.runtime.runners.codex_home import (
     LOCK,

@@ -29,11 +29,11 @@ from typing import Any
 import psutil
 import pytest
 
+from adapters.runtime.cli.jsonl import CliOutcome
+from adapters.runtime.cli.process import group_members
+from adapters.runtime.cli.request import RunRequest
 from adapters.runtime.pricing import DEFAULT_PRICES, token_cost
-from adapters.runtime.runners.base import RunRequest
-from adapters.runtime.runners.claude_cli import CliOutcome
 from adapters.runtime.runners.codex_cli import CodexCliRun, CodexCliRunner, SandboxMode
-from adapters.runtime.runners.process import group_members
 from adapters.scripted_model import (
     Match,
     ScriptedModelServer,

@@ -11,14 +11,14 @@ from typing import Any
 import anyio
 import pytest
 
-from adapters.runtime.runners.base import RunRequest
+from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
+from adapters.runtime.cli.process import PIDFILE, group_members
+from adapters.runtime.cli.request import RunRequest
 from adapters.runtime.runners.codex_cli import (
     CODEX_MODEL_VARIABLES,
     CodexCliRunner,
     create_codex_runtime,
 )
-from adapters.runtime.runners.process import PIDFILE, group_members
-from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from domain.errors import AgentFailure
 from domain.models import (
     ImplementorStartParams,

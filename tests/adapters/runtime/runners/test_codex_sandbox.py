@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from adapters.runtime.runners.base import RunRequest
+from adapters.runtime.cli.cli_runtime import CliRuntimeConfig
+from adapters.runtime.cli.request import RunRequest
 from adapters.runtime.runners.codex_cli import CodexCliRunner, create_codex_runtime
 from adapters.runtime.runners.codex_sandbox import (
     find_session_log,
     sandbox_errors,
     sandbox_failure,
 )
-from adapters.runtime.runners.runtime import CliRuntimeConfig
 from domain.errors import AgentFailure
 from domain.models import ImplementorStartParams, SessionId, WorkItemId
 from domain.ports import SessionLogging

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.runners.codex_cli import create_codex_runtime
-from adapters.runtime.runners.runtime import CliRuntime, CliRuntimeConfig
 from adapters.scripted_model import Fault, Quota, ScriptedModelServer, load_scenario
 from adapters.scripted_model.responses_wire import codex_overrides
 from domain.errors import AgentFailure

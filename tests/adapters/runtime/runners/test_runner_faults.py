@@ -12,11 +12,13 @@ from pathlib import Path
 import psutil
 import pytest
 
+from adapters.runtime.cli.jsonl import CliOutcome
+from adapters.runtime.cli.process import group_members
+from adapters.runtime.cli.request import RunRejectedError, RunRequest
+from adapters.runtime.cli.runner import CliRunner
 from adapters.runtime.pricing import DEFAULT_PRICES
 from adapters.runtime.records.artifacts import read_prompt
-from adapters.runtime.runners.base import RunnerAdapter, RunRejectedError, RunRequest
-from adapters.runtime.runners.claude_cli import ClaudeCliRunner, CliOutcome
-from adapters.runtime.runners.process import group_members
+from adapters.runtime.runners.claude_cli import ClaudeCliRunner
 from tests.fakes.executable import write_executable
 from tests.support.git import make_repo
 
@@ -82,7 +84,7 @@ def test_the_runner_offers_the_interface_and_machine_readable_capabilities(
     tmp_path: Path, cli: Path
 ) -> None:
     claude = runner(tmp_path, cli)
-    assert isinstance(claude, RunnerAdapter)
+    assert isinstance(claude, CliRunner)
     caps = claude.get_capabilities().as_dict()
     json.dumps(caps)  # plain data
     assert caps["supports_model"] is True
