@@ -91,7 +91,7 @@ def test_help_imports_the_parser_and_nothing_of_the_engine_or_the_config() -> No
     modules = imported("--help")
     assert "adapters.cli.parser" in modules  # the report is read
     assert within(modules, ("actors", "structlog", "pykka", "git")) == []
-    assert within(modules, ("adapters.cli.settings", "adapters.cli.app")) == []
+    assert within(modules, ("adapters.cli.settings", "adapters.cli.build")) == []
 
 
 @pytest.mark.parametrize(

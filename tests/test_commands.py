@@ -12,7 +12,7 @@ import pytest
 
 from actors.engine import CHILDREN_STOP_BUDGET, DRAIN_GRACE
 from adapters.cli import actions as commands
-from adapters.cli.app import build_app
+from adapters.cli.build import build_app
 from adapters.cli.settings import CpeConfig
 from adapters.notify import notify
 from adapters.runtime.claude_sdk import ClaudeAdapter

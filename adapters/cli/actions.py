@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from actors.journal import Journal
-from adapters.cli.app import (
+from adapters.cli.build import (
     CONFIG_NAME,
     App,
     build_app,

@@ -27,7 +27,7 @@ from actors.logs import configure_logging
 from actors.process import EXIT_CONFIG
 from actors.services import Services
 from adapters.cli.actions import describe_run, run_where
-from adapters.cli.app import App, build_app
+from adapters.cli.build import App, build_app
 from adapters.demo.sample import DEFAULT_BRANCH
 from domain.errors import ConfigError
 from domain.events import (

@@ -9,7 +9,7 @@ names a kind per role and ``[runtime.claude_cli]``, ``[runtime.codex_cli]`` hold
 settings without a ``kind`` key (``kind`` is each model's default; claude-sdk has no section).
 
 ``RuntimeCommon`` is the part every runtime kind shares, typed: the composition root
-(adapters/cli/app.py) fills it from ``supervisor.toml`` and the command line; a remote run ships
+(adapters/cli/build.py) fills it from ``supervisor.toml`` and the command line; a remote run ships
 it to its node as ``model_dump()`` and the node validates it again, so a field renamed on one
 side is an error there, never a setting silently dropped. It is data only (JSON-able): what
 belongs to the machine a run happens on (the repository, the logs' directory, the sandbox found

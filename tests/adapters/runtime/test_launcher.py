@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli.app import _runtime_factory
+from adapters.cli.build import _runtime_factory
 from adapters.cli.settings import CpeConfig
 from adapters.runtime.workspace import launcher
 from adapters.runtime.workspace.launcher import LAUNCHER, write_launch_script
