@@ -92,6 +92,7 @@ def test_help_imports_the_parser_and_nothing_of_the_engine_or_the_config() -> No
     assert "adapters.cli.parser" in modules  # the report is read
     assert within(modules, ("actors", "structlog", "pykka", "git")) == []
     assert within(modules, ("adapters.cli.settings", "adapters.cli.build")) == []
+    assert within(modules, ("adapters.cli.repository", "adapters.cli.runtimes")) == []
 
 
 @pytest.mark.parametrize(

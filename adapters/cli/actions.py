@@ -18,17 +18,11 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from actors.journal import Journal
-from adapters.cli.build import (
-    CONFIG_NAME,
-    App,
-    build_app,
-    default_branch,
-    git_toplevel,
-    prepare_services,
-    resolve_config,
-)
+from adapters.cli.build import App, build_app
 from adapters.cli.landing_view import print_queue
 from adapters.cli.liveness import EngineStatus, alive, engine_status, read_lock
+from adapters.cli.repository import CONFIG_NAME, default_branch, git_toplevel, resolve_config
+from adapters.cli.services import prepare_services
 from adapters.cli.settings import load_config, parse_config
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
 from adapters.runtime.records.activity import TRANSCRIPT, run_activity

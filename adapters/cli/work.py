@@ -15,8 +15,8 @@ from typing import Any
 
 from actors.journal import JOURNAL_NAME, Journal
 from adapters.cli.actions import describe_run, fail, journal_state, run_where
-from adapters.cli.build import default_branch, resolve_config
 from adapters.cli.landing_view import list_note, show_lines
+from adapters.cli.repository import default_branch, resolve_config
 from adapters.cli.settings import CpeConfig
 from adapters.runtime.records.run_review import comment_lines, plain, run_review
 from domain.errors import ConfigError, JournalInUseError
