@@ -19,7 +19,7 @@ from actors.settings import (
     RetrySettings,
     SupervisorSettings,
 )
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.models import AgentRole
 from domain.policy import Policy
 from domain.ports import ProviderInterfaces, RuntimeAdapterFactory

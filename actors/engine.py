@@ -42,8 +42,8 @@ from actors.pollers import (
     read_baseline,
 )
 from actors.queue import Inbox, QueueActor
-from actors.session import SessionStarter
-from actors.sessions import SessionManager
+from actors.session_actor import SessionStarter
+from actors.session_registry import SessionManager
 from actors.settings import BreakerSettings, DailyBudget
 from actors.store import Listener, StateStore, Unsubscribe
 from actors.streams import AgentStream, StreamRegistry
@@ -58,7 +58,8 @@ from domain.events import (
     EngineStarted,
     EngineStopped,
 )
-from domain.handlers import HandlerOptions, create_handlers
+from domain.handlers import create_handlers
+from domain.handlers.options import HandlerOptions
 from domain.models import (
     AGENT_ROLES,
     AgentRole,
@@ -403,7 +404,7 @@ class Engine:
         self.store.set_state(restored.state)
         # Before anything is dispatched: the writes a crash interrupted are made (again, with
         # their keys) and recorded; the cycles that made them are processed again below.
-        resumed = self.executor.resume_pending(restored.state)
+        resumed = self.executor.writes.resume_pending(restored.state)
         self.inbox.restore(restored.unprocessed)
         # Who runs on this state, and since when (cpe status); a crash journals no stop after it.
         self.inbox.put(EngineStarted(pid=os.getpid(), at=datetime.now(UTC)))
@@ -449,7 +450,7 @@ class Engine:
             # they went through the queue like every event, so wait for the loop to get past
             # them. Their handlers ran too, so recovery needs no phase of its own (S002-06).
             if self.inbox.wait_processed(first_poll_seq, self.config.shutdown_timeout):
-                self.executor.deliver_resumed()  # the restored events were processed too
+                self.executor.writes.deliver_resumed()  # the restored events were processed too
             else:
                 log.error("the first poll's events were not processed in time; started anyway")
         # The runs a crash or a stop interrupted fail last, behind the first poll's readings and
@@ -637,7 +638,7 @@ class Engine:
         if not self.inbox.wait_idle(max(DRAIN_GRACE, deadline - time.monotonic())):
             log.error("queue not drained in time", left=len(self.inbox))
         # 6. stop the processing loop and everything else
-        self.executor.stopping.set()
+        self.executor.writes.stopping.set()
         if self.supervisor is not None:
             self.supervisor.stop(deadline=time.monotonic() + CHILDREN_STOP_BUDGET)
         self._journal_stop("stopped", reason)
@@ -673,7 +674,7 @@ class Engine:
             self.fatal_error = f"configuration error: {permanent}"
         self.inbox.close()
         self.executor.no_new_agents.set()
-        self.executor.stopping.set()
+        self.executor.writes.stopping.set()
         self.sessions.cancel_all()
         try:  # what the journal deferred is committed before the process exits
             self.journal.flush()

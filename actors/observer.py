@@ -14,7 +14,7 @@ from collections.abc import Callable
 import structlog
 
 from domain.events import AgentFailed, BaselineChanged, EngineEvent
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.models import AgentRun, Baseline, EngineState
 from domain.selectors import planner_failures, spent_on_spec
 

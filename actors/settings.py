@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
+    from domain.admission import BreakerRule
     from domain.decisions import DispatchPause
     from domain.models import EngineState
 
@@ -63,19 +64,22 @@ class BreakerSettings(BaseModel):
         description="then cancel the runs retrying it (no attempt spent), freeing their slots",
     )
 
-    def pause(self, state: EngineState) -> DispatchPause | None:
-        """The breaker's pause for ``state`` (``domain.decisions.breaker_pause``)."""
+    def rule(self) -> BreakerRule:
+        """These settings as the admission rule takes them (``domain.admission``)."""
         # Imported here: the decisions (and the commands they read) are the engine's and the
         # status views', not the configuration's.
-        from domain.decisions import breaker_pause  # noqa: PLC0415
+        from domain.admission import BreakerRule  # noqa: PLC0415
 
-        return breaker_pause(
-            state,
+        return BreakerRule(
             failures=self.failures,
             initial=self.pause_initial,
             maximum=self.pause_max,
             outage_after=self.outage_after,
         )
+
+    def pause(self, state: EngineState) -> DispatchPause | None:
+        """The breaker's pause for ``state`` (``domain.decisions.breaker_pause``)."""
+        return self.rule().pause(state)
 
 
 class QuotaSettings(BaseModel):

@@ -37,6 +37,7 @@ from actors.journal import JOURNAL_NAME, InstanceLock, Journal, check_journal
 from actors.logs import redact_value
 from actors.settings import BreakerSettings
 from adapters.cli.settings import CpeConfig
+from domain.admission import dispatch_pauses
 from domain.events import AgentFailed
 from domain.models import EngineState, SessionId, WorkItem
 from domain.requests import (
@@ -45,7 +46,6 @@ from domain.requests import (
     RequestRefused,
     UserRequest,
     accept,
-    describe_pause,
 )
 from domain.state import apply_event
 from domain.state.observed import merge_observed_work_item
@@ -57,17 +57,6 @@ PROCESS_TIMEOUT = 60.0  # seconds the engine gets to process a request before th
 FOLLOW_START_WAIT = 60.0  # seconds a follower of a requested run waits for it to start
 _MAX_LINE = 64 * 1024
 _SO_PEERCRED_FORMAT = "3i"  # struct ucred: pid, uid, gid
-
-
-def dispatch_paused(state: EngineState, breaker: BreakerSettings, now: datetime) -> str | None:
-    """Why no run may start now: a person's pause, or the breaker's while it lasts."""
-    if state.manual_pause is not None:
-        return f"dispatch is paused {describe_pause(state)}"
-    pause = breaker.pause(state)
-    if pause is None or now >= pause.until:
-        return None
-    when = pause.until.strftime("%Y-%m-%d %H:%M:%S UTC")
-    return f"dispatch is paused by the breaker until {when} ({pause.reason[:200]})"
 
 
 # ---------------------------------------------------------------------------- in the engine
@@ -96,7 +85,7 @@ class Control:
             request,
             state,
             at=now,
-            dispatch_paused=dispatch_paused(state, self.config.breaker, now),
+            dispatch_paused=_paused(state, now, self.config.breaker),
             max_concurrent=self.config.workflow.max_concurrent,
         )
         if not accepted.events:
@@ -318,7 +307,7 @@ def accept_offline(
                 request,
                 state,
                 at=now,
-                dispatch_paused=dispatch_paused(state, config.breaker, now),
+                dispatch_paused=_paused(state, now, config.breaker),
                 max_concurrent=config.workflow.max_concurrent,
             )
             for event in accepted.events:
@@ -331,6 +320,13 @@ def accept_offline(
         suffix = "; cpe run acts on it when it starts"
         return Accepted(accepted.events, accepted.message + suffix)
     return accepted
+
+
+def _paused(state: EngineState, now: datetime, breaker: BreakerSettings) -> str | None:
+    """Why no run may start now, in the executor's words: a person's pause, or the breaker's
+    while it lasts (``domain.admission.dispatch_pauses``, what ``cpe resume`` lifts)."""
+    pauses = dispatch_pauses(state, now, breaker.rule())
+    return pauses[0].words if pauses else None
 
 
 def _as_at_start(state: EngineState) -> EngineState:

@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from actors.logs import configure_logging  # noqa: E402
-from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter  # noqa: E402
+from adapters.runtime.claude.cli_runner import create_claude_cli_runtime  # noqa: E402
+from adapters.runtime.claude.sdk import ClaudeAdapterConfig, create_claude_adapter  # noqa: E402
 from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: E402
-from adapters.runtime.runners.claude_cli import create_cli_runtime  # noqa: E402
-from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: E402
+from adapters.runtime.codex.runner import create_codex_runtime  # noqa: E402
 from adapters.scripted_model import ScriptedModelServer, load_scenario  # noqa: E402
 from adapters.scripted_model.responses_wire import codex_overrides  # noqa: E402
 from bench.engine_rig import scratch  # noqa: E402
@@ -90,7 +90,7 @@ def main(runs: int) -> None:
         )
         adapters: dict[str, Any] = {
             "claude-sdk": create_claude_adapter(config, deps),
-            "claude-cli": create_cli_runtime(cli_config, deps),
+            "claude-cli": create_claude_cli_runtime(cli_config, deps),
         }
         codex = _codex()
         if codex is None:

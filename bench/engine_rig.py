@@ -38,12 +38,12 @@ if str(ROOT) not in sys.path:
 
 from actors.config import EngineConfig, PollerSettings  # noqa: E402
 from actors.engine import Engine, create_engine  # noqa: E402
-from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter  # noqa: E402
+from adapters.runtime.claude.cli_runner import create_claude_cli_runtime  # noqa: E402
+from adapters.runtime.claude.sdk import ClaudeAdapterConfig, create_claude_adapter  # noqa: E402
 from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: E402
-from adapters.runtime.runners.claude_cli import create_cli_runtime  # noqa: E402
-from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: E402
+from adapters.runtime.codex.runner import create_codex_runtime  # noqa: E402
 from adapters.scripted_model.responses_wire import codex_overrides  # noqa: E402
-from domain.handlers import HandlerOptions  # noqa: E402
+from domain.handlers.options import HandlerOptions  # noqa: E402
 from domain.models import AgentRole, EngineState, WorkItemId  # noqa: E402
 from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, SessionLogging  # noqa: E402
 from tests.fakes.provider import FakeTracker, fake_provider  # noqa: E402
@@ -152,7 +152,7 @@ def runtime_factory(
         if kind == "claude-sdk":
             adapter = create_claude_adapter(config, deps)
         elif kind == "claude-cli":
-            adapter = create_cli_runtime(CliRuntimeConfig(**shared), deps)
+            adapter = create_claude_cli_runtime(CliRuntimeConfig(**shared), deps)
         else:
             codex = codex_cli()
             assert codex is not None, "no codex: npm ci --prefix tests/tools"

@@ -36,8 +36,8 @@ def real_codex() -> Path:
 
 
 # codex 0.169.0 runs a sandboxed command through a system bubblewrap when ``bwrap`` is on its
-# PATH, else through the one it bundles; the two break differently (adapters/runtime/runners/
-# codex_home.py), so the real-codex tests run both ways.
+# PATH, else through the one it bundles; the two break differently (adapters/runtime/codex/
+# home.py), so the real-codex tests run both ways.
 WITH_BWRAP, WITHOUT_BWRAP = "with-bwrap", "without-bwrap"
 APT_BWRAP = "apt-get install -y bubblewrap"
 

@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 
 from actors.engine import CHILDREN_STOP_BUDGET, DRAIN_GRACE
-from adapters.cli import actions as commands
 from adapters.cli.build import build_app
+from adapters.cli.init import init
 from adapters.cli.settings import CpeConfig
+from adapters.cli.status import status
+from adapters.cli.work import work_add
 from adapters.notify import notify
-from adapters.runtime.claude_sdk import ClaudeAdapter
+from adapters.runtime.claude.sdk import ClaudeAdapter
 from adapters.runtime.cli.cli_runtime import CliRuntime
-from adapters.runtime.runners.codex_cli import CodexCliRunner
+from adapters.runtime.codex.runner import CodexCliRunner
 from adapters.runtime.workspace.launcher import kill_tree
 from domain.errors import ConfigError
 from tests.fakes.codex_cli_fixture import FakeCodex
@@ -41,26 +43,26 @@ def test_init_writes_the_defaults_once_and_keeps_what_exists(
 ) -> None:
     (repo / ".claude").mkdir()
     (repo / ".claude" / "CLAUDE.md").write_text("ours\n")
-    assert commands.init(repo) == 0
+    assert init(repo) == 0
     assert (repo / "supervisor.toml").read_text() == (ROOT / "supervisor.toml").read_text()
     assert (repo / ".claude" / "agents" / "implementor.md").exists()
     assert (repo / ".claude" / "CLAUDE.md").read_text() == "ours\n"
     assert (repo / ".gitignore").read_text().splitlines()[0] == "build/"
     assert {".worktrees/", ".cpe/"} <= set((repo / ".gitignore").read_text().splitlines())
     capsys.readouterr()
-    assert commands.init(repo) == 0
+    assert init(repo) == 0
     assert "nothing to do" in capsys.readouterr().out
 
 
 def test_init_refuses_a_directory_that_is_not_a_repository(tmp_path: Path) -> None:
-    assert commands.init(tmp_path) == 78
+    assert init(tmp_path) == 78
 
 
 def test_status_shows_work_items_and_runs(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    commands.init(repo)
-    assert commands.work_add("Add a greeting", "greet(name)", None, repo) == 0
+    init(repo)
+    assert work_add("Add a greeting", "greet(name)", None, repo) == 0
     capsys.readouterr()
-    assert commands.status(None, repo) == 0
+    assert status(None, repo) == 0
     out = capsys.readouterr().out
     assert "#1" in out
     assert "pending" in out
@@ -70,7 +72,7 @@ def test_status_shows_work_items_and_runs(repo: Path, capsys: pytest.CaptureFixt
 
 def test_status_says_when_there_is_no_default_branch(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
-    assert commands.status(None, tmp_path) == 78
+    assert status(None, tmp_path) == 78
 
 
 def test_notify_sends_one_datagram_to_the_socket(tmp_path: Path) -> None:

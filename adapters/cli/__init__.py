@@ -1,7 +1,9 @@
 """The composition root and the ``cpe`` command: ``parser`` (the command line and ``main``),
-``app`` (building the engine, its providers and runtimes from ``supervisor.toml``), ``actions``
-(what ``run``, ``init``, ``status``, ``costs``, ``replay``, ``runs show`` do), ``work`` (the work
-commands and a person's requests) and ``demo`` (``cpe demo``)."""
+``app`` (building the engine, its providers and runtimes from ``supervisor.toml``), then one
+module per subcommand: ``run``, ``init``, ``status``, ``runs`` (``runs list``, ``runs show``
+and its ``--follow``), ``work`` (the work commands and a person's requests), ``costs``,
+``replay``, ``demo`` (``cpe demo``) and ``scripted`` (``cpe scripted-model``); ``common`` holds
+what they share."""
 
 from adapters.cli.parser import main
 

@@ -26,8 +26,8 @@ from actors.journal import Journal
 from actors.logs import configure_logging
 from actors.process import EXIT_CONFIG
 from actors.services import Services
-from adapters.cli.actions import describe_run, run_where
 from adapters.cli.build import App, build_app
+from adapters.cli.runs import describe_run, run_where
 from adapters.demo.sample import DEFAULT_BRANCH
 from domain.errors import ConfigError
 from domain.events import (

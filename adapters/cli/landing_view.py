@@ -5,18 +5,21 @@ sent an item back. The dashboard says the same with the same functions."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from domain.landing import QueueEntry, describe_queue, why_not_merged
 from domain.models import EngineState, SentBack, WorkItem
 from domain.selectors import ordered
 
+if TYPE_CHECKING:
+    from adapters.cli.settings import CpeConfig
 
-def queue_active(config: Any) -> bool:
+
+def queue_active(config: CpeConfig) -> bool:
     return bool(config.workflow.auto_merge and config.workflow.merge_queue)
 
 
-def queue_entries(state: EngineState, config: Any) -> list[QueueEntry]:
+def queue_entries(state: EngineState, config: CpeConfig) -> list[QueueEntry]:
     if not queue_active(config):
         return []
     workflow = config.workflow
@@ -27,7 +30,7 @@ def queue_entries(state: EngineState, config: Any) -> list[QueueEntry]:
     )
 
 
-def print_queue(state: EngineState, config: Any) -> None:
+def print_queue(state: EngineState, config: CpeConfig) -> None:
     """``cpe status``: the queue in order, the approved items outside it and why they have not
     merged, then the items it sent back and have not landed."""
     entries = queue_entries(state, config)
@@ -59,7 +62,7 @@ def print_queue(state: EngineState, config: Any) -> None:
             print(f"  #{wid} {describe_sent_back(report, rounds)}")
 
 
-def not_merged(item: WorkItem, state: EngineState, config: Any) -> str | None:
+def not_merged(item: WorkItem, state: EngineState, config: CpeConfig) -> str | None:
     """Why an approved item has not merged (``domain.landing.why_not_merged``): ``cpe
     status``, ``cpe work show`` and the dashboard's card say it alike."""
     workflow = config.workflow
@@ -87,7 +90,7 @@ def describe_sent_back(report: SentBack, max_rounds: int) -> str:
     )
 
 
-def list_note(item: WorkItem, state: EngineState, config: Any) -> str:
+def list_note(item: WorkItem, state: EngineState, config: CpeConfig) -> str:
     """``cpe work list``: the queue's word on an item, or ''."""
     for entry in queue_entries(state, config):
         if entry.item.id == item.id:
@@ -99,7 +102,7 @@ def list_note(item: WorkItem, state: EngineState, config: Any) -> str:
     return ""
 
 
-def show_lines(item: WorkItem, state: EngineState, config: Any) -> list[str]:
+def show_lines(item: WorkItem, state: EngineState, config: CpeConfig) -> list[str]:
     """``cpe work show``: the item's place in the queue, a held merge, its last send-back."""
     lines = []
     entries = queue_entries(state, config)

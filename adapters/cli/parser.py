@@ -46,7 +46,7 @@ def _check_bash(args: argparse.Namespace) -> int:
 
 
 def _engine_command(args: argparse.Namespace) -> int:
-    from adapters.cli import actions  # noqa: PLC0415
+    from adapters.cli.common import fail  # noqa: PLC0415
     from domain.errors import JournalError  # noqa: PLC0415
 
     try:
@@ -54,42 +54,48 @@ def _engine_command(args: argparse.Namespace) -> int:
     except JournalError as exc:  # damaged, newer, or the disk refused it: one line, no traceback
         from actors.process import journal_exit  # noqa: PLC0415 - the engine's whole import
 
-        return actions.fail(f"journal error: {exc}", journal_exit(exc))
+        return fail(f"journal error: {exc}", journal_exit(exc))
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from adapters.cli import actions  # noqa: PLC0415
+    if args.command == "run":
+        from adapters.cli.run import run  # noqa: PLC0415
 
-    if args.command == "run" and args.scripted is not None:
+        if args.scripted is None:
+            return run(
+                args.config,
+                args.repo,
+                new_journal=args.new_journal,
+                stop_requested=_early_stop,
+                log_format=args.log_format,
+            )
         from functools import partial  # noqa: PLC0415
 
         from adapters.cli.scripted import run_scripted  # noqa: PLC0415
 
-        run = partial(
-            actions.run,
+        bound = partial(
+            run,
             args.config,
             args.repo,
             new_journal=args.new_journal,
             stop_requested=_early_stop,
             log_format=args.log_format,
         )
-        return run_scripted(Path(args.scripted) if args.scripted else None, run)
-    if args.command == "run":
-        return actions.run(
-            args.config,
-            args.repo,
-            new_journal=args.new_journal,
-            stop_requested=_early_stop,
-            log_format=args.log_format,
-        )
+        return run_scripted(Path(args.scripted) if args.scripted else None, bound)
     if args.command == "init":
-        return actions.init(args.repo)
+        from adapters.cli.init import init  # noqa: PLC0415
+
+        return init(args.repo)
     if args.command == "status":
-        return actions.status(args.config, args.repo, watch=args.watch)
-    if args.command == "runs" and args.runs_command == "list":
-        return actions.runs_list(args.config, args.repo, limit=args.limit)
+        from adapters.cli.status import status  # noqa: PLC0415
+
+        return status(args.config, args.repo, watch=args.watch)
     if args.command == "runs":
-        return actions.runs_show(args.session_id, args.config, args.repo, follow=args.follow)
+        from adapters.cli import runs  # noqa: PLC0415
+
+        if args.runs_command == "list":
+            return runs.runs_list(args.config, args.repo, limit=args.limit)
+        return runs.runs_show(args.session_id, args.config, args.repo, follow=args.follow)
     if args.command == "work":
         return _work(args)
     if args.command in ("pause", "resume"):
@@ -99,21 +105,25 @@ def _dispatch(args: argparse.Namespace) -> int:
         payload = Pause(reason=args.reason) if args.command == "pause" else Resume()
         return request(payload, args.config, args.repo)
     if args.command == "costs":
-        return actions.costs(args.by, args.since, args.config, args.repo)
-    return actions.replay(args.until, args.config, args.repo)
+        from adapters.cli.costs import costs  # noqa: PLC0415
+
+        return costs(args.by, args.since, args.config, args.repo)
+    from adapters.cli.replay import replay  # noqa: PLC0415
+
+    return replay(args.until, args.config, args.repo)
 
 
 def _work(args: argparse.Namespace) -> int:
-    from adapters.cli import actions, work  # noqa: PLC0415
+    from adapters.cli import work  # noqa: PLC0415
     from domain.models import STATUSES, WorkItemId  # noqa: PLC0415
     from domain.requests import Cancel, Retry, SetStatus  # noqa: PLC0415
 
     where = (args.config, args.repo)
     if args.work_command == "add":
-        body = actions.read_body(args.body, args.body_file)
+        body = work.read_body(args.body, args.body_file)
         if body is None:
             return 2
-        return actions.work_add(args.title, body, *where)
+        return work.work_add(args.title, body, *where)
     if args.work_command == "list":
         return work.work_list(args.status, *where)
     if args.work_command == "show":

@@ -70,8 +70,8 @@ def serve(book_path: Path | None, listen: str, out: TextIO = sys.stdout) -> int:
 
 
 def run_scripted(book_path: Path | None, run: Callable[..., int]) -> int:
-    """``cpe run`` (``run``: ``actions.run`` with its arguments bound) with every agent talking
-    to a scripted model serving the book, in this process."""
+    """``cpe run`` (``run``: ``adapters.cli.run.run`` with its arguments bound) with every
+    agent talking to a scripted model serving the book, in this process."""
     book = _book(book_path)
     if book is None:
         return EXIT_USAGE

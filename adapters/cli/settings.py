@@ -45,7 +45,7 @@ from adapters.runtime.settings import (
     Seconds,
 )
 from domain.errors import ConfigError
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.models import AGENT_ROLES, AgentRole
 from domain.policy import Policy
 from domain.ports import (
@@ -121,8 +121,8 @@ _REF_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 
 
 class WorkflowSection(_Section):
-    """``[workflow]``: the handlers' options (``HandlerOptions`` in domain/handlers.py), each
-    under its own name, with the file's bounds and messages."""
+    """``[workflow]``: the handlers' options (``HandlerOptions`` in domain/handlers/options.py),
+    each under its own name, with the file's bounds and messages."""
 
     max_attempts: int = Field(default=3, ge=1, le=100)
     auto_merge: bool = False

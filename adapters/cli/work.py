@@ -7,16 +7,17 @@ its control socket, or into the journal when no engine runs (``adapters.control`
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from actors.journal import JOURNAL_NAME, Journal
-from adapters.cli.actions import describe_run, fail, journal_state, run_where
+from adapters.cli.common import fail, journal_state
 from adapters.cli.landing_view import list_note, show_lines
 from adapters.cli.repository import default_branch, resolve_config
+from adapters.cli.runs import describe_run, run_where
 from adapters.cli.settings import CpeConfig
 from adapters.runtime.records.run_review import comment_lines, plain, run_review
 from domain.errors import ConfigError, JournalInUseError
@@ -140,7 +141,9 @@ def item_sections(  # noqa: PLR0917 - what cpe work show and the dashboard both 
     ]
 
 
-def _items_and_state(config: CpeConfig, root: Path) -> tuple[dict[WorkItemId, WorkItem], Any]:
+def _items_and_state(
+    config: CpeConfig, root: Path
+) -> tuple[dict[WorkItemId, WorkItem], EngineState]:
     """The work items and the state to describe them by: the journal's, with the tracker's
     items and revisions over it (local provider); on GitHub, the engine's last view."""
     state = journal_state(root / config.engine.state_dir)
@@ -333,3 +336,47 @@ def _write_status(config: CpeConfig, root: Path, payload: SetStatus) -> None:
 
 def _exit(kind: str) -> int:
     return EXIT_USAGE if kind == "invalid" else EXIT_REFUSED
+
+
+def read_body(body: str, body_file: Path | None) -> str | None:
+    """A work item's body: ``--body``, or ``--body-file`` (``-``: standard input); None, said
+    on stderr, when the file cannot be read."""
+    if body_file is None:
+        return body
+    try:
+        if str(body_file) == "-":
+            return sys.stdin.read()
+        return body_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"cpe: work add: --body-file {body_file}: cannot read it: {exc}", file=sys.stderr)
+        return None
+
+
+def work_add(title: str, body: str, config_path: Path | None, repo: Path | None) -> int:
+    if not title.strip():
+        return fail("work add: the title is empty; expected a few words saying what to do", 2)
+    try:
+        config, root = resolve_config(config_path, repo)
+        branch = default_branch(config, root)
+    except ConfigError as exc:
+        return fail(f"configuration error: {exc}")
+    if config.provider.kind != "local":
+        github = config.provider.github
+        where = f" in {github.repository}" if github else ""
+        return fail(
+            f"work add: provider.kind is {config.provider.kind!r}; expected 'local' "
+            f"(on GitHub, open an issue{where} instead)"
+        )
+    from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
+
+    provider = LocalProvider(root, root / config.engine.state_dir, branch)
+    try:
+        wid: WorkItemId = provider.work_item_writer.create_work_item(title, body)
+    finally:
+        provider.close()
+    from adapters.control import poke  # noqa: PLC0415
+
+    # A running engine reads it now, not at its next poll.
+    running = poke(root / config.engine.state_dir, ("work_items",))
+    print(f"created work item #{wid}" + (" (the running engine has it)" if running else ""))
+    return 0

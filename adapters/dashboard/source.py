@@ -7,7 +7,7 @@ gives the state and the decisions together, as of the same event, so that no pan
 is ahead of another (the runs table "running" beside a decision "completed"). An engine
 that has stopped keeps its last state: the source then shows it, and actions are refused.
 Dispatch's pauses and the model accounts' holds are judged as the engine judges them
-(``breaker_pause``, ``quota_hold``), with the configuration's settings.
+(``domain.admission.dispatch_pauses``, ``quota_hold``), with the configuration's settings.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from adapters.control import Control
 from adapters.metering import ProviderMeter
 from adapters.runtime.records.run_review import run_review
 from adapters.runtime.remote.placement import read_placement
+from domain.admission import BreakerPaused, PersonPaused, dispatch_pauses
 from domain.decisions import QuotaHold, quota_hold
 from domain.events import EngineEvent
 from domain.models import AgentRun, EngineState, SessionId, WorkItem
 from domain.narration import Narrator
-from domain.requests import describe_pause
 from domain.results import AgentReview
 
 DECISIONS_KEPT = 200
@@ -176,18 +176,20 @@ class Source:
 
     def pauses(self, state: EngineState, now: datetime | None = None) -> list[Pause]:
         """Every pause that holds dispatch now, as ``cpe status`` lists them: a person's, then
-        the breaker's while it lasts (``BreakerSettings.pause``: runs failing under the agent,
-        or the model API down as live runs report it)."""
+        the breaker's while it lasts (``domain.admission.dispatch_pauses``, as the executor
+        judges them: runs failing under the agent, or the model API down as live runs report
+        it)."""
         now = now or datetime.now(UTC)
         found = []
-        manual = state.manual_pause
-        if manual is not None:
-            words = f"dispatch paused {describe_pause(state)}"  # "by a person since …: why"
-            found.append(Pause("person", manual.reason, since=manual.at, text=words))
-        pause = self.config.breaker.pause(state)
-        if pause is not None and now < pause.until:
-            by = "outage" if pause.outage else "breaker"
-            found.append(Pause(by, pause.reason, pause.until, pause.failures))
+        for paused in dispatch_pauses(state, now, self.config.breaker.rule()):
+            match paused:
+                case PersonPaused():  # words: "dispatch paused by a person since …: why"
+                    found.append(
+                        Pause("person", paused.reason, since=paused.since, text=paused.words)
+                    )
+                case BreakerPaused(pause=pause):
+                    by = "outage" if pause.outage else "breaker"
+                    found.append(Pause(by, pause.reason, pause.until, pause.failures))
         return found
 
     def accounts(self, state: EngineState) -> dict[str, list[str]]:

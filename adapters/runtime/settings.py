@@ -138,7 +138,7 @@ class _Runtime(BaseModel):
 
 
 class ClaudeSdkRuntime(_Runtime):
-    """``claude-sdk``: the Claude Agent SDK (adapters/runtime/claude_sdk.py); no section."""
+    """``claude-sdk``: the Claude Agent SDK (adapters/runtime/claude/sdk.py); no section."""
 
     kind: Literal["claude-sdk"] = "claude-sdk"
     account: ClassVar[str] = "anthropic"
@@ -160,7 +160,7 @@ class ClaudeSdkRuntime(_Runtime):
         return "claude", executable(cli) or cli, "claude-agent-sdk's bundled CLI"
 
     def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
-        from adapters.runtime.claude_sdk import (  # noqa: PLC0415
+        from adapters.runtime.claude.sdk import (  # noqa: PLC0415
             ClaudeAdapterConfig,
             create_claude_adapter,
         )
@@ -183,7 +183,7 @@ class ClaudeCliRuntime(_Runtime):
     idle_timeout: Seconds | None = None  # no output for this long: killed
 
     def check(self) -> None:
-        from adapters.runtime.runners.claude_cli import CLAUDE_CAPABILITIES  # noqa: PLC0415
+        from adapters.runtime.claude.cli_runner import CLAUDE_CAPABILITIES  # noqa: PLC0415
 
         if not self.cli_path:
             _bundled_claude()
@@ -205,8 +205,8 @@ class ClaudeCliRuntime(_Runtime):
         return "claude", executable(path) or path, "runtime.claude_cli.cli_path"
 
     def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
+        from adapters.runtime.claude.cli_runner import create_claude_cli_runtime  # noqa: PLC0415
         from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: PLC0415
-        from adapters.runtime.runners.claude_cli import create_cli_runtime  # noqa: PLC0415
 
         config = runtime_config(
             CliRuntimeConfig,
@@ -215,7 +215,7 @@ class ClaudeCliRuntime(_Runtime):
             models=context.common.models,
             idle_timeout=self.idle_timeout or context.common.idle_timeout,
         )
-        return create_cli_runtime(config, deps, cli_path=self.cli_path or None)
+        return create_claude_cli_runtime(config, deps, cli_path=self.cli_path or None)
 
 
 class CodexCliRuntime(_Runtime):
@@ -261,7 +261,7 @@ class CodexCliRuntime(_Runtime):
 
     def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
         from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: PLC0415
-        from adapters.runtime.runners.codex_cli import create_codex_runtime  # noqa: PLC0415
+        from adapters.runtime.codex.runner import create_codex_runtime  # noqa: PLC0415
 
         config = runtime_config(
             CliRuntimeConfig,
@@ -286,7 +286,7 @@ RuntimeSettings = Annotated[
 
 def _bundled_claude() -> str:
     """The claude CLI bundled with claude-agent-sdk; a ``ConfigError`` when it is not there."""
-    from adapters.runtime.claude_sdk import bundled_cli  # noqa: PLC0415
+    from adapters.runtime.claude.vendor import bundled_cli  # noqa: PLC0415
 
     cli = bundled_cli()
     if not Path(cli).exists():

@@ -1,7 +1,7 @@
 """What every runtime does around an agent run, written once: the run table, the start (the
 workspace, the sandbox, the deadline), cancel, the startup reaper and the output stream.
 
-``claude_sdk.py`` (the Claude Agent SDK) and ``cli/cli_runtime.py`` (the ``claude -p`` and
+``claude/sdk.py`` (the Claude Agent SDK) and ``cli/cli_runtime.py`` (the ``claude -p`` and
 ``codex exec`` runners) are ``RuntimeSkeleton`` subclasses that keep only what is their own: how
 a run starts once its workspace and sandbox exist (``_begin``), how it is driven to its result
 (``_drive``), how it is stopped (``_cancel``, ``_kill``) and where its pid files are
@@ -10,8 +10,9 @@ a run starts once its workspace and sandbox exist (``_begin``), how it is driven
 The skeleton owns the run's duration limit, ``max_agent_duration``. It counts from
 ``start_agent`` (the worktree's setup included), cancels a start that outlasts it, and once the
 agent runs has the runtime kill its process group (``_kill``); the runtime then reports the
-timeout once, as ``timed_out()`` says. The session's own deadline (``actors/session.py``) comes
-a cancel grace later: a safety net for a runtime that does not end, never a second report.
+timeout once, as ``timed_out()`` says. The session's own deadline
+(``actors/session_actor.py``) comes a cancel grace later: a safety net for a runtime that does
+not end, never a second report.
 """
 
 from __future__ import annotations
@@ -43,20 +44,6 @@ from domain.results import AgentResult
 
 log = structlog.get_logger("cpe.runtime")
 
-# Variables the CLI needs to reach its model; passed through when set (the model credential is
-# the CLI's own; provider tokens are never in this list).
-MODEL_VARIABLES = (
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_MODEL",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-    "CLAUDE_CODE_MAX_RETRIES",  # how long the CLI itself retries an API that fails
-)
-
 
 class AgentRuntimeConfig(RuntimeAdapterConfig):
     """What every runtime's config says: the workspace, the agent's environment and model, the
@@ -71,7 +58,9 @@ class AgentRuntimeConfig(RuntimeAdapterConfig):
     hooks: dict[str, tuple[str, float]] = Field(default_factory=dict)
     model: str | None = None
     models: dict[str, str] = Field(default_factory=dict, description="per role; wins over model")
-    model_variables: tuple[str, ...] = MODEL_VARIABLES
+    model_variables: tuple[str, ...] | None = Field(
+        default=None, description="the model credentials passed to the agent; None: its vendor's"
+    )
     agent_env: Mapping[str, str] = Field(default_factory=dict, description="added on purpose")
     isolated_home: bool = Field(
         default=False, description="a throwaway HOME per run (no login in it: use an API key)"

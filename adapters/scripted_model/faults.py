@@ -1,11 +1,11 @@
-"""The model API's bad days: faults the scripted model answers with, and rate-limit headroom.
+"""The model API's bad days: the faults the scripted model answers with.
 
 A ``Fault`` is how the API answers every model request (``POST /v1/messages``,
 ``/v1/messages/count_tokens``, ``/v1/responses``) while the server has it
 (``ScriptedModelServer.fail``): one ``ErrorAnswer`` per wire, since the vendors answer the same
 trouble differently (Anthropic's overload is a 529 ``overloaded_error``, OpenAI's a 503
-``server_is_overloaded``). A ``Quota`` is the subscription headroom every good answer reports
-in its headers (``ScriptedModelServer.set_quota``).
+``server_is_overloaded``). The subscription headroom every good answer reports in its headers
+(``ScriptedModelServer.set_quota``) is a ``quota.Quota``; a spent window's 429 uses it.
 
 The shapes follow what the clients parse and what the vendors' APIs were reported sending: the
 Anthropic
@@ -17,41 +17,27 @@ the ChatGPT backend was reported sending them: a ``usage_limit_reached`` error c
 ``plan_type``, ``resets_at``, ``resets_in_seconds``, and ``x-codex-primary-*`` (the five-hour
 window) / ``x-codex-secondary-*`` (the weekly one) headers with ``-used-percent`` (0..100),
 ``-window-minutes``, ``-reset-at`` (epoch seconds), ``-reset-after-seconds``. What the real
-CLIs do with each answer is recorded in the package docstring.
+CLIs do with each answer is recorded in docs/scripted-model-wire.md.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any
 
 from adapters.scripted_model import responses_wire, wire
-
-Wire = Literal["anthropic", "openai"]
-WindowName = Literal["five_hour", "seven_day"]
-
-# A window's name in the Anthropic headers, its codex slot and its length in minutes.
-_ANTHROPIC_WINDOW: dict[WindowName, str] = {"five_hour": "5h", "seven_day": "7d"}
-_CODEX_SLOT: dict[WindowName, str] = {"five_hour": "primary", "seven_day": "secondary"}
-WINDOW_MINUTES: dict[WindowName, int] = {"five_hour": 300, "seven_day": 7 * 24 * 60}
-_UNIFIED = "anthropic-ratelimit-unified"
-
-
-@dataclass(frozen=True)
-class SecondsUntil:
-    """A header or field value counted down to ``moment``: the whole seconds left when the
-    answer is sent (never below 0), as ``retry-after`` and ``resets_in_seconds`` are."""
-
-    moment: datetime
-
-    def at(self, now: datetime) -> int:
-        return max(0, math.ceil((self.moment - now).total_seconds()))
-
-
-Value = str | int | float | bool | None | SecondsUntil
+from adapters.scripted_model.quota import (
+    Quota,
+    SecondsUntil,
+    Value,
+    Window,
+    WindowName,
+    Wire,
+    aware,
+    header_value,
+)
 
 
 @dataclass(frozen=True)
@@ -73,10 +59,10 @@ class ErrorAnswer:
     fields: tuple[tuple[str, Value], ...] = ()
 
     def header_values(self, now: datetime) -> dict[str, str]:
-        return {name: str(_value(value, now)) for name, value in self.headers}
+        return {name: str(header_value(value, now)) for name, value in self.headers}
 
     def field_values(self, now: datetime) -> dict[str, Any]:
-        return {name: _value(value, now) for name, value in self.fields}
+        return {name: header_value(value, now) for name, value in self.fields}
 
 
 @dataclass(frozen=True)
@@ -87,126 +73,6 @@ class Reply:
     headers: Mapping[str, str]
     body: Mapping[str, Any]
     message: str
-
-
-@dataclass(frozen=True)
-class Window:
-    """One usage window of a subscription: the fraction of it spent (``used``, 0..1; the API
-    reports a little over 1 once it is overrun) and when it starts afresh (timezone-aware)."""
-
-    used: float
-    resets_at: datetime
-
-    def __post_init__(self) -> None:
-        _aware(self.resets_at)
-        if not (math.isfinite(self.used) and self.used >= 0):
-            raise ValueError(f"a window's used fraction is 0 or more, not {self.used}")
-
-    @property
-    def epoch(self) -> int:
-        return int(self.resets_at.timestamp())
-
-
-@dataclass(frozen=True)
-class Quota:
-    """A subscription's headroom, reported by every good answer while the server has it.
-
-    Anthropic: ``anthropic-ratelimit-unified-status`` ``allowed``, or ``allowed_warning`` once
-    a window's ``used`` reaches ``warn_at`` (that window then also carries
-    ``-surpassed-threshold: warn_at``); ``-representative-claim`` and ``-reset`` name the window
-    nearest its limit; per window ``-5h-``/``-7d-`` ``status``, ``utilization``, ``reset``.
-    codex: ``x-codex-primary-*`` for ``five_hour``, ``x-codex-secondary-*`` for ``seven_day``.
-    """
-
-    five_hour: Window | None = None
-    seven_day: Window | None = None
-    warn_at: float = 0.75
-
-    def __post_init__(self) -> None:
-        if self.five_hour is None and self.seven_day is None:
-            raise ValueError("a quota reports at least one window")
-
-    @classmethod
-    def of(cls, windows: Mapping[WindowName, Window], warn_at: float = 0.75) -> Quota:
-        return cls(windows.get("five_hour"), windows.get("seven_day"), warn_at)
-
-    @classmethod
-    def used(
-        cls,
-        five_hour: float | None = None,
-        seven_day: float | None = None,
-        *,
-        now: datetime | None = None,
-    ) -> Quota:
-        """Windows this much spent, each resetting one window length after ``now``."""
-        start = now or datetime.now(UTC)
-        windows: dict[WindowName, Window] = {}
-        if five_hour is not None:
-            windows["five_hour"] = Window(five_hour, start + timedelta(hours=5))
-        if seven_day is not None:
-            windows["seven_day"] = Window(seven_day, start + timedelta(days=7))
-        return cls.of(windows)
-
-    def windows(self) -> dict[WindowName, Window]:
-        found: dict[WindowName, Window] = {}
-        if self.five_hour is not None:
-            found["five_hour"] = self.five_hour
-        if self.seven_day is not None:
-            found["seven_day"] = self.seven_day
-        return found
-
-    def replace(self, name: WindowName, window: Window) -> Quota:
-        return Quota.of({**self.windows(), name: window}, self.warn_at)
-
-    def anthropic_headers(self, *, rejected: WindowName | None = None) -> dict[str, str]:
-        """The unified rate-limit headers; with ``rejected`` that window is spent (a 429)."""
-        windows = self.windows()
-        headers: dict[str, str] = {}
-        for name, window in windows.items():
-            prefix = f"{_UNIFIED}-{_ANTHROPIC_WINDOW[name]}"
-            headers[f"{prefix}-status"] = self._status(name, window, rejected)
-            headers[f"{prefix}-utilization"] = _number(window.used)
-            headers[f"{prefix}-reset"] = str(window.epoch)
-            if name != rejected and window.used >= self.warn_at:
-                headers[f"{prefix}-surpassed-threshold"] = _number(self.warn_at)
-        claim: WindowName = (
-            rejected if rejected is not None else max(windows, key=lambda n: windows[n].used)
-        )
-        statuses = [self._status(name, w, rejected) for name, w in windows.items()]
-        status = next(s for s in ("rejected", "allowed_warning", "allowed") if s in statuses)
-        return {
-            f"{_UNIFIED}-status": status,
-            f"{_UNIFIED}-reset": str(windows[claim].epoch),
-            f"{_UNIFIED}-representative-claim": claim,
-            **headers,
-        }
-
-    def codex_headers(self, now: datetime) -> dict[str, str]:
-        """The ``x-codex-*`` headers codex reads its rate limits from."""
-        return {name: str(_value(value, now)) for name, value in self.codex_header_values()}
-
-    def codex_header_values(self) -> tuple[tuple[str, str | SecondsUntil], ...]:
-        """``codex_headers`` with the seconds left to each reset still to count down."""
-        headers: list[tuple[str, str | SecondsUntil]] = []
-        for name, window in self.windows().items():
-            slot = f"x-codex-{_CODEX_SLOT[name]}"
-            headers += [
-                (f"{slot}-used-percent", _number(round(window.used * 100, 2))),
-                (f"{slot}-window-minutes", str(WINDOW_MINUTES[name])),
-                (f"{slot}-reset-at", str(window.epoch)),
-                (f"{slot}-reset-after-seconds", SecondsUntil(window.resets_at)),
-            ]
-        if self.five_hour is not None and self.seven_day is not None:
-            headers.append(("x-codex-primary-over-secondary-limit-percent", "0"))
-        return tuple(headers)
-
-    def headers(self, wire_name: Wire, now: datetime) -> dict[str, str]:
-        return self.anthropic_headers() if wire_name == "anthropic" else self.codex_headers(now)
-
-    def _status(self, name: WindowName, window: Window, rejected: WindowName | None) -> str:
-        if name == rejected:
-            return "rejected"
-        return "allowed_warning" if window.used >= self.warn_at else "allowed"
 
 
 @dataclass(frozen=True)
@@ -350,7 +216,7 @@ class Fault:
         ``resets_in_seconds``, and the ``x-codex-*`` headers, that window at 100 %.
         ``quota`` adds the other window's reading (not sent without it).
         """
-        spent = Window(1.0, _aware(resets_at))
+        spent = Window(1.0, aware(resets_at))
         windows = (quota or Quota.of({window: spent})).replace(window, spent)
         until = SecondsUntil(spent.resets_at)
         anthropic_headers: tuple[tuple[str, str | SecondsUntil], ...] = (
@@ -413,18 +279,3 @@ class Fault:
 
 # The Anthropic API tells its SDK whether a retry may help (observed on 429/5xx answers).
 _SHOULD_RETRY: tuple[tuple[str, str], ...] = (("x-should-retry", "true"),)
-
-
-def _value(value: Value, now: datetime) -> str | int | float | bool | None:
-    return value.at(now) if isinstance(value, SecondsUntil) else value
-
-
-def _number(value: float) -> str:
-    # 0.42 → "0.42", 100.0 → "100": as the APIs write them.
-    return f"{value:g}"
-
-
-def _aware(moment: datetime) -> datetime:
-    if moment.tzinfo is None:
-        raise ValueError(f"a reset time must be timezone-aware, not {moment.isoformat()}")
-    return moment

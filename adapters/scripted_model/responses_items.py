@@ -1,6 +1,6 @@
 """Scenario blocks as OpenAI Responses output items: the codex mapping.
 
-The mapping is documented in the package docstring (``adapters.scripted_model``):
+The mapping is documented in docs/scripted-model-wire.md:
 text and ``StructuredOutput`` become ``message`` items, ``Bash`` the shell function the request
 offers, ``Write``/``Edit`` a codex patch (an ``apply_patch`` call when that tool is offered,
 else an ``apply_patch`` heredoc through the shell), any other tool a ``function_call`` of its

@@ -8,7 +8,7 @@ Shapes follow what codex 0.169.0 was observed to send and accept: a streamed rep
 ``response.custom_tool_call_input.delta`` / ``.done`` for a ``custom_tool_call``) and
 ``response.output_item.done``, then ``response.completed`` with the whole output and usage.
 Every event carries its ``type`` and a rising ``sequence_number``; frames are SSE
-``event:``/``data:`` pairs. How scenario blocks map onto items is in the package docstring.
+``event:``/``data:`` pairs. How scenario blocks map onto items is in docs/scripted-model-wire.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Scenario files: the model, loading with clear errors, matching and turn rendering.
 
-The format is documented in the package docstring (``adapters.scripted_model``).
+The format is documented in docs/scripted-model-wire.md (book files: docs/scripted-model.md).
 Everything here is pure: the server feeds it a ``Conversation`` read from a request and gets
 back the blocks to send.
 """

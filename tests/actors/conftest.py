@@ -16,7 +16,7 @@ from actors.engine import Engine, create_engine
 from actors.journal import Journal
 from actors.queue import QueueActor, Wake
 from actors.settings import SupervisorSettings
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from tests.fakes.provider import FakeTracker, fake_provider
 from tests.fakes.runtime import FakeRuntime, Script, fake_runtimes
 

@@ -24,7 +24,7 @@ from domain.events import (
     UserTransitionedStatus,
     WorkItemChanged,
 )
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.models import Revision, RevisionFile
 from domain.policy import AllowAll, DenyCommands
 from tests.actors.conftest import Harness, fill_the_disk, wait_until, write_until_refused
@@ -342,8 +342,8 @@ def test_readers_go_to_pollers_and_writers_to_the_executor(harness: Harness) -> 
         p.revision_reader,
         p.spec_reader,
     ]
-    assert engine.executor.work_item_writer is p.work_item_writer
-    assert engine.executor.revision_writer is p.revision_writer
+    assert engine.executor.writes.work_item_writer is p.work_item_writer
+    assert engine.executor.writes.revision_writer is p.revision_writer
     writers = {id(p.work_item_writer), id(p.revision_writer)}
     readers = {id(p.work_item_reader), id(p.revision_reader), id(p.spec_reader)}
     for poller in engine.pollers:

@@ -13,7 +13,7 @@ import pytest
 from actors.settings import DailyBudget
 from domain.errors import JournalError
 from domain.events import CommandRejected, DispatchDue, UserTransitionedStatus
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from tests.actors.conftest import Harness, wait_until
 from tests.actors.test_engine import journal, journal_types
 

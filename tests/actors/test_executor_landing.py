@@ -13,7 +13,7 @@ import pytest
 from actors.executor import CommandExecutor
 from actors.journal import Journal
 from actors.queue import Inbox
-from actors.sessions import SessionManager
+from actors.session_registry import SessionManager
 from actors.settings import RetrySettings
 from adapters.providers.local.provider import LocalProvider
 from domain.commands import (

@@ -309,7 +309,7 @@ def test_a_resumed_write_is_logged_with_its_command_and_key(rig: Rig) -> None:
     key = idempotency_key(command)
     rig.journal.begin_intent(key, command)
     with capture_logs() as logs:
-        assert rig.executor.resume_pending(EngineState()) == 1
+        assert rig.executor.writes.resume_pending(EngineState()) == 1
     assert logs == [
         {
             "event": "resuming a write a crash interrupted",

@@ -24,8 +24,8 @@ from actors.base import SupervisedActor
 from actors.journal import Journal
 from actors.logs import NOISY_LIBRARIES, REDACTED, configure_logging, redact_value
 from actors.queue import Inbox
-from actors.session import AgentSession
-from actors.sessions import SessionManager
+from actors.session_actor import AgentSession
+from actors.session_registry import SessionManager
 from actors.streams import StreamRegistry
 from domain.models import ImplementorStartParams, SessionId
 from tests.fakes.runtime import FakeRuntime, Script

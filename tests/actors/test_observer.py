@@ -21,7 +21,7 @@ from domain.events import (
     BaselineRemoved,
     EngineEvent,
 )
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.models import (
     Baseline,
     EngineState,

@@ -15,7 +15,7 @@ import pytest
 from actors.config import PollerSettings
 from actors.executor import ExecutorActor
 from actors.journal import Journal
-from actors.session import AgentSession
+from actors.session_actor import AgentSession
 from domain.events import AgentFailed, UserTransitionedStatus
 from tests.actors.conftest import Harness, crash_queue_once, wait_until
 from tests.actors.test_engine import journal_types

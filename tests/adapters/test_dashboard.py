@@ -40,7 +40,7 @@ from domain.events import (
     UserPausedDispatch,
     WorkItemChanged,
 )
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.landing import describe_queue
 from domain.models import (
     EngineState,

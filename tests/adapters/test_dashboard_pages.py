@@ -38,7 +38,7 @@ from domain.events import (
     StatusTransitioned,
     WorkItemChanged,
 )
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.models import (
     Baseline,
     Pipeline,

@@ -11,7 +11,8 @@ from domain.events import (
     ImplementorCompleted,
     ReviewerCompleted,
 )
-from domain.handlers import HandlerOptions, create_handlers, run_handlers
+from domain.handlers import create_handlers, run_handlers
+from domain.handlers.options import HandlerOptions
 from domain.models import (
     AgentRun,
     EngineState,

@@ -36,7 +36,8 @@ from domain.events import (
     WorkItemChanged,
     WorkItemRemoved,
 )
-from domain.handlers import HANDLER_FUNCTIONS, HandlerOptions, create_handlers, run_handlers
+from domain.handlers import HANDLER_FUNCTIONS, create_handlers, run_handlers
+from domain.handlers.options import HandlerOptions
 from domain.models import (
     ImplementorStartParams,
     PlannerStartParams,

@@ -16,7 +16,7 @@ from domain.events import (
     StatusTransitioned,
     WorkItemChanged,
 )
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.landing import describe_queue, landing_queue
 from domain.models import (
     Baseline,

@@ -14,7 +14,7 @@ from domain.events import (
     EngineEvent,
     UserResumedDispatch,
 )
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.models import EngineState, QuotaWindow, RunSignal
 from domain.run_end import run_end_trigger
 from domain.signals import describe_signal

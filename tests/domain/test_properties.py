@@ -51,7 +51,8 @@ from domain.events import (
     UserTransitionedStatus,
     WorkItemChanged,
 )
-from domain.handlers import HandlerOptions, create_handlers, run_handlers
+from domain.handlers import create_handlers, run_handlers
+from domain.handlers.options import HandlerOptions
 from domain.models import (
     STATUSES,
     EngineState,

@@ -21,7 +21,7 @@ from domain.events import (
     RevisionMerged,
     WorkItemChanged,
 )
-from domain.handlers import HandlerOptions
+from domain.handlers.options import HandlerOptions
 from domain.models import EngineState, ImplementorStartParams, LandingTest, SentBack
 from domain.run_end import explain_transition
 from domain.workflow import (

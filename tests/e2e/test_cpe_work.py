@@ -98,7 +98,7 @@ def test_a_person_cancels_pauses_retries_and_resumes_a_running_engine(
 
 def agent_runs_now(repo: Path) -> list[AgentRun]:
     """The runs as `cpe` commands see them while the engine runs (the journal, read only)."""
-    from adapters.cli.actions import journal_state  # noqa: PLC0415
+    from adapters.cli.common import journal_state  # noqa: PLC0415
 
     return list(journal_state(repo / ".cpe").agent_runs.values())
 

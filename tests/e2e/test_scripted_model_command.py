@@ -159,6 +159,48 @@ def test_cpe_run_scripted_points_a_codex_role_at_the_same_book(
     assert not implementor.cost_usd  # no tokens: $0, or unknown for codex's unpriced default
 
 
+def imported_modules(log: str) -> set[str]:
+    """The modules a process run with ``PYTHONPROFILEIMPORTTIME=1`` imported, from its stderr
+    (``import time: self | cumulative | name``, the name indented by its depth)."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in log.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
+
+
+def test_a_codex_only_run_never_imports_the_claude_agent_sdk(
+    tmp_path: Path, home: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    """Every role on codex-cli: the run does its work and imports nothing of the Claude vendor's
+    SDK (issue 36: no vendor leans on another)."""
+    roles = "[runtime.roles]\n" + "".join(
+        f'{role} = "codex-cli"\n' for role in ("planner", "implementor", "reviewer")
+    )
+    repo = make_cpe_repo(tmp_path / "repo", extra=roles)
+    work_add(repo, "Add hello", "file: hello.txt\nhi")
+    path = f"{real_codex().parent}{os.pathsep}{os.environ['PATH']}"
+    with (home / "cpe.log").open("a") as log:
+        run = start_cpe(
+            repo,
+            home,
+            log,
+            {"PATH": path, "PYTHONPROFILEIMPORTTIME": "1"},
+            ["--scripted"],
+            without=["ANTHROPIC_API_KEY", "OPENAI_API_KEY"],
+        )
+        processes.append(run)
+        done = wait_for(lambda: [i.status for i in work_items(repo)] == ["done"], 300)
+        assert stop(run) == 0
+    said = (home / "cpe.log").read_text()
+    assert done, said[-3000:]
+    assert git_raw(repo, "show", "main:hello.txt") == "hi\n"
+    modules = imported_modules(said)
+    assert "adapters.runtime.codex.runner" in modules  # the import log is read right
+    assert not {m for m in modules if m.split(".")[0] == "claude_agent_sdk"}
+    assert "adapters.runtime.claude.sdk" not in modules
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
 def test_a_stop_signal_ends_serve_with_exit_0_and_no_traceback(
     home: Path, processes: list[subprocess.Popen[str]], signum: int

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """A fake ``codex`` CLI: ``codex exec --json`` as observed on 0.169.0 (agent-protocols.md §4).
 
-The real ``codex`` runs in the tests too (``test_codex_real.py``, against the scripted model),
-but it will not produce faults on demand. This script takes the command line the real one
-takes, fails the way it fails, and prints the recorded JSONL event shapes, for the fault tests.
+The real ``codex`` runs in the tests too (``test_real.py`` in ``tests/adapters/runtime/codex/``,
+against the scripted model), but it will not produce faults on demand. This script takes the
+command line the real one takes, fails the way it fails, and prints the recorded JSONL event
+shapes, for the fault tests.
 Standard library only; it never runs the commands it reports.
 
 Command line (the real one's; anything else is a clap-style usage error, exit 2)::

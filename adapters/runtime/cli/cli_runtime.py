@@ -87,8 +87,8 @@ class _Run(Run):
 
 
 class CliRuntime(RuntimeSkeleton[CliRuntimeConfig, _Run]):
-    """``signals``: how the CLI's events tell of the model API (``adapters/runtime/signals.py``);
-    None: the runtime reports nothing while a run goes on."""
+    """``signals``: how the CLI's events tell of the model API (``adapters/runtime/signals.py``,
+    each vendor's own); None: the runtime reports nothing while a run goes on."""
 
     def __init__(
         self,
@@ -224,10 +224,17 @@ class CliRuntime(RuntimeSkeleton[CliRuntimeConfig, _Run]):
                 "failed", f"the CLI could not start: {exc}", infrastructure=True
             ) from exc
 
+    @property
+    def model_variables(self) -> tuple[str, ...]:
+        """The model credentials the agent gets: the config's, else those its CLI reads."""
+        if self.config.model_variables is not None:
+            return self.config.model_variables
+        return self.runner.model_variables
+
     def _env(self, session_id: str) -> dict[str, str]:
         homes = self.state_dir / "homes"
         home = homes / session_id if self.config.isolated_home else None
-        return run_env(self.config.model_variables, self.config.agent_env, home)
+        return run_env(self.model_variables, self.config.agent_env, home)
 
     def _priced(self, usage: RunUsage, result: Mapping[str, Any] | None) -> RunUsage:
         """A run the runner reported tokens for but no cost (codex) is priced by its model."""

@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from adapters.runtime.claude.signals import ClaudeSignals
 from adapters.runtime.records.artifact_files import CANONICAL_FILES, MANIFEST
 from adapters.runtime.records.native_messages import render
-from adapters.runtime.signals import ClaudeSignals
 from adapters.runtime.workspace.redaction import redact
 from domain.signals import describe_signal
 

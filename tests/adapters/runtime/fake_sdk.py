@@ -12,7 +12,7 @@ import psutil
 
 from adapters.bash_guard import check_bash
 from adapters.bash_guard.hook import BashCheck
-from adapters.runtime.claude_sdk import ClaudeAdapter, ClaudeAdapterConfig, create_claude_adapter
+from adapters.runtime.claude.sdk import ClaudeAdapter, ClaudeAdapterConfig, create_claude_adapter
 from domain.models import EngineState, ImplementorStartParams, SessionId, WorkItemId
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from tests.adapters.runtime.driving import drive

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter
+from adapters.runtime.claude.sdk import ClaudeAdapterConfig, create_claude_adapter
 from adapters.scripted_model import ScriptedModelServer, load_scenario
 from domain.models import ImplementorStartParams, PlannerStartParams, SessionId, WorkItemId
 from domain.ports import SessionLogging

@@ -195,7 +195,7 @@ def test_the_kinds_import_no_vendor_until_one_is_built() -> None:
         "{'kind': 'codex-cli', 'cli_path': sys.executable})\n"
         "codex.check(); codex.cli()\n"
         "print(sorted(m for m in sys.modules if m.startswith(("
-        "'claude_agent_sdk', 'adapters.runtime.claude', 'adapters.runtime.runners', "
+        "'claude_agent_sdk', 'adapters.runtime.claude', 'adapters.runtime.cli', "
         "'adapters.runtime.codex'))))\n"
     )
     result = subprocess.run(

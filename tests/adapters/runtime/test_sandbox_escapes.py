@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from adapters.runtime.claude_sdk import ClaudeAdapterConfig, create_claude_adapter
+from adapters.runtime.claude.cli_runner import create_claude_cli_runtime
+from adapters.runtime.claude.sdk import ClaudeAdapterConfig, create_claude_adapter
 from adapters.runtime.cli.cli_runtime import CliRuntimeConfig
-from adapters.runtime.runners.claude_cli import create_cli_runtime
-from adapters.runtime.runners.codex_cli import create_codex_runtime
+from adapters.runtime.codex.runner import create_codex_runtime
 from adapters.scripted_model import ScriptedModelServer, parse_scenario
 from adapters.scripted_model.responses_wire import codex_overrides
 from domain.models import ImplementorStartParams, SessionId, WorkItemId
@@ -129,7 +129,7 @@ def runtime(kind: str, place: Place, server: ScriptedModelServer) -> Any:
     if kind == "claude-sdk":
         return create_claude_adapter(ClaudeAdapterConfig(**settings, kill_grace=2), deps)
     if kind == "claude-cli":
-        return create_cli_runtime(CliRuntimeConfig(**settings), deps, kill_grace=2)
+        return create_claude_cli_runtime(CliRuntimeConfig(**settings), deps, kill_grace=2)
     return create_codex_runtime(
         CliRuntimeConfig(**settings, model="gpt-5-codex"),
         deps,

@@ -1,6 +1,6 @@
 """The scripted model's bad days over real HTTP: faults per wire, a refused address, headroom.
 
-Then the real CLIs against two of them (facts in the package docstring): ``claude`` on a
+Then the real CLIs against two of them (facts in docs/scripted-model-wire.md): ``claude`` on a
 subscription ends at once on a spent five-hour window; ``codex`` ends its turn on a ChatGPT
 plan's ``usage_limit_reached``.
 """

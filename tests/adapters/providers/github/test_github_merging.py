@@ -18,12 +18,13 @@ import pytest
 from actors.executor import CommandExecutor
 from actors.journal import Journal
 from actors.queue import Inbox
-from actors.sessions import SessionManager
+from actors.session_registry import SessionManager
 from actors.settings import RetrySettings
 from adapters.providers.github import GitHubProvider
 from domain.errors import ConflictError, MergeWaitError, ProviderError
 from domain.events import EngineEvent, MergeWaiting, RevisionMerged, WorkItemChanged
-from domain.handlers import HandlerOptions, create_handlers, run_handlers
+from domain.handlers import create_handlers, run_handlers
+from domain.handlers.options import HandlerOptions
 from domain.models import EngineState, Revision
 from domain.policy import AllowAll
 from domain.results import AgentReview

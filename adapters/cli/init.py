@@ -1,0 +1,101 @@
+"""``cpe init``: a repository prepared for the engine (``supervisor.toml``, ``.claude/`` agent
+definitions, ``.gitignore`` entries), and what to do next."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from adapters.cli.common import fail
+from adapters.cli.repository import CONFIG_NAME, git_toplevel
+from adapters.cli.settings import CpeConfig, load_config, parse_config
+from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
+from domain.errors import ConfigError
+
+WORKTREES_IGNORED = ".worktrees/"
+
+
+def init(repo: Path) -> int:
+    try:
+        root = git_toplevel(repo.resolve(), "--repo PATH")
+        existing = root / CONFIG_NAME  # its [engine] state_dir is the one to ignore
+        config = load_config(existing) if existing.exists() else parse_config({})
+    except ConfigError as exc:
+        return fail(f"configuration error: {exc}")
+    ignored = [WORKTREES_IGNORED, _ignore_entry(root, config.engine.state_dir)]
+    written: list[str] = []
+    for source, target in _defaults(root):
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        written.append(str(target.relative_to(root)))
+    gitignore = root / ".gitignore"
+    lines = gitignore.read_text().splitlines() if gitignore.exists() else []
+    present = {line.strip().strip("/") for line in lines}
+    missing = [entry for entry in ignored if entry.strip("/") not in present]
+    if missing:
+        with gitignore.open("a") as out:
+            if lines and lines[-1].strip():
+                out.write("\n")
+            out.write("# cpe: agent worktrees and the engine's state\n")
+            out.write("".join(f"{entry}\n" for entry in missing))
+        written.append(".gitignore")
+    for path in written:
+        print(f"wrote {path}")
+    if not written:
+        print("nothing to do: the repository is already set up")
+    tops = dict.fromkeys(Path(path).parts[0] for path in written)  # .claude/…: .claude
+    print(_NEXT_STEPS.format(paths=" ".join(tops) or "supervisor.toml .claude .gitignore"))
+    b = config.budget
+    print(
+        f"\nbudgets ([budget] in supervisor.toml; 0 is none): ${b.per_run_usd:g} a run, "
+        f"${b.per_item_usd:g} a work item, ${b.per_spec_usd:g} planning a spec version, "
+        f"${b.per_day_usd:g} a day"
+    )
+    if (warning := own_python(config)) is not None:
+        print(f"cpe: warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def own_python(config: CpeConfig) -> str | None:
+    """Why the local pipeline's command would fail on its PATH or run cpe's own Python, or None."""
+    local = config.provider.local
+    if config.provider.kind != "local" or not local.pipeline_command:
+        return None
+    from adapters.providers.local.pipeline import (  # noqa: PLC0415
+        missing_program_warning,
+        own_python_warning,
+    )
+
+    command = local.pipeline_command
+    return missing_program_warning(command) or own_python_warning(command)
+
+
+_NEXT_STEPS = """
+next steps:
+  1. read supervisor.toml (pipeline_command: your test command; auto_merge; concurrency)
+  2. git add {paths} && git commit -m "cpe"   (agents see the committed default branch)
+  3. give the agents a model: export ANTHROPIC_API_KEY=... (or a Claude login: claude login);
+     for codex-cli roles, OPENAI_API_KEY or codex login
+  4. cpe work add "a title" --body "what to do"   (or write specs under specs/)
+  5. cpe run   (Ctrl-C stops it; cpe status shows where things are)"""
+
+
+def _ignore_entry(root: Path, state_dir: str) -> str:
+    """The ``.gitignore`` line for the state dir (inside the repository: the config says so)."""
+    relative = Path(os.path.normpath(root / state_dir)).relative_to(root)
+    return f"{relative.as_posix()}/"
+
+
+def _defaults(root: Path) -> list[tuple[Path, Path]]:
+    pairs = [(SUPERVISOR_TOML, root / CONFIG_NAME)]
+    claude = CLAUDE_DIR
+    for source in sorted(claude.rglob("*.md")):
+        pairs.append((source, root / ".claude" / source.relative_to(claude)))
+    missing = [str(s) for s, _ in pairs if not s.exists()]
+    if missing:
+        raise FileNotFoundError(f"the shipped defaults are missing: {', '.join(missing)}")
+    return pairs

@@ -1,0 +1,167 @@
+"""``cpe run``: the engine on a repository until stopped, with its services, its log, and what
+systemd is told (``adapters.notify``). The engine's modules are this command's own import."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import structlog
+
+from adapters.cli.build import App, build_app
+from adapters.cli.common import fail
+from adapters.cli.init import own_python
+from adapters.cli.liveness import alive
+from adapters.cli.repository import resolve_config
+from adapters.cli.services import prepare_services
+from adapters.cli.settings import CpeConfig
+from domain.errors import ConfigError
+
+if TYPE_CHECKING:  # the engine's modules are cpe run's own import (keeps cpe status quick)
+    from actors.engine import Engine
+    from actors.logs import LogFormat
+    from actors.services import Services
+
+
+def run(
+    config_path: Path | None,
+    repo: Path | None,
+    *,
+    new_journal: bool = False,
+    stop_requested: threading.Event | None = None,
+    log_format: LogFormat | None = None,
+    agent_env: Mapping[str, str] | None = None,
+    isolated_home: bool = False,
+    codex_overrides: Sequence[str] = (),
+) -> int:
+    """``agent_env``, ``isolated_home``, ``codex_overrides``: as ``build_app`` takes them
+    (``cpe run --scripted`` points every runtime at its scripted model)."""
+    from actors.process import Watchdog, run_engine  # noqa: PLC0415
+    from adapters.notify import notify  # noqa: PLC0415
+
+    try:
+        config, root = resolve_config(config_path, repo)
+    except ConfigError as exc:
+        return fail(f"configuration error: {exc}")
+    named = config.dashboard.token_env
+    if config.dashboard.listen and named and not os.environ.get(named):
+        return fail(
+            f"configuration error: dashboard.token_env: the environment variable {named} is "
+            "not set; expected a token in it, or token_env empty for a random one"
+        )
+    fmt, log_file = _start_logging(config, root, log_format)
+    if (warning := own_python(config)) is not None:
+        structlog.get_logger("cpe.cli").warning(warning)
+    apps: list[App] = []
+    starters: list[Callable[[], Services]] = []
+    services: list[Services] = []
+
+    def build() -> Engine:
+        app = build_app(
+            config_path,
+            repo,
+            new_journal=new_journal,
+            agent_env=agent_env,
+            isolated_home=isolated_home,
+            codex_overrides=codex_overrides,
+        )
+        apps.append(app)
+        try:  # a ConfigError: the dashboard's address cannot be used (exit 78)
+            starters.append(prepare_services(app, human=fmt == "human"))
+        except BaseException:
+            app.engine.stop(reason="its services cannot start")  # never started: closes
+            raise
+        if fmt == "human":  # a person watches: the engine's decisions in words
+            from adapters.console import Console  # noqa: PLC0415
+
+            app.engine.watch(Console(sys.stderr, app.engine.queued))
+        return app.engine
+
+    health = Watchdog(config.engine.stall_timeout)
+
+    def watchdog(engine: Engine) -> None:
+        alive(apps[-1].state_dir)  # after a kill -9, cpe status tells when it was last alive
+        if health.healthy(engine):
+            notify("WATCHDOG=1")
+
+    def ready(engine: Engine) -> None:
+        services.append(starters[-1]())
+        # once it runs (a refused start says one thing): where the whole log goes, and what
+        # the agents will not see
+        if log_file is not None:
+            structlog.get_logger("cpe.cli").info("log file", path=str(log_file))
+        _warn_uncommitted(root)
+        notify("READY=1")
+
+    def stopping() -> None:
+        notify("STOPPING=1")
+
+    def reload() -> None:
+        notify("RELOADING=1")
+        try:
+            apps[-1].reload()
+        finally:
+            notify("READY=1")
+
+    try:
+        return run_engine(
+            build,
+            on_ready=ready,
+            on_tick=watchdog,
+            on_stopping=stopping,
+            stop_requested=stop_requested,
+            on_reload=reload,
+        )
+    finally:
+        for service in services:
+            service.stop()
+        for app in apps:
+            app.close()
+
+
+LOG_FILE = "cpe.log"  # in the state directory: cpe run's whole log when a person watches
+
+
+def _start_logging(
+    config: CpeConfig, root: Path, log_format: LogFormat | None
+) -> tuple[LogFormat, Path | None]:
+    """The log as ``--log-format`` or ``[logging] format`` asks, and the file it also goes
+    to: a person's terminal says decisions and warnings, everything is kept in
+    ``<state>/cpe.log``."""
+    from actors.logs import configure_logging  # noqa: PLC0415 - the engine: cpe run's import
+
+    wanted = log_format or config.logging.format
+    human = wanted == "human" or (wanted == "auto" and sys.stderr.isatty())
+    log_file = root / config.engine.state_dir / LOG_FILE if human else None
+    try:
+        return configure_logging(config.engine.log_level, wanted, log_file=log_file), log_file
+    except OSError:  # the state directory cannot be written: the journal's check says so
+        return configure_logging(config.engine.log_level, wanted), None
+
+
+def _warn_uncommitted(root: Path) -> None:
+    """Agents work in worktrees of the default branch: a supervisor.toml or .claude/ that
+    ``cpe init`` wrote and nobody committed is not in them (the agents lack their definitions)."""
+    import subprocess  # noqa: PLC0415
+
+    names = [n for n in ("supervisor.toml", ".claude") if (root / n).exists()]
+    if not names:
+        return
+    done = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--", *names],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    changed = sorted({line[3:].split("/")[0] for line in done.stdout.splitlines() if line})
+    if done.returncode == 0 and changed:
+        structlog.get_logger("cpe.cli").warning(
+            "not committed: agents work on the default branch and will not see it; commit it "
+            "(git add supervisor.toml .claude .gitignore && git commit)",
+            paths=", ".join(changed),
+        )

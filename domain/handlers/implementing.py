@@ -1,0 +1,112 @@
+"""Handlers 3 and 4: dispatch (implementor runs for the eligible items, and a person's
+request; the request itself moves the item to ``in-progress``) and implementor done (a patch
+becomes a revision written; anything else moves the item on)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from domain.commands import CreateRevision, EngineCommand, UpdateRevision
+from domain.dispatch import dispatch_items, start_implementor
+from domain.events import (
+    WAKE_EVENTS,
+    AgentRequested,
+    EngineEvent,
+    ImplementorCompleted,
+    StatusTransitioned,
+    UserRequestedImplementorRun,
+    WorkItemChanged,
+    is_agent_terminal,
+)
+from domain.handlers.options import HandlerOptions
+from domain.models import EngineState, ImplementorStartParams, WorkItem
+from domain.run_end import settle
+from domain.selectors import dependents_of, has_run_in_flight, revision_for
+from domain.workflow import transition
+
+
+def dispatch(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[EngineCommand]:
+    if isinstance(event, AgentRequested):
+        if isinstance(event.params, ImplementorStartParams):
+            item = state.work_items.get(event.params.work_item_id)
+            return transition(item, "implementor-requested") if item else []
+        return []
+    if isinstance(event, UserRequestedImplementorRun):
+        return _user_dispatch(state, event, o)
+    candidates: Iterable[WorkItem]
+    if isinstance(event, WorkItemChanged):
+        candidates = _with_dependents(state, state.work_items.get(event.work_item.id))
+    elif isinstance(event, StatusTransitioned):
+        candidates = _with_dependents(state, state.work_items.get(event.work_item_id))
+    elif is_agent_terminal(event) or isinstance(event, WAKE_EVENTS):
+        candidates = state.work_items.values()  # a slot is free: anyone who waited for one
+    else:
+        return []
+    return dispatch_items(
+        state,
+        candidates,
+        max_attempts=o.max_attempts,
+        max_concurrent=o.max_concurrent,
+        branch_prefix=o.branch_prefix,
+        item_budget=o.item_budget_usd,
+        block_on_budget=o.block_on_item_budget,
+    )
+
+
+def _with_dependents(state: EngineState, item: WorkItem | None) -> list[WorkItem]:
+    if item is None:
+        return []
+    if item.status == "done":
+        return dependents_of(state, item.id)
+    return [item]
+
+
+def _user_dispatch(
+    state: EngineState, event: UserRequestedImplementorRun, o: HandlerOptions
+) -> list[EngineCommand]:
+    """A person asked for a run: blockers and attempts do not stop it; the guards still do."""
+    item = state.work_items.get(event.work_item_id)
+    if item is None or item.status not in ("pending", "needs-refinement", "blocked"):
+        return []
+    if has_run_in_flight(state, item.id):
+        return []
+    start = start_implementor(item, o.branch_prefix)
+    return [start.model_copy(update={"requested_by_user": True})]
+
+
+def implementor_done(
+    event: EngineEvent, state: EngineState, o: HandlerOptions
+) -> list[EngineCommand]:
+    if not isinstance(event, ImplementorCompleted):
+        return []
+    run = state.agent_runs.get(event.session_id)
+    if run is None or not isinstance(run.params, ImplementorStartParams):
+        return []
+    item = state.work_items.get(run.params.work_item_id)
+    if item is None:
+        return []  # the item is gone; the patch stays in the journal
+    result = event.result
+    if result.outcome == "completed" and result.patch and not run.settled:
+        revision = revision_for(state, item)
+        if revision is not None and revision.state == "open":
+            return [
+                UpdateRevision(
+                    session_id=run.session_id,
+                    work_item_id=item.id,
+                    revision_id=revision.id,
+                    patch=result.patch,
+                    base_sha=result.base_sha,
+                )
+            ]
+        return [
+            CreateRevision(
+                session_id=run.session_id,
+                work_item_id=item.id,
+                branch_name=run.params.branch_name,
+                title=item.title,
+                body=f"{result.summary}\n\nWork item: #{item.id}\nAgent session: {run.session_id}",
+                patch=result.patch,
+                base_sha=result.base_sha,
+            )
+        ]
+    return settle(state, item, o.max_attempts)
