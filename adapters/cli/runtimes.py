@@ -13,7 +13,8 @@ from typing import Any
 import structlog
 
 from adapters.cli.settings import CpeConfig
-from adapters.runtime.settings import RUNTIME_KINDS, RuntimeCommon, RuntimeContext, RuntimeKind
+from adapters.runtime.common import RuntimeCommon, RuntimeContext
+from adapters.runtime.settings import RUNTIME_KINDS, RuntimeKind
 from domain.errors import ConfigError
 from domain.models import AGENT_ROLES, AgentRole
 from domain.ports import RuntimeAdapter, RuntimeAdapterDeps, RuntimeAdapterFactory

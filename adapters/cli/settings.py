@@ -3,7 +3,7 @@
 The composition root owns the file. Its sections are this module's models, the engine's own
 settings (``SupervisorSettings``, ``BreakerSettings`` from actors/) and the adapters' own settings
 models, embedded as they are (``GitHubSettings``, ``BashGuardConfig``, ``SandboxConfig``, the
-runtime kinds' ``ClaudeCliRuntime`` and ``CodexCliRuntime`` from adapters/runtime/settings.py),
+runtime kinds' ``ClaudeCliRuntime`` and ``CodexCliRuntime`` from their vendors' packages),
 so each section is checked once, when the file loads. Every model forbids unknown keys: a typo
 or a wrong type fails at start with a ``ConfigError`` that names the key path and what was
 expected.
@@ -32,18 +32,12 @@ from actors.journal import JOURNAL_NAME
 from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, SupervisorSettings
 from adapters.bash_guard.config import BashGuardConfig
 from adapters.providers.github.settings import GitHubSettings
+from adapters.runtime.claude.settings import ClaudeCliRuntime, ClaudeSdkRuntime
+from adapters.runtime.codex.settings import CodexCliRuntime
+from adapters.runtime.common import DAY, ExpandedPath, Seconds
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
-from adapters.runtime.settings import (
-    DAY,
-    ClaudeCliRuntime,
-    ClaudeSdkRuntime,
-    CodexCliRuntime,
-    ExpandedPath,
-    RuntimeKind,
-    RuntimeSettings,
-    Seconds,
-)
+from adapters.runtime.settings import RuntimeKind, RuntimeSettings
 from domain.errors import ConfigError
 from domain.handlers.options import HandlerOptions
 from domain.models import AGENT_ROLES, AgentRole

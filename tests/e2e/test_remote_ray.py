@@ -17,9 +17,10 @@ import psutil
 import pytest
 import ray
 
+from adapters.runtime.claude.settings import ClaudeCliRuntime, ClaudeSdkRuntime
+from adapters.runtime.codex.settings import CodexCliRuntime
 from adapters.runtime.remote.ray_runtime import RayRuntime, create_ray_runtime
 from adapters.runtime.remote.settings import RemoteSettings
-from adapters.runtime.settings import ClaudeCliRuntime, ClaudeSdkRuntime, CodexCliRuntime
 from adapters.scripted_model import ScriptedModelServer, load_scenario
 from adapters.scripted_model.responses_wire import codex_overrides
 from domain.errors import AgentFailure

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from adapters.bash_guard.config import BashGuardConfig
+from adapters.runtime.common import RuntimeCommon, RuntimeContext
 from adapters.runtime.pricing import DEFAULT_PRICES
 from adapters.runtime.remote.cluster import Node, RayCluster, ray_cluster
 from adapters.runtime.sandbox.config import SandboxConfig
-from adapters.runtime.settings import RuntimeCommon, RuntimeContext
 
 __all__ = ["Node", "RayCluster", "ray_cluster", "runtime_context"]
 

@@ -5,7 +5,7 @@ runtimes: from the data the head shipped (the run's params, its already assemble
 agent definition, the ``Shipment``: the local runtime's settings and the common part, and the
 repository at the base commit as a git bundle) it makes a clone in a directory of the run's
 own, builds the named local runtime there (``build()`` of ``ClaudeSdkRuntime``,
-``ClaudeCliRuntime`` or ``CodexCliRuntime`` in adapters/runtime/settings.py, the same code a
+``ClaudeCliRuntime`` or ``CodexCliRuntime``, adapters/runtime/settings.py, the same code a
 local run uses: worktree, sandbox, deadline, process group, artifacts) and runs the agent.
 What comes back is data too, as events: ``started`` (where it runs), ``output`` chunks, then
 one ending (``result``: the result as JSON, or ``failure``), ``usage`` and ``artifacts`` (the
@@ -36,7 +36,8 @@ import psutil
 import structlog
 from pydantic import BaseModel, ConfigDict
 
-from adapters.runtime.settings import RuntimeCommon, RuntimeContext, RuntimeSettings
+from adapters.runtime.common import RuntimeCommon, RuntimeContext
+from adapters.runtime.settings import RuntimeSettings
 from adapters.runtime.workspace.agents import AgentSpec
 from domain.errors import AgentFailure, CpeError
 from domain.models import AgentStartParams, SessionId

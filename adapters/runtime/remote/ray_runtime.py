@@ -40,10 +40,11 @@ import ray.exceptions
 import structlog
 from ray.util import list_named_actors
 
+from adapters.runtime.common import RuntimeContext
 from adapters.runtime.remote.node import NodeSession, Shipment
 from adapters.runtime.remote.placement import REMOTE_FILE
 from adapters.runtime.remote.settings import RemoteSettings
-from adapters.runtime.settings import RuntimeContext, RuntimeSettings
+from adapters.runtime.settings import RuntimeSettings
 from adapters.runtime.workspace.provision import Provisioner
 from domain.errors import AgentFailure, ConfigError
 from domain.models import AgentStartParams, RunUsage, SessionId
@@ -434,9 +435,9 @@ def create_ray_runtime(
     deps: RuntimeAdapterDeps,
 ) -> RayRuntime:
     """The remote runtime of ``runtime`` (``ClaudeSdkRuntime``, ``ClaudeCliRuntime``,
-    ``CodexCliRuntime``: adapters/runtime/settings.py), built with the ``RuntimeContext`` a local
-    one would be; its common part goes to the nodes (without cpe's own credentials), which find
-    their own sandbox with its sandbox settings."""
+    ``CodexCliRuntime``: the union in adapters/runtime/settings.py), built with the
+    ``RuntimeContext`` a local one would be; its common part goes to the nodes (without cpe's
+    own credentials), which find their own sandbox with its sandbox settings."""
     common = context.common
     agent_env = {k: v for k, v in common.agent_env.items() if k not in _HEAD_ONLY}
     shipment = Shipment(runtime=runtime, common=common.model_copy(update={"agent_env": agent_env}))

@@ -9,27 +9,21 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from adapters.bash_guard.config import BashGuardConfig
 from adapters.cli.settings import parse_config
+from adapters.runtime.claude.settings import ClaudeCliRuntime, ClaudeSdkRuntime
 from adapters.runtime.cli.cli_runtime import CliRuntimeConfig
+from adapters.runtime.codex.settings import CodexCliRuntime
+from adapters.runtime.common import RuntimeCommon, RuntimeContext, runtime_config
 from adapters.runtime.pricing import ModelPrice
 from adapters.runtime.remote.node import Shipment, _build
 from adapters.runtime.sandbox.config import SandboxConfig
-from adapters.runtime.settings import (
-    RUNTIME_KINDS,
-    ClaudeCliRuntime,
-    ClaudeSdkRuntime,
-    CodexCliRuntime,
-    RuntimeCommon,
-    RuntimeContext,
-    RuntimeSettings,
-    runtime_config,
-)
+from adapters.runtime.settings import RUNTIME_KINDS, RuntimeSettings
 from adapters.runtime.workspace.agents import AgentSpec
 from adapters.runtime.workspace.provision import Provisioner
 from domain.models import AGENT_ROLES, PlannerStartParams, SessionId
@@ -175,6 +169,11 @@ def test_the_kind_picks_the_model_and_its_fields_only() -> None:
         kinds.validate_python({"cli_path": "codex"})
 
 
+def test_the_kinds_are_the_unions_members() -> None:
+    members = get_args(get_args(RuntimeSettings)[0])
+    assert tuple(member.model_fields["kind"].default for member in members) == RUNTIME_KINDS
+
+
 def test_every_kind_has_a_model_and_a_section_or_none() -> None:
     """``[runtime.roles]`` may name every kind: each has its model, with its own ``kind``."""
     section = parse_config({}).runtime
@@ -194,9 +193,9 @@ def test_the_kinds_import_no_vendor_until_one_is_built() -> None:
         "codex = TypeAdapter(RuntimeSettings).validate_python("
         "{'kind': 'codex-cli', 'cli_path': sys.executable})\n"
         "codex.check(); codex.cli()\n"
-        "print(sorted(m for m in sys.modules if m.startswith(("
-        "'claude_agent_sdk', 'adapters.runtime.claude', 'adapters.runtime.cli', "
-        "'adapters.runtime.codex'))))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('claude_agent_sdk') or ("
+        "m.startswith(('adapters.runtime.claude.', 'adapters.runtime.codex.', "
+        "'adapters.runtime.cli')) and not m.endswith('.settings'))))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe],
