@@ -4,7 +4,7 @@ The runtime adapter is asynchronous; the session runs it on its own event loop (
 portal entered in ``on_start``: ``asyncio.run`` in a handler would block the mailbox, and an
 escaping ``CancelledError`` is a ``BaseException`` that stops every pykka actor) and hears of the
 run's end through a done-callback that ``tell``s the actor. The runtime owns the duration limit
-(``adapters/runtime/skeleton.py``); the session's anyio deadline, a cancel grace later, is the
+(``adapters/runtime/agent_runtime.py``); the session's anyio deadline, a cancel grace later, is the
 safety net for a runtime that does not end. A cancel first asks the adapter (``cancel_agent``, so
 the adapter's own cleanup runs), then, after a grace period, cancels the run's scope, and after a
 second one abandons it.

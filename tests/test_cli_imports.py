@@ -55,7 +55,7 @@ READ_PATH_ONLY_NOT = (
     "actors.session_registry",
     "adapters.runtime.sandbox.bwrap",
     "adapters.runtime.workspace.worktrees",
-    "adapters.runtime.workspace.launcher",
+    "adapters.runtime.process.launcher",
     "adapters.bash_guard.guard",
     "adapters.providers.local.pipeline",
     "adapters.providers.local.pipeline_runner",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from adapters.runtime.records.artifacts import RunArtifacts
+from adapters.runtime.artifacts.store import RunArtifacts
 from domain.events import ReviewerCompleted
 from domain.results import AgentReview, AgentReviewComment, ReviewerResult
 from tests.support.transcripts import assistant, open_record, tool

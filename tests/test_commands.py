@@ -20,7 +20,7 @@ from adapters.notify import notify
 from adapters.runtime.claude.sdk import ClaudeAdapter
 from adapters.runtime.cli.cli_runtime import CliRuntime
 from adapters.runtime.codex.runner import CodexCliRunner
-from adapters.runtime.workspace.launcher import kill_tree
+from adapters.runtime.process.launcher import kill_tree
 from domain.errors import ConfigError
 from tests.fakes.codex_cli_fixture import FakeCodex
 from tests.real_clis import WITHOUT_BWRAP, codex_path

@@ -2,6 +2,6 @@
 
 import sys
 
-from adapters.cli.parser import main
+from adapters.cli.command import main
 
 sys.exit(main())

@@ -4,7 +4,7 @@
 ``--follow`` shows what a live run does as it does it, from its start (the tool calls with
 their commands and paths, their results' first lines, the model's text, its retries), then how
 the run ended. The lines come from the run's transcript, followed as the file grows
-(``adapters.runtime.records.activity``), as plain ``runs show`` and the dashboard show them.
+(``adapters.runtime.artifacts.activity``), as plain ``runs show`` and the dashboard show them.
 The running engine's ``follow`` stream (the control socket) is held open beside it only to
 learn when the run ends or the engine goes away; a remote run's transcript comes back from its
 node when it ends, so for one the stream's prose is what is shown meanwhile.
@@ -24,7 +24,7 @@ from typing import Any
 
 from adapters.cli.common import fail, journal_state
 from adapters.cli.repository import resolve_config
-from adapters.runtime.records.activity import TRANSCRIPT, TranscriptTail, run_activity
+from adapters.runtime.artifacts.activity import TRANSCRIPT, TranscriptTail, run_activity
 from adapters.runtime.remote.placement import REMOTE_FILE, describe_node, read_placement
 from domain.errors import ConfigError
 from domain.models import ACTIVE_RUN_STATUSES, AgentRun, SessionId

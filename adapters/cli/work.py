@@ -19,7 +19,7 @@ from adapters.cli.landing_view import list_note, show_lines
 from adapters.cli.repository import default_branch, resolve_config
 from adapters.cli.runs import describe_run, run_where
 from adapters.cli.settings import CpeConfig
-from adapters.runtime.records.run_review import comment_lines, plain, run_review
+from adapters.runtime.artifacts.run_review import comment_lines, plain, run_review
 from domain.errors import ConfigError, JournalInUseError
 from domain.events import StatusTransitioned, UserTransitionedStatus, WorkItemChanged
 from domain.models import STATUSES, EngineState, ReviewerStartParams, WorkItem, WorkItemId

@@ -25,7 +25,7 @@ from typing import Any
 from adapters.cli.work import item_sections
 from adapters.dashboard.source import Source
 from adapters.dashboard.views import clean, ended_words, review_view, run_view
-from adapters.runtime.records.activity import run_activity
+from adapters.runtime.artifacts.activity import run_activity
 from domain.models import AgentRun, WorkItem
 
 OUTPUT_TAIL = 200_000  # characters of a run's activity (or transcript) a view carries at most

@@ -28,7 +28,7 @@ from adapters.cli.settings import CpeConfig
 from adapters.cli.work import github_body
 from adapters.control import Control
 from adapters.metering import ProviderMeter
-from adapters.runtime.records.run_review import run_review
+from adapters.runtime.artifacts.run_review import run_review
 from adapters.runtime.remote.placement import read_placement
 from domain.admission import BreakerPaused, PersonPaused, dispatch_pauses
 from domain.decisions import QuotaHold, quota_hold

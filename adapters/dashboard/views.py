@@ -17,7 +17,7 @@ from actors.logs import redact_value
 from adapters.cli import landing_view
 from adapters.cli.landing_view import not_merged
 from adapters.dashboard.source import Pause, Source
-from adapters.runtime.records.run_review import comment_where
+from adapters.runtime.artifacts.run_review import comment_where
 from adapters.runtime.remote.placement import describe_node
 from domain.decisions import QuotaHold
 from domain.landing import QueueEntry, describe_baseline

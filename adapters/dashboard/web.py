@@ -41,7 +41,7 @@ from adapters.dashboard.pages import (
 )
 from adapters.dashboard.source import Source
 from adapters.dashboard.views import state_view
-from adapters.runtime.records.activity import TranscriptTail
+from adapters.runtime.artifacts.activity import TranscriptTail
 from domain.models import SessionId, WorkItemId
 from domain.requests import (
     REQUEST_ADAPTER,

@@ -4,7 +4,7 @@ The scenarios (``scenarios/*.json``, shipped as package data) hold only the turn
 rules live here, next to the order they depend on. The server plays the *first* scenario whose
 rule holds, so the order matters wherever two rules can both hold.
 
-A rule tells the runs apart by what ``adapters.runtime.workspace.context`` puts in the prompt:
+A rule tells the runs apart by what ``adapters.runtime.prompt.context`` puts in the prompt:
 
 - the role (the ``StructuredOutput`` schema pins it);
 - the heading the implementor and reviewer prompts start with, ``## Work Item #<id> — <title>``:

@@ -25,9 +25,9 @@ from adapters.runtime.sandbox.config import SandboxConfig
 from domain.ports import SessionLogging
 
 if TYPE_CHECKING:
+    from adapters.runtime.agent_runtime import AgentRuntimeConfig
+    from adapters.runtime.prompt.agents import AgentSpec
     from adapters.runtime.sandbox import Sandbox
-    from adapters.runtime.skeleton import AgentRuntimeConfig
-    from adapters.runtime.workspace.agents import AgentSpec
 
 
 class RuntimeCommon(BaseModel):

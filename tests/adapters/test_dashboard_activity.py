@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from actors.engine import Engine
-from adapters.runtime.records.artifacts import RunArtifacts
+from adapters.runtime.artifacts.store import RunArtifacts
 from domain.models import Pipeline, Revision, RevisionId, SessionId, WorkItemId
 from domain.results import AgentReview, AgentReviewComment, ReviewerResult
 from tests.actors.conftest import Harness, wait_until

@@ -25,7 +25,7 @@ from actors.engine import Engine
 from actors.services import Services
 from actors.settings import SupervisorSettings
 from adapters.cli.build import App
-from adapters.cli.parser import main
+from adapters.cli.command import main
 from adapters.cli.services import prepare_services
 from adapters.cli.settings import CpeConfig, DashboardSection, parse_config
 from adapters.dashboard.server import DashboardServer, Listener

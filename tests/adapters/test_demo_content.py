@@ -42,7 +42,7 @@ from adapters.providers.local.pipeline import LocalPipeline
 from adapters.providers.local.provider import LocalProvider
 from adapters.providers.specs.globs import PathMatcher
 from adapters.runtime.claude.sdk import ClaudeAdapterConfig, create_claude_adapter
-from adapters.runtime.workspace.context import assemble_prompt
+from adapters.runtime.prompt.context import assemble_prompt
 from adapters.runtime.workspace.patches import extract_patch
 from adapters.runtime.workspace.worktrees import WorktreeManager
 from adapters.scripted_model import (

@@ -117,10 +117,10 @@ SDK_TEST_IMPORTERS = {
     # the fake claude CLI, checked against the real SDK's query() and message parser
     "tests/fakes/test_claude_cli.py",
     # run artifacts built from real SDK message objects (ResultMessage, parse_message)
-    "tests/adapters/runtime/test_artifacts_content.py",
+    "tests/adapters/runtime/artifacts/test_content.py",
 }
 # Files outside adapters/runtime/ that may import frontmatter: none. Tests load agent
-# definitions through adapters/runtime/workspace/agents.py.
+# definitions through adapters/runtime/prompt/agents.py.
 FRONTMATTER_TEST_IMPORTERS: set[str] = set()
 
 

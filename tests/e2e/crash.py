@@ -20,7 +20,7 @@ from actors.journal import Journal
 from adapters.cli.demo import FEATURES, TEST_COMMAND
 from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE, demo_book
 from adapters.demo.sample import create_sample_repo
-from adapters.runtime.workspace.launcher import live_group
+from adapters.runtime.process.launcher import live_group
 from adapters.scripted_model import ScriptedModelServer
 from adapters.scripted_model.scenario import Scenario
 from domain.events import StatusTransitioned

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from adapters.runtime.workspace.launcher import read_pid
+from adapters.runtime.process.launcher import read_pid
 from adapters.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
 from tests.e2e.running import (
     add_work_item,

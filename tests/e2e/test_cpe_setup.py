@@ -10,7 +10,7 @@ from typing import TextIO
 
 import psutil
 
-from adapters.runtime.workspace.launcher import read_pid
+from adapters.runtime.process.launcher import read_pid
 from adapters.runtime.workspace.setup_command import PID_DIR
 from adapters.scripted_model import ScriptedModelServer, load_scenario
 from tests.e2e.running import add_work_item, make_cpe_repo, start_cpe, wait_for, worktrees

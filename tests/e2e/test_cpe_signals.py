@@ -18,7 +18,7 @@ import pytest
 
 from actors.journal import Journal
 from actors.process import ABANDONED
-from adapters.runtime.workspace.launcher import read_pid
+from adapters.runtime.process.launcher import read_pid
 from domain.state import apply_event
 from tests.e2e.running import (
     NotifySocket,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.runtime.workspace.launcher import live_group
+from adapters.runtime.process.launcher import live_group
 from tests.e2e.running import (
     NotifySocket,
     add_work_item,

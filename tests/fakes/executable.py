@@ -2,7 +2,7 @@
 
 ``execve`` fails with ``ETXTBSY`` while any process holds the file open for writing, and a
 child another thread forks while this process has it open for writing holds a copy of that
-descriptor until it execs (see adapters/runtime/workspace/launcher.py). So the file is written by a
+descriptor until it execs (see adapters/runtime/process/launcher.py). So the file is written by a
 child process: no descriptor of ours ever points at it for writing, and that child and its
 own have exited before the file is run.
 """

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from adapters.runtime.records.artifacts import RunArtifacts
+from adapters.runtime.artifacts.store import RunArtifacts
 
 
 def open_record(

@@ -29,8 +29,8 @@ import structlog
 
 from actors.crashpoints import crashpoint
 from adapters.providers.git import GitRepo, worktree_lock
-from adapters.runtime.workspace.launcher import kill_group, live_group, stamp_pid
-from adapters.runtime.workspace.own_venv import own_program_in, without_own_venv
+from adapters.runtime.process.launcher import kill_group, live_group, stamp_pid
+from adapters.runtime.process.own_venv import own_program_in, without_own_venv
 from domain.errors import ConfigError, ProviderError
 
 PipelineOutcome = Literal["success", "failure", "cancelled"]

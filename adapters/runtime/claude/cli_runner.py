@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from adapters.bash_guard.hook import FILE_TOOLS_POLICY, hook_settings
+from adapters.runtime.artifacts.store import RunArtifacts
 from adapters.runtime.claude.signals import ClaudeSignals
 from adapters.runtime.claude.vendor import CLAUDE_MODEL_VARIABLES, bundled_cli
 from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
@@ -33,7 +33,7 @@ from adapters.runtime.cli.process import ProcessHandle, ProcessOutcome
 from adapters.runtime.cli.request import RunnerCapabilities, RunRequest
 from adapters.runtime.cli.runner import ARGV_PROMPT_BYTES, JsonlCliRunner, Prepared
 from adapters.runtime.pricing import LiveUsage
-from adapters.runtime.records.artifacts import RunArtifacts
+from adapters.runtime.sandbox.guard_hook import FILE_TOOLS_POLICY, hook_settings
 from adapters.runtime.sandbox.runs import sandbox_record
 from domain.ports import RuntimeAdapterDeps
 

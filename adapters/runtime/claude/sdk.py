@@ -2,7 +2,7 @@
 import ``claude_agent_sdk``.
 
 ``create_claude_adapter(config, deps)`` returns a ``RuntimeAdapter``, a ``RuntimeSkeleton``
-(``skeleton.py``: the run table, the worktree (implementor), the context and the agent
+(``agent_runtime.py``: the run table, the worktree (implementor), the context and the agent
 definition, the sandbox, the deadline, cancel and the reaper). What is its own: it starts the
 CLI through ``ClaudeSDKClient``; ``handle.result`` drives the session to its end: structured
 output validated, the patch extracted (implementor), the process tree killed, the worktree and
@@ -38,26 +38,14 @@ from claude_agent_sdk import ClaudeSDKError as _SDKError
 from pydantic import Field
 
 from adapters.bash_guard import check_bash
-from adapters.bash_guard.hook import (
-    FILE_MATCHER,
-    FILE_TOOLS_POLICY,
-    BashCheck,
-    sdk_hook,
-)
+from adapters.runtime.agent_runtime import AgentRuntimeConfig, RuntimeSkeleton, Start
+from adapters.runtime.artifacts.store import RunArtifacts, Termination
 from adapters.runtime.claude.sdk_run import SdkRun
 from adapters.runtime.claude.signals import ClaudeSignals
 from adapters.runtime.claude.vendor import CLAUDE_MODEL_VARIABLES, bundled_cli
 from adapters.runtime.pricing import main_model
-from adapters.runtime.records.artifacts import RunArtifacts, Termination
-from adapters.runtime.sandbox.runs import sandbox_record
-from adapters.runtime.skeleton import AgentRuntimeConfig, RuntimeSkeleton, Start
-from adapters.runtime.workspace.agent_env import run_env
-from adapters.runtime.workspace.agents import (
-    AgentSpec,
-    effective_disallowed_tools,
-    effective_tools,
-)
-from adapters.runtime.workspace.launcher import (
+from adapters.runtime.process.agent_env import run_env
+from adapters.runtime.process.launcher import (
     LAUNCHER,
     kill_group,
     kill_tree,
@@ -66,7 +54,19 @@ from adapters.runtime.workspace.launcher import (
     wait_for_exit,
     write_launch_script,
 )
-from adapters.runtime.workspace.progress import ProgressWatch
+from adapters.runtime.process.progress import ProgressWatch
+from adapters.runtime.prompt.agents import (
+    AgentSpec,
+    effective_disallowed_tools,
+    effective_tools,
+)
+from adapters.runtime.sandbox.guard_hook import (
+    FILE_MATCHER,
+    FILE_TOOLS_POLICY,
+    BashCheck,
+    sdk_hook,
+)
+from adapters.runtime.sandbox.runs import sandbox_record
 from domain.errors import AgentFailure
 from domain.models import (
     RunUsage,

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 import anyio
 from claude_agent_sdk import ToolResultBlock, ToolUseBlock
 
+from adapters.runtime.agent_runtime import Run
+from adapters.runtime.artifacts.store import RunArtifacts
 from adapters.runtime.claude.signals import ClaudeSignals
 from adapters.runtime.pricing import LiveUsage
-from adapters.runtime.records.artifacts import RunArtifacts
-from adapters.runtime.skeleton import Run
-from adapters.runtime.workspace.agents import AgentSpec
-from adapters.runtime.workspace.launcher import kill_tree, read_pid
-from adapters.runtime.workspace.progress import ProgressWatch
+from adapters.runtime.process.launcher import kill_tree, read_pid
+from adapters.runtime.process.progress import ProgressWatch
+from adapters.runtime.prompt.agents import AgentSpec
 
 __all__ = ["SdkRun"]
 

@@ -30,7 +30,7 @@ class ClaudeSdkRuntime(RuntimeKindSettings):
 
     def check(self) -> None:
         """A ``ConfigError`` for what cannot work, before anything starts."""
-        from adapters.runtime.workspace.launcher import LAUNCHER  # noqa: PLC0415
+        from adapters.runtime.process.launcher import LAUNCHER  # noqa: PLC0415
 
         _bundled_claude()
         if not os.access(LAUNCHER, os.X_OK):

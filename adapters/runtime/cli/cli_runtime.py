@@ -2,7 +2,7 @@
 agent CLI (``claude-cli``, ``codex-cli``): vendor-neutral, each vendor's package builds it over
 its own runner with its own signals.
 
-It is a ``RuntimeSkeleton`` (``adapters/runtime/skeleton.py``), as the SDK runtime is: the run
+It is a ``RuntimeSkeleton`` (``adapters/runtime/agent_runtime.py``), as the SDK runtime is: the run
 table, the worktree (implementor), the context assembly, the agent definition, the sandbox, the
 deadline (``max_agent_duration``: the skeleton has the runner stop the run as
 ``killed_timeout``), cancel and the reaper; with the SDK runtime's allowlisted environment, the
@@ -29,6 +29,7 @@ from typing import Any
 import anyio
 import structlog
 
+from adapters.runtime.agent_runtime import AgentRuntimeConfig, Run, RuntimeSkeleton, Start
 from adapters.runtime.cli.jsonl import CliOutcome
 from adapters.runtime.cli.process import PIDFILE, kill_group
 from adapters.runtime.cli.request import (
@@ -39,14 +40,13 @@ from adapters.runtime.cli.request import (
 )
 from adapters.runtime.cli.runner import CliRunHandle, CliRunner
 from adapters.runtime.pricing import main_model, token_cost
-from adapters.runtime.signals import RunSignals, SignalsFactory
-from adapters.runtime.skeleton import AgentRuntimeConfig, Run, RuntimeSkeleton, Start
-from adapters.runtime.workspace.agent_env import run_env
-from adapters.runtime.workspace.agents import (
+from adapters.runtime.process.agent_env import run_env
+from adapters.runtime.prompt.agents import (
     AgentSpec,
     effective_disallowed_tools,
     effective_tools,
 )
+from adapters.runtime.signals import RunSignals, SignalsFactory
 from domain.errors import AgentFailure, AgentFailureKind
 from domain.models import RunUsage, SessionId
 from domain.ports import RuntimeAdapterDeps

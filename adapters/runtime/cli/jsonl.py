@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from adapters.runtime.artifacts.store import FinishedArtifacts, RunArtifacts, Termination
 from adapters.runtime.cli.process import (
     KillReason,
     ProcessHandle,
@@ -25,8 +26,7 @@ from adapters.runtime.cli.process import (
 )
 from adapters.runtime.cli.request import RunRequest
 from adapters.runtime.pricing import LiveUsage
-from adapters.runtime.records.artifacts import FinishedArtifacts, RunArtifacts, Termination
-from adapters.runtime.workspace.progress import ProgressWatch
+from adapters.runtime.process.progress import ProgressWatch
 
 __all__ = ["MODEL_API", "CliOutcome", "EventCallback", "JsonlRun", "launch"]
 

@@ -26,8 +26,8 @@ from typing import IO, Literal
 
 import psutil
 
-from adapters.runtime.records.artifacts import Termination
-from adapters.runtime.workspace.launcher import group_members, kill_group, live_group
+from adapters.runtime.artifacts.store import Termination
+from adapters.runtime.process.launcher import group_members, kill_group, live_group
 
 __all__ = [
     "PIDFILE",

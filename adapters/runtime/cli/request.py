@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from adapters.bash_guard import BashGuardConfig
+from adapters.runtime.artifacts.store import Termination
 from adapters.runtime.pricing import ModelPrice
-from adapters.runtime.records.artifacts import Termination
 from adapters.runtime.sandbox import RunSandbox
 
 __all__ = [

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
+from adapters.runtime.artifacts.store import RunArtifacts
 from adapters.runtime.cli.jsonl import CliOutcome, EventCallback, JsonlRun, launch
 from adapters.runtime.cli.process import KillReason, ProcessHandle
 from adapters.runtime.cli.request import RunnerCapabilities, RunRequest, check_request
-from adapters.runtime.records.artifacts import RunArtifacts
 
 __all__ = [
     "ARGV_PROMPT_BYTES",

@@ -1,6 +1,6 @@
 """The process handle of one ``codex-cli`` run: what its JSONL events and its end mean.
 
-Termination (``adapters.runtime.records.artifacts.Termination``): exit 0 with a
+Termination (``adapters.runtime.artifacts.store.Termination``): exit 0 with a
 ``turn.completed`` is ``completed``; a ``turn.failed``, a non-zero exit, an exit 0 without
 ``turn.completed`` or without the last-message file, and a stdout line that is not a JSON
 object are ``error``; the
@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeGuard
 
+from adapters.runtime.artifacts.store import RunArtifacts
 from adapters.runtime.cli.jsonl import MODEL_API, CliOutcome, EventCallback, JsonlRun
 from adapters.runtime.cli.process import ProcessHandle, ProcessOutcome
 from adapters.runtime.cli.request import RunRequest
 from adapters.runtime.codex.home import CodexHome
 from adapters.runtime.codex.sandbox import INFRASTRUCTURE, check_run, find_session_log
 from adapters.runtime.pricing import token_cost
-from adapters.runtime.records.artifacts import RunArtifacts
 
 __all__ = ["LAST_MESSAGE_FILE", "NETWORK_WAITS", "SESSION_LOG_FILE", "CodexCliRun"]
 

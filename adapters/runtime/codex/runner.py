@@ -34,6 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from adapters.runtime.artifacts.store import RunArtifacts
 from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.cli.jsonl import EventCallback
 from adapters.runtime.cli.request import RunnerCapabilities, RunRequest
@@ -41,7 +42,6 @@ from adapters.runtime.cli.runner import ARGV_PROMPT_BYTES, JsonlCliRunner, Prepa
 from adapters.runtime.codex.home import CodexHome, codex_home_of
 from adapters.runtime.codex.run import CodexCliRun
 from adapters.runtime.codex.signals import CodexSignals
-from adapters.runtime.records.artifacts import RunArtifacts
 from adapters.runtime.sandbox.runs import sandbox_record
 from domain.ports import RuntimeAdapterDeps
 from domain.results import OUTPUT_MODELS, output_schema, strict_output_schema

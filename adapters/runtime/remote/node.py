@@ -37,8 +37,8 @@ import structlog
 from pydantic import BaseModel, ConfigDict
 
 from adapters.runtime.common import RuntimeCommon, RuntimeContext
+from adapters.runtime.prompt.agents import AgentSpec
 from adapters.runtime.settings import RuntimeSettings
-from adapters.runtime.workspace.agents import AgentSpec
 from domain.errors import AgentFailure, CpeError
 from domain.models import AgentStartParams, SessionId
 from domain.ports import AgentRunHandle, RuntimeAdapter, RuntimeAdapterDeps
@@ -281,7 +281,7 @@ def _pack(directory: Path) -> bytes:
 def sweep_orphans(root: Path) -> list[str]:
     """Kill the agents of runs whose owner (the Ray worker that ran them) is gone, and remove
     their directories; the runs swept. A run whose owner lives is left alone."""
-    from adapters.runtime.workspace.launcher import kill_group, live_group  # noqa: PLC0415
+    from adapters.runtime.process.launcher import kill_group, live_group  # noqa: PLC0415
 
     swept = []
     for owner_file in sorted(root.glob(f"*/{OWNER}")):

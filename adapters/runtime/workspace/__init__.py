@@ -1,5 +1,3 @@
-"""What every runtime needs around an agent run, whatever runs the agent: the worktree
-(``worktrees``, ``setup_command``: the workspace hooks), the prompt (``context``, ``agents``: the
-agent definitions), the environment the agent gets (``agent_env``, ``redaction``), the process
-start (``launcher``), the patch taken afterwards (``patches``), the no-progress watch
-(``progress``), and ``provision``, which puts them together for one run."""
+"""Where an agent run works: its worktree (``worktrees``, with ``setup_command``: the workspace
+hooks), the patch taken afterwards (``patches``), and ``provision``, which puts the workspace,
+the prompt (``adapters.runtime.prompt``) and the agent definition together for one run."""

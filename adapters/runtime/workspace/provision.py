@@ -18,8 +18,8 @@ from typing import Protocol
 import anyio
 import structlog
 
-from adapters.runtime.workspace.agents import AgentSpec, load_agent_definition
-from adapters.runtime.workspace.context import assemble_prompt
+from adapters.runtime.prompt.agents import AgentSpec, load_agent_definition
+from adapters.runtime.prompt.context import assemble_prompt
 from adapters.runtime.workspace.patches import extract_patch, fork_point
 from adapters.runtime.workspace.worktrees import Worktree, WorktreeManager, run_git
 from domain.errors import AgentFailure, InvalidAgentOutputError, PatchError, WorktreeError

@@ -22,7 +22,7 @@ from pathlib import Path
 import structlog
 
 from actors.crashpoints import crashpoint
-from adapters.runtime.workspace.launcher import kill_group, live_group, stamp_pid
+from adapters.runtime.process.launcher import kill_group, live_group, stamp_pid
 from domain.errors import WorktreeError
 
 log = structlog.get_logger("cpe.runtime.setup")

@@ -31,7 +31,7 @@ import structlog
 
 from actors.crashpoints import crashpoint
 from adapters.providers.git import worktree_lock
-from adapters.runtime.workspace.agent_env import build_agent_env
+from adapters.runtime.process.agent_env import build_agent_env
 from adapters.runtime.workspace.setup_command import pid_file, reap_setups, run_setup_command
 from domain.errors import CpeError, WorktreeError
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from adapters.runtime.records.artifacts import CANONICAL_FILES, RunArtifacts
+from adapters.runtime.artifacts.store import CANONICAL_FILES, RunArtifacts
 
 SESSION = "implementor-0123456789ab"
 PROMPT = "Implement spec `auth.md`.\nKeep the tests green."

@@ -11,8 +11,8 @@ from typing import Any
 import psutil
 
 from adapters.bash_guard import check_bash
-from adapters.bash_guard.hook import BashCheck
 from adapters.runtime.claude.sdk import ClaudeAdapter, ClaudeAdapterConfig, create_claude_adapter
+from adapters.runtime.sandbox.guard_hook import BashCheck
 from domain.models import EngineState, ImplementorStartParams, SessionId, WorkItemId
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from tests.adapters.runtime.driving import drive

@@ -21,10 +21,10 @@ from adapters.runtime.cli.cli_runtime import CliRuntimeConfig
 from adapters.runtime.codex.settings import CodexCliRuntime
 from adapters.runtime.common import RuntimeCommon, RuntimeContext, runtime_config
 from adapters.runtime.pricing import ModelPrice
+from adapters.runtime.prompt.agents import AgentSpec
 from adapters.runtime.remote.node import Shipment, _build
 from adapters.runtime.sandbox.config import SandboxConfig
 from adapters.runtime.settings import RUNTIME_KINDS, RuntimeSettings
-from adapters.runtime.workspace.agents import AgentSpec
 from adapters.runtime.workspace.provision import Provisioner
 from domain.models import AGENT_ROLES, PlannerStartParams, SessionId
 from tests.adapters.runtime.driving import provider_deps

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[3]
 RUNTIME = "adapters/runtime"
 VENDORS = ("claude", "codex")
 # What the vendors stand on: the CLI base, the run skeleton, the signals' role.
-SHARED_BASE = ("cli", "skeleton.py", "signals.py")
+SHARED_BASE = ("cli", "agent_runtime.py", "signals.py")
 
 
 def imported(path: Path) -> set[str]:

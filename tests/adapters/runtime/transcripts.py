@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.runtime.records.artifacts import load_manifest
+from adapters.runtime.artifacts.store import load_manifest
 
 
 def assert_transcript_switch(

@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 import pytest
 
+from adapters.runtime.artifacts.store import read_prompt
 from adapters.runtime.claude.cli_runner import ClaudeCliRunner, create_claude_cli_runtime
 from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.cli.process import group_members
-from adapters.runtime.records.artifacts import read_prompt
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from domain.errors import AgentFailure
 from domain.models import (

@@ -15,9 +15,9 @@ import psutil
 import pytest
 
 from adapters.bash_guard import BashGuardConfig, BashVerdict, check_bash
-from adapters.bash_guard.hook import BashCheck
 from adapters.runtime.claude.sdk import ClaudeAdapter, ClaudeAdapterConfig, create_claude_adapter
-from adapters.runtime.workspace.launcher import group_members, read_pid
+from adapters.runtime.process.launcher import group_members, read_pid
+from adapters.runtime.sandbox.guard_hook import BashCheck
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from domain.errors import AgentDefinitionError, AgentFailure, ContextError, WorktreeError
 from domain.models import (

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from adapters.runtime.workspace.launcher import stamp_pid
+from adapters.runtime.process.launcher import stamp_pid
 from domain.errors import AgentFailure
 from domain.results import ImplementorResult
 from tests.adapters.runtime.fake_sdk import (

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from adapters.bash_guard import BashGuardConfig, BashVerdict
-from adapters.bash_guard.hook import FILE_MATCHER
+from adapters.runtime.sandbox.guard_hook import FILE_MATCHER
 from domain.errors import AgentFailure
 from domain.models import RunUsage
 from domain.results import ImplementorResult

@@ -12,13 +12,13 @@ from pathlib import Path
 import psutil
 import pytest
 
+from adapters.runtime.artifacts.store import read_prompt
 from adapters.runtime.claude.cli_runner import ClaudeCliRunner
 from adapters.runtime.cli.jsonl import CliOutcome
 from adapters.runtime.cli.process import group_members
 from adapters.runtime.cli.request import RunRejectedError, RunRequest
 from adapters.runtime.cli.runner import CliRunner
 from adapters.runtime.pricing import DEFAULT_PRICES
-from adapters.runtime.records.artifacts import read_prompt
 from tests.fakes.executable import write_executable
 from tests.support.git import make_repo
 

@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from adapters.bash_guard import BashGuardConfig
+from adapters.runtime.artifacts.store import read_prompt
 from adapters.runtime.cli.cli_runtime import CliRuntime, CliRuntimeConfig
 from adapters.runtime.cli.jsonl import CliOutcome
 from adapters.runtime.cli.process import group_members
@@ -28,7 +29,6 @@ from adapters.runtime.codex.runner import (
     create_codex_runtime,
     toml_string,
 )
-from adapters.runtime.records.artifacts import read_prompt
 from adapters.scripted_model.responses_wire import codex_overrides
 from domain.ports import RuntimeAdapterDeps, SessionLogging
 from domain.results import output_schema, strict_output_schema, validate_output

@@ -64,7 +64,7 @@ def write_launch_script(
     script = (
         "# Written by cpe for one agent run and read by /bin/sh: a clean environment and a\n"
         "# process group of its own for the agent CLI.\n"
-        "# See adapters/runtime/workspace/launcher.py.\n"
+        "# See adapters/runtime/process/launcher.py.\n"
         f"echo $$ > {shlex.quote(str(pidfile))}\n"
         f"exec /usr/bin/env setsid env -i {assignments} {passthrough} "
         f'{shlex.quote(str(cli))} "$@"\n'

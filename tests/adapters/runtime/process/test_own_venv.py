@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.runtime.workspace.agent_env import build_agent_env, run_env
+from adapters.runtime.process.agent_env import build_agent_env, run_env
 
 CPE_BIN = Path(sys.prefix) / "bin"  # the tests run in cpe's virtual environment (the README's)
 WAIT = 60.0

@@ -16,9 +16,9 @@ import pytest
 
 from adapters.bash_guard import BashGuardConfig
 from adapters.bash_guard.files import check_file_tool
-from adapters.bash_guard.hook import FILE_MATCHER, decide, hook_settings, main
 from adapters.runtime.codex.runner import installation
 from adapters.runtime.sandbox import RunSandbox
+from adapters.runtime.sandbox.guard_hook import FILE_MATCHER, decide, hook_settings, main
 from tests.adapters.runtime.sandbox_place import CREDENTIAL, Place, place_root
 
 GUARD = BashGuardConfig()

@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from adapters.runtime.artifacts.files import CANONICAL_FILES, MANIFEST
+from adapters.runtime.artifacts.native_messages import render
+from adapters.runtime.artifacts.redaction import redact
 from adapters.runtime.claude.signals import ClaudeSignals
-from adapters.runtime.records.artifact_files import CANONICAL_FILES, MANIFEST
-from adapters.runtime.records.native_messages import render
-from adapters.runtime.workspace.redaction import redact
 from domain.signals import describe_signal
 
 __all__ = ["FIRST_LINE_CHARS", "TRANSCRIPT", "TranscriptTail", "activity_lines", "run_activity"]

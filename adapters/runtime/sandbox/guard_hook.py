@@ -6,8 +6,8 @@ exception while checking is a ``deny`` with the error as its reason, because und
 run has no such channel, so the runner passes ``--settings`` with a command hook that runs this
 module::
 
-    <python> -m adapters.bash_guard.hook --worktree DIR --config '<json>'
-                                                   [--sandbox '<json>']
+    <python> -m adapters.runtime.sandbox.guard_hook --worktree DIR --config '<json>'
+                                                    [--sandbox '<json>']
 
 It reads the hook input (JSON) on stdin and, for a command the guard refuses, prints the
 ``deny`` decision the CLI understands. Anything unexpected fails closed: exit 2, which the CLI
@@ -65,6 +65,9 @@ FILE_TOOLS_POLICY = (  # what that hook enforces, as the runs record it
     "and Glob never in a credential store or the main repository's .git"
 )
 
+# the directory holding the adapters package (this module is adapters/runtime/sandbox/…), so the
+# hook's `python -m` finds it from a worktree even when cpe runs from a checkout it was not
+# installed from
 _PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -74,7 +77,7 @@ def hook_command(worktree: Path, config: BashGuardConfig, sandbox: RunSandbox | 
         f"PYTHONPATH={_PROJECT_ROOT}",
         sys.executable,
         "-m",
-        "adapters.bash_guard.hook",
+        "adapters.runtime.sandbox.guard_hook",
         "--worktree",
         str(worktree),
         "--config",

@@ -9,8 +9,8 @@ import pytest
 
 from adapters.cli.runtimes import runtime_factory
 from adapters.cli.settings import CpeConfig
-from adapters.runtime.workspace import launcher
-from adapters.runtime.workspace.launcher import LAUNCHER, write_launch_script
+from adapters.runtime.process import launcher
+from adapters.runtime.process.launcher import LAUNCHER, write_launch_script
 from domain.errors import ConfigError
 from tests.support.git import make_repo
 

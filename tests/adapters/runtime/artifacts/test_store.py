@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from adapters.runtime.records.artifacts import (
+from adapters.runtime.artifacts.native_messages import RESULT_CHARS
+from adapters.runtime.artifacts.store import (
     CANONICAL_FILES,
     REQUIRED_ROLES,
     ArtifactLookupError,
@@ -22,7 +23,6 @@ from adapters.runtime.records.artifacts import (
     read_prompt,
     resolve_artifact,
 )
-from adapters.runtime.records.native_messages import RESULT_CHARS
 from domain.models import RunUsage
 from tests.adapters.runtime.artifact_streams import (
     INIT,

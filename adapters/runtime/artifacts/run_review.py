@@ -18,7 +18,7 @@ import json
 import re
 from pathlib import Path
 
-from adapters.runtime.records.artifact_files import CANONICAL_FILES
+from adapters.runtime.artifacts.files import CANONICAL_FILES
 from domain.errors import InvalidAgentOutputError
 from domain.results import AgentReview, AgentReviewComment, ReviewerResult, validate_output
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from adapters.runtime.workspace.context import assemble_prompt, spec_diff
+from adapters.runtime.prompt.context import assemble_prompt, spec_diff
 from domain.errors import ContextError, NotFoundError
 from domain.models import (
     EngineState,

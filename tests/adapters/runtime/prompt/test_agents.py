@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.runtime.workspace.agents import (
+from adapters.runtime.prompt.agents import (
     STRUCTURED_OUTPUT_TOOL,
     AgentSpec,
     effective_disallowed_tools,
@@ -18,7 +18,7 @@ from adapters.runtime.workspace.agents import (
 from domain.errors import AgentDefinitionError, ContextError
 from domain.models import AGENT_ROLES
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 
 IMPLEMENTOR = (
     "---\n"

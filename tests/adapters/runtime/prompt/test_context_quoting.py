@@ -25,7 +25,7 @@ from domain.models import (
     RevisionId,
     SentBack,
 )
-from tests.adapters.runtime.test_context import (
+from tests.adapters.runtime.prompt.test_context import (
     PATCH,
     Setup,
     implementor,

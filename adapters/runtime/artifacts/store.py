@@ -56,7 +56,7 @@ from typing import Any, Literal, get_args
 
 import structlog
 
-from adapters.runtime.records.artifact_files import (
+from adapters.runtime.artifacts.files import (
     CANONICAL_FILES,
     MANIFEST,
     REQUIRED_ROLES,
@@ -68,8 +68,8 @@ from adapters.runtime.records.artifact_files import (
     load_manifest,
     resolve_artifact,
 )
-from adapters.runtime.records.native_messages import Digest, one_line, render, to_wire
-from adapters.runtime.workspace.redaction import redact, redact_argv, redact_text
+from adapters.runtime.artifacts.native_messages import Digest, one_line, render, to_wire
+from adapters.runtime.artifacts.redaction import redact, redact_argv, redact_text
 from domain.models import RunUsage
 
 __all__ = [

@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adapters.runtime.workspace.agent_env import is_secret_name, looks_like_token
+from adapters.runtime.process.agent_env import is_secret_name, looks_like_token
 
 __all__ = ["REDACTED", "redact", "redact_argv", "redact_text"]
 

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from adapters.bash_guard import BashGuardConfig, BashVerdict
-from adapters.bash_guard.hook import (
+from adapters.runtime.sandbox.guard_hook import (
     SdkHook,
     decide,
     denial_reason,
@@ -77,8 +77,12 @@ def test_the_settings_run_this_module_with_quoted_words(tmp_path: Path) -> None:
     hook = settings["hooks"]["PreToolUse"][0]
     assert hook["matcher"] == "Bash"
     words = shlex.split(hook["hooks"][0]["command"])
-    assert words[2:4] == ["-m", "adapters.bash_guard.hook"]
+    assert words[2:4] == ["-m", "adapters.runtime.sandbox.guard_hook"]
     assert str(worktree) in words
+    # the module is found from any worktree: PYTHONPATH names the directory holding adapters/
+    variable, _, root = words[0].partition("=")
+    assert variable == "PYTHONPATH"
+    assert (Path(root) / "adapters" / "runtime" / "sandbox" / "guard_hook.py").is_file()
     assert hook["hooks"][0]["command"] == hook_command(worktree, BashGuardConfig())
 
 

@@ -52,7 +52,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from types import MappingProxyType
 
-from adapters.runtime.workspace.own_venv import without_own_venv
+from adapters.runtime.process.own_venv import without_own_venv
 
 __all__ = [
     "run_env",

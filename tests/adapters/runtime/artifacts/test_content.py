@@ -11,8 +11,8 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
 from claude_agent_sdk._internal.message_parser import parse_message
 
-from adapters.runtime.records.artifacts import RunArtifacts, read_prompt, resolve_artifact
-from adapters.runtime.workspace.redaction import REDACTED, redact, redact_argv, redact_text
+from adapters.runtime.artifacts.redaction import REDACTED, redact, redact_argv, redact_text
+from adapters.runtime.artifacts.store import RunArtifacts, read_prompt, resolve_artifact
 from tests.adapters.runtime.artifact_streams import (
     CODEX_STREAM,
     INIT,

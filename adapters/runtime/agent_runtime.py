@@ -31,10 +31,10 @@ from pydantic import Field
 
 from adapters.bash_guard import BashGuardConfig
 from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice
+from adapters.runtime.process.launcher import live_group
+from adapters.runtime.prompt.agents import AgentSpec
 from adapters.runtime.sandbox import RunSandbox, Sandbox
 from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sweep
-from adapters.runtime.workspace.agents import AgentSpec
-from adapters.runtime.workspace.launcher import live_group
 from adapters.runtime.workspace.provision import Provisioned, Provisioner
 from adapters.runtime.workspace.worktrees import Worktree
 from domain.errors import AgentFailure

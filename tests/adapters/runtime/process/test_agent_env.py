@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.runtime.workspace.agent_env import (
+from adapters.runtime.process.agent_env import (
     DEFAULT_ALLOW,
     build_agent_env,
     is_secret_name,

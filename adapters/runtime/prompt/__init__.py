@@ -1,0 +1,2 @@
+"""What an agent is told: the context assembled into its prompt (``context``) and its agent
+definition (``agents``)."""
