@@ -33,7 +33,8 @@ import structlog
 from pydantic import ValidationError
 
 from actors.engine import Engine
-from actors.journal import JOURNAL_NAME, InstanceLock, Journal, check_journal
+from actors.journal import JOURNAL_NAME, Journal
+from actors.journal_file import InstanceLock, check_journal
 from actors.logs import redact_value
 from actors.settings import BreakerSettings
 from adapters.cli.settings import CpeConfig

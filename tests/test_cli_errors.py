@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.journal import InstanceLock
+from actors.journal_file import InstanceLock
 from tests.real_clis import WITHOUT_BWRAP, codex_path
 from tests.support.git import make_repo
 from tests.support.journal import journal_with_one_bad_row

@@ -20,6 +20,8 @@ CONFIG = "[provider.local]\npipeline_command = []\n"
 # they drive, logging's configuration.
 ENGINE_ONLY = (
     "actors.engine",
+    "actors.assembly",
+    "actors.startup",
     "actors.process",
     "actors.services",
     "actors.loop",

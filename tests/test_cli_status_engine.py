@@ -9,7 +9,8 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
-from actors.journal import JOURNAL_NAME, InstanceLock, Journal
+from actors.journal import JOURNAL_NAME, Journal
+from actors.journal_file import InstanceLock
 from actors.process import ABANDONED
 from domain.events import (
     AgentFailed,

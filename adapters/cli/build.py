@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from actors.journal import JOURNAL_NAME, InstanceLock, check_journal
+from actors.journal import JOURNAL_NAME
+from actors.journal_file import InstanceLock, check_journal
 from adapters.cli.repository import CONFIG_NAME, default_branch, resolve_config
 from adapters.cli.runtimes import runtime_factory
 from adapters.cli.settings import CpeConfig, load_config

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors.journal import Journal, check_journal
+from actors.journal import Journal
+from actors.journal_file import check_journal
 from actors.queue import Inbox
 from domain.commands import TransitionStatus
 from domain.errors import JournalError
@@ -339,7 +340,8 @@ def test_sequence_numbers_keep_growing_across_reopening(tmp_path: Path) -> None:
 
 KILLED_WITH_DEFERRED = """
 import os, signal, sys
-from actors.journal import Journal, check_journal
+from actors.journal import Journal
+from actors.journal_file import check_journal
 from domain.events import StatusTransitioned, UserTransitionedStatus
 journal = Journal(sys.argv[1])
 first = journal.append(UserTransitionedStatus(work_item_id="1", to="done"))

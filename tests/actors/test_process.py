@@ -15,7 +15,8 @@ import pytest
 
 from actors.config import PollerSettings
 from actors.engine import Engine
-from actors.journal import InstanceLock, Journal
+from actors.journal import Journal
+from actors.journal_file import InstanceLock
 from actors.process import (
     EXIT_CONFIG,
     EXIT_DATAERR,
