@@ -172,7 +172,9 @@ def test_run_after_an_uncommitted_init_warns_that_agents_will_not_see_it(tmp_pat
                 env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
             )
             try:
-                assert wait_for(lambda: "engine starting" in log.read_text()), log.read_text()
+                # the control socket listens once the start's warnings are said
+                listening = "control socket listening"
+                assert wait_for(lambda: listening in log.read_text()), log.read_text()
             finally:
                 run.send_signal(signal.SIGTERM)
                 run.wait(120)

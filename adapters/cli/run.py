@@ -87,12 +87,12 @@ def run(
             notify("WATCHDOG=1")
 
     def ready(engine: Engine) -> None:
-        services.append(starters[-1]())
         # once it runs (a refused start says one thing): where the whole log goes, and what
-        # the agents will not see
+        # the agents will not see; then its services (their "listening" lines end the start)
         if log_file is not None:
             structlog.get_logger("cpe.cli").info("log file", path=str(log_file))
         _warn_uncommitted(root)
+        services.append(starters[-1]())
         notify("READY=1")
 
     def stopping() -> None:
