@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from adapters.cli.app import resolve_config
 from adapters.cli.common import fail, journal_state
+from adapters.cli.repository import resolve_config
 from adapters.describe.runs import run_runtime
 from domain.errors import ConfigError
 from domain.selectors import natural_key

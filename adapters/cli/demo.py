@@ -26,7 +26,7 @@ from actors.journal import Journal
 from actors.logs import configure_logging
 from actors.process import EXIT_CONFIG
 from actors.services import Services
-from adapters.cli.app import App, build_app
+from adapters.cli.build import App, build_app
 from adapters.demo.sample import DEFAULT_BRANCH
 from adapters.describe.runs import describe_run, run_where
 from domain.errors import ConfigError

@@ -271,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _role_runtime(text: str) -> tuple[str, str]:
-    from adapters.cli.settings import RUNTIME_KINDS  # noqa: PLC0415 - keep `cpe --help` fast
+    from adapters.runtime.settings import RUNTIME_KINDS  # noqa: PLC0415 - keep `cpe --help` fast
 
     role, equals, kind = text.partition("=")
     if not equals or role not in AGENT_ROLES or kind not in RUNTIME_KINDS:

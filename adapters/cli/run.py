@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from adapters.cli.app import App, build_app, prepare_services, resolve_config
+from adapters.cli.build import App, build_app
 from adapters.cli.common import fail
 from adapters.cli.init import own_python
 from adapters.cli.liveness import alive
+from adapters.cli.repository import resolve_config
+from adapters.cli.services import prepare_services
 from adapters.cli.settings import CpeConfig
 from domain.errors import ConfigError
 

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from adapters.cli.app import resolve_config
 from adapters.cli.common import fail, journal_state
+from adapters.cli.repository import resolve_config
 from adapters.describe.runs import describe_run, run_where
 from adapters.runtime.artifacts.activity import TRANSCRIPT, TranscriptTail, run_activity
 from adapters.runtime.remote.placement import REMOTE_FILE

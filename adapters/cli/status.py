@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from adapters.cli.app import CONFIG_NAME, default_branch, git_toplevel, resolve_config
 from adapters.cli.common import fail, read_journal
 from adapters.cli.liveness import EngineStatus, engine_status, read_lock
+from adapters.cli.repository import CONFIG_NAME, default_branch, git_toplevel, resolve_config
 from adapters.cli.settings import CpeConfig, parse_config
 from adapters.describe.landing import print_queue
 from adapters.describe.runs import describe_run, run_where

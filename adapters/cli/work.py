@@ -12,8 +12,8 @@ import threading
 import time
 from pathlib import Path
 
-from adapters.cli.app import default_branch, resolve_config
 from adapters.cli.common import fail, journal_state
+from adapters.cli.repository import default_branch, resolve_config
 from adapters.cli.settings import CpeConfig
 from adapters.describe.items import github_body, item_cost, item_sections
 from adapters.describe.landing import list_note

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from actors.engine import CHILDREN_STOP_BUDGET, DRAIN_GRACE
-from adapters.cli.app import build_app
+from adapters.cli.build import build_app
 from adapters.cli.init import init
 from adapters.cli.settings import CpeConfig
 from adapters.cli.status import status
