@@ -14,41 +14,43 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 import pykka
 import structlog
 
+from actors.assembly import (
+    WRITES_SEEN_BY,
+    checked_runtime_adapters,
+    child_specs,
+    dispatch_due_at,
+    landable,
+    listen_for_changes,
+    make_executor,
+    make_pollers,
+    validate_provider,
+)
 from actors.base import tell
 from actors.config import EngineConfig
-from actors.executor import CommandExecutor, ExecutorActor, asking
-from actors.journal import InstanceLock, Journal
-from actors.loop import EngineActor, EngineLoop, Ping
+from actors.executor import asking
+from actors.journal import Journal
+from actors.journal_file import InstanceLock
+from actors.loop import EngineLoop, Ping
 from actors.observer import Observer, Watcher
 from actors.pollers import (
-    BASELINE,
-    IGNORED,
-    REVISIONS,
-    SPECS,
-    WORK_ITEMS,
     Poll,
-    Poller,
-    PollerActor,
     StartTicking,
-    Watch,
-    make_poller,
-    read_baseline,
 )
-from actors.queue import Inbox, QueueActor
+from actors.queue import Inbox
 from actors.session_actor import SessionStarter
 from actors.session_registry import SessionManager
 from actors.settings import BreakerSettings, DailyBudget
+from actors.startup import fail_interrupted_runs, journaled_state, reap_runtime_leftovers
 from actors.store import Listener, StateStore, Unsubscribe
 from actors.streams import AgentStream, StreamRegistry
-from actors.supervisor import ChildSpec, Supervisor, permanent_error
-from domain.decisions import INTERRUPTED
+from actors.supervisor import Supervisor, permanent_error
 from domain.errors import ConfigError, JournalError
 from domain.events import (
     AgentFailed,
@@ -61,7 +63,6 @@ from domain.events import (
 from domain.handlers import create_handlers
 from domain.handlers.options import HandlerOptions
 from domain.models import (
-    AGENT_ROLES,
     AgentRole,
     EngineState,
     RevisionFile,
@@ -70,23 +71,11 @@ from domain.models import (
     SessionId,
     WorkItemId,
 )
-from domain.policy import DEFAULT_POLICY
 from domain.ports import (
-    BaselineReader,
-    ChangeNotifier,
-    IgnoredItemsReader,
     ProviderInterfaces,
-    RevisionLander,
-    RevisionProviderReader,
-    RevisionProviderWriter,
     RuntimeAdapter,
     RuntimeAdapterDeps,
-    RuntimeReaper,
-    SpecProviderReader,
-    WorkProviderReader,
-    WorkProviderWriter,
 )
-from domain.state import apply_event
 
 log = structlog.get_logger("cpe.engine")
 
@@ -94,13 +83,6 @@ DRAIN_GRACE = 5.0  # seconds the drain of shutdown step 5 always gets, whatever 
 CHILDREN_STOP_BUDGET = 10.0  # seconds steps 4 and 6 each wait for actors to stop, at most
 EXECUTOR_WAIT = 60.0  # seconds a command waits for the executor actor while it restarts
 LOCK_WAIT = 5.0  # seconds a start waits for the instance lock a short-lived command holds
-_PORTS: Mapping[str, type] = {
-    "work_item_reader": WorkProviderReader,
-    "work_item_writer": WorkProviderWriter,
-    "revision_reader": RevisionProviderReader,
-    "revision_writer": RevisionProviderWriter,
-    "spec_reader": SpecProviderReader,
-}
 
 
 def create_engine(config: EngineConfig, *, instance: InstanceLock | None = None) -> Engine:
@@ -108,60 +90,13 @@ def create_engine(config: EngineConfig, *, instance: InstanceLock | None = None)
     state directory's lock, when the caller took it before building anything that touches the
     state (a second ``cpe run`` must not reap the first one's pipelines); else the engine takes
     it at ``start()``."""
-    provider = _validate_provider(config.provider)
+    provider = validate_provider(config.provider)
     if config.create_runtime_adapters is None or not callable(config.create_runtime_adapters):
         raise ConfigError(
             "create_runtime_adapters: missing",
             expected="a factory (RuntimeAdapterDeps) -> {role: RuntimeAdapter}",
         )
     return Engine(config, provider, instance=instance)
-
-
-def _validate_provider(provider: object) -> ProviderInterfaces:
-    if provider is None:
-        raise ConfigError("provider: missing", expected=f"the interfaces {', '.join(_PORTS)}")
-    found: dict[str, Any] = {}
-    for name, port in _PORTS.items():
-        if isinstance(provider, Mapping):
-            value = provider.get(name)
-        else:
-            value = getattr(provider, name, None)
-        if value is None:
-            raise ConfigError(f"provider.{name}: missing", expected=f"a {port.__name__}")
-        if not isinstance(value, port):
-            raise ConfigError(
-                f"provider.{name}: {type(value).__name__} does not implement {port.__name__}"
-            )
-        found[name] = value
-    return ProviderInterfaces(**found)
-
-
-# What each provider write changes that a poller reads (a transition the engine records itself;
-# a review is in the write's own result): polled right after the write, not at the interval.
-_WRITES_SEEN_BY: dict[str, tuple[str, ...]] = {
-    "ApplyPlan": (WORK_ITEMS.name,),
-    "CreateRevision": (REVISIONS.name,),
-    "UpdateRevision": (REVISIONS.name,),
-    "UpdateBranch": (REVISIONS.name,),
-    "MergeRevision": (REVISIONS.name, WORK_ITEMS.name, BASELINE.name),
-}
-
-
-def _landable(options: HandlerOptions, provider: ProviderInterfaces) -> HandlerOptions:
-    """The merge queue needs a writer that can land (``RevisionLander``); a seed writer's
-    approved revisions are merged as they are."""
-    if (
-        options.auto_merge
-        and options.merge_queue
-        and not isinstance(provider.revision_writer, RevisionLander)
-    ):
-        log.warning(
-            "the revision writer cannot land through the merge queue; approved revisions are "
-            "merged as they are",
-            writer=type(provider.revision_writer).__name__,
-        )
-        return options.model_copy(update={"merge_queue": False})
-    return options
 
 
 class Engine:
@@ -172,7 +107,7 @@ class Engine:
         *,
         instance: InstanceLock | None = None,
     ):
-        config = config.model_copy(update={"handlers": _landable(config.handlers, provider)})
+        config = config.model_copy(update={"handlers": landable(config.handlers, provider)})
         self.config = config
         self.provider = provider
         self.journal = Journal(config.journal_path)
@@ -199,25 +134,14 @@ class Engine:
             max_duration=config.max_agent_duration,
             cancel_grace=config.cancel_grace,
         )
-        self.executor = CommandExecutor(
-            work_item_writer=provider.work_item_writer,
-            revision_writer=provider.revision_writer,
-            policy=config.policy or DEFAULT_POLICY,
+        self.executor = make_executor(
+            config,
+            provider,
             journal=self.journal,
             inbox=self.inbox,
             sessions=self.sessions,
             spawn_session=self.session_starter,
-            max_concurrent=config.handlers.max_concurrent,
-            retry=config.write_retry,
-            breaker=config.breaker,
-            wake_at=self._wake_at,
-            retry_backoff=(
-                config.handlers.retry_backoff_initial,
-                config.handlers.retry_backoff_max,
-            ),
-            daily_budget=config.daily_budget,
-            quota=config.quota,
-            accounts=config.accounts,
+            wake_at=functools.partial(dispatch_due_at, self.inbox),
             written=self._written,
         )
         self.observer = Observer(config.handlers)
@@ -225,50 +149,15 @@ class Engine:
         self.loop = EngineLoop(
             self.store, self.handlers, execute, self.inbox, observe=self.observer
         )
-        items, revisions, specs = (
-            provider.work_item_reader,
-            provider.revision_reader,
-            provider.spec_reader,
+        self.pollers = make_pollers(
+            config, provider, get_state=self.store.get_state, enqueue=self.inbox.put
         )
-        watched: list[tuple[Watch[Any], object, Callable[[], Sequence[Any]], float]] = [
-            (WORK_ITEMS, items, items.list_work_items, config.work_item_poller.poll_interval),
-            (REVISIONS, revisions, revisions.list_revisions, config.revision_poller.poll_interval),
-            (SPECS, specs, specs.list_specs, config.spec_poller.poll_interval),
-        ]
-        if isinstance(revisions, BaselineReader):
-            interval = config.revision_poller.poll_interval
-            watched.append((BASELINE, revisions, read_baseline(revisions), interval))
-        if isinstance(items, IgnoredItemsReader):
-            interval = config.work_item_poller.poll_interval
-            watched.append((IGNORED, items, items.ignored_work_items, interval))
-        self.pollers: tuple[Poller[Any], ...] = tuple(
-            make_poller(
-                watch,
-                reader,
-                read,
-                get_state=self.store.get_state,
-                enqueue=self.inbox.put,
-                interval=interval,
-            )
-            for watch, reader, read, interval in watched
-        )
-        self._listen_for_changes()
+        listen_for_changes(self.pollers, self.refresh)
         self._lifecycle = threading.Lock()
         self._started = False
         self._stopped = threading.Event()
         self._paused = False
         self.exit_code: int | None = None
-
-    def _listen_for_changes(self) -> None:
-        """A reader that says when what it reads changed on its own (``ChangeNotifier``: the
-        local pipeline finished) has its pollers polled at once."""
-        by_reader: dict[int, tuple[object, list[str]]] = {}
-        for poller in self.pollers:
-            if isinstance(poller.reader, ChangeNotifier):
-                by_reader.setdefault(id(poller.reader), (poller.reader, []))[1].append(poller.name)
-        for reader, names in by_reader.values():
-            assert isinstance(reader, ChangeNotifier)
-            reader.on_change(functools.partial(self.refresh, tuple(names)))
 
     def _signalled(self, session_id: SessionId, signal: RunSignal) -> None:
         """A live run's word on the model API, queued as ``AgentSignalled`` (from the runtime's
@@ -285,25 +174,7 @@ class Engine:
             get_review_history=self.provider.revision_reader.get_review_history,
             report_signal=self._signalled,
         )
-        adapters: object = factory(deps)
-        if not isinstance(adapters, Mapping):
-            raise ConfigError(
-                f"create_runtime_adapters returned {type(adapters).__name__}",
-                expected="a mapping {role: RuntimeAdapter}",
-            )
-        for role in AGENT_ROLES:
-            adapter = adapters.get(role)
-            if adapter is None:
-                raise ConfigError(
-                    f"create_runtime_adapters: no adapter for the {role} role",
-                    expected="a RuntimeAdapter for planner, implementor and reviewer",
-                )
-            if not isinstance(adapter, RuntimeAdapter):
-                raise ConfigError(
-                    f"create_runtime_adapters: the {role} adapter "
-                    f"({type(adapter).__name__}) does not implement RuntimeAdapter"
-                )
-        return dict(adapters)
+        return checked_runtime_adapters(factory(deps))
 
     # ------------------------------------------------------------------ the public interface
 
@@ -363,7 +234,7 @@ class Engine:
     def _written(self, command: Any) -> None:
         """The executor made ``command``'s write: poll what it changed now (a planned item is
         dispatched at once, a revision's new head is read at once)."""
-        names = _WRITES_SEEN_BY.get(command.type, ())
+        names = WRITES_SEEN_BY.get(command.type, ())
         if names:
             self.refresh(names)
 
@@ -410,12 +281,10 @@ class Engine:
         self.inbox.put(EngineStarted(pid=os.getpid(), at=datetime.now(UTC)))
         # Runs are judged on everything the journal holds, processed or not: a run whose
         # AgentRequested was queued but never processed was interrupted too.
-        journaled = restored.state
-        for entry in restored.unprocessed:
-            journaled = apply_event(journaled, entry.event)
-        self._reap_runtime_leftovers()
+        journaled = journaled_state(restored)
+        reap_runtime_leftovers(self.provider.revision_reader, self.runtime_adapters)
         self.supervisor = self._tree
-        for spec in self._child_specs():
+        for spec in child_specs(self._tree, self.inbox, self.executor, self.loop, self.pollers):
             self.supervisor.start_child(spec)
         log.info(
             "engine starting",
@@ -457,36 +326,7 @@ class Engine:
         # the events the restored cycles answer again: both may say what was true before the
         # failures' own writes (an item in progress), and processed after those writes they
         # would undo them in the state, and the same write would be made again.
-        self._fail_interrupted_runs(journaled)
-
-    def _child_specs(self) -> list[ChildSpec]:
-        sup = self._tree
-        specs = [
-            ChildSpec(
-                "event_queue",
-                lambda g, r: QueueActor.start(
-                    self.inbox,
-                    lambda: sup.ref("engine"),
-                    child_id="event_queue",
-                    generation=g,
-                    report=r,
-                ),
-            ),
-            ChildSpec(
-                "executor",
-                lambda g, r: ExecutorActor.start(
-                    self.executor, child_id="executor", generation=g, report=r
-                ),
-            ),
-            ChildSpec(
-                "engine",
-                lambda g, r: EngineActor.start(
-                    self.loop, child_id="engine", generation=g, report=r
-                ),
-            ),
-        ]
-        specs += [ChildSpec(f"poller:{p.name}", _poller_starter(p)) for p in self.pollers]
-        return specs
+        fail_interrupted_runs(self.inbox, journaled)
 
     def abandon_runs(self, reason: str) -> int:
         """At a forced exit (a second Ctrl-C): journal every run still active as cancelled by
@@ -517,36 +357,6 @@ class Engine:
         except JournalError as error:  # a refused disk: the stop goes on; status says crashed
             log.error("cannot journal the stop", error=str(error))
 
-    def _fail_interrupted_runs(self, state: EngineState) -> None:
-        for run in state.agent_runs.values():
-            if run.is_active:
-                self.inbox.put(
-                    AgentFailed(
-                        session_id=run.session_id,
-                        role=run.role,
-                        kind="failed",
-                        reason=INTERRUPTED,
-                        at=datetime.now(UTC),
-                    )
-                )
-
-    def _reap_runtime_leftovers(self) -> None:
-        """Let each runtime remove what a crashed run left (processes, worktrees, branches),
-        keeping the branches of open revisions (the local provider's share their names)."""
-        try:
-            revisions = self.provider.revision_reader.list_revisions()
-            keep = frozenset(r.branch for r in revisions if r.state == "open")
-        except Exception as exc:
-            log.error("cannot list revisions before reaping; keeping every branch", error=repr(exc))
-            return
-        for adapter in {id(a): a for a in self.runtime_adapters.values()}.values():
-            if not isinstance(adapter, RuntimeReaper):  # a seed adapter: nothing to reap
-                continue
-            try:
-                adapter.reap(keep)
-            except Exception:
-                log.exception("runtime reaper failed", runtime=type(adapter).__name__)
-
     # ------------------------------------------------------------------ commands and sessions
 
     def reconfigure(
@@ -571,7 +381,7 @@ class Engine:
                 "shutdown_timeout": shutdown_timeout,
             }
         )
-        handlers = _landable(handlers, self.provider)
+        handlers = landable(handlers, self.provider)
         self.handlers = create_handlers(handlers)
         self.loop.handlers = self.handlers
         self.observer.options = handlers
@@ -585,19 +395,6 @@ class Engine:
         for poller in self.pollers:
             poller.interval = poll_intervals.get(poller.name, poller.interval)
         self.inbox.put(DispatchDue(at=datetime.now(UTC)), internal=True)  # raised caps: use them
-
-    def _wake_at(self, when: datetime) -> None:
-        """Queue a ``DispatchDue`` at ``when`` (the end of a pause of dispatch)."""
-        delay = max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-        def due() -> None:
-            if not self.inbox.closed:
-                self.inbox.put(DispatchDue(at=datetime.now(UTC)), internal=True)
-
-        timer = threading.Timer(delay, due)
-        timer.daemon = True  # a stop does not wait for it; a restart recomputes the pause
-        timer.name = "cpe-dispatch-due"
-        timer.start()
 
     def _ref(self, child_id: str) -> pykka.ActorRef[Any] | None:
         return self.supervisor.ref(child_id) if self.supervisor is not None else None
@@ -695,12 +492,3 @@ class Engine:
     @property
     def stopped(self) -> bool:
         return self._stopped.is_set()
-
-
-def _poller_starter(poller: Poller[Any]) -> Any:
-    child_id = f"poller:{poller.name}"
-
-    def start(generation: int, report: Any) -> pykka.ActorRef[Any]:
-        return PollerActor.start(poller, child_id=child_id, generation=generation, report=report)
-
-    return start

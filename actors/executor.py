@@ -131,12 +131,14 @@ class CommandExecutor:
 
     def admission_settings(self) -> AdmissionSettings:
         """The settings admission is judged with, as they are now (a reload changes them)."""
-        quota = self.quota
+        quota, budget = self.quota, self.daily_budget
+        # The zone is looked up only when there is a budget to count (as before admission).
+        zone = ZoneInfo(budget.timezone) if budget.per_day_usd else UTC
         return AdmissionSettings(
             breaker=self.breaker.rule(),
             retry_backoff=self.retry_backoff,
-            per_day_usd=self.daily_budget.per_day_usd,
-            day_zone=ZoneInfo(self.daily_budget.timezone),
+            per_day_usd=budget.per_day_usd,
+            day_zone=zone,
             quota_margin=quota.margin,
             quota_pause_at=quota.pause_at,
             accounts=self.accounts,

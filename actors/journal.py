@@ -38,9 +38,6 @@ still show any point).
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
-import os
 import sqlite3
 import threading
 import time
@@ -48,14 +45,23 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, get_args
 
 import structlog
-from pydantic import TypeAdapter
 
+from actors.journal_file import journal_error
+from actors.journal_records import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    Intent,
+    IntentStatus,
+    JournalEntry,
+    decode_event,
+    decode_intent,
+    encode_events,
+)
 from adapters.support.crashpoints import crashpoint
 from domain.commands import COMMAND_ADAPTER, EngineCommand
-from domain.errors import JournalError, JournalInUseError, JournalIOError
+from domain.errors import JournalError, JournalIOError
 from domain.events import EVENT_ADAPTER, EngineEvent
 from domain.models import EngineState
 from domain.state import apply_event
@@ -63,65 +69,11 @@ from domain.state import apply_event
 log = structlog.get_logger("cpe.journal")
 
 JOURNAL_NAME = "journal.sqlite3"  # in the state directory
-SCHEMA_VERSION = 1  # snapshots were added without a bump: an older cpe ignores their table
 SNAPSHOT_EVERY = 10_000  # processed events past the newest snapshot before another is taken
 SNAPSHOT_INTERVAL = 60.0  # seconds at least between two background snapshots
 KEEP_SNAPSHOTS = 3
 _PAGE = 2_000  # events read per query during a replay
 _MAX_DEFERRED = 1_000  # deferred statements held before they are committed anyway
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    at REAL NOT NULL,
-    type TEXT NOT NULL,
-    body TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS cursor (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    processed_seq INTEGER NOT NULL
-);
-INSERT OR IGNORE INTO cursor (id, processed_seq) VALUES (1, 0);
-CREATE TABLE IF NOT EXISTS snapshots (
-    seq INTEGER PRIMARY KEY,
-    at REAL NOT NULL,
-    state TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS intents (
-    key TEXT PRIMARY KEY,
-    command TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('pending', 'done', 'failed')),
-    result TEXT,
-    error TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-);
-"""
-
-IntentStatus = Literal["pending", "done", "failed"]
-_EVENT_LIST: TypeAdapter[list[EngineEvent]] = TypeAdapter(list[EngineEvent])
-_KNOWN_TYPES = frozenset(  # every event and command type this cpe reads
-    member.model_fields["type"].default
-    for union in (EngineEvent, EngineCommand)
-    for member in get_args(get_args(union)[0])
-)
-
-
-@dataclass(frozen=True)
-class JournalEntry:
-    seq: int
-    at: float  # when it was journaled (unix time)
-    event: EngineEvent
-
-
-@dataclass(frozen=True)
-class Intent:
-    key: str
-    command: EngineCommand
-    status: IntentStatus
-    result: tuple[EngineEvent, ...]
-    error: str | None
-    attempts: int
 
 
 @dataclass(frozen=True)
@@ -175,7 +127,7 @@ class Journal:
                 raise JournalError(
                     f"{self.path}: journal schema version {version}, expected {SCHEMA_VERSION}"
                 )
-            self._db.executescript(_SCHEMA)
+            self._db.executescript(SCHEMA)
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             row = self._db.execute("SELECT MAX(seq) FROM snapshots").fetchone()
         except sqlite3.Error as exc:
@@ -310,7 +262,7 @@ class Journal:
             with self._guard("read events", flush=True):
                 rows = self._db.execute(query + " ORDER BY seq LIMIT ?", [*args, _PAGE]).fetchall()
             for seq, at, body in rows:
-                yield JournalEntry(seq, at, self._event(seq, body))
+                yield JournalEntry(seq, at, decode_event(self.path, seq, body))
             if len(rows) < _PAGE:
                 return
             after = rows[-1][0]
@@ -450,7 +402,7 @@ class Journal:
     ) -> None:
         """Mark the intent done with its result events. With ``defer`` (for a write that is
         harmless to make twice) it is committed with the next transaction instead."""
-        body = _EVENT_LIST.dump_json(list(result)).decode()
+        body = encode_events(list(result))
         statement = (
             "UPDATE intents SET status = 'done', result = ?, updated_at = ? WHERE key = ?",
             (body, _now(), key),
@@ -479,7 +431,7 @@ class Journal:
                 "SELECT key, command, status, result, error, attempts FROM intents WHERE key = ?",
                 (key,),
             ).fetchone()
-        return None if row is None else self._intent(row)
+        return None if row is None else decode_intent(self.path, row)
 
     def intents(self, status: IntentStatus) -> list[Intent]:
         """The intents with ``status``, oldest first."""
@@ -489,28 +441,7 @@ class Journal:
                 "WHERE status = ? ORDER BY created_at",
                 (status,),
             ).fetchall()
-        return [self._intent(row) for row in rows]
-
-    def _event(self, seq: int, body: str) -> EngineEvent:
-        try:
-            return EVENT_ADAPTER.validate_json(body)
-        except ValueError:  # pydantic's ValidationError: damaged, or a newer cpe's type
-            raise JournalError(
-                f"{self.path}: event {seq} cannot be read: {_why_unreadable(body)} (damaged, "
-                "or written by a newer cpe)"
-            ) from None
-
-    def _intent(self, row: tuple[str, str, IntentStatus, str | None, str | None, int]) -> Intent:
-        key, command, status, result, error, attempts = row
-        try:
-            events = tuple(_EVENT_LIST.validate_json(result)) if result else ()
-            parsed = COMMAND_ADAPTER.validate_json(command)
-        except ValueError:
-            raise JournalError(
-                f"{self.path}: intent {key!r} cannot be read: {_why_unreadable(command)} "
-                "(damaged, or written by a newer cpe)"
-            ) from None
-        return Intent(key, parsed, status, events, error, attempts)
+        return [decode_intent(self.path, row) for row in rows]
 
     # ------------------------------------------------------------------ plumbing
 
@@ -540,143 +471,6 @@ class Journal:
         """The lock, with sqlite errors turned into ``JournalError``; with ``flush`` (a read)
         the deferred statements are committed first, so the read sees them."""
         return _Guard(self, f"{self.path}: cannot {what}", flush)
-
-
-def check_journal(path: Path, *, start_over: bool = False) -> Path | None:
-    """Refuse to start on a journal that was lost: missing or holding no event while agent runs
-    of an earlier engine are on disk (``runs/`` beside it). Starting afresh would plan the specs
-    again and forget every attempt; the journal cannot be rebuilt from the tracker alone.
-
-    With ``start_over`` (``cpe run --new-journal``) the journal files are set aside (renamed
-    with a ``.old-<time>`` suffix) and a new one is started; returns where they went."""
-    _writable_directory(path.parent)
-    worked = any((path.parent / "runs").glob("*"))
-    if start_over:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        moved = None
-        for suffix in ("", "-wal", "-shm"):
-            old = Path(f"{path}{suffix}")
-            if old.exists():
-                moved = old.rename(Path(f"{path}.old-{stamp}{suffix}"))
-        return moved
-    if not worked:
-        return None
-    if _holds_no_event(path):
-        raise JournalError(
-            f"{path}: the journal is missing or empty, but agent runs of an earlier engine are "
-            f"in {path.parent / 'runs'}; starting afresh would plan the specs again. Restore "
-            "the journal, or start over deliberately with cpe run --new-journal"
-        )
-    return None
-
-
-def _holds_no_event(path: Path) -> bool:
-    """Whether the journal at ``path`` is missing or holds no event; read only, it changes
-    nothing (a damaged one is left to ``Journal`` to report)."""
-    if not path.exists() or (path.stat().st_size == 0 and not Path(f"{path}-wal").exists()):
-        return True
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            return db.execute("SELECT MAX(seq) FROM events").fetchone()[0] is None
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
-        return "no such table" in str(exc)
-
-
-def _writable_directory(directory: Path) -> None:
-    """``JournalIOError`` naming ``directory`` unless it is (or can be made) a directory that
-    takes a new file: the disk is full, it is read-only, or a file is in the way."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        probe = directory / f".cpe-write-check-{os.getpid()}"
-        probe.write_bytes(b"ok")
-        probe.unlink()
-    except OSError as exc:
-        raise JournalIOError(
-            f"{directory}: the state directory cannot be written: {exc.strerror or exc}"
-        ) from None
-
-
-def _why_unreadable(body: str) -> str:
-    try:
-        kind = json.loads(body).get("type")
-    except (ValueError, AttributeError):
-        return "not a JSON object"
-    if not isinstance(kind, str) or kind not in _KNOWN_TYPES:
-        return f"unknown type {kind!r}"
-    return f"its fields do not match {kind}'s"
-
-
-# sqlite's words for a disk that refuses a write (SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY,
-# SQLITE_CANTOPEN): freeing space or fixing the path fixes them, unlike a damaged file.
-_IO_WORDS = ("disk is full", "disk i/o error", "readonly database", "unable to open")
-
-
-def journal_error(message: str, exc: sqlite3.Error) -> JournalError:
-    """``exc`` as the journal error it is: ``JournalIOError`` when the disk refused."""
-    kind = JournalIOError if any(w in str(exc).lower() for w in _IO_WORDS) else JournalError
-    advice = ""
-    if isinstance(exc, sqlite3.DatabaseError) and any(w in str(exc) for w in _DAMAGED_WORDS):
-        advice = (
-            " (the journal is damaged: restore it from a backup, or start over deliberately "
-            "with cpe run --new-journal, which sets this one aside)"
-        )
-    return kind(f"{message}: {exc}{advice}")
-
-
-# What sqlite says of a file that is not, or no longer, a database it can read.
-_DAMAGED_WORDS = ("not a database", "malformed", "corrupt")
-
-
-class InstanceLock:
-    """One engine per journal: an exclusive ``flock`` on ``<journal>.lock``, held from start to
-    stop (the kernel drops it when the process dies, even by ``kill -9``). A second engine on
-    the same state would assign the same sequence numbers and do the same work twice."""
-
-    def __init__(self, journal_path: str):
-        # an in-memory journal is this process's alone: nothing to lock
-        self.path = None if journal_path == ":memory:" else Path(f"{journal_path}.lock")
-        self._fd: int | None = None
-
-    def acquire(self, wait: float = 0.0) -> None:
-        """Take the lock, trying for up to ``wait`` seconds; ``JournalError`` naming the
-        holder's pid when another process (or another engine of this one) has it."""
-        if self.path is None or self._fd is not None:  # held already: by whoever built us
-            return
-        _writable_directory(self.path.parent)  # a file in the way, a read-only or full disk
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:  # another user's lock file, a read-only or full disk
-            raise JournalIOError(
-                f"{self.path}: cannot open the lock file that keeps one engine per state "
-                f"directory: {exc.strerror or exc}"
-            ) from exc
-        deadline = time.monotonic() + wait
-        pause = threading.Event()  # never set: a bounded pause between two tries
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() < deadline:
-                    pause.wait(0.05)
-                    continue
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-                os.close(fd)
-                raise JournalInUseError(
-                    f"{self.path.with_suffix('')}: in use by another cpe (pid {holder}); one "
-                    "engine per state directory"
-                ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the descriptor drops the lock
-            self._fd = None
 
 
 class _Guard:

@@ -32,7 +32,8 @@ import pykka
 import structlog
 
 from actors.base import SupervisedActor, tell
-from actors.journal import Journal, JournalEntry
+from actors.journal import Journal
+from actors.journal_records import JournalEntry
 from domain.errors import JournalError
 from domain.events import EngineEvent, identify, is_agent_terminal
 

@@ -42,10 +42,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from actors.logs import configure_logging  # noqa: E402
-from adapters.cli.settings import ClaudeSdkRuntime, RuntimeContext  # noqa: E402
+from adapters.runtime.claude.settings import ClaudeSdkRuntime  # noqa: E402
+from adapters.runtime.common import RuntimeContext  # noqa: E402
 from adapters.runtime.remote.cluster import ray_cluster  # noqa: E402
 from adapters.runtime.remote.settings import RemoteSettings  # noqa: E402
-from adapters.runtime.sandbox.config import SandboxConfig  # noqa: E402
 from adapters.scripted_model import ScriptedModelServer, load_scenario  # noqa: E402
 from domain.models import ImplementorStartParams, SessionId, WorkItemId  # noqa: E402
 from domain.results import ImplementorResult  # noqa: E402
@@ -88,7 +88,7 @@ def build(repo: Path, env: dict[str, str], remote: RemoteSettings | None) -> Any
     ctx = context(repo, env)
     if remote is None:
         return ClaudeSdkRuntime().build(ctx, deps)
-    return create_ray_runtime(remote, ClaudeSdkRuntime(), ctx, SandboxConfig(), deps)
+    return create_ray_runtime(remote, ClaudeSdkRuntime(), ctx, deps)
 
 
 _serial = Counter[str]()

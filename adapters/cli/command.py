@@ -9,7 +9,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -17,7 +17,8 @@ from adapters.cli.parser import build_parser
 from domain.models import STATUSES
 
 # Each command imports what it needs when it runs, not here: an operator types `cpe status`
-# all day (docs/benchmarks.md, startup); tests/test_cli_imports.py holds the commands to it.
+# all day (docs/benchmarks.md, startup); tests/adapters/cli/test_imports.py holds the commands
+# to it.
 
 
 def _check_bash(args: argparse.Namespace) -> int:
@@ -60,18 +61,25 @@ def _dispatch(args: argparse.Namespace) -> int:
                 stop_requested=_early_stop,
                 log_format=args.log_format,
             )
-        from functools import partial  # noqa: PLC0415
-
         from adapters.cli.scripted import run_scripted  # noqa: PLC0415
 
-        bound = partial(
-            run,
-            args.config,
-            args.repo,
-            new_journal=args.new_journal,
-            stop_requested=_early_stop,
-            log_format=args.log_format,
-        )
+        def bound(
+            *,
+            agent_env: Mapping[str, str] | None,
+            isolated_home: bool,
+            codex_overrides: Sequence[str],
+        ) -> int:
+            return run(
+                args.config,
+                args.repo,
+                new_journal=args.new_journal,
+                stop_requested=_early_stop,
+                log_format=args.log_format,
+                agent_env=agent_env,
+                isolated_home=isolated_home,
+                codex_overrides=codex_overrides,
+            )
+
         return run_scripted(Path(args.scripted) if args.scripted else None, bound)
     if args.command == "init":
         from adapters.cli.init import init  # noqa: PLC0415

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from adapters.cli.app import resolve_config
 from adapters.cli.common import fail, journal_state
-from adapters.cli.runs import run_runtime
+from adapters.cli.repository import resolve_config
+from adapters.describe.runs import run_runtime
 from domain.errors import ConfigError
 from domain.selectors import natural_key
 

@@ -26,9 +26,9 @@ from actors.journal import Journal
 from actors.logs import configure_logging
 from actors.process import EXIT_CONFIG
 from actors.services import Services
-from adapters.cli.app import App, build_app
-from adapters.cli.runs import describe_run, run_where
+from adapters.cli.build import App, build_app
 from adapters.demo.sample import DEFAULT_BRANCH
+from adapters.describe.runs import describe_run, run_where
 from domain.errors import ConfigError
 from domain.events import (
     AgentRequested,
@@ -126,12 +126,20 @@ def _interruptible(demo: Callable[_P, int]) -> Callable[_P, int]:
 
     @functools.wraps(demo)
     def run(*args: _P.args, **kwargs: _P.kwargs) -> int:
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            # Ctrl-C stops it even when it was started ignoring SIGINT (a script's `&` does
+            # that), as it stops cpe run, which sets its own handlers
+            previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             return demo(*args, **kwargs)
         except KeyboardInterrupt:
             out = cast(TextIO, kwargs.get("out", args[1] if len(args) > 1 else sys.stdout))
             print("\ncpe demo: interrupted (Ctrl-C); its runs were stopped", file=out, flush=True)
             return EXIT_INTERRUPTED
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
 
     return run
 

@@ -8,8 +8,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from adapters.cli.app import CONFIG_NAME, git_toplevel
 from adapters.cli.common import fail
+from adapters.cli.repository import CONFIG_NAME, git_toplevel
 from adapters.cli.settings import CpeConfig, load_config, parse_config
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
 from domain.errors import ConfigError

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from actors.journal import JOURNAL_NAME, InstanceLock
+from actors.journal import JOURNAL_NAME
+from actors.journal_file import InstanceLock
 from domain.models import EngineProcess
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S UTC"

@@ -10,7 +10,8 @@ from pathlib import Path
 from domain.models import AGENT_ROLES, STATUSES
 
 # Each command imports what it needs when it runs, not here: an operator types `cpe status`
-# all day (docs/benchmarks.md, startup); tests/test_cli_imports.py holds the commands to it.
+# all day (docs/benchmarks.md, startup); tests/adapters/cli/test_imports.py holds the commands
+# to it.
 
 
 def _version() -> str:
@@ -270,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _role_runtime(text: str) -> tuple[str, str]:
-    from adapters.cli.settings import RUNTIME_KINDS  # noqa: PLC0415 - keep `cpe --help` fast
+    from adapters.runtime.settings import RUNTIME_KINDS  # noqa: PLC0415 - keep `cpe --help` fast
 
     role, equals, kind = text.partition("=")
     if not equals or role not in AGENT_ROLES or kind not in RUNTIME_KINDS:

@@ -7,8 +7,8 @@ from datetime import datetime
 from pathlib import Path
 
 from actors.journal import Journal
-from adapters.cli.app import resolve_config
 from adapters.cli.common import fail
+from adapters.cli.repository import resolve_config
 from domain.errors import ConfigError
 
 

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from adapters.cli.app import App, build_app, prepare_services, resolve_config
+from adapters.cli.build import App, build_app
 from adapters.cli.common import fail
 from adapters.cli.init import own_python
 from adapters.cli.liveness import alive
+from adapters.cli.repository import resolve_config
+from adapters.cli.services import prepare_services
 from adapters.cli.settings import CpeConfig
 from domain.errors import ConfigError
 
@@ -87,12 +89,12 @@ def run(
             notify("WATCHDOG=1")
 
     def ready(engine: Engine) -> None:
-        services.append(starters[-1]())
         # once it runs (a refused start says one thing): where the whole log goes, and what
-        # the agents will not see
+        # the agents will not see; then its services (their "listening" lines end the start)
         if log_file is not None:
             structlog.get_logger("cpe.cli").info("log file", path=str(log_file))
         _warn_uncommitted(root)
+        services.append(starters[-1]())
         notify("READY=1")
 
     def stopping() -> None:

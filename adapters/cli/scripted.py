@@ -15,9 +15,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from adapters.scripted_model import RecordedRequest, ScriptedModelServer
 from adapters.scripted_model.book import Book, load_book
@@ -69,7 +69,20 @@ def serve(book_path: Path | None, listen: str, out: TextIO = sys.stdout) -> int:
     return 0
 
 
-def run_scripted(book_path: Path | None, run: Callable[..., int]) -> int:
+class BoundRun(Protocol):
+    """``adapters.cli.run.run`` with its configuration, repository and options bound: what is
+    left is how the runtimes reach the scripted model."""
+
+    def __call__(
+        self,
+        *,
+        agent_env: Mapping[str, str] | None,
+        isolated_home: bool,
+        codex_overrides: Sequence[str],
+    ) -> int: ...
+
+
+def run_scripted(book_path: Path | None, run: BoundRun) -> int:
     """``cpe run`` (``run``: ``adapters.cli.run.run`` with its arguments bound) with every
     agent talking to a scripted model serving the book, in this process."""
     book = _book(book_path)

@@ -2,25 +2,23 @@
 
 The composition root owns the file. Its sections are this module's models, the engine's own
 settings (``SupervisorSettings``, ``BreakerSettings`` from actors/) and the adapters' own settings
-models, embedded as they are (``GitHubSettings``, ``BashGuardConfig``, ``SandboxConfig``), so each
-section is checked once, when the file loads. Every model forbids unknown keys: a typo or a wrong
-type fails at start with a ``ConfigError`` that names the key path and what was expected.
+models, embedded as they are (``GitHubSettings``, ``BashGuardConfig``, ``SandboxConfig``, the
+runtime kinds' ``ClaudeCliRuntime`` and ``CodexCliRuntime`` from their vendors' packages),
+so each section is checked once, when the file loads. Every model forbids unknown keys: a typo
+or a wrong type fails at start with a ``ConfigError`` that names the key path and what was
+expected.
 ``CpeConfig.engine_config`` maps the file onto the engine's ``EngineConfig`` (actors/config.py).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -34,37 +32,26 @@ from actors.journal import JOURNAL_NAME
 from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, SupervisorSettings
 from adapters.bash_guard.config import BashGuardConfig
 from adapters.providers.github.settings import GitHubSettings
+from adapters.runtime.claude.settings import ClaudeCliRuntime, ClaudeSdkRuntime
+from adapters.runtime.codex.settings import CodexCliRuntime
+from adapters.runtime.common import DAY, ExpandedPath, Seconds
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
+from adapters.runtime.settings import RuntimeKind, RuntimeSettings
 from domain.errors import ConfigError
 from domain.handlers.options import HandlerOptions
 from domain.models import AGENT_ROLES, AgentRole
 from domain.policy import Policy
 from domain.ports import (
     ProviderInterfaces,
-    RuntimeAdapter,
-    RuntimeAdapterDeps,
     RuntimeAdapterFactory,
 )
-
-RuntimeKind = Literal["claude-sdk", "claude-cli", "codex-cli"]
-RUNTIME_KINDS: tuple[RuntimeKind, ...] = get_args(RuntimeKind)
-# The model account each runtime kind uses: usage windows and rate limits are the account's.
-ACCOUNTS: dict[RuntimeKind, str] = {
-    "claude-sdk": "anthropic",
-    "claude-cli": "anthropic",
-    "codex-cli": "openai",
-}
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-# Every duration is finite and bounded: an infinite or huge one passes a "> 0" check, then
-# overflows a timer (a SIGTERM could no longer stop cpe).
-DAY = 86_400.0
-Seconds = Annotated[float, Field(gt=0, le=DAY, allow_inf_nan=False)]
 Interval = Annotated[float, Field(ge=0, le=DAY, allow_inf_nan=False)]
 Concurrency = Annotated[int, Field(ge=1, le=256)]
 
@@ -92,15 +79,6 @@ class EngineSection(_Section):
         if not parts or parts[0] == ".git":
             raise ValueError("expected a directory of its own, not .git or the repository's top")
         return value
-
-
-def _expand(value: str) -> str:
-    """``~`` and ``$VARIABLES`` in a configured path, as a shell would expand them."""
-    return os.path.expandvars(os.path.expanduser(value)) if value else value
-
-
-# A path from the configuration: ``~`` and environment variables expanded.
-ExpandedPath = Annotated[str, AfterValidator(_expand)]
 
 
 class RepositorySection(_Section):
@@ -196,188 +174,6 @@ class ModelsSection(_Section):
     reviewer: ClaudeModel = "sonnet"
 
 
-# ---------------------------------------------------------------------------- runtimes
-# One model per runtime kind, each building its runtime adapter: [runtime.roles] names a kind
-# per role, RuntimeSection.runtime(kind) gives its settings. The kind is a class attribute, not a
-# key: [runtime.claude_cli] and [runtime.codex_cli] take no "kind" (claude-sdk has no section).
-
-
-@dataclass(frozen=True)
-class RuntimeContext:
-    """What every runtime is built with besides its own settings.
-
-    ``shared`` are the settings the runtimes' configs have in common, by field name
-    (``ClaudeAdapterConfig`` in adapters/runtime/claude/sdk.py, ``CliRuntimeConfig`` in
-    adapters/runtime/cli/cli_runtime.py); ``models`` is ``[runtime.models]`` without its empty
-    entries; ``idle_timeout`` is ``[runtime] idle_timeout`` (None: off), which a runtime's own
-    wins over; ``codex_overrides`` are ``-c`` values cpe adds (the demo's scripted model)."""
-
-    shared: Mapping[str, Any]
-    models: dict[str, str]
-    idle_timeout: float | None
-    codex_overrides: Sequence[str] = ()
-
-
-class ClaudeSdkRuntime(_Section):
-    """``claude-sdk``: the Claude Agent SDK (adapters/runtime/claude/sdk.py); no section."""
-
-    kind: ClassVar[RuntimeKind] = "claude-sdk"
-
-    def check(self) -> None:
-        """A ``ConfigError`` for what cannot work, before anything starts."""
-        from adapters.runtime.process.launcher import LAUNCHER  # noqa: PLC0415
-
-        _bundled_claude()
-        if not os.access(LAUNCHER, os.X_OK):
-            raise ConfigError(
-                f"runtime claude-sdk: cpe's launcher {LAUNCHER} is not executable",
-                expected="cpe installed with its file modes (pip install keeps them)",
-            )
-
-    def cli(self) -> tuple[str, str, str]:
-        """The CLI it runs, for the version check: family, path, the key that names it."""
-        cli = _bundled_claude()
-        return "claude", executable(cli) or cli, "claude-agent-sdk's bundled CLI"
-
-    def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
-        from adapters.runtime.claude.sdk import (  # noqa: PLC0415
-            ClaudeAdapterConfig,
-            create_claude_adapter,
-        )
-
-        config = ClaudeAdapterConfig(
-            **context.shared, models=context.models, idle_timeout=context.idle_timeout
-        )
-        return create_claude_adapter(config, deps)
-
-
-class ClaudeCliRuntime(_Section):
-    """``[runtime.claude_cli]``: the ``claude -p`` runtime."""
-
-    kind: ClassVar[RuntimeKind] = "claude-cli"
-
-    cli_path: ExpandedPath = ""  # empty: the CLI bundled with claude-agent-sdk
-    model: str = ""  # empty: the CLI's default; else one of sonnet, opus, haiku
-    idle_timeout: Seconds | None = None  # no output for this long: killed
-
-    def check(self) -> None:
-        from adapters.runtime.claude.cli_runner import CLAUDE_CAPABILITIES  # noqa: PLC0415
-
-        if not self.cli_path:
-            _bundled_claude()
-        elif not executable(self.cli_path):
-            raise ConfigError(
-                f"runtime.claude_cli.cli_path: the claude CLI was not found at {self.cli_path!r}",
-                expected="an executable claude, or empty for the bundled one",
-            )
-        models = CLAUDE_CAPABILITIES.available_models
-        if self.model and self.model not in models:
-            raise ConfigError(
-                f"runtime.claude_cli.model: {self.model!r} is not a model the claude CLI runner "
-                "offers",
-                expected=f"empty or one of {', '.join(models)}",
-            )
-
-    def cli(self) -> tuple[str, str, str]:
-        path = self.cli_path or _bundled_claude()
-        return "claude", executable(path) or path, "runtime.claude_cli.cli_path"
-
-    def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
-        from adapters.runtime.claude.cli_runner import create_claude_cli_runtime  # noqa: PLC0415
-        from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: PLC0415
-
-        config = CliRuntimeConfig(
-            **context.shared,
-            model=self.model or None,
-            models=context.models,
-            idle_timeout=self.idle_timeout or context.idle_timeout,
-        )
-        return create_claude_cli_runtime(config, deps, cli_path=self.cli_path or None)
-
-
-class CodexCliRuntime(_Section):
-    """``[runtime.codex_cli]``: the ``codex exec`` runtime."""
-
-    kind: ClassVar[RuntimeKind] = "codex-cli"
-
-    cli_path: ExpandedPath = "codex"  # a name on PATH or a path
-    model: str = ""  # empty: codex's default model; else one of ``models``
-    models: list[str] = Field(default_factory=lambda: ["gpt-5-codex", "gpt-5"], min_length=1)
-    sandbox: Literal["workspace-write", "danger-full-access"] = "workspace-write"
-    overrides: list[str] = Field(default_factory=list)  # extra ``-c key=value`` (TOML values)
-    idle_timeout: Seconds | None = None
-
-    def check(self) -> None:
-        if executable(self.cli_path) is None:
-            raise ConfigError(
-                f"runtime.codex_cli.cli_path: the codex CLI was not found ({self.cli_path!r})",
-                expected="codex on PATH (npm install -g @openai/codex) or its path",
-            )
-        if self.model and self.model not in self.models:
-            raise ConfigError(
-                f"runtime.codex_cli.model: {self.model!r} is not in runtime.codex_cli.models",
-                expected=f"empty or one of {', '.join(self.models)}",
-            )
-        if self.sandbox == "danger-full-access":
-            raise ConfigError(
-                "runtime.codex_cli.sandbox: danger-full-access leaves the agent unconfined "
-                "(codex has no tool lists and no hook for cpe's Bash guard)",
-                expected="workspace-write",
-            )
-        for override in self.overrides:
-            key, equals, _ = override.partition("=")
-            if not equals or not key.strip():
-                raise ConfigError(
-                    f"runtime.codex_cli.overrides: {override!r} is not key=value",
-                    expected='a codex -c value, e.g. model_reasoning_effort="high"',
-                )
-
-    def cli(self) -> tuple[str, str, str]:
-        return "codex", executable(self.cli_path) or self.cli_path, "runtime.codex_cli.cli_path"
-
-    def build(self, context: RuntimeContext, deps: RuntimeAdapterDeps) -> RuntimeAdapter:
-        from adapters.runtime.cli.cli_runtime import CliRuntimeConfig  # noqa: PLC0415
-        from adapters.runtime.codex.runner import create_codex_runtime  # noqa: PLC0415
-
-        config = CliRuntimeConfig(
-            **context.shared,
-            model=self.model or None,
-            idle_timeout=self.idle_timeout or context.idle_timeout,
-        )
-        return create_codex_runtime(
-            config,
-            deps,
-            cli_path=executable(self.cli_path) or self.cli_path,
-            overrides=[*self.overrides, *context.codex_overrides],
-            models=self.models,
-            sandbox=self.sandbox,
-        )
-
-
-RuntimeSettings = ClaudeSdkRuntime | ClaudeCliRuntime | CodexCliRuntime
-
-
-def _bundled_claude() -> str:
-    """The claude CLI bundled with claude-agent-sdk; a ``ConfigError`` when it is not there."""
-    from adapters.runtime.claude.vendor import bundled_cli  # noqa: PLC0415
-
-    cli = bundled_cli()
-    if not Path(cli).exists():
-        raise ConfigError(
-            f"runtime claude-sdk: the claude CLI was not found at {cli}",
-            expected="claude-agent-sdk installed with its bundled CLI",
-        )
-    return cli
-
-
-def executable(name: str) -> str | None:
-    """``name`` as a runnable path: a path that is an executable file, or a name on PATH."""
-    if os.sep in name:
-        candidate = Path(name).expanduser()
-        return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
-    return shutil.which(name)
-
-
 class HooksSection(_Section):
     """``[runtime.hooks]``: shell commands run in an implementor's worktree, each in its own
     process group with its own timeout. ``after_create`` (``setup_command`` is its older name)
@@ -434,7 +230,8 @@ class RuntimeSection(_Section):
         return frozenset(role for role, on in self.remote.roles.model_dump().items() if on)
 
     def runtime(self, kind: RuntimeKind) -> RuntimeSettings:
-        """The settings of runtime ``kind``: its own section, if it has one."""
+        """The settings of runtime ``kind`` (adapters/runtime/settings.py): its own section, if
+        it has one."""
         runtimes: tuple[RuntimeSettings, ...] = (
             ClaudeSdkRuntime(),
             self.claude_cli,
@@ -566,7 +363,7 @@ class CpeConfig(_Section):
     def accounts(self) -> dict[AgentRole, str]:
         """The model account of each role's runtime (``[runtime.roles]``)."""
         roles = self.runtime.roles
-        return {role: ACCOUNTS[getattr(roles, role)] for role in AGENT_ROLES}
+        return {role: self.runtime.runtime(getattr(roles, role)).account for role in AGENT_ROLES}
 
     def engine_daily_budget(self) -> DailyBudget:
         return DailyBudget(per_day_usd=self.budget.per_day_usd, timezone=self.budget.timezone)

@@ -13,12 +13,12 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from adapters.cli.app import CONFIG_NAME, default_branch, git_toplevel, resolve_config
 from adapters.cli.common import fail, read_journal
-from adapters.cli.landing_view import print_queue
 from adapters.cli.liveness import EngineStatus, engine_status, read_lock
-from adapters.cli.runs import describe_run, run_where
+from adapters.cli.repository import CONFIG_NAME, default_branch, git_toplevel, resolve_config
 from adapters.cli.settings import CpeConfig, parse_config
+from adapters.describe.landing import print_queue
+from adapters.describe.runs import describe_run, run_where
 from domain.errors import ConfigError
 from domain.models import ACTIVE_RUN_STATUSES, EngineState, Revision, WorkItem
 from domain.selectors import open_blockers, ordered
@@ -85,7 +85,7 @@ def _status(config: CpeConfig, root: Path, branch: str) -> None:
     _print_costs(state, config)
     _print_baseline(state, config)
     _print_merge_waits(state)
-    print_queue(state, config)
+    print_queue(state, config.workflow)
     if config.provider.kind == "local":
         from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 

@@ -10,22 +10,18 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 
-from actors.journal import JOURNAL_NAME, Journal
-from adapters.cli.app import default_branch, resolve_config
 from adapters.cli.common import fail, journal_state
-from adapters.cli.landing_view import list_note, show_lines
-from adapters.cli.runs import describe_run, run_where
+from adapters.cli.repository import default_branch, resolve_config
 from adapters.cli.settings import CpeConfig
-from adapters.runtime.artifacts.run_review import comment_lines, plain, run_review
+from adapters.describe.items import github_body, item_cost, item_sections
+from adapters.describe.landing import list_note
 from domain.errors import ConfigError, JournalInUseError
-from domain.events import StatusTransitioned, UserTransitionedStatus, WorkItemChanged
-from domain.models import STATUSES, EngineState, ReviewerStartParams, WorkItem, WorkItemId
+from domain.models import STATUSES, EngineState, WorkItem, WorkItemId
 from domain.requests import REQUEST_ADAPTER, RequestRefused, SetStatus, UserRequest
 from domain.runs import attempt_number
-from domain.selectors import open_blockers, ordered, revision_for, runs_for_work_item
+from domain.selectors import open_blockers, ordered, revision_for
 
 EXIT_REFUSED = 1  # the state does not allow it (an unknown item, a status that forbids it)
 EXIT_USAGE = 2  # what was typed is not a request (an unknown status name)
@@ -60,10 +56,10 @@ def work_list(status: str | None, config_path: Path | None, repo: Path | None) -
         attempts = f"{attempt_number(state, item.id)}/{limit}"
         revision = revision_for(state, item)
         where = f"{revision.id} {revision.state} {revision.pipeline.status}" if revision else ""
-        cost = _cost(state, item.id)
+        cost = item_cost(state, item.id)
         blockers = ", ".join(f"#{b}" for b in open_blockers(item, items))
         after = f"  (blocked by {blockers})" if blockers else ""
-        after += list_note(item, state, config)
+        after += list_note(item, state, config.workflow)
         print(
             f"#{item.id:<5} {item.status:<17} {attempts:<8} {where:<22} {cost:>9}  "
             f"{item.title}{after}"
@@ -86,59 +82,12 @@ def work_show(work_item_id: str, config_path: Path | None, repo: Path | None) ->
         )
     state_dir = root / config.engine.state_dir
     body = _body(config, root, item)
-    sections = item_sections(item, items, state, config, state_dir, body)
+    sections = item_sections(item, items, state, config.workflow, state_dir, body)
     for n, (heading, lines) in enumerate(sections):
         print(heading if n == 0 else f"\n{heading}")
         for line in lines:
             print(line)
     return 0
-
-
-def item_sections(  # noqa: PLR0917 - what cpe work show and the dashboard both pass
-    item: WorkItem,
-    items: Mapping[WorkItemId, WorkItem],
-    state: EngineState,
-    config: CpeConfig,
-    state_dir: Path,
-    body: str,
-) -> list[tuple[str, list[str]]]:
-    """What ``cpe work show`` prints of an item, as (heading, lines) sections, each line as
-    printed: the item's facts under its ``#id title``, then its body, status history, agent
-    runs and reviews. The dashboard's item page shows the same sections."""
-    facts = [f"  status    {item.status}"]
-    if item.blocked_by:
-        blockers = [
-            f"#{b} ({items[b].status if b in items else 'unknown'})" for b in item.blocked_by
-        ]
-        facts.append(f"  blocked by {', '.join(blockers)}")
-    facts.append(f"  attempts  {attempt_number(state, item.id)} of {config.workflow.max_attempts}")
-    revision = revision_for(state, item)
-    if revision is not None:
-        pipeline = revision.pipeline
-        failed = f" (failed: {', '.join(pipeline.failed_checks)})" if pipeline.failed_checks else ""
-        facts.append(
-            f"  revision  {revision.id} {revision.state}, pipeline {pipeline.status}{failed}, "
-            f"head {revision.head_sha[:12]}, branch {revision.branch}"
-        )
-    facts += show_lines(item, state, config)
-    runs = runs_for_work_item(state, item.id)
-    failures = [run for run in runs if run.failure_reason]
-    if failures:
-        last = failures[-1]
-        why = _flat(last.failure_reason)
-        facts.append(f"  last failure  {last.session_id} {last.status}: {why}")
-    ran = [f"  {describe_run(run, run_where(state_dir, run.session_id))}" for run in runs]
-    ran.append(f"  total cost {_cost(state, item.id) or '$0'}" if runs else "  (none)")
-    return [
-        (f"#{item.id} {item.title}", facts),
-        ("body", [f"  {line}" for line in (body or "(empty)").splitlines()]),
-        (
-            "status history (oldest first)",
-            [f"  {line}" for line in _history(state_dir, item.id) or ["(none journaled yet)"]],
-        ),
-        ("agent runs", ran),
-        ("reviews", [f"  {line}" for line in _reviews(state_dir, state, item) or ["(none)"]]),
-    ]
 
 
 def _items_and_state(
@@ -180,7 +129,8 @@ def _tracker_items(config: CpeConfig, root: Path) -> list[WorkItem] | None:
 
 def _body(config: CpeConfig, root: Path, item: WorkItem) -> str:
     if config.provider.kind != "local":
-        return github_body(config, item)
+        github = config.provider.github
+        return github_body(github.repository if github else "", item)
     from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 
     provider = LocalProvider(root, root / config.engine.state_dir, default_branch(config, root))
@@ -188,86 +138,6 @@ def _body(config: CpeConfig, root: Path, item: WorkItem) -> str:
         return provider.work_item_reader.get_work_item_body(item.id)
     finally:
         provider.close()
-
-
-def github_body(config: CpeConfig, item: WorkItem) -> str:
-    """Where a GitHub item's body is (it is not read: no token needed to look)."""
-    github = config.provider.github
-    where = github.repository if github else ""
-    return f"(on GitHub: https://github.com/{where}/issues/{item.id})"
-
-
-def _history(state_dir: Path, wid: WorkItemId) -> list[str]:
-    """Each change of the item's status the journal holds: the engine's, a person's request,
-    one seen on the tracker."""
-    path = state_dir / JOURNAL_NAME
-    if not path.exists():
-        return []
-    from domain.narration import narrate  # noqa: PLC0415
-    from domain.state import apply_event  # noqa: PLC0415
-
-    lines: list[str] = []
-    last: str | None = None
-    state = EngineState()
-    journal = Journal(path)
-    try:
-        for entry in journal.entries():
-            event = entry.event
-            before, state = state, apply_event(state, event)
-            when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(entry.at))
-            if isinstance(event, StatusTransitioned) and event.work_item_id == wid:
-                # in the console's words: why, as the engine said it then
-                said = narrate(event, before, state)
-                if said and ": " in said[0]:  # with its why (else the reason cpe wrote)
-                    lines.append(f"{when}  {said[0].removeprefix(f'#{wid} ')}  (cpe)")
-                    last = event.to
-                    continue
-            if isinstance(event, WorkItemChanged) and event.work_item.id == wid:
-                status = event.work_item.status
-                if last is None:
-                    lines.append(f"{when}  first seen: {status}  (tracker)")
-                elif status != last:
-                    lines.append(f"{when}  {last} → {status}  (seen on the tracker)")
-                last = status
-            elif isinstance(event, StatusTransitioned) and event.work_item_id == wid:
-                why = f": {event.reason}" if event.reason else ""
-                lines.append(f"{when}  {last or '?'} → {event.to}  (cpe{why})")
-                last = event.to
-            elif isinstance(event, UserTransitionedStatus) and event.work_item_id == wid:
-                lines.append(f"{when}  {event.to} requested by a person")
-    finally:
-        journal.close()
-    return lines
-
-
-def _reviews(state_dir: Path, state: EngineState, item: WorkItem) -> list[str]:
-    """Each review of the item's reviewer runs: its verdict, revision and head, summary, and
-    its inline comments under it (``path:line — body``), from the run's record."""
-    lines: list[str] = []
-    for run in runs_for_work_item(state, item.id):
-        if run.role != "reviewer" or not run.outcome:
-            continue
-        params, on = run.params, ""
-        if isinstance(params, ReviewerStartParams):
-            on = f" on revision {params.revision_id}"
-        review = run_review(state_dir / "runs" / run.session_id)
-        summary = f": {plain(_flat(review.summary))[:200]}" if review and review.summary else ""
-        head = f" (head {run.subject_sha[:12]})" if run.subject_sha else ""
-        lines.append(f"{run.session_id} {run.outcome}{on}{head}{summary}")
-        for comment in review.comments if review else ():
-            first, *rest = comment_lines(comment)
-            lines.append(f"  {first}")
-            lines.extend(f"      {line}" for line in rest)
-    return lines
-
-
-def _cost(state: EngineState, wid: WorkItemId) -> str:
-    costs = [run.cost_usd for run in runs_for_work_item(state, wid) if run.cost_usd is not None]
-    return f"${sum(costs):.4f}" if costs else ""
-
-
-def _flat(text: str | None) -> str:
-    return " ".join((text or "").split())
 
 
 # ---------------------------------------------------------------------------- requests

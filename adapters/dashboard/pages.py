@@ -8,7 +8,7 @@ transcript's lines: text, tool calls, results' first lines). While the run is li
 fetches the page's body again (``?part=body``) as the state changes and the run's activity
 comes. ``GET /api/runs/<session>`` keeps the same data as JSON (``run_detail``).
 
-An item's page gives what ``cpe work show`` prints (``adapters.cli.work.item_sections``), each
+An item's page gives what ``cpe work show`` prints (``adapters.describe.items.item_sections``), each
 run's session a link to its page.
 
 Everything shown is escaped; text from agents and the tracker is redacted first (``clean``).
@@ -22,9 +22,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from adapters.cli.work import item_sections
 from adapters.dashboard.source import Source
 from adapters.dashboard.views import clean, ended_words, review_view, run_view
+from adapters.describe.items import item_sections
 from adapters.runtime.artifacts.activity import run_activity
 from domain.models import AgentRun, WorkItem
 
@@ -80,7 +80,9 @@ def item_detail(source: Source, item: WorkItem) -> dict[str, Any]:
     indent taken off), with the sessions and items its lines name, to link them."""
     state = source.state()
     body = source.body(item)
-    sections = item_sections(item, state.work_items, state, source.config, source.state_dir, body)
+    sections = item_sections(
+        item, state.work_items, state, source.config.workflow, source.state_dir, body
+    )
     view = {
         "id": item.id,
         "title": item.title,

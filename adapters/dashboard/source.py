@@ -25,7 +25,7 @@ import structlog
 from actors.engine import Engine
 from actors.streams import AgentStream
 from adapters.cli.settings import CpeConfig
-from adapters.cli.work import github_body
+from adapters.describe.items import github_body
 from adapters.host.control import Control
 from adapters.host.metering import ProviderMeter
 from adapters.runtime.artifacts.run_review import run_review
@@ -163,7 +163,8 @@ class Source:
         engine's own reader, which the runtimes share); on GitHub, where it is (not read: a
         page view spends no API call)."""
         if self.config.provider.kind != "local":
-            return github_body(self.config, item)
+            github = self.config.provider.github
+            return github_body(github.repository if github else "", item)
         try:
             return self.engine.provider.work_item_reader.get_work_item_body(item.id)
         except Exception as exc:  # a tracker that cannot answer: the page says so

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.cli import landing_view
-from adapters.cli.landing_view import not_merged
 from adapters.dashboard.source import Pause, Source
+from adapters.describe import landing as landing_view
+from adapters.describe.landing import not_merged
 from adapters.runtime.artifacts.run_review import comment_where
 from adapters.runtime.remote.placement import describe_node
 from adapters.support.redaction import redact_value
@@ -80,7 +80,7 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
                     now,
                     max_rounds=rounds,
                     review_of=source.review,
-                    landing=lambda item: not_merged(item, state, source.config),
+                    landing=lambda item: not_merged(item, state, source.config.workflow),
                 )
                 for wid in ordered(state.work_items)
             ],
@@ -309,14 +309,14 @@ def sent_back_view(report: SentBack, max_rounds: int) -> dict[str, Any]:
 def queue_entries(source: Source, state: EngineState) -> list[QueueEntry]:
     """The merge queue in order (``domain.landing.describe_queue``), as ``cpe status`` gives it:
     none unless approved revisions land through the queue."""
-    return landing_view.queue_entries(state, source.config)
+    return landing_view.queue_entries(state, source.config.workflow)
 
 
 def merge_queue_view(source: Source, state: EngineState) -> dict[str, Any]:
     """The queue's entries in order, each with its step in words and its last test (short
     commit ids); the merges the provider holds for now, with its reason; landings so far."""
     return {
-        "active": landing_view.queue_active(source.config),
+        "active": landing_view.queue_active(source.config.workflow),
         "entries": [_entry_view(entry) for entry in queue_entries(source, state)],
         "held": [
             _held_view(state, rid, state.merge_waits[rid])

@@ -34,7 +34,8 @@ import structlog
 from pydantic import ValidationError
 
 from actors.engine import Engine
-from actors.journal import JOURNAL_NAME, InstanceLock, Journal, check_journal
+from actors.journal import JOURNAL_NAME, Journal
+from actors.journal_file import InstanceLock, check_journal
 from actors.settings import BreakerSettings
 from adapters.support.redaction import redact_value
 from domain.admission import dispatch_pauses

@@ -32,6 +32,7 @@ from pydantic import Field
 from adapters.bash_guard import BashGuardConfig
 from adapters.runtime.pricing import DEFAULT_PRICES, ModelPrice
 from adapters.runtime.process.launcher import live_group
+from adapters.runtime.prompt.agents import AgentSpec
 from adapters.runtime.sandbox import RunSandbox, Sandbox
 from adapters.runtime.sandbox.runs import NOT_CONFIGURED, open_sandbox, sweep
 from adapters.runtime.workspace.provision import Provisioned, Provisioner
@@ -78,6 +79,8 @@ class AgentRuntimeConfig(RuntimeAdapterConfig):
     prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
     sandbox: Sandbox | None = Field(default=None, description="the agent's commands run in it")
     sandbox_missing: str = Field(default=NOT_CONFIGURED, description="why there is no sandbox")
+    # A remote run's node: the prompt and agent definition its head assembled, used as they are
+    assembled: tuple[str, AgentSpec] | None = None
 
 
 @dataclass(frozen=True)

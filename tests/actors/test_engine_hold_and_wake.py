@@ -105,14 +105,14 @@ def test_the_dispatch_timer_queues_a_dispatch_when_its_time_comes(harness: Harne
     engine = harness.engine()
     engine.start()
     assert engine.inbox.wait_idle(30)
-    engine._wake_at(datetime.now(UTC) - timedelta(seconds=5))  # already due: at once
+    engine.executor.wake_at(datetime.now(UTC) - timedelta(seconds=5))  # already due: at once
     wait_until(lambda: "DispatchDue" in journal_types(engine), engine)
     due = [e for e in journal(engine).entries() if isinstance(e.event, DispatchDue)]
     assert len(due) == 1
     assert abs((due[0].event.at - datetime.now(UTC)).total_seconds()) < 60
     # once the engine refuses events, a timer that fires late queues nothing (and does not fail)
     engine.stop(reason="test")
-    engine._wake_at(datetime.now(UTC))
+    engine.executor.wake_at(datetime.now(UTC))
     assert [e for e in journal(engine).entries() if isinstance(e.event, DispatchDue)] == due
 
 

@@ -345,3 +345,13 @@ def test_the_daily_budget_pauses_dispatch_until_the_next_day(tmp_path: Path) -> 
     rig.now = wake
     assert rig.executor.execute(implementor("5"), snapshot) == []
     assert len(rig.spawned) == 1
+
+
+def test_with_no_daily_budget_its_time_zone_is_not_looked_up(rig: Rig) -> None:
+    """The budget's zone matters only for a budget: without one, a zone this machine does not
+    know holds no run up (admission looks it up only to count a day)."""
+    from actors.settings import DailyBudget  # noqa: PLC0415
+
+    rig.executor.daily_budget = DailyBudget(per_day_usd=0, timezone="Nowhere/Atlantis")
+    assert rig.run(implementor()) == []
+    assert len(rig.spawned) == 1

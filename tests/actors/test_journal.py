@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors.journal import Journal, check_journal
+from actors.journal import Journal
 from actors.queue import Inbox
 from domain.commands import TransitionStatus
 from domain.errors import JournalError
@@ -27,7 +27,6 @@ from domain.models import EngineState, ImplementorStartParams, WorkItem
 from domain.state import apply_event
 from tests.domain.builders import requested
 from tests.domain.test_properties import Simulation
-from tests.support.journal import journal_with_one_bad_row
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -339,7 +338,8 @@ def test_sequence_numbers_keep_growing_across_reopening(tmp_path: Path) -> None:
 
 KILLED_WITH_DEFERRED = """
 import os, signal, sys
-from actors.journal import Journal, check_journal
+from actors.journal import Journal
+from actors.journal_file import check_journal
 from domain.events import StatusTransitioned, UserTransitionedStatus
 journal = Journal(sys.argv[1])
 first = journal.append(UserTransitionedStatus(work_item_id="1", to="done"))
@@ -419,119 +419,6 @@ def test_an_idle_flush_that_fails_leaves_the_cycle_done_and_commits_it_once_late
     assert _committed_cursor(path) == seq
     assert _committed_types(path) == ["UserTransitionedStatus", "StatusTransitioned"]
     journal.close()
-
-
-# ---------------------------------------------------------------------------- unreadable rows
-
-
-@pytest.mark.parametrize(
-    ("body", "why"),
-    [
-        ("{not json", "not a JSON object"),
-        ('["StatusTransitioned"]', "not a JSON object"),
-        (
-            '{"type": "EventFromTheFuture", "at": "2026-01-01T00:00:00Z"}',
-            "unknown type 'EventFromTheFuture'",
-        ),
-        ('{"work_item_id": "1"}', "unknown type None"),
-        ('{"type": 7}', "unknown type 7"),
-        (
-            '{"type": "StatusTransitioned", "work_item_id": "1", "to": "nowhere"}',
-            "its fields do not match StatusTransitioned's",
-        ),
-    ],
-    ids=["unparsable", "a list", "unknown type", "no type", "a number", "bad fields"],
-)
-def test_an_event_that_cannot_be_read_is_named_with_why(
-    tmp_path: Path, body: str, why: str
-) -> None:
-    """The one line `cpe` prints (exit 65) says what is wrong with the row: damage, or a type
-    only a newer cpe knows."""
-    path = tmp_path / "j.sqlite3"
-    journal_with_one_bad_row(path, body)
-    journal = Journal(path)
-    with pytest.raises(JournalError) as caught:
-        journal.restore()
-    assert str(caught.value) == (
-        f"{path}: event 1 cannot be read: {why} (damaged, or written by a newer cpe)"
-    )
-    journal.close()
-
-
-def test_an_intent_that_cannot_be_read_is_named_with_why(tmp_path: Path) -> None:
-    path = tmp_path / "j.sqlite3"
-    journal = Journal(path)
-    journal.begin_intent("k", TransitionStatus(work_item_id="1", to="done"))
-    with sqlite3.connect(path) as db:
-        db.execute("UPDATE intents SET command = ? WHERE key = 'k'", ('{"type": "Teleport"}',))
-    db.close()
-    with pytest.raises(JournalError) as caught:
-        journal.intents("pending")
-    assert str(caught.value) == (
-        f"{path}: intent 'k' cannot be read: unknown type 'Teleport' (damaged, or written by a "
-        "newer cpe)"
-    )
-    journal.close()
-
-
-# ---------------------------------------------------------------------------- a lost journal
-
-
-def _state_with_earlier_runs(tmp_path: Path) -> Path:
-    """A state directory where an earlier engine ran agents; its journal's path."""
-    (tmp_path / "runs" / "planner-1").mkdir(parents=True)
-    return tmp_path / "journal.sqlite3"
-
-
-def _content(path: Path) -> bytes | None:
-    return path.read_bytes() if path.exists() else None
-
-
-@pytest.mark.parametrize("journal", ["missing", "empty", "without events", "of another program"])
-def test_a_lost_journal_beside_earlier_agent_runs_is_refused_and_left_as_it_is(
-    tmp_path: Path, journal: str
-) -> None:
-    """Starting afresh would plan the specs again and forget every attempt (`cpe run`: exit
-    65); the check only reads."""
-    path = _state_with_earlier_runs(tmp_path)
-    if journal == "empty":
-        path.write_bytes(b"")
-    elif journal == "without events":
-        Journal(path).close()
-    elif journal == "of another program":
-        with sqlite3.connect(path) as db:
-            db.execute("CREATE TABLE notes (text TEXT)")
-        db.close()
-    before = _content(path)
-    with pytest.raises(JournalError) as caught:
-        check_journal(path)
-    assert str(caught.value) == (
-        f"{path}: the journal is missing or empty, but agent runs of an earlier engine are in "
-        f"{tmp_path / 'runs'}; starting afresh would plan the specs again. Restore the journal, "
-        "or start over deliberately with cpe run --new-journal"
-    )
-    assert _content(path) == before
-
-
-@pytest.mark.parametrize("journal", ["closed", "open", "damaged"])
-def test_a_journal_holding_events_or_damaged_passes_the_check(tmp_path: Path, journal: str) -> None:
-    """A damaged journal is left to ``Journal`` to report (its own one line, exit 65)."""
-    path = _state_with_earlier_runs(tmp_path)
-    if journal == "damaged":
-        path.write_bytes(b"this is not a sqlite database, " * 100)
-        assert check_journal(path) is None
-        return
-    written = Journal(path)
-    written.append(StatusTransitioned(work_item_id="1", to="done"))
-    if journal == "closed":
-        written.close()
-    assert check_journal(path) is None
-    if journal == "open":
-        written.close()
-
-
-def test_without_earlier_agent_runs_a_missing_journal_is_a_first_start(tmp_path: Path) -> None:
-    assert check_journal(tmp_path / "state" / "journal.sqlite3") is None
 
 
 _DONE = StatusTransitioned(work_item_id="1", to="done")

@@ -13,7 +13,8 @@ import pytest
 from pydantic import ValidationError
 from structlog.testing import capture_logs
 
-from actors.journal import InstanceLock, Journal
+from actors.journal import Journal
+from actors.journal_file import InstanceLock
 from actors.queue import Inbox
 from actors.store import StateStore
 from domain.errors import JournalError, JournalInUseError, JournalIOError

@@ -1,7 +1,7 @@
 """`run_engine` in this process, as `cpe run` drives it: the exit codes a process supervisor
 acts on, the one line on stderr, SIGTERM/SIGINT for a graceful stop, a second SIGINT, and SIGHUP
 for a reload. The signals are real ones, raised in this process; the child-process versions of
-these tests are tests/e2e/test_cpe_signals.py and tests/test_cli_errors.py."""
+these tests are tests/e2e/test_cpe_signals.py and tests/adapters/cli/test_errors.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 
 from actors.config import PollerSettings
 from actors.engine import Engine
-from actors.journal import InstanceLock, Journal
+from actors.journal import Journal
+from actors.journal_file import InstanceLock
 from actors.process import (
     EXIT_CONFIG,
     EXIT_DATAERR,

@@ -252,6 +252,10 @@ def test_pause_and_resume_from_the_dashboard(board: Board) -> None:
     assert state["pauses"] == [state["paused"]]
     page = board.client.get("/").text
     assert f'data-by="person">{text}</div>' in page  # said once, not "by a person: by a person"
+    # a retry meanwhile is refused in the same words (domain.admission: the executor's too)
+    refused = board.client.post("/api/work/2/retry", headers=AUTH)
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"] == f"{text}; resume dispatch (cpe resume) to retry #2"
     assert board.client.post("/api/resume", headers=AUTH).status_code == 200
     assert board.client.get("/api/state").json()["paused"] is None
 

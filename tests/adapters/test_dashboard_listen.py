@@ -24,16 +24,17 @@ import adapters.demo.sample as sample_module
 from actors.engine import Engine
 from actors.services import Services
 from actors.settings import SupervisorSettings
-from adapters.cli.app import App, prepare_services
+from adapters.cli.build import App
 from adapters.cli.command import main
+from adapters.cli.services import prepare_services
 from adapters.cli.settings import CpeConfig, DashboardSection, parse_config
 from adapters.dashboard.server import DashboardServer, Listener
 from adapters.dashboard.source import Source
 from domain.errors import ConfigError
 from tests.actors.conftest import Harness
 from tests.actors.test_logs import Lines, json_log
+from tests.adapters.cli.test_cli import cpe, one_line_error
 from tests.support.git import make_repo
-from tests.test_cli import cpe, one_line_error
 
 TOKEN = "t0k3n-for-the-tests"
 LOOSE = SupervisorSettings(backoff_initial=0, jitter=0, max_restarts=50, within_seconds=60)
@@ -259,7 +260,7 @@ def test_a_restarted_dashboard_binds_the_port_the_first_one_took(taken: int) -> 
 def test_the_default_address_as_cpe_init_writes_it_is_the_default_too() -> None:
     """cpe init writes ``listen = "127.0.0.1:8765"``: two initialised repositories on one
     machine must not make the second ``cpe run`` a configuration error."""
-    from adapters.cli.app import dashboard_fallback  # noqa: PLC0415
+    from adapters.cli.services import dashboard_fallback  # noqa: PLC0415
 
     written = parse_config({"dashboard": {"listen": "127.0.0.1:8765"}}).dashboard
     chosen = parse_config({"dashboard": {"listen": "127.0.0.1:9999"}}).dashboard

@@ -27,9 +27,9 @@ from starlette.testclient import TestClient
 
 from actors.engine import Engine
 from adapters.cli.settings import parse_config
-from adapters.cli.work import item_sections
 from adapters.dashboard.source import Source
 from adapters.dashboard.web import create_app
+from adapters.describe.items import item_sections
 from domain.events import (
     BaselineChanged,
     BranchUpdated,
@@ -49,12 +49,12 @@ from domain.models import (
     WorkItemId,
 )
 from tests.actors.conftest import Harness, wait_until
+from tests.adapters.cli.test_cli import cpe
+from tests.adapters.cli.test_status import T0, journal, sections
 from tests.adapters.test_dashboard import AUTH, Board, harness, serving
 from tests.adapters.test_dashboard_activity import WORKTREE, record, reviewed
 from tests.support.git import make_repo
 from tests.support.transcripts import assistant, text, tool
-from tests.test_cli import cpe
-from tests.test_cli_status import T0, journal, sections
 
 __all__ = ["harness", "reviewed"]  # the fixtures, shared with the dashboard's other tests
 
@@ -264,7 +264,7 @@ def test_an_items_page_shows_what_cpe_work_show_prints(board: Board) -> None:
         item,
         state.work_items,
         state,
-        board.source.config,
+        board.source.config.workflow,
         board.harness.tmp_path,
         "Add greet(name).",
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from actors.journal import Journal
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
+from tests.adapters.cli.test_cli import cpe
 from tests.e2e.running import (
     add_work_item,
     make_cpe_repo,
@@ -22,7 +23,6 @@ from tests.e2e.running import (
     work_items,
 )
 from tests.support.git import git_raw
-from tests.test_cli import cpe
 
 RED = (
     'pipeline_command = ["python3", "-c", '

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 from adapters.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
+from tests.adapters.cli.test_cli import ROOT
 from tests.e2e.running import Reader, add_work_item, make_cpe_repo, start_cpe, wait_for
 from tests.e2e.test_cpe_work import agent_runs_now, status_of
 from tests.support.git import git_raw
-from tests.test_cli import ROOT
 
 # An implementor that says two things, a turn apart, then never answers again.
 TALK_THEN_HANG = Scenario.model_validate(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
+from tests.adapters.cli.test_cli import cpe
 from tests.e2e.running import (
     add_work_item,
     agent_branches,
@@ -23,7 +24,6 @@ from tests.e2e.running import (
     worktrees,
 )
 from tests.e2e.test_cpe_signals import _fake_codex
-from tests.test_cli import cpe
 
 
 @pytest.mark.parametrize("runtime", ["claude-sdk", "claude-cli", "codex-cli"])

@@ -22,6 +22,7 @@ import pytest
 from actors.journal import Journal
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from adapters.scripted_model.scenario import Scenario
+from tests.adapters.cli.test_cli import cpe
 from tests.e2e.queue_loop import (
     CHECK,
     OLD,
@@ -34,7 +35,6 @@ from tests.e2e.queue_loop import (
 )
 from tests.e2e.running import start_cpe, wait_for, work_items
 from tests.support.git import git_raw
-from tests.test_cli import cpe
 
 
 def run_until_done(

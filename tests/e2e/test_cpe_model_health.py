@@ -20,8 +20,8 @@ import pytest
 from actors.journal import Journal
 from adapters.scripted_model import Fault, Match, Quota, ScriptedModelServer, load_scenario
 from domain.events import AgentSignalled
+from tests.adapters.cli.test_cli import cpe
 from tests.e2e.running import add_work_item, make_cpe_repo, start_cpe, wait_for, work_items
-from tests.test_cli import cpe
 
 BOOK = [load_scenario("implement"), load_scenario("approve", match=Match(role="reviewer"))]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from actors.journal import Journal
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
+from tests.adapters.cli.test_cli import cpe
 from tests.e2e.running import add_work_item, make_cpe_repo, start_cpe, wait_for, work_items
-from tests.test_cli import cpe
 
 BREAKER = "[breaker]\nfailures = 2\npause_initial = 2\npause_max = 4\n"
 

@@ -14,9 +14,9 @@ import subprocess
 from pathlib import Path
 
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
+from tests.adapters.cli.test_cli import cpe
 from tests.e2e.running import agent_runs, make_cpe_repo, start_cpe, wait_for
 from tests.support.git import git_raw
-from tests.test_cli import cpe
 
 GAVE_UP = "planner runs failed on this version: planned again once it changes"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from actors.journal import Journal
 from adapters.providers.local.provider import DATABASE_NAME, LocalProvider
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
+from tests.adapters.cli.test_cli import cpe
 from tests.e2e.running import add_work_item, make_cpe_repo, start_cpe, wait_for, worktrees
-from tests.test_cli import cpe
 
 SET_BLOCKED = "#1: run cancelled: set to blocked by a person"
 GAINED = "#2: run cancelled: it gained an open blocker: #3"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from adapters.runtime.process.launcher import live_group
+from tests.adapters.cli.test_cli import cpe
 from tests.e2e.running import (
     NotifySocket,
     add_work_item,
@@ -21,7 +22,6 @@ from tests.e2e.running import (
     start_cpe_with_a_hanging_implementor,
     wait_for,
 )
-from tests.test_cli import cpe
 
 AT = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
 LEFT_ACTIVE = "agent runs left active when the engine stopped (the next start ends them)"

@@ -14,6 +14,7 @@ import pytest
 
 from adapters.scripted_model import Match, Scenario, ScriptedModelServer, load_scenario
 from domain.models import AgentRun
+from tests.adapters.cli.test_cli import cpe, one_line_error
 from tests.e2e.running import (
     add_work_item,
     agent_runs,
@@ -22,7 +23,6 @@ from tests.e2e.running import (
     wait_for,
     work_items,
 )
-from tests.test_cli import cpe, one_line_error
 
 HANG = Scenario.model_validate(
     {

@@ -29,10 +29,10 @@ import pytest
 from playwright.sync_api import Browser, Dialog, Page, expect, sync_playwright
 
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
+from tests.adapters.cli.test_cli import ROOT
 from tests.e2e.running import Reader, add_work_item, make_cpe_repo, start_cpe, wait_for
 from tests.e2e.test_cpe_console import TALK_THEN_HANG
 from tests.e2e.test_cpe_work import status_of
-from tests.test_cli import ROOT
 
 TOKEN = "browser-test-token-3f9a"
 ARTIFACTS = Path(os.environ.get("CPE_TEST_ARTIFACTS") or ROOT / "test-artifacts")

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
+from tests.adapters.cli.test_cli import cpe
 from tests.e2e.github_loop import TOKEN, TOKEN_ENV, clone_for_cpe, tracked_files
 from tests.e2e.queue_loop import implementor
 from tests.e2e.running import make_cpe_repo, start_cpe, wait_for
 from tests.fakes.github import FakeGitHub
 from tests.support.git import git, isolate_git
-from tests.test_cli import cpe
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -17,10 +17,10 @@ import psutil
 import pytest
 import ray
 
-from adapters.cli.settings import ClaudeCliRuntime, ClaudeSdkRuntime, CodexCliRuntime
+from adapters.runtime.claude.settings import ClaudeCliRuntime, ClaudeSdkRuntime
+from adapters.runtime.codex.settings import CodexCliRuntime
 from adapters.runtime.remote.ray_runtime import RayRuntime, create_ray_runtime
 from adapters.runtime.remote.settings import RemoteSettings
-from adapters.runtime.sandbox.config import SandboxConfig
 from adapters.scripted_model import ScriptedModelServer, load_scenario
 from adapters.scripted_model.responses_wire import codex_overrides
 from domain.errors import AgentFailure
@@ -69,7 +69,7 @@ def remote_runtime(
     )
     deps = provider_deps(("1", "in-progress", "Greeting", "Add greet(name)."))
     local = local if local is not None else ClaudeSdkRuntime()
-    return create_ray_runtime(settings, local, context, SandboxConfig(), deps)
+    return create_ray_runtime(settings, local, context, deps)
 
 
 def implementor(name: str) -> ImplementorStartParams:

@@ -35,11 +35,11 @@ WORK = ROOT / "mutants-actors"
 # The tests that reach actors/ in the pytest process.
 SELECTION = [
     "tests/actors/",
-    "tests/test_cli_errors.py",
-    "tests/test_cli_status.py",
-    "tests/test_cli_work.py",
-    "tests/test_commands.py",
-    "tests/test_cli.py",
+    "tests/adapters/cli/test_errors.py",
+    "tests/adapters/cli/test_status.py",
+    "tests/adapters/cli/test_work.py",
+    "tests/adapters/cli/test_commands.py",
+    "tests/adapters/cli/test_cli.py",
     "tests/adapters/test_dashboard.py",
     "tests/adapters/providers/github/test_github_limits.py",
     "tests/adapters/providers/github/test_github_merging.py",

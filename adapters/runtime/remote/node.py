@@ -1,14 +1,15 @@
 """The node's side of a remote run: what runs in the Ray actor on the node the run was placed on.
 
 It imports no Ray (``ray_runtime.py`` makes it an actor), so it is plain code over the local
-runtimes: from the data the head shipped (``RunPayload``: the run's params, its already
-assembled prompt and agent definition, the local runtime's settings and the repository at the
-base commit as a git bundle) it makes a clone in a directory of the run's own, builds the named
-local runtime there (``build()`` of ``ClaudeSdkRuntime``, ``ClaudeCliRuntime`` or
-``CodexCliRuntime``, the same code a local run uses: worktree, sandbox, deadline, process group,
-artifacts) and runs the agent. What comes back is data too, as events: ``started`` (where it
-runs), ``output`` chunks, then one ending (``result``: the result as JSON, or ``failure``),
-``usage`` and ``artifacts`` (the run's directory as a tar), then the stream ends. The run's
+runtimes: from the data the head shipped (the run's params, its already assembled prompt and
+agent definition, the ``Shipment``: the local runtime's settings and the common part, and the
+repository at the base commit as a git bundle) it makes a clone in a directory of the run's
+own, builds the named local runtime there (``build()`` of ``ClaudeSdkRuntime``,
+``ClaudeCliRuntime`` or ``CodexCliRuntime``, adapters/runtime/settings.py, the same code a
+local run uses: worktree, sandbox, deadline, process group, artifacts) and runs the agent.
+What comes back is data too, as events: ``started`` (where it runs), ``output`` chunks, then
+one ending (``result``: the result as JSON, or ``failure``), ``usage`` and ``artifacts`` (the
+run's directory as a tar), then the stream ends. The run's
 directory (clone, worktree, artifacts) is removed before the last event.
 
 Processes outlive a killed Ray worker (an agent runs in a session of its own), so each run
@@ -33,13 +34,14 @@ from typing import Any
 
 import psutil
 import structlog
+from pydantic import BaseModel, ConfigDict
 
-from adapters.runtime.agent_runtime import RuntimeSkeleton
+from adapters.runtime.common import RuntimeCommon, RuntimeContext
 from adapters.runtime.prompt.agents import AgentSpec
-from adapters.runtime.workspace.provision import Provisioner
+from adapters.runtime.settings import RuntimeSettings
 from domain.errors import AgentFailure, CpeError
-from domain.models import AgentRole, AgentStartParams, SessionId
-from domain.ports import AgentRunHandle, RuntimeAdapter, RuntimeAdapterDeps, SessionLogging
+from domain.models import AgentStartParams, SessionId
+from domain.ports import AgentRunHandle, RuntimeAdapter, RuntimeAdapterDeps
 
 log = structlog.get_logger("cpe.runtime.remote.node")
 
@@ -198,44 +200,27 @@ def _git_ok(cwd: Path, *args: str) -> bool:
     )
 
 
+class Shipment(BaseModel):
+    """What every run of a remote runtime ships its node besides the run's own part: the local
+    runtime's settings (its kind among them) and the settings every runtime shares. The head
+    sends ``model_dump(mode="json")``; the node validates it again, whole: a field one side
+    does not know is an error, never a setting dropped."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    runtime: RuntimeSettings
+    common: RuntimeCommon
+
+
 def _build(run_dir: Path, payload: Mapping[str, Any]) -> RuntimeAdapter:
     """The local runtime the head named, built here with the shipped settings and this node's
     sandbox, its prompt and agent definition the ones the head assembled."""
-    from adapters.bash_guard.config import BashGuardConfig  # noqa: PLC0415
-    from adapters.cli.settings import RuntimeContext, RuntimeSection  # noqa: PLC0415
     from adapters.runtime.preflight import check_sandbox  # noqa: PLC0415
-    from adapters.runtime.pricing import ModelPrice  # noqa: PLC0415
     from adapters.runtime.sandbox import Sandbox  # noqa: PLC0415
-    from adapters.runtime.sandbox.config import SandboxConfig  # noqa: PLC0415
 
-    shared = dict(payload["shared"])
-    found = check_sandbox(SandboxConfig.model_validate(shared.pop("sandbox_config")))
-    agent_sessions = bool(shared.pop("agent_sessions"))
-    section = payload["section"]
-    settings = RuntimeSection.model_validate({section: payload["runtime"]} if section else {})
-    runtime_settings = settings.runtime(payload["kind"])
-    runtime_settings.check()
-    context = RuntimeContext(
-        shared={
-            **shared,
-            "repo_root": str(run_dir / "repo"),
-            "default_branch": BASE,
-            "logging": SessionLogging(
-                agent_sessions=agent_sessions,
-                logs_dir=str(run_dir / "state" / "runs"),
-            ),
-            "bash_guard": BashGuardConfig.model_validate(shared["bash_guard"]),
-            "prices": {k: ModelPrice.model_validate(v) for k, v in shared["prices"].items()},
-            "context_paths": tuple(shared["context_paths"]),
-            "hooks": {k: tuple(v) for k, v in shared["hooks"].items()},
-            "sandbox": found if isinstance(found, Sandbox) else None,
-            "sandbox_missing": found if isinstance(found, str) else "",
-        },
-        models=dict(payload["models"]),
-        idle_timeout=payload["idle_timeout"],
-        codex_overrides=tuple(payload["codex_overrides"]),
-    )
-    runtime = runtime_settings.build(context, _no_deps())
+    shipment = Shipment.model_validate(payload["shipment"])
+    found = check_sandbox(shipment.common.sandbox)
+    shipment.runtime.check()
     spec = AgentSpec(
         **{
             **payload["spec"],
@@ -243,27 +228,16 @@ def _build(run_dir: Path, payload: Mapping[str, Any]) -> RuntimeAdapter:
             "disallowed_tools": _tuple(payload["spec"]["disallowed_tools"]),
         }
     )
-    if not isinstance(runtime, RuntimeSkeleton):
-        raise CpeError(f"runtime {payload['kind']} is not one cpe can run remotely")
-    provisioner = Shipped.for_config(runtime.config, runtime.deps)
-    assert isinstance(provisioner, Shipped)
-    provisioner.shipped = (payload["prompt"], spec)
-    runtime.provisioner = provisioner
-    return runtime
-
-
-class Shipped(Provisioner):
-    """The workspace as a local run has it, with the prompt and the agent definition the head
-    assembled (the node reads no provider, and the head's checkout may differ from the
-    commit)."""
-
-    shipped: tuple[str, AgentSpec]
-
-    def prompt(self, params: AgentStartParams) -> str:
-        return self.shipped[0]
-
-    def spec(self, role: AgentRole) -> AgentSpec:
-        return self.shipped[1]
+    context = RuntimeContext(
+        shipment.common,
+        repo_root=str(run_dir / "repo"),
+        default_branch=BASE,
+        logs_dir=str(run_dir / "state" / "runs"),
+        sandbox=found if isinstance(found, Sandbox) else None,
+        sandbox_missing=found if isinstance(found, str) else "",
+        assembled=(payload["prompt"], spec),
+    )
+    return shipment.runtime.build(context, _no_deps())
 
 
 def _tuple(value: Any) -> tuple[str, ...] | None:

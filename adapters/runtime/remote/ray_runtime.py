@@ -40,9 +40,11 @@ import ray.exceptions
 import structlog
 from ray.util import list_named_actors
 
-from adapters.runtime.remote.node import NodeSession
+from adapters.runtime.common import RuntimeContext
+from adapters.runtime.remote.node import NodeSession, Shipment
 from adapters.runtime.remote.placement import REMOTE_FILE
 from adapters.runtime.remote.settings import RemoteSettings
+from adapters.runtime.settings import RuntimeSettings
 from adapters.runtime.workspace.provision import Provisioner
 from domain.errors import AgentFailure, ConfigError
 from domain.models import AgentStartParams, RunUsage, SessionId
@@ -122,38 +124,6 @@ def default_namespace(state_dir: Path) -> str:
     return f"cpe-{digest}"
 
 
-@dataclass(frozen=True)
-class Shipment:
-    """What every run of this adapter ships besides its own part: the local runtime's kind and
-    settings, and the settings every runtime shares (JSON-able: data, not objects)."""
-
-    kind: str
-    section: str | None  # its [runtime.<section>] (claude-sdk has none)
-    runtime: Mapping[str, Any]
-    shared: Mapping[str, Any]
-    models: Mapping[str, str]
-    idle_timeout: float | None
-    codex_overrides: tuple[str, ...]
-
-
-def ship_shared(shared: Mapping[str, Any], sandbox_config: Any) -> dict[str, Any]:
-    """The runtimes' shared settings as data for a node: the head's paths (repository, state,
-    sandbox) stay here, the node has its own; the agent's added environment without cpe's own
-    credentials."""
-    local = {"repo_root", "default_branch", "logging", "sandbox", "sandbox_missing"}
-    shipped = {k: v for k, v in shared.items() if k not in local}
-    shipped["agent_env"] = {
-        k: v for k, v in dict(shared.get("agent_env") or {}).items() if k not in _HEAD_ONLY
-    }
-    shipped["bash_guard"] = shared["bash_guard"].model_dump(mode="json")
-    shipped["prices"] = {k: p.model_dump(mode="json") for k, p in shared["prices"].items()}
-    shipped["agent_sessions"] = shared["logging"].agent_sessions
-    shipped["context_paths"] = list(shared["context_paths"])
-    shipped["hooks"] = {k: list(v) for k, v in shared["hooks"].items()}
-    shipped["sandbox_config"] = sandbox_config.model_dump(mode="json")
-    return shipped
-
-
 @dataclass(kw_only=True)
 class _Run:
     session_id: SessionId
@@ -212,7 +182,7 @@ class RayRuntime:
             "prompt": prompt,
             "spec": dataclasses.asdict(spec),
             **source,
-            **dataclasses.asdict(self.shipment),
+            "shipment": self.shipment.model_dump(mode="json"),
         }
         run = _Run(session_id=session_id)
         with self._lock:
@@ -316,7 +286,7 @@ class RayRuntime:
         )
         info = {
             "kind": "ray",
-            "runtime": self.shipment.kind,
+            "runtime": self.shipment.runtime.kind,
             "node_id": node_id,
             "node_address": address,
             "hostname": where.get("hostname", ""),
@@ -458,37 +428,25 @@ async def _drain(queue: asyncio.Queue[str | None]) -> AsyncIterator[str]:
         yield chunk
 
 
-_SECTIONS = {"claude-sdk": None, "claude-cli": "claude_cli", "codex-cli": "codex_cli"}
-
-
 def create_ray_runtime(
     settings: RemoteSettings,
-    runtime: Any,
-    context: Any,
-    sandbox_config: Any,
+    runtime: RuntimeSettings,
+    context: RuntimeContext,
     deps: RuntimeAdapterDeps,
 ) -> RayRuntime:
-    """The remote runtime of ``runtime`` (a ``[runtime.*]`` model: ``ClaudeSdkRuntime``,
-    ``ClaudeCliRuntime``, ``CodexCliRuntime``), built with the ``RuntimeContext`` a local one
-    would be; the sandbox's settings go to the nodes, which make their own."""
-    shared = context.shared
-    section = _SECTIONS[runtime.kind]
-    state_dir = Path(shared["logging"].logs_dir).parent
-    shipment = Shipment(
-        kind=runtime.kind,
-        section=section,
-        runtime=runtime.model_dump(mode="json") if section else {},
-        shared=ship_shared(shared, sandbox_config),
-        models=dict(context.models),
-        idle_timeout=context.idle_timeout,
-        codex_overrides=tuple(context.codex_overrides),
-    )
+    """The remote runtime of ``runtime`` (``ClaudeSdkRuntime``, ``ClaudeCliRuntime``,
+    ``CodexCliRuntime``: the union in adapters/runtime/settings.py), built with the
+    ``RuntimeContext`` a local one would be; its common part goes to the nodes (without cpe's
+    own credentials), which find their own sandbox with its sandbox settings."""
+    common = context.common
+    agent_env = {k: v for k, v in common.agent_env.items() if k not in _HEAD_ONLY}
+    shipment = Shipment(runtime=runtime, common=common.model_copy(update={"agent_env": agent_env}))
     return RayRuntime(
         settings,
         shipment,
-        repo_root=Path(shared["repo_root"]),
-        default_branch=shared["default_branch"],
-        state_dir=state_dir,
-        context_paths=tuple(shared["context_paths"]),
+        repo_root=Path(context.repo_root),
+        default_branch=context.default_branch,
+        state_dir=Path(context.logs_dir).parent,
+        context_paths=common.context_paths,
         deps=deps,
     )

@@ -54,6 +54,8 @@ class WorkspaceSettings(Protocol):
     def context_paths(self) -> tuple[str, ...]: ...
     @property
     def hooks(self) -> Mapping[str, tuple[str, float]]: ...
+    @property
+    def assembled(self) -> tuple[str, AgentSpec] | None: ...
 
 
 class Provisioner:
@@ -67,6 +69,7 @@ class Provisioner:
             context_paths=config.context_paths,
             deps=deps,
             hooks=config.hooks,
+            assembled=config.assembled,
         )
 
     def __init__(
@@ -79,8 +82,12 @@ class Provisioner:
         context_paths: Sequence[str],
         deps: RuntimeAdapterDeps,
         hooks: Mapping[str, tuple[str, float]] | None = None,
+        assembled: tuple[str, AgentSpec] | None = None,
     ) -> None:
+        """``assembled``: the prompt and agent definition to run with, assembled elsewhere (a
+        remote run's head; the node reads no provider); None: assembled here, per run."""
         self.repo_root = repo_root
+        self.assembled = assembled
         self.context_paths = tuple(context_paths)
         self.deps = deps
         self.worktrees = WorktreeManager(
@@ -189,9 +196,14 @@ class Provisioner:
 
     def spec(self, role: AgentRole) -> AgentSpec:
         """The role's agent definition, the project context appended."""
+        if self.assembled is not None:
+            return self.assembled[1]
         return load_agent_definition(self.repo_root, role, self.context_paths)
 
     def prompt(self, params: AgentStartParams) -> str:
+        if self.assembled is not None:
+            return self.assembled[0]
+
         def read_blob(sha: str) -> str:
             return run_git(self.repo_root, "cat-file", "blob", sha, strip=False)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from adapters.cli.runs import run_where
+from adapters.describe.runs import run_where
 from adapters.runtime.remote.placement import describe_node, read_placement
 
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_nothing_imports_ray_unless_a_role_runs_remotely() -> None:
     probe = (
-        "import sys, adapters.cli, adapters.cli.app, adapters.cli.settings, actors.engine, "
+        "import sys, adapters.cli, adapters.cli.build, adapters.cli.settings, actors.engine, "
         "adapters.runtime.remote.settings; print('ray' in sys.modules)"
     )
     result = subprocess.run(

@@ -71,7 +71,7 @@ Opener = Callable[..., tuple[GitHubProvider, ProviderInterfaces]]
 def open_provider(
     fake_github: FakeGitHub, app: FakeApp, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Opener:
-    """``open_provider(private_key, **settings)``: the provider as ``adapters/cli/app.py`` builds
+    """``open_provider(private_key, **settings)``: the provider as ``adapters/cli/build.py`` builds
     it, settings as a mapping, the key in the process environment, specs from a checkout."""
 
     def opened(private_key: str, **overrides: Any) -> tuple[GitHubProvider, ProviderInterfaces]:
@@ -243,7 +243,7 @@ def test_bad_app_credentials_fail_the_first_poll_without_leaking_the_key(
     installation: int,
     refusals: list[tuple[str, int]],
 ) -> None:
-    """With ``default_branch`` set (as ``adapters/cli/app.py`` sets it) the start only checks the
+    """With ``default_branch`` set (as ``adapters/cli/build.py`` sets it) the start only checks the
     status labels: its token exchange is refused, which is logged and left to the first poll.
     That poll fails, with a ``ProviderError`` that is not a ``NotFoundError`` (an unknown
     installation is no missing work item)."""

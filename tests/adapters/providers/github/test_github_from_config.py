@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import structlog.testing
 
-from adapters.cli.app import App, build_app
+from adapters.cli.build import App, build_app
 from domain.errors import ConfigError
 from domain.models import WorkItemId
 from tests.fakes.github import FakeGitHub

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli.app import _runtime_factory
+from adapters.cli.runtimes import runtime_factory
 from adapters.cli.settings import CpeConfig
 from adapters.runtime.process import launcher
 from adapters.runtime.process.launcher import LAUNCHER, write_launch_script
@@ -55,6 +55,6 @@ def test_a_launcher_that_is_not_executable_stops_cpe_at_start(
     repo = make_repo(tmp_path / "repo")
     roles = CpeConfig().runtime.roles.model_dump()
     with pytest.raises(ConfigError, match=r"launcher .* is not executable"):
-        _runtime_factory(
+        runtime_factory(
             CpeConfig(), repo, "main", repo / ".cpe", roles, agent_env=None, isolated_home=True
         )

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from actors.journal import InstanceLock
+from actors.journal_file import InstanceLock
+from tests.adapters.cli.test_cli import ROOT, cpe, one_line_error
 from tests.real_clis import WITHOUT_BWRAP, codex_path
 from tests.support.git import make_repo
 from tests.support.journal import journal_with_one_bad_row
-from tests.test_cli import ROOT, cpe, one_line_error
 
 # The dashboard on a free port: the default one may be another cpe's on this machine (then a
 # warning says it moved, a line these one-line tests do not expect).

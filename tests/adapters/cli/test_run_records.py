@@ -1,6 +1,6 @@
 """What a run did and what a review said, from the command line: ``cpe runs show`` prints a
 run's activity from its transcript (as ``--follow`` and the dashboard do), and ``cpe work show``
-prints each review's inline comments under it. On the fixture of ``test_cli_status`` (real
+prints each review's inline comments under it. On the fixture of ``test_status`` (real
 tracker, real journal), each run's record written by the real artifact store."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from adapters.runtime.artifacts.store import RunArtifacts
 from domain.events import ReviewerCompleted
 from domain.results import AgentReview, AgentReviewComment, ReviewerResult
+from tests.adapters.cli.test_cli import cpe
+from tests.adapters.cli.test_status import IMPLEMENTOR, REVIEWER, T0, Worked, journal, make_worked
 from tests.support.transcripts import assistant, open_record, tool
-from tests.test_cli import cpe
-from tests.test_cli_status import IMPLEMENTOR, REVIEWER, T0, Worked, journal, make_worked
 
 WORKTREE = "/srv/repo/.worktrees/cpe/1-greeting"
 SECRET = "ghp_" + "Q1w2E3r4T5" * 4  # a token an agent's command carried

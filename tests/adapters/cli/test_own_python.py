@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.adapters.cli.test_cli import cpe
 from tests.support.git import make_repo
-from tests.test_cli import cpe
 
 CPE_BIN = Path(sys.prefix) / "bin"  # `cpe` below runs in the tests' venv: cpe's own
 CPES_PYTHON = f'pipeline_command = ["{sys.executable}", "-m", "pytest", "-q"]\n'

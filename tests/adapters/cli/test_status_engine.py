@@ -9,7 +9,8 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
-from actors.journal import JOURNAL_NAME, InstanceLock, Journal
+from actors.journal import JOURNAL_NAME, Journal
+from actors.journal_file import InstanceLock
 from actors.process import ABANDONED
 from domain.events import (
     AgentFailed,
@@ -20,9 +21,9 @@ from domain.events import (
     EngineStopped,
 )
 from domain.models import ImplementorStartParams, SessionId, WorkItemId
+from tests.adapters.cli.test_cli import cpe
+from tests.adapters.cli.test_status import CONFIG, T0, journal, sections
 from tests.support.git import make_repo
-from tests.test_cli import cpe
-from tests.test_cli_status import CONFIG, T0, journal, sections
 
 AT = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
 SESSION = SessionId("implementor-0a1b2c3d4e5f")

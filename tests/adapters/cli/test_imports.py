@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.adapters.cli.test_cli import ROOT, cpe
 from tests.support.git import make_repo
-from tests.test_cli import ROOT, cpe
 
 CONFIG = "[provider.local]\npipeline_command = []\n"
 
@@ -20,6 +20,8 @@ CONFIG = "[provider.local]\npipeline_command = []\n"
 # they drive, logging's configuration.
 ENGINE_ONLY = (
     "actors.engine",
+    "actors.assembly",
+    "actors.startup",
     "actors.process",
     "actors.services",
     "actors.loop",
@@ -29,9 +31,14 @@ ENGINE_ONLY = (
     "adapters.host.control",
     "adapters.host.console",
     "adapters.dashboard",
+    # (each vendor's settings.py, its kinds' models, is the configuration's: read everywhere)
     "adapters.runtime.claude.sdk",
     "adapters.runtime.claude.cli_runner",
-    "adapters.runtime.codex",
+    "adapters.runtime.codex.runner",
+    "adapters.runtime.codex.run",
+    "adapters.runtime.codex.home",
+    "adapters.runtime.codex.sandbox",
+    "adapters.runtime.codex.signals",
     "adapters.runtime.cli",
     "claude_agent_sdk",
     "githubkit",
@@ -94,7 +101,8 @@ def test_help_imports_the_parser_and_nothing_of_the_engine_or_the_config() -> No
     modules = imported("--help")
     assert "adapters.cli.parser" in modules  # the report is read
     assert within(modules, ("actors", "structlog", "pykka", "git")) == []
-    assert within(modules, ("adapters.cli.settings", "adapters.cli.app")) == []
+    assert within(modules, ("adapters.cli.settings", "adapters.cli.build")) == []
+    assert within(modules, ("adapters.cli.repository", "adapters.cli.runtimes")) == []
 
 
 @pytest.mark.parametrize(

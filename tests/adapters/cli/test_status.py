@@ -42,8 +42,8 @@ from domain.models import (
     WorkItemId,
 )
 from domain.results import ImplementorResult
+from tests.adapters.cli.test_cli import cpe, one_line_error
 from tests.support.git import make_repo
-from tests.test_cli import cpe, one_line_error
 
 CONFIG = "[provider.local]\npipeline_command = []\n"
 PATCH = """diff --git a/greet.py b/greet.py

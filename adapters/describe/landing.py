@@ -5,24 +5,38 @@ sent an item back. The dashboard says the same with the same functions."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Literal, Protocol
 
 from domain.landing import QueueEntry, describe_queue, why_not_merged
 from domain.models import EngineState, SentBack, WorkItem
 from domain.selectors import ordered
 
-if TYPE_CHECKING:
-    from adapters.cli.settings import CpeConfig
+
+class Workflow(Protocol):
+    """What these views read of ``supervisor.toml``'s ``[workflow]`` (its section's model in
+    ``adapters/cli/settings.py`` is one)."""
+
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def auto_merge(self) -> bool: ...
+    @property
+    def merge_queue(self) -> bool: ...
+    @property
+    def max_landing_rounds(self) -> int: ...
+    @property
+    def charge_baseline_failures(self) -> bool: ...
+    @property
+    def pipeline_required(self) -> bool | Literal["auto"]: ...
 
 
-def queue_active(config: CpeConfig) -> bool:
-    return bool(config.workflow.auto_merge and config.workflow.merge_queue)
+def queue_active(workflow: Workflow) -> bool:
+    return bool(workflow.auto_merge and workflow.merge_queue)
 
 
-def queue_entries(state: EngineState, config: CpeConfig) -> list[QueueEntry]:
-    if not queue_active(config):
+def queue_entries(state: EngineState, workflow: Workflow) -> list[QueueEntry]:
+    if not queue_active(workflow):
         return []
-    workflow = config.workflow
     return describe_queue(
         state,
         charge_baseline=workflow.charge_baseline_failures,
@@ -30,10 +44,10 @@ def queue_entries(state: EngineState, config: CpeConfig) -> list[QueueEntry]:
     )
 
 
-def print_queue(state: EngineState, config: CpeConfig) -> None:
+def print_queue(state: EngineState, workflow: Workflow) -> None:
     """``cpe status``: the queue in order, the approved items outside it and why they have not
     merged, then the items it sent back and have not landed."""
-    entries = queue_entries(state, config)
+    entries = queue_entries(state, workflow)
     if entries:
         print("\nmerge queue (one revision at a time is tested on top of the default branch)")
         for entry in entries:
@@ -44,13 +58,13 @@ def print_queue(state: EngineState, config: CpeConfig) -> None:
     waiting = [
         (wid, why)
         for wid in ordered(state.work_items)
-        if wid not in queued and (why := not_merged(state.work_items[wid], state, config))
+        if wid not in queued and (why := not_merged(state.work_items[wid], state, workflow))
     ]
     if waiting:
         print("\napproved, not merged")
         for wid, why in waiting:
             print(f"  #{wid} {why}")
-    rounds = config.workflow.max_landing_rounds
+    rounds = workflow.max_landing_rounds
     back = [
         (wid, report)
         for wid, report in sorted(state.sent_back.items())
@@ -62,15 +76,14 @@ def print_queue(state: EngineState, config: CpeConfig) -> None:
             print(f"  #{wid} {describe_sent_back(report, rounds)}")
 
 
-def not_merged(item: WorkItem, state: EngineState, config: CpeConfig) -> str | None:
+def not_merged(item: WorkItem, state: EngineState, workflow: Workflow) -> str | None:
     """Why an approved item has not merged (``domain.landing.why_not_merged``): ``cpe
     status``, ``cpe work show`` and the dashboard's card say it alike."""
-    workflow = config.workflow
     return why_not_merged(
         state,
         item,
         auto_merge=workflow.auto_merge,
-        merge_queue=queue_active(config),
+        merge_queue=queue_active(workflow),
         charge_baseline=workflow.charge_baseline_failures,
         required=workflow.pipeline_required,
     )
@@ -90,9 +103,9 @@ def describe_sent_back(report: SentBack, max_rounds: int) -> str:
     )
 
 
-def list_note(item: WorkItem, state: EngineState, config: CpeConfig) -> str:
+def list_note(item: WorkItem, state: EngineState, workflow: Workflow) -> str:
     """``cpe work list``: the queue's word on an item, or ''."""
-    for entry in queue_entries(state, config):
+    for entry in queue_entries(state, workflow):
         if entry.item.id == item.id:
             return f"  (merge queue {entry.position}: {entry.step})"
     report = state.sent_back.get(item.id)
@@ -102,10 +115,10 @@ def list_note(item: WorkItem, state: EngineState, config: CpeConfig) -> str:
     return ""
 
 
-def show_lines(item: WorkItem, state: EngineState, config: CpeConfig) -> list[str]:
+def show_lines(item: WorkItem, state: EngineState, workflow: Workflow) -> list[str]:
     """``cpe work show``: the item's place in the queue, a held merge, its last send-back."""
     lines = []
-    entries = queue_entries(state, config)
+    entries = queue_entries(state, workflow)
     for entry in entries:
         if entry.item.id == item.id:
             lines.append(f"  merge queue  position {entry.position}: {entry.step}")
@@ -115,7 +128,7 @@ def show_lines(item: WorkItem, state: EngineState, config: CpeConfig) -> list[st
                     f"{entry.test.base_sha[:12]}, {entry.test.tests} queue pipeline run(s)"
                 )
     queued = any(entry.item.id == item.id for entry in entries)
-    why = None if queued else not_merged(item, state, config)
+    why = None if queued else not_merged(item, state, workflow)
     if why is not None:
         lines.append(f"  not merged   {why}")
     for rid, wait in state.merge_waits.items():
@@ -123,7 +136,7 @@ def show_lines(item: WorkItem, state: EngineState, config: CpeConfig) -> list[st
             lines.append(f"  merge held   revision {rid}: {' '.join(wait.reason.split())[:300]}")
     report = state.sent_back.get(item.id)
     if report is not None and item.status != "done":
-        rounds = config.workflow.max_landing_rounds
+        rounds = workflow.max_landing_rounds
         lines.append(f"  sent back    {describe_sent_back(report, rounds)}")
         lines.append(f"               {' '.join(report.reason.split())[:300]}")
     return lines

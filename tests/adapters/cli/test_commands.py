@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from actors.engine import CHILDREN_STOP_BUDGET, DRAIN_GRACE
-from adapters.cli.app import build_app
+from adapters.cli.build import build_app
 from adapters.cli.init import init
 from adapters.cli.settings import CpeConfig
 from adapters.cli.status import status
@@ -22,12 +22,12 @@ from adapters.runtime.cli.cli_runtime import CliRuntime
 from adapters.runtime.codex.runner import CodexCliRunner
 from adapters.runtime.process.launcher import kill_tree
 from domain.errors import ConfigError
+from tests.adapters.cli.test_cli import cpe, one_line_error
 from tests.fakes.codex_cli_fixture import FakeCodex
 from tests.real_clis import WITHOUT_BWRAP, codex_path
 from tests.support.git import make_repo
-from tests.test_cli import cpe, one_line_error
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

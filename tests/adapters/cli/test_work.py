@@ -1,5 +1,5 @@
 """``cpe work list`` and ``cpe work show`` from the command line, on a repository whose engine
-has worked (the fixture of ``test_cli_status``: real tracker, real journal), and the one-line
+has worked (the fixture of ``test_status``: real tracker, real journal), and the one-line
 errors of the work commands."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from actors.journal import Journal
-from tests.test_cli import cpe, one_line_error
-from tests.test_cli_status import IMPLEMENTOR, PLANNER, REVIEWER, Worked, make_worked
+from tests.adapters.cli.test_cli import cpe, one_line_error
+from tests.adapters.cli.test_status import IMPLEMENTOR, PLANNER, REVIEWER, Worked, make_worked
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_work_show_names_the_last_failure(worked: Worked) -> None:
     from datetime import timedelta  # noqa: PLC0415
 
     from domain.events import AgentFailed  # noqa: PLC0415
-    from tests.test_cli_status import T0, journal  # noqa: PLC0415
+    from tests.adapters.cli.test_status import T0, journal  # noqa: PLC0415
 
     journal(
         worked.state_dir,
@@ -95,7 +95,7 @@ def test_work_show_says_why_cpe_changed_an_items_status(worked: Worked) -> None:
     from datetime import timedelta  # noqa: PLC0415
 
     from domain.events import StatusTransitioned  # noqa: PLC0415
-    from tests.test_cli_status import T0, journal  # noqa: PLC0415
+    from tests.adapters.cli.test_status import T0, journal  # noqa: PLC0415
 
     why = "budget: its runs cost $25.40 of [budget] per_item_usd $25"
     event = StatusTransitioned(

@@ -17,10 +17,8 @@ import pytest
 from adapters.providers.local.provider import LocalProvider
 from domain.events import AgentFailed, AgentRequested, AgentStarted, EngineEvent
 from domain.models import ImplementorStartParams, ReviewerStartParams, SessionId, WorkItemId
-from tests.e2e.running import wait_for
-from tests.support.git import git_raw, make_repo
-from tests.test_cli import ROOT, cpe, one_line_error
-from tests.test_cli_status import (
+from tests.adapters.cli.test_cli import ROOT, cpe, one_line_error
+from tests.adapters.cli.test_status import (
     CONFIG,
     IMPLEMENTOR,
     PLANNER,
@@ -30,6 +28,8 @@ from tests.test_cli_status import (
     journal,
     make_worked,
 )
+from tests.e2e.running import wait_for
+from tests.support.git import git_raw, make_repo
 
 
 @pytest.fixture
@@ -172,7 +172,9 @@ def test_run_after_an_uncommitted_init_warns_that_agents_will_not_see_it(tmp_pat
                 env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
             )
             try:
-                assert wait_for(lambda: "engine starting" in log.read_text()), log.read_text()
+                # the control socket listens once the start's warnings are said
+                listening = "control socket listening"
+                assert wait_for(lambda: listening in log.read_text()), log.read_text()
             finally:
                 run.send_signal(signal.SIGTERM)
                 run.wait(120)

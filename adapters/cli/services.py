@@ -1,0 +1,138 @@
+"""The services beside a running engine: its control socket and the web dashboard, with the
+dashboard's address and its actions' token."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from adapters.cli.settings import CpeConfig
+from domain.errors import ConfigError
+
+if TYPE_CHECKING:
+    from actors.services import Services
+    from adapters.cli.build import App
+
+log = structlog.get_logger("cpe.app")
+
+
+def dashboard_fallback(section: Any) -> bool:
+    """Whether the dashboard's address gives way to a free port when another cpe on this
+    machine has it: the default address, left out or written as cpe init writes it; never an
+    address of the user's own."""
+    default = type(section).model_fields["listen"].default
+    return "listen" not in section.model_fields_set or section.listen == default
+
+
+def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]:
+    """The services beside the running engine, made ready before it starts (the dashboard
+    hears of every decision from the first); the function returned starts them once the engine
+    has started: its control socket (a person's requests from ``cpe work …``, ``cpe pause``)
+    and, unless ``[dashboard] listen`` is empty, the web dashboard. Each is supervised apart
+    from the engine: a crash restarts it and never touches the engine. The dashboard's address
+    is bound here, before the engine starts: one that cannot be used is a ``ConfigError``
+    (``cpe run`` exits 78 naming it) before anything else started, and the default address
+    (``listen`` not in supervisor.toml) in use gives way to a free port. ``human``: a person
+    reads stderr, the dashboard's address (with its token) is printed there; otherwise it is
+    logged without the token, which is in the state directory."""
+    from adapters.host.control import Control, ControlServer, ControlSettings  # noqa: PLC0415
+
+    settings = ControlSettings(app.config.breaker, app.config.workflow.max_concurrent)
+    control = Control(app.engine, settings)
+    listen = app.config.dashboard.listen
+    dashboards: list[Callable[[Services], None]] = []
+    if listen:
+        from adapters.dashboard.server import DashboardServer, Listener  # noqa: PLC0415
+        from adapters.dashboard.source import Source  # noqa: PLC0415
+
+        token = dashboard_token(app.config)
+        listener = Listener(listen, fallback=dashboard_fallback(app.config.dashboard))
+        with contextlib.suppress(OSError):  # another failure: the server tries again, restarted
+            listener.bind()  # a ConfigError: the address cannot be used
+        app.closers.append(listener.close)  # the socket, when no serve took it
+        source = Source(
+            app.engine,
+            app.config,
+            app.state_dir,
+            control=control,
+            meter=app.meter,
+            title=str(app.repo),
+        )
+        app.closers.append(source.close)
+        announced = threading.Event()
+        token_env = app.config.dashboard.token_env
+        token_file = None if token_env else str(app.state_dir / TOKEN_FILE)
+
+        def listening(server: DashboardServer) -> None:
+            if announced.is_set():
+                return
+            announced.set()
+            if human:
+                stamp = time.strftime("%H:%M:%S", time.gmtime())
+                print(
+                    f"{stamp}  dashboard on {server.url}#token={token}", file=sys.stderr, flush=True
+                )
+            else:
+                # (not under a key named token: the log redacts those)
+                where = f"the token in {token_file}" if token_file else f"${token_env}"
+                log.info("dashboard listening", url=server.url, actions_need=where)
+
+        def dashboard(services: Services) -> None:
+            if not app.config.dashboard.token_env:  # once this engine holds the state:
+                keep_token(token, app.state_dir)  # never over a running one's token
+            services.start(
+                "dashboard",
+                lambda: DashboardServer(source, listener, token, on_listening=listening),
+            )
+
+        dashboards.append(dashboard)
+
+    def start() -> Services:
+        from actors.services import Services  # noqa: PLC0415
+
+        services = Services(app.config.supervisor)
+        services.start("control", lambda: ControlServer(control, app.state_dir))
+        for dashboard in dashboards:
+            dashboard(services)
+        return services
+
+    return start
+
+
+TOKEN_FILE = "dashboard-token"
+
+
+def dashboard_token(config: CpeConfig) -> str:
+    """The actions' token: ``[dashboard] token_env``'s value, else a new random one."""
+    name = config.dashboard.token_env
+    if name:
+        value = os.environ.get(name, "")
+        if not value:
+            raise ConfigError(
+                f"dashboard.token_env: the environment variable {name} is not set",
+                expected="a token in it, or token_env empty for a random one",
+            )
+        return value
+    return secrets.token_urlsafe(24)
+
+
+def keep_token(token: str, state_dir: Path) -> str:
+    """Write a random token to the state directory (mode 0600), for whoever runs cpe without a
+    terminal to read; its path."""
+    path = state_dir / TOKEN_FILE
+    state_dir.mkdir(parents=True, exist_ok=True)
+    temporary = state_dir / f".{TOKEN_FILE}.{os.getpid()}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(token + "\n")
+    temporary.replace(path)
+    return str(path)
