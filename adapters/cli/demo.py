@@ -27,6 +27,7 @@ from actors.logs import configure_logging
 from actors.process import EXIT_CONFIG
 from actors.services import Services
 from adapters.cli.build import App, build_app
+from adapters.cli.services import dashboard_settings
 from adapters.demo.sample import DEFAULT_BRANCH
 from adapters.describe.runs import describe_run, run_where
 from domain.errors import ConfigError
@@ -310,7 +311,7 @@ def _serve(app: App, listener: Listener, out: TextIO) -> Services:
 
     source = Source(
         app.engine,
-        app.config,
+        dashboard_settings(app.config),
         app.state_dir,
         control=None,
         meter=app.meter,

@@ -21,6 +21,7 @@ from domain.errors import ConfigError
 if TYPE_CHECKING:
     from actors.services import Services
     from adapters.cli.build import App
+    from adapters.dashboard.source import DashboardSettings
 
 log = structlog.get_logger("cpe.app")
 
@@ -61,7 +62,7 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
         app.closers.append(listener.close)  # the socket, when no serve took it
         source = Source(
             app.engine,
-            app.config,
+            dashboard_settings(app.config),
             app.state_dir,
             control=control,
             meter=app.meter,
@@ -109,6 +110,23 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
 
 
 TOKEN_FILE = "dashboard-token"
+
+
+def dashboard_settings(config: CpeConfig) -> DashboardSettings:
+    """What the dashboard reads of ``config``: the workflow, the breaker, the quota, each role's
+    runtime kind and model account, and the GitHub repository (None on the local tracker)."""
+    from adapters.dashboard.source import DashboardSettings  # noqa: PLC0415
+
+    github = config.provider.github
+    repository = github.repository if github else ""
+    return DashboardSettings(
+        workflow=config.workflow,
+        breaker=config.breaker,
+        quota=config.runtime.quota,
+        runtimes=config.runtime.roles.model_dump(),
+        accounts=config.accounts(),
+        github_repository=None if config.provider.kind == "local" else repository,
+    )
 
 
 def dashboard_token(config: CpeConfig) -> str:

@@ -48,7 +48,7 @@ def run_detail(source: Source, run: AgentRun) -> dict[str, Any]:
     wid = run.work_item_id
     item = state.work_items.get(wid) if wid is not None else None
     view["item"] = {"id": item.id, "title": item.title, "status": item.status} if item else None
-    view["max_attempts"] = source.config.workflow.max_attempts
+    view["max_attempts"] = source.settings.workflow.max_attempts
     view["delivered_revision"] = run.delivered_revision
     view["review"] = review_view(run, source.review(run)) if run.role == "reviewer" else None
     view["live"] = run.is_active
@@ -81,7 +81,7 @@ def item_detail(source: Source, item: WorkItem) -> dict[str, Any]:
     state = source.state()
     body = source.body(item)
     sections = item_sections(
-        item, state.work_items, state, source.config.workflow, source.state_dir, body
+        item, state.work_items, state, source.settings.workflow, source.state_dir, body
     )
     view = {
         "id": item.id,

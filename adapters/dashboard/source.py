@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,9 +23,10 @@ from pathlib import Path
 import structlog
 
 from actors.engine import Engine
+from actors.settings import BreakerSettings, QuotaSettings
 from actors.streams import AgentStream
-from adapters.cli.settings import CpeConfig
 from adapters.describe.items import github_body
+from adapters.describe.landing import Workflow
 from adapters.host.control import Control
 from adapters.host.metering import ProviderMeter
 from adapters.runtime.artifacts.run_review import run_review
@@ -33,11 +34,27 @@ from adapters.runtime.remote.placement import read_placement
 from domain.admission import BreakerPaused, PersonPaused, dispatch_pauses
 from domain.decisions import QuotaHold, quota_hold
 from domain.events import EngineEvent
-from domain.models import AgentRun, EngineState, SessionId, WorkItem
+from domain.models import AgentRole, AgentRun, EngineState, SessionId, WorkItem
 from domain.narration import Narrator
 from domain.results import AgentReview
 
 DECISIONS_KEPT = 200
+
+
+@dataclass(frozen=True)
+class DashboardSettings:
+    """What the dashboard reads of the configuration, given by the composition root:
+    ``[workflow]``, ``[breaker]``, ``[runtime.quota]``, each role's runtime kind
+    (``[runtime.roles]``) and model account, and the GitHub repository (None: the local
+    tracker)."""
+
+    workflow: Workflow
+    breaker: BreakerSettings
+    quota: QuotaSettings
+    runtimes: Mapping[str, str]
+    accounts: Mapping[AgentRole, str]
+    github_repository: str | None
+
 
 log = structlog.get_logger("cpe.dashboard")
 
@@ -68,7 +85,7 @@ class Source:
     def __init__(
         self,
         engine: Engine,
-        config: CpeConfig,
+        settings: DashboardSettings,
         state_dir: Path,
         *,
         control: Control | None,
@@ -76,7 +93,7 @@ class Source:
         title: str = "",
     ):
         self.engine = engine
-        self.config = config
+        self.settings = settings
         self.state_dir = state_dir
         self.control = control
         self.meter = meter or ProviderMeter()
@@ -130,8 +147,7 @@ class Source:
         return len(self.engine.inbox)
 
     def runtime(self, role: str) -> str:
-        kind: str = self.config.runtime.roles.model_dump().get(role, "")
-        return kind
+        return self.settings.runtimes.get(role, "")
 
     def placement(self, run: AgentRun) -> dict[str, str] | None:
         """Where a remote run ran (its ``remote.json``: node id, address, host); None for a
@@ -162,9 +178,8 @@ class Source:
         """The item's body as ``cpe work show`` gives it: the tracker's (read through the
         engine's own reader, which the runtimes share); on GitHub, where it is (not read: a
         page view spends no API call)."""
-        if self.config.provider.kind != "local":
-            github = self.config.provider.github
-            return github_body(github.repository if github else "", item)
+        if self.settings.github_repository is not None:
+            return github_body(self.settings.github_repository, item)
         try:
             return self.engine.provider.work_item_reader.get_work_item_body(item.id)
         except Exception as exc:  # a tracker that cannot answer: the page says so
@@ -182,7 +197,7 @@ class Source:
         it)."""
         now = now or datetime.now(UTC)
         found = []
-        for paused in dispatch_pauses(state, now, self.config.breaker.rule()):
+        for paused in dispatch_pauses(state, now, self.settings.breaker.rule()):
             match paused:
                 case PersonPaused():  # words: "dispatch paused by a person since …: why"
                     found.append(
@@ -197,7 +212,7 @@ class Source:
         """Each model account, with the roles whose runtime uses it (``[runtime.roles]``): the
         configured ones and any the state has a report of, by name."""
         roles: dict[str, list[str]] = {account: [] for account in state.quota}
-        for role, account in self.config.accounts().items():
+        for role, account in self.settings.accounts.items():
             roles.setdefault(account, []).append(role)
         return dict(sorted(roles.items()))
 
@@ -205,7 +220,7 @@ class Source:
         """The model accounts on which no run starts now (``quota_hold``: a spent usage window
         until its reset, or ``[runtime.quota] pause_at`` reached), by account."""
         now = now or datetime.now(UTC)
-        quota = self.config.runtime.quota
+        quota = self.settings.quota
         held = {}
         for account in sorted(state.quota):
             hold = quota_hold(state, account, now, margin=quota.margin, pause_at=quota.pause_at)

@@ -57,7 +57,7 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
     # A run cpe itself ended (its stop, a crash) or a person cancelled is no failure.
     failures = [run for run in ended if run_ending(run) in FAILED_ENDINGS][-RECENT_FAILURES:]
     pauses = source.pauses(state, now)
-    workflow = source.config.workflow
+    workflow = source.settings.workflow
     limit = workflow.max_attempts
     rounds = workflow.max_landing_rounds
     view: dict[str, Any] = clean(
@@ -80,7 +80,7 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
                     now,
                     max_rounds=rounds,
                     review_of=source.review,
-                    landing=lambda item: not_merged(item, state, source.config.workflow),
+                    landing=lambda item: not_merged(item, state, source.settings.workflow),
                 )
                 for wid in ordered(state.work_items)
             ],
@@ -309,14 +309,14 @@ def sent_back_view(report: SentBack, max_rounds: int) -> dict[str, Any]:
 def queue_entries(source: Source, state: EngineState) -> list[QueueEntry]:
     """The merge queue in order (``domain.landing.describe_queue``), as ``cpe status`` gives it:
     none unless approved revisions land through the queue."""
-    return landing_view.queue_entries(state, source.config.workflow)
+    return landing_view.queue_entries(state, source.settings.workflow)
 
 
 def merge_queue_view(source: Source, state: EngineState) -> dict[str, Any]:
     """The queue's entries in order, each with its step in words and its last test (short
     commit ids); the merges the provider holds for now, with its reason; landings so far."""
     return {
-        "active": landing_view.queue_active(source.config.workflow),
+        "active": landing_view.queue_active(source.settings.workflow),
         "entries": [_entry_view(entry) for entry in queue_entries(source, state)],
         "held": [
             _held_view(state, rid, state.merge_waits[rid])

@@ -23,6 +23,7 @@ from starlette.testclient import TestClient
 from actors.engine import Engine
 from actors.services import Services
 from actors.settings import SupervisorSettings
+from adapters.cli.services import dashboard_settings
 from adapters.cli.settings import CpeConfig, parse_config
 from adapters.dashboard.server import DashboardServer
 from adapters.dashboard.source import Source
@@ -70,7 +71,7 @@ class Board:
         config = config or parse_config({})
         self.source = Source(
             engine,
-            config,
+            dashboard_settings(config),
             harness.tmp_path,
             control=Control(
                 engine, ControlSettings(config.breaker, config.workflow.max_concurrent)
@@ -473,7 +474,9 @@ class QueueBoard:
         self.engine = harness.engine()
         for event in QUEUE_EVENTS:
             self.engine.store.apply(event)  # the engine's one write path: apply_event
-        self.source = Source(self.engine, config, harness.tmp_path, control=None, title="q")
+        self.source = Source(
+            self.engine, dashboard_settings(config), harness.tmp_path, control=None, title="q"
+        )
         self.client = TestClient(create_app(self.source, None), base_url="http://127.0.0.1")
 
     def close(self) -> None:
@@ -540,7 +543,7 @@ def test_an_item_sent_back_by_the_queue_shows_the_last_send_back_in_its_view(
         "reason": "revision #r4 no longer merges with the default branch (round 2)",
         "files": ["greet.py", "README.md"],
         "rounds": 2,
-        "max_rounds": queue_board.source.config.workflow.max_landing_rounds,
+        "max_rounds": queue_board.source.settings.workflow.max_landing_rounds,
         "revision_id": "r4",
         "moved_by": f"the merge of #5 (revision #r5, {'m5' * 6}), "
         f"the merge of #6 (revision #r6, {'m6' * 6})",  # the landings the state keeps
@@ -837,7 +840,9 @@ def test_the_breakers_pause_for_runs_failing_under_the_agent_keeps_its_cause(
     last = datetime.now(UTC).replace(microsecond=0)
     streak = InfrastructureStreak(count=3, last_at=last, last_reason="API Error: refused")
     engine.store.set_state(EngineState(infrastructure=streak))  # three such runs, ended
-    source = Source(engine, parse_config({}), harness.tmp_path, control=None, title="b")
+    source = Source(
+        engine, dashboard_settings(parse_config({})), harness.tmp_path, control=None, title="b"
+    )
     client = TestClient(create_app(source, None), base_url="http://127.0.0.1")
     try:
         paused = client.get("/api/state").json()["paused"]

@@ -26,7 +26,7 @@ from actors.services import Services
 from actors.settings import SupervisorSettings
 from adapters.cli.build import App
 from adapters.cli.command import main
-from adapters.cli.services import prepare_services
+from adapters.cli.services import dashboard_settings, prepare_services
 from adapters.cli.settings import CpeConfig, DashboardSection, parse_config
 from adapters.dashboard.server import DashboardServer, Listener
 from adapters.dashboard.source import Source
@@ -92,7 +92,9 @@ def get_state(url: str) -> Any:
 def test_a_dashboard_service_on_a_taken_address_is_one_error_naming_it_and_never_restarted(
     engine: Engine, tmp_path: Path, taken: int, log: Lines
 ) -> None:
-    source = Source(engine, parse_config({}), tmp_path, control=None, title="repo")
+    source = Source(
+        engine, dashboard_settings(parse_config({})), tmp_path, control=None, title="repo"
+    )
     builds: list[DashboardServer] = []
 
     def build() -> DashboardServer:

@@ -26,6 +26,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from actors.engine import Engine
+from adapters.cli.services import dashboard_settings
 from adapters.cli.settings import parse_config
 from adapters.dashboard.source import Source
 from adapters.dashboard.web import create_app
@@ -145,7 +146,12 @@ def test_a_red_default_branch_and_why_an_approved_item_has_not_merged_read_as_cp
     engine = harness.engine()
     for event in RED:
         engine.store.apply(event)  # the engine's one write path, as its loop applies them
-    source = Source(engine, parse_config(tomllib.loads(toml)), harness.tmp_path, control=None)
+    source = Source(
+        engine,
+        dashboard_settings(parse_config(tomllib.loads(toml))),
+        harness.tmp_path,
+        control=None,
+    )
     try:
         with TestClient(create_app(source, None), base_url="http://127.0.0.1") as http:
             state = http.get("/api/state").json()
@@ -264,7 +270,7 @@ def test_an_items_page_shows_what_cpe_work_show_prints(board: Board) -> None:
         item,
         state.work_items,
         state,
-        board.source.config.workflow,
+        board.source.settings.workflow,
         board.harness.tmp_path,
         "Add greet(name).",
     )
