@@ -12,9 +12,12 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from adapters.providers.git import GitRepo
 from domain.errors import ProviderError
+
+if TYPE_CHECKING:  # git.py imports this module (a failed apply asks what conflicts)
+    from adapters.providers.git import GitRepo
 
 CONTEXT_LINES = 3
 HUNK_CHARS = 4000  # per file

@@ -22,14 +22,17 @@ How the default branch moves:
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 from adapters.providers.git import GitRepo
 from adapters.providers.git_conflicts import merge_commits
 from adapters.providers.local.db import now
-from adapters.providers.local.store import RevisionStore
 from adapters.support.crashpoints import crashpoint
 from domain.errors import ConflictError, MergeWaitError
 from domain.models import RevisionId
+
+if TYPE_CHECKING:  # the store imports this module (a hand merge is recorded as a merge)
+    from adapters.providers.local.store import RevisionStore
 
 # A default branch that moves this many times while we merge is being written to continuously.
 _ATTEMPTS = 5
