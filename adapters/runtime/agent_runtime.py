@@ -2,12 +2,12 @@
 workspace, the sandbox, the deadline), cancel, the startup reaper and the output stream.
 
 ``claude/sdk.py`` (the Claude Agent SDK) and ``cli/cli_runtime.py`` (the ``claude -p`` and
-``codex exec`` runners) are ``RuntimeSkeleton`` subclasses that keep only what is their own: how
+``codex exec`` runners) are ``AgentRuntime`` subclasses that keep only what is their own: how
 a run starts once its workspace and sandbox exist (``_begin``), how it is driven to its result
 (``_drive``), how it is stopped (``_cancel``, ``_kill``) and where its pid files are
 (``_pidfiles``, ``_kill_group``).
 
-The skeleton owns the run's duration limit, ``max_agent_duration``. It counts from
+The agent runtime base owns the run's duration limit, ``max_agent_duration``. It counts from
 ``start_agent`` (the worktree's setup included), cancels a start that outlasts it, and once the
 agent runs has the runtime kill its process group (``_kill``); the runtime then reports the
 timeout once, as ``timed_out()`` says. The session's own deadline
@@ -130,7 +130,7 @@ ConfigT = TypeVar("ConfigT", bound=AgentRuntimeConfig)
 RunT = TypeVar("RunT", bound=Run)
 
 
-class RuntimeSkeleton(ABC, Generic[ConfigT, RunT]):
+class AgentRuntime(ABC, Generic[ConfigT, RunT]):
     """A ``RuntimeAdapter`` but for what a runtime does its own way (the abstract methods)."""
 
     def __init__(self, config: ConfigT, deps: RuntimeAdapterDeps) -> None:
@@ -252,7 +252,7 @@ class RuntimeSkeleton(ABC, Generic[ConfigT, RunT]):
     @abstractmethod
     async def _begin(self, start: Start) -> RunT:
         """The run, started in its workspace and sandbox (``Run.starting``); should this
-        raise, the skeleton releases them."""
+        raise, the base releases them."""
 
     @abstractmethod
     async def _drive(self, run: RunT) -> AgentResult:

@@ -1,7 +1,7 @@
 """The Claude SDK runtime adapter: with ``sdk_run.py`` (a run's state), the only modules that
 import ``claude_agent_sdk``.
 
-``create_claude_adapter(config, deps)`` returns a ``RuntimeAdapter``, a ``RuntimeSkeleton``
+``create_claude_adapter(config, deps)`` returns a ``RuntimeAdapter``, a ``AgentRuntime``
 (``agent_runtime.py``: the run table, the worktree (implementor), the context and the agent
 definition, the sandbox, the deadline, cancel and the reaper). What is its own: it starts the
 CLI through ``ClaudeSDKClient``; ``handle.result`` drives the session to its end: structured
@@ -38,7 +38,7 @@ from claude_agent_sdk import ClaudeSDKError as _SDKError
 from pydantic import Field
 
 from adapters.bash_guard import check_bash
-from adapters.runtime.agent_runtime import AgentRuntimeConfig, RuntimeSkeleton, Start
+from adapters.runtime.agent_runtime import AgentRuntime, AgentRuntimeConfig, Start
 from adapters.runtime.artifacts.store import RunArtifacts, Termination
 from adapters.runtime.claude.sdk_run import SdkRun
 from adapters.runtime.claude.signals import ClaudeSignals
@@ -99,7 +99,7 @@ def create_claude_adapter(
     return ClaudeAdapter(config, deps, bash_check=bash_check)
 
 
-class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, SdkRun]):
+class ClaudeAdapter(AgentRuntime[ClaudeAdapterConfig, SdkRun]):
     def __init__(
         self,
         config: ClaudeAdapterConfig,
@@ -110,7 +110,7 @@ class ClaudeAdapter(RuntimeSkeleton[ClaudeAdapterConfig, SdkRun]):
         super().__init__(config, deps)
         self.bash_check = bash_check
 
-    # ------------------------------------------------------------------ the skeleton's hooks
+    # ------------------------------------------------------------------ the base's hooks
 
     async def _begin(self, start: Start) -> SdkRun:
         params, worktree, spec = start.params, start.provisioned.worktree, start.provisioned.spec

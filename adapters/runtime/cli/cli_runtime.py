@@ -2,9 +2,9 @@
 agent CLI (``claude-cli``, ``codex-cli``): vendor-neutral, each vendor's package builds it over
 its own runner with its own signals.
 
-It is a ``RuntimeSkeleton`` (``adapters/runtime/agent_runtime.py``), as the SDK runtime is: the run
+It is a ``AgentRuntime`` (``adapters/runtime/agent_runtime.py``), as the SDK runtime is: the run
 table, the worktree (implementor), the context assembly, the agent definition, the sandbox, the
-deadline (``max_agent_duration``: the skeleton has the runner stop the run as
+deadline (``max_agent_duration``: the base has the runner stop the run as
 ``killed_timeout``), cancel and the reaper; with the SDK runtime's allowlisted environment, the
 output-schema validation and the patch extraction. The runner does the rest: the process group,
 the idle timeout, the normalized artifacts in ``<logs_dir>/../runs/<session_id>``.
@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 import structlog
 
-from adapters.runtime.agent_runtime import AgentRuntimeConfig, Run, RuntimeSkeleton, Start
+from adapters.runtime.agent_runtime import AgentRuntime, AgentRuntimeConfig, Run, Start
 from adapters.runtime.cli.jsonl import CliOutcome
 from adapters.runtime.cli.process import PIDFILE, kill_group
 from adapters.runtime.cli.request import (
@@ -86,7 +86,7 @@ class _Run(Run):
             self.signals.event(event)
 
 
-class CliRuntime(RuntimeSkeleton[CliRuntimeConfig, _Run]):
+class CliRuntime(AgentRuntime[CliRuntimeConfig, _Run]):
     """``signals``: how the CLI's events tell of the model API (``adapters/runtime/signals.py``,
     each vendor's own); None: the runtime reports nothing while a run goes on."""
 
@@ -108,7 +108,7 @@ class CliRuntime(RuntimeSkeleton[CliRuntimeConfig, _Run]):
                 "nor sandbox the agent's commands: cpe will not run an unconfined agent"
             )
 
-    # ------------------------------------------------------------------ the skeleton's hooks
+    # ------------------------------------------------------------------ the base's hooks
 
     async def _begin(self, start: Start) -> _Run:
         run = _Run.starting(start, texts=self.runner.text_chunks)
@@ -265,7 +265,7 @@ class CliRuntime(RuntimeSkeleton[CliRuntimeConfig, _Run]):
 
     async def _result(self, run: _Run, outcome: CliOutcome) -> AgentResult:
         if run.timed_out and outcome.termination == "killed_timeout":
-            raise self.timed_out()  # the skeleton's deadline stopped it (_kill)
+            raise self.timed_out()  # the base's deadline stopped it (_kill)
         if outcome.termination != "completed" or outcome.result is None:
             # A run that failed under the agent (outcome.infrastructure: codex's sandbox could
             # not run commands, the model API refused or could not be reached) spends no
