@@ -40,7 +40,7 @@ SELECTION = [
     "tests/adapters/cli/test_work.py",
     "tests/adapters/cli/test_commands.py",
     "tests/adapters/cli/test_cli.py",
-    "tests/adapters/test_dashboard.py",
+    "tests/adapters/dashboard/test_dashboard.py",
     "tests/adapters/providers/github/test_github_limits.py",
     "tests/adapters/providers/github/test_github_merging.py",
 ]

@@ -11,7 +11,7 @@ from pathlib import Path
 from adapters.cli.settings import parse_config
 from tests.e2e.running import CPE, make_cpe_repo
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def test_nothing_imports_ray_unless_a_role_runs_remotely() -> None:

@@ -19,7 +19,7 @@ from adapters.bash_guard.files import check_file_tool
 from adapters.runtime.codex.runner import installation
 from adapters.runtime.sandbox import RunSandbox
 from adapters.runtime.sandbox.guard_hook import FILE_MATCHER, decide, hook_settings, main
-from tests.adapters.runtime.sandbox_place import CREDENTIAL, Place, place_root
+from tests.adapters.runtime.sandbox.sandbox_place import CREDENTIAL, Place, place_root
 
 GUARD = BashGuardConfig()
 

@@ -52,8 +52,8 @@ from domain.models import (
 from tests.actors.conftest import Harness, wait_until
 from tests.adapters.cli.test_cli import cpe
 from tests.adapters.cli.test_status import T0, journal, sections
-from tests.adapters.test_dashboard import AUTH, Board, harness, serving
-from tests.adapters.test_dashboard_activity import WORKTREE, record, reviewed
+from tests.adapters.dashboard.test_dashboard import AUTH, Board, harness, serving
+from tests.adapters.dashboard.test_dashboard_activity import WORKTREE, record, reviewed
 from tests.support.git import make_repo
 from tests.support.transcripts import assistant, text, tool
 

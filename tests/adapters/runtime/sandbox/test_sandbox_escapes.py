@@ -33,7 +33,7 @@ from domain.models import ImplementorStartParams, SessionId, WorkItemId
 from domain.ports import SessionLogging
 from domain.results import ImplementorResult
 from tests.adapters.runtime.driving import drive, provider_deps
-from tests.adapters.runtime.sandbox_place import SECRET, Place, host_listener, place_root
+from tests.adapters.runtime.sandbox.sandbox_place import SECRET, Place, host_listener, place_root
 from tests.e2e.running import wait_for
 from tests.real_clis import bwrap_variants, codex_path, real_codex
 

@@ -18,7 +18,7 @@ from adapters.runtime.sandbox import RunSandbox, SandboxConfig
 from adapters.runtime.sandbox.proxy import RegistryProxy, allowed
 from adapters.runtime.sandbox.runs import sandbox_record, sweep
 from adapters.runtime.workspace.patches import extract_patch
-from tests.adapters.runtime.sandbox_place import (
+from tests.adapters.runtime.sandbox.sandbox_place import (
     CREDENTIAL,
     SECRET,
     Place,

@@ -21,7 +21,7 @@ from adapters.runtime.artifacts.store import RunArtifacts
 from domain.models import Pipeline, Revision, RevisionId, SessionId, WorkItemId
 from domain.results import AgentReview, AgentReviewComment, ReviewerResult
 from tests.actors.conftest import Harness, wait_until
-from tests.adapters.test_dashboard import Board, _next_event, harness, serving
+from tests.adapters.dashboard.test_dashboard import Board, _next_event, harness, serving
 from tests.fakes.runtime import FakeRun
 from tests.support.transcripts import assistant, open_record, text, tool
 
