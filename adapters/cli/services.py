@@ -21,7 +21,8 @@ from domain.errors import ConfigError
 if TYPE_CHECKING:
     from actors.services import Services
     from adapters.cli.build import App
-    from adapters.dashboard.source import DashboardSettings
+    from adapters.dashboard.source import DashboardSettings, Source
+    from adapters.host.control import Control
 
 log = structlog.get_logger("cpe.app")
 
@@ -49,6 +50,7 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
 
     settings = ControlSettings(app.config.breaker, app.config.workflow.max_concurrent)
     control = Control(app.engine, settings)
+    follow_reloads(app, control)
     listen = app.config.dashboard.listen
     dashboards: list[Callable[[Services], None]] = []
     if listen:
@@ -69,6 +71,7 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
             title=str(app.repo),
         )
         app.closers.append(source.close)
+        follow_reloads(app, source)
         announced = threading.Event()
         token_env = app.config.dashboard.token_env
         token_file = None if token_env else str(app.state_dir / TOKEN_FILE)
@@ -110,6 +113,20 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
 
 
 TOKEN_FILE = "dashboard-token"
+
+
+def follow_reloads(app: App, surface: Control | Source) -> None:
+    """A reload (SIGHUP) reaches ``surface`` too: the control socket judges a person's
+    requests by the breaker and the caps now in force, the dashboard shows them."""
+    from adapters.host.control import Control, ControlSettings  # noqa: PLC0415
+
+    def reconfigure(config: CpeConfig) -> None:
+        if isinstance(surface, Control):
+            surface.settings = ControlSettings(config.breaker, config.workflow.max_concurrent)
+        else:
+            surface.settings = dashboard_settings(config)
+
+    app.reloaders.append(reconfigure)
 
 
 def dashboard_settings(config: CpeConfig) -> DashboardSettings:

@@ -13,9 +13,12 @@ import pytest
 from actors.engine import CHILDREN_STOP_BUDGET, DRAIN_GRACE
 from adapters.cli.build import build_app
 from adapters.cli.init import init
+from adapters.cli.services import dashboard_settings, follow_reloads
 from adapters.cli.settings import CpeConfig
 from adapters.cli.status import status
 from adapters.cli.work import work_add
+from adapters.dashboard.source import Source
+from adapters.host.control import Control, ControlSettings
 from adapters.host.notify import notify
 from adapters.runtime.claude.sdk import ClaudeAdapter
 from adapters.runtime.cli.cli_runtime import CliRuntime
@@ -108,6 +111,34 @@ def test_the_unit_restarts_on_failure_but_not_on_a_config_error() -> None:
         + inspect.signature(kill_tree).parameters["grace"].default
     )
     assert stop > longest
+
+
+def test_a_reload_reaches_the_control_socket_and_the_dashboard(repo: Path) -> None:
+    """SIGHUP's new caps and breaker are what a person's requests are judged by and what the
+    dashboard shows, not only what the engine dispatches by."""
+    config = repo / "supervisor.toml"
+    config.write_text("[provider.local]\npipeline_command = []\n")
+    app = build_app(None, repo)
+    settings = ControlSettings(app.config.breaker, app.config.workflow.max_concurrent)
+    control = Control(app.engine, settings)
+    source = Source(app.engine, dashboard_settings(app.config), app.state_dir, control=control)
+    try:
+        follow_reloads(app, control)
+        follow_reloads(app, source)
+        before = app.config.workflow.max_concurrent["implementor"]
+        config.write_text(
+            "[provider.local]\npipeline_command = []\n"
+            f"[workflow.max_concurrent]\nimplementor = {before + 2}\n"
+            "[breaker]\npause_initial = 77\n"
+        )
+        app.reload()
+        assert control.settings.max_concurrent["implementor"] == before + 2
+        assert control.settings.breaker.pause_initial == 77
+        assert source.settings.workflow.max_concurrent["implementor"] == before + 2
+        assert source.settings.breaker.pause_initial == 77
+    finally:
+        source.close()
+        app.close()
 
 
 def test_each_role_runs_on_the_runtime_the_config_names(repo: Path) -> None:
