@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from tests.fakes.clock import EPOCH_START
+from tests.fakes.gitdata import BareRepo, FileChange
 from tests.fakes.github import app as app_routes
 from tests.fakes.github import (
     routes_git,
@@ -25,25 +27,22 @@ from tests.fakes.github import (
     routes_pulls,
 )
 from tests.fakes.github.app import FakeApp
-from tests.fakes.github.gitdata import BareRepo, FileChange
 from tests.fakes.github.payloads import Urls
 from tests.fakes.github.people import RANK, People, role
 from tests.fakes.github.records import (
-    EPOCH_START,
     Access,
     CheckRunRecord,
     EventRecord,
-    Fault,
     IssueRecord,
     Protection,
     PullRecord,
     RecordedRequest,
     ReviewCommentRecord,
     ReviewRecord,
-    Stall,
     StatusRecord,
 )
-from tests.fakes.github.server import SECONDARY_LIMIT_MESSAGE, HttpCore, HttpError, Router, serve
+from tests.fakes.github.server import SECONDARY_LIMIT_MESSAGE, GitHubCore
+from tests.fakes.http import Fault, HttpError, Router, Stall, serve
 
 CLOSING = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
 TEAMMATE = "someone"  # the default author of the helpers' issues and pull requests
@@ -118,7 +117,7 @@ class FakeGitHub:
                 self.people.collaborators[access.login] = access.role
         if app is not None:
             self.people.seen(app.bot_login)
-        self.http = HttpCore(router, accesses, self.lock, now)
+        self.http = GitHubCore(router, accesses, self.lock, now)
         self.http.app = app
         self._server, self._thread = serve(self.http)
         port = self._server.server_address[1]

@@ -1,9 +1,10 @@
-"""The fake GitHub's repository: a real bare git repository driven with plain ``git``.
+"""A vendor fake's repository: a real bare git repository driven with plain ``git``.
 
-Git Data endpoints (blobs, trees, commits, refs), pull request files and merges are answered
-from it, so object ids, trees and merge results are exactly what git (and GitHub) would make.
-Every call runs with the machine's git config shut out, so a developer's ``autocrlf`` or hooks
-cannot change what the fake stores.
+The fakes answer their repository endpoints (GitHub's Git Data, GitLab's repository and commits
+APIs), pull and merge request diffs and merges from it, so object ids, trees and merge results
+are exactly what git (and the vendor) would make. Every call runs with the machine's git config
+shut out, so a developer's ``autocrlf`` or hooks cannot change what the fake stores; commits the
+fake makes itself are by its ``identity``.
 """
 
 from __future__ import annotations
@@ -15,14 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-_ISOLATED = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "Fake GitHub",
-    "GIT_AUTHOR_EMAIL": "noreply@github.invalid",
-    "GIT_COMMITTER_NAME": "Fake GitHub",
-    "GIT_COMMITTER_EMAIL": "noreply@github.invalid",
-}
+_ISOLATED = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+GITHUB = ("Fake GitHub", "noreply@github.invalid")  # the fake GitHub's commits' identity
 
 
 class GitError(Exception):
@@ -60,13 +55,24 @@ class FileChange:
 
 
 class BareRepo:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, identity: tuple[str, str] = GITHUB) -> None:
         self.path = path
+        self.identity = identity  # (name, email) of the commits the fake makes itself
+        name, email = identity
+        self._env = {
+            **_ISOLATED,
+            "GIT_AUTHOR_NAME": name,
+            "GIT_AUTHOR_EMAIL": email,
+            "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email,
+        }
 
     @classmethod
-    def create(cls, path: Path, branch: str = "main") -> BareRepo:
+    def create(
+        cls, path: Path, branch: str = "main", identity: tuple[str, str] = GITHUB
+    ) -> BareRepo:
         path.mkdir(parents=True)
-        repo = cls(path)
+        repo = cls(path, identity)
         repo.git("init", "--quiet", "--bare", f"--initial-branch={branch}")
         return repo
 
@@ -77,7 +83,7 @@ class BareRepo:
             ["git", *args],
             cwd=self.path,
             input=stdin,
-            env={**os.environ, **_ISOLATED, **(env or {})},
+            env={**os.environ, **self._env, **(env or {})},
             capture_output=True,
             check=False,
             timeout=60,
@@ -118,9 +124,9 @@ class BareRepo:
         return entries
 
     def build_tree(self, base_tree: str | None, entries: Sequence[Mapping[str, object]]) -> str:
-        """GitHub's create-tree: ``base_tree`` with entries set (``sha`` or ``content``) or
-        removed (``sha: null``), built in a temporary index."""
-        with tempfile.TemporaryDirectory(prefix="fake-gh-index-") as tmp:
+        """``base_tree`` with entries set (``sha`` or ``content``) or removed (``sha: None``),
+        built in a temporary index (GitHub's create-tree; GitLab's commit actions)."""
+        with tempfile.TemporaryDirectory(prefix="fake-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             if base_tree:
                 self.git("read-tree", base_tree, env=env)
@@ -153,8 +159,8 @@ class BareRepo:
     ) -> str:
         env: dict[str, str] = {}
         if author:
-            env["GIT_AUTHOR_NAME"] = author.get("name", "Fake GitHub")
-            env["GIT_AUTHOR_EMAIL"] = author.get("email", "noreply@github.invalid")
+            env["GIT_AUTHOR_NAME"] = author.get("name", self.identity[0])
+            env["GIT_AUTHOR_EMAIL"] = author.get("email", self.identity[1])
             if author.get("date"):
                 env["GIT_AUTHOR_DATE"] = author["date"]
         args = ["commit-tree", tree]
@@ -211,7 +217,7 @@ class BareRepo:
         result = subprocess.run(
             ["git", "merge-tree", "--write-tree", "--name-only", "-z", ours, theirs],
             cwd=self.path,
-            env={**os.environ, **_ISOLATED},
+            env={**os.environ, **self._env},
             capture_output=True,
             check=False,
             timeout=60,
