@@ -52,6 +52,8 @@ class FileChange:
     additions: int
     deletions: int
     sha: str | None
+    old_mode: str = "100644"  # "000000" for an added file
+    new_mode: str = "100644"  # "000000" for a removed file
 
 
 class BareRepo:
@@ -66,6 +68,11 @@ class BareRepo:
             "GIT_COMMITTER_NAME": name,
             "GIT_COMMITTER_EMAIL": email,
         }
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment the fake's git commands run in (isolated config, its identity)."""
+        return {**os.environ, **self._env}
 
     @classmethod
     def create(
@@ -168,6 +175,30 @@ class BareRepo:
             args += ["-p", parent]
         return self.git(*args, stdin=message.encode(), env=env).decode().strip()
 
+    def tree_with(self, base: str | None, files: Mapping[str, str | bytes | None]) -> str:
+        """``base`` (a tree, or None for an empty one) with ``files`` written (``None``
+        deletes one)."""
+        entries: list[dict[str, object]] = []
+        for path, content in files.items():
+            if content is None:
+                entries.append({"path": path, "sha": None})
+                continue
+            data = content.encode() if isinstance(content, str) else content
+            entries.append({"path": path, "mode": "100644", "sha": self.write_blob(data)})
+        return self.build_tree(base, entries)
+
+    def commit_files(
+        self, branch: str, files: Mapping[str, str | bytes | None], message: str
+    ) -> str:
+        """A commit of ``files`` on top of ``branch`` (its first commit if it has none), which
+        ``branch`` then points at; returns its sha."""
+        ref = f"refs/heads/{branch}"
+        head = self.resolve(ref)
+        base = self.line("rev-parse", f"{head}^{{tree}}") if head else None
+        sha = self.commit(self.tree_with(base, files), [head] if head else [], message + "\n")
+        self.set_ref(ref, sha, head)
+        return sha
+
     def commit_info(self, sha: str) -> CommitInfo:
         raw = self.git("cat-file", "commit", sha).decode("utf-8", "surrogateescape")
         header, _, message = raw.partition("\n\n")
@@ -266,6 +297,8 @@ class BareRepo:
                     additions=adds,
                     deletions=dels,
                     sha=None if kind == "removed" else new_sha,
+                    old_mode=meta[0],
+                    new_mode=meta[1],
                 )
             )
         return changes

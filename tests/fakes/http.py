@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 DROP = 0  # the status ``HttpCore.handle`` answers for a dropped connection: nothing is sent
@@ -111,13 +112,14 @@ class Fault:
 class Stall:
     """A slow vendor for requests matching ``method`` and the ``path`` regex (searched): the
     response is held for ``seconds`` (or until the fake closes), then served as usual. ``times``
-    requests are held, then it is spent."""
+    requests are held, then it is spent; ``holding`` is set once one is held."""
 
     method: str
     path: str
     seconds: float = 60.0
     times: int = 1
     hits: int = 0
+    holding: threading.Event = field(default_factory=threading.Event, repr=False)
 
 
 @dataclass(frozen=True)
@@ -321,8 +323,68 @@ class HttpCore:
                 matches = stall.method == method and re.search(stall.path, path) is not None
                 if matches and stall.hits < stall.times:
                     stall.hits += 1
+                    stall.holding.set()
                     return stall
         return None
+
+
+class ServedFake:
+    """What every vendor fake does with its core: serves it on loopback (``start``), closes as
+    a context manager, keeps the request log, and takes faults and stalls."""
+
+    http: HttpCore
+    lock: threading.RLock
+    base_url: str
+
+    def start(self, core: HttpCore) -> str:
+        """Serves ``core`` on 127.0.0.1 (port 0); returns the base URL."""
+        self.http = core
+        self._server, self._thread = serve(core)
+        core.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        return core.base_url
+
+    def close(self) -> None:
+        self.http.released.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def requests(self) -> list[Any]:
+        """Every request so far (the fake's ``RecordedRequest``), oldest first."""
+        return self.http.requests
+
+    @property
+    def keep_responses(self) -> bool:
+        """Keep each response's body in ``requests`` (for checking payloads; off by default)."""
+        return self.http.keep_responses
+
+    @keep_responses.setter
+    def keep_responses(self, keep: bool) -> None:
+        self.http.keep_responses = keep
+
+    def clear_requests(self) -> None:
+        with self.lock:
+            self.http.requests.clear()
+
+    def fail(self, fault: Fault) -> Fault:
+        """Matching requests fail (a status, or ``drop``: the connection closes unanswered)."""
+        with self.lock:
+            self.http.faults.append(fault)
+        return fault
+
+    def stall(self, stall: Stall) -> Stall:
+        with self.lock:
+            self.http.stalls.append(stall)
+        return stall
 
 
 def parse_body(raw: bytes, content_type: str) -> Any:
