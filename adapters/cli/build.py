@@ -317,6 +317,7 @@ def _provider(
         )
         provider, interfaces = create_github_provider(settings, specs, state_dir=state_dir)
         closers.append(provider.close)
+        assert interfaces is not None  # it serves both roles
 
         def retrust(new: CpeConfig) -> None:
             if new.provider.github is not None:

@@ -92,7 +92,8 @@ def _status(config: CpeConfig, root: Path, branch: str) -> None:
         provider = LocalProvider(root, state_dir, branch)
         try:
             _print_items(provider.work_item_reader.list_work_items(), state)
-            _print_revisions(provider.revision_reader.list_revisions())
+            reader = provider.revision_reader
+            _print_revisions(reader.list_revisions() if reader is not None else [])
         finally:
             provider.close()
     else:  # no token needed to look: the engine's last view of GitHub, from its journal

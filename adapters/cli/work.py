@@ -103,7 +103,8 @@ def _items_and_state(
         provider = LocalProvider(root, root / config.engine.state_dir, branch)
         try:
             items = provider.work_item_reader.list_work_items()
-            revisions = provider.revision_reader.list_revisions()
+            reader = provider.revision_reader
+            revisions = reader.list_revisions() if reader is not None else []
         finally:
             provider.close()
         state = state.model_copy(

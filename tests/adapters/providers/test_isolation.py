@@ -42,7 +42,8 @@ def _shared() -> list[str]:
 
 def _imports(source: str) -> list[str]:
     """Every module a source imports, at any depth; ``from adapters.providers import github``
-    gives ``adapters.providers.github``."""
+    gives ``adapters.providers.github`` (a name the package itself defines, such as
+    ``ProviderRoles``, is the package's: neutral)."""
     names: list[str] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -50,7 +51,12 @@ def _imports(source: str) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.append(node.module)
             if node.module == "adapters.providers":
-                names += [f"{node.module}.{alias.name}" for alias in node.names]
+                names += [
+                    f"{node.module}.{alias.name}"
+                    for alias in node.names
+                    if (PROVIDERS / alias.name).is_dir()
+                    or (PROVIDERS / f"{alias.name}.py").exists()
+                ]
     return names
 
 
@@ -116,6 +122,10 @@ def test_the_walk_sees_an_import_of_another_provider_at_any_depth() -> None:
     ]
     assert violations(None, "from adapters.providers.local.db import x\n") == [
         "adapters.providers.local.db"
+    ]
+    # What the package itself defines (what a provider serves) is every provider's to use.
+    assert violations("local", "from adapters.providers import ProviderRoles, github\n") == [
+        "adapters.providers.github"
     ]
 
 
