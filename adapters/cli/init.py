@@ -63,7 +63,7 @@ def init(repo: Path) -> int:
 def own_python(config: CpeConfig) -> str | None:
     """Why the local pipeline's command would fail on its PATH or run cpe's own Python, or None."""
     local = config.provider.local
-    if config.provider.kind != "local" or not local.pipeline_command:
+    if config.provider.revisions_kind != "local" or not local.pipeline_command:
         return None
     from adapters.providers.local.pipeline import (  # noqa: PLC0415
         missing_program_warning,
