@@ -126,6 +126,10 @@ def test_the_walk_sees_an_import_of_another_provider_at_any_depth() -> None:
     assert violations(None, "from adapters.providers.local.db import x\n") == [
         "adapters.providers.local.db"
     ]
+    # What the package itself defines (what a provider serves) is every provider's to use.
+    assert violations("local", "from adapters.providers import ProviderRoles, github\n") == [
+        "adapters.providers.github"
+    ]
 
 
 # The composition root builds the providers; nothing else in the product reaches into them.
