@@ -36,7 +36,7 @@ from adapters.providers.gitlab.api import GitLabApi, Json
 from adapters.providers.gitlab.commits import Repository
 from adapters.providers.gitlab.conflicts import ConflictFinder
 from adapters.providers.gitlab.merge_requests import MrIndex, MrView
-from adapters.providers.gitlab.merging import Merger, landed, refusal_kind
+from adapters.providers.gitlab.merging import Merger, landed, refusal_kind, refused
 from adapters.support.crashpoints import crashpoint
 from domain.errors import BaseMovedError, ConflictError, ProviderError
 from domain.ports import BranchUpdate
@@ -152,7 +152,7 @@ class Lander:
         status = str(mr.get("detailed_merge_status") or "")
         if refusal_kind(status, str(mr.get("state"))) == "conflict":
             raise self._conflicts.error(view.iid, head_sha, view.branch, expected_base) from exc
-        raise self._merger.refused(exc, mr) from exc
+        raise refused(exc, mr, self._default) from exc
 
     def _base_moved(self, iid: int, expected: str, actual: str | None) -> BaseMovedError:
         now = actual[:12] if actual else "nowhere"

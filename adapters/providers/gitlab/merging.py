@@ -120,45 +120,47 @@ class Merger:
             transient=not error,
         )
 
-    def refused(self, exc: ProviderError, mr: Json, files: str | None = None) -> ProviderError:
-        """A failed merge as the error the engine acts on, ``mr`` read after it: waiting,
-        transient, or a conflict (naming ``files`` when given, the files the revision
-        changes)."""
-        iid = mr.get("iid")
-        reason = gitlab_reason(exc)
-        status = str(mr.get("detailed_merge_status") or mr.get("merge_status") or "")
-        kind = refusal_kind(status, str(mr.get("state") or ""))
-        if exc.status in {401, 403}:
-            return ProviderError(
-                f"revision !{iid}: GitLab does not let cpe merge it: {reason}",
-                status=exc.status,
-                transient=False,
-            )
-        if exc.transient:
-            return exc
-        if exc.status == 409:
-            # The head guard: a push to the branch since cpe read it. Read it again.
-            return ProviderError(
-                f"revision !{iid}: its branch moved since it was read ({reason})",
-                status=409,
-                transient=True,
-            )
-        said = _WORDS.get(status, status or reason)
-        if kind == "waiting":
-            return MergeWaitError(
-                f"revision !{iid} waits to be merged into {self._default}: {said}",
-                reason=f"{said} ({status})" if status and said != status else said,
-            )
-        if kind == "transient":
-            return ProviderError(f"revision !{iid}: {reason}", status=exc.status, transient=True)
-        if kind == "closed":
-            return ConflictError(
-                f"revision !{iid} cannot be merged into {self._default}: {said}",
-                status=exc.status,
-            )
-        where = f"; it changes {files}" if files else ""
-        why = "it is behind and the project merges fast-forward" if kind == "behind" else said
+
+def refused(
+    exc: ProviderError, mr: Json, default_branch: str, files: str | None = None
+) -> ProviderError:
+    """A failed merge as the error the engine acts on, ``mr`` read after it: waiting,
+    transient, or a conflict (naming ``files`` when given, the files the revision changes)."""
+    iid = mr.get("iid")
+    reason = gitlab_reason(exc)
+    status = str(mr.get("detailed_merge_status") or mr.get("merge_status") or "")
+    kind = refusal_kind(status, str(mr.get("state") or ""))
+    if exc.status in {401, 403}:
+        return ProviderError(
+            f"revision !{iid}: GitLab does not let cpe merge it: {reason}",
+            status=exc.status,
+            transient=False,
+        )
+    if exc.transient:
+        return exc
+    if exc.status == 409:
+        # The head guard: a push to the branch since cpe read it. Read it again.
+        return ProviderError(
+            f"revision !{iid}: its branch moved since it was read ({reason})",
+            status=409,
+            transient=True,
+        )
+    said = _WORDS.get(status, status or reason)
+    if kind == "waiting":
+        return MergeWaitError(
+            f"revision !{iid} waits to be merged into {default_branch}: {said}",
+            reason=f"{said} ({status})" if status and said != status else said,
+        )
+    if kind == "transient":
+        return ProviderError(f"revision !{iid}: {reason}", status=exc.status, transient=True)
+    if kind == "closed":
         return ConflictError(
-            f"revision !{iid} cannot be merged into {self._default}: {why} ({reason}){where}",
+            f"revision !{iid} cannot be merged into {default_branch}: {said}",
             status=exc.status,
         )
+    where = f"; it changes {files}" if files else ""
+    why = "it is behind and the project merges fast-forward" if kind == "behind" else said
+    return ConflictError(
+        f"revision !{iid} cannot be merged into {default_branch}: {why} ({reason}){where}",
+        status=exc.status,
+    )

@@ -124,7 +124,7 @@ class ReviewPoster:
                     outside.append(comment)
         crashpoint("gitlab.review.after_discussions")
         refusal = self._approve(iid, head_sha) if review.verdict == "approve" else None
-        body = _summary(review, outside, refusal, key, head_sha)
+        body = summary_body(review, outside, refusal, key, head_sha)
         try:
             self._api.post(
                 f"post the review of !{iid}", f"/merge_requests/{iid}/notes", {"body": body}
@@ -217,7 +217,7 @@ def _position(note: Json) -> Json | None:
     return position if isinstance(position, dict) else None
 
 
-def _summary(
+def summary_body(
     review: AgentReview,
     outside: list[AgentReviewComment],
     refusal: str | None,

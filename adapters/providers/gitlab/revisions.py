@@ -34,7 +34,7 @@ from adapters.providers.gitlab.commits import Repository
 from adapters.providers.gitlab.conflicts import ConflictFinder
 from adapters.providers.gitlab.landing import Lander
 from adapters.providers.gitlab.merge_requests import MrIndex, MrView, Trusted, mr_iid
-from adapters.providers.gitlab.merging import Merger, landed, refusal_kind
+from adapters.providers.gitlab.merging import Merger, landed, refusal_kind, refused
 from adapters.providers.gitlab.patches import ActionBuilder
 from adapters.providers.gitlab.pipeline import PipelineReader
 from adapters.providers.gitlab.reviews import ReviewPoster, review_history
@@ -363,7 +363,7 @@ class GitLabRevisionWriter:
             base = self._repository.head(self._default)
             raise self._conflicts.error(view.iid, view.head_sha, view.branch, base) from exc
         files = ", ".join(self._conflicts.changed_files(view.iid))
-        raise self._merger.refused(exc, mr, files) from exc
+        raise refused(exc, mr, self._default, files) from exc
 
     def update_branch(
         self, revision_id: RevisionId, *, idempotency_key: str | None = None
