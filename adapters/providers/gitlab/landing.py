@@ -36,7 +36,7 @@ from adapters.providers.gitlab.api import GitLabApi, Json
 from adapters.providers.gitlab.commits import Repository
 from adapters.providers.gitlab.conflicts import ConflictFinder
 from adapters.providers.gitlab.merge_requests import MrIndex, MrView
-from adapters.providers.gitlab.merging import Merger, landed, refusal_kind, refused
+from adapters.providers.gitlab.merging import Merger, landed, refusal_kind, refused, settled
 from adapters.support.crashpoints import crashpoint
 from domain.errors import BaseMovedError, ConflictError, ProviderError
 from domain.ports import BranchUpdate
@@ -137,7 +137,7 @@ class Lander:
     def _landed_after(
         self, view: MrView, exc: ProviderError, expected_base: str, head_sha: str
     ) -> str:
-        mr = self._mrs.get(view.iid)
+        mr = settled(lambda: self._mrs.get(view.iid), sleep=self._sleep, clock=self._clock)
         found = landed(mr)
         if found is not None:
             return found  # it went through; the answer was lost

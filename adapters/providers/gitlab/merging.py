@@ -4,7 +4,8 @@ refusals mean.
 The ``sha`` guards the head: GitLab answers 409 ("SHA does not match HEAD of source branch")
 when the branch moved since cpe read it. Its other refusals (405 "Method Not Allowed", 406
 "Branch cannot be merged" in older releases, 422) say little by themselves; the merge request's
-``detailed_merge_status``, read right after, says why:
+``detailed_merge_status``, read right after (again for a few seconds while GitLab is still
+checking whether it can merge: ``settled``), says why:
 
 - **waiting** — the merge request waits for something not there yet: its pipeline
   (``ci_must_pass``, ``ci_still_running``), approvals (``not_approved``, ``approvals_syncing``,
@@ -28,6 +29,7 @@ then points at it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Literal
 
 from adapters.providers.gitlab.api import GitLabApi, Json
@@ -63,6 +65,9 @@ WAITING = frozenset(
     }
 )
 _CONFLICT = frozenset({"conflict", "broken_status"})
+# GitLab has not worked out yet whether the merge request can merge: read it again shortly.
+CHECKING = frozenset({"approvals_syncing", "checking", "preparing", "unchecked"})
+SETTLE_WAIT = 15.0  # seconds a refused merge request is read again while GitLab checks it
 # What GitLab says a merge request waits for, in words for `cpe status`.
 _WORDS = {
     "ci_must_pass": "its pipeline must succeed",
@@ -98,6 +103,26 @@ def landed(mr: Json) -> str | None:
         return None
     found = mr.get("merge_commit_sha") or mr.get("squash_commit_sha") or mr.get("sha")
     return str(found) if found else None
+
+
+def settled(
+    read: Callable[[], Json],
+    *,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+    limit: float = SETTLE_WAIT,
+) -> Json:
+    """The merge request (``read()``) once GitLab has checked whether it can merge, or as it
+    is after ``limit`` seconds: a refusal read while GitLab was still checking would be sorted
+    as a wait when it is a conflict, or the other way round."""
+    deadline = clock() + limit
+    wait = 0.2
+    while True:
+        mr = read()
+        if str(mr.get("detailed_merge_status")) not in CHECKING or clock() >= deadline:
+            return mr
+        sleep(wait)
+        wait = min(wait * 2, 2.0)
 
 
 class Merger:

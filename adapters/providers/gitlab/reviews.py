@@ -110,17 +110,17 @@ class ReviewPoster:
             for n in notes
             if markers.review_digest(n.get("body")) == key and (p := _position(n))
         }
-        lines = {d["new_path"]: new_side_lines(d.get("diff")) for d in self._diffs(iid)}
+        diffs = self._diffs(iid)
+        lines = {str(d.get("new_path")): new_side_lines(d.get("diff")) for d in diffs}
+        old_paths = {str(d.get("new_path")): str(d.get("old_path")) for d in diffs}
         outside: list[AgentReviewComment] = []
         for comment in review.comments:
             shown = lines.get(comment.path, {})
             if comment.line is None or comment.line not in shown:
                 outside.append(comment)
             elif (comment.path, comment.line, comment.body.strip()) not in anchored:
-                old_line = shown[comment.line]
-                if not self._discuss(
-                    iid, mr, comment, head_sha=head_sha, old_line=old_line, key=key
-                ):
+                old = (old_paths.get(comment.path, comment.path), shown[comment.line])
+                if not self._discuss(iid, mr, comment, head_sha=head_sha, old=old, key=key):
                     outside.append(comment)
         crashpoint("gitlab.review.after_discussions")
         refusal = self._approve(iid, head_sha) if review.verdict == "approve" else None
@@ -140,7 +140,7 @@ class ReviewPoster:
         comment: AgentReviewComment,
         *,
         head_sha: str,
-        old_line: int | None,
+        old: tuple[str, int | None],
         key: str,
     ) -> bool:
         """A diff discussion on the comment's line; False when GitLab will not anchor it."""
@@ -152,11 +152,11 @@ class ReviewPoster:
             "start_sha": refs.get("start_sha"),
             "head_sha": refs.get("head_sha") or head_sha,
             "new_path": comment.path,
-            "old_path": comment.path,
+            "old_path": old[0],
             "new_line": comment.line,
         }
-        if old_line is not None:  # a context line: GitLab anchors it on both sides
-            position["old_line"] = old_line
+        if old[1] is not None:  # a context line: GitLab anchors it on both sides
+            position["old_line"] = old[1]
         body = f"{comment.body.strip()}\n\n{markers.review_marker(key)}"
         try:
             self._api.post(
@@ -249,7 +249,12 @@ def review_history(
         if not n.get("system")
     ]
     kept = [n for n in notes if trusted(_author(n))]
-    approvals = api.get(f"read the approvals of !{iid}", f"/merge_requests/{iid}/approvals")
+    try:
+        approvals = api.get(f"read the approvals of !{iid}", f"/merge_requests/{iid}/approvals")
+    except ProviderError as exc:
+        if exc.transient:
+            raise
+        approvals = {}  # a project or tier without approvals: the notes say it all
     approvers = [
         entry["user"]
         for entry in (approvals.get("approved_by") if isinstance(approvals, dict) else None) or []

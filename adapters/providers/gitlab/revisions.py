@@ -34,7 +34,7 @@ from adapters.providers.gitlab.commits import Repository
 from adapters.providers.gitlab.conflicts import ConflictFinder
 from adapters.providers.gitlab.landing import Lander
 from adapters.providers.gitlab.merge_requests import MrIndex, MrView, Trusted, mr_iid
-from adapters.providers.gitlab.merging import Merger, landed, refusal_kind, refused
+from adapters.providers.gitlab.merging import Merger, landed, refusal_kind, refused, settled
 from adapters.providers.gitlab.patches import ActionBuilder
 from adapters.providers.gitlab.pipeline import PipelineReader
 from adapters.providers.gitlab.reviews import ReviewPoster, review_history
@@ -145,6 +145,8 @@ class GitLabRevisionWriter:
         self._repository = repository
         self._default = default_branch
         self._closing = closing
+        self._sleep = sleep
+        self._clock = clock
         self._actions = ActionBuilder(repository)
         self._reviews = ReviewPoster(api)
         self._merger = Merger(api, default_branch)
@@ -354,7 +356,7 @@ class GitLabRevisionWriter:
         return sha
 
     def _merged_after(self, view: MrView, exc: ProviderError) -> str:
-        mr = self._mrs.get(view.iid)
+        mr = settled(lambda: self._mrs.get(view.iid), sleep=self._sleep, clock=self._clock)
         found = landed(mr)
         if found is not None:
             return found  # it went through; the answer was lost
