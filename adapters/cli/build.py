@@ -13,7 +13,6 @@ with its reload.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,14 +22,12 @@ import structlog
 
 from actors.journal import JOURNAL_NAME
 from actors.journal_file import InstanceLock, check_journal
+from adapters.cli.providers import build_providers
 from adapters.cli.repository import CONFIG_NAME, default_branch, resolve_config
 from adapters.cli.runtimes import runtime_factory
 from adapters.cli.settings import CpeConfig, load_config
 from adapters.host.metering import ProviderMeter, metered
 from domain.errors import ConfigError
-from domain.ports import (
-    ProviderInterfaces,
-)
 
 # The engine is imported where it is built: a module importing this one does not import it.
 if TYPE_CHECKING:
@@ -115,12 +112,17 @@ RELOADABLE = (
     "breaker",
     "runtime.max_agent_duration",
     "engine.shutdown_timeout",
-    # who is trusted on GitHub (adapters/providers/github/trust.py)
+    # who is trusted on GitHub (adapters/providers/github/trust.py), on GitLab
     "provider.github.trusted_permission",
     "provider.github.admit_label",
     "provider.github.required_labels",
     "provider.github.trusted_bots",
     "provider.github.permission_ttl",
+    "provider.gitlab.trusted_access_level",
+    "provider.gitlab.admit_label",
+    "provider.gitlab.required_labels",
+    "provider.gitlab.trusted_bots",
+    "provider.gitlab.permission_ttl",
 )
 
 
@@ -150,13 +152,14 @@ def _unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def code_host_remote(config: CpeConfig, root: Path) -> str | None:
-    """With the GitHub provider the default branch moves on GitHub (cpe merges there), not in
-    the local clone: specs are read, and implementors' worktrees start, at its head as fetched
-    from the clone's ``origin``. None for the local provider, or a clone without ``origin``
-    (then the local branch is used, and the log says it may lag behind)."""
+    """With a remote forge (GitHub, GitLab) the default branch moves there (cpe merges there),
+    not in the local clone: specs are read, and implementors' worktrees start, at its head as
+    fetched from the clone's ``origin``, whatever keeps the work items. None for the local
+    forge, or a clone without ``origin`` (then the local branch is used, and the log says it
+    may lag behind)."""
     from adapters.providers.git import GitRepo  # noqa: PLC0415
 
-    if config.provider.kind != "github":
+    if config.provider.revisions_kind == "local":
         return None
     found = GitRepo(root).run_status("remote", "get-url", "origin")
     return "origin" if found.status == 0 else None
@@ -235,7 +238,7 @@ def _build(
     meter = ProviderMeter()
     reloaders: list[Callable[[CpeConfig], None]] = []
     provider = metered(
-        _provider(
+        build_providers(
             config,
             root,
             branch,
@@ -247,7 +250,7 @@ def _build(
         ),
         meter,
     )
-    if config.provider.kind == "github" and remote is None:
+    if config.provider.revisions_kind != "local" and remote is None:
         log.warning(
             "this repository has no remote 'origin': specs and worktrees use the local default "
             "branch, which only moves when you pull",
@@ -269,78 +272,3 @@ def _build(
         config_path=config_path,
         reloaders=reloaders,
     )
-
-
-def _provider(
-    config: CpeConfig,
-    root: Path,
-    branch: str,
-    state_dir: Path,
-    closers: list[Any],
-    *,
-    meter: ProviderMeter,
-    remote: str | None = None,
-    reloaders: list[Callable[[CpeConfig], None]] | None = None,
-) -> ProviderInterfaces:
-    if config.provider.kind == "github":
-        github = config.provider.github
-        if github is None:
-            raise ConfigError("provider.github: missing", expected="repository and token_env")
-        settings = github.model_copy(
-            update={
-                "default_branch": branch,
-                # The implementors' branches are named with it: how a PR finds its work item.
-                "branch_prefix": config.workflow.branch_prefix,
-            }
-        )
-        if settings.app_id is None and not os.environ.get(github.token_env):
-            raise ConfigError(
-                f"provider.github.token_env: the environment variable {github.token_env} is "
-                "not set",
-                expected="a GitHub token in that variable",
-            )
-        try:
-            from adapters.providers.github import create_github_provider  # noqa: PLC0415
-        except ImportError as exc:
-            raise ConfigError(
-                "provider.kind: the GitHub provider is not available in this version",
-                expected="local",
-            ) from exc
-        from adapters.providers.specs.reader import GitSpecReader  # noqa: PLC0415
-
-        specs = GitSpecReader(
-            root,
-            config.specs.globs,
-            default_branch=branch,
-            max_bytes=config.specs.max_bytes,
-            remote=remote,
-        )
-        provider, interfaces = create_github_provider(settings, specs, state_dir=state_dir)
-        closers.append(provider.close)
-
-        def retrust(new: CpeConfig) -> None:
-            if new.provider.github is not None:
-                provider.trust.configure(new.provider.github)
-
-        if reloaders is not None:
-            reloaders.append(retrust)
-        meter.wire = lambda: provider.stats
-        return interfaces
-    from adapters.providers.local.pipeline import LocalPipeline  # noqa: PLC0415
-    from adapters.providers.local.provider import create_local_provider  # noqa: PLC0415
-    from adapters.providers.specs.reader import GitSpecReader  # noqa: PLC0415
-
-    local = config.provider.local
-    pipeline = (
-        LocalPipeline(local.pipeline_command, local.pipeline_timeout)
-        if local.pipeline_command
-        else None
-    )
-    specs = GitSpecReader(
-        root, config.specs.globs, default_branch=branch, max_bytes=config.specs.max_bytes
-    )
-    local_provider, interfaces = create_local_provider(
-        root, state_dir, specs, default_branch=branch, pipeline=pipeline, baseline=local.baseline
-    )
-    closers.append(local_provider.close)
-    return interfaces

@@ -84,7 +84,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "init":
         from adapters.cli.init import init  # noqa: PLC0415
 
-        return init(args.repo)
+        return init(args.repo, args.tracker, args.forge)
     if args.command == "status":
         from adapters.cli.status import status  # noqa: PLC0415
 

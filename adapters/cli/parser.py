@@ -9,6 +9,8 @@ from pathlib import Path
 
 from domain.models import AGENT_ROLES, STATUSES
 
+PROVIDER_KINDS = ("local", "github", "gitlab")  # adapters/cli/provider_settings.py's kinds
+
 # Each command imports what it needs when it runs, not here: an operator types `cpe status`
 # all day (docs/benchmarks.md, startup); tests/adapters/cli/test_imports.py holds the commands
 # to it.
@@ -168,6 +170,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     init.add_argument(
         "--repo", type=Path, default=Path("."), help="the git repository (default: this one)"
+    )
+    init.add_argument(
+        "--tracker",
+        choices=PROVIDER_KINDS,
+        default=None,
+        help="where the work items are kept (default: local, or the forge's system)",
+    )
+    init.add_argument(
+        "--forge",
+        choices=PROVIDER_KINDS,
+        default=None,
+        help="where the revisions are kept: github or gitlab, local only with a local tracker "
+        "(default: the tracker's system)",
     )
     status = commands.add_parser(
         "status", parents=[where], help="work items, revisions and agent runs"

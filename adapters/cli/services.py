@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from adapters.cli.providers import issue_pages
 from adapters.cli.settings import CpeConfig
 from domain.errors import ConfigError
 
@@ -131,18 +132,17 @@ def follow_reloads(app: App, surface: Control | Source) -> None:
 
 def dashboard_settings(config: CpeConfig) -> DashboardSettings:
     """What the dashboard reads of ``config``: the workflow, the breaker, the quota, each role's
-    runtime kind and model account, and the GitHub repository (None on the local tracker)."""
+    runtime kind and model account, and where the tracker shows its items (None on the local
+    tracker)."""
     from adapters.dashboard.source import DashboardSettings  # noqa: PLC0415
 
-    github = config.provider.github
-    repository = github.repository if github else ""
     return DashboardSettings(
         workflow=config.workflow,
         breaker=config.breaker,
         quota=config.runtime.quota,
         runtimes=config.runtime.roles.model_dump(),
         accounts=config.accounts(),
-        github_repository=None if config.provider.kind == "local" else repository,
+        issue_pages=issue_pages(config),
     )
 
 

@@ -2,9 +2,10 @@
 
 The composition root owns the file. Its sections are this module's models, the engine's own
 settings (``SupervisorSettings``, ``BreakerSettings`` from actors/) and the adapters' own settings
-models, embedded as they are (``GitHubSettings``, ``BashGuardConfig``, ``SandboxConfig``, the
-runtime kinds' ``ClaudeCliRuntime`` and ``CodexCliRuntime`` from their vendors' packages),
-so each section is checked once, when the file loads. Every model forbids unknown keys: a typo
+models, embedded as they are (``[provider]``'s ``GitHubSettings`` and ``GitLabSettings`` in
+provider_settings.py, ``BashGuardConfig``, ``SandboxConfig``, the runtime kinds'
+``ClaudeCliRuntime`` and ``CodexCliRuntime`` from their vendors' packages), so each section is
+checked once, when the file loads. Every model forbids unknown keys: a typo
 or a wrong type fails at start with a ``ConfigError`` that names the key path and what was
 expected.
 ``CpeConfig.engine_config`` maps the file onto the engine's ``EngineConfig`` (actors/config.py).
@@ -31,7 +32,7 @@ from actors.config import EngineConfig, LogLevel, PollerSettings
 from actors.journal import JOURNAL_NAME
 from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, SupervisorSettings
 from adapters.bash_guard.config import BashGuardConfig
-from adapters.providers.github.settings import GitHubSettings
+from adapters.cli.provider_settings import ProviderSection
 from adapters.runtime.claude.settings import ClaudeCliRuntime, ClaudeSdkRuntime
 from adapters.runtime.codex.settings import CodexCliRuntime
 from adapters.runtime.common import DAY, ExpandedPath, Seconds
@@ -84,20 +85,6 @@ class EngineSection(_Section):
 class RepositorySection(_Section):
     path: ExpandedPath = "."
     default_branch: str = ""
-
-
-class LocalProviderSection(_Section):
-    pipeline_command: list[str] = Field(default_factory=lambda: ["python3", "-m", "pytest", "-q"])
-    pipeline_timeout: Seconds = 900
-    baseline: bool = Field(
-        default=True, description="run the pipeline on the default branch's head too"
-    )
-
-
-class ProviderSection(_Section):
-    kind: Literal["local", "github"] = "local"
-    local: LocalProviderSection = LocalProviderSection()
-    github: GitHubSettings | None = None
 
 
 class SpecsSection(_Section):
@@ -401,9 +388,14 @@ def load_config(path: Path | str) -> CpeConfig:
 
 def parse_config(data: Mapping[str, Any], *, source: str = "supervisor.toml") -> CpeConfig:
     try:
-        return CpeConfig.model_validate(data)
+        config = CpeConfig.model_validate(data)
     except ValidationError as exc:
         raise _config_error(exc, source) from exc
+    # The tracker and the forge as a pair (adapters/cli/provider_settings.py), in one line.
+    problem = config.provider.problem()
+    if problem is not None:
+        raise ConfigError(f"{source}: {problem}")
+    return config
 
 
 def _config_error(exc: ValidationError, source: str) -> ConfigError:

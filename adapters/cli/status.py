@@ -15,6 +15,7 @@ from pathlib import Path
 
 from adapters.cli.common import fail, read_journal
 from adapters.cli.liveness import EngineStatus, engine_status, read_lock
+from adapters.cli.providers import open_local_tracker
 from adapters.cli.repository import CONFIG_NAME, default_branch, git_toplevel, resolve_config
 from adapters.cli.settings import CpeConfig, parse_config
 from adapters.describe.landing import print_queue
@@ -24,6 +25,7 @@ from domain.models import ACTIVE_RUN_STATUSES, EngineState, Revision, WorkItem
 from domain.selectors import open_blockers, ordered
 from domain.signals import clock, describe_signal, describe_windows
 
+NAMES = {"local": "local", "github": "GitHub", "gitlab": "GitLab"}
 WATCH_INTERVAL = 1.0  # seconds between two frames of cpe status --watch
 
 
@@ -81,31 +83,46 @@ def _status(config: CpeConfig, root: Path, branch: str) -> None:
     engine = engine_status(lock, state.engine, last_event)
     print(engine.line)
     print(f"repository {root} (default branch {branch}), state in {state_dir}")
+    print(config.provider.describe())
     _print_pause(state, config)
     _print_costs(state, config)
     _print_baseline(state, config)
     _print_merge_waits(state)
     print_queue(state, config.workflow)
-    if config.provider.kind == "local":
-        from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
-
-        provider = LocalProvider(root, state_dir, branch)
-        try:
-            _print_items(provider.work_item_reader.list_work_items(), state)
-            _print_revisions(provider.revision_reader.list_revisions())
-        finally:
-            provider.close()
-    else:  # no token needed to look: the engine's last view of GitHub, from its journal
-        github = config.provider.github
-        print(f"\n(GitHub {github.repository if github else ''}: as the engine last saw it)")
-        _print_items(state.work_items.values(), state)
-        _print_revisions(list(state.revisions.values()))
+    _print_tracked(config, root, branch, state)
     _print_ignored(state)
     _print_retries(state, config)
     _print_skipped_specs(state)
     _print_planner_waits(state, config)
     _print_runs(state, state_dir, engine)
     _print_quota(state, config)
+
+
+def _print_tracked(config: CpeConfig, root: Path, branch: str, state: EngineState) -> None:
+    """The work items and the revisions: the local tracker's (and the local forge's) as they
+    are; on GitHub or GitLab, as the engine last saw them (its journal: no token needed)."""
+    section = config.provider
+    revisions: list[Revision] | None = None
+    tracker = open_local_tracker(config, root, branch)
+    if tracker is None:
+        _print_seen(section.work_items_kind, section.where(section.work_items_kind))
+        _print_items(state.work_items.values(), state)
+    else:
+        try:
+            _print_items(tracker.work_item_reader.list_work_items(), state)
+            if tracker.revision_reader is not None:
+                revisions = list(tracker.revision_reader.list_revisions())
+        finally:
+            tracker.close()
+    if revisions is None:
+        if tracker is not None:  # the items are here, the revisions on the forge
+            _print_seen(section.revisions_kind, section.where(section.revisions_kind))
+        revisions = list(state.revisions.values())
+    _print_revisions(revisions)
+
+
+def _print_seen(kind: str, where: str) -> None:
+    print(f"\n({NAMES.get(kind, kind)} {where}: as the engine last saw it)")
 
 
 def _print_costs(state: EngineState, config: CpeConfig) -> None:

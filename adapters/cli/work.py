@@ -1,8 +1,9 @@
 """``cpe work list|show|retry|cancel|set-status`` and ``cpe pause|resume``.
 
-The reads come from the tracker (the local provider) and the journal; on GitHub, from the
-journal: the engine's last view, no token needed. The requests go to the running engine over
-its control socket, or into the journal when no engine runs (``adapters.host.control``).
+The reads come from the tracker (the local one, whatever the forge) and the journal; on GitHub
+or GitLab, from the journal: the engine's last view, no token needed. The requests go to the
+running engine over its control socket, or into the journal when no engine runs
+(``adapters.host.control``).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import time
 from pathlib import Path
 
 from adapters.cli.common import fail, journal_state
+from adapters.cli.providers import issue_pages, open_local_tracker
 from adapters.cli.repository import default_branch, resolve_config
 from adapters.cli.settings import CpeConfig
-from adapters.describe.items import github_body, item_cost, item_sections
+from adapters.describe.items import item_cost, item_sections
 from adapters.describe.landing import list_note
 from domain.errors import ConfigError, JournalInUseError
 from domain.models import STATUSES, EngineState, WorkItem, WorkItemId
@@ -93,51 +95,44 @@ def work_show(work_item_id: str, config_path: Path | None, repo: Path | None) ->
 def _items_and_state(
     config: CpeConfig, root: Path
 ) -> tuple[dict[WorkItemId, WorkItem], EngineState]:
-    """The work items and the state to describe them by: the journal's, with the tracker's
-    items and revisions over it (local provider); on GitHub, the engine's last view."""
+    """The work items and the state to describe them by: the journal's, with the local
+    tracker's items over it (and its revisions, when the forge is local too); on GitHub or
+    GitLab, the engine's last view of them."""
     state = journal_state(root / config.engine.state_dir)
-    if config.provider.kind == "local":
-        from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
-
-        branch = default_branch(config, root)
-        provider = LocalProvider(root, root / config.engine.state_dir, branch)
+    tracker = open_local_tracker(config, root, default_branch(config, root))
+    if tracker is not None:
         try:
-            items = provider.work_item_reader.list_work_items()
-            revisions = provider.revision_reader.list_revisions()
-        finally:
-            provider.close()
-        state = state.model_copy(
-            update={
-                "work_items": {i.id: i for i in items},
-                "revisions": {r.id: r for r in revisions},
+            update: dict[str, object] = {
+                "work_items": {i.id: i for i in tracker.work_item_reader.list_work_items()}
             }
-        )
+            if tracker.revision_reader is not None:
+                update["revisions"] = {r.id: r for r in tracker.revision_reader.list_revisions()}
+        finally:
+            tracker.close()
+        state = state.model_copy(update=update)
     return dict(state.work_items), state
 
 
 def _tracker_items(config: CpeConfig, root: Path) -> list[WorkItem] | None:
-    if config.provider.kind != "local":
+    tracker = open_local_tracker(config, root, default_branch(config, root))
+    if tracker is None:
         return None
-    from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
-
-    provider = LocalProvider(root, root / config.engine.state_dir, default_branch(config, root))
     try:
-        return list(provider.work_item_reader.list_work_items())
+        return list(tracker.work_item_reader.list_work_items())
     finally:
-        provider.close()
+        tracker.close()
 
 
 def _body(config: CpeConfig, root: Path, item: WorkItem) -> str:
-    if config.provider.kind != "local":
-        github = config.provider.github
-        return github_body(github.repository if github else "", item)
-    from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
-
-    provider = LocalProvider(root, root / config.engine.state_dir, default_branch(config, root))
+    pages = issue_pages(config)
+    if pages is not None:
+        return pages.body(item)
+    tracker = open_local_tracker(config, root, default_branch(config, root))
+    assert tracker is not None  # no issue pages: the tracker is the local one
     try:
-        return provider.work_item_reader.get_work_item_body(item.id)
+        return tracker.work_item_reader.get_work_item_body(item.id)
     finally:
-        provider.close()
+        tracker.close()
 
 
 # ---------------------------------------------------------------------------- requests
@@ -198,17 +193,16 @@ def request(payload: UserRequest, config_path: Path | None, repo: Path | None) -
 
 
 def _local(config: CpeConfig) -> bool:
-    return config.provider.kind == "local"
+    return config.provider.work_items_kind == "local"
 
 
 def _write_status(config: CpeConfig, root: Path, payload: SetStatus) -> None:
-    from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
-
-    provider = LocalProvider(root, root / config.engine.state_dir, default_branch(config, root))
+    tracker = open_local_tracker(config, root, default_branch(config, root))
+    assert tracker is not None  # _local(config)
     try:
-        provider.work_item_writer.transition_status(payload.work_item_id, payload.to)
+        tracker.work_item_writer.transition_status(payload.work_item_id, payload.to)
     finally:
-        provider.close()
+        tracker.close()
 
 
 def _exit(kind: str) -> int:
@@ -237,20 +231,20 @@ def work_add(title: str, body: str, config_path: Path | None, repo: Path | None)
         branch = default_branch(config, root)
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
-    if config.provider.kind != "local":
-        github = config.provider.github
-        where = f" in {github.repository}" if github else ""
+    tracker = open_local_tracker(config, root, branch)
+    if tracker is None:
+        section = config.provider
+        kind = section.work_items_kind
+        where = section.where(kind)
         return fail(
-            f"work add: provider.kind is {config.provider.kind!r}; expected 'local' "
-            f"(on GitHub, open an issue{where} instead)"
+            f"work add: {section.key_of('work_items')} is {kind!r}; expected 'local' (the "
+            f"work items are kept on {kind}: open an issue{f' in {where}' if where else ''} "
+            "instead)"
         )
-    from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
-
-    provider = LocalProvider(root, root / config.engine.state_dir, branch)
     try:
-        wid: WorkItemId = provider.work_item_writer.create_work_item(title, body)
+        wid: WorkItemId = tracker.work_item_writer.create_work_item(title, body)
     finally:
-        provider.close()
+        tracker.close()
     from adapters.host.control import poke  # noqa: PLC0415
 
     # A running engine reads it now, not at its next poll.

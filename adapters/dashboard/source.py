@@ -25,7 +25,7 @@ import structlog
 from actors.engine import Engine
 from actors.settings import BreakerSettings, QuotaSettings
 from actors.streams import AgentStream
-from adapters.describe.items import github_body
+from adapters.describe.items import IssuePages
 from adapters.describe.landing import Workflow
 from adapters.host.control import Control
 from adapters.host.metering import ProviderMeter
@@ -45,15 +45,15 @@ DECISIONS_KEPT = 200
 class DashboardSettings:
     """What the dashboard reads of the configuration, given by the composition root:
     ``[workflow]``, ``[breaker]``, ``[runtime.quota]``, each role's runtime kind
-    (``[runtime.roles]``) and model account, and the GitHub repository (None: the local
-    tracker)."""
+    (``[runtime.roles]``) and model account, and where the tracker shows its items (None: the
+    local tracker, whose bodies are read)."""
 
     workflow: Workflow
     breaker: BreakerSettings
     quota: QuotaSettings
     runtimes: Mapping[str, str]
     accounts: Mapping[AgentRole, str]
-    github_repository: str | None
+    issue_pages: IssuePages | None
 
 
 log = structlog.get_logger("cpe.dashboard")
@@ -176,10 +176,10 @@ class Source:
 
     def body(self, item: WorkItem) -> str:
         """The item's body as ``cpe work show`` gives it: the tracker's (read through the
-        engine's own reader, which the runtimes share); on GitHub, where it is (not read: a
-        page view spends no API call)."""
-        if self.settings.github_repository is not None:
-            return github_body(self.settings.github_repository, item)
+        engine's own reader, which the runtimes share); on GitHub or GitLab, where it is (not
+        read: a page view spends no API call)."""
+        if self.settings.issue_pages is not None:
+            return self.settings.issue_pages.body(item)
         try:
             return self.engine.provider.work_item_reader.get_work_item_body(item.id)
         except Exception as exc:  # a tracker that cannot answer: the page says so

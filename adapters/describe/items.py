@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from actors.journal import JOURNAL_NAME, Journal
@@ -64,10 +65,32 @@ def item_sections(  # noqa: PLR0917 - what cpe work show and the dashboard both 
     ]
 
 
+@dataclass(frozen=True)
+class IssuePages:
+    """Where a tracker that is not the local one shows its items: ``name`` ("GitHub",
+    "GitLab") and the address an item's id is appended to. Its body is not read: no token
+    needed to look."""
+
+    name: str
+    url: str
+
+    def body(self, item: WorkItem) -> str:
+        return f"(on {self.name}: {self.url}{item.id})"
+
+
+def github_pages(repository: str) -> IssuePages:
+    """A GitHub repository's (``owner/name``) issues."""
+    return IssuePages("GitHub", f"https://github.com/{repository}/issues/")
+
+
+def gitlab_pages(base_url: str, project: str) -> IssuePages:
+    """A GitLab project's (``group/name`` on the instance at ``base_url``) issues."""
+    return IssuePages("GitLab", f"{base_url.rstrip('/')}/{project}/-/issues/")
+
+
 def github_body(repository: str, item: WorkItem) -> str:
-    """Where a GitHub item's body is, in ``repository`` (``owner/name``; it is not read: no
-    token needed to look)."""
-    return f"(on GitHub: https://github.com/{repository}/issues/{item.id})"
+    """Where a GitHub item's body is, in ``repository`` (``owner/name``)."""
+    return github_pages(repository).body(item)
 
 
 def _history(state_dir: Path, wid: WorkItemId) -> list[str]:

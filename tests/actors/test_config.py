@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_shipped_supervisor_toml_loads_with_its_documented_defaults() -> None:
     config = load_config(ROOT / "supervisor.toml")
-    assert config.provider.kind == "local"
+    assert config.provider.work_items_kind == config.provider.revisions_kind == "local"
     assert config.supervisor.strategy == "one_for_one"
     assert config.handler_options().max_concurrent["implementor"] == 2
     assert config == parse_config({})  # every value shown is the default

@@ -280,12 +280,12 @@ def test_past_the_restart_intensity_the_process_exits_75() -> None:
 
 def test_a_bad_configuration_exits_78_naming_the_key(tmp_path: Path) -> None:
     config = tmp_path / "supervisor.toml"
-    config.write_text('[workflow]\nmax_attempts = "three"\n[provider]\nkind = "gitlab"\n')
+    config.write_text('[workflow]\nmax_attempts = "three"\n[provider]\nkind = "gitlub"\n')
     result = _python(BAD_CONFIG, str(config))
     assert result.returncode == 78
     assert "workflow.max_attempts" in result.stderr
     assert "provider.kind" in result.stderr
-    assert "'local' or 'github'" in result.stderr
+    assert "'local', 'github' or 'gitlab'" in result.stderr
 
 
 def test_a_crashing_poller_is_restarted_after_its_backoff_and_the_others_keep_running(

@@ -198,7 +198,7 @@ def test_a_directory_that_holds_anything_is_refused(tmp_path: Path) -> None:
 def test_the_demo_supervisor_toml_validates_and_says_what_the_demo_needs(sample: Path) -> None:
     config = load_config(sample / "supervisor.toml")
     assert config == parse_config(tomllib.loads(SUPERVISOR_TOML))
-    assert config.provider.kind == "local"
+    assert config.provider.work_items_kind == config.provider.revisions_kind == "local"
     assert tuple(config.provider.local.pipeline_command) == PIPELINE_COMMAND
     assert config.workflow.auto_merge is True
     assert config.repository.default_branch == DEFAULT_BRANCH

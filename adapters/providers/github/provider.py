@@ -3,6 +3,11 @@
 One ``GitHubApi`` (one githubkit client over one connection pool) is shared by four port
 objects; the two indexes it feeds are shared too, so what a writer makes is what the next read
 sees, while no component is handed both the reader and the writer of one entity.
+
+A provider may serve one role (``ProviderRoles``): the work items only (its issues; the
+engine links an item to its revision from the forge's revisions, so no pull request is read
+for it), or the revisions only, for a tracker kept in another system (no status label is made,
+no issue is read, and a pull request names its work item with a marker, never "Closes #N").
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from adapters.providers import ProviderRoles
 from adapters.providers.github.api import GitHubApi
 from adapters.providers.github.issue_index import IssueIndex
 from adapters.providers.github.labels import Labels
@@ -39,6 +45,7 @@ class GitHubProvider:
     ``environ`` is where the token (or App key) variable is read (default ``os.environ``);
     ``sleep``, ``clock`` and ``inner_transport`` are seams for tests. ``state_dir``: where
     the text of issues admitted by label is kept (``Trust``); none, in memory only.
+    ``roles``: what it serves (both by default); the ports of the other role are None.
     """
 
     def __init__(
@@ -50,7 +57,9 @@ class GitHubProvider:
         clock: Callable[[], float] = time.time,
         inner_transport: httpx.BaseTransport | None = None,
         state_dir: Path | None = None,
+        roles: ProviderRoles = ProviderRoles(),
     ) -> None:
+        self.roles = roles
         transport = ConditionalTransport(
             inner_transport,
             read_attempts=settings.read_attempts,
@@ -73,25 +82,38 @@ class GitHubProvider:
         except BaseException:
             self.api.close()
             raise
-        self.labels = Labels(self.api, settings.admit_label)
-        self._check_labels()
         self.trust = Trust(self.api, settings, state_dir)
-        issues = IssueIndex(self.api, settings.full_resync_cycles)
-        pipelines = PipelineReader(self.api)
-        pulls = PullIndex(self.api, settings, pipelines, self.trust)
-        self.work_item_reader = GitHubWorkItemReader(issues, pulls, self.trust)
-        self.work_item_writer = GitHubWorkItemWriter(self.api, issues, self.labels, self.trust)
-        self.revision_reader = GitHubRevisionReader(
-            self.api, pulls, self.default_branch, pipelines, self.trust
-        )
-        self.revision_writer = GitHubRevisionWriter(self.api, pulls, issues, self.default_branch)
+        self.labels: Labels | None = None
+        self.work_item_reader: GitHubWorkItemReader | None = None
+        self.work_item_writer: GitHubWorkItemWriter | None = None
+        self.revision_reader: GitHubRevisionReader | None = None
+        self.revision_writer: GitHubRevisionWriter | None = None
+        issues = IssueIndex(self.api, settings.full_resync_cycles) if roles.work_items else None
+        pulls = None
+        if roles.revisions:
+            pipelines = PipelineReader(self.api)
+            # A foreign tracker's item 3 is no issue #3 here: "Closes #3" links nothing.
+            pulls = PullIndex(
+                self.api, settings, pipelines, self.trust, closing=not roles.foreign_tracker
+            )
+            self.revision_reader = GitHubRevisionReader(
+                self.api, pulls, self.default_branch, pipelines, self.trust
+            )
+            self.revision_writer = GitHubRevisionWriter(
+                self.api, pulls, issues, self.default_branch
+            )
+        if issues is not None:
+            self.labels = Labels(self.api, settings.admit_label)
+            self._check_labels(self.labels)
+            self.work_item_reader = GitHubWorkItemReader(issues, pulls, self.trust)
+            self.work_item_writer = GitHubWorkItemWriter(self.api, issues, self.labels, self.trust)
 
-    def _check_labels(self) -> None:
+    def _check_labels(self, labels: Labels) -> None:
         """The status labels, made sure of at start: a token that may not create missing ones
         stops cpe here (``ConfigError``). Any other failure (GitHub unreachable, a refused
         token) is left to the first status change, which checks again, and to the polls."""
         try:
-            self.labels.ensure_status_labels()
+            labels.ensure_status_labels()
         except ConfigError:
             self.api.close()
             raise
@@ -103,7 +125,16 @@ class GitHubProvider:
         """Requests made, answered 304 and retried so far, and the last rate-limit figures."""
         return self.api.transport.stats
 
-    def interfaces(self, spec_reader: SpecProviderReader) -> ProviderInterfaces:
+    def interfaces(self, spec_reader: SpecProviderReader) -> ProviderInterfaces | None:
+        """The five interfaces an engine takes, when this provider serves both roles (None
+        otherwise: the composition root assembles them from two providers' ports)."""
+        if (
+            self.work_item_reader is None
+            or self.work_item_writer is None
+            or self.revision_reader is None
+            or self.revision_writer is None
+        ):
+            return None
         return ProviderInterfaces(
             work_item_reader=self.work_item_reader,
             work_item_writer=self.work_item_writer,
@@ -133,11 +164,13 @@ def create_github_provider(
     *,
     environ: Mapping[str, str] | None = None,
     state_dir: Path | None = None,
-) -> tuple[GitHubProvider, ProviderInterfaces]:
-    """The provider and the five interfaces an engine takes; specs come from ``spec_reader``
-    (the repository's checkout: specs are read from git, not through the API). Keep the
-    provider to ``close()`` it at shutdown, as with ``create_local_provider``."""
+    roles: ProviderRoles = ProviderRoles(),
+) -> tuple[GitHubProvider, ProviderInterfaces | None]:
+    """The provider and the five interfaces an engine takes (None when it serves one role:
+    take its ports); specs come from ``spec_reader`` (the repository's checkout: specs are
+    read from git, not through the API). Keep the provider to ``close()`` it at shutdown, as
+    with ``create_local_provider``."""
     if not isinstance(settings, GitHubSettings):
         settings = GitHubSettings.model_validate(dict(settings))
-    provider = GitHubProvider(settings, environ=environ, state_dir=state_dir)
+    provider = GitHubProvider(settings, environ=environ, state_dir=state_dir, roles=roles)
     return provider, provider.interfaces(spec_reader)

@@ -44,10 +44,21 @@ class _Watch:
 
 
 class PullIndex:
+    """``closing``: the work items are this repository's issues, and "Closes #N" in a pull
+    request names one; False when they are kept in another system (its item 3 is no issue
+    #3 here), where only cpe's marker and the branch name do."""
+
     def __init__(
-        self, api: GitHubApi, settings: GitHubSettings, pipelines: PipelineReader, trust: Trust
+        self,
+        api: GitHubApi,
+        settings: GitHubSettings,
+        pipelines: PipelineReader,
+        trust: Trust,
+        *,
+        closing: bool = True,
     ) -> None:
         self._api = api
+        self.closing = closing
         self._trust = trust
         self._settings = settings
         self._pipelines = pipelines
@@ -163,7 +174,9 @@ class PullIndex:
         """The work item a pull request is for, when a trusted person (cpe among them) opened
         it: anyone can open one saying "Closes #5" from a branch named like cpe's, and a pull
         request linked to an item is reviewed and, with auto_merge, merged."""
-        item = markers.linked_item(body, pr.head.ref, self._settings.branch_prefix)
+        item = markers.linked_item(
+            body, pr.head.ref, self._settings.branch_prefix, closing=self.closing
+        )
         if item is None:
             return None
         login = pr.user.login if pr.user else None

@@ -10,6 +10,7 @@ write whose response was lost (a 502) is looked for, never resent blindly.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 
 from adapters.providers.github import markers
@@ -40,6 +41,8 @@ from domain.results import AgentReview
 
 log = logging.getLogger(__name__)
 
+# A work item id of another tracker, as a pull request's marker carries it ("7", "ENG-12").
+_FOREIGN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _FILE_STATUSES = {"added": "added", "removed": "removed", "renamed": "renamed", "copied": "added"}
 
 
@@ -138,10 +141,15 @@ def _association(entry: object) -> str | None:
 
 class GitHubRevisionWriter:
     """``RevisionProviderWriter``: pull requests from patches, reviews, merges; and
-    ``RevisionLander``, the merge queue's writes (``landing``)."""
+    ``RevisionLander``, the merge queue's writes (``landing``).
+
+    ``issues``: the repository's issues when they are the work items (a pull request then says
+    "Closes #N", and closes its issue on merge); None when the work items are kept in another
+    system: a pull request then names its item with a marker and a visible line, and the item
+    is never looked up among this repository's issues."""
 
     def __init__(
-        self, api: GitHubApi, pulls: PullIndex, issues: IssueIndex, default_branch: str
+        self, api: GitHubApi, pulls: PullIndex, issues: IssueIndex | None, default_branch: str
     ) -> None:
         self._api = api
         self._pulls = pulls
@@ -165,14 +173,12 @@ class GitHubRevisionWriter:
     ) -> Revision:
         """The pull request's branch is the patch on ``base_sha`` (the run's fork point) where
         the default branch holds that commit on GitHub, else on the default branch's head."""
-        item = self._issues.get(issue_number(work_item_id))
-        found, how = self._pulls.find(
-            key=idempotency_key, branch=branch_name, work_item=str(item.number)
-        )
+        item = self._work_item(work_item_id)
+        found, how = self._pulls.find(key=idempotency_key, branch=branch_name, work_item=item)
         if found is not None and how == "key":
             return self._pulls.revision(found.number)
         if found is not None:
-            if found.work_item != str(item.number):
+            if found.work_item != item:
                 raise ConflictError(
                     f"branch {branch_name!r} carries pull request #{found.number} of work item "
                     f"#{found.work_item}"
@@ -184,14 +190,27 @@ class GitHubRevisionWriter:
         message = markers.commit_message(title, body, idempotency_key)
         self._publish_branch(branch_name, base, tree, message)
         crashpoint("github.revision.after_branch")
-        text = markers.pull_body(body, str(item.number), idempotency_key)
+        text = markers.pull_body(body, item, idempotency_key, closing=self._issues is not None)
         try:
             number = self._pulls.note(
                 self._api.create_pull(title, branch_name, self._default, text)
             ).number
         except ProviderError as exc:
-            number = self._pull_after(exc, idempotency_key, branch_name, str(item.number))
+            number = self._pull_after(exc, idempotency_key, branch_name, item)
         return self._pulls.revision(number)
+
+    def _work_item(self, work_item_id: WorkItemId) -> str:
+        """The work item's id as a pull request names it: the issue's number, checked to exist,
+        when the work items are this repository's issues; else the other tracker's id as it
+        is (one word: it is written into a marker and a visible line)."""
+        if self._issues is not None:
+            return str(self._issues.get(issue_number(work_item_id)).number)
+        if not _FOREIGN_ID.fullmatch(work_item_id):
+            raise NotFoundError(
+                f"work item {work_item_id!r} cannot be named in a pull request: expected an id "
+                "of letters, digits, '.', '_' and '-' (a tracker's item id)"
+            )
+        return str(work_item_id)
 
     def _pull_after(self, exc: ProviderError, key: str | None, branch: str, item: str) -> int:
         """The pull request a failed create made after all (a lost response, or a race)."""

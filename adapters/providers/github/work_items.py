@@ -22,7 +22,7 @@ from adapters.providers.github.pull_index import PullIndex
 from adapters.providers.github.trust import Trust
 from adapters.support.crashpoints import crashpoint
 from domain.errors import NotFoundError, ProviderError
-from domain.models import STATUSES, IgnoredWorkItem, Status, WorkItem, WorkItemId
+from domain.models import STATUSES, IgnoredWorkItem, RevisionId, Status, WorkItem, WorkItemId
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +35,11 @@ def issue_number(work_item_id: str) -> int:
 
 class GitHubWorkItemReader:
     """``WorkProviderReader`` over the repository's issues: the admitted ones (``Trust``);
-    the others are ``ignored_work_items``."""
+    the others are ``ignored_work_items``. ``pulls``: the repository's pull requests when they
+    are the revisions too (an item's ``linked_revision``); None when the forge is another
+    system, whose revisions the engine links to items itself (``work_item_id``)."""
 
-    def __init__(self, issues: IssueIndex, pulls: PullIndex, trust: Trust) -> None:
+    def __init__(self, issues: IssueIndex, pulls: PullIndex | None, trust: Trust) -> None:
         self._issues = issues
         self._pulls = pulls
         self._trust = trust
@@ -49,8 +51,10 @@ class GitHubWorkItemReader:
         # it ever did): listing them twice a cycle would cost a counted request twice whenever
         # anything was pushed (every pull request embeds the repository, whose pushed_at moves).
         # A link the revision poll finds reaches the engine with that poll's observation.
-        self._pulls.prime()
-        linked = self._pulls.linked_revisions()
+        linked: dict[str, RevisionId] = {}
+        if self._pulls is not None:
+            self._pulls.prime()
+            linked = self._pulls.linked_revisions()
         items, ignored = [], []
         for v in sorted(views, key=lambda v: v.number):
             admission = self._trust.admit(v)

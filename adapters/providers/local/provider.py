@@ -13,11 +13,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from adapters.providers import ProviderRoles
 from adapters.providers.git import DEFAULT_IDENTITY, GitRepo, detect_default_branch
 from adapters.providers.local.db import Database
 from adapters.providers.local.revisions import LocalRevisionReader, LocalRevisionWriter
 from adapters.providers.local.store import RevisionStore
 from adapters.providers.local.work_items import LocalWorkItemReader, LocalWorkItemWriter
+from domain.errors import ConfigError
 from domain.ports import ProviderInterfaces, SpecProviderReader
 
 # The pipeline (psutil, anyio) is imported where it is used: the tracker's reads (cpe status,
@@ -35,6 +37,11 @@ class LocalProvider:
     State lives in ``state_dir`` (the tracker database, pipeline logs). ``default_branch`` is
     detected when None (``detect_default_branch``). With a ``pipeline``, a background thread runs
     it on every new revision head until ``close()``; without one, pipelines report ``none``.
+
+    ``roles``: with the work items only (the tracker, revisions on another forge) no revision
+    store and no pipeline thread are made, the repository is not read, and the revision ports
+    are None. The revisions without the work items are refused: the local forge keeps the
+    revisions of the local tracker's items, in the same database.
     """
 
     def __init__(
@@ -46,14 +53,35 @@ class LocalProvider:
         *,
         identity: tuple[str, str] = DEFAULT_IDENTITY,
         baseline: bool = False,
+        roles: ProviderRoles = ProviderRoles(),
     ) -> None:
-        repo = GitRepo(Path(repo_root), identity)
-        branch = default_branch or detect_default_branch(repo)
-        repo.branch_head(branch)  # fail at start, not at the first revision
+        if roles.foreign_tracker:
+            raise ConfigError(
+                "the local forge keeps revisions of the local tracker's items only",
+                expected="work items on local too, or a github or gitlab forge",
+                key_path="provider.revisions.kind",
+            )
+        self.roles = roles
         state = Path(state_dir)
+        self.repo_root = Path(repo_root)
+        self.default_branch = default_branch or ""
+        self._db = Database(state / DATABASE_NAME)
+        self.work_item_reader = LocalWorkItemReader(self._db)
+        self.work_item_writer = LocalWorkItemWriter(self._db)
+        self.revision_reader: LocalRevisionReader | None = None
+        self.revision_writer: LocalRevisionWriter | None = None
+        self._runner: PipelineRunner | None = None
+        if not roles.revisions:
+            return
+        try:
+            repo = GitRepo(Path(repo_root), identity)
+            branch = default_branch or detect_default_branch(repo)
+            repo.branch_head(branch)  # fail at start, not at the first revision
+        except BaseException:
+            self._db.close()
+            raise
         self.repo_root = repo.root
         self.default_branch = branch
-        self._db = Database(state / DATABASE_NAME)
         self._store = RevisionStore(
             self._db,
             repo,
@@ -62,11 +90,8 @@ class LocalProvider:
             pipeline_name=pipeline.name if pipeline is not None else "pipeline",
             baseline_enabled=baseline and pipeline is not None,
         )
-        self.work_item_reader = LocalWorkItemReader(self._db)
-        self.work_item_writer = LocalWorkItemWriter(self._db)
         self.revision_reader = LocalRevisionReader(self._store)
         self.revision_writer = LocalRevisionWriter(self._store)
-        self._runner: PipelineRunner | None = None
         if pipeline is not None:
             from adapters.providers.local.pipeline_runner import PipelineRunner  # noqa: PLC0415
 
@@ -74,7 +99,11 @@ class LocalProvider:
             self._store.on_new_head = self._runner.notify
             self._runner.start()
 
-    def interfaces(self, spec_reader: SpecProviderReader) -> ProviderInterfaces:
+    def interfaces(self, spec_reader: SpecProviderReader) -> ProviderInterfaces | None:
+        """The five interfaces an engine takes; None for the tracker alone (its revisions are
+        another provider's)."""
+        if self.revision_reader is None or self.revision_writer is None:
+            return None
         return ProviderInterfaces(
             work_item_reader=self.work_item_reader,
             work_item_writer=self.work_item_writer,
@@ -120,4 +149,6 @@ def create_local_provider(
     Keep the provider to ``close()`` it at shutdown. ``baseline``: run the pipeline on the
     default branch's head too, for revisions' failures to be compared with."""
     provider = LocalProvider(repo_root, state_dir, default_branch, pipeline, baseline=baseline)
-    return provider, provider.interfaces(specs)
+    interfaces = provider.interfaces(specs)
+    assert interfaces is not None  # it serves both roles
+    return provider, interfaces

@@ -40,9 +40,15 @@ def _shared() -> list[str]:
     return sorted(p.stem for p in PROVIDERS.glob("*.py") if p.name != "__init__.py")
 
 
+def _is_module(name: str) -> bool:
+    """Whether ``adapters.providers.<name>`` is a module or package (not a name the package's
+    ``__init__`` defines, such as ``ProviderRoles``, which every provider may import)."""
+    return (PROVIDERS / name).is_dir() or (PROVIDERS / f"{name}.py").is_file()
+
+
 def _imports(source: str) -> list[str]:
     """Every module a source imports, at any depth; ``from adapters.providers import github``
-    gives ``adapters.providers.github``."""
+    gives ``adapters.providers.github`` (and ``import ProviderRoles`` from it, nothing more)."""
     names: list[str] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -50,7 +56,9 @@ def _imports(source: str) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.append(node.module)
             if node.module == "adapters.providers":
-                names += [f"{node.module}.{alias.name}" for alias in node.names]
+                names += [
+                    f"{node.module}.{alias.name}" for alias in node.names if _is_module(alias.name)
+                ]
     return names
 
 
@@ -108,6 +116,7 @@ def test_the_walk_sees_an_import_of_another_provider_at_any_depth() -> None:
         "    from adapters.providers.github.api import GitHubApi\n"
         "    import adapters.cli.settings\n"
         "    from adapters.providers import specs\n"
+        "    from adapters.providers import ProviderRoles\n"
     )
     assert violations("local", source) == [
         "adapters.providers.github.api",
@@ -116,6 +125,10 @@ def test_the_walk_sees_an_import_of_another_provider_at_any_depth() -> None:
     ]
     assert violations(None, "from adapters.providers.local.db import x\n") == [
         "adapters.providers.local.db"
+    ]
+    # What the package itself defines (what a provider serves) is every provider's to use.
+    assert violations("local", "from adapters.providers import ProviderRoles, github\n") == [
+        "adapters.providers.github"
     ]
 
 

@@ -1,0 +1,173 @@
+"""``cpe init --tracker T --forge F``: the ``[provider]`` part of the ``supervisor.toml`` it
+writes for the pair, the repository or project guessed from the clone's ``origin`` where it can
+be, and what is left for a person to set (the token variables and what each token needs, the
+repository or project that could not be guessed)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapters.cli.provider_settings import FORGES, ProviderKind, valid_pair
+
+PLACEHOLDER = {"github": "OWNER/NAME", "gitlab": "GROUP/NAME"}
+NAMES = {"local": "local", "github": "GitHub", "gitlab": "GitLab"}
+TOKEN_ENV = {"github": "GITHUB_TOKEN", "gitlab": "GITLAB_TOKEN"}
+# What a token needs, by system and by the roles it serves (docs/github.md, docs/configuration.md).
+NEEDS = {
+    ("github", "both"): "a classic token with the repo scope, or a fine-grained one with "
+    "Contents, Issues and Pull requests read and write, Commit statuses read",
+    ("github", "work_items"): "a classic token with the repo scope (public_repo for a public "
+    "repository), or a fine-grained one with Issues read and write",
+    ("github", "revisions"): "a classic token with the repo scope, or a fine-grained one with "
+    "Contents and Pull requests read and write, Commit statuses read",
+    ("gitlab", "both"): "a personal, project or group access token with the api scope, of a "
+    "member with at least the Developer role, and one the default branch's protection allows "
+    "to merge (Maintainer by default)",
+    ("gitlab", "work_items"): "a personal, project or group access token with the api scope, "
+    "of a member with at least the Reporter role",
+    ("gitlab", "revisions"): "a personal, project or group access token with the api scope, of "
+    "a member with at least the Developer role, and one the default branch's protection "
+    "allows to merge (Maintainer by default)",
+}
+_SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?P<path>[^/].*)$")  # git@host:group/name.git
+_URL = re.compile(r"^[a-z+]+://(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?/(?P<path>.+)$")
+
+
+def pair_problem(tracker: ProviderKind, forge: ProviderKind) -> str | None:
+    """Why ``--tracker``/``--forge`` is no valid pair, in one line (None: it is one)."""
+    if valid_pair(tracker, forge):
+        return None
+    return (
+        f"--forge {forge}: the local forge keeps revisions of the local tracker's items only; "
+        f"with work items on {tracker} choose {' or '.join(FORGES)} for --forge"
+    )
+
+
+def origin_of(root: Path) -> tuple[str, str] | None:
+    """The host and the path (``group/name``, no ``.git``) of the clone's ``origin``."""
+    found = subprocess.run(
+        ["git", "-C", str(root), "remote", "get-url", "origin"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    if found.returncode != 0:
+        return None
+    url = found.stdout.strip()
+    match = _URL.match(url) or _SCP.match(url)
+    if match is None:
+        return None
+    host = match.group(1) if match.re is _SCP else match.group("host")
+    path = match.group("path").rstrip("/").removesuffix(".git")
+    return host.lower(), path
+
+
+@dataclass
+class ProviderText:
+    """The ``[provider]`` text for a pair and what is left to set."""
+
+    text: str
+    pair: str = ""
+    left: list[str] = field(default_factory=list)
+    guessed: list[str] = field(default_factory=list)
+
+
+def provider_text(
+    tracker: ProviderKind, forge: ProviderKind, origin: tuple[str, str] | None
+) -> ProviderText:
+    """``[provider]`` for the pair: one ``kind`` when one system serves both, else the two role
+    sections; then each remote system's section. ``origin`` is where the code lives, the
+    forge: its repository or project is guessed from it (the tracker's too when it is the same
+    system); anything not guessed is a placeholder the file loads with, and ``left`` says so."""
+    out = ProviderText("", f"work items on {tracker} and revisions on {forge}")
+    lines = [
+        "[provider]",
+        f"# cpe init --tracker {tracker} --forge {forge}. Valid pairs: local with local; work",
+        "# items on local, github or gitlab with revisions on github or gitlab.",
+    ]
+    if tracker == forge:
+        lines.append(_commented(f'kind = "{tracker}"', "work items and revisions"))
+    else:
+        lines += [
+            "[provider.work_items]",
+            _commented(f'kind = "{tracker}"', "the tracker: local | github | gitlab"),
+            "[provider.revisions]",
+            _commented(f'kind = "{forge}"', "the forge: github | gitlab"),
+        ]
+    for kind in dict.fromkeys((tracker, forge)):
+        roles = "both" if tracker == forge else "work_items" if kind == tracker else "revisions"
+        if kind == "local":  # the local forge's pipeline (the tracker alone has no settings)
+            lines += ["", *_LOCAL] if forge == "local" else []
+        else:
+            lines += ["", *_remote(kind, roles, origin if kind == forge else None, out)]
+    out.text = "\n".join(lines) + "\n"
+    return out
+
+
+_LOCAL = [
+    "[provider.local]",
+    "# The local pipeline: run on each revision's head in a throwaway worktree. An empty list",
+    "# means no CI: a revision is reviewed as soon as it exists.",
+    'pipeline_command = ["python3", "-m", "pytest", "-q"]',
+    "pipeline_timeout = 900         # seconds",
+    "baseline = true                # run it on the default branch's head too",
+]
+
+
+def _remote(
+    kind: ProviderKind, roles: str, origin: tuple[str, str] | None, out: ProviderText
+) -> list[str]:
+    name, where = NAMES[kind], PLACEHOLDER[kind]
+    base_url = None
+    guessed = _guess(kind, origin)
+    if guessed is not None:
+        where, base_url = guessed
+    variable = TOKEN_ENV[kind]
+    key = "repository" if kind == "github" else "project"
+    lines = [f"[provider.{kind}]"]
+    note = "guessed from origin" if guessed is not None else "not guessed: set it"
+    lines.append(_commented(f'{key} = "{where}"', note))
+    if base_url is not None:
+        lines.append(_commented(f'base_url = "{base_url}"', "guessed from origin"))
+    lines.append(_commented(f'token_env = "{variable}"', "the NAME of the variable, not the token"))
+    if guessed is not None:
+        out.guessed.append(f'[provider.{kind}] {key} = "{where}"')
+    else:
+        out.left.append(
+            f"set [provider.{kind}] {key} in supervisor.toml (now {where}): the {name} {key} "
+            "was not guessed from origin"
+        )
+    out.left.append(f"export {variable}=...   {NEEDS[kind, roles]}")
+    return lines
+
+
+def _commented(line: str, comment: str) -> str:
+    """A line with its comment at the column the shipped file uses."""
+    return f"{line:<30} # {comment}"
+
+
+def _guess(kind: ProviderKind, origin: tuple[str, str] | None) -> tuple[str, str | None] | None:
+    """The repository or project, and the base URL when not the public instance's, that
+    ``origin`` names for ``kind``; None when it names another system's, or nothing usable."""
+    if origin is None:
+        return None
+    host, path = origin
+    if kind == "github":
+        if "gitlab" in host or not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", path):
+            return None
+        return path, None if host == "github.com" else f"https://{host}/api/v3/"
+    if host == "github.com" or not re.fullmatch(r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+", path):
+        return None
+    return path, None if host == "gitlab.com" else f"https://{host}"
+
+
+def with_provider(default: str, provider: str) -> str:
+    """The shipped ``supervisor.toml`` with its ``[provider]`` part (up to ``[specs]``)
+    replaced by ``provider``."""
+    start = default.index("\n[provider]\n") + 1
+    end = default.index("\n[specs]\n") + 1
+    return default[:start] + provider + "\n" + default[end:]

@@ -1,0 +1,182 @@
+"""The GitLab provider: its composition, lifecycle and the ``ProviderInterfaces`` it gives.
+
+One ``GitLabApi`` (one python-gitlab client over one session) is shared by the port objects of
+the roles it serves (``ProviderRoles``): the tracker (issues) and the forge (merge requests). A
+provider without the work items role makes no tracker object and writes nothing tracker-side at
+start (no status labels); without the revisions role, no forge object.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from adapters.providers import ProviderRoles
+from adapters.providers.gitlab.api import GitLabApi
+from adapters.providers.gitlab.issue_index import IssueIndex
+from adapters.providers.gitlab.labels import Labels, StatusLabels
+from adapters.providers.gitlab.settings import GitLabSettings
+from adapters.providers.gitlab.transport import GitLabAdapter, TransportStats
+from adapters.providers.gitlab.trust import Trust
+from adapters.providers.gitlab.work_items import (
+    Blockers,
+    GitLabWorkItemReader,
+    GitLabWorkItemWriter,
+    Linked,
+)
+from adapters.providers.pacing import WritePacer
+from domain.errors import ConfigError, ProviderError
+from domain.ports import (
+    ProviderInterfaces,
+    RevisionProviderReader,
+    RevisionProviderWriter,
+    SpecProviderReader,
+    WorkProviderReader,
+    WorkProviderWriter,
+)
+
+log = logging.getLogger(__name__)
+
+
+class GitLabProvider:
+    """Work items and/or revisions in one GitLab project. ``close()`` it at shutdown.
+
+    ``environ`` is where the token variable is read (default ``os.environ``); ``sleep`` and
+    ``clock`` are seams for tests. ``state_dir``: where the text of issues admitted by label is
+    kept; none, in memory only.
+    """
+
+    def __init__(
+        self,
+        settings: GitLabSettings,
+        *,
+        environ: Mapping[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        state_dir: Path | None = None,
+        roles: ProviderRoles | None = None,
+    ) -> None:
+        self.settings = settings
+        self.roles = roles if roles is not None else ProviderRoles()
+        self.state_dir = state_dir
+        self.adapter = GitLabAdapter(
+            read_attempts=settings.read_attempts,
+            max_retry_wait=settings.max_retry_wait,
+            backoff_initial=settings.backoff_initial,
+            cache_entries=settings.cache_entries,
+            sleep=sleep,
+            clock=clock,
+            pacer=WritePacer(
+                per_minute=settings.writes_per_minute,
+                per_hour=settings.writes_per_hour,
+                burst=settings.write_burst,
+                clock=clock,
+            ),
+        )
+        self.api = GitLabApi(settings, self.adapter, environ)
+        self.work_item_reader: WorkProviderReader | None = None
+        self.work_item_writer: WorkProviderWriter | None = None
+        self.revision_reader: RevisionProviderReader | None = None
+        self.revision_writer: RevisionProviderWriter | None = None
+        self.linked: Linked | None = None
+        """The open revisions by work item, when this provider serves both roles (its forge
+        sets it); otherwise the engine links an item to the revision that names it."""
+        try:
+            # The project's id is needed either way (links name it): read once, at start.
+            self.api.load()
+            self.default_branch = settings.default_branch or self.api.default_branch()
+            self.trust = Trust(self.api, settings, state_dir)
+            if self.roles.work_items:
+                self._build_tracker()
+        except BaseException:
+            self.api.close()
+            raise
+
+    def _build_tracker(self) -> None:
+        settings = self.settings
+        self.statuses = StatusLabels(settings)
+        self.labels = Labels(self.api, self.statuses, settings.admit_label)
+        self._check_labels()
+        self.blockers = Blockers(settings.blockers)
+        self.issues = IssueIndex(
+            self.api, settings.full_resync_cycles, links=lambda: self.blockers.links
+        )
+        self.work_item_reader = GitLabWorkItemReader(
+            self.issues, self.statuses, self.trust, lambda: self.linked() if self.linked else {}
+        )
+        self.work_item_writer = GitLabWorkItemWriter(
+            self.api,
+            self.issues,
+            labels=self.labels,
+            statuses=self.statuses,
+            trust=self.trust,
+            blockers=self.blockers,
+        )
+
+    def _check_labels(self) -> None:
+        """The status labels, made sure of at start: a token that may not create missing ones
+        stops cpe here (``ConfigError``). Any other failure (GitLab unreachable) is left to the
+        first status change, which checks again, and to the polls."""
+        try:
+            self.labels.ensure_status_labels()
+        except ConfigError:
+            raise
+        except ProviderError as exc:
+            log.warning("the status labels could not be checked at start: %s", exc)
+
+    @property
+    def stats(self) -> TransportStats:
+        """Requests made, answered 304 and retried so far, and the last rate-limit figures."""
+        return self.adapter.stats
+
+    def interfaces(self, spec_reader: SpecProviderReader) -> ProviderInterfaces | None:
+        """The five interfaces, when this provider serves both roles; else None (the
+        composition root assembles them from two providers' attributes)."""
+        if (
+            self.work_item_reader is None
+            or self.work_item_writer is None
+            or self.revision_reader is None
+            or self.revision_writer is None
+        ):
+            return None
+        return ProviderInterfaces(
+            work_item_reader=self.work_item_reader,
+            work_item_writer=self.work_item_writer,
+            revision_reader=self.revision_reader,
+            revision_writer=self.revision_writer,
+            spec_reader=spec_reader,
+        )
+
+    def close(self) -> None:
+        self.api.close()
+
+    def __enter__(self) -> GitLabProvider:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def create_gitlab_provider(
+    settings: GitLabSettings | Mapping[str, Any],
+    spec_reader: SpecProviderReader,
+    *,
+    environ: Mapping[str, str] | None = None,
+    state_dir: Path | None = None,
+    roles: ProviderRoles | None = None,
+) -> tuple[GitLabProvider, ProviderInterfaces | None]:
+    """The provider, and the five interfaces an engine takes when it serves both roles (else
+    None: the composition root takes its attributes). Keep the provider to ``close()`` it."""
+    if not isinstance(settings, GitLabSettings):
+        settings = GitLabSettings.model_validate(dict(settings))
+    provider = GitLabProvider(settings, environ=environ, state_dir=state_dir, roles=roles)
+    return provider, provider.interfaces(spec_reader)

@@ -1,0 +1,149 @@
+"""``cpe init --tracker T --forge F``: a ``supervisor.toml`` that loads and names the pair for
+every valid pair, the repository or project guessed from ``origin`` where it can be, what is
+left to set printed; an invalid pair refused in one line with nothing written; ``cpe init``
+without the flags as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters.cli.init import init
+from adapters.cli.settings import load_config
+from tests.adapters.cli.test_cli import cpe, one_line_error
+from tests.adapters.cli.test_commands import snapshot
+from tests.support.git import git, make_repo
+
+VALID = [
+    ("local", "local"),
+    ("local", "github"),
+    ("local", "gitlab"),
+    ("github", "github"),
+    ("github", "gitlab"),
+    ("gitlab", "github"),
+    ("gitlab", "gitlab"),
+]
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def repo_with_origin(tmp_path: Path, origin: str | None) -> Path:
+    repo = make_repo(tmp_path / "repo", {"README.md": "x\n"})
+    if origin is not None:
+        git(repo, "remote", "add", "origin", origin)
+    return repo
+
+
+@pytest.mark.parametrize(("tracker", "forge"), VALID)
+def test_every_valid_pair_writes_a_file_that_loads_and_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tracker: str, forge: str
+) -> None:
+    repo = repo_with_origin(tmp_path, None)
+    assert init(repo, tracker, forge) == 0  # type: ignore[arg-type]
+    config = load_config(repo / "supervisor.toml")
+    assert (config.provider.work_items_kind, config.provider.revisions_kind) == (tracker, forge)
+    out = capsys.readouterr().out
+    for kind in {tracker, forge} - {"local"}:
+        variable = {"github": "GITHUB_TOKEN", "gitlab": "GITLAB_TOKEN"}[kind]
+        assert f"export {variable}=..." in out
+        assert f"set [provider.{kind}]" in out  # no origin: nothing guessed
+    if {tracker, forge} == {"local"}:
+        assert "left to set" not in out
+    assert (repo / ".claude" / "agents" / "implementor.md").exists()
+
+
+def test_the_local_pair_writes_the_shipped_provider_section(tmp_path: Path) -> None:
+    repo = repo_with_origin(tmp_path, None)
+    assert init(repo, "local", "local") == 0
+    written = load_config(repo / "supervisor.toml")
+    assert written.provider.kind == "local"  # said, where the shipped file leaves it out
+    unsaid = written.provider.model_copy(update={"kind": None})
+    assert written.model_copy(update={"provider": unsaid}) == load_config(ROOT / "supervisor.toml")
+
+
+@pytest.mark.parametrize(
+    ("origin", "pair", "expected"),
+    [
+        (
+            "git@github.com:acme/widgets.git",
+            ("local", "github"),
+            {"github": ("acme/widgets", None)},
+        ),
+        (
+            "https://gitlab.com/acme/sub/widgets.git",
+            ("gitlab", "gitlab"),
+            {"gitlab": ("acme/sub/widgets", "https://gitlab.com")},
+        ),
+        (
+            "ssh://git@gitlab.example.com:2222/acme/widgets.git",
+            ("local", "gitlab"),
+            {"gitlab": ("acme/widgets", "https://gitlab.example.com")},
+        ),
+        (
+            "https://github.example.com/acme/widgets",
+            ("local", "github"),
+            {"github": ("acme/widgets", "https://github.example.com/api/v3/")},
+        ),
+    ],
+)
+def test_the_forges_repository_or_project_is_guessed_from_origin(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    origin: str,
+    pair: tuple[str, str],
+    expected: dict[str, tuple[str, str | None]],
+) -> None:
+    tracker, forge = pair
+    repo = repo_with_origin(tmp_path, origin)
+    assert init(repo, tracker, forge) == 0  # type: ignore[arg-type]
+    provider = load_config(repo / "supervisor.toml").provider
+    for kind, (where, base_url) in expected.items():
+        assert provider.where(kind) == where  # type: ignore[arg-type]
+        section = getattr(provider, kind)
+        if kind == "gitlab" or base_url is not None:
+            assert section.base_url == base_url
+    out = capsys.readouterr().out
+    assert f"guessed from origin: [provider.{forge}]" in out
+    assert f"set [provider.{forge}]" not in out
+
+
+def test_a_tracker_on_another_system_than_origin_is_not_guessed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = repo_with_origin(tmp_path, "git@github.com:acme/widgets.git")
+    assert init(repo, "gitlab", "github") == 0
+    provider = load_config(repo / "supervisor.toml").provider
+    assert provider.where("github") == "acme/widgets"
+    assert provider.where("gitlab") == "GROUP/NAME"
+    out = capsys.readouterr().out
+    assert "set [provider.gitlab] project in supervisor.toml (now GROUP/NAME)" in out
+    assert "open an issue in GROUP/NAME" in out  # cpe work add is for a local tracker
+
+
+def test_a_forge_alone_keeps_the_work_items_local(tmp_path: Path) -> None:
+    repo = repo_with_origin(tmp_path, None)
+    assert init(repo, None, "gitlab") == 0
+    provider = load_config(repo / "supervisor.toml").provider
+    assert (provider.work_items_kind, provider.revisions_kind) == ("local", "gitlab")
+
+
+@pytest.mark.parametrize("tracker", ["github", "gitlab"])
+def test_an_invalid_pair_is_refused_in_one_line_and_writes_nothing(
+    tmp_path: Path, tracker: str
+) -> None:
+    repo = repo_with_origin(tmp_path, None)
+    before = snapshot(repo)
+    line = one_line_error(cpe("init", "--tracker", tracker, "--forge", "local", cwd=repo), 2)
+    assert line == (
+        "cpe: init: --forge local: the local forge keeps revisions of the local tracker's items "
+        f"only; with work items on {tracker} choose github or gitlab for --forge"
+    )
+    assert snapshot(repo) == before
+
+
+def test_an_existing_supervisor_toml_is_kept_and_the_warning_says_so(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": "[provider.local]\n"})
+    result = cpe("init", "--tracker", "local", "--forge", "github", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert (repo / "supervisor.toml").read_text() == "[provider.local]\n"
+    assert "supervisor.toml exists and is kept as it is" in result.stderr

@@ -1,0 +1,84 @@
+"""``cpe status`` and ``cpe work`` with the work items and the revisions kept apart: they name
+both systems, read the work items from the tracker (the local one, whatever the forge) and the
+revisions from the forge's last view in the journal; no token is needed to look."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from domain.events import RevisionChanged, WorkItemChanged
+from domain.models import Revision, RevisionId, WorkItem, WorkItemId
+from tests.adapters.cli.test_cli import cpe, one_line_error
+from tests.adapters.cli.test_status import journal, line_with, sections
+from tests.support.git import make_repo
+
+T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+GITHUB = '[provider.github]\nrepository = "acme/widgets"\n'
+GITLAB = '[provider.gitlab]\nproject = "acme/tools"\nbase_url = "https://gitlab.example.com"\n'
+LOCAL_AND_GITHUB = (
+    '[provider.work_items]\nkind = "local"\n[provider.revisions]\nkind = "github"\n'
+    "[provider.local]\npipeline_command = []\n" + GITHUB
+)
+GITLAB_AND_GITHUB = (
+    '[provider.work_items]\nkind = "gitlab"\n[provider.revisions]\nkind = "github"\n'
+    + GITHUB
+    + GITLAB
+)
+
+
+def test_on_a_local_tracker_with_a_github_forge_work_add_list_and_status_use_the_tracker(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": LOCAL_AND_GITHUB})
+    added = cpe("work", "add", "Add a greeting", "--body", "greet(name)", cwd=repo)
+    assert (added.returncode, added.stdout) == (0, "created work item #1\n"), added.stderr
+    # The forge's last view, as the engine journals it: a pull request for item 1.
+    revision = Revision(
+        id=RevisionId("12"),
+        title="Add a greeting",
+        work_item_id=WorkItemId("1"),
+        branch="cpe/1-add-a-greeting",
+        head_sha="a" * 40,
+    )
+    journal(repo / ".cpe", [RevisionChanged(revision=revision, at=T0)])
+
+    shown = cpe("status", cwd=repo)  # no token in the environment
+    assert shown.returncode == 0, shown.stderr
+    assert "work items: local · revisions: github acme/widgets" in shown.stdout.splitlines()
+    found = sections(shown.stdout)
+    assert line_with(found["work items"], "Add a greeting").split()[:2] == ["#1", "pending"]
+    assert "(GitHub acme/widgets: as the engine last saw it)" in found
+    assert line_with(found["revisions"], "work item #1").split()[:2] == ["12", "open"]
+
+    listed = cpe("work", "list", cwd=repo)
+    assert listed.returncode == 0, listed.stderr
+    assert line_with(listed.stdout.splitlines(), "Add a greeting").startswith("#1 ")
+    body = cpe("work", "show", "1", cwd=repo)
+    assert body.returncode == 0, body.stderr
+    assert "greet(name)" in body.stdout.splitlines()[body.stdout.splitlines().index("body") + 1]
+
+
+def test_on_a_gitlab_tracker_work_add_says_where_to_open_an_issue(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": GITLAB_AND_GITHUB})
+    line = one_line_error(cpe("work", "add", "Add a greeting", cwd=repo))
+    assert "work add: provider.work_items.kind is 'gitlab'; expected 'local'" in line
+    assert "open an issue in acme/tools instead" in line
+
+
+def test_on_a_gitlab_tracker_status_and_show_give_the_engines_view_and_the_issue_page(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": GITLAB_AND_GITHUB})
+    item = WorkItem(id=WorkItemId("7"), title="From a GitLab issue", status="pending")
+    journal(repo / ".cpe", [WorkItemChanged(work_item=item, at=T0)])
+    shown = cpe("status", cwd=repo)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "work items: gitlab acme/tools · revisions: github acme/widgets" in lines
+    found = sections(shown.stdout)
+    assert "(GitLab acme/tools: as the engine last saw it)" in found
+    assert line_with(found["work items"], "From a GitLab").startswith("#7")
+    body = cpe("work", "show", "7", cwd=repo)
+    assert body.returncode == 0, body.stderr
+    assert "(on GitLab: https://gitlab.example.com/acme/tools/-/issues/7)" in body.stdout

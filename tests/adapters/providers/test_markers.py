@@ -1,0 +1,46 @@
+"""The neutral text markers every Markdown forge writes: how a revision names its work item when
+the tracker is the forge's own, and when it is another system."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.providers import ProviderRoles, markers
+
+
+def test_a_revision_of_the_forges_own_tracker_closes_its_issue() -> None:
+    body = markers.pull_body("Adds a flag.", "12", "impl:12:1")
+    assert "Closes #12" in body
+    assert markers.linked_item(body, "someone/else", "cpe/") == "12"
+    assert markers.pull_user_body(body) == "Adds a flag.\n\nCloses #12"
+
+
+def test_a_revision_of_another_systems_item_names_it_without_closing_anything_here() -> None:
+    body = markers.pull_body("Adds a flag.", "ENG-12", "impl:ENG-12:1", closing=False)
+    assert "Closes" not in body
+    assert "#" not in body.replace("<!--", "")
+    assert markers.marked_work_item(body) == "ENG-12"
+    assert markers.linked_item(body, "elsewhere", "cpe/", closing=False) == "ENG-12"
+    assert markers.pull_user_body(body) == "Adds a flag."
+    assert markers.strip_markers(body).count("ENG-12") == 1  # the visible line stays
+
+
+def test_a_closing_reference_written_by_someone_names_no_item_of_another_tracker() -> None:
+    # "Fixes #3" on a GitHub pull request names GitHub's issue 3, not the tracker's item 3.
+    assert markers.linked_item("Fixes #3", "feature/x", "cpe/", closing=False) is None
+    assert markers.linked_item("Fixes #3", "feature/x", "cpe/") == "3"
+
+
+def test_the_branch_name_gives_a_numeric_id_or_an_upper_case_key() -> None:
+    assert markers.linked_item(None, "cpe/7-add-flag", "cpe/", closing=False) == "7"
+    assert markers.linked_item(None, "cpe/ENG-12-add-flag", "cpe/", closing=False) == "ENG-12"
+    assert markers.linked_item(None, "cpe/add-12", "cpe/", closing=False) is None
+    assert markers.linked_item(None, "main", "cpe/", closing=False) is None
+
+
+def test_provider_roles_say_what_a_provider_serves() -> None:
+    assert ProviderRoles().both
+    assert ProviderRoles(work_items=False).foreign_tracker
+    assert not ProviderRoles(revisions=False).foreign_tracker
+    with pytest.raises(ValueError, match="work items, revisions or both"):
+        ProviderRoles(work_items=False, revisions=False)
