@@ -208,7 +208,7 @@ class GitLabWorkItemWriter:
     def _link(self, issue: IssueView, blockers: list[str]) -> None:
         """Link ``issue`` as blocked by each of ``blockers`` it is not linked to yet (read
         afresh: a link made before a crash is there)."""
-        current = self._issues.get(issue.iid)
+        current = self._issues.get(issue.iid, links=True)
         for blocker in blockers:
             if blocker in current.link_blockers:
                 continue
