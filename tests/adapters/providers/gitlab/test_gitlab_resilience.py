@@ -192,3 +192,19 @@ def test_an_issue_found_again_by_its_key_gets_the_labels_it_lacked(
     fake_gitlab.clear_requests()
     writer.create_work_item("Second", "b", ("feature",), idempotency_key=key)
     assert [r.method for r in fake_gitlab.requests if r.method != "GET"] == []
+
+
+def test_nothing_is_sent_to_a_host_other_than_the_instance(
+    fake_gitlab: FakeGitLab, provider: GitLabProvider
+) -> None:
+    """python-gitlab puts the token on the request itself, which a redirect would carry to
+    another host: the session refuses every URL outside ``base_url`` before connecting."""
+    elsewhere = fake_gitlab.base_url.replace("127.0.0.1", "localhost") + "/api/v4/user"
+    before = len(fake_gitlab.requests)
+    with (
+        pytest.raises(ProviderError, match="cpe sends nothing to localhost") as raised,
+        provider.api.translated("read elsewhere"),
+    ):
+        provider.api.gl.http_get(elsewhere)
+    assert not raised.value.transient
+    assert len(fake_gitlab.requests) == before  # the fake, on the same port, saw nothing
