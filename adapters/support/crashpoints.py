@@ -53,6 +53,20 @@ _POINTS: dict[str, str] = {
     "local.pipeline.after_start": "the local pipeline's test command is running",
     "github.item.after_issue": "an issue is made; its labels and native blockers are not",
     "github.revision.after_branch": "a revision's branch is on GitHub; no pull request opened",
+    "gitlab.label.after_create": "a status label is made on GitLab; the others are not",
+    "gitlab.issue.after_create": "an issue is made on GitLab; its labels and blocking links are "
+    "not",
+    "gitlab.issue.after_link": "one blocking link of a new issue is made; the others are not",
+    "gitlab.issue.after_update": "an issue's description or labels are written; not acknowledged",
+    "gitlab.issue.after_transition": "an issue's status label (and state) are written; not "
+    "acknowledged",
+    "gitlab.revision.after_commit": "a revision's commit is on its GitLab branch; no merge "
+    "request opened",
+    "gitlab.revision.after_mr": "a revision's merge request is open on GitLab; not yet answered",
+    "gitlab.review.after_discussions": "a review's diff discussions are on GitLab; its summary "
+    "note (with the verdict and the approval) is not",
+    "gitlab.update.after_rebase": "GitLab is rebasing a queued merge request; cpe has not seen "
+    "it finish",
 }
 for _write in WRITES:
     _POINTS[f"write.{_write}.before"] = f"{_write}: its intent is committed, nothing written"

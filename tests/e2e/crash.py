@@ -57,7 +57,7 @@ def cases() -> list[Crash]:
         *(
             Crash(point)
             for point in POINTS
-            if not point.startswith("github.") and point not in QUEUE_POINTS
+            if not point.startswith(("github.", "gitlab.")) and point not in QUEUE_POINTS
         ),
         Crash("journal.after_append", 2),  # the first is the engine's own start; this a poll's
         Crash("session.before_terminal", 2),
@@ -79,6 +79,12 @@ def github_cases() -> list[Crash]:
         *(Crash(p) for p in POINTS if p.startswith(("write.", "github."))),
         Crash("github.item.after_issue", 2),
     ]
+
+
+def gitlab_cases() -> list[Crash]:
+    """On GitLab: the points around every provider write, and GitLab's own inside them (the
+    GitLab loop, tests/e2e/test_gitlab_loop.py, runs them)."""
+    return [Crash(p) for p in POINTS if p.startswith(("write.", "gitlab."))]
 
 
 def queue_cases() -> list[Crash]:

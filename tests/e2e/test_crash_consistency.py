@@ -15,7 +15,16 @@ from pathlib import Path
 import pytest
 
 from adapters.support.crashpoints import POINTS, WRITES
-from tests.e2e.crash import Crash, Loop, QueueLoop, cases, github_cases, queue_cases, selected
+from tests.e2e.crash import (
+    Crash,
+    Loop,
+    QueueLoop,
+    cases,
+    github_cases,
+    gitlab_cases,
+    queue_cases,
+    selected,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,5 +138,7 @@ def test_every_crashpoint_in_the_code_is_registered_and_every_registered_one_is_
     assert set(POINTS) == placed | writes, (
         f"registered, never placed: {set(POINTS) - placed - writes}"
     )
-    # GitHub's own points are the GitHub loop's cases (tests/e2e/test_github_loop.py)
-    assert {case.point for case in [*cases(), *github_cases(), *queue_cases()]} == set(POINTS)
+    # GitHub's own points are the GitHub loop's cases (tests/e2e/test_github_loop.py), GitLab's
+    # the GitLab loop's (tests/e2e/test_gitlab_loop.py)
+    every = [*cases(), *github_cases(), *gitlab_cases(), *queue_cases()]
+    assert {case.point for case in every} == set(POINTS)

@@ -28,7 +28,7 @@ from tests.e2e.github_loop import (
 )
 from tests.fakes.github import FakeGitHub
 from tests.fakes.github.app import FakeApp, rsa_key_pair
-from tests.fakes.github.records import Fault
+from tests.fakes.http import Fault
 from tests.support.git import isolate_git
 
 # A loop waits up to 300 s for both items (about 45 s on an idle machine, several times that on

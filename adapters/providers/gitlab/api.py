@@ -241,6 +241,11 @@ class GitLabApi:
     def get_issue(self, iid: int) -> Json:
         return dict(self.get(f"get issue #{iid}", f"/issues/{iid}"))
 
+    def get_issue_of(self, project: str, iid: int) -> Json:
+        """An issue of any project the token can read (a blocker in another project)."""
+        where = f"//projects/{quote(project, safe='')}/issues/{iid}"
+        return dict(self.get(f"get issue {project}#{iid}", where))
+
     def create_issue(self, title: str, description: str, labels: Sequence[str]) -> Json:
         data = {"title": title, "description": description, "labels": ",".join(labels)}
         return dict(self.post("create issue", "/issues", data))
@@ -256,9 +261,12 @@ class GitLabApi:
     def issue_links(self, iid: int) -> list[Json]:
         return self.all_pages(f"list the links of #{iid}", f"/issues/{iid}/links")
 
-    def link_issue(self, iid: int, target_iid: int, link_type: str) -> Json:
+    def link_issue(
+        self, iid: int, target_iid: int, link_type: str, *, project: str | None = None
+    ) -> Json:
+        """Link issue ``iid`` to ``target_iid`` (of ``project``, a path; None: this one)."""
         data = {
-            "target_project_id": self.pid,
+            "target_project_id": self.pid if project is None else project,
             "target_issue_iid": str(target_iid),
             "link_type": link_type,
         }

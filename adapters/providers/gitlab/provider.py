@@ -17,9 +17,19 @@ from typing import Any
 
 from adapters.providers import ProviderRoles
 from adapters.providers.gitlab.api import GitLabApi
+from adapters.providers.gitlab.issue_index import IssueIndex
+from adapters.providers.gitlab.labels import Labels, StatusLabels
 from adapters.providers.gitlab.settings import GitLabSettings
 from adapters.providers.gitlab.transport import GitLabAdapter, TransportStats
+from adapters.providers.gitlab.trust import Trust
+from adapters.providers.gitlab.work_items import (
+    Blockers,
+    GitLabWorkItemReader,
+    GitLabWorkItemWriter,
+    Linked,
+)
 from adapters.providers.pacing import WritePacer
+from domain.errors import ConfigError, ProviderError
 from domain.ports import (
     ProviderInterfaces,
     RevisionProviderReader,
@@ -72,11 +82,51 @@ class GitLabProvider:
         self.work_item_writer: WorkProviderWriter | None = None
         self.revision_reader: RevisionProviderReader | None = None
         self.revision_writer: RevisionProviderWriter | None = None
+        self.linked: Linked | None = None
+        """The open revisions by work item, when this provider serves both roles (its forge
+        sets it); otherwise the engine links an item to the revision that names it."""
         try:
+            # The project's id is needed either way (links name it): read once, at start.
+            self.api.load()
             self.default_branch = settings.default_branch or self.api.default_branch()
+            self.trust = Trust(self.api, settings, state_dir)
+            if self.roles.work_items:
+                self._build_tracker()
         except BaseException:
             self.api.close()
             raise
+
+    def _build_tracker(self) -> None:
+        settings = self.settings
+        self.statuses = StatusLabels(settings)
+        self.labels = Labels(self.api, self.statuses, settings.admit_label)
+        self._check_labels()
+        self.blockers = Blockers(settings.blockers)
+        self.issues = IssueIndex(
+            self.api, settings.full_resync_cycles, links=lambda: self.blockers.links
+        )
+        self.work_item_reader = GitLabWorkItemReader(
+            self.issues, self.statuses, self.trust, lambda: self.linked() if self.linked else {}
+        )
+        self.work_item_writer = GitLabWorkItemWriter(
+            self.api,
+            self.issues,
+            labels=self.labels,
+            statuses=self.statuses,
+            trust=self.trust,
+            blockers=self.blockers,
+        )
+
+    def _check_labels(self) -> None:
+        """The status labels, made sure of at start: a token that may not create missing ones
+        stops cpe here (``ConfigError``). Any other failure (GitLab unreachable) is left to the
+        first status change, which checks again, and to the polls."""
+        try:
+            self.labels.ensure_status_labels()
+        except ConfigError:
+            raise
+        except ProviderError as exc:
+            log.warning("the status labels could not be checked at start: %s", exc)
 
     @property
     def stats(self) -> TransportStats:

@@ -2,7 +2,8 @@
 
 from tests.fakes.github.app import FakeApp, ManualClock, TokenGrant, rsa_key_pair
 from tests.fakes.github.fake import FakeGitHub
-from tests.fakes.github.records import Fault, RecordedRequest, Stall
+from tests.fakes.github.records import RecordedRequest
+from tests.fakes.http import Fault, Stall
 
 __all__ = [
     "FakeApp",

@@ -24,9 +24,11 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.fakes.clock import EPOCH_START, iso
 from tests.fakes.github import payloads
-from tests.fakes.github.records import EPOCH_START, Access, iso
-from tests.fakes.github.server import Call, HttpError, Reply, Router
+from tests.fakes.github.records import Access
+from tests.fakes.github.server import Call
+from tests.fakes.http import HttpError, Reply, Router
 
 if TYPE_CHECKING:
     from tests.fakes.github.fake import FakeGitHub

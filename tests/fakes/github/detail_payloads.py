@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import base64
 
-from tests.fakes.github.gitdata import CommitInfo, FileChange, TreeEntry
+from tests.fakes.clock import iso
+from tests.fakes.gitdata import CommitInfo, FileChange, TreeEntry
 from tests.fakes.github.payloads import Json, Urls, link, node_id, repository, user
 from tests.fakes.github.records import (
     CheckRunRecord,
     ReviewCommentRecord,
     ReviewRecord,
     StatusRecord,
-    iso,
 )
 
 

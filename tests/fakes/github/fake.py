@@ -14,8 +14,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 
+from tests.fakes.clock import EPOCH_START
+from tests.fakes.gitdata import BareRepo, FileChange
 from tests.fakes.github import app as app_routes
 from tests.fakes.github import (
     routes_git,
@@ -25,25 +26,21 @@ from tests.fakes.github import (
     routes_pulls,
 )
 from tests.fakes.github.app import FakeApp
-from tests.fakes.github.gitdata import BareRepo, FileChange
 from tests.fakes.github.payloads import Urls
 from tests.fakes.github.people import RANK, People, role
 from tests.fakes.github.records import (
-    EPOCH_START,
     Access,
     CheckRunRecord,
     EventRecord,
-    Fault,
     IssueRecord,
     Protection,
     PullRecord,
-    RecordedRequest,
     ReviewCommentRecord,
     ReviewRecord,
-    Stall,
     StatusRecord,
 )
-from tests.fakes.github.server import SECONDARY_LIMIT_MESSAGE, HttpCore, HttpError, Router, serve
+from tests.fakes.github.server import SECONDARY_LIMIT_MESSAGE, GitHubCore
+from tests.fakes.http import Fault, HttpError, Router, ServedFake
 
 CLOSING = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
 TEAMMATE = "someone"  # the default author of the helpers' issues and pull requests
@@ -55,7 +52,7 @@ REVIEW_EVENTS = {
 }
 
 
-class FakeGitHub:
+class FakeGitHub(ServedFake):
     """Start with ``with FakeGitHub(tmp_path / "gh") as gh:``; ``gh.base_url`` is the API root.
 
     ``tokens`` maps each accepted token to its user's login, or to its ``Access`` (a
@@ -118,29 +115,10 @@ class FakeGitHub:
                 self.people.collaborators[access.login] = access.role
         if app is not None:
             self.people.seen(app.bot_login)
-        self.http = HttpCore(router, accesses, self.lock, now)
-        self.http.app = app
-        self._server, self._thread = serve(self.http)
-        port = self._server.server_address[1]
-        self.base_url = f"http://127.0.0.1:{port}"
-        self.http.base_url = self.base_url
+        core = GitHubCore(router, accesses, self.lock, now)
+        core.app = app
+        self.base_url = self.start(core)
         self.urls = Urls(self.base_url, owner, repo)
-
-    # ------------------------------------------------------------------ lifecycle
-
-    def close(self) -> None:
-        self.http.released.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
-
-    def __enter__(self) -> FakeGitHub:
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ used by the routes
 
@@ -252,19 +230,6 @@ class FakeGitHub:
 
     # ------------------------------------------------------------------ test helpers
 
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        return self.http.requests
-
-    @property
-    def keep_responses(self) -> bool:
-        """Keep each response's body in ``requests`` (for checking payloads; off by default)."""
-        return self.http.keep_responses
-
-    @keep_responses.setter
-    def keep_responses(self, keep: bool) -> None:
-        self.http.keep_responses = keep
-
     def protect(
         self,
         branch: str | None = None,
@@ -308,20 +273,6 @@ class FakeGitHub:
             record.state, record.state_reason = "closed", "completed"
             record.closed_at = record.updated_at = self.tick()
 
-    def clear_requests(self) -> None:
-        with self.lock:
-            self.http.requests.clear()
-
-    def fail(self, fault: Fault) -> Fault:
-        with self.lock:
-            self.http.faults.append(fault)
-        return fault
-
-    def stall(self, stall: Stall) -> Stall:
-        with self.lock:
-            self.http.stalls.append(stall)
-        return stall
-
     def exhaust_rate_limit(self, reset: int) -> None:
         """No requests left until ``reset`` (epoch seconds): every request is refused with a
         403 and ``X-RateLimit-Remaining: 0`` until ``restore_rate_limit``."""
@@ -338,18 +289,13 @@ class FakeGitHub:
     def seed(self, files: Mapping[str, str | bytes], message: str = "initial") -> str:
         """The first commit of the default branch."""
         with self.lock:
-            tree = self._tree_with(None, files)
-            sha = self.git.commit(tree, [], message + "\n")
-            self.git.set_ref(f"refs/heads/{self.default_branch}", sha)
-            return sha
+            return self.git.commit_files(self.default_branch, files, message)
 
     def commit_to_default(self, files: Mapping[str, str | bytes | None], message: str) -> str:
         """Someone else pushes a commit to the default branch."""
         with self.lock:
-            head = self.default_head()
-            tree = self._tree_with(self.git.line("rev-parse", f"{head}^{{tree}}"), files)
-            sha = self.git.commit(tree, [head], message + "\n")
-            self.git.set_ref(f"refs/heads/{self.default_branch}", sha, head)
+            self.default_head()
+            sha = self.git.commit_files(self.default_branch, files, message)
             self.ref_moved(self.default_branch, sha)
             return sha
 
@@ -390,7 +336,7 @@ class FakeGitHub:
         until it merges, a ``CONTRIBUTOR`` then (unless a member or a collaborator)."""
         with self.lock:
             head = self.default_head()
-            tree = self._tree_with(self.git.line("rev-parse", f"{head}^{{tree}}"), files)
+            tree = self.git.tree_with(self.git.line("rev-parse", f"{head}^{{tree}}"), files)
             sha = self.git.commit(tree, [head], title + "\n")
             self.git.set_ref(f"refs/heads/{branch}", sha)
             number, stamp = self.next_number(), self.tick()
@@ -404,11 +350,8 @@ class FakeGitHub:
     def push(self, branch: str, files: Mapping[str, str | bytes | None], message: str) -> str:
         """Someone else pushes a commit on top of ``branch``."""
         with self.lock:
-            head = self.git.resolve(f"refs/heads/{branch}")
-            assert head is not None, f"no branch {branch}"
-            tree = self._tree_with(self.git.line("rev-parse", f"{head}^{{tree}}"), files)
-            sha = self.git.commit(tree, [head], message + "\n")
-            self.git.set_ref(f"refs/heads/{branch}", sha, head)
+            assert self.git.resolve(f"refs/heads/{branch}") is not None, f"no branch {branch}"
+            sha = self.git.commit_files(branch, files, message)
             self.ref_moved(branch, sha)
             return sha
 
@@ -591,13 +534,3 @@ class FakeGitHub:
                 StatusRecord(self.next_id(), sha, context, state, f"{context} {state}", url,
                              stamp, stamp)
             )  # fmt: skip
-
-    def _tree_with(self, base: str | None, files: Mapping[str, str | bytes | None]) -> str:
-        entries: list[dict[str, object]] = []
-        for path, content in files.items():
-            if content is None:
-                entries.append({"path": path, "sha": None})
-                continue
-            data = content.encode() if isinstance(content, str) else content
-            entries.append({"path": path, "mode": "100644", "sha": self.git.write_blob(data)})
-        return self.git.build_tree(base, entries)

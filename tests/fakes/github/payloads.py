@@ -15,13 +15,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.github.records import (
-    EPOCH_START,
-    EventRecord,
-    IssueRecord,
-    PullRecord,
-    iso,
-)
+from tests.fakes.clock import EPOCH_START, iso
+from tests.fakes.github.records import EventRecord, IssueRecord, PullRecord
 
 Json = dict[str, Any]
 

@@ -4,21 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Literal
 
-EPOCH_START = 1_767_225_600  # 2026-01-01T00:00:00Z: the fake's clock starts here
-
-
-def iso(stamp: int | None) -> str | None:
-    if stamp is None:
-        return None
-    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_iso(text: str) -> int:
-    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+from tests.fakes import http
 
 
 def database_id(number: int) -> int:
@@ -148,23 +137,13 @@ class StatusRecord:
 
 
 @dataclass(frozen=True)
-class RecordedRequest:
-    """One request as the fake saw it. ``counted``: it cost rate limit (a 304 does not).
-    ``authorization``: the header as sent (the fake's tokens are test values). ``route``: the
-    GitHub operation that answered it (``pulls/get``), None when no route matched. ``response``:
-    the body served, kept only when ``FakeGitHub.keep_responses`` is set."""
+class RecordedRequest(http.RecordedRequest):
+    """One request as the fake GitHub saw it (``tests/fakes/http.RecordedRequest``), with the
+    ``X-GitHub-Api-Version`` it named and its ``Authorization`` header as sent (the fake's tokens
+    are test values). ``counted`` is False for a 304: it costs no rate limit on GitHub."""
 
-    method: str
-    path: str
-    query: str
-    status: int
-    counted: bool
-    connection: tuple[str, int]
-    if_none_match: bool
     api_version: str | None = None
     authorization: str = ""
-    route: str | None = None
-    response: bytes | None = None
 
 
 TokenKind = Literal["classic", "fine-grained", "app"]
@@ -236,35 +215,3 @@ class Access:
         if self.kind == "app":
             return "Resource not accessible by integration"
         return "Must have push access to repository"
-
-
-@dataclass
-class Fault:
-    """An injected failure for requests matching ``method`` and the ``path`` regex (searched).
-
-    ``apply_first`` runs the real handler before failing, as a GitHub that did the write but
-    lost the response would ("apply then fail with 502"). ``times`` requests fail, then it is
-    spent. ``retry_after`` adds a ``Retry-After`` header (secondary rate limits, 429).
-    """
-
-    method: str
-    path: str
-    status: int
-    times: int = 1
-    apply_first: bool = False
-    retry_after: int | None = None
-    message: str = "Server Error"
-    hits: int = 0
-
-
-@dataclass
-class Stall:
-    """A slow GitHub for requests matching ``method`` and the ``path`` regex (searched): the
-    response is held for ``seconds`` (or until the fake closes), then served as usual. ``times``
-    requests are held, then it is spent."""
-
-    method: str
-    path: str
-    seconds: float = 60.0
-    times: int = 1
-    hits: int = 0

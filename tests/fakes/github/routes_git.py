@@ -6,9 +6,10 @@ import base64
 import binascii
 from typing import TYPE_CHECKING
 
+from tests.fakes.gitdata import GitError
 from tests.fakes.github import detail_payloads
-from tests.fakes.github.gitdata import GitError
-from tests.fakes.github.server import Call, Handler, HttpError, Reply, Router
+from tests.fakes.github.server import Call
+from tests.fakes.http import Handler, HttpError, Reply, Router
 
 if TYPE_CHECKING:
     from tests.fakes.github.fake import FakeGitHub

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tests.fakes.clock import parse_iso
 from tests.fakes.github import payloads
 from tests.fakes.github.payloads import LABEL_COLOR, Urls
-from tests.fakes.github.records import IssueRecord, parse_iso
-from tests.fakes.github.server import Call, HttpError, Reply, Router
+from tests.fakes.github.records import IssueRecord
+from tests.fakes.github.server import Call
+from tests.fakes.http import HttpError, Reply, Router
 
 if TYPE_CHECKING:
     from tests.fakes.github.fake import FakeGitHub

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from tests.fakes.github import detail_payloads
 from tests.fakes.github.records import PUSHING_ROLES, PullRecord
-from tests.fakes.github.server import Call, HttpError, Reply, Router
+from tests.fakes.github.server import Call
+from tests.fakes.http import HttpError, Reply, Router
 
 if TYPE_CHECKING:
     from tests.fakes.github.fake import FakeGitHub

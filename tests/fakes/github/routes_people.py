@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tests.fakes.clock import EPOCH_START, iso
 from tests.fakes.github import payloads
 from tests.fakes.github.people import flags
-from tests.fakes.github.records import EPOCH_START, PUSHING_ROLES, iso
-from tests.fakes.github.server import Call, HttpError, Reply, Router
+from tests.fakes.github.records import PUSHING_ROLES
+from tests.fakes.github.server import Call
+from tests.fakes.http import HttpError, Reply, Router
 
 if TYPE_CHECKING:
     from tests.fakes.github.fake import FakeGitHub

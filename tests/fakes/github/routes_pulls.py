@@ -7,14 +7,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tests.fakes.github import detail_payloads, payloads
-from tests.fakes.github.records import (
-    IssueRecord,
-    PullRecord,
-    ReviewCommentRecord,
-    ReviewRecord,
-)
+from tests.fakes.github.records import IssueRecord, PullRecord, ReviewCommentRecord, ReviewRecord
 from tests.fakes.github.routes_merge import mergeability
-from tests.fakes.github.server import Call, HttpError, Reply, Router
+from tests.fakes.github.server import Call
+from tests.fakes.http import HttpError, Reply, Router
 
 if TYPE_CHECKING:
     from tests.fakes.github.fake import FakeGitHub

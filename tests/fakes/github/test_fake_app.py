@@ -17,8 +17,8 @@ import pytest
 from githubkit_schemas.v2026_03_10 import models
 from pydantic import TypeAdapter
 
+from tests.fakes.clock import iso
 from tests.fakes.github import FakeApp, FakeGitHub, ManualClock, rsa_key_pair
-from tests.fakes.github.records import iso
 from tests.support.github import running_github
 
 APP_ID = 31337

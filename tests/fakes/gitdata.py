@@ -1,9 +1,10 @@
-"""The fake GitHub's repository: a real bare git repository driven with plain ``git``.
+"""A vendor fake's repository: a real bare git repository driven with plain ``git``.
 
-Git Data endpoints (blobs, trees, commits, refs), pull request files and merges are answered
-from it, so object ids, trees and merge results are exactly what git (and GitHub) would make.
-Every call runs with the machine's git config shut out, so a developer's ``autocrlf`` or hooks
-cannot change what the fake stores.
+The fakes answer their repository endpoints (GitHub's Git Data, GitLab's repository and commits
+APIs), pull and merge request diffs and merges from it, so object ids, trees and merge results
+are exactly what git (and the vendor) would make. Every call runs with the machine's git config
+shut out, so a developer's ``autocrlf`` or hooks cannot change what the fake stores; commits the
+fake makes itself are by its ``identity``.
 """
 
 from __future__ import annotations
@@ -15,14 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-_ISOLATED = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "Fake GitHub",
-    "GIT_AUTHOR_EMAIL": "noreply@github.invalid",
-    "GIT_COMMITTER_NAME": "Fake GitHub",
-    "GIT_COMMITTER_EMAIL": "noreply@github.invalid",
-}
+_ISOLATED = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+GITHUB = ("Fake GitHub", "noreply@github.invalid")  # the fake GitHub's commits' identity
 
 
 class GitError(Exception):
@@ -57,16 +52,34 @@ class FileChange:
     additions: int
     deletions: int
     sha: str | None
+    old_mode: str = "100644"  # "000000" for an added file
+    new_mode: str = "100644"  # "000000" for a removed file
 
 
 class BareRepo:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, identity: tuple[str, str] = GITHUB) -> None:
         self.path = path
+        self.identity = identity  # (name, email) of the commits the fake makes itself
+        name, email = identity
+        self._env = {
+            **_ISOLATED,
+            "GIT_AUTHOR_NAME": name,
+            "GIT_AUTHOR_EMAIL": email,
+            "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email,
+        }
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment the fake's git commands run in (isolated config, its identity)."""
+        return {**os.environ, **self._env}
 
     @classmethod
-    def create(cls, path: Path, branch: str = "main") -> BareRepo:
+    def create(
+        cls, path: Path, branch: str = "main", identity: tuple[str, str] = GITHUB
+    ) -> BareRepo:
         path.mkdir(parents=True)
-        repo = cls(path)
+        repo = cls(path, identity)
         repo.git("init", "--quiet", "--bare", f"--initial-branch={branch}")
         return repo
 
@@ -77,7 +90,7 @@ class BareRepo:
             ["git", *args],
             cwd=self.path,
             input=stdin,
-            env={**os.environ, **_ISOLATED, **(env or {})},
+            env={**os.environ, **self._env, **(env or {})},
             capture_output=True,
             check=False,
             timeout=60,
@@ -118,9 +131,9 @@ class BareRepo:
         return entries
 
     def build_tree(self, base_tree: str | None, entries: Sequence[Mapping[str, object]]) -> str:
-        """GitHub's create-tree: ``base_tree`` with entries set (``sha`` or ``content``) or
-        removed (``sha: null``), built in a temporary index."""
-        with tempfile.TemporaryDirectory(prefix="fake-gh-index-") as tmp:
+        """``base_tree`` with entries set (``sha`` or ``content``) or removed (``sha: None``),
+        built in a temporary index (GitHub's create-tree; GitLab's commit actions)."""
+        with tempfile.TemporaryDirectory(prefix="fake-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             if base_tree:
                 self.git("read-tree", base_tree, env=env)
@@ -153,14 +166,38 @@ class BareRepo:
     ) -> str:
         env: dict[str, str] = {}
         if author:
-            env["GIT_AUTHOR_NAME"] = author.get("name", "Fake GitHub")
-            env["GIT_AUTHOR_EMAIL"] = author.get("email", "noreply@github.invalid")
+            env["GIT_AUTHOR_NAME"] = author.get("name", self.identity[0])
+            env["GIT_AUTHOR_EMAIL"] = author.get("email", self.identity[1])
             if author.get("date"):
                 env["GIT_AUTHOR_DATE"] = author["date"]
         args = ["commit-tree", tree]
         for parent in parents:
             args += ["-p", parent]
         return self.git(*args, stdin=message.encode(), env=env).decode().strip()
+
+    def tree_with(self, base: str | None, files: Mapping[str, str | bytes | None]) -> str:
+        """``base`` (a tree, or None for an empty one) with ``files`` written (``None``
+        deletes one)."""
+        entries: list[dict[str, object]] = []
+        for path, content in files.items():
+            if content is None:
+                entries.append({"path": path, "sha": None})
+                continue
+            data = content.encode() if isinstance(content, str) else content
+            entries.append({"path": path, "mode": "100644", "sha": self.write_blob(data)})
+        return self.build_tree(base, entries)
+
+    def commit_files(
+        self, branch: str, files: Mapping[str, str | bytes | None], message: str
+    ) -> str:
+        """A commit of ``files`` on top of ``branch`` (its first commit if it has none), which
+        ``branch`` then points at; returns its sha."""
+        ref = f"refs/heads/{branch}"
+        head = self.resolve(ref)
+        base = self.line("rev-parse", f"{head}^{{tree}}") if head else None
+        sha = self.commit(self.tree_with(base, files), [head] if head else [], message + "\n")
+        self.set_ref(ref, sha, head)
+        return sha
 
     def commit_info(self, sha: str) -> CommitInfo:
         raw = self.git("cat-file", "commit", sha).decode("utf-8", "surrogateescape")
@@ -211,7 +248,7 @@ class BareRepo:
         result = subprocess.run(
             ["git", "merge-tree", "--write-tree", "--name-only", "-z", ours, theirs],
             cwd=self.path,
-            env={**os.environ, **_ISOLATED},
+            env={**os.environ, **self._env},
             capture_output=True,
             check=False,
             timeout=60,
@@ -260,6 +297,8 @@ class BareRepo:
                     additions=adds,
                     deletions=dels,
                     sha=None if kind == "removed" else new_sha,
+                    old_mode=meta[0],
+                    new_mode=meta[1],
                 )
             )
         return changes
