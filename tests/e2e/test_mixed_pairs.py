@@ -1,19 +1,19 @@
 """The whole loop with the work items and the revisions kept by two systems: a real ``cpe run``
-with ``[provider.work_items] kind = "local"`` and ``[provider.revisions] kind = "github"``
-against the fake GitHub (``tests/e2e/github_loop.py``'s harness: the demo's sample as the
-repository's content, the scripted model playing the demo's book, a fake CI on every pull
-request's head).
+with ``[provider.work_items]`` on the local tracker or the fake GitLab and ``[provider.revisions]``
+on the fake GitHub (``tests/e2e/github_loop.py``'s harness: the demo's sample as the repository's
+content, the scripted model playing the demo's book, a fake CI on every pull request's head).
 
-The planner's items are made in the local tracker; the implementors' revisions are pull requests
-on GitHub that name their local item (a marker and a visible line, never "Closes #N": GitHub's
-issue #1 is not the tracker's item 1); they are reviewed (one round of changes), merged, and the
-local items are done. GitHub's issues are none of cpe's business here: none is created, closed
-or labelled, and no status label is made."""
+The planner's items are made in the tracker (local items, or GitLab issues); the implementors'
+revisions are pull requests on GitHub that name their item (a marker and a visible line, never
+"Closes #N": GitHub's issue #1 is not the tracker's item 1); they are reviewed (one round of
+changes), merged, and the items are done (a GitLab issue closed by cpe). GitHub's issues are none
+of cpe's business here: none is created, closed or labelled, and no status label is made; GitLab
+is asked about no merge request."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -24,9 +24,10 @@ from adapters.providers import ProviderRoles
 from adapters.providers.local.provider import DATABASE_NAME, LocalProvider
 from adapters.providers.markers import work_item_reference
 from domain.events import StatusTransitioned
-from domain.models import WorkItem
-from tests.e2e.github_loop import TOKEN, GitHubLoop, seed_with_the_sample
+from domain.models import WorkItem, WorkItemId
+from tests.e2e.github_loop import TOKEN, TOKEN_ENV, GitHubLoop, seed_with_the_sample
 from tests.fakes.github import FakeGitHub
+from tests.fakes.gitlab import FakeGitLab
 from tests.support.git import git, isolate_git
 
 pytestmark = pytest.mark.timeout(900)
@@ -34,26 +35,30 @@ pytestmark = pytest.mark.timeout(900)
 TRACKER = ProviderRoles(work_items=True, revisions=False)
 ONE_SYSTEM = '[provider]\nkind = "github"\n'
 APART = '[provider.work_items]\nkind = "local"\n[provider.revisions]\nkind = "github"\n'
+GITLAB_TOKEN_ENV = "CPE_E2E_GITLAB_TOKEN"
+GITLAB_TOKEN = "e2e-gitlab-token"
 # Someone's GitHub issues, numbered as the tracker's items will be: cpe must leave them alone.
 BYSTANDERS = ("A question about the README", "A feature request")
 
 
-class LocalAndGitHubLoop(GitHubLoop):
-    """``GitHubLoop`` with the work items in the local tracker: done when both local items are
-    done and both pull requests merged."""
+class TrackerAndGitHubLoop(GitHubLoop):
+    """``GitHubLoop`` with the work items in another tracker (``items``, ``tracker``: its
+    ``[provider.work_items]`` and settings): done when both items are done and both pull
+    requests merged."""
 
-    def __init__(self, base: Path, github: FakeGitHub) -> None:
-        super().__init__(base, github)
+    tracker = "local"
+    tracker_section = ""
+
+    def __init__(self, base: Path, github: FakeGitHub, env: Mapping[str, str]) -> None:
+        super().__init__(base, github, env={TOKEN_ENV: TOKEN, **env})
         toml = self.repo / "supervisor.toml"
         text = toml.read_text()
         assert ONE_SYSTEM in text
-        toml.write_text(text.replace(ONE_SYSTEM, APART))
+        apart = APART.replace('kind = "local"', f'kind = "{self.tracker}"')
+        toml.write_text(text.replace(ONE_SYSTEM, apart) + self.tracker_section)
 
     def items(self) -> list[WorkItem]:
-        if not (self.repo / ".cpe" / DATABASE_NAME).exists():
-            return []  # cpe has not made its state yet: nothing to read, nothing to create
-        with LocalProvider(self.repo, self.repo / ".cpe", roles=TRACKER) as tracker:
-            return list(tracker.work_item_reader.list_work_items())
+        raise NotImplementedError
 
     def done(self) -> bool:
         self.meanwhile()
@@ -72,14 +77,13 @@ class LocalAndGitHubLoop(GitHubLoop):
         with self.github.lock:
             pulls = list(self.github.pulls.values())
         prs = ", ".join(f"#{p.number} {'merged' if p.merged else 'open'}" for p in pulls)
-        return f"local items: {items or 'none'}; pull requests: {prs or 'none'}"
+        return f"{self.tracker} items: {items or 'none'}; pull requests: {prs or 'none'}"
 
     def check_invariants(self) -> None:
         github = self.github
         items = {i.title: i for i in self.items()}
         assert sorted(items) == sorted([ITEM_ONE_TITLE, ITEM_TWO_TITLE]), self.state()
         first, second = items[ITEM_ONE_TITLE], items[ITEM_TWO_TITLE]
-        assert (first.id, second.id) == ("1", "2")
         assert second.blocked_by == (first.id,)
         assert all(i.status == "done" for i in items.values()), self.state()
         with github.lock:
@@ -100,20 +104,18 @@ class LocalAndGitHubLoop(GitHubLoop):
             if r.method != "GET" and ("/issues" in r.path or "/labels" in r.path)
         ]
         assert touched == []
-        # One pull request per local item, named by it, merged once by cpe.
-        assert sorted(pulls) == [
-            "cpe/1-greet-a-person-by-name",
-            "cpe/2-greet-several-people-at-once",
-        ], self.state()
-        for branch, item in (
-            ("cpe/1-greet-a-person-by-name", first),
-            ("cpe/2-greet-several-people-at-once", second),
-        ):
+        # One pull request per item, named by it, merged once by cpe.
+        branches = {
+            f"cpe/{first.id}-greet-a-person-by-name": first,
+            f"cpe/{second.id}-greet-several-people-at-once": second,
+        }
+        assert sorted(pulls) == sorted(branches), self.state()
+        for branch, item in branches.items():
             assert work_item_reference(item.id) in bodies[branch]
             assert "closes" not in bodies[branch].lower()
             assert pulls[branch].merged
             assert pulls[branch].merged_by == self.login
-        numbers = [pulls[b].number for b in sorted(pulls)]
+        numbers = [pulls[b].number for b in branches]
         verdicts = {
             n: [r.body.split("**Verdict: ")[1].split("**")[0] for r in reviews if r.pull == n]
             for n in numbers
@@ -132,11 +134,67 @@ class LocalAndGitHubLoop(GitHubLoop):
         finally:
             journal.close()
         assert pending == [], f"intents left pending: {[i.key for i in pending]}"
-        assert sorted(done) == ["1", "2"], f"done transitions: {done}"
+        assert sorted(done) == sorted([first.id, second.id]), f"done transitions: {done}"
         listed = git(self.repo, "worktree", "list", "--porcelain").splitlines()
         trees = [line for line in listed if line.startswith("worktree ")]
         assert trees == [f"worktree {self.repo}"], f"worktrees left: {trees}"
         self._check_no_process_left()
+
+
+class LocalAndGitHubLoop(TrackerAndGitHubLoop):
+    """The work items in the local tracker (read from its database, the tracker alone)."""
+
+    def items(self) -> list[WorkItem]:
+        if not (self.repo / ".cpe" / DATABASE_NAME).exists():
+            return []  # cpe has not made its state yet: nothing to read, nothing to create
+        with LocalProvider(self.repo, self.repo / ".cpe", roles=TRACKER) as tracker:
+            return list(tracker.work_item_reader.list_work_items())
+
+    def check_invariants(self) -> None:
+        super().check_invariants()
+        assert sorted(i.id for i in self.items()) == ["1", "2"]
+
+
+class GitLabAndGitHubLoop(TrackerAndGitHubLoop):
+    """The work items as issues of the fake GitLab (read from its records: an issue is done
+    when closed)."""
+
+    tracker = "gitlab"
+
+    def __init__(self, base: Path, github: FakeGitHub, gitlab: FakeGitLab) -> None:
+        self.gitlab = gitlab
+        self.tracker_section = (
+            "[provider.gitlab]\n"
+            f'project = "{gitlab.project_path}"\n'
+            f'base_url = "{gitlab.base_url}"\n'
+            f'token_env = "{GITLAB_TOKEN_ENV}"\n'
+            "writes_per_minute = 6000\nwrites_per_hour = 42000\nwrite_burst = 100\n"
+        )
+        super().__init__(base, github, {GITLAB_TOKEN_ENV: GITLAB_TOKEN})
+
+    def items(self) -> list[WorkItem]:
+        with self.gitlab.lock:
+            issues = [i for i in self.gitlab.issues.values() if i.author == "cpe-bot"]
+            return [
+                WorkItem(
+                    id=WorkItemId(str(i.iid)),
+                    title=i.title,
+                    status="done" if i.state == "closed" else "pending",
+                    blocked_by=tuple(
+                        WorkItemId(b) for b in re.findall(r"Blocked by #(\d+)", i.description or "")
+                    ),
+                )
+                for i in issues
+            ]
+
+    def check_invariants(self) -> None:
+        super().check_invariants()
+        with self.gitlab.lock:
+            # GitLab keeps no revision: nothing asked of its merge requests.
+            asked = [r.path for r in self.gitlab.core.requests if "merge_requests" in r.path]
+            closed_by = {i.iid: i.closed_by for i in self.gitlab.issues.values()}
+        assert asked == []
+        assert set(closed_by.values()) == {"cpe-bot"}
 
 
 @pytest.fixture
@@ -149,16 +207,21 @@ def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitH
         yield fake
 
 
-@contextlib.contextmanager
-def mixed_loop(tmp_path: Path, github: FakeGitHub) -> Iterator[LocalAndGitHubLoop]:
-    loop = LocalAndGitHubLoop(tmp_path, github)
+def test_local_work_items_land_as_github_pull_requests(tmp_path: Path, github: FakeGitHub) -> None:
+    loop = LocalAndGitHubLoop(tmp_path, github, {})
     try:
-        yield loop
+        loop.finish()
+        loop.check_invariants()
     finally:
         loop.close()
 
 
-def test_local_work_items_land_as_github_pull_requests(tmp_path: Path, github: FakeGitHub) -> None:
-    with mixed_loop(tmp_path, github) as loop:
-        loop.finish()
-        loop.check_invariants()
+def test_gitlab_issues_land_as_github_pull_requests(tmp_path: Path, github: FakeGitHub) -> None:
+    with FakeGitLab(tmp_path / "gitlab", tokens={GITLAB_TOKEN: "cpe-bot"}) as gitlab:
+        gitlab.seed({"README.md": "the tracker's project\n"})
+        loop = GitLabAndGitHubLoop(tmp_path, github, gitlab)
+        try:
+            loop.finish()
+            loop.check_invariants()
+        finally:
+            loop.close()
