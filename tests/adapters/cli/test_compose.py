@@ -240,5 +240,19 @@ def test_gitlab_issues_and_github_pull_requests_each_serve_their_role(
         # Both systems' requests are counted.
         assert app.meter.wire is not None
         assert app.meter.wire().requests == len(fake_github.requests) + len(gitlab.core.requests)
+
+        # A reload reaches the tracker's trust too: a bot's issue becomes work.
+        bots = gitlab.open_issue("From a bot", "Do it.", author="helper-bot")
+        provider.work_item_reader.list_work_items()
+        ignored = provider.work_item_reader.ignored_work_items()
+        assert [i.id for i in ignored] == [str(bots)]
+        trusted = config.replace(
+            f'token_env = "{GITLAB_TOKEN_ENV}"\n',
+            f'token_env = "{GITLAB_TOKEN_ENV}"\ntrusted_bots = ["helper-bot"]\n',
+        )
+        (repo / "supervisor.toml").write_text(trusted)
+        app.reload()
+        listed_ids = [i.id for i in provider.work_item_reader.list_work_items()]
+        assert listed_ids == [item, str(bots)]
         app.close()
         apps.remove(app)
