@@ -208,8 +208,8 @@ class IssueIndex:
     # ------------------------------------------------------------------ syncing
 
     def _full(self) -> None:
-        known_closed = {n: v for n, v in self._issues.items() if v.closed}
-        self._issues = dict(known_closed)
+        known_open = {n for n, v in self._issues.items() if not v.closed}
+        self._issues = {n: v for n, v in self._issues.items() if v.closed}
         self._full_sync = True
         try:
             page: int | None = 1
@@ -220,6 +220,13 @@ class IssueIndex:
                 page = listed.next_page
         finally:
             self._full_sync = False
+        # An issue open when last seen and not listed open now was closed meanwhile (it is
+        # done), or deleted or moved (it is gone): asked one by one, so neither is missed.
+        for iid in sorted(known_open - set(self._issues)):
+            try:
+                self.note(self._api.get_issue(iid), links=False)
+            except NotFoundError:
+                continue
         stamps = [v.updated_at for v in self._issues.values()]
         self._since = max(stamps) if stamps else EPOCH
         self._etags.clear()

@@ -17,6 +17,7 @@ from typing import Any
 
 from adapters.providers import ProviderRoles
 from adapters.providers.gitlab.api import GitLabApi
+from adapters.providers.gitlab.forge import build_forge
 from adapters.providers.gitlab.issue_index import IssueIndex
 from adapters.providers.gitlab.labels import Labels, StatusLabels
 from adapters.providers.gitlab.settings import GitLabSettings
@@ -92,6 +93,19 @@ class GitLabProvider:
             self.trust = Trust(self.api, settings, state_dir)
             if self.roles.work_items:
                 self._build_tracker()
+            if self.roles.revisions:
+                forge = build_forge(
+                    self.api,
+                    settings,
+                    self.default_branch,
+                    self.trust,
+                    closing=self.roles.both,
+                    sleep=sleep,
+                    clock=clock,
+                )
+                self.revision_reader, self.revision_writer = forge.reader, forge.writer
+                if self.roles.both:
+                    self.linked = forge.merge_requests.linked_revisions
         except BaseException:
             self.api.close()
             raise
