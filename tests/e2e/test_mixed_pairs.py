@@ -13,19 +13,32 @@ is asked about no merge request."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 from actors.journal import Journal
+from adapters.cli.demo import FEATURES
 from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE
+from adapters.demo.sample import PIPELINE_COMMAND, create_sample_repo
 from adapters.providers import ProviderRoles
 from adapters.providers.local.provider import DATABASE_NAME, LocalProvider
 from adapters.providers.markers import work_item_reference
 from domain.events import StatusTransitioned
 from domain.models import WorkItem, WorkItemId
-from tests.e2e.github_loop import TOKEN, TOKEN_ENV, GitHubLoop, seed_with_the_sample
+from tests.e2e.crash import Loop
+from tests.e2e.github_loop import (
+    TOKEN,
+    TOKEN_ENV,
+    GitHubLoop,
+    seed_with_the_sample,
+    tracked_files,
+)
 from tests.fakes.github import FakeGitHub
 from tests.fakes.gitlab import FakeGitLab
 from tests.support.git import git, isolate_git
@@ -220,6 +233,199 @@ def test_gitlab_issues_land_as_github_pull_requests(tmp_path: Path, github: Fake
     with FakeGitLab(tmp_path / "gitlab", tokens={GITLAB_TOKEN: "cpe-bot"}) as gitlab:
         gitlab.seed({"README.md": "the tracker's project\n"})
         loop = GitLabAndGitHubLoop(tmp_path, github, gitlab)
+        try:
+            loop.finish()
+            loop.check_invariants()
+        finally:
+            loop.close()
+
+
+# ------------------------------------------------------------------ local items, GitLab MRs
+
+GITLAB_CONFIG = """
+[engine]
+shutdown_timeout = 30
+[provider.work_items]
+kind = "local"
+[provider.revisions]
+kind = "gitlab"
+[provider.gitlab]
+project = "{project}"
+base_url = "{base_url}"
+token_env = "{token_env}"
+request_timeout = 30
+writes_per_minute = 6000
+writes_per_hour = 42000
+write_burst = 100
+[workflow]
+auto_merge = true
+retry_backoff_initial = 0.2
+retry_backoff_max = 1
+[pollers]
+work_items_interval = 0.5
+revisions_interval = 0.5
+specs_interval = 0.5
+[runtime]
+max_agent_duration = 120
+[dashboard]
+listen = "127.0.0.1:0"
+"""
+
+
+class GitLabCI:
+    """Plays GitLab CI reporting a commit status: each open merge request's head gets one,
+    the sample's tests run on a checkout of exactly that commit."""
+
+    def __init__(self, gitlab: FakeGitLab) -> None:
+        self.gitlab = gitlab
+        self.checked: dict[str, str] = {}  # head sha -> state
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fake-gitlab-ci", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            with self.gitlab.lock:
+                heads = [
+                    (mr.head_sha, mr.source_branch)
+                    for mr in self.gitlab.merge_requests.values()
+                    if mr.state == "opened"
+                ]
+            for sha, branch in heads:
+                if sha not in self.checked:
+                    self.checked[sha] = self._test(sha)
+                    self.gitlab.report_status(sha, "unittest", self.checked[sha], ref=branch)
+
+    def _test(self, sha: str) -> str:
+        with tempfile.TemporaryDirectory(prefix="fake-gitlab-ci-") as scratch:
+            archive = subprocess.run(
+                ["git", "-C", str(self.gitlab.git.path), "archive", sha],
+                capture_output=True,
+                check=True,
+                timeout=60,
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", scratch], input=archive, check=True, timeout=60)
+            done = subprocess.run(
+                [sys.executable, *PIPELINE_COMMAND[1:]],
+                cwd=scratch,
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
+        return "success" if done.returncode == 0 else "failed"
+
+
+class LocalAndGitLabLoop(Loop):
+    """The crash suite's loop with the local tracker and the fake GitLab as the forge: done when
+    both local items are done and both merge requests merged."""
+
+    finish_timeout = 300.0
+
+    def __init__(self, base: Path, gitlab: FakeGitLab) -> None:
+        repo = base / "repo"
+        git(base, "clone", "--quiet", str(gitlab.git.path), str(repo))
+        (repo / "supervisor.toml").write_text(
+            GITLAB_CONFIG.format(
+                project=gitlab.project_path, base_url=gitlab.base_url, token_env=GITLAB_TOKEN_ENV
+            )
+        )
+        super().__init__(base, repo, {GITLAB_TOKEN_ENV: GITLAB_TOKEN})
+        self.gitlab = gitlab
+        self.ci = GitLabCI(gitlab)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.ci.close()
+
+    def items(self) -> list[WorkItem]:
+        if not (self.repo / ".cpe" / DATABASE_NAME).exists():
+            return []
+        with LocalProvider(self.repo, self.repo / ".cpe", roles=TRACKER) as tracker:
+            return list(tracker.work_item_reader.list_work_items())
+
+    def done(self) -> bool:
+        items = self.items()
+        with self.gitlab.lock:
+            mrs = list(self.gitlab.merge_requests.values())
+        return (
+            len(items) == 2
+            and all(i.status == "done" for i in items)
+            and len(mrs) == 2
+            and all(mr.state == "merged" for mr in mrs)
+        )
+
+    def state(self) -> str:
+        items = ", ".join(f"#{i.id} {i.status}" for i in self.items())
+        with self.gitlab.lock:
+            mrs = ", ".join(f"!{m.iid} {m.state}" for m in self.gitlab.merge_requests.values())
+        return f"local items: {items or 'none'}; merge requests: {mrs or 'none'}"
+
+    def check_invariants(self) -> None:
+        gitlab = self.gitlab
+        items = {i.title: i for i in self.items()}
+        assert sorted(items) == sorted([ITEM_ONE_TITLE, ITEM_TWO_TITLE]), self.state()
+        first, second = items[ITEM_ONE_TITLE], items[ITEM_TWO_TITLE]
+        assert (first.id, second.id) == ("1", "2")
+        assert second.blocked_by == (first.id,)
+        with gitlab.lock:
+            issues = [(i.title, i.state, list(i.labels)) for i in gitlab.issues.values()]
+            labels = set(gitlab.labels)
+            mrs = {mr.source_branch: mr for mr in gitlab.merge_requests.values()}
+            written = [
+                f"{r.method} {r.path}"
+                for r in gitlab.core.requests
+                if r.method != "GET" and ("/issues" in r.path or "/labels" in r.path)
+            ]
+        # GitLab's issues untouched: the bystanders as they were, no label made.
+        assert issues == [(title, "opened", []) for title in BYSTANDERS]
+        assert labels == set()
+        assert written == []
+        branches = {
+            "cpe/1-greet-a-person-by-name": first,
+            "cpe/2-greet-several-people-at-once": second,
+        }
+        assert sorted(mrs) == sorted(branches), self.state()
+        for branch, item in branches.items():
+            description = mrs[branch].description or ""
+            assert work_item_reference(item.id) in description
+            assert "closes" not in description.lower()
+            assert mrs[branch].state == "merged"
+            assert mrs[branch].merged_by == "cpe-bot"
+        assert set(self.ci.checked.values()) == {"success"}
+        checkout = self.base / "final"
+        git(self.base, "clone", "--quiet", str(gitlab.git.path), str(checkout))
+        final = subprocess.run(
+            [sys.executable, *PIPELINE_COMMAND[1:]], cwd=checkout, capture_output=True, check=False
+        )
+        assert final.returncode == 0, final.stderr
+        for path, needles in FEATURES.items():
+            text = (checkout / path).read_text()
+            assert all(needle in text for needle in needles), path
+        journal = Journal(self.repo / ".cpe" / "journal.sqlite3")
+        try:
+            pending = journal.intents("pending")
+        finally:
+            journal.close()
+        assert pending == [], f"intents left pending: {[i.key for i in pending]}"
+        self._check_no_process_left()
+
+
+def test_local_work_items_land_as_gitlab_merge_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolate_git(monkeypatch)
+    with FakeGitLab(tmp_path / "gitlab", tokens={GITLAB_TOKEN: "cpe-bot"}) as gitlab:
+        sample = create_sample_repo(tmp_path / "sample")
+        gitlab.seed(tracked_files(sample), "the sample")
+        for title in BYSTANDERS:  # issues #1 and #2, opened by a teammate
+            gitlab.open_issue(title)
+        loop = LocalAndGitLabLoop(tmp_path, gitlab)
         try:
             loop.finish()
             loop.check_invariants()
