@@ -256,3 +256,47 @@ def test_gitlab_issues_and_github_pull_requests_each_serve_their_role(
         assert listed_ids == [item, str(bots)]
         app.close()
         apps.remove(app)
+
+
+def test_github_issues_and_gitlab_merge_requests_each_serve_their_role(
+    tmp_path: Path, fake_github: FakeGitHub, apps: list[App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    monkeypatch.setenv(GITLAB_TOKEN_ENV, GITLAB_TOKEN)
+    with running_gitlab(tmp_path, monkeypatch, tokens={GITLAB_TOKEN: "cpe-bot"}) as gitlab:
+        config = (
+            mixed_config(fake_github)
+            .replace('kind = "local"', 'kind = "github"')
+            .replace(
+                '[provider.revisions]\nkind = "github"', '[provider.revisions]\nkind = "gitlab"'
+            )
+            + "[provider.gitlab]\n"
+            f'project = "{gitlab.project_path}"\n'
+            f'base_url = "{gitlab.base_url}"\n'
+            f'token_env = "{GITLAB_TOKEN_ENV}"\n'
+        )
+        repo = tmp_path / "repo"
+        git(tmp_path, "clone", "--quiet", str(gitlab.git.path), str(repo))
+        (repo / "supervisor.toml").write_text(config)
+        app = build_app(None, repo)
+        apps.append(app)
+        provider = app.engine.provider
+        assert type(inner(provider.work_item_writer)).__name__ == "GitHubWorkItemWriter"
+        assert inner(provider.revision_writer).__module__.startswith("adapters.providers.gitlab")
+
+        item = provider.work_item_writer.create_work_item("Answer", "Make it 42.")
+        assert [n for n, i in fake_github.issues.items() if not i.is_pull] == [int(item)]
+        patch = make_patch(gitlab.git.path, tmp_path / "patch", EDITS["modified"])
+        revision = provider.revision_writer.create_from_patch(
+            item, f"cpe/{item}-answer", "Answer", "", patch
+        )
+        [mr] = gitlab.merge_requests.values()
+        assert work_item_reference(item) in (mr.description or "")
+        assert "closes" not in (mr.description or "").lower()
+        assert gitlab.labels == {}
+        assert gitlab.issues == {}
+        [listed] = provider.revision_reader.list_revisions()
+        assert (listed.id, listed.work_item_id) == (revision.id, item)
+        # The tracker reads no pull request of its own repository (the engine links the item).
+        provider.work_item_reader.list_work_items()
+        assert [r.path for r in fake_github.requests if "/pulls" in r.path] == []
