@@ -4,7 +4,8 @@ it directly (its records, its bare repository, its request log); helpers play th
 other people and of CI.
 
 Who is who (``people.py``): ``acme`` owns the project (Owner), ``someone`` (the author helpers
-use by default: a teammate) is a Developer, each token's user a member with its
+use by default: a teammate) is a Developer, ``ci-bot`` (the CI the helpers play) a Developer
+project bot, each token's user a member with its
 ``Token.access_level`` (a bare username: Maintainer); anyone else is a stranger, who can still
 read the public project, open issues and comment. A helper that acts as someone does only what
 GitLab lets that person do, and refuses the rest with a ValueError.
@@ -16,26 +17,36 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from tests.fakes.gitlab import routes_issues, routes_project
+from tests.fakes.gitlab import (
+    routes_ci,
+    routes_issues,
+    routes_merge,
+    routes_mrs,
+    routes_project,
+    routes_repo,
+)
+from tests.fakes.gitlab.forge import Forge
 from tests.fakes.gitlab.payloads import Site
 from tests.fakes.gitlab.people import level
-from tests.fakes.gitlab.project import Project
 from tests.fakes.gitlab.records import (
     DEVELOPER,
     GUEST,
     OWNER,
     REPORTER,
     IssueRecord,
+    MergeRequestRecord,
     Tier,
     Token,
 )
 from tests.fakes.gitlab.server import GitLabCore
+from tests.fakes.http import HttpError
 
 TEAMMATE = "someone"  # the default author of the helpers' issues and merge requests
+CI = "ci-bot"  # who reports commit statuses unless told otherwise (a project bot, Developer)
 OWNER_NAME = "acme"
 
 
-class FakeGitLab(Project):
+class FakeGitLab(Forge):
     """Start with ``with FakeGitLab(tmp_path / "gl") as gl:``; ``gl.base_url`` is the instance
     root (the API under ``/api/v4``), ``gl.project_path`` "acme/widgets".
 
@@ -55,7 +66,14 @@ class FakeGitLab(Project):
         now: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(root, path, default_branch, tier)
-        for module in (routes_project, routes_issues):
+        for module in (
+            routes_project,
+            routes_issues,
+            routes_repo,
+            routes_mrs,
+            routes_merge,
+            routes_ci,
+        ):
             module.register(self)
         accepted = {
             token: Token(who) if isinstance(who, str) else who
@@ -63,8 +81,12 @@ class FakeGitLab(Project):
         }
         self.people.members[self.people.seen(OWNER_NAME)] = OWNER
         self.people.members[self.people.seen(TEAMMATE)] = DEVELOPER
+        self.people.members[self.people.seen(CI)] = DEVELOPER
+        self.people.bots.add(CI)
         for token in accepted.values():
-            self.people.members[self.people.seen(token.username)] = token.access_level
+            name = self.people.seen(token.username)
+            if token.access_level:  # 0: a stranger's token
+                self.people.members[name] = token.access_level
         self.core = GitLabCore(self.router, accepted, self.lock, now)
         self.base_url = self.start(self.core)
         self.api_url = f"{self.base_url}/api/v4"
@@ -93,10 +115,6 @@ class FakeGitLab(Project):
             sha = self.git.commit_files(branch, files, message)
             self.branch_moved(branch)
             return sha
-
-    def branch_moved(self, branch: str) -> None:
-        """A push to ``branch``: whatever follows it (merge requests) follows."""
-        self.tick()
 
     def default_head(self) -> str:
         head = self.git.resolve(f"refs/heads/{self.default_branch}")
@@ -201,5 +219,125 @@ class FakeGitLab(Project):
         what GitLab would refuse them."""
         held = self.people.level(username)
         if held < least:
-            raise ValueError(f"{username} (access level {held}) cannot {doing} on GitLab: that "
-                             f"takes access level {least}")  # fmt: skip
+            raise ValueError(
+                f"{username} (access level {held}) cannot {doing} on GitLab: that "
+                f"takes access level {least}"
+            )
+
+    # ------------------------------------------------------------------ merge requests and CI
+
+    def configure(self, **settings: object) -> None:
+        """Project settings, as the project's settings page sets them: ``merge_method``
+        (``merge``, ``rebase_merge``, ``ff``), ``only_allow_merge_if_pipeline_succeeds``,
+        ``only_allow_merge_if_all_discussions_are_resolved``,
+        ``allow_merge_on_skipped_pipeline``, ``remove_source_branch_after_merge``,
+        ``squash_option``, ``merge_requests_author_approval``; on Premium
+        ``approvals_before_merge``."""
+        with self.lock:
+            unknown = set(settings) - set(self.settings)
+            if unknown:
+                raise ValueError(
+                    f"no project setting {sorted(unknown)}: the fake's are {sorted(self.settings)}"
+                )
+            if "approvals_before_merge" in settings and not self.premium:
+                raise ValueError("approval rules are GitLab Premium")
+            method = settings.get("merge_method", self.settings["merge_method"])
+            if method not in ("merge", "rebase_merge", "ff"):
+                raise ValueError(f"no merge method {method!r}: merge, rebase_merge or ff")
+            self.settings.update(settings)
+
+    def open_mr(
+        self,
+        branch: str,
+        files: Mapping[str, str | bytes | None],
+        title: str,
+        description: str = "",
+        *,
+        author: str = TEAMMATE,
+        target: str | None = None,
+    ) -> int:
+        """``author`` pushes ``branch`` (one commit of ``files`` on the target's head) and opens
+        a merge request from it (no request is made or recorded); returns its iid. Takes the
+        Developer role, as pushing a branch does."""
+        with self.lock:
+            self.require(author, DEVELOPER, "push a branch")
+            target = target or self.default_branch
+            start = self.head_of(target)
+            assert start is not None, f"no branch {target}"
+            self.git.set_ref(f"refs/heads/{branch}", start)
+            self.git.commit_files(branch, files, title)
+            try:
+                mr = self.open_merge_request(author, branch, target, title, description)
+            except HttpError as refused:
+                raise ValueError(f"GitLab refuses that merge request: {refused.message}") from None
+            return mr.iid
+
+    def report_status(
+        self,
+        sha: str,
+        name: str,
+        state: str,
+        *,
+        by: str = CI,
+        ref: str | None = None,
+        target_url: str | None = None,
+    ) -> int:
+        """A CI reports commit status ``name`` in ``state`` for ``sha`` (as ``POST
+        /statuses/:sha`` would, no request made or recorded); returns the job's id."""
+        with self.lock:
+            self.require(by, DEVELOPER, "report commit statuses")
+            try:
+                job = self.status_job(
+                    sha,
+                    name,
+                    state,
+                    self.people.seen(by),
+                    ref=ref,
+                    target_url=target_url or f"{self.base_url}/ci/{name}",
+                )
+            except HttpError as refused:
+                raise ValueError(f"GitLab refuses that status: {refused.message}") from None
+            return job.id
+
+    def approve(self, iid: int, *, by: str = TEAMMATE) -> None:
+        """``by`` approves merge request ``iid``; refused (a ValueError) as GitLab refuses:
+        below Developer, the author, a second approval."""
+        with self.lock:
+            mr = self.mr_or_fail(iid)
+            if not self.may_approve(mr, by):
+                raise ValueError(f"{by} cannot approve !{iid} on GitLab")
+            self.approve_as(mr, self.people.seen(by))
+
+    def merge_by_hand(self, iid: int, *, by: str = OWNER_NAME, squash: bool | None = None) -> str:
+        """``by`` presses Merge on merge request ``iid`` (it must be mergeable, as GitLab's
+        button needs); returns the target branch's new head."""
+        with self.lock:
+            mr = self.mr_or_fail(iid)
+            if not self.may_merge(by):
+                raise ValueError(f"{by} may not merge into {mr.target_branch}")
+            status = self.mergeability(mr)
+            if status != "mergeable":
+                raise ValueError(f"!{iid} cannot merge: {status}")
+            self.merge(mr, self.people.seen(by), squash=squash)
+            head = self.head_of(mr.target_branch)
+            assert head is not None
+            return head
+
+    def close_mr(self, iid: int, *, by: str = TEAMMATE) -> None:
+        with self.lock:
+            mr = self.mr_or_fail(iid)
+            mr.state, mr.closed_at, mr.closed_by = "closed", self.tick(), self.people.seen(by)
+            mr.updated_at = self.clock
+
+    def mr_or_fail(self, iid: int) -> MergeRequestRecord:
+        found = self.merge_requests.get(iid)
+        if found is None:
+            raise ValueError(f"no merge request !{iid}")
+        return found
+
+    def finish_rebases(self) -> None:
+        """The rebases asked for run now (GitLab's background worker)."""
+        with self.lock:
+            for mr in self.merge_requests.values():
+                if mr.rebasing:
+                    self.run_rebase(mr)

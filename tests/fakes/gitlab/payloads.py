@@ -274,7 +274,7 @@ def issue(
 def note(rec: NoteRecord, author: Json, noteable_id: int) -> Json:
     payload: Json = {
         "id": rec.id,
-        "type": "DiffNote" if rec.position else ("DiscussionNote" if rec.discussion else None),
+        "type": "DiffNote" if rec.position else (None if rec.individual else "DiscussionNote"),
         "body": rec.body,
         "author": author,
         "created_at": iso(rec.created_at),
@@ -283,7 +283,7 @@ def note(rec: NoteRecord, author: Json, noteable_id: int) -> Json:
         "noteable_id": noteable_id,
         "noteable_type": rec.noteable,
         "project_id": PROJECT_ID,
-        "resolvable": rec.position is not None,
+        "resolvable": rec.resolvable,
         "confidential": False,
         "internal": False,
         "imported": False,
@@ -291,9 +291,10 @@ def note(rec: NoteRecord, author: Json, noteable_id: int) -> Json:
         "noteable_iid": rec.iid,
         "commands_changes": {},
     }
+    if rec.resolvable:
+        payload.update(resolved=rec.resolved, resolved_by=None, resolved_at=None)
     if rec.position is not None:
-        payload.update(position=rec.position, resolved=rec.resolved, resolved_by=None,
-                       resolved_at=None)  # fmt: skip
+        payload["position"] = rec.position
     return payload
 
 

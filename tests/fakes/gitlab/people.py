@@ -7,10 +7,9 @@ The project is public: anyone signed in can read it, open issues and comment; wh
 - Reporter (20) and up set an issue's labels (on create or edit: a stranger's labels are dropped
   without a word, as GitLab drops them), create labels, and edit or close anyone's issue; an
   author edits and closes their own.
-- Developer (30) and up push branches, create merge requests from them, and report commit
-  statuses; Maintainer (40) and up merge into the protected default branch.
-- Anyone who can read the project approves a merge request on GitLab Free; an author may not
-  approve their own (the project's default).
+- Developer (30) and up push branches, create merge requests from them, report commit
+  statuses and approve merge requests (an author not their own: the project's default);
+  Maintainer (40) and up push to and merge into the protected default branch.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ which label events and system notes an edit leaves."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -41,8 +42,9 @@ class Project(ServedFake):
     def __init__(self, root: Any, path: str, default_branch: str, tier: Tier) -> None:
         self.project_path, self.default_branch, self.tier = path, default_branch, tier
         self.project_id = PROJECT_ID
-        self.git = BareRepo.create(root / f"{path.rpartition('/')[2]}.git", default_branch,
-                                   IDENTITY)  # fmt: skip
+        self.git = BareRepo.create(
+            root / f"{path.rpartition('/')[2]}.git", default_branch, IDENTITY
+        )
         self.lock = threading.RLock()
         self.clock = EPOCH_START
         self._ids = iter(range(5000, 10**9))
@@ -89,6 +91,10 @@ class Project(ServedFake):
 
         self.router.add(method, f"{API}/projects/(?P<project>[^/]+){suffix}", checked, op)
 
+    def branch_moved(self, branch: str) -> None:
+        """A push to ``branch``: the clock moves (and the forge's merge requests follow)."""
+        self.tick()
+
     # ------------------------------------------------------------------ payloads
 
     def user(self, username: str) -> Json:
@@ -101,8 +107,7 @@ class Project(ServedFake):
     def project_payload(self, viewer: str | None) -> Json:
         opened = sum(1 for i in self.issues.values() if i.state == "opened")
         settings = {**self.project_settings(), "open_issues_count": opened}
-        return payloads.project(self.site, settings, self.people.level(viewer),
-                                self.default_branch)  # fmt: skip
+        return payloads.project(self.site, settings, self.people.level(viewer), self.default_branch)
 
     def project_settings(self) -> dict[str, Any]:
         return {}
@@ -114,15 +119,25 @@ class Project(ServedFake):
         return payloads.label(rec, opened)
 
     def issue_payload(self, rec: IssueRecord) -> Json:
-        notes = sum(1 for n in self.notes
-                    if n.noteable == "Issue" and n.iid == rec.iid and not n.system)  # fmt: skip
-        blocking = sum(1 for k in self.links if k.link_type == "blocks" and k.source == rec.iid
-                       and self.issues[k.target].state == "opened")  # fmt: skip
+        notes = sum(
+            1 for n in self.notes if n.noteable == "Issue" and n.iid == rec.iid and not n.system
+        )
+        blocking = sum(
+            1
+            for k in self.links
+            if k.link_type == "blocks"
+            and k.source == rec.iid
+            and self.issues[k.target].state == "opened"
+        )
         return payloads.issue(
-            self.site, rec, author=self.user(rec.author),
+            self.site,
+            rec,
+            author=self.user(rec.author),
             closed_by=self.user(rec.closed_by) if rec.closed_by else None,
-            notes=notes, premium=self.premium, blocking=blocking,
-        )  # fmt: skip
+            notes=notes,
+            premium=self.premium,
+            blocking=blocking,
+        )
 
     def note_payload(self, rec: NoteRecord, noteable_id: int) -> Json:
         return payloads.note(rec, self.user(rec.author), noteable_id)
@@ -181,8 +196,10 @@ class Project(ServedFake):
         if not (own or reporter):
             if quiet:
                 raise forbidden()
-            raise ValueError(f"{user} cannot edit #{rec.iid}, which {rec.author} opened: "
-                             "that takes the Reporter role")  # fmt: skip
+            raise ValueError(
+                f"{user} cannot edit #{rec.iid}, which {rec.author} opened: "
+                "that takes the Reporter role"
+            )
         call = Call("PUT", "", {}, dict(args), user)
         if call.text("title") is not None:
             rec.title = str(call.text("title"))
@@ -216,8 +233,10 @@ class Project(ServedFake):
             return True
         if quiet:
             return False
-        raise ValueError(f"{user} cannot set labels on GitLab: that takes the Reporter role "
-                         "(GitLab drops the labels of anyone below it)")  # fmt: skip
+        raise ValueError(
+            f"{user} cannot set labels on GitLab: that takes the Reporter role "
+            "(GitLab drops the labels of anyone below it)"
+        )
 
     def relabel(
         self,
@@ -262,10 +281,21 @@ class Project(ServedFake):
         system: bool = False,
         discussion: str = "",
         position: dict[str, object] | None = None,
+        individual: bool = True,
     ) -> NoteRecord:
         note_id = self.next_id()
-        rec = NoteRecord(note_id, noteable, iid, self.people.seen(author), body, self.tick(),
-                         system, discussion or f"{note_id:040x}", position)  # fmt: skip
+        rec = NoteRecord(
+            note_id,
+            noteable,
+            iid,
+            self.people.seen(author),
+            body,
+            self.tick(),
+            system,
+            discussion or hashlib.sha1(str(note_id).encode(), usedforsecurity=False).hexdigest(),
+            position,
+            individual=individual,
+        )
         self.notes.append(rec)
         return rec
 

@@ -72,6 +72,12 @@ class NoteRecord:
     discussion: str = ""  # the id of the discussion it belongs to
     position: dict[str, object] | None = None  # a diff note's
     resolved: bool = False
+    individual: bool = True  # a note on its own, not a thread's (``POST /discussions``)
+
+    @property
+    def resolvable(self) -> bool:
+        """A merge request thread's notes can be resolved; single notes and issues' cannot."""
+        return self.noteable == "MergeRequest" and not self.individual and not self.system
 
 
 @dataclass(frozen=True)

@@ -12,31 +12,90 @@ for current license"}`` (GitLab EE's ``IssueLinks::CreateService``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tests.fakes.clock import iso_ms as iso
 from tests.fakes.clock import parse_iso
-from tests.fakes.gitlab.records import GUEST
-from tests.fakes.gitlab.server import Call, bad_request, forbidden, missing, not_found
+from tests.fakes.gitlab.records import GUEST, IssueRecord, MergeRequestRecord
+from tests.fakes.gitlab.server import (
+    Call,
+    at_least_one_of,
+    bad_request,
+    forbidden,
+    missing,
+    not_found,
+)
 from tests.fakes.http import HttpError, Reply
 
 if TYPE_CHECKING:
     from tests.fakes.gitlab.fake import FakeGitLab
 
 ISSUE = r"/issues/(?P<iid>\d+)"
-ISSUE_ORDERS = ("created_at", "updated_at", "title", "due_date", "relative_position",
-                "priority", "label_priority", "milestone_due", "popularity", "weight")  # fmt: skip
-EDIT_PARAMS = ("title", "description", "labels", "add_labels", "remove_labels", "state_event",
-               "assignee_ids", "confidential", "discussion_locked", "due_date", "milestone_id",
-               "issue_type")  # fmt: skip
+ISSUE_ORDERS = (
+    "created_at",
+    "updated_at",
+    "title",
+    "due_date",
+    "relative_position",
+    "priority",
+    "label_priority",
+    "milestone_due",
+    "popularity",
+    "weight",
+)
+EDIT_PARAMS = (
+    "title",
+    "description",
+    "labels",
+    "add_labels",
+    "remove_labels",
+    "state_event",
+    "assignee_ids",
+    "confidential",
+    "discussion_locked",
+    "due_date",
+    "milestone_id",
+    "issue_type",
+)
 LINK_TYPES = ("relates_to", "blocks", "is_blocked_by")
 NO_LICENSE = "Blocked issues not available for current license"
 
 
 def invalid(name: str) -> HttpError:
     """Grape's answer to a parameter outside its values."""
-    return HttpError(400, f"{name} does not have a valid value",
-                     body={"error": f"{name} does not have a valid value"})  # fmt: skip
+    return HttpError(
+        400,
+        f"{name} does not have a valid value",
+        body={"error": f"{name} does not have a valid value"},
+    )
+
+
+def notes_routes(
+    gl: FakeGitLab,
+    prefix: str,
+    noteable: str,
+    find: Callable[[Call], IssueRecord | MergeRequestRecord],
+) -> None:
+    """``GET`` and ``POST`` ``<prefix>/notes`` of an issue or a merge request: anyone signed in
+    comments on the public project; a note moves its noteable's ``updated_at``."""
+
+    def list_notes(call: Call) -> Reply:
+        rec = find(call)
+        return Reply(body=gl.notes_payload(noteable, rec.iid, rec.id, call), paginate="")
+
+    def create_note(call: Call) -> Reply:
+        rec = find(call)
+        body = call.text("body")
+        if body is None:
+            raise missing("body")
+        made = gl.add_note(noteable, rec.iid, str(call.user), body)
+        rec.updated_at = gl.clock
+        return Reply(201, gl.note_payload(made, rec.id))
+
+    kind = "issue" if noteable == "Issue" else "merge-request"
+    gl.route("GET", f"{prefix}/notes", list_notes, f"notes/list-{kind}")
+    gl.route("POST", f"{prefix}/notes", create_note, f"notes/create-{kind}")
 
 
 def register(gl: FakeGitLab) -> None:
@@ -91,11 +150,7 @@ def register(gl: FakeGitLab) -> None:
 
     def edit_issue(call: Call) -> Reply:
         rec = gl.issue(int(call.params["iid"]))
-        if not any(call.arg(name) is not None for name in EDIT_PARAMS):
-            message = (
-                ", ".join(EDIT_PARAMS) + " are missing, at least one parameter must be provided"
-            )
-            raise HttpError(400, message, body={"error": message})
+        at_least_one_of(call, EDIT_PARAMS)
         event = call.text("state_event")
         if event is not None and event not in ("close", "reopen"):
             raise invalid("state_event")
@@ -103,25 +158,13 @@ def register(gl: FakeGitLab) -> None:
         gl.edit(rec, user, call.args, quiet=True)
         return Reply(body=gl.issue_payload(rec))
 
-    def list_notes(call: Call) -> Reply:
-        rec = gl.issue(int(call.params["iid"]))
-        return Reply(body=gl.notes_payload("Issue", rec.iid, rec.id, call), paginate="")
-
-    def create_note(call: Call) -> Reply:
-        rec = gl.issue(int(call.params["iid"]))
-        body = call.text("body")
-        if body is None:
-            raise missing("body")
-        if call.user is None:
-            raise forbidden()
-        made = gl.add_note("Issue", rec.iid, str(call.user), body)
-        rec.updated_at = gl.clock
-        return Reply(201, gl.note_payload(made, rec.id))
-
     def label_events(call: Call) -> Reply:
         rec = gl.issue(int(call.params["iid"]))
-        found = [gl.label_event_payload(e, rec.id) for e in gl.label_events
-                 if e.noteable == "Issue" and e.iid == rec.iid]  # fmt: skip
+        found = [
+            gl.label_event_payload(e, rec.id)
+            for e in gl.label_events
+            if e.noteable == "Issue" and e.iid == rec.iid
+        ]
         return Reply(body=found, paginate="")
 
     def list_links(call: Call) -> Reply:
@@ -135,9 +178,12 @@ def register(gl: FakeGitLab) -> None:
             if kind == "blocks" and link.target == rec.iid:
                 kind = "is_blocked_by"
             entry = gl.issue_payload(gl.issues[other])
-            entry.update(issue_link_id=link.id, link_type=kind,
-                         link_created_at=iso(link.created_at),
-                         link_updated_at=iso(link.created_at))  # fmt: skip
+            entry.update(
+                issue_link_id=link.id,
+                link_type=kind,
+                link_created_at=iso(link.created_at),
+                link_updated_at=iso(link.created_at),
+            )
             found.append(entry)
         return Reply(body=found)
 
@@ -158,42 +204,48 @@ def register(gl: FakeGitLab) -> None:
             raise forbidden()
         target = gl.issues.get(int(target_iid)) if gl.is_project(target_project) else None
         if target is None:
-            raise HttpError(404, "No matching issue found. Make sure that you are adding a "
-                            "valid issue URL.")  # fmt: skip
+            raise HttpError(
+                404, "No matching issue found. Make sure that you are adding a valid issue URL."
+            )
         if target.iid == rec.iid:
             raise bad_request("Cannot assign an issue to itself")  # GitLab refuses a self-link
         link = gl.link_issues(rec.iid, target.iid, kind, str(call.user))
         if link is None:
             raise HttpError(409, "Issue(s) already assigned")
-        return Reply(201, {
-            "source_issue": gl.issue_payload(gl.issues[link.source]),
-            "target_issue": gl.issue_payload(gl.issues[link.target]),
-            "link_type": link.link_type,
-        })  # fmt: skip
+        return Reply(
+            201,
+            {
+                "source_issue": gl.issue_payload(gl.issues[link.source]),
+                "target_issue": gl.issue_payload(gl.issues[link.target]),
+                "link_type": link.link_type,
+            },
+        )
 
     def delete_link(call: Call) -> Reply:
         rec = gl.issue(int(call.params["iid"]))
         link_id = int(call.params["link_id"])
-        link = next((k for k in gl.links if k.id == link_id
-                     and rec.iid in (k.source, k.target)), None)  # fmt: skip
+        link = next(
+            (k for k in gl.links if k.id == link_id and rec.iid in (k.source, k.target)), None
+        )
         if link is None:
             raise not_found()
         if gl.people.level(call.user) < GUEST:
             raise forbidden()
         gl.links.remove(link)
-        return Reply(body={
-            "source_issue": gl.issue_payload(gl.issues[link.source]),
-            "target_issue": gl.issue_payload(gl.issues[link.target]),
-            "link_type": link.link_type,
-        })  # fmt: skip
+        return Reply(
+            body={
+                "source_issue": gl.issue_payload(gl.issues[link.source]),
+                "target_issue": gl.issue_payload(gl.issues[link.target]),
+                "link_type": link.link_type,
+            }
+        )
 
     route = gl.route
     route("GET", "/issues", list_issues, "issues/list")
     route("POST", "/issues", create_issue, "issues/create")
     route("GET", ISSUE, get_issue, "issues/get")
     route("PUT", ISSUE, edit_issue, "issues/edit")
-    route("GET", f"{ISSUE}/notes", list_notes, "notes/list-issue")
-    route("POST", f"{ISSUE}/notes", create_note, "notes/create-issue")
+    notes_routes(gl, ISSUE, "Issue", lambda call: gl.issue(int(call.params["iid"])))
     route("GET", f"{ISSUE}/resource_label_events", label_events, "label-events/list-issue")
     route("GET", f"{ISSUE}/links", list_links, "issue-links/list")
     route("POST", f"{ISSUE}/links", create_link, "issue-links/create")

@@ -75,6 +75,13 @@ def missing(name: str) -> HttpError:
     return HttpError(400, f"{name} is missing", body={"error": f"{name} is missing"})
 
 
+def at_least_one_of(call: Call, names: tuple[str, ...]) -> None:
+    """Grape's ``at_least_one_of``: an edit that names none of ``names`` is a 400."""
+    if not any(call.arg(name) is not None for name in names):
+        text = ", ".join(names) + " are missing, at least one parameter must be provided"
+        raise HttpError(400, text, body={"error": text})
+
+
 @dataclass
 class Call:
     method: str

@@ -4,40 +4,13 @@ bodies, the project by id or by path, pagination headers, ETags, rate limits, in
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import gitlab
 import httpx
 import pytest
 
-from tests.fakes.gitlab import FakeGitLab, Fault, Stall, Token
-from tests.support.gitlab import running_gitlab
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 2_000_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def fake_gitlab(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock
-) -> Iterator[FakeGitLab]:
-    tokens: dict[str, str | Token] = {
-        "test-token": "cpe-bot",
-        "reader-token": Token("reader", 30, ("read_api",)),
-    }
-    with running_gitlab(tmp_path, monkeypatch, tokens=tokens, now=clock) as gl:
-        yield gl
+from tests.fakes.gitlab import FakeGitLab, Fault, Stall
+from tests.support.gitlab import ManualClock
 
 
 def api(gl: FakeGitLab, token: str | None = "test-token") -> httpx.Client:
@@ -161,7 +134,7 @@ def test_a_matching_etag_answers_304_and_costs_rate_limit_all_the_same(
 
 
 def test_every_answer_carries_the_rate_limit_and_a_spent_budget_is_a_429(
-    fake_gitlab: FakeGitLab, clock: Clock
+    fake_gitlab: FakeGitLab, clock: ManualClock
 ) -> None:
     fake_gitlab.rate_limit(3)
     with api(fake_gitlab) as http:

@@ -4,44 +4,15 @@ that act as other people, which refuse what GitLab would."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import gitlab
-import httpx
 import pytest
 from gitlab.v4.objects import Project
 
-from tests.fakes.gitlab import FakeGitLab, Token
-from tests.support.gitlab import running_gitlab
-
-TOKENS: dict[str, str | Token] = {
-    "test-token": "cpe-bot",
-    "stranger-token": Token("passer.by", 0),
-    "guest-token": Token("guest", 10),
-}
-
-
-@pytest.fixture
-def fake_gitlab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitLab]:
-    with running_gitlab(tmp_path, monkeypatch, tokens=TOKENS) as gl:
-        yield gl
-
-
-@pytest.fixture
-def premium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitLab]:
-    with running_gitlab(tmp_path, monkeypatch, tokens=TOKENS, tier="premium") as gl:
-        yield gl
-
-
-def project(gl: FakeGitLab, token: str = "test-token") -> Project:
-    client = gitlab.Gitlab(gl.base_url, private_token=token, retry_transient_errors=False)
-    return client.projects.get(gl.project_path)
-
-
-def http(gl: FakeGitLab, token: str = "test-token") -> httpx.Client:
-    return httpx.Client(base_url=f"{gl.api_url}/projects/4242", headers={"PRIVATE-TOKEN": token})
+from tests.fakes.gitlab import FakeGitLab
+from tests.support.gitlab import gitlab_project as project
+from tests.support.gitlab import project_api as http
 
 
 def events(project: Project, iid: int) -> list[tuple[str, str, str]]:
@@ -233,10 +204,12 @@ def test_relates_to_links_show_on_both_issues_once(fake_gitlab: FakeGitLab) -> N
     assert [(i.iid, i.link_type) for i in there] == [(b, "relates_to")]
     assert [(i.iid, i.link_type) for i in back] == [(a, "relates_to")]
     with http(fake_gitlab) as client:
-        twice = client.post(f"/issues/{b}/links", json={"target_project_id": 4242,
-                                                        "target_issue_iid": a})  # fmt: skip
-        nowhere = client.post(f"/issues/{a}/links", json={"target_project_id": 4242,
-                                                          "target_issue_iid": 77})  # fmt: skip
+        twice = client.post(
+            f"/issues/{b}/links", json={"target_project_id": 4242, "target_issue_iid": a}
+        )
+        nowhere = client.post(
+            f"/issues/{a}/links", json={"target_project_id": 4242, "target_issue_iid": 77}
+        )
     assert (twice.status_code, twice.json()) == (409, {"message": "Issue(s) already assigned"})
     assert nowhere.status_code == 404
     system = [n.body for n in fake_gitlab.notes if n.system]
