@@ -3,6 +3,7 @@ waiting, conflicts and no permission, and a merge whose answer was lost found me
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,9 +13,10 @@ from adapters.providers.gitlab import GitLabProvider
 from domain.errors import ConflictError, MergeWaitError, ProviderError
 from domain.models import Revision
 from tests.adapters.providers.edits import EDITS
+from tests.e2e.running import wait_for
 from tests.fakes.gitlab import FakeGitLab
 from tests.fakes.gitlab.records import DEVELOPER, Token
-from tests.fakes.http import Fault
+from tests.fakes.http import Fault, Stall
 from tests.support.git import make_patch
 from tests.support.gitlab import running_gitlab
 from tests.support.gitlab_provider import gitlab_provider
@@ -156,3 +158,32 @@ def test_a_token_that_may_not_merge_into_the_default_branch_is_told_so(
             merge(provider, revision)
         assert not caught.value.transient
         assert not isinstance(caught.value, (MergeWaitError, ConflictError))
+
+
+def test_a_push_between_reading_and_merging_is_gitlabs_409_read_again(
+    fake_gitlab: FakeGitLab, provider: GitLabProvider, tmp_path: Path
+) -> None:
+    """The merge's ``sha`` guards the head: a push to the branch after cpe read it makes GitLab
+    answer 409 ("SHA does not match HEAD of source branch"). Nothing merges; the error is
+    transient (the next attempt reads the new head)."""
+    revision = open_revision(fake_gitlab, provider, tmp_path)
+    held = fake_gitlab.stall(Stall("PUT", r"/merge$"))
+    outcome: list[BaseException | str] = []
+
+    def merging() -> None:
+        try:
+            outcome.append(merge(provider, revision))
+        except Exception as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=merging)
+    thread.start()
+    assert wait_for(lambda: held.hits == 1, timeout=30)
+    fake_gitlab.push(revision.branch, {"more.txt": "more\n"}, "a person's push")
+    fake_gitlab.http.released.set()
+    thread.join(30)
+    [refused] = outcome
+    assert isinstance(refused, ProviderError)
+    assert (refused.status, refused.transient) == (409, True)
+    assert "moved since it was read" in str(refused)
+    assert fake_gitlab.merge_requests[int(revision.id)].state == "opened"

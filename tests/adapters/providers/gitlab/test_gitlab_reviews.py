@@ -183,3 +183,20 @@ def test_a_strangers_copy_of_cpes_review_marker_reviews_nothing(
     assert provider.revision_reader is not None
     [listed] = provider.revision_reader.list_revisions()
     assert listed.reviewed_sha is None
+
+
+def test_an_approval_of_a_head_the_branch_moved_from_is_refused_and_said(
+    fake_gitlab: FakeGitLab, provider: GitLabProvider
+) -> None:
+    """GitLab answers 409 to an approval whose ``sha`` is no longer the head: the review is
+    posted all the same, saying so, and nothing is approved."""
+    iid = fake_gitlab.open_mr("feature", {"f.txt": "f\n"}, "F", author="alice")
+    reviewed = fake_gitlab.merge_requests[iid].head_sha
+    fake_gitlab.push("feature", {"g.txt": "g\n"}, "more")
+    revision = Revision(
+        id=RevisionId(str(iid)), title="F", work_item_id=None, branch="feature", head_sha=reviewed
+    )
+    post(provider, revision, AgentReview(verdict="approve", summary="Fine."))
+    assert fake_gitlab.approvals == []
+    [summary] = mr_notes(fake_gitlab, str(iid))
+    assert "GitLab did not take cpe's approval" in summary.body
