@@ -39,7 +39,8 @@ def test_ci_runs_the_readmes_test_command_and_is_executable() -> None:
 
 def test_default_supervisor_toml_parses() -> None:
     config = tomllib.loads((ROOT / "supervisor.toml").read_text())
-    assert config["provider"]["kind"] == "local"
+    # Everything local: no kind given (local for both), no role kept apart.
+    assert set(config["provider"]) == {"local"}
     assert set(config["runtime"]["roles"]) == {"planner", "implementor", "reviewer"}
 
 

@@ -151,8 +151,8 @@ class IssueIndex:
     # ------------------------------------------------------------------ syncing
 
     def _full(self) -> None:
-        known_closed = {n: v for n, v in self._issues.items() if v.closed}
-        self._issues = dict(known_closed)
+        known_open = {n for n, v in self._issues.items() if not v.closed}
+        self._issues = {n: v for n, v in self._issues.items() if v.closed}
         page = 1
         while True:
             listed = self._api.issues_page(state="open", page=page)
@@ -161,6 +161,13 @@ class IssueIndex:
             if not listed.has_next:
                 break
             page += 1
+        # An issue open at the last sync and not listed now was closed (or deleted, or
+        # transferred) meanwhile: asked for, it reads done, not gone (a conditional read each).
+        for number in sorted(known_open - self._issues.keys()):
+            try:
+                self.note(self._api.get_issue(number))
+            except NotFoundError:
+                log.info("issue #%s is gone (deleted or transferred)", number)
         stamps = [v.updated_at for v in self._issues.values()]
         self._since = max(stamps) if stamps else datetime.fromtimestamp(0, UTC)
         self._etags.clear()

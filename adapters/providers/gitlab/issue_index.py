@@ -119,9 +119,10 @@ class IssueIndex:
                 if b not in view.closed_links and not self._foreign_closed.get(b, False)
             )
 
-    def get(self, iid: int) -> IssueView:
-        """One issue, fresh from GitLab, with its links, recorded in the index."""
-        return self.note(self._api.get_issue(iid), links=True)
+    def get(self, iid: int, *, links: bool | None = None) -> IssueView:
+        """One issue, fresh from GitLab, recorded in the index; its links read afresh when
+        ``links``, else as ``note`` decides (when the issue changed)."""
+        return self.note(self._api.get_issue(iid), links=links)
 
     def known(self, iid: int) -> IssueView | None:
         with self._lock:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextlib import suppress
 
 from adapters.providers.gitlab.api import GitLabApi, Json
 from adapters.providers.gitlab.commits import Repository
@@ -76,7 +75,7 @@ class Lander:
         base = self._repository.head(self._default)
         if self._repository.contains(view.head_sha, base):
             return BranchUpdate(revision=self._mrs.revision(iid), base_sha=base)
-        mr = self._rebase(iid)
+        mr, failure = self._rebase(iid)
         head = self._repository.head(view.branch)  # GitLab's ``sha`` may lag the branch
         for candidate in dict.fromkeys([self._repository.head(self._default), base]):
             if self._repository.contains(head, candidate):
@@ -84,22 +83,33 @@ class Lander:
                 return BranchUpdate(revision=self._mrs.revision(iid, head), base_sha=candidate)
         if mr.get("merge_error"):
             raise self._conflicts.error(iid, view.head_sha, view.branch, base)
+        if failure is not None:
+            raise failure  # the rebase was not made after all: asked again next time
         raise ProviderError(
             f"revision !{iid}: GitLab's rebase did not bring in {self._default} at {base[:12]}",
             transient=True,
         )
 
-    def _rebase(self, iid: int) -> Json:
-        """Start GitLab's rebase of ``iid`` and wait for it: the merge request after it."""
-        with suppress(ConflictError):  # 409: one is under way already (a retry): wait for it
+    def _rebase(self, iid: int) -> tuple[Json, ProviderError | None]:
+        """Start GitLab's rebase of ``iid`` and wait for it: the merge request after it, and
+        the transient failure of the request that started it (its answer lost: it may have
+        started all the same, so it is waited for too)."""
+        failure: ProviderError | None = None
+        try:
             self._api.put(f"rebase !{iid}", f"/merge_requests/{iid}/rebase", {})
+        except ConflictError:
+            pass  # 409: one is under way already (a retry): wait for it
+        except ProviderError as exc:
+            if not exc.transient:
+                raise
+            failure = exc
         crashpoint("gitlab.update.after_rebase")
         deadline = self._clock() + REBASE_WAIT
         wait = _FIRST_POLL
         while True:
             mr = self._mrs.get(iid, include_rebase_in_progress="true")
             if not mr.get("rebase_in_progress"):
-                return mr
+                return mr, failure
             if self._clock() >= deadline:
                 raise ProviderError(
                     f"revision !{iid}: GitLab's rebase is still running after {REBASE_WAIT:g} s",

@@ -112,7 +112,9 @@ class MrIndex:
             else:
                 self._poll()
             for iid in sorted(self._stale_notes):
-                self._read_notes(iid)
+                view = self._mrs.get(iid)
+                if view is not None and view.state == "open":  # a closed one's matters no more
+                    self._read_notes(iid)
             if pipelines:
                 self._cycle += 1
                 for view in self._mrs.values():

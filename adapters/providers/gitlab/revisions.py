@@ -290,17 +290,19 @@ class GitLabRevisionWriter:
             )
         except ProviderError as exc:
             now = self._repository.branch_head(view.branch)
-            if (
-                now is None
-                or now == head
-                or not markers.commit_is_cpe(self._repository.message(now))
-            ):
+            if now is None or now == head or not self._ours(now, key):
                 if exc.transient or isinstance(exc, PatchError):
                     raise
                 raise ConflictError(f"cannot commit the update to {view.branch!r}: {exc}") from exc
             made = now  # it went through; the answer was lost
         self._mrs.mark_dirty(view.iid)
         return made
+
+    def _ours(self, sha: str, key: str | None) -> bool:
+        """Whether commit ``sha`` is the one cpe just asked for (its key, or without a key,
+        cpe's trailer)."""
+        message = self._repository.message(sha)
+        return markers.commit_has_key(message, key) if key else markers.commit_is_cpe(message)
 
     def _bases(self, head: str, depth: int = 50) -> set[str]:
         """Default-branch commits the revision's history is built on: the first parent of its

@@ -208,7 +208,7 @@ class GitLabWorkItemWriter:
     def _link(self, issue: IssueView, blockers: list[str]) -> None:
         """Link ``issue`` as blocked by each of ``blockers`` it is not linked to yet (read
         afresh: a link made before a crash is there)."""
-        current = self._issues.get(issue.iid)
+        current = self._issues.get(issue.iid, links=True)
         for blocker in blockers:
             if blocker in current.link_blockers:
                 continue
@@ -251,14 +251,18 @@ class GitLabWorkItemWriter:
         current = self._issues.get(issue_iid(work_item_id))
         fields: dict[str, object] = {}
         if body is not None:
-            fields["description"] = markers.with_user_body(current.body, body)
+            description = markers.with_user_body(current.body, body)
+            if description != current.body:  # as it is already: nothing to write again
+                fields["description"] = description
         if labels is not None:
             # Status labels are the engine's: replacing a work item's labels keeps its status.
             kept = [n for n in current.labels if self._statuses.is_status(n)]
-            fields["labels"] = [
+            wanted = [
                 *dict.fromkeys(n for n in labels if n.strip() and not self._statuses.is_status(n)),
                 *kept,
             ]
+            if sorted(map(label_key, wanted)) != sorted(map(label_key, current.labels)):
+                fields["labels"] = wanted
         if fields:
             self._issues.note(self._api.update_issue(current.iid, **fields), links=False)
             crashpoint("gitlab.issue.after_update")

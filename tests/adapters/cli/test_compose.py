@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.cli.build import App, build_app, code_host_remote
 from adapters.cli.providers import WireStats, build_providers, summed
 from adapters.cli.settings import load_config
+from adapters.dashboard.metrics import provider_metrics
 from adapters.host.metering import ProviderMeter
 from adapters.providers import ProviderRoles
 from adapters.providers.github.transport import TransportStats
@@ -26,6 +28,7 @@ from tests.adapters.providers.edits import EDITS
 from tests.fakes.github import FakeGitHub
 from tests.support.git import git, make_patch
 from tests.support.github import running_github
+from tests.support.gitlab import running_gitlab
 
 TOKEN_ENV = "CPE_COMPOSE_GITHUB_TOKEN"
 TOKEN = "compose-token"
@@ -196,3 +199,118 @@ def test_the_meter_sums_both_systems_stats() -> None:
         requests=15, not_modified=5, retries=3, rate_limited=1, rate_remaining=90
     )
     assert total.counted == 10
+
+
+# ------------------------------------------------------------------ GitLab issues, GitHub PRs
+
+GITLAB_TOKEN_ENV = "CPE_COMPOSE_GITLAB_TOKEN"
+GITLAB_TOKEN = "compose-gitlab-token"
+
+
+def test_gitlab_issues_and_github_pull_requests_each_serve_their_role(
+    tmp_path: Path, fake_github: FakeGitHub, apps: list[App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    monkeypatch.setenv(GITLAB_TOKEN_ENV, GITLAB_TOKEN)
+    with running_gitlab(tmp_path, monkeypatch, tokens={GITLAB_TOKEN: "cpe-bot"}) as gitlab:
+        config = mixed_config(fake_github).replace('kind = "local"', 'kind = "gitlab"') + (
+            "[provider.gitlab]\n"
+            f'project = "{gitlab.project_path}"\n'
+            f'base_url = "{gitlab.base_url}"\n'
+            f'token_env = "{GITLAB_TOKEN_ENV}"\n'
+        )
+        repo = clone(tmp_path, fake_github, config)
+        app = build_app(None, repo)
+        apps.append(app)
+        provider = app.engine.provider
+        assert type(inner(provider.work_item_writer)).__name__ == "GitLabWorkItemWriter"
+        assert type(inner(provider.revision_writer)).__name__ == "GitHubRevisionWriter"
+
+        item = provider.work_item_writer.create_work_item("Answer", "Make it 42.")
+        assert [(i.iid, i.title) for i in gitlab.issues.values()] == [(int(item), "Answer")]
+        patch = make_patch(fake_github.git.path, tmp_path / "patch", EDITS["modified"])
+        revision = provider.revision_writer.create_from_patch(
+            item, f"cpe/{item}-answer", "Answer", "", patch
+        )
+        assert work_item_reference(item) in (fake_github.issue(int(revision.id)).body or "")
+        assert [i for i in fake_github.issues.values() if not i.is_pull] == []
+        assert fake_github.labels == {}
+        # The tracker's side asks GitLab for no merge request (the engine links the item).
+        [listed] = provider.work_item_reader.list_work_items()
+        assert listed.linked_revision is None
+        assert not [r for r in gitlab.core.requests if "merge_requests" in r.path]
+        # Both systems' requests are counted.
+        assert app.meter.wire is not None
+        assert app.meter.wire().requests == len(fake_github.requests) + len(gitlab.core.requests)
+        # /metrics says each system's apart; GitHub's old names carry GitHub's alone.
+        metrics = {
+            (s.name, tuple(s.labels.items())): s.value
+            for family in text_string_to_metric_families(
+                "\n".join(provider_metrics(app.meter)) + "\n"
+            )
+            for s in family.samples
+        }
+        sent = "cpe_provider_http_requests_total"
+        assert metrics[(sent, (("system", "gitlab"),))] == len(gitlab.core.requests)
+        assert metrics[(sent, (("system", "github"),))] == len(fake_github.requests)
+        assert metrics[("cpe_github_http_requests_total", ())] == len(fake_github.requests)
+
+        # A reload reaches the tracker's trust too: a bot's issue becomes work.
+        bots = gitlab.open_issue("From a bot", "Do it.", author="helper-bot")
+        provider.work_item_reader.list_work_items()
+        ignored = provider.work_item_reader.ignored_work_items()
+        assert [i.id for i in ignored] == [str(bots)]
+        trusted = config.replace(
+            f'token_env = "{GITLAB_TOKEN_ENV}"\n',
+            f'token_env = "{GITLAB_TOKEN_ENV}"\ntrusted_bots = ["helper-bot"]\n',
+        )
+        (repo / "supervisor.toml").write_text(trusted)
+        app.reload()
+        listed_ids = [i.id for i in provider.work_item_reader.list_work_items()]
+        assert listed_ids == [item, str(bots)]
+        app.close()
+        apps.remove(app)
+
+
+def test_github_issues_and_gitlab_merge_requests_each_serve_their_role(
+    tmp_path: Path, fake_github: FakeGitHub, apps: list[App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    monkeypatch.setenv(GITLAB_TOKEN_ENV, GITLAB_TOKEN)
+    with running_gitlab(tmp_path, monkeypatch, tokens={GITLAB_TOKEN: "cpe-bot"}) as gitlab:
+        config = (
+            mixed_config(fake_github)
+            .replace('kind = "local"', 'kind = "github"')
+            .replace(
+                '[provider.revisions]\nkind = "github"', '[provider.revisions]\nkind = "gitlab"'
+            )
+            + "[provider.gitlab]\n"
+            f'project = "{gitlab.project_path}"\n'
+            f'base_url = "{gitlab.base_url}"\n'
+            f'token_env = "{GITLAB_TOKEN_ENV}"\n'
+        )
+        repo = tmp_path / "repo"
+        git(tmp_path, "clone", "--quiet", str(gitlab.git.path), str(repo))
+        (repo / "supervisor.toml").write_text(config)
+        app = build_app(None, repo)
+        apps.append(app)
+        provider = app.engine.provider
+        assert type(inner(provider.work_item_writer)).__name__ == "GitHubWorkItemWriter"
+        assert inner(provider.revision_writer).__module__.startswith("adapters.providers.gitlab")
+
+        item = provider.work_item_writer.create_work_item("Answer", "Make it 42.")
+        assert [n for n, i in fake_github.issues.items() if not i.is_pull] == [int(item)]
+        patch = make_patch(gitlab.git.path, tmp_path / "patch", EDITS["modified"])
+        revision = provider.revision_writer.create_from_patch(
+            item, f"cpe/{item}-answer", "Answer", "", patch
+        )
+        [mr] = gitlab.merge_requests.values()
+        assert work_item_reference(item) in (mr.description or "")
+        assert "closes" not in (mr.description or "").lower()
+        assert gitlab.labels == {}
+        assert gitlab.issues == {}
+        [listed] = provider.revision_reader.list_revisions()
+        assert (listed.id, listed.work_item_id) == (revision.id, item)
+        # The tracker reads no pull request of its own repository (the engine links the item).
+        provider.work_item_reader.list_work_items()
+        assert [r.path for r in fake_github.requests if "/pulls" in r.path] == []

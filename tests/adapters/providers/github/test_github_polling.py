@@ -183,3 +183,17 @@ def test_every_call_has_a_timeout(fake_github: FakeGitHub) -> None:
     with github_provider(fake_github, request_timeout=7.5) as provider:
         timeout = provider.api.gh.config.timeout
     assert (timeout.connect, timeout.read, timeout.write, timeout.pool) == (7.5, 7.5, 7.5, 7.5)
+
+
+def test_an_issue_closed_just_before_a_full_resync_reads_done_not_gone(
+    fake_github: FakeGitHub,
+) -> None:
+    """A full resync lists the open issues: one closed since the last sync is not among them,
+    and is asked for, so it reads done (its dependents unblock) instead of vanishing."""
+    number = fake_github.add_issue("Closed meanwhile", labels=("status:pending",))
+    with github_provider(fake_github, full_resync_cycles=1) as provider:  # every sync is full
+        [before] = provider.work_item_reader.list_work_items()
+        assert before.status == "pending"
+        fake_github.edit_issue(number, editor="acme", state="closed")
+        [after] = provider.work_item_reader.list_work_items()
+    assert (after.id, after.status) == (str(number), "done")

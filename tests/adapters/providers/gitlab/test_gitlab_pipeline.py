@@ -1,14 +1,24 @@
 """A commit's pipeline from GitLab's pipelines and commit statuses (``gitlab/pipeline.py``): the
 combining rules, on answers shaped as GitLab's (doc/api/commits.md "List the statuses of a
-commit", doc/api/pipelines.md)."""
+commit", doc/api/pipelines.md); then a revision's pipeline and the baseline on the fake GitLab,
+with a CI reporting statuses."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from adapters.providers.gitlab import GitLabProvider
 from adapters.providers.gitlab.pipeline import combine
+from domain.models import Revision
+from domain.ports import BaselineReader
+from tests.adapters.providers.edits import EDITS
+from tests.fakes.gitlab import FakeGitLab
+from tests.support.git import make_patch
+from tests.support.gitlab_provider import gitlab_provider
 
 
 def status(name: str, state: str, *, allow_failure: bool = False) -> dict[str, Any]:
@@ -100,3 +110,73 @@ def test_an_outside_ci_status_counts_like_a_job() -> None:
     found = combine([pipeline("failed")], [status("ci/jenkins", "failed")])
     assert (found.status, found.failed_checks) == ("failure", ("ci/jenkins",))
     assert found.url == "https://ci.example/ci/jenkins"
+
+
+# ---------------------------------------------------------------------------- on the fake GitLab
+
+
+@pytest.fixture
+def provider(fake_gitlab: FakeGitLab) -> Iterator[GitLabProvider]:
+    with gitlab_provider(fake_gitlab) as made:
+        yield made
+
+
+def open_revision(fake: FakeGitLab, provider: GitLabProvider, tmp_path: Path) -> Revision:
+    assert provider.work_item_writer is not None
+    assert provider.revision_writer is not None
+    item = provider.work_item_writer.create_work_item("T", "b")
+    patch = make_patch(fake.git.path, tmp_path / "p", EDITS["added"])
+    return provider.revision_writer.create_from_patch(item, "cpe/1-t", "T", "", patch)
+
+
+def listed(provider: GitLabProvider) -> Revision:
+    assert provider.revision_reader is not None
+    [revision] = provider.revision_reader.list_revisions()
+    return revision
+
+
+def test_a_revision_without_ci_has_no_pipeline(
+    fake_gitlab: FakeGitLab, provider: GitLabProvider, tmp_path: Path
+) -> None:
+    revision = open_revision(fake_gitlab, provider, tmp_path)
+    assert revision.pipeline.status == "none"
+    assert listed(provider).pipeline.status == "none"
+
+
+def test_a_revisions_pipeline_follows_what_ci_reports_on_its_head(
+    fake_gitlab: FakeGitLab, provider: GitLabProvider, tmp_path: Path
+) -> None:
+    head = open_revision(fake_gitlab, provider, tmp_path).head_sha
+    fake_gitlab.report_status(head, "test", "running")
+    fake_gitlab.report_status(head, "lint", "success")
+    assert (listed(provider).pipeline.status, listed(provider).pipeline.reason) == (
+        "pending",
+        "running: test (running)",
+    )
+    fake_gitlab.report_status(head, "test", "failed")
+    pipeline = listed(provider).pipeline
+    assert (pipeline.status, pipeline.failed_checks) == ("failure", ("test",))
+    assert pipeline.url == f"{fake_gitlab.base_url}/ci/test"
+
+
+def test_a_pending_pipeline_is_read_again_until_it_is_green(
+    fake_gitlab: FakeGitLab, provider: GitLabProvider, tmp_path: Path
+) -> None:
+    head = open_revision(fake_gitlab, provider, tmp_path).head_sha
+    fake_gitlab.report_status(head, "test", "pending")
+    assert listed(provider).pipeline.status == "pending"
+    fake_gitlab.report_status(head, "test", "success")
+    assert listed(provider).pipeline.status == "success"
+
+
+def test_the_baseline_is_the_default_branchs_head_and_its_pipeline(
+    fake_gitlab: FakeGitLab, provider: GitLabProvider
+) -> None:
+    reader = provider.revision_reader
+    assert isinstance(reader, BaselineReader)
+    head = fake_gitlab.default_head()
+    fake_gitlab.report_status(head, "test", "failed", ref="main")
+    baseline = reader.baseline()
+    assert baseline is not None
+    assert baseline.sha == head
+    assert (baseline.pipeline.status, baseline.pipeline.failed_checks) == ("failure", ("test",))
