@@ -82,10 +82,11 @@ def github_cases() -> list[Crash]:
 
 
 # GitLab's points the GitLab loop does not reach: a landing that has to rebase (the merge queue
-# on GitLab, tests/e2e/test_gitlab_merge_queue.py) and an issue cpe closes itself, which only a
-# GitLab tracker beside another forge does (an own merge request closes its issue on merge).
+# on GitLab, tests/e2e/test_gitlab_merge_queue.py), and an issue's description or labels edited
+# or the issue closed by a plan (the demo's planner only creates): a process is killed there by
+# tests/adapters/providers/gitlab/test_gitlab_crashes.py, which checks it covers these.
 GITLAB_QUEUE_POINTS = ("gitlab.update.after_rebase",)
-GITLAB_MIXED_POINTS = ("gitlab.issue.after_update",)
+GITLAB_TRACKER_POINTS = ("gitlab.issue.after_update",)
 
 
 def gitlab_cases() -> list[Crash]:
@@ -93,7 +94,7 @@ def gitlab_cases() -> list[Crash]:
     GitLab loop reaches (tests/e2e/test_gitlab_loop.py runs them; ``after_link`` on Premium,
     blocking links being a Premium feature); the second issue's too (the first has no
     blocker)."""
-    elsewhere = (*GITLAB_QUEUE_POINTS, *GITLAB_MIXED_POINTS)
+    elsewhere = (*GITLAB_QUEUE_POINTS, *GITLAB_TRACKER_POINTS)
     return [
         *(Crash(p) for p in POINTS if p.startswith(("write.", "gitlab.")) and p not in elsewhere),
         Crash("gitlab.issue.after_create", 2),
@@ -105,9 +106,10 @@ def gitlab_queue_cases() -> list[Crash]:
     return [Crash(point) for point in GITLAB_QUEUE_POINTS]
 
 
-def gitlab_mixed_cases() -> list[Crash]:
-    """On a GitLab tracker beside another forge: the issue cpe closes itself."""
-    return [Crash(point) for point in GITLAB_MIXED_POINTS]
+def gitlab_tracker_cases() -> list[Crash]:
+    """On the GitLab tracker alone (tests/adapters/providers/gitlab/test_gitlab_crashes.py): a
+    plan's edit or closing of an issue."""
+    return [Crash(point) for point in GITLAB_TRACKER_POINTS]
 
 
 def queue_cases() -> list[Crash]:
