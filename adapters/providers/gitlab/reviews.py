@@ -31,6 +31,7 @@ from typing import Any
 
 from adapters.providers import markers
 from adapters.providers.gitlab.api import GitLabApi, Json
+from adapters.providers.gitlab.errors import gitlab_reason
 from adapters.support.crashpoints import crashpoint
 from domain.errors import ProviderError
 from domain.models import ReviewHistory, ReviewInlineComment, ReviewSubmission
@@ -192,7 +193,7 @@ class ReviewPoster:
             if exc.transient:
                 raise
             log.info("GitLab did not let cpe approve !%s: %s", iid, exc)
-            return str(exc).split(": ", 1)[-1]
+            return gitlab_reason(exc)
         return None
 
     def _summary_posted(self, iid: int, own: int, key: str) -> bool:

@@ -110,7 +110,7 @@ def test_an_approval_is_refused_to_the_author_and_the_summary_says_so(
     post(provider, revision, AgentReview(verdict="approve", summary="Fine."))
     assert fake_gitlab.approvals == []
     [summary] = mr_notes(fake_gitlab, revision.id)
-    assert "GitLab did not take cpe's approval" in summary.body
+    assert "GitLab did not take cpe's approval: Unauthorized)" in summary.body
 
 
 def test_an_approving_review_of_someone_elses_merge_request_approves_its_head(
