@@ -124,6 +124,7 @@ def build_providers(
             built.append(system)
             if kind != "local":
                 wires.append(_stats_of(system))
+                meter.wires[kind] = wires[-1]
                 if reloaders is not None:
                     reloaders.append(_retrust(kind, system))
             if roles.work_items:

@@ -24,6 +24,7 @@ from typing import Any, get_args
 
 from adapters.dashboard.source import Source
 from adapters.dashboard.views import queue_entries
+from adapters.host.metering import ProviderMeter
 from domain.models import AGENT_ROLES, STATUSES, AgentRun, EngineState, RetryCause
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -242,7 +243,14 @@ def _summary(out: list[str], name: str, text: str, values: list[float]) -> None:
 
 
 def _provider(out: list[str], source: Source) -> None:
-    calls, errors = source.meter.snapshot()
+    out.extend(provider_metrics(source.meter))
+
+
+def provider_metrics(meter: ProviderMeter) -> list[str]:
+    """The provider's families: the engine's calls and their errors, and what went over the wire
+    to each remote system (``system`` label), GitHub's also under the names it had alone."""
+    out: list[str] = []
+    calls, errors = meter.snapshot()
     _family(
         out,
         "cpe_provider_requests_total",
@@ -261,7 +269,7 @@ def _provider(out: list[str], source: Source) -> None:
         ("port", "method", "kind"),
     )
     limited = sum(count for (_, _, kind), count in errors.items() if kind == "rate-limited")
-    wire = source.meter.wire() if source.meter.wire is not None else None
+    wire = meter.wire() if meter.wire is not None else None
     if wire is not None:
         limited = max(limited, wire.rate_limited)
     _family(
@@ -272,33 +280,56 @@ def _provider(out: list[str], source: Source) -> None:
         {(): limited},
         (),
     )
-    if wire is None:
-        return
+    wires = {system: stats() for system, stats in meter.wires.items()}
+    for name, kind, text, field in (
+        ("cpe_provider_http_requests_total", "counter", "HTTP requests sent", "requests"),
+        ("cpe_provider_not_modified_total", "counter", "of them answered 304", "not_modified"),
+        ("cpe_provider_retries_total", "counter", "reads retried after a wait", "retries"),
+        (
+            "cpe_provider_rate_limit_remaining",
+            "gauge",
+            "requests left in the system's rate limit window",
+            "rate_remaining",
+        ),
+    ):
+        samples = {
+            (system,): getattr(stats, field)
+            for system, stats in sorted(wires.items())
+            if getattr(stats, field) is not None
+        }
+        if samples:
+            _family(out, name, kind, f"{text}, by remote system", samples, ("system",))
+    github = wires.get("github")
+    if github is None:
+        return out
+    # The names these figures had when GitHub was the only remote system, kept for dashboards
+    # built on them: GitHub's own figures, never another system's.
     for name, kind, text, value in (
         (
             "cpe_github_http_requests_total",
             "counter",
             "HTTP requests sent to GitHub",
-            wire.requests,
+            github.requests,
         ),
         (
             "cpe_github_not_modified_total",
             "counter",
             "of them answered 304 (free)",
-            wire.not_modified,
+            github.not_modified,
         ),
-        ("cpe_github_retries_total", "counter", "reads retried after a wait", wire.retries),
+        ("cpe_github_retries_total", "counter", "reads retried after a wait", github.retries),
     ):
         _family(out, name, kind, text, {(): value}, ())
-    if wire.rate_remaining is not None:
+    if github.rate_remaining is not None:
         _family(
             out,
             "cpe_github_rate_limit_remaining",
             "gauge",
             "requests left in GitHub's rate limit window",
-            {(): wire.rate_remaining},
+            {(): github.rate_remaining},
             (),
         )
+    return out
 
 
 def _family(  # noqa: PLR0917 - one line per metric family reads best positionally

@@ -3,9 +3,9 @@
 ``metered(interfaces, meter)`` wraps each provider port in a ``Metered`` object that counts its
 calls by port and method, and the ``ProviderError`` s they raise by kind (``rate-limited`` for a
 429 or a rate-limit 403, else ``not-found``, ``conflict``, ``transient``, ``permanent``). The
-wrapper changes nothing else: arguments, results and errors pass through as they are. The GitHub
-provider also reports what went over the wire (``wire``: requests, 304s, retries, rate-limited
-responses, the remaining rate limit).
+wrapper changes nothing else: arguments, results and errors pass through as they are. A remote
+provider (GitHub, GitLab) also reports what went over the wire (``wires``, by system: requests,
+304s, retries, rate-limited responses, the remaining rate limit; ``wire``, all of them summed).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ class ProviderMeter:
         self._lock = threading.Lock()
         self.calls: Counter[tuple[str, str]] = Counter()
         self.errors: Counter[tuple[str, str, str]] = Counter()
-        self.wire = wire  # () -> TransportStats of the GitHub provider, or None
+        self.wire = wire  # () -> the remote systems' wire stats summed, or None
+        # system ("github", "gitlab") -> () -> that system's wire stats
+        self.wires: dict[str, Callable[[], Any]] = {}
 
     def count(self, port: str, method: str, error: BaseException | None) -> None:
         with self._lock:

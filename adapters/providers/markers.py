@@ -26,11 +26,13 @@ from collections.abc import Sequence
 GENERATED = "<!-- cpe:generated -->"
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9:._/@+=-]{1,200}$")
 _KEY = re.compile(r"<!-- cpe:key=(\S+) -->")
-_REF = r"(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#\d+"
+# A project path: owner/name on GitHub; group/subgroup/…/name on GitLab.
+_PATH = r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+"
+_REF = rf"(?:{_PATH})?#\d+"
 _BLOCKED_BY = re.compile(
     rf"^[ \t>*-]*blocked by:?[ \t]+((?:{_REF}[ \t,]*(?:and[ \t]+)?)+)", re.I | re.M
 )
-_REFERENCE = re.compile(r"(?:([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#(\d+)")
+_REFERENCE = re.compile(rf"(?:({_PATH}))?#(\d+)")
 _CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+#(\d+)\b", re.IGNORECASE)
 _TRAILER_KEY = "Cpe-Key: "
 _TRAILER_MADE = "Cpe-Made-By: control-plane-engine"
@@ -98,8 +100,8 @@ def with_user_body(text: str | None, body: str) -> str:
 
 
 def is_foreign_blocker(blocker: str) -> bool:
-    """``owner/name#12``: an issue of another repository."""
-    return re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#\d+", blocker) is not None
+    """``owner/name#12`` (``group/sub/name#12``): an issue of another repository."""
+    return re.fullmatch(rf"{_PATH}#\d+", blocker) is not None
 
 
 def blocked_by(text: str | None, here: str) -> list[str]:

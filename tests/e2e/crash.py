@@ -81,10 +81,33 @@ def github_cases() -> list[Crash]:
     ]
 
 
+# GitLab's points the GitLab loop does not reach: a landing that has to rebase (the merge queue
+# on GitLab, tests/e2e/test_gitlab_merge_queue.py) and an issue cpe closes itself, which only a
+# GitLab tracker beside another forge does (an own merge request closes its issue on merge).
+GITLAB_QUEUE_POINTS = ("gitlab.update.after_rebase",)
+GITLAB_MIXED_POINTS = ("gitlab.issue.after_update",)
+
+
 def gitlab_cases() -> list[Crash]:
-    """On GitLab: the points around every provider write, and GitLab's own inside them (the
-    GitLab loop, tests/e2e/test_gitlab_loop.py, runs them)."""
-    return [Crash(p) for p in POINTS if p.startswith(("write.", "gitlab."))]
+    """On GitLab: the points around every provider write, and GitLab's own inside them the
+    GitLab loop reaches (tests/e2e/test_gitlab_loop.py runs them; ``after_link`` on Premium,
+    blocking links being a Premium feature); the second issue's too (the first has no
+    blocker)."""
+    elsewhere = (*GITLAB_QUEUE_POINTS, *GITLAB_MIXED_POINTS)
+    return [
+        *(Crash(p) for p in POINTS if p.startswith(("write.", "gitlab.")) and p not in elsewhere),
+        Crash("gitlab.issue.after_create", 2),
+    ]
+
+
+def gitlab_queue_cases() -> list[Crash]:
+    """On GitLab's merge queue: the rebase that brings the second merge request up to date."""
+    return [Crash(point) for point in GITLAB_QUEUE_POINTS]
+
+
+def gitlab_mixed_cases() -> list[Crash]:
+    """On a GitLab tracker beside another forge: the issue cpe closes itself."""
+    return [Crash(point) for point in GITLAB_MIXED_POINTS]
 
 
 def queue_cases() -> list[Crash]:

@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.cli.build import App, build_app, code_host_remote
 from adapters.cli.providers import WireStats, build_providers, summed
 from adapters.cli.settings import load_config
+from adapters.dashboard.metrics import provider_metrics
 from adapters.host.metering import ProviderMeter
 from adapters.providers import ProviderRoles
 from adapters.providers.github.transport import TransportStats
@@ -240,6 +242,18 @@ def test_gitlab_issues_and_github_pull_requests_each_serve_their_role(
         # Both systems' requests are counted.
         assert app.meter.wire is not None
         assert app.meter.wire().requests == len(fake_github.requests) + len(gitlab.core.requests)
+        # /metrics says each system's apart; GitHub's old names carry GitHub's alone.
+        metrics = {
+            (s.name, tuple(s.labels.items())): s.value
+            for family in text_string_to_metric_families(
+                "\n".join(provider_metrics(app.meter)) + "\n"
+            )
+            for s in family.samples
+        }
+        sent = "cpe_provider_http_requests_total"
+        assert metrics[(sent, (("system", "gitlab"),))] == len(gitlab.core.requests)
+        assert metrics[(sent, (("system", "github"),))] == len(fake_github.requests)
+        assert metrics[("cpe_github_http_requests_total", ())] == len(fake_github.requests)
 
         # A reload reaches the tracker's trust too: a bot's issue becomes work.
         bots = gitlab.open_issue("From a bot", "Do it.", author="helper-bot")

@@ -44,3 +44,12 @@ def test_provider_roles_say_what_a_provider_serves() -> None:
     assert not ProviderRoles(revisions=False).foreign_tracker
     with pytest.raises(ValueError, match="work items, revisions or both"):
         ProviderRoles(work_items=False, revisions=False)
+
+
+def test_a_blocker_in_a_nested_group_is_read_whole() -> None:
+    text = "Blocked by group/sub/name#3, #4 and other/repo#5"
+    assert markers.blocked_by(text, "acme/widgets") == ["group/sub/name#3", "4", "other/repo#5"]
+    assert markers.is_foreign_blocker("group/sub/name#3")
+    assert markers.is_foreign_blocker("other/repo#5")
+    assert not markers.is_foreign_blocker("#3")
+    assert not markers.is_foreign_blocker("name#3")
