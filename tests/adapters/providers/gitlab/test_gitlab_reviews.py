@@ -113,12 +113,14 @@ def test_an_approval_is_refused_to_the_author_and_the_summary_says_so(
     assert "GitLab did not take cpe's approval" in summary.body
 
 
+@pytest.mark.parametrize("tier", ["free", "premium"])
 def test_an_approval_gitlab_says_cpe_may_not_give_is_not_asked_for(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tier: str
 ) -> None:
-    """The merge request's approvals tell ``user_can_approve``: no request spent on a 401."""
+    """The merge request's approvals tell ``user_can_approve`` (on every tier): no request
+    spent on a 401."""
     with (
-        running_gitlab(tmp_path, monkeypatch, tokens=TOKENS, tier="premium") as fake,
+        running_gitlab(tmp_path, monkeypatch, tokens=TOKENS, tier=tier) as fake,
         gitlab_provider(fake) as provider,
     ):
         revision = open_revision(fake, provider, tmp_path)
