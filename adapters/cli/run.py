@@ -19,7 +19,7 @@ from adapters.cli.liveness import alive
 from adapters.cli.repository import resolve_config
 from adapters.cli.services import prepare_services
 from adapters.cli.settings import CpeConfig
-from domain.errors import ConfigError
+from domain.errors import ConfigError, ProviderError
 
 if TYPE_CHECKING:  # the engine's modules are cpe run's own import (keeps cpe status quick)
     from actors.engine import Engine
@@ -121,6 +121,18 @@ def run(
             service.stop()
         for app in apps:
             app.close()
+
+
+def unavailable(exc: ProviderError) -> int:
+    """A provider that cannot be read at start (unreachable, failing) in one line: exit 75
+    when trying again may do (a service manager starts cpe again), else 78."""
+    from actors.process import EXIT_CONFIG, EXIT_TEMPFAIL  # noqa: PLC0415
+
+    if exc.transient:
+        print(f"cpe: cannot start: {exc}; try again once it answers", file=sys.stderr)
+        return EXIT_TEMPFAIL
+    print(f"cpe: cannot start: {exc}", file=sys.stderr)
+    return EXIT_CONFIG
 
 
 LOG_FILE = "cpe.log"  # in the state directory: cpe run's whole log when a person watches
