@@ -124,6 +124,8 @@ def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list
                 f"{_of_revision(after, rid)}review posted on revision {rid} ({sha[:10]}): {verdict}"
             ]
         case RevisionMerged(revision_id=rid, merge_sha=sha):
+            if any(landed.revision_id == rid for landed in before.landed):
+                return []  # the same merge answered again from the journal: told once
             merge = f" as {sha[:10]}" if sha else ""
             return [f"{_of_revision(after, rid)}revision {rid} merged{merge}"]
         case StatusTransitioned(work_item_id=wid, to=to, reason=reason):

@@ -39,7 +39,7 @@ def _check_bash(args: argparse.Namespace) -> int:
 
 def _engine_command(args: argparse.Namespace) -> int:
     from adapters.cli.common import fail  # noqa: PLC0415
-    from domain.errors import JournalError  # noqa: PLC0415
+    from domain.errors import JournalError, ProviderError  # noqa: PLC0415
 
     try:
         return _dispatch(args)
@@ -47,6 +47,10 @@ def _engine_command(args: argparse.Namespace) -> int:
         from actors.process import journal_exit  # noqa: PLC0415 - the engine's whole import
 
         return fail(f"journal error: {exc}", journal_exit(exc))
+    except ProviderError as exc:  # the tracker or the forge could not be read to start
+        from adapters.cli.run import unavailable  # noqa: PLC0415
+
+        return unavailable(exc)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from adapters.cli.common import fail
 from adapters.cli.init_provider import (
+    NAMES,
     ProviderText,
     origin_of,
     pair_problem,
@@ -74,10 +75,13 @@ def init(repo: Path, tracker: ProviderKind | None = None, forge: ProviderKind | 
         _print_left(provider)
         config = load_config(existing)  # what was written: the next steps and warnings are its
     tops = dict.fromkeys(Path(path).parts[0] for path in written)  # .claude/…: .claude
+    paths = " ".join(tops) or "supervisor.toml .claude .gitignore"
+    forge = config.provider.revisions_kind
+    share = _SHARE_LOCAL if forge == "local" else _SHARE_REMOTE
     print(
         _NEXT_STEPS.format(
-            paths=" ".join(tops) or "supervisor.toml .claude .gitignore",
-            read=_READ_LOCAL if config.provider.revisions_kind == "local" else _READ_REMOTE,
+            read=_READ_LOCAL if forge == "local" else _READ_REMOTE,
+            share=share.format(paths=paths, forge=NAMES[forge]),
             work=_work_step(config),
         )
     )
@@ -134,11 +138,14 @@ def own_python(config: CpeConfig) -> str | None:
 _NEXT_STEPS = """
 next steps:
   1. read supervisor.toml ({read})
-  2. git add {paths} && git commit -m "cpe"   (agents see the committed default branch)
+  2. {share}
   3. give the agents a model: export ANTHROPIC_API_KEY=... (or a Claude login: claude login);
      for codex-cli roles, OPENAI_API_KEY or codex login
   4. {work}
   5. cpe run   (Ctrl-C stops it; cpe status shows where things are)"""
+_SHARE_LOCAL = 'git add {paths} && git commit -m "cpe"   (agents see the committed default branch)'
+_SHARE_REMOTE = """git add {paths} && git commit -m "cpe" && git push
+     (agents start from, and specs are read at, the default branch on {forge})"""
 _READ_LOCAL = "pipeline_command: your test command; auto_merge; concurrency"
 _READ_REMOTE = "auto_merge; concurrency; your CI runs on the pull or merge requests"
 
@@ -146,10 +153,11 @@ _READ_REMOTE = "auto_merge; concurrency; your CI runs on the pull or merge reque
 def _work_step(config: CpeConfig) -> str:
     section = config.provider
     kind = section.work_items_kind
+    specs = "specs under specs/" + (", pushed" if section.revisions_kind != "local" else "")
     if kind == "local":
-        return 'cpe work add "a title" --body "what to do"   (or write specs under specs/)'
+        return f'cpe work add "a title" --body "what to do"   (or write {specs})'
     place = "an issue" + (f" in {section.where(kind)}" if section.where(kind) else "")
-    return f"open {place} (or write specs under specs/)"
+    return f"open {place} (or write {specs})"
 
 
 def _ignore_entry(root: Path, state_dir: str) -> str:

@@ -15,6 +15,11 @@ from adapters.cli.provider_settings import FORGES, ProviderKind, valid_pair
 PLACEHOLDER = {"github": "OWNER/NAME", "gitlab": "GROUP/NAME"}
 NAMES = {"local": "local", "github": "GitHub", "gitlab": "GitLab"}
 TOKEN_ENV = {"github": "GITHUB_TOKEN", "gitlab": "GITLAB_TOKEN"}
+PUBLIC = {"github": "https://api.github.com/", "gitlab": "https://gitlab.com"}  # base_url defaults
+ELSEWHERE = {
+    "github": "GitHub Enterprise: https://HOST/api/v3/",
+    "gitlab": "a self-managed instance: its URL",
+}
 # What a token needs, by system and by the roles it serves (docs/github.md, docs/configuration.md).
 NEEDS = {
     ("github", "both"): "a classic token with the repo scope, or a fine-grained one with "
@@ -133,13 +138,15 @@ def _remote(
     lines.append(_commented(f'{key} = "{where}"', note))
     if base_url is not None:
         lines.append(_commented(f'base_url = "{base_url}"', "guessed from origin"))
+    elif guessed is None:  # said, so that a self-managed instance's URL has its place
+        lines.append(_commented(f'base_url = "{PUBLIC[kind]}"', ELSEWHERE[kind]))
     lines.append(_commented(f'token_env = "{variable}"', "the NAME of the variable, not the token"))
     if guessed is not None:
         out.guessed.append(f'[provider.{kind}] {key} = "{where}"')
     else:
         out.left.append(
-            f"set [provider.{kind}] {key} in supervisor.toml (now {where}): the {name} {key} "
-            "was not guessed from origin"
+            f"set [provider.{kind}] {key} in supervisor.toml (now {where}), and base_url when "
+            f"not on {PUBLIC[kind]}: the {name} {key} was not guessed from origin"
         )
     out.left.append(f"export {variable}=...   {NEEDS[kind, roles]}")
     return lines

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from adapters.cli.build import App, build_app
+from adapters.cli.build import App, build_app, code_host_remote
 from adapters.cli.common import fail
 from adapters.cli.init import own_python
 from adapters.cli.liveness import alive
 from adapters.cli.repository import resolve_config
 from adapters.cli.services import prepare_services
 from adapters.cli.settings import CpeConfig
-from domain.errors import ConfigError
+from domain.errors import ConfigError, ProviderError
 
 if TYPE_CHECKING:  # the engine's modules are cpe run's own import (keeps cpe status quick)
     from actors.engine import Engine
@@ -93,7 +93,7 @@ def run(
         # the agents will not see; then its services (their "listening" lines end the start)
         if log_file is not None:
             structlog.get_logger("cpe.cli").info("log file", path=str(log_file))
-        _warn_uncommitted(root)
+        _warn_unshared(apps[-1])
         services.append(starters[-1]())
         notify("READY=1")
 
@@ -121,6 +121,56 @@ def run(
             service.stop()
         for app in apps:
             app.close()
+
+
+def unavailable(exc: ProviderError) -> int:
+    """A provider that cannot be read at start (unreachable, failing) in one line: exit 75
+    when trying again may do (a service manager starts cpe again), else 78."""
+    from actors.process import EXIT_CONFIG, EXIT_TEMPFAIL  # noqa: PLC0415
+
+    if exc.transient:
+        print(f"cpe: cannot start: {exc}; try again once it answers", file=sys.stderr)
+        return EXIT_TEMPFAIL
+    print(f"cpe: cannot start: {exc}", file=sys.stderr)
+    return EXIT_CONFIG
+
+
+def _warn_unshared(app: App) -> None:
+    """What the agents will not see: files ``cpe init`` wrote and nobody committed, commits the
+    forge's default branch lacks."""
+    _warn_uncommitted(app.repo)
+    _warn_unpushed(app)
+
+
+def _warn_unpushed(app: App) -> None:
+    """With a remote forge the default branch is the one on ``origin``: agents start from it
+    and specs are read there (``code_host_remote``). Commits of the local default branch that
+    ``origin`` lacks (a ``cpe init`` committed, a spec written, and not pushed) are seen by
+    neither; said once at start, after the first fetch."""
+    import subprocess  # noqa: PLC0415
+
+    remote = code_host_remote(app.config, app.repo)
+    if remote is None:
+        return
+    branch = app.default_branch
+    counted = subprocess.run(
+        ["git", "-C", str(app.repo), "rev-list", "--count",
+         f"refs/remotes/{remote}/{branch}..refs/heads/{branch}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )  # fmt: skip
+    ahead = int(counted.stdout.strip() or 0) if counted.returncode == 0 else 0
+    if ahead:
+        forge = app.config.provider.revisions_kind
+        structlog.get_logger("cpe.cli").warning(
+            f"not pushed: {branch} has {ahead} commit(s) that {remote}/{branch} lacks; with "
+            f"the revisions on {forge}, agents start from {remote}'s {branch} and specs are "
+            f"read there: push them (git push {remote} {branch})",
+            branch=branch,
+            commits=ahead,
+        )
 
 
 LOG_FILE = "cpe.log"  # in the state directory: cpe run's whole log when a person watches

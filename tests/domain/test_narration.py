@@ -113,6 +113,23 @@ def test_revisions_pipelines_reviews_and_merges_are_told() -> None:
     ]
 
 
+def test_a_merge_answered_again_from_the_journal_is_told_once() -> None:
+    """The merge queue asks for the same merge again while the first is under way (each event
+    before its result moves the queue); the write is made once and each ask is answered from the
+    journal with the same ``RevisionMerged``: one line, not one per ask (seen on GitLab, whose
+    merges take seconds: "revision 2 merged as a794d10e1d" ten times)."""
+    narrator = Narrator()
+    before = state(item("3", "approved"), revisions=[revision("r1", "3")])
+    merged = RevisionMerged(revision_id="r1", merge_sha="m1")
+    after = apply_event(before, merged)
+    assert narrator(merged, before, after) == ["#3: revision r1 merged as m1"]
+    for _ in range(3):
+        assert narrator(merged, after, apply_event(after, merged)) == []
+    other = RevisionMerged(revision_id="r2", merge_sha="m2")
+    with_r2 = state(item("3", "approved"), revisions=[revision("r2", "3")])
+    assert narrator(other, with_r2, apply_event(with_r2, other)) == ["#3: revision r2 merged as m2"]
+
+
 def test_a_plan_a_pause_and_a_failed_write_are_told() -> None:
     assert say(state(), PlanApplied(spec_shas={})) == ["plan applied: nothing new to create"]
     assert say(state(), UserPausedDispatch(reason="freeze")) == [

@@ -17,6 +17,7 @@ from typing import Any
 
 from adapters.providers import ProviderRoles
 from adapters.providers.gitlab.api import GitLabApi
+from adapters.providers.gitlab.errors import gitlab_reason
 from adapters.providers.gitlab.forge import build_forge
 from adapters.providers.gitlab.issue_index import IssueIndex
 from adapters.providers.gitlab.labels import Labels, StatusLabels
@@ -30,7 +31,7 @@ from adapters.providers.gitlab.work_items import (
     Linked,
 )
 from adapters.providers.pacing import WritePacer
-from domain.errors import ConfigError, ProviderError
+from domain.errors import ConfigError, NotFoundError, ProviderError
 from domain.ports import (
     ProviderInterfaces,
     RevisionProviderReader,
@@ -88,7 +89,7 @@ class GitLabProvider:
         sets it); otherwise the engine links an item to the revision that names it."""
         try:
             # The project's id is needed either way (links name it): read once, at start.
-            self.api.load()
+            _load_project(self.api, settings)
             self.default_branch = settings.default_branch or self.api.default_branch()
             self.trust = Trust(self.api, settings, state_dir)
             if self.roles.work_items:
@@ -178,6 +179,36 @@ class GitLabProvider:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _load_project(api: GitLabApi, settings: GitLabSettings) -> None:
+    """The project read at start. A token GitLab refuses (401, 403) or a project it does not
+    show (404) stops cpe here in one line (``ConfigError``: a restart would not fix it), naming
+    the setting to look at and never the token; anything else (GitLab unreachable, a 5xx) is a
+    ``ProviderError`` naming the instance (``cpe run`` exits 75 on a transient one)."""
+    where = f"GitLab at {settings.base_url}"
+    try:
+        api.load()
+    except NotFoundError:
+        raise ConfigError(
+            f"{where} shows no project {settings.project}: it does not exist, or the token's "
+            "user may not see it",
+            key_path="provider.gitlab.project",
+            expected="the project's full path as in its URL (group/subgroup/name), readable "
+            f"with the token in {settings.token_env}",
+        ) from None
+    except ProviderError as exc:
+        if exc.status not in (401, 403):
+            raise ProviderError(
+                f"{where}: {exc}", transient=exc.transient, retry_after=exc.retry_after
+            ) from exc
+        raise ConfigError(
+            f"{where} refused the token in {settings.token_env} ({exc.status} "
+            f"{gitlab_reason(exc)})",
+            key_path="provider.gitlab.token_env",
+            expected="a valid personal, project or group access token with the api scope "
+            "(revoked, expired and mistyped tokens are refused)",
+        ) from None
 
 
 def create_gitlab_provider(

@@ -147,3 +147,47 @@ def test_an_existing_supervisor_toml_is_kept_and_the_warning_says_so(tmp_path: P
     assert result.returncode == 0, result.stderr
     assert (repo / "supervisor.toml").read_text() == "[provider.local]\n"
     assert "supervisor.toml exists and is kept as it is" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("forge", "public", "elsewhere"),
+    [
+        ("gitlab", "https://gitlab.com", "a self-managed instance: its URL"),
+        ("github", "https://api.github.com/", "GitHub Enterprise: https://HOST/api/v3/"),
+    ],
+)
+def test_an_instance_not_guessed_is_written_with_where_another_one_goes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], forge: str, public: str, elsewhere: str
+) -> None:
+    """An origin cpe cannot read (a path, a mirror): the file names the public instance and
+    says where a self-managed (Enterprise) one goes, and what is left to set says so too."""
+    repo = repo_with_origin(tmp_path, "/srv/mirrors/widgets.git")
+    assert init(repo, "local", forge) == 0  # type: ignore[arg-type]
+    text = (repo / "supervisor.toml").read_text()
+    assert f'base_url = "{public}" # {elsewhere}' in " ".join(text.split())
+    section = getattr(load_config(repo / "supervisor.toml").provider, forge)
+    assert section.base_url == public
+    out = capsys.readouterr().out
+    assert f"and base_url when not on {public}:" in out
+
+
+@pytest.mark.parametrize(("tracker", "forge"), VALID)
+def test_the_next_steps_say_to_push_when_the_default_branch_is_on_the_forge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tracker: str, forge: str
+) -> None:
+    """With a remote forge agents start from, and specs are read at, the default branch there:
+    committing is not enough, and the next steps say so."""
+    repo = repo_with_origin(tmp_path, None)
+    assert init(repo, tracker, forge) == 0  # type: ignore[arg-type]
+    out = capsys.readouterr().out
+    if forge == "local":
+        assert 'git add supervisor.toml .claude .gitignore && git commit -m "cpe"   (' in out
+        assert "git push" not in out
+        assert "(or write specs under specs/)" in out
+    else:
+        name = {"github": "GitHub", "gitlab": "GitLab"}[forge]
+        assert (
+            'git add supervisor.toml .claude .gitignore && git commit -m "cpe" && git push\n'
+            f"     (agents start from, and specs are read at, the default branch on {name})"
+        ) in out
+        assert "(or write specs under specs/, pushed)" in out

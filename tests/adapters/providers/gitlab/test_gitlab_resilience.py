@@ -118,15 +118,45 @@ def test_a_missing_token_variable_is_a_configuration_error_naming_it(
         GitLabProvider(settings_for(fake_gitlab), environ={})
 
 
-def test_a_refused_token_is_a_permanent_error_that_never_quotes_it(
+def test_a_refused_token_stops_the_start_naming_its_variable_and_never_quoting_it(
     fake_gitlab: FakeGitLab,
 ) -> None:
     secret = "glpat-not-a-token-the-fake-knows"
-    with pytest.raises(ProviderError) as raised:
+    with pytest.raises(ConfigError) as raised:
         GitLabProvider(settings_for(fake_gitlab), environ={TOKEN_ENV: secret})
-    assert raised.value.status == 401
-    assert not raised.value.transient
+    assert raised.value.key_path == "provider.gitlab.token_env"
+    assert str(raised.value).startswith(
+        f"provider.gitlab.token_env: GitLab at {fake_gitlab.base_url} refused the token in "
+        f"{TOKEN_ENV} (401 Unauthorized); expected a valid personal, project or group access "
+        "token"
+    )
     assert secret not in str(raised.value)
+
+
+def test_a_project_gitlab_does_not_show_stops_the_start_naming_it(
+    fake_gitlab: FakeGitLab,
+) -> None:
+    settings = settings_for(fake_gitlab, project="acme/no-such-project")
+    with pytest.raises(ConfigError) as raised:
+        GitLabProvider(settings, environ={TOKEN_ENV: "test-token"})
+    assert raised.value.key_path == "provider.gitlab.project"
+    assert (
+        f"GitLab at {fake_gitlab.base_url} shows no project acme/no-such-project: it does not "
+        "exist, or the token's user may not see it"
+    ) in str(raised.value)
+
+
+def test_a_gitlab_failing_at_start_is_a_transient_error_naming_the_instance(
+    fake_gitlab: FakeGitLab, sleeps: Sleeps
+) -> None:
+    fake_gitlab.fail(Fault("GET", r"/projects/[^/]+$", 503, times=100))
+    with pytest.raises(ProviderError) as raised:
+        GitLabProvider(settings_for(fake_gitlab), environ={TOKEN_ENV: "test-token"}, sleep=sleeps)
+    assert raised.value.transient
+    assert str(raised.value).startswith(
+        f"GitLab at {fake_gitlab.base_url}: get project {fake_gitlab.project_path}:"
+    )
+    assert sleeps.waits  # read again before giving up
 
 
 def test_the_token_goes_to_the_instance_only_as_private_token(
