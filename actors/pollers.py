@@ -160,7 +160,8 @@ REVISIONS: Watch[Revision] = Watch(
     merge=merge_observed_revision,
     changed=lambda revision: RevisionChanged(revision=revision),
     removed=lambda key: RevisionRemoved(revision_id=RevisionId(key)),
-    due=lambda state: state.merge_waits.keys(),  # their merge is tried again each cycle
+    # A merge the provider holds, or a queue step whose write failed: asked again each cycle.
+    due=lambda state: state.merge_waits.keys() | state.landing_failures.keys(),
 )
 SPECS: Watch[Spec] = Watch(
     name="specs",

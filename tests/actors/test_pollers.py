@@ -11,6 +11,7 @@ from domain.events import BaselineChanged, EngineEvent, RevisionChanged, Revisio
 from domain.models import (
     Baseline,
     EngineState,
+    LandingFailure,
     MergeWait,
     Pipeline,
     Revision,
@@ -85,6 +86,18 @@ def test_a_revision_whose_merge_waits_is_reported_every_cycle_unchanged() -> Non
         Reader(), lambda: state.model_copy(update={"merge_waits": {}}), events.append, 30
     )
     assert quiet.poll() == 0
+
+
+def test_a_revision_whose_queue_step_failed_is_reported_every_cycle_unchanged() -> None:
+    failure = LandingFailure(
+        work_item_id=WorkItemId("3"), head_sha="a" * 40, step="update", reason="502"
+    )
+    state = EngineState(revisions={REVISION.id: REVISION}, landing_failures={REVISION.id: failure})
+    events: list[EngineEvent] = []
+    poller = revision_poller(Reader(), lambda: state, events.append, interval=30)
+    assert poller.poll() == 1
+    assert poller.poll() == 1
+    assert events == [RevisionChanged(revision=REVISION)] * 2
 
 
 def test_the_baseline_is_polled_as_one_entity_and_reported_when_it_changes() -> None:
