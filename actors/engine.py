@@ -47,7 +47,12 @@ from actors.queue import Inbox
 from actors.session_actor import SessionStarter
 from actors.session_registry import SessionManager
 from actors.settings import BreakerSettings, DailyBudget
-from actors.startup import fail_interrupted_runs, journaled_state, reap_runtime_leftovers
+from actors.startup import (
+    StartWaits,
+    fail_interrupted_runs,
+    journaled_state,
+    reap_runtime_leftovers,
+)
 from actors.store import Listener, StateStore, Unsubscribe
 from actors.streams import AgentStream, StreamRegistry
 from actors.supervisor import Supervisor, permanent_error
@@ -154,6 +159,7 @@ class Engine:
         )
         listen_for_changes(self.pollers, self.refresh)
         self._lifecycle = threading.Lock()
+        self._waits = StartWaits(config.shutdown_timeout)
         self._started = False
         self._stopped = threading.Event()
         self._paused = False
@@ -296,14 +302,8 @@ class Engine:
             unprocessed_events=len(restored.unprocessed),
             resumed_writes=resumed,
         )
-        # 1. the first poll cycle of every poller, awaited
-        for poller in self.pollers:
-            ref = self._ref(f"poller:{poller.name}")
-            try:
-                if ref is not None:
-                    ref.ask(Poll(full=True), timeout=self.config.shutdown_timeout)
-            except Exception as exc:
-                log.error("first poll failed", poller=poller.name, error=repr(exc))
+        # 1. the first poll cycle of every poller, awaited (a stop asked meanwhile ends the wait)
+        self._waits.first_polls({p.name: self._ref(f"poller:{p.name}") for p in self.pollers})
         first_poll_seq = self.journal.last_seq()
         # 2. interval polling. The flag lives on the poller's shared state, so an actor that is
         # being restarted right now (its first poll crashed) starts ticking when it comes back.
@@ -318,8 +318,10 @@ class Engine:
             # start() resolves once the first poll's events are in the store (S002-05/07):
             # they went through the queue like every event, so wait for the loop to get past
             # them. Their handlers ran too, so recovery needs no phase of its own (S002-06).
-            if self.inbox.wait_processed(first_poll_seq, self.config.shutdown_timeout):
+            if self._waits.until(lambda t: self.inbox.wait_processed(first_poll_seq, t)):
                 self.executor.writes.deliver_resumed()  # the restored events were processed too
+            elif self._waits.interrupted.is_set():
+                log.info("start interrupted by a stop: the first poll's events not awaited")
             else:
                 log.error("the first poll's events were not processed in time; started anyway")
         # The runs a crash or a stop interrupted fail last, behind the first poll's readings and
@@ -327,6 +329,10 @@ class Engine:
         # failures' own writes (an item in progress), and processed after those writes they
         # would undo them in the state, and the same write would be made again.
         fail_interrupted_runs(self.inbox, journaled)
+
+    def interrupt_start(self) -> None:
+        """A stop asked while ``start`` runs (a signal) ends its waits (``StartWaits``)."""
+        self._waits.interrupted.set()
 
     def abandon_runs(self, reason: str) -> int:
         """At a forced exit (a second Ctrl-C): journal every run still active as cancelled by

@@ -104,6 +104,8 @@ class _Stopper:
         log.info("signal received; stopping", signal=name)
         if self.started.is_set():
             self.stop(f"signal {name}")
+        elif self.engine is not None:  # starting: its waits end, then the stop runs
+            self.engine.interrupt_start()
 
     def _abandon(self) -> None:
         """The runs still active are journaled as interrupted by this stop, not failed (no

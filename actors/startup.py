@@ -4,12 +4,18 @@ their runtimes, and the runs that a crash or a stop interrupted failed as interr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
+import pykka
 import structlog
 
 from actors.journal import Restored
+from actors.pollers import Poll
 from actors.queue import Inbox
 from domain.decisions import INTERRUPTED
 from domain.events import AgentFailed
@@ -67,3 +73,49 @@ def fail_interrupted_runs(inbox: Inbox, state: EngineState) -> None:
 def _each_once(adapters: Iterable[RuntimeAdapter]) -> list[RuntimeAdapter]:
     """One role's adapter may serve others too: reaped once."""
     return list({id(a): a for a in adapters}.values())
+
+
+START_SLICE = 0.2  # seconds: how often a wait of the start looks whether a stop was asked
+
+
+class StartWaits:
+    """What ``Engine.start`` waits for (the first poll of each poller, then its events), each
+    up to ``timeout`` seconds a slice at a time: a stop asked meanwhile (``interrupted``, set
+    from a signal handler) ends them at once, so a Ctrl-C does not first wait out a slow or
+    failing provider."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.interrupted = threading.Event()
+
+    def until(self, wait: Callable[[float], bool]) -> bool:
+        """``wait`` (given a slice of seconds; True once done) until done (True), the timeout
+        or an interruption (False)."""
+        deadline = time.monotonic() + self.timeout
+        while not self.interrupted.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if wait(min(left, START_SLICE)):
+                return True
+        return False
+
+    def first_polls(self, pollers: Mapping[str, pykka.ActorRef[Any] | None]) -> None:
+        """Each poller's first cycle (``Poll(full=True)``), one after the other, awaited."""
+        for name, ref in pollers.items():
+            if ref is None:
+                continue
+            try:
+                answer = ref.ask(Poll(full=True), block=False)
+                self.until(functools.partial(_answered, answer))
+            except Exception as exc:
+                log.error("first poll failed", poller=name, error=repr(exc))
+
+
+def _answered(answer: pykka.Future[Any], seconds: float) -> bool:
+    """Whether an actor's answer came within ``seconds`` (its error raised, as ``ask`` does)."""
+    try:
+        answer.get(timeout=seconds)
+    except pykka.Timeout:
+        return False
+    return True

@@ -500,3 +500,29 @@ def test_a_disk_that_refuses_the_journal_at_the_start_is_one_line_and_exit_74(
     assert out == ""
     assert err == f"cpe: journal error: {path}: cannot store a snapshot: database or disk is full\n"
     assert ready == []
+
+
+def test_a_stop_signal_while_the_first_poll_hangs_ends_the_start_without_waiting_for_it(
+    harness: Harness, logged: Callable[[str], list[dict[str, Any]]]
+) -> None:
+    """A provider that does not answer the first poll (GitLab failing, retried) must not hold a
+    Ctrl-C for the whole start: the start stops waiting at once, then the graceful stop runs.
+    The tracker here answers only once the stop has begun (``on_stopping``): before the fix the
+    start waited for it up to ``shutdown_timeout`` (an hour here)."""
+    answer = threading.Event()
+    call = harness.tracker._call
+
+    def hanging(method: str, *args: object) -> None:
+        if method == "list_work_items" and not answer.is_set():
+            os.kill(os.getpid(), signal.SIGTERM)  # a Ctrl-C while the first poll waits
+            answer.wait(120)
+        call(method, *args)
+
+    harness.tracker._call = hanging  # type: ignore[method-assign]
+    code = run_engine(lambda: harness.engine(shutdown_timeout=3600), on_stopping=answer.set)
+    assert code == EXIT_OK
+    [engine] = harness.engines
+    assert engine.stopped
+    [shutdown] = logged("shutdown initiated")
+    assert shutdown["reason"] == "a signal during the start"
+    assert logged("start interrupted by a stop: the first poll's events not awaited")
