@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install lint format typecheck test test-serial crash-all e2e-github bench mutants \
+.PHONY: install lint format typecheck test test-serial crash-all e2e-github e2e-gitlab bench mutants \
 	mutants-actors ci
 
 install:
@@ -39,6 +39,9 @@ crash-all:
 # The whole loop on GitHub (against the fake GitHub), with the request counts it prints.
 e2e-github:
 	$(BIN)/python -m pytest -q -s tests/e2e/test_github_loop.py
+
+e2e-gitlab:
+	$(BIN)/python -m pytest -q -s tests/e2e/test_gitlab_loop.py
 
 # Benchmarks are measurements, not tests: each script prints its figures (see README).
 bench:

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from adapters.providers.github import GitHubProvider, GitHubSettings
 from domain.results import AgentReview
+from tests.e2e.forge_loop import isolate_git_for_a_benchmark
 from tests.e2e.github_loop import LOGIN, REAL_PACING, Counts, GitHubLoop, seed_with_the_sample
 from tests.e2e.github_loop import TOKEN as LOOP_TOKEN
 from tests.fakes.github import FakeGitHub
@@ -237,22 +238,13 @@ def main() -> None:
 
 def measure_loop() -> tuple[Counts, float]:
     """One whole loop on the fake GitHub, checked as the end-to-end test checks it."""
-    os.environ.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-    for role in ("AUTHOR", "COMMITTER"):
-        os.environ[f"GIT_{role}_NAME"] = "Bench"
-        os.environ[f"GIT_{role}_EMAIL"] = "bench@example.invalid"
+    isolate_git_for_a_benchmark()
     with tempfile.TemporaryDirectory(prefix="cpe-bench-loop-") as scratch:
         base = Path(scratch)
         with FakeGitHub(base / "github", tokens={LOOP_TOKEN: LOGIN}) as fake:
             seed_with_the_sample(fake, base)
             loop = GitHubLoop(base, fake, pacing=REAL_PACING)
-            started = time.monotonic()
-            try:
-                loop.finish()
-                seconds = time.monotonic() - started
-                loop.check_invariants()
-            finally:
-                loop.close()
+            seconds = loop.timed_run()
             return loop.counts(), seconds
 
 

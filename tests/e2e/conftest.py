@@ -25,10 +25,10 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The crash suite's coverage, in the output even with ``-q``: how many crashpoints the
-    code has, how many cases cover them (on the local provider and on GitHub), and how many
-    this run took."""
+    code has, how many cases cover them (on the local provider, on GitHub and on GitLab), and
+    how many this run took."""
     from adapters.support.crashpoints import POINTS  # noqa: PLC0415
-    from tests.e2e.crash import cases, github_cases  # noqa: PLC0415
+    from tests.e2e.crash import cases, github_cases, gitlab_cases  # noqa: PLC0415
 
     def ran(test: str) -> int:
         return sum(
@@ -39,12 +39,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
 
     local, github = ran("test_a_crash_at_the_point"), ran("test_a_kill_at_a_github_write")
-    if not local and not github:
+    gitlab = ran("test_a_kill_at_a_gitlab_write")
+    if not local and not github and not gitlab:
         return
     terminalreporter.write_line(
         f"crash suite: {len(POINTS)} crashpoints; cases: {len(cases())} local, "
-        f"{len(github_cases())} on GitHub; this run: {local} local, {github} on GitHub "
-        "(by default chosen by the commit; make crash-all runs all)"
+        f"{len(github_cases())} on GitHub, {len(gitlab_cases())} on GitLab; this run: {local} "
+        f"local, {github} on GitHub, {gitlab} on GitLab (by default chosen by the commit; make "
+        "crash-all runs all)"
     )
 
 

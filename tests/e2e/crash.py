@@ -81,10 +81,35 @@ def github_cases() -> list[Crash]:
     ]
 
 
+# GitLab's points the GitLab loop does not reach: a landing that has to rebase (the merge queue
+# on GitLab, tests/e2e/test_gitlab_merge_queue.py), and an issue's description or labels edited
+# or the issue closed by a plan (the demo's planner only creates): a process is killed there by
+# tests/adapters/providers/gitlab/test_gitlab_crashes.py, which checks it covers these.
+GITLAB_QUEUE_POINTS = ("gitlab.update.after_rebase",)
+GITLAB_TRACKER_POINTS = ("gitlab.issue.after_update",)
+
+
 def gitlab_cases() -> list[Crash]:
-    """On GitLab: the points around every provider write, and GitLab's own inside them (the
-    GitLab loop, tests/e2e/test_gitlab_loop.py, runs them)."""
-    return [Crash(p) for p in POINTS if p.startswith(("write.", "gitlab."))]
+    """On GitLab: the points around every provider write, and GitLab's own inside them the
+    GitLab loop reaches (tests/e2e/test_gitlab_loop.py runs them; ``after_link`` on Premium,
+    blocking links being a Premium feature); the second issue's too (the first has no
+    blocker)."""
+    elsewhere = (*GITLAB_QUEUE_POINTS, *GITLAB_TRACKER_POINTS)
+    return [
+        *(Crash(p) for p in POINTS if p.startswith(("write.", "gitlab.")) and p not in elsewhere),
+        Crash("gitlab.issue.after_create", 2),
+    ]
+
+
+def gitlab_queue_cases() -> list[Crash]:
+    """On GitLab's merge queue: the rebase that brings the second merge request up to date."""
+    return [Crash(point) for point in GITLAB_QUEUE_POINTS]
+
+
+def gitlab_tracker_cases() -> list[Crash]:
+    """On the GitLab tracker alone (tests/adapters/providers/gitlab/test_gitlab_crashes.py): a
+    plan's edit or closing of an issue."""
+    return [Crash(point) for point in GITLAB_TRACKER_POINTS]
 
 
 def queue_cases() -> list[Crash]:

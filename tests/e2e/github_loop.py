@@ -7,34 +7,26 @@ The local repository is a clone of the fake's, never pulled by hand: cpe fetches
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import tempfile
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from actors.journal import Journal
-from adapters.cli.demo import FEATURES
-from adapters.demo.sample import PIPELINE_COMMAND, create_sample_repo
-from tests.e2e.crash import Loop
+from adapters.demo.sample import create_sample_repo
+from tests.e2e.forge_loop import LOOP_SETTINGS, CommitCI, Counts, ForgeLoop, tracked_files
 from tests.fakes.github import FakeGitHub
-from tests.fakes.github.records import RecordedRequest
 from tests.support.git import git
 
 TOKEN_ENV = "CPE_E2E_GITHUB_TOKEN"
 TOKEN = "e2e-token"
 LOGIN = "cpe-bot"  # who the token acts as
 CHECK = "unittest"
-WRITES = ("POST", "PATCH", "PUT", "DELETE")
 # Write pacing a hundred times GitHub's rates: a loop's ~40 writes are not spread over 25 s of
 # token-bucket waits. One test keeps the real rates (REAL_PACING), so that pacing runs for real.
 FAST_PACING = "writes_per_minute = 6000\nwrites_per_hour = 42000\nwrite_burst = 100"
 REAL_PACING = ""
 
-CONFIG = """
+CONFIG = (
+    """
 [engine]
 shutdown_timeout = 30
 [provider]
@@ -44,24 +36,9 @@ repository = "{repository}"
 base_url = "{base_url}/"
 request_timeout = 30
 {auth}
-[workflow]
-auto_merge = true
-retry_backoff_initial = 0.2
-retry_backoff_max = 1
-[pollers]
-work_items_interval = 0.5
-revisions_interval = 0.5
-specs_interval = 0.5
-[runtime]
-max_agent_duration = 120
-[dashboard]
-listen = "127.0.0.1:0"
 """
-
-
-def tracked_files(repo: Path) -> dict[str, bytes]:
-    names = git(repo, "ls-files", "-z").split("\0")
-    return {name: (repo / name).read_bytes() for name in names if name}
+    + LOOP_SETTINGS
+)
 
 
 def clone_for_cpe(
@@ -93,7 +70,7 @@ def seed_with_the_sample(github: FakeGitHub, scratch: Path) -> None:
     github.seed(tracked_files(sample), "the sample")
 
 
-class FakeCI:
+class FakeCI(CommitCI):
     """Plays GitHub Actions: each open pull request's head gets one check run, the sample's
     tests run on a checkout of exactly that commit."""
 
@@ -104,78 +81,25 @@ class FakeCI:
         *,
         start_when: Callable[[], bool] = lambda: True,
     ) -> None:
+        super().__init__(github.git.path, command, start_when=start_when)
         self.github = github
-        # CI reports nothing until this holds (a test that needs runs to overlap holds landings).
-        self.start_when = start_when
-        # What the CI runs in a checkout of the head: the sample's tests by default.
-        self.command = list(command or [sys.executable, *PIPELINE_COMMAND[1:]])
-        self.checked: dict[str, str] = {}  # head sha -> conclusion
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="fake-ci", daemon=True)
 
-    def __enter__(self) -> FakeCI:
-        self._thread.start()
-        return self
+    def heads(self) -> list[str]:
+        with self.github.lock:
+            return [
+                p.head_sha
+                for p in self.github.pulls.values()
+                if self.github.issues[p.number].state == "open"
+            ]
 
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(60)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            if not self.start_when():
-                continue
-            with self.github.lock:
-                heads = [
-                    p.head_sha
-                    for p in self.github.pulls.values()
-                    if self.github.issues[p.number].state == "open"
-                ]
-            for sha in heads:
-                if sha not in self.checked:
-                    self.checked[sha] = self._test(sha)
-                    self.github.add_check_run(sha, CHECK, conclusion=self.checked[sha])
-
-    def _test(self, sha: str) -> str:
-        with tempfile.TemporaryDirectory(prefix="fake-ci-") as scratch:
-            tree = Path(scratch)
-            archive = subprocess.run(
-                ["git", "-C", str(self.github.git.path), "archive", sha],
-                capture_output=True,
-                check=True,
-                timeout=60,
-            ).stdout
-            subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True, timeout=60)
-            done = subprocess.run(
-                self.command, cwd=tree, capture_output=True, timeout=120, check=False
-            )
-        return "success" if done.returncode == 0 else "failure"
+    def report(self, sha: str, conclusion: str) -> None:
+        self.github.add_check_run(sha, CHECK, conclusion=conclusion)
 
 
-@dataclass(frozen=True)
-class Counts:
-    """What a loop cost GitHub: every request, those counted against the rate limit (all but
-    304s), and the content-creating writes."""
-
-    requests: int
-    counted: int
-    writes: int
-
-    @classmethod
-    def of(cls, requests: list[RecordedRequest]) -> Counts:
-        return cls(
-            len(requests),
-            sum(1 for r in requests if r.counted),
-            sum(1 for r in requests if r.method in WRITES),
-        )
-
-
-class GitHubLoop(Loop):
+class GitHubLoop(ForgeLoop):
     """The crash suite's loop with GitHub as the provider (``auth``: the credential's lines of
     ``[provider.github]``, ``env`` its variables, ``login`` who it acts as). ``meanwhile`` is
     called while it waits for the loop to end."""
-
-    finish_timeout = 300.0  # about 45 s on an idle machine, several times that on a loaded one
 
     def __init__(
         self,
@@ -188,17 +112,9 @@ class GitHubLoop(Loop):
         pacing: str = FAST_PACING,
     ) -> None:
         repo = clone_for_cpe(github, base, auth=auth, pacing=pacing)
-        super().__init__(base, repo, env)
+        super().__init__(base, repo, env, github.git.path, FakeCI(github))
         self.github = github
         self.login = login
-        self.ci = FakeCI(github).__enter__()
-        self.meanwhile: Callable[[], object] = lambda: None
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self.ci.__exit__(None, None, None)
 
     def done(self) -> bool:
         self.meanwhile()
@@ -257,26 +173,9 @@ class GitHubLoop(Loop):
         assert len(self.ci.checked) == 3, f"heads checked: {self.ci.checked}; reviewed: {heads}"
         assert set(self.ci.checked.values()) == {"success"}
         self._check_the_default_branch()
-        journal = Journal(self.repo / ".cpe" / "journal.sqlite3")
-        try:
-            pending = journal.intents("pending")
-        finally:
-            journal.close()
-        assert pending == [], f"intents left pending: {[i.key for i in pending]}"
-        listed = git(self.repo, "worktree", "list", "--porcelain").splitlines()
-        trees = [line for line in listed if line.startswith("worktree ")]
-        assert trees == [f"worktree {self.repo}"], f"worktrees left: {trees}"
-        self._check_no_process_left()
+        self.check_nothing_left()
 
     def _check_the_default_branch(self) -> None:
-        checkout = self.base / "final"
-        git(self.base, "clone", "--quiet", str(self.github.git.path), str(checkout))
-        assert git(checkout, "rev-parse", "HEAD") == self.github.default_head()
-        final = subprocess.run(
-            [sys.executable, *PIPELINE_COMMAND[1:]], cwd=checkout, capture_output=True, check=False
-        )
-        assert final.returncode == 0, final.stderr
-        for path, needles in FEATURES.items():
-            text = (checkout / path).read_text()
-            assert all(needle in text for needle in needles), path
-            assert text.count("def greet(") <= 1, text
+        """The default branch as the loop must leave it (``ForgeLoop.check_the_default_branch``
+        at GitHub's head; the mixed pairs' loops call it by this name)."""
+        self.check_the_default_branch(self.github.default_head())

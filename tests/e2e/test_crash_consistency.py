@@ -22,6 +22,8 @@ from tests.e2e.crash import (
     cases,
     github_cases,
     gitlab_cases,
+    gitlab_queue_cases,
+    gitlab_tracker_cases,
     queue_cases,
     selected,
 )
@@ -139,6 +141,14 @@ def test_every_crashpoint_in_the_code_is_registered_and_every_registered_one_is_
         f"registered, never placed: {set(POINTS) - placed - writes}"
     )
     # GitHub's own points are the GitHub loop's cases (tests/e2e/test_github_loop.py), GitLab's
-    # the GitLab loop's (tests/e2e/test_gitlab_loop.py)
-    every = [*cases(), *github_cases(), *gitlab_cases(), *queue_cases()]
+    # the GitLab loop's (tests/e2e/test_gitlab_loop.py), its merge queue's and the GitLab
+    # tracker's own crash test's (tests/adapters/providers/gitlab/test_gitlab_crashes.py)
+    every = [
+        *cases(),
+        *github_cases(),
+        *gitlab_cases(),
+        *gitlab_queue_cases(),
+        *gitlab_tracker_cases(),
+        *queue_cases(),
+    ]
     assert {case.point for case in every} == set(POINTS)

@@ -261,6 +261,34 @@ class BareRepo:
             return None, sorted(set(names))
         raise GitError(result.stderr.decode("utf-8", "replace"))
 
+    def rebased(self, branch: str, onto: str) -> str | None:
+        """``branch``'s commits replayed on ``onto`` by git's own rebase, in a scratch clone:
+        the new head (its objects stored here, no ref moved), or None when they conflict."""
+        with tempfile.TemporaryDirectory(prefix="fake-rebase-") as tmp:
+            work = Path(tmp) / "work"
+
+            def run(*args: str, cwd: Path = work) -> subprocess.CompletedProcess[bytes]:
+                return subprocess.run(
+                    ["git", *args],
+                    cwd=cwd,
+                    env={**self.env, "HOME": tmp},
+                    capture_output=True,
+                    check=False,
+                    timeout=60,
+                )
+
+            run("clone", "-q", "--shared", str(self.path), str(work), cwd=Path(tmp))
+            run("checkout", "-q", "-B", "rebasing", f"origin/{branch}")
+            if run("rebase", "-q", onto).returncode != 0:
+                run("rebase", "--abort")
+                return None
+            rebased = run("rev-parse", "HEAD").stdout.decode().strip()
+            pushed = run("push", "-q", "origin", f"HEAD:refs/fake-rebased/{branch}")
+            if pushed.returncode != 0:
+                raise GitError(pushed.stderr.decode())
+            self.git("update-ref", "-d", f"refs/fake-rebased/{branch}")
+            return rebased
+
     # ------------------------------------------------------------------ diffs
 
     def changed_files(self, base: str, head: str) -> list[FileChange]:

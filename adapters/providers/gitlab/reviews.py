@@ -14,7 +14,9 @@ GitLab has no review object with a verdict: a review is posted as
   digest too) are not posted twice;
 - for an approving verdict, an approval of that head (``POST /approve`` with ``sha``), where
   GitLab lets cpe approve: a project may forbid an author to approve its own merge request
-  (cpe opened it), or want approvers it is not. The summary says so; nothing fails.
+  (cpe opened it), or want approvers it is not. The merge request's approvals say so first
+  (``user_can_approve``): no request is spent on a refusal. The summary says so; nothing
+  fails.
 
 The history an agent is shown is the notes of trusted people (cpe's own among them): the
 merge request's notes and diff notes, system notes left out, and the approvals of people; how
@@ -31,6 +33,7 @@ from typing import Any
 
 from adapters.providers import markers
 from adapters.providers.gitlab.api import GitLabApi, Json
+from adapters.providers.gitlab.errors import gitlab_reason
 from adapters.support.crashpoints import crashpoint
 from domain.errors import ProviderError
 from domain.models import ReviewHistory, ReviewInlineComment, ReviewSubmission
@@ -182,17 +185,21 @@ class ReviewPoster:
             if exc.transient:
                 raise
             approvals = {}
-        approved_by = approvals.get("approved_by") if isinstance(approvals, dict) else None
-        for entry in approved_by or []:
+        approvals = approvals if isinstance(approvals, dict) else {}
+        for entry in approvals.get("approved_by") or []:
             if isinstance(entry, dict) and (entry.get("user") or {}).get("id") == own:
                 return None  # approved before (a retry)
+        if approvals.get("user_can_approve") is False:
+            # GitLab says so before being asked: cpe opened the merge request and the project
+            # forbids its author to approve (its default), or cpe is no eligible approver.
+            return "cpe may not approve this merge request (its author, or no eligible approver)"
         try:
             self._api.post(f"approve !{iid}", f"/merge_requests/{iid}/approve", {"sha": head_sha})
         except ProviderError as exc:
             if exc.transient:
                 raise
             log.info("GitLab did not let cpe approve !%s: %s", iid, exc)
-            return str(exc).split(": ", 1)[-1]
+            return gitlab_reason(exc)
         return None
 
     def _summary_posted(self, iid: int, own: int, key: str) -> bool:

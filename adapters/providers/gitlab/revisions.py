@@ -240,7 +240,7 @@ class GitLabRevisionWriter:
             now = self._repository.branch_head(branch)
             if now is not None and now != existing and self._made(now, base, message):
                 return now  # it went through; the answer was lost
-            if exc.transient or isinstance(exc, (NotFoundError, PatchError)):
+            if exc.transient or isinstance(exc, NotFoundError):
                 raise
             raise ConflictError(f"cannot commit the patch to branch {branch!r}: {exc}") from exc
 
@@ -291,7 +291,7 @@ class GitLabRevisionWriter:
         except ProviderError as exc:
             now = self._repository.branch_head(view.branch)
             if now is None or now == head or not self._ours(now, key):
-                if exc.transient or isinstance(exc, PatchError):
+                if exc.transient:
                     raise
                 raise ConflictError(f"cannot commit the update to {view.branch!r}: {exc}") from exc
             made = now  # it went through; the answer was lost

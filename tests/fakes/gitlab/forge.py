@@ -22,13 +22,8 @@ As on GitLab:
 
 from __future__ import annotations
 
-import re
-import subprocess
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from tests.fakes.gitdata import GitError
 from tests.fakes.gitlab import forge_payloads as fp
 from tests.fakes.gitlab.project import Project
 from tests.fakes.gitlab.records import (
@@ -42,11 +37,6 @@ from tests.fakes.gitlab.records import (
 from tests.fakes.gitlab.server import not_found
 from tests.fakes.http import HttpError
 
-CLOSING = re.compile(
-    r"\b(?:clos(?:e[sd]?|ing)|fix(?:e[sd]|ing)?|resolv(?:e[sd]?|ing)|implement(?:s|ed|ing)?)"
-    r":?\s+#(\d+)\b",
-    re.IGNORECASE,
-)
 FINISHED = frozenset({"success", "failed", "canceled", "skipped"})
 # What a commit status's state does to its job, as GitLab names the transition.
 TRANSITIONS = {
@@ -308,20 +298,10 @@ class Forge(Project):
             self.git.git("update-ref", "-d", f"refs/heads/{mr.source_branch}")
         self.branch_moved(mr.target_branch)
         if mr.target_branch == self.default_branch:
-            self.close_issues_of(mr, user)
+            self.close_issues(mr.description, f"!{mr.iid}", user)
 
     def _author(self, user: str) -> dict[str, str]:
         return {"name": user, "email": f"{user}@example.invalid"}
-
-    def close_issues_of(self, mr: MergeRequestRecord, user: str) -> None:
-        for number in CLOSING.findall(mr.description or ""):
-            issue = self.issues.get(int(number))
-            if issue is not None and issue.state == "opened":
-                issue.state, issue.closed_at, issue.closed_by = "closed", self.tick(), user
-                issue.updated_at = self.clock
-                self.add_note(
-                    "Issue", issue.iid, user, f"closed via merge request !{mr.iid}", system=True
-                )
 
     def may_merge(self, user: str | None) -> bool:
         """Pushing to the protected default branch (merging into it) takes Maintainer."""
@@ -338,7 +318,7 @@ class Forge(Project):
         if target is None or head is None:
             mr.merge_error = REBASE_FAILED
             return
-        rebased = self._rebased(mr.source_branch, target)
+        rebased = self.git.rebased(mr.source_branch, target)
         if rebased is None:
             mr.merge_error = REBASE_FAILED
             return
@@ -346,35 +326,6 @@ class Forge(Project):
         if rebased != head:
             self.git.set_ref(f"refs/heads/{mr.source_branch}", rebased, head)
             self.branch_moved(mr.source_branch)
-
-    def _rebased(self, branch: str, onto: str) -> str | None:
-        """``branch`` rebased onto ``onto`` in a scratch clone (git's own rebase); None when it
-        conflicts. The rebased commits are pushed back as objects only, no ref moves here."""
-        with tempfile.TemporaryDirectory(prefix="fake-gitlab-rebase-") as tmp:
-            work = Path(tmp) / "work"
-            env = self.git.env  # the fake's identity and isolated config
-
-            def run(*args: str, cwd: Path = work) -> subprocess.CompletedProcess[bytes]:
-                return subprocess.run(
-                    ["git", *args],
-                    cwd=cwd,
-                    env={**env, "HOME": tmp},
-                    capture_output=True,
-                    check=False,
-                    timeout=60,
-                )
-
-            run("clone", "-q", "--shared", str(self.git.path), str(work), cwd=Path(tmp))
-            run("checkout", "-q", "-B", "rebasing", f"origin/{branch}")
-            if run("rebase", "-q", onto).returncode != 0:
-                run("rebase", "--abort")
-                return None
-            rebased = run("rev-parse", "HEAD").stdout.decode().strip()
-            pushed = run("push", "-q", "origin", f"HEAD:refs/fake-gitlab/rebased/{branch}")
-            if pushed.returncode != 0:
-                raise GitError(pushed.stderr.decode())
-            self.git.git("update-ref", "-d", f"refs/fake-gitlab/rebased/{branch}")
-            return rebased
 
     # ------------------------------------------------------------------ pipelines
 

@@ -6,6 +6,7 @@ which label events and system notes an edit leaves."""
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -29,6 +30,11 @@ from tests.fakes.gitlab.records import (
 from tests.fakes.gitlab.server import API, Call, forbidden, not_found
 from tests.fakes.http import Handler, Reply, Router, ServedFake
 
+CLOSING = re.compile(
+    r"\b(?:clos(?:e[sd]?|ing)|fix(?:e[sd]|ing)?|resolv(?:e[sd]?|ing)|implement(?:s|ed|ing)?)"
+    r":?\s+#(\d+)\b",
+    re.IGNORECASE,
+)
 IDENTITY = ("Fake GitLab", "noreply@gitlab.invalid")  # the commits GitLab makes itself
 LINK_NOTES = {
     "relates_to": ("marked this issue as related to #{}", "marked this issue as related to #{}"),
@@ -314,3 +320,15 @@ class Project(ServedFake):
         for iid in (source, target):
             self.issues[iid].updated_at = self.clock
         return link
+
+    def close_issues(self, text: str | None, by: str, user: str) -> None:
+        """The open issues ``text`` closes ("Closes #N", GitLab's closing patterns) are closed
+        by ``user``, a system note naming ``by`` (a merge request's reference) on each."""
+        for number in CLOSING.findall(text or ""):
+            issue = self.issues.get(int(number))
+            if issue is not None and issue.state == "opened":
+                issue.state, issue.closed_at, issue.closed_by = "closed", self.tick(), user
+                issue.updated_at = self.clock
+                self.add_note(
+                    "Issue", issue.iid, user, f"closed via merge request {by}", system=True
+                )

@@ -47,16 +47,19 @@ def register(gl: FakeGitLab) -> None:
         approved = [
             {"user": gl.user(a.user), "approved_at": iso(a.approved_at)} for a in gl.approvers(mr)
         ]
-        extra: dict[str, Any] = {}
+        # Every tier says whether the viewer approved and may approve (GitLab CE's
+        # MergeRequestApprovals entity exposes both); Premium adds the rules.
+        extra: dict[str, Any] = {
+            "user_has_approved": any(a.user == viewer for a in gl.approvers(mr)),
+            "user_can_approve": gl.may_approve(mr, viewer),
+        }
         if gl.premium:
             required = int(gl.settings["approvals_before_merge"])
-            extra = {
+            extra |= {
                 "approvals_required": required,
                 "approvals_left": gl.approvals_left(mr),
                 "approval_rules_left": [],
                 "has_approval_rules": required > 0,
-                "user_has_approved": any(a.user == viewer for a in gl.approvers(mr)),
-                "user_can_approve": gl.may_approve(mr, viewer),
                 "suggested_approvers": [],
                 "approvers": [],
                 "approver_groups": [],

@@ -44,6 +44,12 @@ def test_approvals_and_gitlabs_refusals_of_them(fake_gitlab: FakeGitLab) -> None
     assert seen.approved is True
     assert [a["user"]["username"] for a in seen.approved_by] == ["dev", "cpe-bot"]
     assert not hasattr(seen, "approvals_required")  # Free: no approval rules
+    # ...but every tier says whether the viewer approved and may approve (cpe-bot: it did).
+    assert (seen.user_has_approved, seen.user_can_approve) == (True, False)
+    with http(fake_gitlab, "developer-token") as client:
+        other = fake_gitlab.open_mr("b", {"b.txt": "b"}, "B")
+        fresh = client.get(f"/merge_requests/{other}/approvals").json()
+    assert (fresh["user_has_approved"], fresh["user_can_approve"]) == (False, True)
     with http(fake_gitlab) as client:
         assert client.get(f"/merge_requests/{iid}/approval_rules").status_code == 404
 

@@ -19,6 +19,7 @@ import pytest
 from adapters.providers import ProviderRoles
 from adapters.providers.gitlab import GitLabProvider
 from domain.models import WorkItemId
+from tests.e2e.crash import GITLAB_TRACKER_POINTS
 from tests.fakes.gitlab import FakeGitLab
 from tests.support.gitlab import TOKEN_ENV, running_gitlab
 from tests.support.gitlab_provider import gitlab_provider
@@ -62,17 +63,22 @@ def premium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGit
         yield fake
 
 
-@pytest.mark.parametrize(
-    "point",
-    [
-        "gitlab.label.after_create:3",
-        "gitlab.issue.after_create:1",
-        "gitlab.issue.after_create:2",
-        "gitlab.issue.after_link",
-        "gitlab.issue.after_update",
-        "gitlab.issue.after_transition",
-    ],
-)
+KILLED_AT = [
+    "gitlab.label.after_create:3",
+    "gitlab.issue.after_create:1",
+    "gitlab.issue.after_create:2",
+    "gitlab.issue.after_link",
+    "gitlab.issue.after_update",
+    "gitlab.issue.after_transition",
+]
+
+
+def test_the_points_no_loop_reaches_are_killed_here() -> None:
+    # The crash suite leaves these to this test (tests/e2e/crash.py).
+    assert set(GITLAB_TRACKER_POINTS) <= {point.partition(":")[0] for point in KILLED_AT}
+
+
+@pytest.mark.parametrize("point", KILLED_AT)
 def test_work_killed_at_a_crashpoint_is_finished_once_by_the_next_process(
     premium: FakeGitLab, point: str
 ) -> None:

@@ -113,6 +113,33 @@ def test_an_approval_is_refused_to_the_author_and_the_summary_says_so(
     assert "GitLab did not take cpe's approval" in summary.body
 
 
+@pytest.mark.parametrize("tier", ["free", "premium"])
+def test_an_approval_gitlab_says_cpe_may_not_give_is_not_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tier: str
+) -> None:
+    """The merge request's approvals tell ``user_can_approve`` (on every tier): no request
+    spent on a 401."""
+    with (
+        running_gitlab(tmp_path, monkeypatch, tokens=TOKENS, tier=tier) as fake,
+        gitlab_provider(fake) as provider,
+    ):
+        revision = open_revision(fake, provider, tmp_path)
+        fake.clear_requests()
+        post(provider, revision, AgentReview(verdict="approve", summary="Fine."))
+        assert not any(r.route == "merge-request-approvals/approve" for r in fake.requests)
+        [summary] = mr_notes(fake, revision.id)
+        assert "GitLab did not take cpe's approval: cpe may not approve" in summary.body
+
+
+def test_a_project_that_lets_authors_approve_takes_cpes_approval_of_its_own(
+    fake_gitlab: FakeGitLab, provider: GitLabProvider, tmp_path: Path
+) -> None:
+    fake_gitlab.configure(merge_requests_author_approval=True)
+    revision = open_revision(fake_gitlab, provider, tmp_path)
+    post(provider, revision, AgentReview(verdict="approve", summary="Fine."))
+    assert [(a.user, a.sha) for a in fake_gitlab.approvals] == [("cpe-bot", revision.head_sha)]
+
+
 def test_an_approving_review_of_someone_elses_merge_request_approves_its_head(
     fake_gitlab: FakeGitLab, provider: GitLabProvider
 ) -> None:
