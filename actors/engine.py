@@ -30,6 +30,7 @@ from actors.assembly import (
     listen_for_changes,
     make_executor,
     make_pollers,
+    recheck_failed_writes,
     validate_provider,
 )
 from actors.base import tell
@@ -153,6 +154,7 @@ class Engine:
             config, provider, get_state=self.store.get_state, enqueue=self.inbox.put
         )
         listen_for_changes(self.pollers, self.refresh)
+        self.observer.watch(recheck_failed_writes(self.pollers))
         self._lifecycle = threading.Lock()
         self._started = False
         self._stopped = threading.Event()
