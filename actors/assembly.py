@@ -2,7 +2,8 @@
 provider's ports, the runtime adapters the injected factory gives (one for every role), the
 merge queue's landable writer, the executor with its wake-up timer, the pollers for what the
 provider can read (polled at once when a reader says it changed, or after a write that changes
-what they read), and the actor tree's permanent children."""
+what they read; what a failed write was about reported again at their next cycle), and the
+actor tree's permanent children."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from actors.session_registry import SessionManager
 from actors.supervisor import ChildSpec, Supervisor
 from domain.commands import EngineCommand
 from domain.errors import ConfigError
-from domain.events import DispatchDue
+from domain.events import CommandFailed, DispatchDue, EngineEvent
 from domain.handlers.options import HandlerOptions
 from domain.models import AGENT_ROLES, AgentRole, EngineState
 from domain.policy import DEFAULT_POLICY
@@ -54,6 +55,7 @@ from domain.ports import (
     WorkProviderReader,
     WorkProviderWriter,
 )
+from domain.selectors import revision_for
 
 log = structlog.get_logger("cpe.engine")
 
@@ -213,6 +215,32 @@ def dispatch_due_at(inbox: Inbox, when: datetime) -> None:
     timer.daemon = True  # a stop does not wait for it; a restart recomputes the pause
     timer.name = "cpe-dispatch-due"
     timer.start()
+
+
+def recheck_failed_writes(
+    pollers: Sequence[Poller[Any]],
+) -> Callable[[EngineEvent, EngineState, EngineState], None]:
+    """An engine watcher: a write that failed past its retries (``CommandFailed``: a status,
+    a branch update or a merge while the provider was unreachable) has its work item and its
+    revision reported by the next poll cycle that reads the provider, changed or not, so what
+    the write was for is decided (and made) again then, as a restart would. Nothing else asks
+    again: the provider shows no change."""
+    by_name = {poller.name: poller for poller in pollers}
+
+    def watcher(event: EngineEvent, before: EngineState, after: EngineState) -> None:
+        if not isinstance(event, CommandFailed):
+            return
+        wid = getattr(event.command, "work_item_id", None)
+        rid = getattr(event.command, "revision_id", None)
+        item = after.work_items.get(wid) if wid is not None else None
+        if rid is None and item is not None and (revision := revision_for(after, item)):
+            rid = revision.id
+        if item is not None and WORK_ITEMS.name in by_name:
+            by_name[WORK_ITEMS.name].recheck([item.id])
+        if rid is not None and REVISIONS.name in by_name:
+            by_name[REVISIONS.name].recheck([rid])
+
+    return watcher
 
 
 def listen_for_changes(

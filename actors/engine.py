@@ -30,6 +30,7 @@ from actors.assembly import (
     listen_for_changes,
     make_executor,
     make_pollers,
+    recheck_failed_writes,
     validate_provider,
 )
 from actors.base import tell
@@ -158,6 +159,7 @@ class Engine:
             config, provider, get_state=self.store.get_state, enqueue=self.inbox.put
         )
         listen_for_changes(self.pollers, self.refresh)
+        self.observer.watch(recheck_failed_writes(self.pollers))
         self._lifecycle = threading.Lock()
         self._waits = StartWaits(config.shutdown_timeout)
         self._started = False
@@ -318,12 +320,9 @@ class Engine:
             # start() resolves once the first poll's events are in the store (S002-05/07):
             # they went through the queue like every event, so wait for the loop to get past
             # them. Their handlers ran too, so recovery needs no phase of its own (S002-06).
-            if self._waits.until(lambda t: self.inbox.wait_processed(first_poll_seq, t)):
+            events = "the first poll's events"
+            if self._waits.until(lambda t: self.inbox.wait_processed(first_poll_seq, t), events):
                 self.executor.writes.deliver_resumed()  # the restored events were processed too
-            elif self._waits.interrupted.is_set():
-                log.info("start interrupted by a stop: the first poll's events not awaited")
-            else:
-                log.error("the first poll's events were not processed in time; started anyway")
         # The runs a crash or a stop interrupted fail last, behind the first poll's readings and
         # the events the restored cycles answer again: both may say what was true before the
         # failures' own writes (an item in progress), and processed after those writes they

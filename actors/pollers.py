@@ -5,7 +5,8 @@ for every entity whose observation would change that snapshot (compared with the
 merge rule) and a ``*Removed`` event for every known entity the provider no longer lists. Taking
 the snapshot first means an observation older than one of the engine's own writes can never
 revert it. An entity the state marks as due (a revision whose merge waits for branch protection)
-is reported every cycle, changed or not, so what waits on it is tried again. A provider error is
+is reported every cycle, changed or not, so what waits on it is tried again; so is, once, an
+entity a write about failed (``recheck``). A provider error is
 logged and the cycle skipped; one that asks for a wait (a rate limit's ``retry_after``) skips
 every cycle until the wait is over, so a limited poller does not keep asking. Anything else is a
 crash, and the supervisor restarts the poller.
@@ -79,6 +80,15 @@ class Poller(Generic[T]):
     resume_at: float | None = None  # a provider asked us to wait until then (``clock`` time)
     ticking: threading.Event = field(default_factory=threading.Event)
     queued: threading.Event = field(default_factory=threading.Event)  # a Poll waits in the mailbox
+    rechecks: set[Any] = field(default_factory=set)  # reported next cycle (``recheck``)
+    _rechecks_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def recheck(self, keys: Iterable[Any]) -> None:
+        """Report these entities at the next cycle that reads the provider, changed or not: a
+        write about them failed past its retries, and what it was for is decided again then
+        (made again, if still due), as a restart would, without a restart."""
+        with self._rechecks_lock:
+            self.rechecks.update(keys)
 
     def poll(self, *, full: bool = False) -> int:
         """One cycle; the number of events queued. A ``full`` cycle (the first after a start)
@@ -95,10 +105,12 @@ class Poller(Generic[T]):
         log.debug("poller cycle start", poller=self.name, cycle=self.cycles)
         state = self.get_state()
         snapshot = self.known(state)
-        due = set(self.due(state))
+        with self._rechecks_lock:
+            rechecked = set(self.rechecks)
+        due = set(self.due(state)) | rechecked
         try:
             observed = list(self.read())
-        except ProviderError as exc:
+        except ProviderError as exc:  # the rechecks wait for a cycle that reads
             log.error("provider API error", poller=self.name, method=exc.method, error=str(exc))
             if exc.retry_after:
                 self.resume_at = self.clock() + exc.retry_after
@@ -108,6 +120,8 @@ class Poller(Generic[T]):
                     wait_s=round(exc.retry_after, 1),
                 )
             return 0
+        with self._rechecks_lock:
+            self.rechecks -= rechecked
         events: list[EngineEvent] = []
         seen = set()
         for entity in observed:

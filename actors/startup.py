@@ -88,16 +88,20 @@ class StartWaits:
         self.timeout = timeout
         self.interrupted = threading.Event()
 
-    def until(self, wait: Callable[[float], bool]) -> bool:
+    def until(self, wait: Callable[[float], bool], what: str | None = None) -> bool:
         """``wait`` (given a slice of seconds; True once done) until done (True), the timeout
-        or an interruption (False)."""
+        or an interruption (False; logged, naming ``what`` was waited for, when given)."""
         deadline = time.monotonic() + self.timeout
         while not self.interrupted.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
+                if what is not None:
+                    log.error(f"{what} were not processed in time; started anyway")
                 return False
             if wait(min(left, START_SLICE)):
                 return True
+        if what is not None:
+            log.info(f"start interrupted by a stop: {what} not awaited")
         return False
 
     def first_polls(self, pollers: Mapping[str, pykka.ActorRef[Any] | None]) -> None:

@@ -125,6 +125,10 @@ def pull_body(body: str, work_item: str, key: str | None, *, closing: bool = Tru
     it on merge); otherwise (the tracker is another system) a reference would name an unrelated
     issue of the forge's project, so the item is named by ``work_item_reference``."""
     link = f"Closes #{work_item}" if closing else work_item_reference(work_item)
+    if not closing:
+        # The engine's own "Work item: #N" line would link the forge's #N, an unrelated issue
+        # or pull request here: the reference says it instead.
+        body = re.sub(rf"^Work item: #{re.escape(work_item)}[ \t]*(?:\n|$)", "", body, flags=re.M)
     parts = [body.rstrip(), link]
     if key is not None:
         parts.append(key_marker(key))

@@ -1,5 +1,6 @@
 """The poller's logic, without its actor: a provider that asks for a wait is not asked again
-until the wait is over, and an entity the state marks as due is reported every cycle."""
+until the wait is over, an entity the state marks as due is reported every cycle, and one a
+failed write was about is reported again once."""
 
 from __future__ import annotations
 
@@ -93,6 +94,22 @@ def test_a_revision_whose_merge_waits_is_reported_every_cycle_unchanged() -> Non
         Reader(), lambda: state.model_copy(update={"merge_waits": {}}), events.append, 30
     )
     assert quiet.poll() == 0
+
+
+def test_a_rechecked_revision_is_reported_once_by_the_next_cycle_that_reads() -> None:
+    """A write about the revision failed past its retries (the provider was down): the next
+    cycle that reads the provider reports it unchanged, once, so the engine decides it again;
+    a cycle whose read fails keeps the recheck for the next one."""
+    state = EngineState(revisions={REVISION.id: REVISION})
+    events: list[EngineEvent] = []
+    reader = Reader(ProviderError("unreachable", transient=True))
+    poller = revision_poller(reader, lambda: state, events.append, interval=30)
+    poller.recheck([REVISION.id])
+    assert poller.poll() == 0  # the provider is still down: nothing read, nothing reported
+    assert poller.poll() == 1
+    assert events == [RevisionChanged(revision=REVISION)]
+    assert poller.poll() == 0  # once: unchanged since, and no longer rechecked
+    assert reader.calls == 3
 
 
 def test_a_revision_whose_queue_step_failed_is_reported_every_cycle_unchanged() -> None:

@@ -9,6 +9,7 @@ start (no status labels); without the revisions role, no forge object.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -200,7 +201,10 @@ def _load_project(api: GitLabApi, settings: GitLabSettings) -> None:
     except ProviderError as exc:
         if exc.status not in (401, 403):
             raise ProviderError(
-                f"{where}: {exc}", transient=exc.transient, retry_after=exc.retry_after
+                f"{where}: {_without_status(exc)}",
+                status=exc.status,
+                transient=exc.transient,
+                retry_after=exc.retry_after,
             ) from exc
         raise ConfigError(
             f"{where} refused the token in {settings.token_env} ({exc.status} "
@@ -209,6 +213,11 @@ def _load_project(api: GitLabApi, settings: GitLabSettings) -> None:
             expected="a valid personal, project or group access token with the api scope "
             "(revoked, expired and mistyped tokens are refused)",
         ) from None
+
+
+def _without_status(exc: ProviderError) -> str:
+    """The error's words without the ``(status N)`` its own message ends with."""
+    return re.sub(r" \(status \d+\)$", "", str(exc))
 
 
 def create_gitlab_provider(

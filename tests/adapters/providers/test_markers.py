@@ -25,6 +25,20 @@ def test_a_revision_of_another_systems_item_names_it_without_closing_anything_he
     assert markers.strip_markers(body).count("ENG-12") == 1  # the visible line stays
 
 
+def test_the_engines_work_item_line_links_nothing_of_the_forge_for_another_systems_item() -> None:
+    """The engine writes "Work item: #3" into every revision's body; on a forge whose tracker is
+    elsewhere "#3" would link the forge's own #3 (seen on GitHub: a pull request naming another
+    pull request as its work item). The reference replaces it; the forge's own tracker keeps it."""
+    body = "Adds a flag.\n\nWork item: #3\nAgent session: implementor-1"
+    apart = markers.pull_body(body, "3", "impl:3:1", closing=False)
+    assert "#3" not in apart.replace("<!--", "")
+    assert "Agent session: implementor-1\n\nWork item: 3\n" in apart
+    assert markers.strip_markers(apart).count("Work item:") == 1
+    other = markers.pull_body("See Work item: #30.\nWork item: #30", "3", None, closing=False)
+    assert "Work item: #30" in other  # another id's line is the author's, left as it is
+    assert "Work item: #3\n" in markers.pull_body(body, "3", None)
+
+
 def test_a_closing_reference_written_by_someone_names_no_item_of_another_tracker() -> None:
     # "Fixes #3" on a GitHub pull request names GitHub's issue 3, not the tracker's item 3.
     assert markers.linked_item("Fixes #3", "feature/x", "cpe/", closing=False) is None

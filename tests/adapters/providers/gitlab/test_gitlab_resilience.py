@@ -152,10 +152,11 @@ def test_a_gitlab_failing_at_start_is_a_transient_error_naming_the_instance(
     fake_gitlab.fail(Fault("GET", r"/projects/[^/]+$", 503, times=100))
     with pytest.raises(ProviderError) as raised:
         GitLabProvider(settings_for(fake_gitlab), environ={TOKEN_ENV: "test-token"}, sleep=sleeps)
-    assert raised.value.transient
+    assert (raised.value.transient, raised.value.status) == (True, 503)
     assert str(raised.value).startswith(
         f"GitLab at {fake_gitlab.base_url}: get project {fake_gitlab.project_path}:"
     )
+    assert str(raised.value).count("(status 503)") == 1
     assert sleeps.waits  # read again before giving up
 
 
