@@ -73,6 +73,7 @@ class Poller(Generic[T]):
     enqueue: Enqueue
     interval: float
     due: Callable[[EngineState], Iterable[Any]] = lambda state: ()
+    kept: Callable[[T], bool] = lambda entity: False
     clock: Callable[[], float] = time.monotonic
     cycles: int = 0
     resume_at: float | None = None  # a provider asked us to wait until then (``clock`` time)
@@ -116,8 +117,8 @@ class Poller(Generic[T]):
             if full or key in due or self.merge(before, entity) != before:
                 events.append(self.changed(entity))
                 log.info("change detected", poller=self.name, change="changed", id=str(key))
-        for key in snapshot:
-            if key not in seen:
+        for key, known in snapshot.items():
+            if key not in seen and not self.kept(known):
                 events.append(self.removed(key))
                 log.info("change detected", poller=self.name, change="removed", id=str(key))
         if not events:
@@ -143,6 +144,8 @@ class Watch(Generic[T]):
     removed: Callable[[Any], EngineEvent]
     merge: Callable[[T | None, T], T] = _keep
     due: Callable[[EngineState], Iterable[Any]] = lambda state: ()
+    kept: Callable[[T], bool] = lambda entity: False
+    """A known entity a listing leaves out that is not gone for that (see ``WORK_ITEMS``)."""
 
 
 WORK_ITEMS: Watch[WorkItem] = Watch(
@@ -152,6 +155,9 @@ WORK_ITEMS: Watch[WorkItem] = Watch(
     merge=merge_observed_work_item,
     changed=lambda item: WorkItemChanged(work_item=item),
     removed=lambda key: WorkItemRemoved(work_item_id=WorkItemId(key)),
+    # A tracker lists its open issues (GitHub's and GitLab's first listing after a start): a
+    # done item it leaves out is closed, not removed, and stays known as done.
+    kept=lambda item: item.status == "done",
 )
 REVISIONS: Watch[Revision] = Watch(
     name="revisions",
@@ -160,7 +166,8 @@ REVISIONS: Watch[Revision] = Watch(
     merge=merge_observed_revision,
     changed=lambda revision: RevisionChanged(revision=revision),
     removed=lambda key: RevisionRemoved(revision_id=RevisionId(key)),
-    due=lambda state: state.merge_waits.keys(),  # their merge is tried again each cycle
+    # A merge the provider holds, or a queue step whose write failed: asked again each cycle.
+    due=lambda state: state.merge_waits.keys() | state.landing_failures.keys(),
 )
 SPECS: Watch[Spec] = Watch(
     name="specs",
@@ -209,6 +216,7 @@ def make_poller(
         changed=watch.changed,
         removed=watch.removed,
         due=watch.due,
+        kept=watch.kept,
         get_state=get_state,
         enqueue=enqueue,
         interval=interval,

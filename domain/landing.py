@@ -126,14 +126,16 @@ def _entry_step(  # noqa: PLR0917 - one call site per caller, positional as the 
     /,
 ) -> _Step:
     test = state.landing.get(revision.id)
+    failed = _failed(state, revision)
     if test is None:
         first = UpdateBranch(
             work_item_id=item.id, revision_id=revision.id, head_sha=revision.head_sha
         )
-        return _Step([first], True, "to be brought up to date with the default branch")
+        return _Step([first], True, f"to be brought up to date with the default branch{failed}")
     if test.stale:
         note = test.note or "the default branch moved"
-        return _Step([_test_again(item, revision, test)], True, f"to be tested again: {note}")
+        step = f"to be tested again: {note}{failed}"
+        return _Step([_test_again(item, revision, test)], True, step)
     wait = state.merge_waits.get(revision.id)
     if wait is not None:  # tried again on every poll; the others go on meanwhile
         merge = [_merge(item, revision, test)] if _green(state, test, revision, required) else []
@@ -141,10 +143,10 @@ def _entry_step(  # noqa: PLR0917 - one call site per caller, positional as the 
     if revision.head_sha not in test.heads:  # a head cpe did not make: not landed unreviewed
         return _Step([], False, f"held: its head {revision.head_sha[:12]} was pushed outside cpe")
     if revision.head_sha != test.tested_sha:
-        return _Step([_test_again(item, revision, test)], True, "to be tested again")
+        return _Step([_test_again(item, revision, test)], True, f"to be tested again{failed}")
     on = f"{test.tested_sha[:12]} on top of the default branch at {test.base_sha[:12]}"
     if _green(state, test, revision, required):
-        return _Step([_merge(item, revision, test)], True, f"merging {on}")
+        return _Step([_merge(item, revision, test)], True, f"merging {on}{failed}")
     if revision.pipeline.status != "failure":
         since = f" since {test.at.strftime('%Y-%m-%d %H:%M:%S UTC')}" if test.at else ""
         return _Step([], True, f"testing {on}: pipeline {revision.pipeline.status}{since}")
@@ -152,7 +154,7 @@ def _entry_step(  # noqa: PLR0917 - one call site per caller, positional as the 
         # red only where the default branch is red: held, not landed
         return _Step([], False, f"held: {on} fails only where the default branch fails too")
     if test.base_red:  # tested on a red default branch that has changed since: again on it
-        return _Step([_test_again(item, revision, test)], True, "to be tested again")
+        return _Step([_test_again(item, revision, test)], True, f"to be tested again{failed}")
     pipeline = revision.pipeline
     checks = ", ".join(pipeline.failed_checks) or "the pipeline"
     reason = (
@@ -164,6 +166,17 @@ def _entry_step(  # noqa: PLR0917 - one call site per caller, positional as the 
         detail = f"{detail}\n{pipeline.url}".strip()
     report = landing_report(state, item, revision.id, "failed", reason, detail=detail)
     return _Step(send_back(state, item, report, max_rounds), True, f"failed on {on}: sent back")
+
+
+def _failed(state: EngineState, revision: Revision) -> str:
+    """What an earlier try of the entry's step met, when its write failed (``landing_failures``):
+    said beside the step, which is asked again on every poll."""
+    failure = state.landing_failures.get(revision.id)
+    if failure is None:
+        return ""
+    times = f", {failure.tries} times" if failure.tries > 1 else ""
+    since = f" since {failure.since.strftime('%Y-%m-%d %H:%M:%S UTC')}" if failure.since else ""
+    return f" (the last try failed{times}{since}: {_flat(failure.reason)}; tried again each poll)"
 
 
 def _flat(text: str) -> str:
@@ -273,6 +286,8 @@ def why_not_merged(
     wait = state.merge_waits.get(revision.id)
     if wait is not None:
         return f"merge held by the provider: {_flat(wait.reason)}"
+    if revision.id in state.landing_failures:
+        return f"merging{_failed(state, revision)}"
     if revision.reviewed_sha != revision.head_sha:
         return f"its head {revision.head_sha[:12]} is not the head the reviewer approved"
     status = revision.pipeline.status

@@ -323,6 +323,22 @@ class InfrastructureStreak(Frozen):
     last_reason: str | None = None
 
 
+class LandingFailure(Frozen):
+    """A step of the merge queue whose write failed after the provider's own retries (the
+    forge down, a refusal cpe does not know): which step, why, since when, how many times. The
+    queue asks the step again on every poll (the revision is due each cycle), and says so,
+    until it goes through, or the revision's head moves, or it is merged or closed; a failure
+    never leaves the queue waiting for an event that will not come."""
+
+    work_item_id: WorkItemId
+    head_sha: str
+    step: Literal["update", "merge"]
+    reason: str
+    since: datetime | None = None
+    last_at: datetime | None = None
+    tries: int = 1
+
+
 class MergeWait(Frozen):
     """An approved revision whose merge the provider refused for now (branch protection):
     why, since when, how many tries so far. The merge is tried again on every poll until it
@@ -438,6 +454,8 @@ class EngineState(Frozen):
     infrastructure: InfrastructureStreak = InfrastructureStreak()
     baseline: Baseline | None = None  # the default branch's pipeline, as last observed
     merge_waits: Mapping[RevisionId, MergeWait] = Field(default_factory=dict)
+    # The merge queue's writes that failed (a branch update, a merge): tried again each poll.
+    landing_failures: Mapping[RevisionId, LandingFailure] = Field(default_factory=dict)
     manual_pause: ManualPause | None = None  # dispatch paused by a person, until they resume
     # The merge queue: approved items in the order they were approved, the test of each
     # revision on top of the default branch, the items it sent back, the latest landings.

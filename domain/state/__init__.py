@@ -70,8 +70,10 @@ from domain.state.observed import (
     pipeline_seen,
 )
 from domain.state.queue import (
+    answered,
     record_branch_update,
     record_landing,
+    record_landing_failure,
     record_merge_wait,
     record_refusal,
     transitioned,
@@ -79,6 +81,17 @@ from domain.state.queue import (
 from domain.state.runs import complete_run, deliver, fail_run, request_run, signalled
 
 _FOLLOW_UPS = (ApplyPlan, CreateRevision, UpdateRevision, PostReview)
+
+
+def _unmade(state: EngineState, event: CommandFailed | CommandRejected) -> EngineState:
+    """A command that failed or was refused: the run it followed up settles; a merge queue
+    write that failed is kept to be asked again (``record_landing_failure``)."""
+    command = event.command
+    if isinstance(command, _FOLLOW_UPS):
+        return settle_run(state, command.session_id)
+    if isinstance(event, CommandFailed):
+        return record_landing_failure(state, event)
+    return state
 
 
 def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
@@ -95,6 +108,7 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
         case RevisionChanged(revision=revision):
             return observe_revision(state, revision)
         case RevisionRemoved(revision_id=rid):
+            state = answered(state, rid)
             state = replace(state, merge_waits=without_key(state.merge_waits, rid))
             return replace(state, revisions=without_key(state.revisions, rid))
         case SpecChanged(spec=spec):
@@ -135,6 +149,7 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
         case ReviewPosted(session_id=sid, revision_id=rid, head_sha=sha):
             return settle_run(update_revision(state, rid, {"reviewed_sha": sha}), sid)
         case RevisionMerged(revision_id=rid):
+            state = answered(state, rid)
             state = replace(state, merge_waits=without_key(state.merge_waits, rid))
             return update_revision(record_landing(state, event), rid, {"state": "merged"})
         case MergeWaiting():
@@ -145,10 +160,8 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
             return record_refusal(state, event)
         case StatusTransitioned(work_item_id=wid, to=to):
             return transitioned(state, event)
-        case CommandFailed(command=command) | CommandRejected(command=command):
-            if isinstance(command, _FOLLOW_UPS):
-                return settle_run(state, command.session_id)
-            return state
+        case CommandFailed() | CommandRejected():
+            return _unmade(state, event)
         case UserCancelledRun(session_id=sid):
             run = state.agent_runs.get(sid)
             if run is None or not run.is_active:

@@ -52,6 +52,10 @@ def observe_revision(state: EngineState, revision: Revision) -> EngineState:
     if wait is not None and (revision.state != "open" or revision.head_sha != wait.head_sha):
         # Merged or closed on the provider, or a new head (reviewed again before any merge).
         state = replace(state, merge_waits=without_key(state.merge_waits, revision.id))
+    failure = state.landing_failures.get(revision.id)
+    if failure is not None and (revision.state != "open" or revision.head_sha != failure.head_sha):
+        failures = without_key(state.landing_failures, revision.id)
+        state = replace(state, landing_failures=failures)
     wid = revision.work_item_id
     item = state.work_items.get(wid) if wid is not None else None
     if item is not None and item.linked_revision is None and revision.state == "open":

@@ -4,8 +4,12 @@ the queue sends an item back with (``landing_report``)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
+from domain.commands import MergeRevision, UpdateBranch
 from domain.events import (
     BranchUpdated,
+    CommandFailed,
     LandingRefused,
     MergeWaiting,
     RevisionMerged,
@@ -14,6 +18,7 @@ from domain.events import (
 from domain.models import (
     EngineState,
     Landed,
+    LandingFailure,
     LandingProblem,
     LandingTest,
     MergeWait,
@@ -76,12 +81,47 @@ def record_landing(state: EngineState, event: RevisionMerged) -> EngineState:
     )
 
 
+def record_landing_failure(state: EngineState, event: CommandFailed) -> EngineState:
+    """A merge queue write that failed: kept (``landing_failures``) so the revision is due on
+    every poll and the queue asks the step again, saying why it has not moved yet."""
+    command = event.command
+    if not isinstance(command, UpdateBranch | MergeRevision):
+        return state
+    step: Literal["update", "merge"] = "update" if isinstance(command, UpdateBranch) else "merge"
+    revision = state.revisions.get(command.revision_id)
+    head = command.head_sha or (revision.head_sha if revision is not None else "")
+    known = state.landing_failures.get(command.revision_id)
+    if known is not None and known.head_sha == head and known.step == step:
+        failure = known.model_copy(
+            update={"reason": event.error, "last_at": event.at, "tries": known.tries + 1}
+        )
+    else:
+        failure = LandingFailure(
+            work_item_id=command.work_item_id,
+            head_sha=head,
+            step=step,
+            reason=event.error,
+            since=event.at,
+            last_at=event.at,
+        )
+    failures = with_key(state.landing_failures, command.revision_id, failure)
+    return replace(state, landing_failures=failures)
+
+
+def answered(state: EngineState, revision_id: RevisionId | None) -> EngineState:
+    """A queue step the provider answered (done, refused, held): its earlier failure is over."""
+    if revision_id is None or revision_id not in state.landing_failures:
+        return state
+    return replace(state, landing_failures=without_key(state.landing_failures, revision_id))
+
+
 def record_branch_update(state: EngineState, event: BranchUpdated) -> EngineState:
     """A revision brought up to date by the merge queue: its head and pipeline as the provider
     answered, and its test on top of ``base_sha``."""
     known = state.revisions.get(event.revision.id)
     if known is None:
         return state
+    state = answered(state, known.id)
     state = observe_revision(state, event.revision)
     head = event.revision.head_sha
     baseline = state.baseline
@@ -126,6 +166,7 @@ def record_refusal(state: EngineState, event: LandingRefused) -> EngineState:
     handlers send it back). A refused revision write settles the run that made the patch and
     gives back the attempt its completion counted: the conflict is another landing's doing."""
     rid = event.revision_id
+    state = answered(state, rid)
     test = state.landing.get(rid) if rid is not None else None
     if rid is not None and test is not None:
         if event.kind == "moved":
@@ -209,6 +250,7 @@ def moved_by(state: EngineState, item: WorkItem) -> str:
 
 
 def record_merge_wait(state: EngineState, event: MergeWaiting) -> EngineState:
+    state = answered(state, event.revision_id)
     known = state.merge_waits.get(event.revision_id)
     if known is not None and known.head_sha == event.head_sha:
         wait = known.model_copy(

@@ -5,16 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from actors.pollers import BASELINE, make_poller, read_baseline
+from actors.pollers import BASELINE, WORK_ITEMS, make_poller, read_baseline
 from domain.errors import ProviderError
-from domain.events import BaselineChanged, EngineEvent, RevisionChanged, RevisionRemoved
+from domain.events import (
+    BaselineChanged,
+    EngineEvent,
+    RevisionChanged,
+    RevisionRemoved,
+    WorkItemRemoved,
+)
 from domain.models import (
     Baseline,
     EngineState,
+    LandingFailure,
     MergeWait,
     Pipeline,
     Revision,
     RevisionId,
+    WorkItem,
     WorkItemId,
 )
 from domain.state import apply_event
@@ -87,6 +95,18 @@ def test_a_revision_whose_merge_waits_is_reported_every_cycle_unchanged() -> Non
     assert quiet.poll() == 0
 
 
+def test_a_revision_whose_queue_step_failed_is_reported_every_cycle_unchanged() -> None:
+    failure = LandingFailure(
+        work_item_id=WorkItemId("3"), head_sha="a" * 40, step="update", reason="502"
+    )
+    state = EngineState(revisions={REVISION.id: REVISION}, landing_failures={REVISION.id: failure})
+    events: list[EngineEvent] = []
+    poller = revision_poller(Reader(), lambda: state, events.append, interval=30)
+    assert poller.poll() == 1
+    assert poller.poll() == 1
+    assert events == [RevisionChanged(revision=REVISION)] * 2
+
+
 def test_the_baseline_is_polled_as_one_entity_and_reported_when_it_changes() -> None:
     """The default branch's pipeline, read through ``read_baseline``: reported once when seen,
     again when it changes, and not at all while the provider has none."""
@@ -143,3 +163,36 @@ def test_a_revision_gone_from_the_provider_is_reported_removed_once() -> None:
     assert poller.poll() == 1
     assert poller.poll() == 0
     assert events == [RevisionChanged(revision=REVISION), RevisionRemoved(revision_id=REVISION.id)]
+
+
+def test_a_done_item_a_tracker_no_longer_lists_stays_known_and_an_open_one_is_removed() -> None:
+    """GitHub's and GitLab's trackers list their open issues after a start: the done items the
+    journal restored are closed there, not removed (no '#1 removed from the tracker' for each
+    at every start); an open item that is gone is removed."""
+    done = WorkItem(id=WorkItemId("1"), title="Done", status="done")
+    pending = WorkItem(id=WorkItemId("2"), title="Pending", status="pending")
+    listed: list[WorkItem] = []
+
+    class Tracker:
+        def list_work_items(self) -> Sequence[WorkItem]:
+            return listed
+
+    state, events = [EngineState(work_items={done.id: done, pending.id: pending})], []
+
+    def enqueue(event: EngineEvent) -> None:
+        events.append(event)
+        state[0] = apply_event(state[0], event)
+
+    tracker = Tracker()
+    poller = make_poller(
+        WORK_ITEMS,
+        tracker,
+        tracker.list_work_items,
+        get_state=lambda: state[0],
+        enqueue=enqueue,
+        interval=30,
+    )
+    assert poller.poll() == 1
+    assert events == [WorkItemRemoved(work_item_id=pending.id)]
+    assert list(state[0].work_items) == [done.id]
+    assert poller.poll() == 0

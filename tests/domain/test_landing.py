@@ -9,6 +9,7 @@ from domain.commands import MergeRevision, TransitionStatus, UpdateBranch
 from domain.events import (
     BaselineChanged,
     BranchUpdated,
+    CommandFailed,
     EngineEvent,
     LandingRefused,
     RevisionChanged,
@@ -17,7 +18,7 @@ from domain.events import (
     WorkItemChanged,
 )
 from domain.handlers.options import HandlerOptions
-from domain.landing import describe_queue, landing_queue
+from domain.landing import describe_queue, landing_queue, why_not_merged
 from domain.models import (
     Baseline,
     EngineState,
@@ -363,3 +364,51 @@ def test_a_held_merge_whose_base_moved_meanwhile_is_tested_again_not_asked_again
     after, commands = step(before, moved)
     assert "r1" not in after.merge_waits
     assert commands == [update("1", "m1", stale="base1")]
+
+
+def test_a_branch_update_that_failed_is_asked_again_at_the_next_poll_and_says_why() -> None:
+    """The forge failing the queue's write (its retries spent) must not leave the queue waiting
+    for an event that never comes: the revision is due each poll, the step asked again."""
+    before = approved("1", "2")
+    failed = CommandFailed(command=update("1", "h1"), error="GitLab: 502 Bad Gateway", at=T0)
+    after, commands = step(before, failed)
+    assert commands == []
+    assert after.landing_failures["r1"].tries == 1
+    [first, _second] = describe_queue(after)
+    assert "the last try failed since 2026-11-28 12:00:00 UTC: GitLab: 502 Bad Gateway" in (
+        first.step
+    )
+    assert "tried again each poll" in first.step
+    # The next poll reports the revision unchanged (it is due): the step is asked again.
+    again, commands = step(after, seen("1", "h1", "success"))
+    assert commands == [update("1", "h1")]
+    twice, _ = step(again, failed.model_copy(update={"at": T0 + timedelta(minutes=1)}))
+    assert twice.landing_failures["r1"].tries == 2
+    assert "failed, 2 times since" in describe_queue(twice)[0].step
+    # It goes through: the failure is over.
+    done, _ = step(twice, updated("1", "m1", "base1"))
+    assert done.landing_failures == {}
+    assert "failed" not in describe_queue(done)[0].step
+
+
+def test_a_merge_that_failed_is_asked_again_and_a_new_head_ends_the_failure() -> None:
+    before, _ = step(approved("1"), updated("1", "m1", "base1", pipeline="success"))
+    merge = MergeRevision(work_item_id="1", revision_id="r1", expected_base="base1", head_sha="m1")
+    after, _ = step(before, CommandFailed(command=merge, error="timed out", at=T0))
+    assert after.landing_failures["r1"].step == "merge"
+    _, commands = step(after, seen("1", "m1", "success"))
+    assert commands == [merge]
+    moved, _ = step(after, seen("1", "m2", "pending"))
+    assert moved.landing_failures == {}
+
+
+def test_without_the_queue_a_merge_that_failed_says_so_and_is_asked_again() -> None:
+    plain = HandlerOptions(auto_merge=True, merge_queue=False)
+    before = approved("1")
+    merge = MergeRevision(work_item_id="1", revision_id="r1")
+    after, _ = step_with(before, CommandFailed(command=merge, error="timed out", at=T0), plain)
+    why = why_not_merged(after, after.work_items["1"], auto_merge=True, merge_queue=False)
+    assert why is not None
+    assert why.startswith("merging (the last try failed since")
+    _, commands = step_with(after, seen("1", "h1", "success"), plain)
+    assert [type(c).__name__ for c in commands] == ["MergeRevision"]
