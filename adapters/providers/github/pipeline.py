@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from githubkit_schemas.latest.models import CheckRun, SimpleCommitStatus, Status
 
+from adapters.providers.checks import Signal, combine_signals
 from domain.errors import ProviderError
 from domain.models import Pipeline
 
@@ -33,47 +33,25 @@ log = logging.getLogger(__name__)
 _GREEN_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
 
 
-@dataclass(frozen=True)
-class _Signal:
-    name: str
-    state: str  # success | pending | failure
-    url: str | None
-    check: str  # the check run's name or the status's context
-
-
-def _from_check(run: CheckRun) -> _Signal:
+def _from_check(run: CheckRun) -> Signal:
     url = run.details_url or run.html_url
     if run.status != "completed":
-        return _Signal(run.name, "pending", url, run.name)
+        return Signal(run.name, "pending", url, run.name)
     conclusion = run.conclusion or "none"
     state = "success" if conclusion in _GREEN_CONCLUSIONS else "failure"
-    return _Signal(f"{run.name} ({conclusion})", state, url, run.name)
+    return Signal(f"{run.name} ({conclusion})", state, url, run.name)
 
 
-def _from_status(status: SimpleCommitStatus | Status) -> _Signal:
+def _from_status(status: SimpleCommitStatus | Status) -> Signal:
     state = {"success": "success", "pending": "pending"}.get(status.state, "failure")
-    return _Signal(f"{status.context} ({status.state})", state, status.target_url, status.context)
+    return Signal(f"{status.context} ({status.state})", state, status.target_url, status.context)
 
 
 def combine(
     checks: Sequence[CheckRun], statuses: Sequence[SimpleCommitStatus | Status]
 ) -> Pipeline:
     signals = [_from_check(c) for c in checks] + [_from_status(s) for s in statuses]
-    if not signals:
-        return Pipeline(status="none")
-    for wanted in ("failure", "pending"):
-        matching = [s for s in signals if s.state == wanted]
-        if matching:
-            names = ", ".join(sorted(s.name for s in matching))
-            verb = "failed" if wanted == "failure" else "running"
-            failed = sorted({s.check for s in signals if s.state == "failure"})
-            return Pipeline(
-                status=wanted,
-                reason=f"{verb}: {names}",
-                url=matching[0].url,
-                failed_checks=tuple(failed),
-            )
-    return Pipeline(status="success", url=signals[0].url)
+    return combine_signals(signals)
 
 
 _CHECKS_ADVICE = {

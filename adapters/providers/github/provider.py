@@ -16,7 +16,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -33,13 +32,14 @@ from adapters.providers.github.settings import GitHubSettings
 from adapters.providers.github.transport import ConditionalTransport, TransportStats
 from adapters.providers.github.trust import Trust
 from adapters.providers.github.work_items import GitHubWorkItemReader, GitHubWorkItemWriter
+from adapters.providers.lifecycle import ProviderBase
 from domain.errors import ConfigError, ProviderError
 from domain.ports import ProviderInterfaces, SpecProviderReader
 
 log = logging.getLogger(__name__)
 
 
-class GitHubProvider:
+class GitHubProvider(ProviderBase):
     """Work items and revisions in one GitHub repository. ``close()`` it at shutdown.
 
     ``environ`` is where the token (or App key) variable is read (default ``os.environ``);
@@ -125,37 +125,8 @@ class GitHubProvider:
         """Requests made, answered 304 and retried so far, and the last rate-limit figures."""
         return self.api.transport.stats
 
-    def interfaces(self, spec_reader: SpecProviderReader) -> ProviderInterfaces | None:
-        """The five interfaces an engine takes, when this provider serves both roles (None
-        otherwise: the composition root assembles them from two providers' ports)."""
-        if (
-            self.work_item_reader is None
-            or self.work_item_writer is None
-            or self.revision_reader is None
-            or self.revision_writer is None
-        ):
-            return None
-        return ProviderInterfaces(
-            work_item_reader=self.work_item_reader,
-            work_item_writer=self.work_item_writer,
-            revision_reader=self.revision_reader,
-            revision_writer=self.revision_writer,
-            spec_reader=spec_reader,
-        )
-
     def close(self) -> None:
         self.api.close()
-
-    def __enter__(self) -> GitHubProvider:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def create_github_provider(

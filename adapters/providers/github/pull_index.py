@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from githubkit_schemas.latest.models import PullRequest, PullRequestSimple
 
+from adapters.providers import revision_index
 from adapters.providers.github import markers
 from adapters.providers.github.api import GitHubApi
 from adapters.providers.github.pipeline import PipelineReader
@@ -114,34 +115,16 @@ class PullIndex:
     def linked_revisions(self) -> dict[str, RevisionId]:
         """Each work item's revision: its newest open pull request, else its newest one."""
         with self._lock:
-            linked: dict[str, RevisionId] = {}
-            has_open: set[str] = set()
-            for view in sorted(self._pulls.values(), key=lambda v: v.number):
-                item = view.work_item
-                if item is None or (item in has_open and view.state != "open"):
-                    continue
-                linked[item] = RevisionId(str(view.number))
-                if view.state == "open":
-                    has_open.add(item)
-            return linked
+            return revision_index.linked_revisions(self._pulls)
 
     def find(self, *, key: str | None, branch: str, work_item: str) -> tuple[PullView | None, str]:
         """After a sync: the pull request that carries ``key``, else the open one from
         ``branch``, else the open one for ``work_item`` — and which of the three it was."""
         with self._lock:
             self.sync(pipelines=False)
-            views = sorted(self._pulls.values(), key=lambda v: v.number)
-            if key is not None:
-                for view in views:
-                    if markers.has_key(view.body, key):
-                        return view, "key"
-            for view in views:
-                if view.state == "open" and view.branch == branch:
-                    return view, "branch"
-            for view in views:
-                if view.state == "open" and view.work_item == work_item:
-                    return view, "work item"
-        return None, ""
+            return revision_index.find_revision(
+                self._pulls, lambda v: v.body, key=key, branch=branch, work_item=work_item
+            )
 
     def mark_dirty(self, number: int) -> None:
         """cpe wrote to this pull request: read its reviews and pipeline again next time."""

@@ -24,6 +24,7 @@ from adapters.providers.github.pull_index import PullIndex, PullView
 from adapters.providers.github.reviews import ReviewPoster
 from adapters.providers.github.trust import Trust
 from adapters.providers.github.work_items import issue_number
+from adapters.providers.idempotency import made_after_all
 from adapters.support.crashpoints import crashpoint
 from domain.errors import ConflictError, NotFoundError, ProviderError
 from domain.models import (
@@ -214,13 +215,12 @@ class GitHubRevisionWriter:
 
     def _pull_after(self, exc: ProviderError, key: str | None, branch: str, item: str) -> int:
         """The pull request a failed create made after all (a lost response, or a race)."""
-        if not exc.transient and exc.status != 422:
-            raise exc
-        found, how = self._pulls.find(key=key, branch=branch, work_item=item)
-        if found is None or how == "work item":
-            raise exc
-        log.info("pull request create answered %s but #%s exists", exc.status, found.number)
-        return found.number
+
+        def look() -> int | None:
+            found, how = self._pulls.find(key=key, branch=branch, work_item=item)
+            return found.number if found is not None and how != "work item" else None
+
+        return made_after_all(exc, look, what="pull request", name=lambda n: f"#{n}", exists=422)
 
     def _publish_branch(self, branch: str, base: str, tree: str, message: str) -> None:
         existing = self._api.branch_head(branch)

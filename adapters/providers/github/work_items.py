@@ -20,7 +20,7 @@ from adapters.providers.github.issue_index import IssueIndex, IssueView
 from adapters.providers.github.labels import Labels
 from adapters.providers.github.pull_index import PullIndex
 from adapters.providers.github.trust import Trust
-from adapters.support.crashpoints import crashpoint
+from adapters.providers.idempotency import create_once
 from domain.errors import NotFoundError, ProviderError
 from domain.models import STATUSES, IgnoredWorkItem, RevisionId, Status, WorkItem, WorkItemId
 
@@ -125,24 +125,17 @@ class GitHubWorkItemWriter:
         # Blockers here are checked and linked natively too; another repository's ("o/r#12")
         # are written down as they are.
         blockers = [self._issues.get(issue_number(b)) for b in named if b.isdecimal()]
-        seen = (
-            self._issues.find_key(idempotency_key, self._made_by_cpe)
-            if idempotency_key is not None
-            else None
+        text = markers.issue_body(
+            body, [b if not b.isdecimal() else str(int(b)) for b in named], idempotency_key
         )
-        if seen is not None:
-            created = seen  # made before a crash: what came after it may not have been
-        else:
-            text = markers.issue_body(
-                body, [b if not b.isdecimal() else str(int(b)) for b in named], idempotency_key
-            )
-            try:
-                created = self._issues.note(self._api.create_issue(title, text, wanted))
-            except ProviderError as exc:
-                # The response may be lost after GitHub made the issue (a 502): look, never
-                # resend.
-                created = self._found_after(exc, idempotency_key)
-            crashpoint("github.item.after_issue")
+        created = create_once(
+            idempotency_key,
+            lambda key: self._issues.find_key(key, self._made_by_cpe),
+            lambda: self._issues.note(self._api.create_issue(title, text, wanted)),
+            what="issue",
+            name=lambda view: f"#{view.number}",
+            point="github.item.after_issue",
+        )
         self._label(created, wanted)
         for blocker in blockers:
             if str(blocker.number) not in created.native_blockers:
@@ -157,15 +150,6 @@ class GitHubWorkItemWriter:
         missing = [n for n in wanted if not (has_status and markers.is_status_label(n))]
         if self._labels.apply(issue.number, missing, issue.labels):
             self._issues.get(issue.number)
-
-    def _found_after(self, exc: ProviderError, key: str | None) -> IssueView:
-        if key is None or not exc.transient:
-            raise exc
-        found = self._issues.find_key(key, self._made_by_cpe)
-        if found is None:
-            raise exc
-        log.info("issue create answered %s but was made: #%s", exc.status, found.number)
-        return found
 
     def _add_native_dependency(self, number: int, blocker: IssueView) -> None:
         try:

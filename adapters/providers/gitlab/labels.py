@@ -18,12 +18,15 @@ import logging
 import threading
 from collections.abc import Iterable
 
+from adapters.providers.admission import has_label, label_key
 from adapters.providers.gitlab.api import GitLabApi
 from adapters.providers.gitlab.errors import gitlab_reason
 from adapters.providers.gitlab.settings import LABELLED, GitLabSettings
 from adapters.support.crashpoints import crashpoint
 from domain.errors import ConfigError, ProviderError
 from domain.models import Status
+
+__all__ = ["ADMIT_COLOR", "STATUS_COLORS", "Labels", "StatusLabels", "has_label", "label_key"]
 
 log = logging.getLogger(__name__)
 
@@ -37,14 +40,6 @@ STATUS_COLORS: dict[Status, tuple[str, str]] = {
 }
 assert set(STATUS_COLORS) == set(LABELLED)
 ADMIT_COLOR = ("#5319e7", "cpe: a trusted member admits this issue as work")
-
-
-def label_key(name: str) -> str:
-    return name.strip().casefold()
-
-
-def has_label(labels: Iterable[str], name: str) -> bool:
-    return label_key(name) in {label_key(n) for n in labels}
 
 
 class StatusLabels:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.providers import markers
+from adapters.providers import markers, revision_index
 from adapters.providers.gitlab.api import GitLabApi, Json
 from adapters.providers.gitlab.pipeline import PipelineReader
 from adapters.providers.gitlab.reviews import reviewed_head
@@ -157,34 +157,16 @@ class MrIndex:
     def linked_revisions(self) -> dict[str, RevisionId]:
         """Each work item's revision: its newest open merge request, else its newest one."""
         with self._lock:
-            linked: dict[str, RevisionId] = {}
-            has_open: set[str] = set()
-            for view in sorted(self._mrs.values(), key=lambda v: v.iid):
-                item = view.work_item
-                if item is None or (item in has_open and view.state != "open"):
-                    continue
-                linked[item] = RevisionId(str(view.iid))
-                if view.state == "open":
-                    has_open.add(item)
-            return linked
+            return revision_index.linked_revisions(self._mrs)
 
     def find(self, *, key: str | None, branch: str, work_item: str) -> tuple[MrView | None, str]:
         """After a sync: the merge request that carries ``key``, else the open one from
         ``branch``, else the open one for ``work_item`` — and which of the three it was."""
         with self._lock:
             self.sync(pipelines=False)
-            views = sorted(self._mrs.values(), key=lambda v: v.iid)
-            if key is not None:
-                for view in views:
-                    if markers.has_key(view.description, key):
-                        return view, "key"
-            for view in views:
-                if view.state == "open" and view.branch == branch:
-                    return view, "branch"
-            for view in views:
-                if view.state == "open" and view.work_item == work_item:
-                    return view, "work item"
-        return None, ""
+            return revision_index.find_revision(
+                self._mrs, lambda v: v.description, key=key, branch=branch, work_item=work_item
+            )
 
     def mark_dirty(self, iid: int) -> None:
         """cpe wrote to this merge request: read its notes and pipeline again next time."""

@@ -16,8 +16,8 @@ status means no CI (``none``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from adapters.providers.checks import Signal, combine_signals
 from adapters.providers.gitlab.api import GitLabApi, Json
 from domain.models import Pipeline
 
@@ -36,42 +36,34 @@ _RUNNING = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class _Signal:
-    name: str
-    state: str  # success | pending | failure
-    url: str | None
-    check: str
-
-
-def _from_status(status: Json) -> _Signal | None:
+def _from_status(status: Json) -> Signal | None:
     name = str(status.get("name") or "status")
     state = str(status.get("status") or "")
     url = status.get("target_url") or None
     allowed = bool(status.get("allow_failure"))
     if state in _GREEN:
-        return _Signal(f"{name} ({state})", "success", url, name)
+        return Signal(f"{name} ({state})", "success", url, name)
     if state == "manual":
         # A manual job waits for a person: it holds the pipeline only when it blocks it.
-        return None if allowed else _Signal(f"{name} (manual)", "pending", url, name)
+        return None if allowed else Signal(f"{name} (manual)", "pending", url, name)
     if state in _RUNNING:
-        return _Signal(f"{name} ({state})", "pending", url, name)
+        return Signal(f"{name} ({state})", "pending", url, name)
     if allowed:
-        return _Signal(f"{name} ({state}, allowed to fail)", "success", url, name)
-    return _Signal(f"{name} ({state})", "failure", url, name)
+        return Signal(f"{name} ({state}, allowed to fail)", "success", url, name)
+    return Signal(f"{name} ({state})", "failure", url, name)
 
 
-def _from_pipeline(pipeline: Json, signals: Sequence[_Signal]) -> _Signal | None:
+def _from_pipeline(pipeline: Json, signals: Sequence[Signal]) -> Signal | None:
     """The newest pipeline, when its jobs do not already say what it says."""
     state = str(pipeline.get("status") or "")
     name = f"pipeline #{pipeline.get('id')}"
     url = pipeline.get("web_url") or None
     if state in ("failed", "canceled") and not any(s.state == "failure" for s in signals):
-        return _Signal(f"{name} ({state})", "failure", url, name)
+        return Signal(f"{name} ({state})", "failure", url, name)
     if state in _RUNNING and not any(s.state == "pending" for s in signals):
-        return _Signal(f"{name} ({state})", "pending", url, name)
+        return Signal(f"{name} ({state})", "pending", url, name)
     if state in _GREEN and not signals:
-        return _Signal(f"{name} ({state})", "success", url, name)
+        return Signal(f"{name} ({state})", "success", url, name)
     return None
 
 
@@ -82,21 +74,7 @@ def combine(pipelines: Sequence[Json], statuses: Sequence[Json]) -> Pipeline:
         newest = _from_pipeline(pipelines[0], signals)
         if newest is not None:
             signals.append(newest)
-    if not signals:
-        return Pipeline(status="none")
-    for wanted in ("failure", "pending"):
-        matching = [s for s in signals if s.state == wanted]
-        if matching:
-            names = ", ".join(sorted(s.name for s in matching))
-            verb = "failed" if wanted == "failure" else "running"
-            failed = sorted({s.check for s in signals if s.state == "failure"})
-            return Pipeline(
-                status=wanted,
-                reason=f"{verb}: {names}",
-                url=matching[0].url,
-                failed_checks=tuple(failed),
-            )
-    return Pipeline(status="success", url=signals[0].url)
+    return combine_signals(signals)
 
 
 class PipelineReader:

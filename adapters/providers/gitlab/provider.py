@@ -13,7 +13,6 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from adapters.providers import ProviderRoles
@@ -31,6 +30,7 @@ from adapters.providers.gitlab.work_items import (
     GitLabWorkItemWriter,
     Linked,
 )
+from adapters.providers.lifecycle import ProviderBase
 from adapters.providers.pacing import WritePacer
 from domain.errors import ConfigError, NotFoundError, ProviderError
 from domain.ports import (
@@ -45,7 +45,7 @@ from domain.ports import (
 log = logging.getLogger(__name__)
 
 
-class GitLabProvider:
+class GitLabProvider(ProviderBase):
     """Work items and/or revisions in one GitLab project. ``close()`` it at shutdown.
 
     ``environ`` is where the token variable is read (default ``os.environ``); ``sleep`` and
@@ -149,37 +149,8 @@ class GitLabProvider:
         """Requests made, answered 304 and retried so far, and the last rate-limit figures."""
         return self.adapter.stats
 
-    def interfaces(self, spec_reader: SpecProviderReader) -> ProviderInterfaces | None:
-        """The five interfaces, when this provider serves both roles; else None (the
-        composition root assembles them from two providers' attributes)."""
-        if (
-            self.work_item_reader is None
-            or self.work_item_writer is None
-            or self.revision_reader is None
-            or self.revision_writer is None
-        ):
-            return None
-        return ProviderInterfaces(
-            work_item_reader=self.work_item_reader,
-            work_item_writer=self.work_item_writer,
-            revision_reader=self.revision_reader,
-            revision_writer=self.revision_writer,
-            spec_reader=spec_reader,
-        )
-
     def close(self) -> None:
         self.api.close()
-
-    def __enter__(self) -> GitLabProvider:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _load_project(api: GitLabApi, settings: GitLabSettings) -> None:

@@ -38,6 +38,7 @@ from adapters.providers.gitlab.merging import Merger, landed, refusal_kind, refu
 from adapters.providers.gitlab.patches import ActionBuilder
 from adapters.providers.gitlab.pipeline import PipelineReader
 from adapters.providers.gitlab.reviews import ReviewPoster, review_history
+from adapters.providers.idempotency import made_after_all
 from adapters.support.crashpoints import crashpoint
 from domain.errors import ConflictError, NotFoundError, PatchError, ProviderError
 from domain.models import (
@@ -219,13 +220,12 @@ class GitLabRevisionWriter:
     def _mr_after(self, exc: ProviderError, key: str | None, branch: str, item: str) -> int:
         """The merge request a failed create made after all (a lost answer), or the open one
         GitLab's 409 says this branch has already."""
-        if not exc.transient and exc.status != 409:
-            raise exc
-        found, how = self._mrs.find(key=key, branch=branch, work_item=item)
-        if found is None or how == "work item":
-            raise exc
-        log.info("merge request create answered %s but !%s exists", exc.status, found.iid)
-        return found.iid
+
+        def look() -> int | None:
+            found, how = self._mrs.find(key=key, branch=branch, work_item=item)
+            return found.iid if found is not None and how != "work item" else None
+
+        return made_after_all(exc, look, what="merge request", name=lambda n: f"!{n}", exists=409)
 
     def _publish(self, branch: str, base: str, actions: list[Json], message: str) -> str:
         """The branch as one commit of ``actions`` on ``base``: made, or found made."""

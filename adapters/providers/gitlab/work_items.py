@@ -25,6 +25,7 @@ from adapters.providers.gitlab.issue_index import IssueIndex, IssueView
 from adapters.providers.gitlab.labels import Labels, StatusLabels, label_key
 from adapters.providers.gitlab.settings import BlockerSource
 from adapters.providers.gitlab.trust import Trust
+from adapters.providers.idempotency import create_once
 from adapters.support.crashpoints import crashpoint
 from domain.errors import ConflictError, NotFoundError, ProviderError
 from domain.models import STATUSES, IgnoredWorkItem, RevisionId, Status, WorkItem, WorkItemId
@@ -167,24 +168,15 @@ class GitLabWorkItemWriter:
         # Blockers here must exist; another project's ("group/project#12") are taken as named.
         local = [self._issues.get(issue_iid(b)) for b in named if b.isdecimal()]
         ids = [str(int(b)) if b.isdecimal() else b for b in named]
-        seen = (
-            self._issues.find_key(idempotency_key, self._made_by_cpe)
-            if idempotency_key is not None
-            else None
+        text = markers.issue_body(body, ids if self._blockers.lines else [], idempotency_key)
+        created = create_once(
+            idempotency_key,
+            lambda key: self._issues.find_key(key, self._made_by_cpe),
+            lambda: self._issues.note(self._api.create_issue(title, text, wanted), links=False),
+            what="issue",
+            name=lambda view: f"#{view.iid}",
+            point="gitlab.issue.after_create",
         )
-        if seen is not None:
-            created = seen  # made before a crash: what came after it may not have been
-        else:
-            lines = ids if self._blockers.lines else []
-            text = markers.issue_body(body, lines, idempotency_key)
-            try:
-                created = self._issues.note(
-                    self._api.create_issue(title, text, wanted), links=False
-                )
-            except ProviderError as exc:
-                # The answer may be lost after GitLab made the issue (a 502): look, never resend.
-                created = self._found_after(exc, idempotency_key)
-            crashpoint("gitlab.issue.after_create")
         self._label(created, wanted)
         if self._blockers.links and ids:
             self._link(created, [str(v.iid) for v in local] + [b for b in ids if not b.isdecimal()])
@@ -231,15 +223,6 @@ class GitLabWorkItemWriter:
                 self._blockers.refuse("it made a relates_to link instead")
                 return
         self._issues.get(issue.iid)
-
-    def _found_after(self, exc: ProviderError, key: str | None) -> IssueView:
-        if key is None or not exc.transient:
-            raise exc
-        found = self._issues.find_key(key, self._made_by_cpe)
-        if found is None:
-            raise exc
-        log.info("issue create answered %s but was made: #%s", exc.status, found.iid)
-        return found
 
     def update_work_item(
         self,

@@ -10,11 +10,11 @@ one repository through ``RevisionStore``.
 from __future__ import annotations
 
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from adapters.providers import ProviderRoles
 from adapters.providers.git import DEFAULT_IDENTITY, GitRepo, detect_default_branch
+from adapters.providers.lifecycle import ProviderBase
 from adapters.providers.local.db import Database
 from adapters.providers.local.revisions import LocalRevisionReader, LocalRevisionWriter
 from adapters.providers.local.store import RevisionStore
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 DATABASE_NAME = "local-tracker.sqlite3"
 
 
-class LocalProvider:
+class LocalProvider(ProviderBase):
     """Work items, revisions, reviews and a local pipeline for the repository at ``repo_root``.
 
     State lives in ``state_dir`` (the tracker database, pipeline logs). ``default_branch`` is
@@ -66,8 +66,8 @@ class LocalProvider:
         self.repo_root = Path(repo_root)
         self.default_branch = default_branch or ""
         self._db = Database(state / DATABASE_NAME)
-        self.work_item_reader = LocalWorkItemReader(self._db)
-        self.work_item_writer = LocalWorkItemWriter(self._db)
+        self.work_item_reader: LocalWorkItemReader = LocalWorkItemReader(self._db)
+        self.work_item_writer: LocalWorkItemWriter = LocalWorkItemWriter(self._db)
         self.revision_reader: LocalRevisionReader | None = None
         self.revision_writer: LocalRevisionWriter | None = None
         self._runner: PipelineRunner | None = None
@@ -99,19 +99,6 @@ class LocalProvider:
             self._store.on_new_head = self._runner.notify
             self._runner.start()
 
-    def interfaces(self, spec_reader: SpecProviderReader) -> ProviderInterfaces | None:
-        """The five interfaces an engine takes; None for the tracker alone (its revisions are
-        another provider's)."""
-        if self.revision_reader is None or self.revision_writer is None:
-            return None
-        return ProviderInterfaces(
-            work_item_reader=self.work_item_reader,
-            work_item_writer=self.work_item_writer,
-            revision_reader=self.revision_reader,
-            revision_writer=self.revision_writer,
-            spec_reader=spec_reader,
-        )
-
     def wait_for_pipelines(self, timeout: float) -> bool:
         """Block until no pipeline run is queued or running; False on timeout. For tests and
         ``cpe demo``; the engine itself only polls."""
@@ -122,17 +109,6 @@ class LocalProvider:
         if self._runner is not None:
             self._runner.stop(timeout)
         self._db.close()
-
-    def __enter__(self) -> LocalProvider:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def create_local_provider(
