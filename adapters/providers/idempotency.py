@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
-from adapters.support.crashpoints import crashpoint
 from domain.errors import ProviderError
 
 log = logging.getLogger(__name__)
@@ -48,11 +47,11 @@ def create_once(
     *,
     what: str,
     name: Callable[[T], str],
-    point: str,
+    after: Callable[[], None],
 ) -> T:
     """What ``find`` finds carrying ``key`` (made before a crash: what came after it may not
-    have been), else what ``create`` makes, the crashpoint ``point`` after it. Without a key,
-    ``create`` alone."""
+    have been), else what ``create`` makes, then ``after`` (the caller's crashpoint, named
+    there for the crash suite to find). Without a key, ``create`` alone."""
     seen = find(key) if key is not None else None
     if seen is not None:
         return seen
@@ -62,5 +61,5 @@ def create_once(
         if key is None:
             raise
         made = made_after_all(exc, lambda: find(key), what=what, name=name)
-    crashpoint(point)
+    after()
     return made

@@ -21,6 +21,7 @@ from adapters.providers.github.labels import Labels
 from adapters.providers.github.pull_index import PullIndex
 from adapters.providers.github.trust import Trust
 from adapters.providers.idempotency import create_once
+from adapters.support.crashpoints import crashpoint
 from domain.errors import NotFoundError, ProviderError
 from domain.models import STATUSES, IgnoredWorkItem, RevisionId, Status, WorkItem, WorkItemId
 
@@ -134,7 +135,7 @@ class GitHubWorkItemWriter:
             lambda: self._issues.note(self._api.create_issue(title, text, wanted)),
             what="issue",
             name=lambda view: f"#{view.number}",
-            point="github.item.after_issue",
+            after=lambda: crashpoint("github.item.after_issue"),
         )
         self._label(created, wanted)
         for blocker in blockers:

@@ -175,7 +175,7 @@ class GitLabWorkItemWriter:
             lambda: self._issues.note(self._api.create_issue(title, text, wanted), links=False),
             what="issue",
             name=lambda view: f"#{view.iid}",
-            point="gitlab.issue.after_create",
+            after=lambda: crashpoint("gitlab.issue.after_create"),
         )
         self._label(created, wanted)
         if self._blockers.links and ids:
