@@ -9,7 +9,13 @@ from typing import Literal
 from domain.commands import EngineCommand, MergeRevision, StartAgent
 from domain.dispatch import free_slots
 from domain.models import AgentRole, EngineState, ReviewerStartParams, Revision, WorkItem
-from domain.selectors import ordered, reviewer_failures, reviewer_in_flight, revision_for
+from domain.selectors import (
+    approved_head,
+    ordered,
+    reviewer_failures,
+    reviewer_in_flight,
+    revision_for,
+)
 from domain.workflow import transition
 
 # ``pipeline_required``: "auto", or always (True), or never (False).
@@ -42,6 +48,15 @@ def revision_step(
             state, revision, charge_baseline
         ):
             return transition(item, "pipeline-failed")
+        if revision.reviewed_sha == revision.head_sha and approved_head(state, revision):
+            # Approved while its pipeline still ran (the reviewer started on a head CI had not
+            # reported on yet): the pipeline decides, now that it says acceptable.
+            if not pipeline_acceptable(state, revision, charge_baseline):
+                return []
+            commands = transition(item, "review-approved")
+            if commands and auto_merge and revision.pipeline.status in ("success", "none"):
+                commands.append(MergeRevision(work_item_id=item.id, revision_id=revision.id))
+            return commands
         if needs_review(state, revision, max_attempts, charge_baseline) and free_slots(
             state, "reviewer", max_concurrent
         ):

@@ -5,6 +5,7 @@ what is in flight, the item's current revision, blockers, specs to plan, id orde
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 
 from domain.models import (
     AgentRole,
@@ -91,6 +92,25 @@ def reviewer_failures(state: EngineState, revision_id: RevisionId, head_sha: str
         and run.status in ("failed", "timed-out")
         and run.failure_class != "infrastructure"
     )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def approved_head(state: EngineState, revision: Revision) -> bool:
+    """Whether the review posted for the revision's current head approved it (the verdict is
+    its reviewer run's outcome)."""
+    runs = [
+        run
+        for run in state.agent_runs.values()
+        if isinstance(run.params, ReviewerStartParams)
+        and run.params.revision_id == revision.id
+        and run.subject_sha == revision.head_sha
+        and run.settled
+        and run.outcome in ("approve", "needs-changes")
+    ]
+    latest = max(runs, key=lambda run: run.ended_at or run.requested_at or _EPOCH, default=None)
+    return latest is not None and latest.outcome == "approve"
 
 
 def revision_for(state: EngineState, item: WorkItem) -> Revision | None:

@@ -190,3 +190,37 @@ def test_an_approval_on_a_red_pipeline_does_not_approve() -> None:
     )
     _, commands = step(_in_review(pipeline="failure"), event, AUTO_MERGE)
     assert commands == []
+
+
+def test_an_approval_given_while_the_pipeline_ran_approves_once_it_turns_green() -> None:
+    """The reviewer started on a head CI had not reported on yet (no checks: acceptable), CI
+    started meanwhile, and the approval was posted on a pending pipeline: the pipeline decides.
+    When it turns green the item is approved — before, nothing ever moved it again (found on
+    the fake GitLab under load: in-review with an approved, green merge request, for good)."""
+    run = reviewer_run(head="h1", status="completed", settled=True, outcome="approve")
+    before = _in_review(head="h1", reviewed_sha="h1", pipeline="pending")
+    before = before.model_copy(update={"agent_runs": {run.session_id: run}})
+    posted = ReviewPosted.model_validate(
+        {"revision_id": "r1", "head_sha": "h1", "verdict": "approve"}
+    )
+    waiting, commands = step(before, posted, AUTO_MERGE)
+    assert commands == []  # approved, but the pipeline runs
+    green = revision("r1", head="h1", reviewed_sha="h1", pipeline="success")
+    _, commands = step(waiting, RevisionChanged(revision=green), AUTO_MERGE)
+    assert commands == [TransitionStatus(work_item_id="1", to="approved")]
+    _, commands = step(waiting, RevisionChanged(revision=green), DIRECT_MERGE)
+    assert commands == [
+        TransitionStatus(work_item_id="1", to="approved"),
+        MergeRevision(work_item_id="1", revision_id="r1"),
+    ]
+
+
+def test_changes_requested_while_the_pipeline_ran_approve_nothing_when_it_turns_green() -> (
+    None
+):
+    run = reviewer_run(head="h1", status="completed", settled=True, outcome="needs-changes")
+    before = _in_review(head="h1", reviewed_sha="h1", pipeline="pending")
+    before = before.model_copy(update={"agent_runs": {run.session_id: run}})
+    green = revision("r1", head="h1", reviewed_sha="h1", pipeline="success")
+    _, commands = step(before, RevisionChanged(revision=green), AUTO_MERGE)
+    assert commands == []
