@@ -136,32 +136,47 @@ class _Stopper:
         ).start()
 
 
-def _reloader(
-    stopper: _Stopper, on_reload: Callable[[], None] | None
-) -> Callable[[int, FrameType | None], None]:
+class _Reloader:
     """The SIGHUP handler: a reload, never a death (the default action would leave the agents
-    orphaned). One reload at a time; none before the start or while stopping."""
-    busy = threading.Lock()
+    orphaned). One reload at a time; none while stopping. One that comes while cpe starts (a
+    person saw "cpe started" and reloaded) is kept and made once the start is done."""
 
-    def reload() -> None:
+    def __init__(self, stopper: _Stopper, on_reload: Callable[[], None] | None) -> None:
+        self._stopper = stopper
+        self._on_reload = on_reload
+        self._busy = threading.Lock()
+        self._pending = threading.Event()
+
+    def _reload(self) -> None:
         try:
-            if on_reload is not None:
-                on_reload()
+            if self._on_reload is not None:
+                self._on_reload()
         except Exception:
             log.exception("configuration reload failed; running on the last good one")
         finally:
-            busy.release()
+            self._busy.release()
 
-    def on_signal(signum: int, _: FrameType | None) -> None:
-        if not stopper.started.is_set() or stopper.requested.is_set():
-            log.info("SIGHUP ignored: cpe is starting or stopping")
+    def on_signal(self, signum: int, _: FrameType | None) -> None:
+        if self._stopper.requested.is_set():
+            log.info("SIGHUP ignored: cpe is stopping")
             return
-        if on_reload is None or not busy.acquire(blocking=False):
+        if not self._stopper.started.is_set():
+            log.info("SIGHUP while cpe starts: the reload follows the start")
+            self._pending.set()
+            return
+        self._start()
+
+    def started(self) -> None:
+        """The engine has started: a reload asked meanwhile is made now."""
+        if self._pending.is_set() and not self._stopper.requested.is_set():
+            self._pending.clear()
+            self._start()
+
+    def _start(self) -> None:
+        if self._on_reload is None or not self._busy.acquire(blocking=False):
             return
         log.info("signal received; reloading the configuration", signal="SIGHUP")
-        threading.Thread(target=reload, name="cpe-reload", daemon=True).start()
-
-    return on_signal
+        threading.Thread(target=self._reload, name="cpe-reload", daemon=True).start()
 
 
 def run_engine(
@@ -179,10 +194,11 @@ def run_engine(
     ``stop_requested`` is set when a stop signal came before this was called. SIGHUP calls
     ``on_reload`` (in a thread of its own, once the engine has started; ignored before)."""
     stopper = _Stopper(on_stopping)
+    reloader = _Reloader(stopper, on_reload)
     if install_signals:
         signal.signal(signal.SIGTERM, stopper.on_signal)
         signal.signal(signal.SIGINT, stopper.on_signal)
-        signal.signal(signal.SIGHUP, _reloader(stopper, on_reload))
+        signal.signal(signal.SIGHUP, reloader.on_signal)
         if stop_requested is not None and stop_requested.is_set():
             stopper.requested.set()
             log.info("signal received while starting; stopping")
@@ -206,8 +222,10 @@ def run_engine(
     stopper.started.set()
     if stopper.requested.is_set():  # a signal came while it started: stop now
         stopper.stop("a signal during the start")
-    elif on_ready is not None:
-        on_ready(engine)
+    else:
+        reloader.started()
+        if on_ready is not None:
+            on_ready(engine)
     while True:
         code = engine.wait(tick_seconds)
         if code is not None:
