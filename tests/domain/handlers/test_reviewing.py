@@ -215,9 +215,7 @@ def test_an_approval_given_while_the_pipeline_ran_approves_once_it_turns_green()
     ]
 
 
-def test_changes_requested_while_the_pipeline_ran_approve_nothing_when_it_turns_green() -> (
-    None
-):
+def test_changes_requested_while_the_pipeline_ran_approve_nothing_when_it_turns_green() -> None:
     run = reviewer_run(head="h1", status="completed", settled=True, outcome="needs-changes")
     before = _in_review(head="h1", reviewed_sha="h1", pipeline="pending")
     before = before.model_copy(update={"agent_runs": {run.session_id: run}})
