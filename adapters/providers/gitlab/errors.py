@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import requests
 from gitlab.exceptions import GitlabError, GitlabParsingError, RedirectError
@@ -90,10 +91,22 @@ def translate(
     if isinstance(exc, requests.Timeout):
         return ProviderError(f"{what}: GitLab did not answer in time", transient=True)
     if isinstance(exc, requests.RequestException):
+        where = _instance(exc)
         return ProviderError(
-            scrub(f"{what}: cannot reach GitLab: {type(exc).__name__}", secrets), transient=True
+            scrub(f"{what}: cannot reach GitLab{where}: {type(exc).__name__}", secrets),
+            transient=True,
         )
     return ProviderError(scrub(f"{what}: {exc}", secrets), transient=False)
+
+
+def _instance(exc: requests.RequestException) -> str:
+    """`` at <scheme>://<host>`` of the request that failed (never its path or query), so a
+    person sees which address was unreachable; empty when the error names no request."""
+    url = getattr(exc.request, "url", None) if exc.request is not None else None
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    return f" at {parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
 
 
 @contextmanager

@@ -3,11 +3,13 @@ GitLab answers the provider translates (pure parts: no GitLab needed)."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from email.utils import formatdate
 
 import pytest
+import requests
 from gitlab.exceptions import GitlabCreateError, GitlabGetError, GitlabHttpError
 from pydantic import ValidationError
 
@@ -151,3 +153,18 @@ def test_no_translated_message_holds_the_token() -> None:
     )
     assert token not in str(failed)
     assert "***" in str(failed)
+
+
+def test_an_unreachable_gitlab_is_named_by_its_address_never_its_path() -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there now
+    with pytest.raises(requests.ConnectionError) as refused:
+        requests.get(f"http://127.0.0.1:{port}/api/v4/projects/1?private_token=t0k3n", timeout=5)
+    error = translate(refused.value, "list issues")
+    assert (
+        str(error)
+        == f"list issues: cannot reach GitLab at http://127.0.0.1:{port}: ConnectionError"
+    )
+    assert error.transient
