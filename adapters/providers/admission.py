@@ -57,12 +57,17 @@ class Admission:
 class Issue:
     """What the rule reads of an issue."""
 
-    number: int
+    number: int | str  # GitHub's and GitLab's numbers; Linear's and Jira's keys ("ENG-12")
     version: str  # its updated_at: a verdict is kept per version
     title: str
     body: str
     labels: Sequence[str]
     author: str | None  # as shown in a reason; None: a deleted account
+
+
+def named(number: int | str) -> str:
+    """An issue as a log line names it: ``#7`` by number, ``ENG-12`` by key."""
+    return f"#{number}" if isinstance(number, int) else number
 
 
 @dataclass(frozen=True)
@@ -104,9 +109,9 @@ class Admissions:
         self._file = file
         self._lock = lock
         self._log = log
-        self._snapshots: dict[int, _Snapshot] = self._load()
-        self._verdicts: dict[tuple[int, str], Admission] = {}
-        self._warned: set[tuple[int, str]] = set()
+        self._snapshots: dict[str, _Snapshot] = self._load()
+        self._verdicts: dict[tuple[str, str], Admission] = {}
+        self._warned: set[tuple[str, str]] = set()
         self.admit_label = ""
         self.required: tuple[str, ...] = ()
         self.words = Words()
@@ -128,15 +133,16 @@ class Admissions:
         """Whether an issue is work, judged once per version of it; ``author_trusted`` and
         ``labelled`` are asked only when the rule needs them."""
         with self._lock:
-            version = (issue.number, issue.version)
+            key = str(issue.number)
+            version = (key, issue.version)
             known = self._verdicts.get(version)
             if known is None:
                 known = self._judge(issue, author_trusted, labelled)
-                self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != issue.number}
+                self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != key}
                 self._verdicts[version] = known
-                if not known.admitted and (issue.number, known.reason) not in self._warned:
-                    self._warned.add((issue.number, known.reason))
-                    self._log.warning("issue #%s ignored: %s", issue.number, known.reason)
+                if not known.admitted and (key, known.reason) not in self._warned:
+                    self._warned.add((key, known.reason))
+                    self._log.warning("issue %s ignored: %s", named(issue.number), known.reason)
             return known
 
     def _judge(
@@ -145,7 +151,7 @@ class Admissions:
         author_trusted: Callable[[], bool],
         labelled: Callable[[], Labelled],
     ) -> Admission:
-        number, title, body, words = issue.number, issue.title, issue.body, self.words
+        number, title, body, words = str(issue.number), issue.title, issue.body, self.words
         missing = [r for r in self.required if not has_label(issue.labels, r)]
         if missing:
             return Admission(False, f"lacks the required label {', '.join(missing)}")
@@ -167,7 +173,9 @@ class Admissions:
             snapshot = _Snapshot(label.event, by, title, body)
             self._snapshots[number] = snapshot
             self._save()
-            self._log.info("issue #%s admitted by %s (%s)", number, by, self.admit_label)
+            self._log.info(
+                "issue %s admitted by %s (%s)", named(issue.number), by, self.admit_label
+            )
         if (snapshot.title, snapshot.body) != (title, body):
             reason = (
                 f"edited after {snapshot.by} admitted it: the text as admitted is used until a "
@@ -175,18 +183,18 @@ class Admissions:
             )
             if (number, reason) not in self._warned:
                 self._warned.add((number, reason))
-                self._log.warning("issue #%s %s", number, reason)
+                self._log.warning("issue %s %s", named(issue.number), reason)
             return Admission(True, reason, snapshot.title, snapshot.body)
         return Admission(True, title=title, body=body)
 
     # ------------------------------------------------------------------ snapshots
 
-    def _load(self) -> dict[int, _Snapshot]:
+    def _load(self) -> dict[str, _Snapshot]:
         if self._file is None or not self._file.exists():
             return {}
         try:
             data = json.loads(self._file.read_text(encoding="utf-8"))
-            return {int(k): _Snapshot(**v) for k, v in data.items()}
+            return {str(k): _Snapshot(**v) for k, v in data.items()}
         except (OSError, ValueError, TypeError) as exc:
             # Without them an admitted issue's current text is taken: say so, loudly.
             self._log.error(
