@@ -15,6 +15,7 @@ from graphql import (
 
 from tests.fakes.linear import extract_schema
 from tests.fakes.linear.extract_schema import ExtractionError, extract
+from tests.fakes.linear.schema import resolvers
 
 SCHEMA = Path(extract_schema.__file__).with_name("schema.graphql")
 
@@ -95,3 +96,18 @@ def test_a_listed_field_of_an_unserved_type_is_an_extraction_error(
 ) -> None:
     with pytest.raises(ExtractionError, match=r"Issue.cycle returns Cycle, which is not served"):
         _narrowed(monkeypatch, {"Query": ("issue",), "Node": ("id",), "Issue": ("id", "cycle")})
+
+
+def test_the_resolvers_cover_exactly_the_served_fields() -> None:
+    """Every field the fake resolves is in the served schema, and every served object field
+    has a resolver: nothing is served that the fake would answer with nothing."""
+    schema = build_schema(SCHEMA.read_text(encoding="utf-8"))
+    served = {
+        (name, f)
+        for name, t in schema.type_map.items()
+        if isinstance(t, (GraphQLObjectType, GraphQLInterfaceType)) and not name.startswith("__")
+        for f in t.fields
+    }
+    resolved = {(t, f) for t, fields in resolvers().items() for f in fields}
+    assert resolved - served == set()
+    assert served - resolved == set()
