@@ -61,6 +61,16 @@ class Related:
     value: Any
 
 
+@dataclass(frozen=True)
+class Aliases:
+    """An issue's names for ``IssueIDComparator`` (its id, and its identifier in any case)."""
+
+    names: frozenset[str]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.casefold() in self.names
+
+
 Fields = Mapping[str, Any]  # filter key -> a plain value (dates as epoch ms) or ``Related``
 
 
@@ -77,6 +87,7 @@ def _issue(scope: Scope, i: Issue) -> Fields:
     ws = scope.workspace
     return {
         **_entity(i),
+        "id": Aliases(frozenset({i.id.casefold(), i.identifier.casefold()})),
         "number": i.number,
         "title": i.title,
         "description": i.description,
@@ -282,6 +293,14 @@ def compare(scope: Scope, value: Any, cond: Mapping[str, Any], *, date: bool) ->
             continue
         if value is None:
             return False
+        if isinstance(value, Aliases):
+            if op not in ("eq", "neq", "in", "nin"):
+                raise not_implemented(f"the comparator {op} on an issue's id")
+            names = operand if isinstance(operand, list) else [operand]
+            hit = any(n in value for n in names)
+            if hit is not (op in ("eq", "in")):
+                return False
+            continue
         if date:
             operand = (
                 [instant(scope, o) for o in operand]

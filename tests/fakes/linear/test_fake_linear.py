@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.fakes.http import Fault
 from tests.fakes.linear.fake import API_KEY, OAUTH_TOKEN, FakeLinear
 from tests.support.linear import ManualClock, graphql, running_linear
 
@@ -210,4 +211,11 @@ def test_a_dropped_connection_sends_nothing(fake_linear: FakeLinear) -> None:
     fake_linear.fail_operation("Me", drop=True)
     with pytest.raises(httpx.TransportError):
         graphql(fake_linear, VIEWER)
+    assert graphql(fake_linear, VIEWER).status_code == 200
+
+
+def test_a_server_error_on_the_endpoint_is_sent_as_it_comes(fake_linear: FakeLinear) -> None:
+    fake_linear.fail(Fault("POST", r"^/graphql$", 503, message="upstream"))
+    answer = graphql(fake_linear, VIEWER)
+    assert answer.status_code == 503
     assert graphql(fake_linear, VIEWER).status_code == 200

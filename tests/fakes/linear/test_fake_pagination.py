@@ -146,3 +146,12 @@ def test_a_filter_key_the_fake_does_not_model_is_refused(fake_linear: FakeLinear
     error = answer.json()["errors"][0]
     assert error["extensions"]["code"] == "FAKE_NOT_IMPLEMENTED"
     assert "IssueFilter.customerCount" in error["message"]
+
+
+def test_an_issue_id_filter_takes_ids_and_identifiers(fake_linear: FakeLinear) -> None:
+    for n in range(3):
+        fake_linear.open_issue(f"issue {n}")
+    uuid = fake_linear.issue("ENG-1")["id"]
+    both = {"id": {"in": [uuid, "eng-3"]}}
+    assert names(page(fake_linear, filter=both)) == ["ENG-3", "ENG-1"]
+    assert names(page(fake_linear, filter={"id": {"neq": "ENG-2"}})) == ["ENG-3", "ENG-1"]
