@@ -12,6 +12,11 @@ History (``Issue.history``): an entry per edit that moves the state (``fromState
 ``toStateId``) or the labels (``addedLabelIds`` / ``removedLabelIds``), with its actor; an
 issue created with labels gets an entry adding them by its creator.
 
+Text: Linear keeps a description or a comment as a ProseMirror document and gives back markdown
+derived from it; raw HTML does not survive that, HTML comments included. The fake drops
+``<!-- ... -->`` from what is written (the cautious reading: a client must not hide anything
+it needs in an HTML comment).
+
 State types set the issue's ``startedAt`` (first move to ``started``), ``completedAt`` (to
 ``completed``) and ``canceledAt`` (to ``canceled``); leaving ``completed``/``canceled`` clears
 them again.
@@ -36,6 +41,13 @@ from tests.fakes.linear.records import (
     Team,
     User,
 )
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def markdown(text: str | None) -> str | None:
+    """``text`` as Linear gives it back: without HTML comments."""
+    return None if text is None else _HTML_COMMENT.sub("", text)
 
 
 def slug(title: str) -> str:
@@ -145,7 +157,7 @@ class Edits:
             team.issue_count,
             f"{team.key}-{team.issue_count}",
             title,
-            description,
+            markdown(description),
             actor.id,
             state.id,
             label_ids,
@@ -218,6 +230,7 @@ class Edits:
         changed = False
         if title is not None and title != issue.title:
             issue.title, changed = title, True
+        description = markdown(description)
         if description is not None and description != issue.description:
             issue.description, changed = description, True
         if priority is not None and priority != issue.priority:
@@ -312,7 +325,7 @@ class Edits:
             raise invalid("Argument Validation Error", "A comment needs a body.")
         chosen = self.chosen_id("comment", comment_id)
         now = self.tick()
-        comment = Comment(chosen, now, now, None, issue.id, actor.id, body)
+        comment = Comment(chosen, now, now, None, issue.id, actor.id, markdown(body) or "")
         self.comments[comment.id] = comment
         self.synced()
         return comment

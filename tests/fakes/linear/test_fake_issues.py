@@ -357,3 +357,22 @@ def test_team_members_are_its_members_with_their_guest_flag(fake_linear: FakeLin
         ("guest@example.com", True),
         ("someone@example.com", False),
     ]
+
+
+def test_html_comments_do_not_survive_in_descriptions_or_comments(fake_linear: FakeLinear) -> None:
+    made = ok(
+        graphql(
+            fake_linear,
+            CREATE,
+            {
+                "input": {
+                    "teamId": fake_linear.team_id,
+                    "title": "T",
+                    "description": "Visible.\n<!-- cpe:key=abc -->\nAlso visible.",
+                }
+            },
+        )
+    )["issueCreate"]["issue"]
+    assert fake_linear.issue(made["identifier"])["description"] == "Visible.\n\nAlso visible."
+    fake_linear.comment(made["identifier"], "said <!-- hidden -->")
+    assert fake_linear.comments(made["identifier"]) == [("someone@example.com", "said ")]
