@@ -66,6 +66,11 @@ def _seen_team_ids(c: Context) -> set[str]:
     return {t.id for t in _visible(c)}
 
 
+def _issues_seen(c: Context) -> list[Issue]:
+    seen = _seen_team_ids(c)
+    return [i for i in c.workspace.issues.values() if i.team_id in seen]
+
+
 # ---------------------------------------------------------------------- queries
 
 
@@ -89,10 +94,7 @@ QUERY: dict[str, Resolver] = {
     "users": _users_field,
     "teams": listing("team", lambda _, c: _visible(c)),
     "team": lambda obj, info, id: _team(ctx(info), id),
-    "issues": listing(
-        "issue",
-        lambda _, c: [i for i in c.workspace.issues.values() if i.team_id in _seen_team_ids(c)],
-    ),
+    "issues": listing("issue", lambda _, c: _issues_seen(c)),
     "issue": lambda obj, info, id: _issue(ctx(info), id),
     "issueLabels": listing(
         "label",
