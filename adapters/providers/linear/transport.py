@@ -6,8 +6,9 @@ respected for every request, writes paced and sent once, and failures as ``domai
   and no proxy or ``.netrc`` from the environment is used.
 - **Errors.** Linear answers GraphQL errors in ``errors`` (HTTP 200 with a partial result, or
   400), each with ``extensions.code`` (``AUTHENTICATION_ERROR``, ``FORBIDDEN``,
-  ``RATELIMITED``, ``INVALID_INPUT``, ``GRAPHQL_VALIDATION_FAILED``...; older answers say it in
-  ``extensions.type``, lower case). They become ``ProviderError`` (``status`` 401, 403, 404,
+  ``RATELIMITED``, ``INPUT_ERROR``, ``GRAPHQL_VALIDATION_FAILED``...; ``extensions.type`` says it
+  in lower-case words) and ``extensions.statusCode`` (the status meant: Linear's HTTP status is
+  400 for every error). They become ``ProviderError`` (``status`` 401, 403, 404,
   422, 429), ``NotFoundError`` ("Entity not found") and ``ConflictError``; transient ones
   (5xx, connection failures, timeouts, RATELIMITED) say so.
 - **Read retries.** A query that fails with 5xx, a connection error or a timeout is retried
@@ -50,6 +51,7 @@ _CODES = {
     "FORBIDDEN": 403,
     "RATELIMITED": 429,
     "INVALID_INPUT": 422,
+    "INPUT_ERROR": 400,
     "GRAPHQL_VALIDATION_FAILED": 400,
     "BAD_USER_INPUT": 400,
     "ENTITY_NOT_FOUND": 404,
@@ -255,13 +257,18 @@ class LinearTransport:
         message = f"{what}: {words}"
         if code == "RATELIMITED":
             return self._limited(response, what, f"{message} (RATELIMITED)")
-        status = _CODES.get(code, response.status_code if response.status_code >= 400 else 400)
+        extensions = first.get("extensions") if isinstance(first.get("extensions"), dict) else {}
+        meant = extensions.get("statusCode") if isinstance(extensions, dict) else None
+        if isinstance(meant, int) and meant >= 400:
+            status = meant  # Linear answers HTTP 400 and says the status it means here
+        else:
+            status = _CODES.get(code, max(response.status_code, 400))
         lowered = words.lower()
         if status == 404 or "not found" in lowered:
             return NotFoundError(message)
         if "already exists" in lowered or "duplicate" in lowered:
             return ConflictError(message)
-        transient = response.status_code >= 500 or code == "INTERNAL_SERVER_ERROR"
+        transient = status >= 500 or response.status_code >= 500 or code == "INTERNAL_SERVER_ERROR"
         return ProviderError(f"{message} ({code or status})", status=status, transient=transient)
 
     def _limited(self, response: httpx.Response, what: str, message: str) -> ProviderError:

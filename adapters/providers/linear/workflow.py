@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 
 from adapters.providers.admission import label_key
 from adapters.providers.linear.api import LinearApi
-from adapters.providers.linear.settings import LinearSettings
+from adapters.providers.linear.settings import STATE_TYPES, LinearSettings
 from adapters.providers.linear.transport import Json
 from adapters.support.crashpoints import crashpoint
 from domain.errors import ConfigError, ConflictError
@@ -46,6 +46,11 @@ LABEL_COLOR = "#5e6ad2"
 ADMIT_COLOR = "#5319e7"
 
 
+def _type_order(kind: object) -> int:
+    """Linear's workflow order: triage, backlog, unstarted, started, completed, canceled."""
+    return STATE_TYPES.index(str(kind)) if kind in STATE_TYPES else len(STATE_TYPES)
+
+
 def _described(states: Sequence[Json]) -> str:
     return ", ".join(f"{s.get('name')} ({s.get('type')})" for s in states) or "none"
 
@@ -56,7 +61,7 @@ class Workflow:
     def __init__(self, settings: LinearSettings, states: Sequence[Json]) -> None:
         ordered = sorted(
             (s for s in states if s.get("id")),
-            key=lambda s: (str(s.get("type")), float(s.get("position") or 0)),
+            key=lambda s: (_type_order(s.get("type")), float(s.get("position") or 0)),
         )
         by_name = {label_key(str(s.get("name") or "")): s for s in ordered}
         self.state_ids: dict[Status, str] = {}
