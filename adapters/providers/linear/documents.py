@@ -37,12 +37,12 @@ query CpeViewer {
 
 TEAM = """
 query CpeTeam($key: String!) {
-  teams(filter: { key: { eq: $key } }) {
+  teams(filter: { key: { eq: $key } }, first: 1) {
     nodes {
       id
       key
       name
-      states(first: 100) { nodes { id name type position } }
+      states(first: 50) { nodes { id name type position } }
       labels(first: 250) { nodes { id name } }
     }
   }

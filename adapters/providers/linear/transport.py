@@ -85,21 +85,37 @@ def _epoch_seconds(value: str) -> float | None:
     return number / 1000 if number > 1e11 else number  # Linear's resets are milliseconds
 
 
+def _number(headers: Mapping[str, str], name: str) -> float | None:
+    try:
+        return float((headers.get(name) or "").strip())
+    except ValueError:
+        return None
+
+
 def rate_limit_wait(headers: Mapping[str, str], now: float, fallback: float) -> float:
-    """How long a RATELIMITED answer asks us to wait: ``Retry-After`` (seconds); else the
-    later of the request and complexity resets (epoch milliseconds); else ``fallback``."""
+    """How long a RATELIMITED answer asks us to wait: ``Retry-After`` (seconds); else until the
+    reset of the budget that ran out (``X-RateLimit-Requests-Reset`` when no request is left,
+    ``X-RateLimit-Complexity-Reset`` when fewer points are left than the query cost; epoch
+    milliseconds), the later of both when the headers do not say which; else ``fallback``."""
     after = (headers.get("retry-after") or "").strip()
     if after:
         with contextlib.suppress(ValueError):
             return max(float(after), 0.0)
-    resets = [
-        when
-        for name in ("x-ratelimit-requests-reset", "x-ratelimit-complexity-reset")
-        if (when := _epoch_seconds(headers.get(name) or "")) is not None
-    ]
-    if resets:
-        return max(max(resets) - now, 0.0) + 1.0
-    return fallback
+    resets: dict[str, float] = {}
+    for budget in ("requests", "complexity"):
+        when = _epoch_seconds(headers.get(f"x-ratelimit-{budget}-reset") or "")
+        if when is not None:
+            resets[budget] = when
+    if not resets:
+        return fallback
+    spent = []
+    if _number(headers, "x-ratelimit-requests-remaining") == 0 and "requests" in resets:
+        spent.append(resets["requests"])
+    points = _number(headers, "x-ratelimit-complexity-remaining")
+    cost = _number(headers, "x-complexity") or 1.0
+    if points is not None and points < cost and "complexity" in resets:
+        spent.append(resets["complexity"])
+    return max(max(spent or resets.values()) - now, 0.0) + 1.0
 
 
 def backoff_wait(backoff: float, attempt: int) -> float:
@@ -185,15 +201,14 @@ class LinearTransport:
             except ProviderError as exc:
                 if not exc.transient or attempt + 1 >= self._attempts:
                     raise
-                wait = exc.retry_after
-                if wait is None:
-                    wait = backoff_wait(self._backoff, attempt)
-                if wait > self._max_wait:
-                    raise
                 with self._lock:
                     self.stats.retries += 1
-                self._sleep(wait)
                 attempt += 1
+                if exc.retry_after is not None:
+                    if exc.retry_after > self._max_wait:
+                        raise
+                    continue  # the hold waits it out, for every thread at once
+                self._sleep(backoff_wait(self._backoff, attempt - 1))
 
     def mutate(self, document: str, variables: Mapping[str, Any], what: str) -> Json:
         """A write: paced, sent once; its ``data``."""
@@ -263,8 +278,8 @@ class LinearTransport:
             status = meant  # Linear answers HTTP 400 and says the status it means here
         else:
             status = _CODES.get(code, max(response.status_code, 400))
-        lowered = words.lower()
-        if status == 404 or "not found" in lowered:
+        lowered = f"{first.get('message') or ''} {words}".lower()
+        if status == 404 or "not found" in lowered or "could not find" in lowered:
             return NotFoundError(message)
         if "already exists" in lowered or "duplicate" in lowered:
             return ConflictError(message)

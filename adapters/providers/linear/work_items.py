@@ -39,8 +39,8 @@ def identifier(work_item_id: str, team: str) -> str:
     return work_item_id
 
 
-def _number(view: IssueView) -> tuple[str, int]:
-    key, _, number = view.identifier.rpartition("-")
+def _number(identifier: str) -> tuple[str, int]:
+    key, _, number = identifier.rpartition("-")
     return (key, int(number) if number.isdecimal() else 0)
 
 
@@ -61,7 +61,7 @@ class LinearWorkItemReader:
     def list_work_items(self) -> Sequence[WorkItem]:
         views = self._issues.sync()
         items, ignored = [], []
-        for view in sorted(views, key=_number):
+        for view in sorted(views, key=lambda v: _number(v.identifier)):
             self._labels.learn(view.labels)
             admission = self._trust.admit(view)
             item_id = WorkItemId(view.identifier)
@@ -76,8 +76,11 @@ class LinearWorkItemReader:
                     id=item_id,
                     title=admission.title,
                     status=self._workflow.status_of(view.state_id, view.state_type),
-                    labels=view.label_names,
-                    blocked_by=tuple(WorkItemId(b) for b in self._issues.open_blockers(view)),
+                    # A set in Linear: listed by name, whatever order Linear answers in.
+                    labels=tuple(sorted(view.label_names, key=str.casefold)),
+                    blocked_by=tuple(
+                        WorkItemId(b) for b in sorted(self._issues.open_blockers(view), key=_number)
+                    ),
                     linked_revision=None,
                 )
             )

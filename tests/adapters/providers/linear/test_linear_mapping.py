@@ -114,6 +114,26 @@ def test_a_team_without_an_unstarted_state_is_pending_in_its_backlog() -> None:
             },
             51.0,
         ),
+        (
+            {  # the requests ran out: their reset, not the complexity's
+                "x-ratelimit-requests-remaining": "0",
+                "x-ratelimit-requests-reset": "1700000010000",
+                "x-ratelimit-complexity-remaining": "9000",
+                "x-ratelimit-complexity-reset": "1700000050000",
+                "x-complexity": "40",
+            },
+            11.0,
+        ),
+        (
+            {  # the points ran out: fewer left than the query costs
+                "x-ratelimit-requests-remaining": "4000",
+                "x-ratelimit-requests-reset": "1700000010000",
+                "x-ratelimit-complexity-remaining": "30",
+                "x-ratelimit-complexity-reset": "1700000020000",
+                "x-complexity": "40",
+            },
+            21.0,
+        ),
         ({}, 4.0),
         ({"retry-after": "soon"}, 4.0),
     ],
