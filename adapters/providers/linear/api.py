@@ -94,6 +94,11 @@ class LinearApi:
                 return
             after = str(page["endCursor"])
 
+    def changed(self, filter_: Mapping[str, Any]) -> bool:
+        """Whether any issue matches ``filter_`` (one issue asked for: a few points)."""
+        data = self.transport.query(docs.CHANGED, {"filter": dict(filter_)}, "look for changes")
+        return bool(nodes(data.get("issues")))
+
     def issue(self, id_or_identifier: str) -> Json:
         """One issue by its id or identifier (``ENG-12``); ``NotFoundError`` when none."""
         data = self.transport.query(

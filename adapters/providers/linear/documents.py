@@ -2,9 +2,10 @@
 against the schema the fake Linear serves (a subset of Linear's own), and no schema is fetched
 at start.
 
-Sizes are chosen under Linear's complexity limit (10,000 points a query; a connection multiplies
-its nodes' cost by ``first``): an issue page of 50 with 25 labels and 25 relations an issue
-stays well under it.
+Sizes are chosen under Linear's complexity limits (10,000 points a query, 250,000 an hour; a
+connection multiplies its nodes' cost by ``first``, whatever it holds): a page of 50 issues with
+20 labels and 20 relations each costs about 5,000 points, so a poll first asks whether anything
+changed at all (``CpeChanged``: one issue, a few points) and lists the changes only when so.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ fragment CpeIssueFields on Issue {
   project { id name }
   state { id name type }
   creator { id email guest }
-  labels(first: 25) { nodes { id name } }
-  inverseRelations(first: 25) {
+  labels(first: 20) { nodes { id name } }
+  inverseRelations(first: 20) {
     nodes { id type issue { id identifier state { type } } }
   }
 }
@@ -71,6 +72,12 @@ query CpeIssues($filter: IssueFilter, $first: Int, $after: String) {
 """
     + ISSUE_FIELDS
 )
+
+CHANGED = """
+query CpeChanged($filter: IssueFilter) {
+  issues(filter: $filter, first: 1) { nodes { id } }
+}
+"""
 
 ISSUE = (
     """
@@ -153,6 +160,7 @@ ALL: dict[str, str] = {
     "CpeProjects": PROJECTS,
     "CpeTeamLabels": TEAM_LABELS,
     "CpeIssues": ISSUES,
+    "CpeChanged": CHANGED,
     "CpeIssue": ISSUE,
     "CpeIssueHistory": HISTORY,
     "CpeComment": COMMENT,
