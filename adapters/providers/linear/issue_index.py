@@ -5,10 +5,11 @@ The first sync lists the team's issues that are not completed or canceled (curso
 ``page_size``). After that, each sync first asks whether any issue was updated since the newest
 ``updatedAt`` seen (``updatedAt: {gt: …}``, one issue asked for: a few complexity points), and
 only then lists the issues updated since (``gte``, any state): an idle poll is **one** small
-request, a poll after a change two (more for a page of changes). Every ``full_resync_cycles`` syncs the
-index is rebuilt from scratch (archived, deleted or moved issues, which no ``updatedAt`` listing
-reports): an issue known open and not listed any more is asked for by id, and dropped when it is
-gone or archived. Completed and canceled issues stay known (as ``done``) once seen.
+request, a poll after a change two (more for a page of changes). Every ``full_resync_cycles``
+syncs the index is rebuilt from scratch (archived, deleted or moved issues, which no
+``updatedAt`` listing reports): an issue known open and not listed any more is asked for by id,
+and dropped when it is gone or archived. Completed and canceled issues stay known (as ``done``)
+once seen.
 
 Blockers are Linear's ``blocks`` relations: an issue's ``inverseRelations`` of type ``blocks``
 name the issues that block it, each with its state when listed. An issue the index knows is
