@@ -16,6 +16,7 @@ import logging
 import re
 from collections.abc import Sequence
 
+from adapters.providers.admission import has_label
 from adapters.providers.idempotency import create_once
 from adapters.providers.linear.api import LinearApi, made_id
 from adapters.providers.linear.issue_index import IssueIndex, IssueView
@@ -211,7 +212,11 @@ class LinearWorkItemWriter:
         if body is not None and body != current.body:
             fields["description"] = body
         if labels is not None:
-            wanted = self._labels.ids(labels, self._trust.admit_label)
+            # Replacing an item's labels keeps those that make it work: the scope's, the
+            # required ones, and the admit label it carries.
+            kept = [*self._issues.scope_labels, *self._trust.required]
+            kept += [n for n in current.label_names if has_label([n], self._trust.admit_label)]
+            wanted = self._labels.ids([*labels, *kept], self._trust.admit_label)
             if sorted(wanted) != sorted(i for i, _ in current.labels):
                 fields["labelIds"] = wanted
         if fields:
