@@ -57,6 +57,7 @@ SERVED: tuple[tuple[str, str], ...] = (
     ("GET", "/label"),
     ("GET", "/user"),
     ("GET", "/user/groups"),
+    ("GET", "/user/permission/search"),
     ("GET", "/group/member"),
     ("GET", "/mypermissions"),
     ("POST", "/permissions/check"),
@@ -81,7 +82,24 @@ FIELDS: dict[str, Any] = {
     "issuetype": ref("IssueTypeDetails"),
     "project": ref("ProjectDetails"),
     "labels": {"type": "array", "items": {"type": "string"}},
-    "issuelinks": {"type": "array", "items": ref("IssueLink")},
+    # The description's IssueLink (GET /issueLink/{id}) requires both ends; in an issue's
+    # issuelinks field each link names only the other issue, on the side it is on.
+    "issuelinks": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["id", "type"],
+            "properties": {
+                "id": {"type": "string"},
+                "self": {"type": "string"},
+                "type": ref("IssueLinkType"),
+                "inwardIssue": ref("LinkedIssue"),
+                "outwardIssue": ref("LinkedIssue"),
+            },
+            "oneOf": [{"required": ["inwardIssue"]}, {"required": ["outwardIssue"]}],
+        },
+    },
     "reporter": ref("UserDetails"),
     "creator": ref("UserDetails"),
     "assignee": {"anyOf": [ref("UserDetails"), {"type": "null"}]},
@@ -91,7 +109,13 @@ FIELDS: dict[str, Any] = {
     "resolution": {"type": ["object", "null"]},
     "resolutiondate": {"type": ["string", "null"]},
 }
-FIELD_SCHEMAS = ("StatusDetails", "IssueTypeDetails", "ProjectDetails", "IssueLink", "UserDetails")
+FIELD_SCHEMAS = (
+    "StatusDetails",
+    "IssueTypeDetails",
+    "ProjectDetails",
+    "LinkedIssue",
+    "UserDetails",
+)
 FIELD_SCHEMAS += ("PageOfComments",)
 
 DROPPED_KEYS = frozenset({"description", "example", "examples", "externalDocs", "xml"})

@@ -46,13 +46,13 @@ def test_stripping_keeps_a_property_named_description() -> None:
 
 
 def test_an_answer_missing_a_required_field_is_refused() -> None:
-    with pytest.raises(SubsetError, match="'inwardIssue' is a required property"):
+    link = {"id": "1", "type": {"name": "Blocks"}}  # neither end
+    with pytest.raises(SubsetError, match="is not valid under any of the given schemas"):
         subset().check_answer(
-            "GET",
-            "/rest/api/3/issue/PROJ-1",
-            200,
-            {"id": "1", "key": "PROJ-1", "fields": {"issuelinks": [{"type": {"name": "Blocks"}}]}},
+            "GET", "/rest/api/3/issue/PROJ-1", 200, {"id": "1", "fields": {"issuelinks": [link]}}
         )
+    with pytest.raises(SubsetError, match="'name' is a required property"):
+        subset().check_answer("GET", "/rest/api/3/project/PROJ/statuses", 200, [{"id": "1"}])
 
 
 def test_an_answer_with_a_key_the_schema_does_not_have_is_refused() -> None:
