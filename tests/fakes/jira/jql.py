@@ -22,14 +22,11 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from tests.fakes.jira.jql_lexer import JqlError, Token, tokenize, unserved
 from tests.fakes.jira.records import CATEGORIES, IssueRecord
 from tests.fakes.jira.site import Site
 
 Predicate = Callable[[IssueRecord], bool]
-TOKEN = re.compile(
-    r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')|(?P<op>!=|>=|<=|!~|[=<>~(),])'
-    r"|(?P<word>[A-Za-z0-9_\-.:/]+))"
-)
 DATE_FORMATS = ("%Y/%m/%d %H:%M", "%Y-%m-%d %H:%M", "%Y/%m/%d", "%Y-%m-%d")
 PERIOD = re.compile(r"^-?\s*(?:\d+[wdhm]\s*)+$")
 FIELDS = {
@@ -50,16 +47,6 @@ FIELDS = {
 }
 ORDERABLE = ("created", "updated", "key", "summary", "status")
 MAX_ORDER = 7
-
-
-class JqlError(Exception):
-    """A query Jira refuses: ``message`` is its ``errorMessages`` entry."""
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str  # str | op | word | eof
-    text: str
 
 
 @dataclass
@@ -83,30 +70,6 @@ def _sort_key(site: Site, issue: IssueRecord, name: str) -> Any:
     if name == "summary":
         return issue.summary.casefold()
     return getattr(issue, name)
-
-
-def tokenize(text: str) -> list[Token]:
-    tokens, at = [], 0
-    while at < len(text):
-        if text[at:].strip() == "":
-            break
-        found = TOKEN.match(text, at)
-        if found is None or found.end() == at:
-            bad = text[at:].strip()[:1]
-            raise JqlError(
-                f"Error in the JQL Query: The character '{bad}' is a reserved JQL character. "
-                f"You must enclose it in a string or use the escape '\\u{ord(bad):04x}' instead."
-            )
-        at = found.end()
-        if found.group("str") is not None:
-            raw = found.group("str")[1:-1]
-            tokens.append(Token("str", re.sub(r"\\(.)", r"\1", raw)))
-        elif found.group("op") is not None:
-            tokens.append(Token("op", found.group("op")))
-        else:
-            tokens.append(Token("word", found.group("word")))
-    tokens.append(Token("eof", "EOF"))
-    return tokens
 
 
 class Parser:
@@ -182,6 +145,7 @@ class Parser:
             raise self.expected("a field name")
         field = FIELDS.get(token.text.casefold())
         if field is None:
+            unserved(token.text)
             raise JqlError(
                 f"Field '{token.text}' does not exist or you do not have permission to view it."
             )
@@ -254,6 +218,7 @@ class Parser:
                 if token.kind == "eof":
                     self.at -= 1
                     raise self.expected("a field name")
+                unserved(token.text)
                 raise JqlError(
                     f"Field '{token.text}' does not exist or you do not have permission to view it."
                 )
