@@ -324,7 +324,7 @@ class FakeJira(ServedFake):
         with self.lock:
             return self.site.status(self._issue(key).status_id).name
 
-    def keys(self) -> list[str]:
+    def issue_keys(self) -> list[str]:
         with self.lock:
             return list(self.site.issues)
 

@@ -63,7 +63,7 @@ def test_a_create_jira_refuses_names_the_field(
         refused = api.post("/issue", json=new_issue(**fields))
     assert refused.status_code == 400
     assert refused.json() == {"errorMessages": [], "errors": errors}
-    assert fake_jira.keys() == []
+    assert fake_jira.issue_keys() == []
 
 
 def test_data_center_keeps_descriptions_and_comments_as_wiki_markup(data_center: FakeJira) -> None:
