@@ -122,6 +122,19 @@ class FakeJira(ServedFake):
         with self.lock:
             self.core.rate.limit = limit
 
+    def lag_search(self) -> None:
+        """From now on JQL search lags: what is created or changed is matched as it was
+        before (a new issue not at all) until ``catch_up``, as Jira's eventually consistent
+        search may (a search's ``reconcileIssues`` sees the issues it names as they are)."""
+        with self.lock:
+            self.site.lagging = True
+
+    def catch_up(self) -> None:
+        """The search index catches up with every change, and lags no more."""
+        with self.lock:
+            self.site.lagging = False
+            self.site.unindexed.clear()
+
     def advance(self, seconds: float) -> None:
         """The site's clock jumps ``seconds`` (what happens next is that much later)."""
         with self.lock:

@@ -54,8 +54,15 @@ class Query:
     where: Predicate | None  # None: no restriction (an unbounded query)
     order: list[tuple[str, bool]]  # (field, descending)
 
-    def run(self, site: Site) -> list[IssueRecord]:
-        found = [i for i in site.issues.values() if self.where is None or self.where(i)]
+    def run(self, site: Site, reconcile: frozenset[str] = frozenset()) -> list[IssueRecord]:
+        """The issues matched, as the search index sees them (lagging behind the last changes
+        while ``site.lagging``, except the issues whose ids are in ``reconcile``); each answered
+        as it is now."""
+        found = []
+        for issue in site.issues.values():
+            seen = issue if issue.id in reconcile else site.indexed(issue)
+            if seen is not None and (self.where is None or self.where(seen)):
+                found.append(issue)
         for name, descending in reversed(self.order or [("created", True)]):
             found.sort(key=lambda i, n=name: _sort_key(site, i, n), reverse=descending)
         return found

@@ -28,9 +28,69 @@ def adf(text: str) -> dict[str, Any]:
     return {"type": "doc", "version": 1, "content": content}
 
 
+# The node and mark types of Atlassian's ADF JSON schema (developer.atlassian.com, "Atlassian
+# Document Format": nodes and marks). Jira refuses a document holding any other.
+NODES = frozenset(
+    {
+        "blockquote",
+        "bulletList",
+        "codeBlock",
+        "date",
+        "decisionItem",
+        "decisionList",
+        "doc",
+        "emoji",
+        "expand",
+        "hardBreak",
+        "heading",
+        "inlineCard",
+        "blockCard",
+        "listItem",
+        "media",
+        "mediaGroup",
+        "mediaInline",
+        "mediaSingle",
+        "mention",
+        "nestedExpand",
+        "orderedList",
+        "panel",
+        "paragraph",
+        "placeholder",
+        "rule",
+        "status",
+        "table",
+        "tableCell",
+        "tableHeader",
+        "tableRow",
+        "taskItem",
+        "taskList",
+        "text",
+    }
+)
+MARKS = frozenset(
+    {
+        "alignment",
+        "annotation",
+        "backgroundColor",
+        "border",
+        "breakout",
+        "code",
+        "em",
+        "indentation",
+        "link",
+        "strike",
+        "strong",
+        "subsup",
+        "textColor",
+        "underline",
+    }
+)
+
+
 def is_adf(value: Any) -> bool:
-    """Whether ``value`` is an ADF document: ``{"type": "doc", "version": 1, "content": [...]}``
-    whose nodes each name their ``type`` (text nodes hold a string ``text``)."""
+    """Whether ``value`` is an ADF document Jira takes: ``{"type": "doc", "version": 1,
+    "content": [...]}`` whose nodes and marks are ADF's (``NODES``, ``MARKS``), a text node
+    holding a non-empty ``text``, a ``link`` mark an ``href``."""
     if not isinstance(value, dict) or value.get("type") != "doc" or value.get("version") != 1:
         return False
     return _nodes_ok(value.get("content"))
@@ -40,11 +100,25 @@ def _nodes_ok(nodes: Any) -> bool:
     if not isinstance(nodes, list):
         return False
     for node in nodes:
-        if not isinstance(node, dict) or not isinstance(node.get("type"), str):
+        if not isinstance(node, dict) or node.get("type") not in NODES - {"doc"}:
             return False
-        if node["type"] == "text" and not isinstance(node.get("text"), str):
-            return False
+        if node["type"] == "text":
+            if not isinstance(node.get("text"), str) or not node["text"]:
+                return False
+            if not _marks_ok(node.get("marks", [])):
+                return False
         if "content" in node and not _nodes_ok(node["content"]):
+            return False
+    return True
+
+
+def _marks_ok(marks: Any) -> bool:
+    if not isinstance(marks, list):
+        return False
+    for mark in marks:
+        if not isinstance(mark, dict) or mark.get("type") not in MARKS:
+            return False
+        if mark["type"] == "link" and not (mark.get("attrs") or {}).get("href"):
             return False
     return True
 

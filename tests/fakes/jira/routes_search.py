@@ -11,6 +11,10 @@
   most 1,000: Data Center's ``jira.search.views.default.max``) and ``total``; ``fields``
   defaults to ``*navigable``.
 
+Search is eventually consistent, as Jira says of it: while the fake's index lags
+(``FakeJira.lag_search()``), what was created or changed since is matched as it was before
+(a new issue not at all), unless its id is in ``reconcileIssues`` (Cloud, at most 50).
+
 A query is read for the searching user (their time zone for dates); one naming the project
 to someone who may not browse it is Jira's ``The value 'PROJ' does not exist for the field
 'project'.``
@@ -64,6 +68,7 @@ SEARCH_KEYS = frozenset(
 )
 ID_ONLY = frozenset({"id", "key"})
 CLOUD_PAGE, CLOUD_ID_PAGE, DC_PAGE = 100, 5000, 1000
+MAX_RECONCILE = 50
 
 
 def register(jira: FakeJira) -> None:
@@ -75,6 +80,7 @@ def register(jira: FakeJira) -> None:
         if call.method == "GET":
             out: dict[str, Any] = {k: call.arg(k) for k in call.args if k != "fields"}
             out["fields"] = call.many("fields")
+            out["reconcileIssues"] = call.many("reconcileIssues")
             return out
         body = call.body if isinstance(call.body, dict) else {}
         if set(body) - keys:
@@ -84,7 +90,14 @@ def register(jira: FakeJira) -> None:
             fields = [fields]
         return {**body, "fields": fields}
 
-    def run(call: Call, jql: str) -> list[IssueRecord]:
+    def reconciled(args: dict[str, Any]) -> frozenset[str]:
+        raw = args.get("reconcileIssues") or []
+        listed = raw if isinstance(raw, list) else str(raw).split(",")
+        if len(listed) > MAX_RECONCILE:
+            raise jira_error(400, f"reconcileIssues accepts at most {MAX_RECONCILE} issue ids.")
+        return frozenset(str(number(n, "reconcileIssues", 0)) for n in listed if str(n).strip())
+
+    def run(call: Call, jql: str, reconcile: frozenset[str] = frozenset()) -> list[IssueRecord]:
         browse = site.may(call.user, "BROWSE_PROJECTS")
         try:
             query = parse(jql, site, site.users[call.user].time_zone, browse)
@@ -92,7 +105,7 @@ def register(jira: FakeJira) -> None:
             raise jira_error(400, str(refused)) from None
         if call.api == "3" and query.where is None:
             raise jira_error(400, UNBOUNDED)
-        return query.run(site) if browse else []
+        return query.run(site, reconcile) if browse else []
 
     def number(value: Any, name: str, default: int) -> int:
         if value is None or value == "":
@@ -113,7 +126,7 @@ def register(jira: FakeJira) -> None:
         token = args.get("nextPageToken")
         if token:
             start = read_token(str(token), jql)
-        found = run(call, jql)
+        found = run(call, jql, reconciled(args))
         chunk = found[start : start + limit]
         view = jira.view(call)
         expand = set(str(args.get("expand") or "").split(","))

@@ -18,6 +18,7 @@ jumps it); ``updated`` is the time of an issue's last change.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -90,6 +91,10 @@ class Site:
     issue_types: list[IssueType] = field(default_factory=lambda: list(ISSUE_TYPES))
     link_types: list[LinkType] = field(default_factory=lambda: list(LINK_TYPES))
     counter: int = 10000
+    # Search's eventual consistency: while ``lagging``, what is created or changed is not seen
+    # by a JQL search (``unindexed``: key -> the issue as the index last saw it, None: not yet)
+    lagging: bool = False
+    unindexed: dict[str, IssueRecord | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for group in (USERS_GROUP, ADMINS_GROUP):
@@ -233,12 +238,15 @@ class Site:
             labels=sorted(set(labels)),
         )
         self.issues[issue.key] = issue
+        if self.lagging:
+            self.unindexed.setdefault(issue.key, None)
         return issue
 
     def change(self, issue: IssueRecord, by: str, items: list[ChangeItem]) -> None:
         """One change group in the issue's history (nothing if nothing changed)."""
         if not items:
             return
+        self.stale(issue)
         now = self.tick()
         issue.history.append(ChangeGroup(self.next_id(), by, now, items))
         issue.updated = now
@@ -247,11 +255,13 @@ class Site:
         new = sorted(set(labels))
         if new == issue.labels:
             return
+        self.stale(issue)
         item = ChangeItem("labels", None, " ".join(issue.labels), None, " ".join(new), "labels")
         issue.labels = new
         self.change(issue, by, [item])
 
     def edit(self, issue: IssueRecord, by: str, summary: str | None, description: Any) -> None:
+        self.stale(issue)
         items = []
         if summary is not None and summary != issue.summary:
             items.append(ChangeItem("summary", None, issue.summary, None, summary, "summary"))
@@ -262,6 +272,7 @@ class Site:
         self.change(issue, by, items)
 
     def move(self, issue: IssueRecord, by: str, transition: Transition) -> None:
+        self.stale(issue)
         old, new = self.status(issue.status_id), self.status(transition.to)
         items = [ChangeItem("status", old.id, old.name, new.id, new.name, "status")]
         issue.status_id = new.id
@@ -283,6 +294,8 @@ class Site:
                 dest.key,
             ):
                 return
+        self.stale(source)
+        self.stale(dest)
         self.links.append(Link(self.next_id(), link_type.id, source.key, dest.key))
         out = f"This issue {link_type.outward} {dest.key}"
         inward = f"This issue {link_type.inward} {source.key}"
@@ -290,11 +303,23 @@ class Site:
         self.change(dest, by, [ChangeItem("Link", None, None, source.key, inward)])
 
     def comment(self, issue: IssueRecord, by: str, body: Any) -> CommentRecord:
+        self.stale(issue)
         now = self.tick()
         record = CommentRecord(self.next_id(), by, body, now, now)
         issue.comments.append(record)
         issue.updated = now
         return record
+
+    def stale(self, issue: IssueRecord) -> None:
+        """While search lags, the index keeps ``issue`` as it is now (before a change)."""
+        if self.lagging and issue.key not in self.unindexed:
+            self.unindexed[issue.key] = copy.deepcopy(issue)
+
+    def indexed(self, issue: IssueRecord) -> IssueRecord | None:
+        """``issue`` as JQL search sees it (None: not yet indexed)."""
+        if issue.key in self.unindexed:
+            return self.unindexed[issue.key]
+        return issue
 
     def links_of(self, key: str) -> list[Link]:
         return [ln for ln in self.links if key in (ln.source, ln.destination)]

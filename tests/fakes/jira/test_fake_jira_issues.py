@@ -252,3 +252,29 @@ def test_helpers_refuse_what_jira_would(fake_jira: FakeJira) -> None:
     fake_jira.remove_from_group("bob", "jira-software-users")
     with pytest.raises(ValueError, match="bob cannot create issues"):
         fake_jira.open_issue("Nope", by="bob")
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"type": "html", "text": "<!-- marker -->"},
+        {"type": "paragraph", "content": [{"type": "text", "text": ""}]},
+        {
+            "type": "paragraph",
+            "content": [{"type": "text", "text": "x", "marks": [{"type": "bold"}]}],
+        },
+        {
+            "type": "paragraph",
+            "content": [{"type": "text", "text": "x", "marks": [{"type": "link"}]}],
+        },
+    ],
+    ids=["an unknown node", "an empty text", "an unknown mark", "a link without href"],
+)
+def test_a_document_adf_does_not_allow_is_refused(
+    fake_jira: FakeJira, node: dict[str, Any]
+) -> None:
+    doc = {"type": "doc", "version": 1, "content": [node]}
+    with jira_client(fake_jira) as api:
+        refused = api.post("/issue", json=new_issue(description=doc))
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == {"description": NOT_ADF}

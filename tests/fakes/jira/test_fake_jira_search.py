@@ -167,3 +167,31 @@ def test_a_project_the_searcher_may_not_browse_does_not_exist_for_them() -> None
             "The value 'PROJ' does not exist for the field 'project'."
         ]
         assert unnamed.json()["issues"] == []
+
+
+def test_a_lagging_search_misses_the_latest_changes_unless_reconciled(
+    fake_jira: FakeJira,
+) -> None:
+    old = fake_jira.open_issue("Old", labels=["a"])
+    fake_jira.lag_search()
+    new = fake_jira.open_issue("New", labels=["a"])
+    fake_jira.add_label(old, "b")
+    assert keys(search(fake_jira, "labels = a ORDER BY key")) == [old]
+    assert keys(search(fake_jira, "labels = b")) == []
+    new_id = fake_jira.issue(new)["id"]
+    old_id = fake_jira.issue(old)["id"]
+    reconciled = search(fake_jira, "labels = b", reconcileIssues=[int(old_id)])
+    assert keys(reconciled) == [old]
+    assert keys(search(fake_jira, "labels = a ORDER BY key", reconcileIssues=[int(new_id)])) == [
+        old,
+        new,
+    ]
+    with jira_client(fake_jira) as api:
+        listed = api.get("/search/jql", params={"jql": "labels = b", "reconcileIssues": old_id})
+        too_many = api.post(
+            "/search/jql", json={"jql": "labels = a", "reconcileIssues": list(range(51))}
+        )
+    assert [i["id"] for i in listed.json()["issues"]] == [old_id]
+    assert too_many.status_code == 400
+    fake_jira.catch_up()
+    assert keys(search(fake_jira, "labels = a ORDER BY key")) == [old, new]
