@@ -28,7 +28,7 @@ TOKEN = "test-token"
 def running_jira(*, conform: bool = True, **options: Any) -> Iterator[FakeJira]:
     """A fake Jira; ``options`` go to ``FakeJira`` (``deployment``, ``tokens``, ``now``,
     ``workflow``). ``conform``: at the end, every request it answered is checked against the
-    OpenAPI subset (its route and query parameters, its answer's status and body)."""
+    OpenAPI subset (``check_against_openapi``)."""
     with FakeJira(**options) as jira:
         jira.keep_responses = conform
         yield jira
@@ -45,12 +45,17 @@ def fake_jira() -> Iterator[FakeJira]:
 
 def check_against_openapi(jira: FakeJira) -> int:
     """Every request ``jira`` answered (with ``keep_responses`` on), checked against the
-    subset: an AssertionError names the first that does not fit. Returns how many were."""
+    subset: each answer's status and body, and each accepted request's query and body (what
+    the fake accepted, Jira's description must allow). An AssertionError names the first that
+    does not fit. Returns how many were checked."""
     checked = 0
     for request in list(jira.requests):
         if request.route is None or request.status in (0, 401, 429):
             continue  # no Jira operation answered (unknown path, no credentials, throttled)
-        subset().check_request(request.method, request.path, request.query)
+        if 200 <= request.status < 300:  # a request Jira refuses may well be malformed
+            subset().check_request(request.method, request.path, request.query, request.body)
+        else:
+            subset().operation(request.method, request.path)
         raw = request.response or b""
         body = json.loads(raw) if raw[:1] in (b"{", b"[") else None
         subset().check_answer(request.method, request.path, request.status, body)

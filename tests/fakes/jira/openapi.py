@@ -73,12 +73,24 @@ class Subset:
     def validator(self, schema: Any) -> Draft202012Validator:
         return Draft202012Validator(_nullable(schema), registry=self.registry)
 
-    def check_request(self, method: str, path: str, query: str = "") -> Operation:
+    def check_request(self, method: str, path: str, query: str = "", body: Any = None) -> Operation:
+        """``method path?query`` is one of the subset's operations, each query parameter one
+        it takes with a value of its type (an integer, a boolean, one of an enum), and a JSON
+        ``body`` fits its request body's schema."""
         op = self.operation(method, path)
         known = op.parameters
-        for name, _ in parse_qsl(query, keep_blank_values=True):
+        for name, value in parse_qsl(query, keep_blank_values=True):
             if name not in known:
                 raise SubsetError(f"{op.key} takes no query parameter {name!r}: {sorted(known)}")
+            _check_value(op.key, name, value, known[name].get("schema") or {})
+        request = op.spec.get("requestBody")
+        if body is not None:
+            if request is None:
+                raise SubsetError(f"{op.key} takes no request body")
+            if request.get("schema"):
+                self._validate(request["schema"], body, f"{op.key} request body")
+        elif request is not None and request.get("required"):
+            raise SubsetError(f"{op.key} needs a request body")
         return op
 
     def check_answer(self, method: str, path: str, status: int, body: Any) -> None:
@@ -116,6 +128,19 @@ class Subset:
             first = errors[0]
             at = "/".join(str(p) for p in first.absolute_path) or "(the body)"
             raise SubsetError(f"{where}: at {at}: {first.message}")
+
+
+def _check_value(where: str, name: str, value: str, schema: dict[str, Any]) -> None:
+    """A query parameter's value read as its schema's type (an array's items: its values)."""
+    if schema.get("type") == "array":
+        schema = schema.get("items") or {}
+    kind = schema.get("type")
+    if kind == "integer" and not re.fullmatch(r"-?\d+", value):
+        raise SubsetError(f"{where}: {name}={value!r} is not an integer")
+    if kind == "boolean" and value not in ("true", "false"):
+        raise SubsetError(f"{where}: {name}={value!r} is not true or false")
+    if "enum" in schema and value not in schema["enum"]:
+        raise SubsetError(f"{where}: {name}={value!r} is none of {schema['enum']}")
 
 
 def _issues(key: str, body: Any) -> list[dict[str, Any]]:

@@ -178,3 +178,35 @@ def test_every_answer_of_a_session_fits_the_openapi_subset(fake_jira: FakeJira) 
         body = {"jql": "project = PROJ", "fields": ["*all"], "expand": "changelog"}
         assert api.post("/search/jql", json=body).status_code == 200
     assert check_against_openapi(fake_jira) == 10
+
+
+def test_every_answer_of_a_data_center_session_fits_the_openapi_subset(
+    data_center: FakeJira,
+) -> None:
+    first = data_center.open_issue("First", "h2. Wiki text", labels=["cpe-admit"])
+    second = data_center.open_issue("Second")
+    data_center.link(first, second)
+    data_center.comment(first, "A {{comment}}")
+    with jira_client(data_center, "pat-token") as api:
+        for path in ("/myself", "/serverInfo", "/project/PROJ/statuses", "/issueLinkType"):
+            assert api.get(path).status_code == 200
+        assert api.get("/user", params={"username": "alice", "expand": "groups"}).status_code == 200
+        assert api.get(f"/issue/{first}", params={"expand": "changelog"}).status_code == 200
+        body = {"jql": "project = PROJ", "startAt": 0, "maxResults": 10, "fields": ["*all"]}
+        assert api.post("/search", json=body).status_code == 200
+        made = api.post(
+            "/issue",
+            json={
+                "fields": {
+                    "project": {"key": "PROJ"},
+                    "summary": "Third",
+                    "issuetype": {"name": "Task"},
+                    "description": "*bold*",
+                }
+            },
+        )
+        assert made.status_code == 201
+        link = {"type": {"name": "Blocks"}, "inwardIssue": {"key": second}}
+        link["outwardIssue"] = {"key": made.json()["key"]}
+        assert api.post("/issueLink", json=link).status_code == 201
+    assert check_against_openapi(data_center) == 9

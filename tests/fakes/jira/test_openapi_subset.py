@@ -87,3 +87,19 @@ def test_an_error_body_must_be_an_error_collection() -> None:
     subset().check_answer("GET", "/rest/api/3/myself", 404, {"errorMessages": ["x"], "errors": {}})
     with pytest.raises(SubsetError, match="Additional properties"):
         subset().check_answer("GET", "/rest/api/3/myself", 404, {"message": "x"})
+
+
+def test_a_request_body_and_query_values_are_held_to_the_description() -> None:
+    with pytest.raises(SubsetError, match="Additional properties are not allowed \\('startAt'"):
+        subset().check_request("POST", "/rest/api/3/search/jql", "", {"jql": "x", "startAt": 0})
+    with pytest.raises(SubsetError, match="'outwardIssue' is a required property"):
+        subset().check_request(
+            "POST", "/rest/api/3/issueLink", "", {"type": {"name": "Blocks"}, "inwardIssue": {}}
+        )
+    with pytest.raises(SubsetError, match="maxResults='many' is not an integer"):
+        subset().check_request("GET", "/rest/api/3/search/jql", "jql=x&maxResults=many")
+    with pytest.raises(SubsetError, match="orderBy='newest' is none of"):
+        subset().check_request("GET", "/rest/api/3/issue/PROJ-1/comment", "orderBy=newest")
+    with pytest.raises(SubsetError, match="needs a request body"):
+        subset().check_request("POST", "/rest/api/3/issue")
+    subset().check_request("POST", "/rest/api/3/search/jql", "", {"jql": "x", "fields": ["id"]})
