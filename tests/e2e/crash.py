@@ -43,6 +43,8 @@ class Crash:
         return self.point if self.nth == 1 else f"{self.point}:{self.nth}"
 
 
+# Points of the hosted systems, each covered by its own cases below.
+ELSEWHERE = ("github.", "gitlab.", "linear.", "jira.", "tracker.")
 # Points only a landing that has to bring a revision up to date reaches: the merge queue's loop
 # (``QueueLoop``) covers them, the demo's (one item after the other) does not.
 QUEUE_POINTS = ("local.update.after_ref",)
@@ -57,7 +59,7 @@ def cases() -> list[Crash]:
         *(
             Crash(point)
             for point in POINTS
-            if not point.startswith(("github.", "gitlab.")) and point not in QUEUE_POINTS
+            if not point.startswith(ELSEWHERE) and point not in QUEUE_POINTS
         ),
         Crash("journal.after_append", 2),  # the first is the engine's own start; this a poll's
         Crash("session.before_terminal", 2),
@@ -110,6 +112,14 @@ def gitlab_tracker_cases() -> list[Crash]:
     """On the GitLab tracker alone (tests/adapters/providers/gitlab/test_gitlab_crashes.py): a
     plan's edit or closing of an issue."""
     return [Crash(point) for point in GITLAB_TRACKER_POINTS]
+
+
+def tracker_cases() -> list[Crash]:
+    """The points of the trackers that keep work items only (Linear's, Jira's) and of the
+    comment cpe leaves on such an item (``tracker.``): each provider's own crash test kills a
+    process at its points and checks it covers them; the comment's is the loops' on those
+    trackers."""
+    return [Crash(p) for p in POINTS if p.startswith(("linear.", "jira.", "tracker."))]
 
 
 def queue_cases() -> list[Crash]:

@@ -26,6 +26,7 @@ from tests.e2e.crash import (
     gitlab_tracker_cases,
     queue_cases,
     selected,
+    tracker_cases,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,6 +150,7 @@ def test_every_crashpoint_in_the_code_is_registered_and_every_registered_one_is_
         *gitlab_cases(),
         *gitlab_queue_cases(),
         *gitlab_tracker_cases(),
+        *tracker_cases(),
         *queue_cases(),
     ]
     assert {case.point for case in every} == set(POINTS)
