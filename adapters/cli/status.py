@@ -15,6 +15,7 @@ from pathlib import Path
 
 from adapters.cli.common import fail, read_journal
 from adapters.cli.liveness import EngineStatus, engine_status, read_lock
+from adapters.cli.provider_settings import NAMES, ProviderKind
 from adapters.cli.providers import open_local_tracker
 from adapters.cli.repository import CONFIG_NAME, default_branch, git_toplevel, resolve_config
 from adapters.cli.settings import CpeConfig, parse_config
@@ -25,7 +26,6 @@ from domain.models import ACTIVE_RUN_STATUSES, EngineState, Revision, WorkItem
 from domain.selectors import open_blockers, ordered
 from domain.signals import clock, describe_signal, describe_windows
 
-NAMES = {"local": "local", "github": "GitHub", "gitlab": "GitLab"}
 WATCH_INTERVAL = 1.0  # seconds between two frames of cpe status --watch
 
 
@@ -121,8 +121,8 @@ def _print_tracked(config: CpeConfig, root: Path, branch: str, state: EngineStat
     _print_revisions(revisions)
 
 
-def _print_seen(kind: str, where: str) -> None:
-    print(f"\n({NAMES.get(kind, kind)} {where}: as the engine last saw it)")
+def _print_seen(kind: ProviderKind, where: str) -> None:
+    print(f"\n({NAMES[kind]} {where}: as the engine last saw it)")
 
 
 def _print_costs(state: EngineState, config: CpeConfig) -> None:

@@ -82,3 +82,66 @@ def test_on_a_gitlab_tracker_status_and_show_give_the_engines_view_and_the_issue
     body = cpe("work", "show", "7", cwd=repo)
     assert body.returncode == 0, body.stderr
     assert "(on GitLab: https://gitlab.example.com/acme/tools/-/issues/7)" in body.stdout
+
+
+JIRA_AND_LOCAL = (
+    '[provider.work_items]\nkind = "jira"\n[provider.revisions]\nkind = "local"\n'
+    "[provider.local]\npipeline_command = []\n"
+    '[provider.jira]\nbase_url = "https://acme.atlassian.net"\nproject = "PROJ"\n'
+    'email = "bot@acme.example"\n'
+)
+LINEAR_AND_GITHUB = (
+    '[provider.work_items]\nkind = "linear"\n[provider.revisions]\nkind = "github"\n'
+    + GITHUB
+    + '[provider.linear]\nteam = "ENG"\n'
+)
+
+
+def test_on_a_jira_tracker_with_the_local_forge_status_and_show_give_the_engines_view(
+    tmp_path: Path,
+) -> None:
+    """No token, no request to Jira: the items and the local forge's revisions as the engine
+    journaled them, and where the item's page is."""
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": JIRA_AND_LOCAL})
+    item = WorkItem(id=WorkItemId("PROJ-12"), title="From a Jira issue", status="in-review")
+    revision = Revision(
+        id=RevisionId("1"),
+        title="From a Jira issue",
+        work_item_id=WorkItemId("PROJ-12"),
+        branch="cpe/PROJ-12-from-a-jira-issue",
+        head_sha="a" * 40,
+    )
+    journal(
+        repo / ".cpe",
+        [WorkItemChanged(work_item=item, at=T0), RevisionChanged(revision=revision, at=T0)],
+    )
+    shown = cpe("status", cwd=repo)
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        "work items: jira PROJ at https://acme.atlassian.net · revisions: local"
+        in shown.stdout.splitlines()
+    )
+    found = sections(shown.stdout)
+    assert "(Jira PROJ at https://acme.atlassian.net: as the engine last saw it)" in found
+    assert line_with(found["work items"], "From a Jira issue").split()[:2] == [
+        "#PROJ-12",
+        "in-review",
+    ]
+    assert line_with(found["revisions"], "work item #PROJ-12").split()[:2] == ["1", "open"]
+    body = cpe("work", "show", "PROJ-12", cwd=repo)
+    assert body.returncode == 0, body.stderr
+    assert "(on Jira: https://acme.atlassian.net/browse/PROJ-12)" in body.stdout
+    # The local forge's database was not opened for the tracker's items: no local tracker.
+    assert not (repo / ".cpe" / "local-tracker.sqlite3").exists()
+
+
+def test_on_a_linear_tracker_work_add_says_where_to_open_an_issue(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": LINEAR_AND_GITHUB})
+    line = one_line_error(cpe("work", "add", "Add a greeting", cwd=repo))
+    assert "work add: provider.work_items.kind is 'linear'; expected 'local'" in line
+    assert "open an issue in team ENG instead" in line
+    item = WorkItem(id=WorkItemId("ENG-3"), title="From a Linear issue", status="pending")
+    journal(repo / ".cpe", [WorkItemChanged(work_item=item, at=T0)])
+    body = cpe("work", "show", "ENG-3", cwd=repo)
+    assert body.returncode == 0, body.stderr
+    assert "(on Linear: ENG-3)" in body.stdout
