@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from adapters.cli.build import _reloadable
 from adapters.cli.providers import build_providers, issue_pages
 from adapters.cli.settings import load_config, parse_config
 from adapters.host.metering import ProviderMeter
@@ -99,3 +100,23 @@ def test_a_linear_item_is_named_by_its_identifier() -> None:
 
 def test_a_local_tracker_has_no_pages_to_name() -> None:
     assert issue_pages(parse_config({})) is None
+
+
+@pytest.mark.parametrize(
+    ("key", "applied"),
+    [
+        ("provider.linear.trusted_users", True),
+        ("provider.linear.trust_guests", True),
+        ("provider.linear.admit_label", True),
+        ("provider.jira.trusted_groups", True),
+        ("provider.jira.trusted_permission", True),
+        ("provider.jira.required_labels", True),
+        ("provider.linear.team", False),
+        ("provider.jira.project", False),
+        ("provider.jira.token_env", False),
+    ],
+)
+def test_a_reload_applies_a_trackers_trust_settings_and_no_other(key: str, applied: bool) -> None:
+    """Who is trusted changes on SIGHUP (the provider's ``trust.configure``); the team, the
+    project or the token need a restart."""
+    assert _reloadable(key) is applied
