@@ -1,0 +1,387 @@
+"""Atlassian Document Format (ADF, Jira Cloud's v3 rich text) <-> Markdown (cpe's text).
+
+``to_markdown(doc)`` reads any ADF document: paragraphs, hard breaks, headings, the strong, em,
+strike, code and link marks, code blocks with their language, bullet, ordered and task lists
+(nested), block quotes, rules and tables (GFM), and gracefully, as readable text, what Markdown
+has no syntax for: panels (a quote opened by "**Info:**"), expands, mentions (``@Name``), emoji,
+inline and block cards (the URL), statuses (inline code), dates (``YYYY-MM-DD``, UTC), media (an
+``(attachment: name)`` line or an image link). A node it does not know never fails the read: its
+text, or its children's, is kept. Anything malformed (a missing ``content``, an ``attrs`` that is
+no object) is read as far as it makes sense and never raises.
+
+``from_markdown(text)`` writes ADF that Atlassian's published JSON schema accepts (the node and
+mark types, their required attributes and the content each container admits;
+tests/adapters/providers/jira/test_adf_schema.py checks it): a line break inside a paragraph is a
+``hardBreak`` (as GitHub shows issue text); an image becomes a link to it (Jira only shows
+uploaded media); a block a container does not admit is turned into one it does (a heading inside
+a list item into a paragraph, a table inside a quote into its cells' paragraphs); links the
+Markdown parser refuses (``javascript:`` and the like) stay text.
+
+Hidden markers. ADF has no comment node, so an HTML comment (``<!-- cpe:key=... -->``, the
+markers of adapters/providers/markers.py) is kept as plain text: a line that is a comment
+becomes a paragraph (or a line of one, joined by ``hardBreak`` to the lines it touches), and
+``to_markdown`` writes such text back verbatim, unescaped. So the generated section cpe appends
+to an issue body comes back byte for byte and ``markers.user_body`` / ``markers.has_key`` work on
+the Markdown read back. Jira shows those lines as text: they are visible in the issue, not
+hidden as on GitHub.
+
+What comes back. ``to_markdown(from_markdown(md))`` gives ``md`` back for what cpe writes
+(headings, paragraphs, lists, code, links, quotes, tables, the generated section); for other
+Markdown it gives an equivalent text in a normal form (``-`` bullets, ``*``/``**`` emphasis,
+blank lines between blocks, no trailing newline) that is itself stable. Text is data:
+converting never follows a link, fetches media or runs anything. Nesting deeper than
+``MAX_DEPTH`` (ADF) is read as plain text, Markdown nested deeper than the parser's limit
+(``MAX_DEPTH`` too) is cut there, so neither can exhaust the stack.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from adapters.providers.jira.adf_build import MAX_DEPTH, from_markdown
+
+__all__ = ["MAX_DEPTH", "from_markdown", "to_markdown"]
+
+_DELIMS = {"strong": ("**", "**"), "em": ("*", "*"), "strike": ("~~", "~~")}
+_MARK_ORDER = {"link": 0, "strong": 1, "em": 2, "strike": 3}
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_LINE_START = re.compile(r"^(#{1,6}(?=\s|$)|>|[-+*](?=\s|$)|\d{1,9}(?=[.)](?:\s|$))|=+\s*$|-+\s*$)")
+_AUTOLINK = re.compile(r"\[((?:\\.|[^\]\\\s])+)\]\(([A-Za-z][\w+.-]*:[^()\s<>]+)\)")
+_PANEL = {"info": "Info", "note": "Note", "tip": "Tip", "warning": "Warning", "error": "Error"}
+_LISTS = {"bulletList", "orderedList", "taskList", "decisionList"}
+
+
+def to_markdown(doc: Mapping[str, Any] | None) -> str:
+    """The Markdown of an ADF document (None or anything not a document: "")."""
+    if not isinstance(doc, Mapping):
+        return ""
+    return _blocks(_kids(doc), 0).strip("\n")
+
+
+def _kids(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = node.get("content")
+    if not isinstance(content, Sequence) or isinstance(content, str):
+        return []
+    return [child for child in content if isinstance(child, Mapping)]
+
+
+def _attrs(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    attrs = node.get("attrs")
+    return attrs if isinstance(attrs, Mapping) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _blocks(nodes: list[Mapping[str, Any]], depth: int, *, tight: bool = False) -> str:
+    """Blocks apart by blank lines (a list right after a line of its item: by a newline when
+    ``tight``); two lists in a row alternate their markers, or Markdown would join them."""
+    out, previous, alternate = "", "", False
+    for node in nodes:
+        kind = _str(node.get("type"))
+        family = "ordered" if kind == "orderedList" else "bullet" if kind in _LISTS else ""
+        alternate = not alternate if family and family == previous else False
+        text = _list(node, depth, alternate) if family else _block(node, depth)
+        if text:
+            gap = "\n" if tight and family else "\n\n"
+            out, previous = (out + gap + text if out else text), family
+    return out
+
+
+def _block(node: Mapping[str, Any], depth: int) -> str:
+    kind, attrs = node.get("type"), _attrs(node)
+    if depth >= MAX_DEPTH:
+        return _escape(" ".join(_plain(node).split()))
+    if kind == "paragraph":
+        return _inline(_kids(node), depth)
+    if kind == "heading":
+        level = attrs.get("level")
+        level = min(max(level, 1), 6) if isinstance(level, int) else 1
+        text = _inline(_kids(node), depth, one_line=True)
+        return f"{'#' * level} {text}" if text else ""
+    if kind == "codeBlock":
+        return _code_block(node)
+    if kind in _LISTS:
+        return _list(node, depth, False)
+    if kind == "blockquote":
+        return _quote(_blocks(_kids(node), depth + 1))
+    if kind == "panel":
+        title = _PANEL.get(_str(attrs.get("panelType")), "Note")
+        return _quote(f"**{title}:**\n\n{_blocks(_kids(node), depth + 1)}".strip())
+    if kind == "rule":
+        return "---"
+    if kind == "table":
+        return _table(node, depth)
+    if kind in ("expand", "nestedExpand"):
+        title = _escape(_str(attrs.get("title")).strip())
+        return f"**{title}**\n\n" * bool(title) + _blocks(_kids(node), depth + 1)
+    if kind in ("mediaSingle", "mediaGroup"):
+        return "\n".join(_atom(child) for child in _kids(node))
+    if kind in ("blockCard", "embedCard"):
+        return _atom({**node, "type": "inlineCard"})
+    kids = _kids(node)
+    if kids and all(_is_inline(child) for child in kids):
+        return _inline(kids, depth)
+    if kids:
+        return _blocks(kids, depth + 1)
+    return _atom(node)
+
+
+def _is_inline(node: Mapping[str, Any]) -> bool:
+    return node.get("type") in ("text", "hardBreak", "mention", "emoji", "date", "status") or (
+        "text" in node
+    )
+
+
+def _plain(node: Mapping[str, Any]) -> str:
+    """All the text under a node, without recursion (for what is nested too deep)."""
+    parts, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        parts.append(_str(current.get("text")) or _str(_attrs(current).get("text")))
+        stack.extend(reversed(_kids(current)))
+    return " ".join(part for part in parts if part)
+
+
+def _code_block(node: Mapping[str, Any]) -> str:
+    code = "".join(_str(child.get("text")) for child in _kids(node))
+    runs = [len(run) for run in re.findall(r"`{3,}", code)]
+    fence = "`" * max([3, *(n + 1 for n in runs)])
+    language = re.sub(r"[^\w#+.-]", "", _str(_attrs(node).get("language")))
+    return f"{fence}{language}\n{code}\n{fence}" if code else f"{fence}{language}\n{fence}"
+
+
+def _list(node: Mapping[str, Any], depth: int, alternate: bool) -> str:
+    kind, order = node.get("type"), _attrs(node).get("order")
+    number = order if isinstance(order, int) and order >= 0 else 1
+    items: list[str] = []
+    bullet = "*" if alternate else "-"
+    for item in _kids(node):
+        if item.get("type") in _LISTS:  # a nested task list: the previous item's sublist
+            nested = _indent("\n" + _list(item, depth + 1, False), 2)[1:]
+            items.append(f"{items.pop()}\n{nested}" if items else nested)
+            continue
+        if kind == "orderedList":
+            marker, number = f"{number}{')' if alternate else '.'} ", number + 1
+        elif item.get("type") == "taskItem":
+            box = "[x]" if _attrs(item).get("state") == "DONE" else "[ ]"
+            marker = f"{bullet} {box} "
+        else:
+            marker = f"{bullet} "
+        body = _indent(_item_body(item, depth + 1), len(marker))
+        kids = _kids(item)
+        if body and kids and kids[0].get("type") == "paragraph" and not _inline(_kids(kids[0]), 0):
+            marker = marker.rstrip() + "\n" + " " * len(marker)  # no text before its sublist
+        items.append((marker + body).rstrip())
+    return "\n".join(items)
+
+
+def _item_body(item: Mapping[str, Any], depth: int) -> str:
+    kids = _kids(item)
+    if kids and all(_is_inline(child) for child in kids):
+        return _inline(kids, depth)
+    return _blocks(kids, depth, tight=True)
+
+
+def _indent(text: str, width: int) -> str:
+    pad = " " * width
+    return "\n".join(
+        (pad + line if line and i else line) for i, line in enumerate(text.split("\n"))
+    )
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.split("\n")) if text else ""
+
+
+def _table(node: Mapping[str, Any], depth: int) -> str:
+    rows = []
+    for row in _kids(node):
+        cells = []
+        for cell in _kids(row):
+            text = _blocks(_kids(cell), depth + 1)
+            cells.append(" ".join(text.split()).replace("|", "\\|"))
+        rows.append(cells)
+    rows = [row for row in rows if row]
+    if not rows:
+        return ""
+    width = max(len(row) for row in rows)
+    rows = [row + [""] * (width - len(row)) for row in rows]
+    lines = [rows[0], ["---"] * width, *rows[1:]]
+    return "\n".join(("| " + " | ".join(cells) + " |").replace("|  |", "| |") for cells in lines)
+
+
+def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = False) -> str:
+    out: list[str] = []
+    active: list[tuple[str, str]] = []  # open marks, outermost first: (type, link destination)
+
+    def close(keep: int) -> None:
+        tail = ""
+        if out:
+            stripped = out[-1].rstrip()
+            tail, out[-1] = out[-1][len(stripped) :], stripped
+        while len(active) > keep:
+            kind, dest = active.pop()
+            out.append(f"]({dest})" if kind == "link" else _DELIMS[kind][1])
+        out.append(tail)
+
+    for node in _split_lines(nodes):
+        kind = node.get("type")
+        if kind == "hardBreak":
+            close(0)
+            out.append(" " if one_line else "\n")
+            continue
+        text = _str(node.get("text")) if kind == "text" else ""
+        marks = _marks(node) if kind == "text" else []
+        if kind != "text":
+            close(0)
+            out.append(_atom(node) if not _kids(node) else _inline(_kids(node), depth + 1))
+            continue
+        if not text.strip():
+            out.append(text)
+            continue
+        code = any(kind == "code" for kind, _ in marks)
+        want = [mark for mark in marks if mark[0] != "code"]
+        keep = 0
+        while keep < len(active) and active[keep] in want:
+            keep += 1
+        if keep < len(active):
+            close(keep)
+        lead = text[: len(text) - len(text.lstrip())]
+        out.append(lead)
+        for mark in want:
+            if mark not in active:
+                active.append(mark)
+                out.append("[" if mark[0] == "link" else _DELIMS[mark[0]][0])
+        body = text[len(lead) :]
+        out.append(_code_span(body) if code else _escape(body))
+    close(0)
+    joined = _AUTOLINK.sub(_autolink, "".join(out))
+    lines = [_escape_line_start(line.strip(" \t")) for line in joined.split("\n")]
+    return ("\n".join(lines)).strip("\n") if not one_line else " ".join(lines).strip()
+
+
+def _split_lines(nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Text with newlines as text and hard breaks."""
+    out: list[Mapping[str, Any]] = []
+    for node in nodes:
+        text = _str(node.get("text"))
+        if node.get("type") != "text" or "\n" not in text:
+            out.append(node)
+            continue
+        for i, line in enumerate(text.split("\n")):
+            out += [{"type": "hardBreak"}] * bool(i) + [{**node, "text": line}] * bool(line)
+    return out
+
+
+def _autolink(match: re.Match[str]) -> str:
+    """``[url](url)`` as ``<url>``: how a bare link is written."""
+    label, url = re.sub(r"\\(.)", r"\1", match.group(1)), match.group(2)
+    return f"<{url}>" if label == url else match.group(0)
+
+
+def _marks(node: Mapping[str, Any]) -> list[tuple[str, str]]:
+    marks: dict[tuple[str, str], None] = {}
+    raw = node.get("marks")
+    for mark in raw if isinstance(raw, Sequence) and not isinstance(raw, str) else []:
+        if not isinstance(mark, Mapping):
+            continue
+        kind = mark.get("type")
+        if kind == "link":
+            href = _str(_attrs(mark).get("href"))
+            if href:
+                marks[("link", _destination(href, _str(_attrs(mark).get("title"))))] = None
+        elif kind in ("strong", "em", "strike", "code"):
+            marks[(kind, "")] = None
+    return sorted(marks, key=lambda mark: _MARK_ORDER.get(mark[0], 9))
+
+
+def _destination(href: str, title: str) -> str:
+    href = href.replace("\n", "%0A").replace("<", "%3C").replace(">", "%3E")
+    dest = f"<{href}>" if re.search(r"[\s()]", href) else href
+    if title:
+        dest += ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return dest
+
+
+def _code_span(text: str) -> str:
+    text = text.replace("\n", " ")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _atom(node: Mapping[str, Any]) -> str:
+    """Markdown for an inline (or leaf) node that is no text: something readable."""
+    kind, attrs = node.get("type"), _attrs(node)
+    text = _str(attrs.get("text"))
+    if kind == "mention":
+        name = text or _str(attrs.get("id"))
+        return _escape(name if name.startswith("@") else f"@{name}") if name else ""
+    if kind == "emoji":
+        return _escape(text or _str(attrs.get("shortName")))
+    if kind == "inlineCard":
+        url = _str(attrs.get("url"))
+        return f"<{url}>" if re.fullmatch(r"[A-Za-z][\w+.-]*:[^\s<>]+", url) else _escape(url)
+    if kind == "status":
+        return _code_span(text) if text.strip() else ""
+    if kind == "date":
+        return _date(_str(attrs.get("timestamp")))
+    if kind in ("media", "mediaInline"):
+        url, alt = _str(attrs.get("url")), _str(attrs.get("alt")).strip()
+        if attrs.get("type") == "external" and url and not re.search(r"[\s()<>]", url):
+            return f"![{_escape(alt)}]({url})"
+        return _escape(f"(attachment: {alt})" if alt else "(attachment)")
+    return _escape(_str(node.get("text")) or text)
+
+
+def _date(timestamp: str) -> str:
+    try:
+        moment = datetime.datetime.fromtimestamp(int(timestamp) / 1000, tz=datetime.UTC)
+    except (ValueError, OverflowError, OSError):
+        return _escape(timestamp)
+    return moment.date().isoformat()
+
+
+def _escape(text: str) -> str:
+    """Text as Markdown that reads back as the same text; HTML comments kept verbatim."""
+    out, last = [], 0
+    for match in _COMMENT.finditer(text):
+        out.append(_escape_plain(text[last : match.start()]))
+        out.append(match.group(0))
+        last = match.end()
+    out.append(_escape_plain(text[last:]))
+    return "".join(out)
+
+
+def _escape_plain(text: str) -> str:
+    out = []
+    for i, char in enumerate(text):
+        before, after = text[i - 1 : i], text[i + 1 : i + 2]
+        if (
+            char in "\\`[]"
+            or (char == "~" and "~" in (before, after))
+            or (char == "*" and not (before.isspace() and after.isspace()))
+            or (char == "_" and not (before.isalnum() and after.isalnum()))
+            or (char == "<" and re.match(r"[A-Za-z/?!]", after))
+            or (char == "&" and re.match(r"#?\w+;", text[i + 1 :]))
+        ):
+            out.append("\\")
+        out.append(char)
+    return "".join(out)
+
+
+def _escape_line_start(line: str) -> str:
+    if line.startswith("<!--"):  # an HTML block: raw to its end, so only comments stay raw
+        return line if re.fullmatch(r"(?:<!--(?:(?!-->).)*-->[ \t]*)+", line) else "\\" + line
+    match = _LINE_START.match(line)
+    if not match:
+        return line
+    if match.group(1)[0].isdigit():
+        cut = len(match.group(1))
+        return f"{line[:cut]}\\{line[cut:]}"
+    return "\\" + line
