@@ -193,7 +193,7 @@ def _print_retries(state: EngineState, config: CpeConfig) -> None:
         )
         if retry is not None and retry.until > now:
             when = retry.until.strftime("%Y-%m-%d %H:%M:%S UTC")
-            lines.append(f"  #{wid:<4} retry at {when} (attempt {retry.attempt} failed)")
+            lines.append(f"  {item_ref(wid):<5} retry at {when} (attempt {retry.attempt} failed)")
             lines.append(f"      why: {' '.join(retry.reason.split())[:500]}")
     if lines:
         print("\nretries waiting (a failed attempt backs off before the next)")
@@ -209,7 +209,7 @@ def _print_merge_waits(state: EngineState) -> None:
     for rid, wait in sorted(state.merge_waits.items()):
         since = wait.since.strftime("%Y-%m-%d %H:%M:%S UTC") if wait.since else "?"
         tries = f"{wait.tries} {'try' if wait.tries == 1 else 'tries'}"
-        print(f"  revision {rid} (work item #{wait.work_item_id}) since {since}, {tries}")
+        print(f"  revision {rid} (work item {item_ref(wait.work_item_id)}) since {since}, {tries}")
         print(f"    {' '.join(wait.reason.split())[:300]}")
 
 
@@ -222,7 +222,7 @@ def _print_ignored(state: EngineState) -> None:
     print("\nignored on the tracker (never worked on; see docs/security.md)")
     for wid in ordered(state.ignored):
         item = state.ignored[wid]
-        print(f"  #{item.id} {item.title[:80]!r}: ignored: {item.reason}")
+        print(f"  {item_ref(item.id)} {item.title[:80]!r}: ignored: {item.reason}")
 
 
 def _print_skipped_specs(state: EngineState) -> None:
@@ -293,9 +293,10 @@ def _print_revisions(revisions: Sequence[Revision]) -> None:
     if not revisions:
         print("  (none)")
     for r in revisions:
+        item = f"work item {item_ref(r.work_item_id)}" if r.work_item_id else "no work item"
         print(
             f"  {r.id:<6} {r.state:<7} pipeline {r.pipeline.status:<8} head {r.head_sha[:10]}  "
-            f"work item #{r.work_item_id}  {r.title}"
+            f"{item}  {r.title}"
         )
 
 

@@ -123,11 +123,12 @@ def test_on_a_jira_tracker_with_the_local_forge_status_and_show_give_the_engines
     )
     found = sections(shown.stdout)
     assert "(Jira PROJ at https://acme.atlassian.net: as the engine last saw it)" in found
+    # A key is written as it is, without the '#' of a number.
     assert line_with(found["work items"], "From a Jira issue").split()[:2] == [
-        "#PROJ-12",
+        "PROJ-12",
         "in-review",
     ]
-    assert line_with(found["revisions"], "work item #PROJ-12").split()[:2] == ["1", "open"]
+    assert line_with(found["revisions"], "work item PROJ-12").split()[:2] == ["1", "open"]
     body = cpe("work", "show", "PROJ-12", cwd=repo)
     assert body.returncode == 0, body.stderr
     assert "(on Jira: https://acme.atlassian.net/browse/PROJ-12)" in body.stdout
