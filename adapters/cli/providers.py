@@ -31,6 +31,7 @@ from adapters.describe.items import (
 from adapters.host.metering import ProviderMeter
 from adapters.providers import ProviderRoles
 from domain.errors import ConfigError
+from domain.models import Revision
 from domain.ports import ProviderInterfaces, SpecProviderReader
 
 if TYPE_CHECKING:
@@ -330,6 +331,23 @@ def open_local_tracker(config: CpeConfig, root: Path, branch: str) -> LocalTrack
     return LocalTracker(
         provider, provider.work_item_reader, provider.work_item_writer, provider.revision_reader
     )
+
+
+def local_forge_revisions(config: CpeConfig, root: Path, branch: str) -> list[Revision] | None:
+    """The local forge's revisions as they are, when it keeps the revisions of another
+    system's items (Linear, Jira); None otherwise (the local tracker's own provider reads them,
+    or the forge is remote). No database yet: no revision yet, and none is made."""
+    section = config.provider
+    if section.revisions_kind != "local" or section.work_items_kind == "local":
+        return None
+    state_dir = root / config.engine.state_dir
+    from adapters.providers.local.provider import DATABASE_NAME, LocalProvider  # noqa: PLC0415
+
+    if not (state_dir / DATABASE_NAME).exists():
+        return []
+    with LocalProvider(root, state_dir, branch, roles=roles_of(section, "local")) as forge:
+        assert forge.revision_reader is not None  # it serves the revisions
+        return list(forge.revision_reader.list_revisions())
 
 
 def issue_pages(config: CpeConfig) -> IssuePages | None:

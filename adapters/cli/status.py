@@ -16,7 +16,7 @@ from pathlib import Path
 from adapters.cli.common import fail, read_journal
 from adapters.cli.liveness import EngineStatus, engine_status, read_lock
 from adapters.cli.provider_settings import NAMES, ProviderKind
-from adapters.cli.providers import open_local_tracker
+from adapters.cli.providers import local_forge_revisions, open_local_tracker
 from adapters.cli.repository import CONFIG_NAME, default_branch, git_toplevel, resolve_config
 from adapters.cli.settings import CpeConfig, parse_config
 from adapters.describe.landing import print_queue
@@ -99,14 +99,16 @@ def _status(config: CpeConfig, root: Path, branch: str) -> None:
 
 
 def _print_tracked(config: CpeConfig, root: Path, branch: str, state: EngineState) -> None:
-    """The work items and the revisions: the local tracker's (and the local forge's) as they
-    are; on GitHub or GitLab, as the engine last saw them (its journal: no token needed)."""
+    """The work items and the revisions: the local tracker's and the local forge's as they
+    are; on GitHub, GitLab, Linear or Jira, as the engine last saw them (its journal: no token
+    needed)."""
     section = config.provider
     revisions: list[Revision] | None = None
     tracker = open_local_tracker(config, root, branch)
     if tracker is None:
         _print_seen(section.work_items_kind, section.where(section.work_items_kind))
         _print_items(state.work_items.values(), state)
+        revisions = local_forge_revisions(config, root, branch)  # the local forge's, as they are
     else:
         try:
             _print_items(tracker.work_item_reader.list_work_items(), state)

@@ -1,17 +1,22 @@
 """``cpe status`` and ``cpe work`` with the work items and the revisions kept apart: they name
-both systems, read the work items from the tracker (the local one, whatever the forge) and the
-revisions from the forge's last view in the journal; no token is needed to look."""
+both systems, read the work items from the local tracker (whatever the forge) or the remote
+tracker's last view in the journal, and the revisions from the local forge (whatever the
+tracker) or the remote forge's last view; no token is needed to look."""
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
+from adapters.providers import ProviderRoles
+from adapters.providers.local.provider import DATABASE_NAME, LocalProvider
 from domain.events import RevisionChanged, WorkItemChanged
 from domain.models import Revision, RevisionId, WorkItem, WorkItemId
 from tests.adapters.cli.test_cli import cpe, one_line_error
 from tests.adapters.cli.test_status import journal, line_with, sections
-from tests.support.git import make_repo
+from tests.adapters.providers.edits import EDITS
+from tests.support.git import make_patch, make_repo
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 GITHUB = '[provider.github]\nrepository = "acme/widgets"\n'
@@ -100,21 +105,29 @@ LINEAR_AND_GITHUB = (
 def test_on_a_jira_tracker_with_the_local_forge_status_and_show_give_the_engines_view(
     tmp_path: Path,
 ) -> None:
-    """No token, no request to Jira: the items and the local forge's revisions as the engine
-    journaled them, and where the item's page is."""
+    """No token, no request to Jira: the items as the engine journaled them, where the item's
+    page is, and the local forge's revisions as they are (not the journal's)."""
     repo = make_repo(tmp_path / "repo", {"supervisor.toml": JIRA_AND_LOCAL})
+    assert cpe("status", cwd=repo).returncode == 0
+    assert not (repo / ".cpe" / DATABASE_NAME).exists()  # nothing made to look
     item = WorkItem(id=WorkItemId("PROJ-12"), title="From a Jira issue", status="in-review")
-    revision = Revision(
-        id=RevisionId("1"),
-        title="From a Jira issue",
+    seen = Revision(
+        id=RevisionId("9"),
+        title="As the engine saw it",
         work_item_id=WorkItemId("PROJ-12"),
-        branch="cpe/PROJ-12-from-a-jira-issue",
+        branch="cpe/PROJ-12-old",
         head_sha="a" * 40,
     )
     journal(
         repo / ".cpe",
-        [WorkItemChanged(work_item=item, at=T0), RevisionChanged(revision=revision, at=T0)],
+        [WorkItemChanged(work_item=item, at=T0), RevisionChanged(revision=seen, at=T0)],
     )
+    patch = make_patch(repo, tmp_path / "patch", EDITS["modified"])
+    with LocalProvider(repo, repo / ".cpe", roles=ProviderRoles(work_items=False)) as forge:
+        assert forge.revision_writer is not None
+        made = forge.revision_writer.create_from_patch(
+            WorkItemId("PROJ-12"), "cpe/PROJ-12-from-a-jira-issue", "From a Jira issue", "", patch
+        )
     shown = cpe("status", cwd=repo)
     assert shown.returncode == 0, shown.stderr
     assert (
@@ -128,12 +141,16 @@ def test_on_a_jira_tracker_with_the_local_forge_status_and_show_give_the_engines
         "PROJ-12",
         "in-review",
     ]
-    assert line_with(found["revisions"], "work item PROJ-12").split()[:2] == ["1", "open"]
+    assert line_with(found["revisions"], "work item PROJ-12").split()[:2] == [made.id, "open"]
+    assert "As the engine saw it" not in shown.stdout
     body = cpe("work", "show", "PROJ-12", cwd=repo)
     assert body.returncode == 0, body.stderr
     assert "(on Jira: https://acme.atlassian.net/browse/PROJ-12)" in body.stdout
-    # The local forge's database was not opened for the tracker's items: no local tracker.
-    assert not (repo / ".cpe" / "local-tracker.sqlite3").exists()
+    assert f"revision  {made.id} open" in body.stdout
+    assert "branch cpe/PROJ-12-from-a-jira-issue" in body.stdout
+    # The forge's database holds no local work item: there is no local tracker here.
+    with sqlite3.connect(repo / ".cpe" / DATABASE_NAME) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM work_items").fetchone() == (0,)
 
 
 def test_on_a_linear_tracker_work_add_says_where_to_open_an_issue(tmp_path: Path) -> None:
