@@ -102,6 +102,7 @@ def _block(node: Mapping[str, Any], depth: int) -> str:
         level = attrs.get("level")
         level = min(max(level, 1), 6) if isinstance(level, int) else 1
         text = _inline(_kids(node), depth, one_line=True)
+        text = text[:-1] + "\\#" if text.endswith("#") else text  # no closing sequence
         return f"{'#' * level} {text}" if text else ""
     if kind == "codeBlock":
         return _code_block(node)
@@ -241,9 +242,6 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
             close(0)
             out.append(_atom(node) if not _kids(node) else _inline(_kids(node), depth + 1))
             continue
-        if not text.strip():
-            out.append(text)
-            continue
         code = any(kind == "code" for kind, _ in marks)
         want = [mark for mark in marks if mark[0] != "code"]
         keep = 0
@@ -251,10 +249,16 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
             keep += 1
         if keep < len(active):
             close(keep)
+        if not text.strip():  # opens nothing: emphasis cannot start or end on a space
+            out.append(text)
+            continue
         lead = text[: len(text) - len(text.lstrip())]
         out.append(lead)
         for mark in want:
             if mark not in active:
+                last = next((i for i in range(len(out) - 1, -1, -1) if out[i]), None)
+                if mark[0] == "link" and last is not None and out[last].endswith("!"):
+                    out[last] = out[last][:-1] + "\\!"  # a link, not an image
                 active.append(mark)
                 out.append("[" if mark[0] == "link" else _DELIMS[mark[0]][0])
         body = text[len(lead) :]

@@ -112,7 +112,12 @@ class _Builder:
             return _paragraph(_lines(token.content.rstrip("\n")))
         if kind == "heading_open":
             level = int(token.tag[1:]) if token.tag[1:].isdigit() else 1
-            return {"type": "heading", "attrs": {"level": level}, "content": self._inline(kids)}
+            content = self._inline(kids)
+            return (
+                {"type": "heading", "attrs": {"level": level}, "content": content}
+                if content
+                else None
+            )
         if kind in ("fence", "code_block"):
             code = token.content[:-1] if token.content.endswith("\n") else token.content
             node: dict[str, Any] = {
