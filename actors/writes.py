@@ -54,8 +54,14 @@ from domain.events import (
     RevisionUpdated,
     StatusTransitioned,
 )
+from domain.item_comments import item_comment
 from domain.models import EngineState, WorkItemId
-from domain.ports import RevisionLander, RevisionProviderWriter, WorkProviderWriter
+from domain.ports import (
+    RevisionLander,
+    RevisionProviderWriter,
+    WorkItemCommenter,
+    WorkProviderWriter,
+)
 from domain.results import PlannedWorkItem
 from domain.run_end import explain_transition
 
@@ -158,6 +164,7 @@ class ProviderWrites:
             log.error("command execution failed", command=command.type, error=error)
             return [CommandFailed(command=command, error=error, at=_now())]
         crashpoint(f"write.{command.type}.after")
+        self._comment(command, events, key, snapshot)
         # Harmless to make twice, a transition's result may wait for the next commit.
         self.journal.finish_intent(key, events, defer=repeatable)
         self.written(command)
@@ -220,6 +227,7 @@ class ProviderWrites:
                 self.journal.fail_intent(intent.key, error)
                 log.error("resuming a write failed", command=command.type, error=error)
                 continue
+            self._comment(command, events, intent.key, snapshot)
             self.journal.finish_intent(intent.key, events)
             with self._resumed_lock:
                 self._resumed[intent.key] = events
@@ -240,6 +248,35 @@ class ProviderWrites:
             if intent.key in stale:
                 log.info("settling a transition no cycle made again", key=intent.key)
                 self.journal.finish_intent(intent.key, [])
+
+    def _comment(
+        self, command: EngineCommand, events: list[EngineEvent], key: str, snapshot: EngineState
+    ) -> None:
+        """Say on the item what the write did, when its tracker takes comments: once (keyed by
+        the write, and a transition by its moment: the same one recurs; a write made again
+        after a crash finds its comment), never at the write's expense (a comment that fails
+        is logged; the write stands)."""
+        writer = self.work_item_writer
+        if not isinstance(writer, WorkItemCommenter):
+            return
+        why = None
+        if isinstance(command, TransitionStatus):
+            why = command.reason or explain_transition(snapshot, command.work_item_id, command.to)
+            key = f"{key}@{events[0].at.isoformat()}" if events and events[0].at else key
+        said = item_comment(command, events, why)
+        if said is None:
+            return
+        try:
+            writer.comment(said.work_item_id, said.body, idempotency_key=f"{key}:comment")
+        except Exception as exc:
+            log.warning(
+                "the comment on the work item failed; the write stands",
+                work_item_id=said.work_item_id,
+                command=command.type,
+                error=f"{type(exc).__name__}: {exc}",
+            )
+            return
+        crashpoint("tracker.comment.after")
 
     def _with_retry(
         self, command: EngineCommand, perform: Callable[[], list[EngineEvent]]

@@ -46,6 +46,7 @@ from domain.models import (
     ImplementorStartParams,
     PlannerStartParams,
     WorkItemId,
+    item_ref,
 )
 from domain.requests import describe_pause
 
@@ -172,7 +173,7 @@ class ItemBackoff:
 
     @property
     def words(self) -> str:
-        return f"#{self.work_item_id}: retry at {_when(self.until)}"
+        return f"{item_ref(self.work_item_id)}: retry at {_when(self.until)}"
 
 
 @dataclass(frozen=True)

@@ -471,3 +471,9 @@ class EngineState(Frozen):
     model_health: ModelHealth = ModelHealth()
     quota: Mapping[str, AccountQuota] = Field(default_factory=dict)  # per model account
     engine: EngineProcess | None = None  # the last engine's start and stop, as journaled
+
+
+def item_ref(work_item_id: str) -> str:
+    """A work item as a line names it: ``#7`` by its number (local, GitHub, GitLab), its key as
+    it is (Linear's and Jira's ``ENG-12``)."""
+    return f"#{work_item_id}" if work_item_id.isdigit() else work_item_id

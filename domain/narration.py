@@ -39,7 +39,7 @@ from domain.events import (
     WorkItemIgnored,
     WorkItemRemoved,
 )
-from domain.models import AgentRun, EngineState, Revision, RevisionId, Status, WorkItemId
+from domain.models import AgentRun, EngineState, Revision, RevisionId, Status, WorkItemId, item_ref
 from domain.run_end import explain_transition
 from domain.runs import attempt_number
 from domain.signals import describe_signal
@@ -108,7 +108,7 @@ def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list
             run = after.agent_runs.get(event.session_id)
             return [_failed(run, event)] if run is not None else []
         case PlanApplied(created_ids=created):
-            made = ", ".join(f"#{wid}{_title(after, wid)}" for wid in created)
+            made = ", ".join(f"{item_ref(wid)}{_title(after, wid)}" for wid in created)
             return [f"plan applied: {'created ' + made if made else 'nothing new to create'}"]
         case RevisionCreated() | RevisionUpdated():
             verb = "created" if isinstance(event, RevisionCreated) else "updated"
@@ -133,21 +133,23 @@ def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list
                 return []  # written again (or twice): the item had that status, nothing changed
             return [_status_change(before, after, wid, to, reason)]
         case CommandFailed(command=command, error=error):
-            what = command.type + (f" for #{_wid(command)}" if _wid(command) else "")
+            what = command.type + (f" for {item_ref(_wid(command) or '')}" if _wid(command) else "")
             return [f"a write failed: {what}: {_flat(error)}"]
         case WorkItemChanged(work_item=item):
             known = before.work_items.get(item.id)
             if known is None:
-                return [f"#{item.id} {item.title!r} seen ({item.status})"]
+                return [f"{item_ref(item.id)} {item.title!r} seen ({item.status})"]
             if known.status != item.status:
-                return [f"#{item.id} {known.status} → {item.status} (changed on the tracker)"]
+                return [
+                    f"{item_ref(item.id)} {known.status} → {item.status} (changed on the tracker)"
+                ]
             return []
         case AgentSignalled(session_id=sid, signal=signal):
             run = after.agent_runs.get(sid)
             quiet = signal.kind == "quota" and all(w.status == "allowed" for w in signal.windows)
             if run is None or quiet:
                 return []
-            head = f"#{run.work_item_id}: " if run.work_item_id else ""
+            head = f"{item_ref(run.work_item_id)}: " if run.work_item_id else ""
             return [f"{head}{run.role} {sid}: {describe_signal(signal)}"]
         case SpecChanged(spec=spec) if spec.problem:
             told = before.specs.get(spec.path)
@@ -155,15 +157,15 @@ def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list
                 return []  # told when this version was first seen, not again at each start
             return [f"spec {spec.path} skipped: {_flat(spec.problem)}"]
         case WorkItemRemoved(work_item_id=wid):
-            return [f"#{wid} removed from the tracker"]
+            return [f"{item_ref(wid)} removed from the tracker"]
         case WorkItemIgnored(item=ignored):
-            return [f"#{ignored.id} {ignored.title!r} ignored: {ignored.reason}"]
+            return [f"{item_ref(ignored.id)} {ignored.title!r} ignored: {ignored.reason}"]
         case UserRequestedImplementorRun(work_item_id=wid):
-            return [f"#{wid}: a person asked for an implementor run"]
+            return [f"{item_ref(wid)}: a person asked for an implementor run"]
         case UserCancelledRun(session_id=sid):
             return [f"a person cancelled run {sid}"]
         case UserTransitionedStatus(work_item_id=wid, to=to):
-            return [f"#{wid}: a person set the status to {to}"]
+            return [f"{item_ref(wid)}: a person set the status to {to}"]
         case UserPausedDispatch(reason=reason):
             return [f"dispatch paused by a person{': ' + reason if reason else ''}"]
         case UserResumedDispatch():
@@ -184,14 +186,14 @@ def _dispatched(run: AgentRun, state: EngineState) -> str:
 
 
 def _completed(run: AgentRun) -> str:
-    head = f"#{run.work_item_id}: " if run.work_item_id else ""
+    head = f"{item_ref(run.work_item_id)}: " if run.work_item_id else ""
     cost = f", ${run.cost_usd:.4f}" if run.cost_usd is not None else ""
     outcome = f": {run.outcome}" if run.outcome else ""
     return f"{head}{run.role} {run.session_id} completed{outcome}{cost}"
 
 
 def _failed(run: AgentRun, event: AgentFailed) -> str:
-    head = f"#{run.work_item_id}: " if run.work_item_id else ""
+    head = f"{item_ref(run.work_item_id)}: " if run.work_item_id else ""
     under = " under the agent" if event.failure_class == "infrastructure" else ""
     return f"{head}{run.role} {run.session_id} {event.kind}{under}: {_flat(event.reason)}"
 
@@ -240,7 +242,7 @@ def _status_change(
 
 
 def _item(state: EngineState, wid: WorkItemId) -> str:
-    return f"#{wid}{_title(state, wid)}: "
+    return f"{item_ref(wid)}{_title(state, wid)}: "
 
 
 def _title(state: EngineState, wid: WorkItemId) -> str:
@@ -251,7 +253,7 @@ def _title(state: EngineState, wid: WorkItemId) -> str:
 
 def _of_revision(state: EngineState, rid: RevisionId) -> str:
     rev = state.revisions.get(rid)
-    return f"#{rev.work_item_id}: " if rev is not None and rev.work_item_id else ""
+    return f"{item_ref(rev.work_item_id)}: " if rev is not None and rev.work_item_id else ""
 
 
 def _wid(command: object) -> str | None:

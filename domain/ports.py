@@ -69,6 +69,19 @@ class WorkProviderWriter(Protocol):
 
 
 @runtime_checkable
+class WorkItemCommenter(Protocol):
+    """A tracker that takes comments on its items (optional: a writer without it is told
+    nothing). When the work items are kept apart from the revisions (Linear, Jira), the item is
+    where a person looks: cpe says there what it did with it (``domain/item_comments.py``)."""
+
+    def comment(
+        self, work_item_id: WorkItemId, body: str, *, idempotency_key: str | None = None
+    ) -> None:
+        """Add ``body`` (Markdown) as a comment; the same key never comments twice."""
+        ...
+
+
+@runtime_checkable
 class RevisionProviderReader(Protocol):
     def list_revisions(self) -> Sequence[Revision]: ...
     def get_revision_files(self, revision_id: RevisionId) -> Sequence[RevisionFile]: ...

@@ -28,7 +28,7 @@ from domain.events import (
     UserResumedDispatch,
     UserTransitionedStatus,
 )
-from domain.models import AgentRole, EngineState, Frozen, Status, WorkItem, WorkItemId
+from domain.models import AgentRole, EngineState, Frozen, Status, WorkItem, WorkItemId, item_ref
 from domain.selectors import runs_for_work_item
 
 RETRYABLE: tuple[Status, ...] = ("blocked", "needs-refinement", "pending")
@@ -134,7 +134,7 @@ def describe_pause(state: EngineState) -> str:
 def _item(state: EngineState, wid: WorkItemId) -> WorkItem:
     item = state.work_items.get(wid)
     if item is None:
-        known = ", ".join(f"#{i}" for i in list(state.work_items)[:20]) or "none yet"
+        known = ", ".join(f"{item_ref(i)}" for i in list(state.work_items)[:20]) or "none yet"
         raise RequestRefused(
             "not-found", f"unknown work item {wid!r}; expected one cpe work list shows ({known})"
         )
@@ -158,28 +158,30 @@ def _retry(
     if item.status not in RETRYABLE:
         raise RequestRefused(
             "conflict",
-            f"#{item.id} is {item.status}; a retry takes an item that is {', '.join(RETRYABLE)} "
+            f"{item_ref(item.id)} is {item.status}; a retry takes an item that is "
+            f"{', '.join(RETRYABLE)} "
             "(or approved: its merge is asked again)",
         )
     running = _in_flight(state, item)
     if running:
-        raise RequestRefused("conflict", f"#{item.id} has a run in flight: {running}")
+        raise RequestRefused("conflict", f"{item_ref(item.id)} has a run in flight: {running}")
     if dispatch_paused:
         raise RequestRefused(
-            "conflict", f"{dispatch_paused}; resume dispatch (cpe resume) to retry #{item.id}"
+            "conflict",
+            f"{dispatch_paused}; resume dispatch (cpe resume) to retry {item_ref(item.id)}",
         )
     if free_slots(state, "implementor", max_concurrent) <= 0:
         limit = max_concurrent.get("implementor", 1)
         raise RequestRefused(
             "conflict",
             f"no implementor slot is free ({limit} of {limit} running, [workflow] "
-            f"max_concurrent); retry #{item.id} when one ends",
+            f"max_concurrent); retry {item_ref(item.id)} when one ends",
         )
     attempts = state.attempts.get(item.id, 0)
     reset = f"; its {attempts} attempt(s) start again from zero" if attempts else ""
     return Accepted(
         (UserRequestedImplementorRun(work_item_id=item.id, at=at),),
-        f"#{item.id} {item.title!r}: an implementor run is requested ({item.status} → "
+        f"{item_ref(item.id)} {item.title!r}: an implementor run is requested ({item.status} → "
         f"in-progress){reset}",
     )
 
@@ -191,7 +193,7 @@ def _merge_again(item: WorkItem, state: EngineState, at: datetime) -> Accepted:
     why = f" (held: {' '.join(held[0].reason.split())[:200]})" if held else ""
     return Accepted(
         (DispatchDue(at=at),),
-        f"#{item.id} {item.title!r}: its merge is asked again now{why}",
+        f"{item_ref(item.id)} {item.title!r}: its merge is asked again now{why}",
     )
 
 
@@ -200,27 +202,27 @@ def _cancel(item: WorkItem, state: EngineState, at: datetime) -> Accepted:
     if not active:
         raise RequestRefused(
             "conflict",
-            f"#{item.id} has no active agent run (it is {item.status}); expected an item "
+            f"{item_ref(item.id)} has no active agent run (it is {item.status}); expected an item "
             "cpe status lists under active agent runs",
         )
     events: tuple[EngineEvent, ...] = tuple(
         UserCancelledRun(session_id=run.session_id, at=at) for run in active
     )
     runs = ", ".join(f"{run.role} run {run.session_id}" for run in active)
-    return Accepted(events, f"#{item.id}: cancelling {runs}; the item goes to blocked")
+    return Accepted(events, f"{item_ref(item.id)}: cancelling {runs}; the item goes to blocked")
 
 
 def _set_status(item: WorkItem, to: Status, state: EngineState, at: datetime) -> Accepted:
     if to == item.status:
-        return Accepted((), f"#{item.id} is already {to}: nothing to do")
+        return Accepted((), f"{item_ref(item.id)} is already {to}: nothing to do")
     running = _in_flight(state, item)
     if running:
         raise RequestRefused(
             "conflict",
-            f"#{item.id} has a run in flight ({running}); cancel it first "
+            f"{item_ref(item.id)} has a run in flight ({running}); cancel it first "
             f"(cpe work cancel {item.id})",
         )
     return Accepted(
         (UserTransitionedStatus(work_item_id=item.id, to=to, at=at),),
-        f"#{item.id} {item.title!r}: {item.status} → {to}",
+        f"{item_ref(item.id)} {item.title!r}: {item.status} → {to}",
     )

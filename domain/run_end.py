@@ -8,7 +8,15 @@ to a run's end and the recovery that finds the same item later reach the same an
 from __future__ import annotations
 
 from domain.commands import EngineCommand
-from domain.models import AgentRun, EngineState, ReviewerStartParams, Status, WorkItem, WorkItemId
+from domain.models import (
+    AgentRun,
+    EngineState,
+    ReviewerStartParams,
+    Status,
+    WorkItem,
+    WorkItemId,
+    item_ref,
+)
 from domain.selectors import has_run_in_flight, latest_implementor_run
 from domain.workflow import Trigger, transition
 
@@ -83,7 +91,7 @@ def why_cancel(state: EngineState, run: AgentRun) -> str | None:
         return f"set to {item.status} by a person"
     gained = gained_blockers(state, item, run)
     if gained:
-        return "it gained an open blocker: " + ", ".join(f"#{b}" for b in gained)
+        return "it gained an open blocker: " + ", ".join(f"{item_ref(b)}" for b in gained)
     return None
 
 
@@ -93,9 +101,9 @@ def explain_transition(state: EngineState, work_item_id: WorkItemId, to: Status)
     that has ``to`` already is no change: ``#2 already in-progress``."""
     item = state.work_items.get(work_item_id)
     if item is not None and item.status == to:
-        return f"#{work_item_id} already {to}"
+        return f"{item_ref(work_item_id)} already {to}"
     source = item.status if item is not None else "unknown"
-    head = f"#{work_item_id} {source} → {to}"
+    head = f"{item_ref(work_item_id)} {source} → {to}"
     run = latest_implementor_run(state, work_item_id)
     if source != "in-progress" or run is None or run.in_flight or to == "in-review":
         return head

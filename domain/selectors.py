@@ -157,9 +157,15 @@ def review_is_current(state: EngineState, run: AgentRun) -> bool:
     )
 
 
-def natural_key(item_id: str) -> tuple[int, int, str]:
-    """Sort key that puts "2" before "10" and numbers before other ids."""
-    return (0, int(item_id), "") if item_id.isdigit() else (1, 0, item_id)
+def natural_key(item_id: str) -> tuple[int, str, int, str]:
+    """Sort key that puts "2" before "10", numbers first, then keys by their project and number
+    (Linear's and Jira's: "ENG-9" before "ENG-10"), then any other id."""
+    if item_id.isdigit():
+        return (0, "", int(item_id), "")
+    prefix, dash, number = item_id.rpartition("-")
+    if dash and prefix and number.isdigit():
+        return (1, prefix, int(number), "")
+    return (2, "", 0, item_id)
 
 
 def ordered(ids: Iterable[WorkItemId]) -> list[WorkItemId]:

@@ -9,6 +9,7 @@ from adapters.cli.common import fail, journal_state
 from adapters.cli.repository import resolve_config
 from adapters.describe.runs import run_runtime
 from domain.errors import ConfigError
+from domain.models import item_ref
 from domain.selectors import natural_key
 
 COST_GROUPS = ("item", "role", "runtime", "model", "day")
@@ -35,7 +36,7 @@ def costs(by: str, since: str | None, config_path: Path | None, repo: Path | Non
         if run.ended_at is None or (start is not None and run.ended_at < start):
             continue
         key = {
-            "item": f"#{run.work_item_id}" if run.work_item_id else "planning",
+            "item": f"{item_ref(run.work_item_id)}" if run.work_item_id else "planning",
             "role": run.role,
             "runtime": run_runtime(state_dir, run.session_id) or "unknown",
             "model": run.model or "unknown",

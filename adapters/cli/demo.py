@@ -40,7 +40,7 @@ from domain.events import (
     RevisionUpdated,
     StatusTransitioned,
 )
-from domain.models import EngineState
+from domain.models import EngineState, item_ref
 
 if TYPE_CHECKING:
     from adapters.dashboard.server import Listener
@@ -468,7 +468,7 @@ def _timeline(state_dir: Path, out: TextIO) -> None:
         elif isinstance(event, RevisionMerged):
             text = f"revision {event.revision_id} merged"
         elif isinstance(event, StatusTransitioned):
-            text = f"#{event.work_item_id} → {event.to}"
+            text = f"{item_ref(event.work_item_id)} → {event.to}"
         if text:
             print(f"  {entry.at - start:6.1f}s  {text}", file=out)
     print("\nagent runs (costs simulated: the scripted model reports made-up usage)", file=out)

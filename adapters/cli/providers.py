@@ -28,6 +28,8 @@ from domain.ports import ProviderInterfaces, SpecProviderReader
 
 if TYPE_CHECKING:
     from adapters.providers.local.provider import LocalProvider
+    from adapters.providers.local.revisions import LocalRevisionReader
+    from adapters.providers.local.work_items import LocalWorkItemReader, LocalWorkItemWriter
 
 
 class _System(Protocol):
@@ -255,16 +257,36 @@ def _retrust(kind: ProviderKind, system: object) -> Callable[[CpeConfig], None]:
 # ---------------------------------------------------------------------------- read-only
 
 
-def open_local_tracker(config: CpeConfig, root: Path, branch: str) -> LocalProvider | None:
+@dataclass
+class LocalTracker:
+    """The local tracker a read-only command opened: its work item ports, and the local forge's
+    revision reader when the forge is local too."""
+
+    provider: LocalProvider
+    work_item_reader: LocalWorkItemReader
+    work_item_writer: LocalWorkItemWriter
+    revision_reader: LocalRevisionReader | None
+
+    def close(self) -> None:
+        self.provider.close()
+
+
+def open_local_tracker(config: CpeConfig, root: Path, branch: str) -> LocalTracker | None:
     """The local tracker, when the work items are local (with its revisions when the forge is
-    local too); None when they are kept on GitHub or GitLab. Close it after use."""
+    local too); None when they are kept elsewhere (GitHub, GitLab, Linear, Jira: the local
+    forge of another system's items is the engine's to read). Close it after use."""
     section = config.provider
     if section.work_items_kind != "local":
         return None
     from adapters.providers.local.provider import LocalProvider  # noqa: PLC0415
 
-    return LocalProvider(
+    provider = LocalProvider(
         root, root / config.engine.state_dir, branch, roles=roles_of(section, "local")
+    )
+    assert provider.work_item_reader is not None  # it serves the work items
+    assert provider.work_item_writer is not None
+    return LocalTracker(
+        provider, provider.work_item_reader, provider.work_item_writer, provider.revision_reader
     )
 
 

@@ -21,7 +21,7 @@ from adapters.cli.settings import CpeConfig, parse_config
 from adapters.describe.landing import print_queue
 from adapters.describe.runs import describe_run, run_where
 from domain.errors import ConfigError
-from domain.models import ACTIVE_RUN_STATUSES, EngineState, Revision, WorkItem
+from domain.models import ACTIVE_RUN_STATUSES, EngineState, Revision, WorkItem, item_ref
 from domain.selectors import open_blockers, ordered
 from domain.signals import clock, describe_signal, describe_windows
 
@@ -281,11 +281,11 @@ def _print_items(items: Iterable[WorkItem], state: EngineState) -> None:
             costs.setdefault(run.work_item_id, []).append(run.cost_usd)
     for wid in ordered(by_id):
         item = by_id[wid]
-        blockers = ", ".join(b if "#" in b else f"#{b}" for b in open_blockers(item, by_id))
+        blockers = ", ".join(b if "#" in b else item_ref(b) for b in open_blockers(item, by_id))
         blocked = f"  blocked by {blockers}" if blockers else ""
         runs = costs.get(item.id, [])
         cost = f"${sum(c or 0.0 for c in runs):.2f}{'?' if None in runs else ''}"
-        print(f"  #{item.id:<4} {item.status:<17} {cost:<8} {item.title}{blocked}")
+        print(f"  {item_ref(item.id):<5} {item.status:<17} {cost:<8} {item.title}{blocked}")
 
 
 def _print_revisions(revisions: Sequence[Revision]) -> None:

@@ -20,7 +20,7 @@ from adapters.cli.settings import CpeConfig
 from adapters.describe.items import item_cost, item_sections
 from adapters.describe.landing import list_note
 from domain.errors import ConfigError, JournalInUseError
-from domain.models import STATUSES, EngineState, WorkItem, WorkItemId
+from domain.models import STATUSES, EngineState, WorkItem, WorkItemId, item_ref
 from domain.requests import REQUEST_ADAPTER, RequestRefused, SetStatus, UserRequest
 from domain.runs import attempt_number
 from domain.selectors import open_blockers, ordered, revision_for
@@ -59,11 +59,11 @@ def work_list(status: str | None, config_path: Path | None, repo: Path | None) -
         revision = revision_for(state, item)
         where = f"{revision.id} {revision.state} {revision.pipeline.status}" if revision else ""
         cost = item_cost(state, item.id)
-        blockers = ", ".join(f"#{b}" for b in open_blockers(item, items))
+        blockers = ", ".join(f"{item_ref(b)}" for b in open_blockers(item, items))
         after = f"  (blocked by {blockers})" if blockers else ""
         after += list_note(item, state, config.workflow)
         print(
-            f"#{item.id:<5} {item.status:<17} {attempts:<8} {where:<22} {cost:>9}  "
+            f"{item_ref(item.id):<5} {item.status:<17} {attempts:<8} {where:<22} {cost:>9}  "
             f"{item.title}{after}"
         )
     return 0
@@ -77,7 +77,7 @@ def work_show(work_item_id: str, config_path: Path | None, repo: Path | None) ->
         return fail(f"configuration error: {exc}")
     item = items.get(WorkItemId(work_item_id))
     if item is None:
-        known = ", ".join(f"#{i}" for i in ordered(items)[:20]) or "none yet"
+        known = ", ".join(f"{item_ref(i)}" for i in ordered(items)[:20]) or "none yet"
         return fail(
             f"unknown work item {work_item_id!r}; expected one cpe work list shows ({known})",
             EXIT_REFUSED,

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from domain.models import item_ref
 from domain.signals import clock
 
 COLUMNS = ("pending", "in-progress", "in-review", "needs-refinement", "approved", "blocked", "done")
@@ -64,7 +65,7 @@ def render_live(view: dict[str, Any]) -> str:
 
 def _live_head(run: dict[str, Any]) -> str:
     """``implementor · #1 · implementor-3f9a…``, as the page's script writes it too."""
-    subject = f"#{run['work_item_id']}" if run["work_item_id"] else run["subject"]
+    subject = f"{item_ref(run['work_item_id'])}" if run["work_item_id"] else run["subject"]
     node = f" · on {run['node']['label']}" if run["node"] else ""
     return f"{run['role']} · {subject} · {run['session_id']}{node}"
 
@@ -181,7 +182,7 @@ def _card(item: dict[str, Any], actions: bool) -> str:
     if item["blocked_by"]:
         chips = "".join(
             f'<span class="chip {escape(b["status"])}">'
-            f"#{escape(b['id'])} {escape(b['status'])}</span>"
+            f"{item_ref(escape(b['id']))} {escape(b['status'])}</span>"
             for b in item["blocked_by"]
         )
         lines.append(f'<div class="deps">needs {chips}</div>')

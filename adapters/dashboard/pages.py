@@ -26,7 +26,7 @@ from adapters.dashboard.source import Source
 from adapters.dashboard.views import clean, ended_words, review_view, run_view
 from adapters.describe.items import item_sections
 from adapters.runtime.artifacts.activity import run_activity
-from domain.models import AgentRun, WorkItem
+from domain.models import AgentRun, WorkItem, item_ref
 
 OUTPUT_TAIL = 200_000  # characters of a run's activity (or transcript) a view carries at most
 
@@ -234,7 +234,7 @@ def render_missing(what: str, message: str) -> str:
 
 
 def render_item_page(detail: dict[str, Any]) -> str:
-    return document(f"#{detail['id']} {detail['title']}", render_item(detail), script=None)
+    return document(f"{item_ref(detail['id'])} {detail['title']}", render_item(detail), script=None)
 
 
 def render_item(detail: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from adapters.describe.landing import Workflow, show_lines
 from adapters.describe.runs import describe_run, run_where
 from adapters.runtime.artifacts.run_review import comment_lines, plain, run_review
 from domain.events import StatusTransitioned, UserTransitionedStatus, WorkItemChanged
-from domain.models import EngineState, ReviewerStartParams, WorkItem, WorkItemId
+from domain.models import EngineState, ReviewerStartParams, WorkItem, WorkItemId, item_ref
 from domain.runs import attempt_number
 from domain.selectors import revision_for, runs_for_work_item
 
@@ -32,7 +32,8 @@ def item_sections(  # noqa: PLR0917 - what cpe work show and the dashboard both 
     facts = [f"  status    {item.status}"]
     if item.blocked_by:
         blockers = [
-            f"#{b} ({items[b].status if b in items else 'unknown'})" for b in item.blocked_by
+            f"{item_ref(b)} ({items[b].status if b in items else 'unknown'})"
+            for b in item.blocked_by
         ]
         facts.append(f"  blocked by {', '.join(blockers)}")
     facts.append(f"  attempts  {attempt_number(state, item.id)} of {workflow.max_attempts}")
@@ -54,7 +55,7 @@ def item_sections(  # noqa: PLR0917 - what cpe work show and the dashboard both 
     ran = [f"  {describe_run(run, run_where(state_dir, run.session_id))}" for run in runs]
     ran.append(f"  total cost {item_cost(state, item.id) or '$0'}" if runs else "  (none)")
     return [
-        (f"#{item.id} {item.title}", facts),
+        (f"{item_ref(item.id)} {item.title}", facts),
         ("body", [f"  {line}" for line in (body or "(empty)").splitlines()]),
         (
             "status history (oldest first)",
@@ -115,7 +116,7 @@ def _history(state_dir: Path, wid: WorkItemId) -> list[str]:
                 # in the console's words: why, as the engine said it then
                 said = narrate(event, before, state)
                 if said and ": " in said[0]:  # with its why (else the reason cpe wrote)
-                    lines.append(f"{when}  {said[0].removeprefix(f'#{wid} ')}  (cpe)")
+                    lines.append(f"{when}  {said[0].removeprefix(f'{item_ref(wid)} ')}  (cpe)")
                     last = event.to
                     continue
             if isinstance(event, WorkItemChanged) and event.work_item.id == wid:

@@ -67,6 +67,8 @@ _POINTS: dict[str, str] = {
     "note (with the verdict and the approval) is not",
     "gitlab.update.after_rebase": "GitLab is rebasing a queued merge request; cpe has not seen "
     "it finish",
+    "tracker.comment.after": "cpe's comment on a work item is made; the write it tells of is "
+    "not acknowledged",
 }
 for _write in WRITES:
     _POINTS[f"write.{_write}.before"] = f"{_write}: its intent is committed, nothing written"

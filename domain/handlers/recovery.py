@@ -26,7 +26,7 @@ from domain.events import (
     WorkItemRemoved,
 )
 from domain.handlers.options import HandlerOptions
-from domain.models import EngineState, ReviewerStartParams
+from domain.models import EngineState, ReviewerStartParams, item_ref
 from domain.run_end import settle, why_cancel
 from domain.workflow import transition
 
@@ -61,7 +61,8 @@ def _reconcile(event: EngineEvent, state: EngineState) -> list[EngineCommand]:
     for run in runs:
         why = why_cancel(state, run)
         if why is not None:
-            reason = f"#{run.work_item_id}: run cancelled: {why}"
+            who = item_ref(run.work_item_id) if run.work_item_id else "the planner"
+            reason = f"{who}: run cancelled: {why}"
             commands.append(CancelAgent(session_id=run.session_id, reason=reason))
     return commands
 

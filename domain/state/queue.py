@@ -25,6 +25,7 @@ from domain.models import (
     RevisionId,
     SentBack,
     WorkItem,
+    item_ref,
 )
 from domain.selectors import latest_implementor_run
 from domain.state.edits import put_run, replace, update_work_item, with_key, without_key
@@ -243,7 +244,7 @@ def moved_by(state: EngineState, item: WorkItem) -> str:
     if not landings:
         return "commits cpe did not make (pushed to the default branch by someone else)"
     return ", ".join(
-        f"the merge of #{landed.work_item_id} (revision #{landed.revision_id}"
+        f"the merge of {item_ref(landed.work_item_id or '?')} (revision #{landed.revision_id}"
         + (f", {landed.merge_sha[:12]})" if landed.merge_sha else ")")
         for landed in landings[-5:]
     )

@@ -74,6 +74,7 @@ def test_a_service_that_keeps_crashing_is_given_up_without_touching_another() ->
     assert broken.gave_up.wait(30)
     assert log.count("serve") == 4  # the first start and three restarts
     assert not services.supervisor("steady").gave_up.is_set()
+    assert started(other, 1)  # its thread may start after the other gave up, on a loaded machine
     assert other == ["serve"]
     services.stop()
 

@@ -280,6 +280,12 @@ def test_ids_sort_naturally() -> None:
     assert natural_key("3") < natural_key("x")
 
 
+def test_keys_sort_by_project_then_number() -> None:
+    """Linear's and Jira's keys: ENG-9 before ENG-10 (a plain sort puts ENG-10 first)."""
+    keys = ["ENG-10", "API-3", "ENG-9", "7", "ENG-x", "-4"]
+    assert ordered(keys) == ["7", "API-3", "ENG-9", "ENG-10", "-4", "ENG-x"]
+
+
 # ------------------------------------------------------------- what a run's end records
 
 END = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

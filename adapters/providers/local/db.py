@@ -113,6 +113,14 @@ _MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (head_sha, command)
     );
     """,
+    """
+    -- A revision of a work item kept by another system (the local forge under a Linear or Jira
+    -- tracker): the item's key as that system names it (ENG-12, PROJ-7), with no foreign key;
+    -- work_item_id, the local tracker's item, stays NULL then. Added, not retyped: an existing
+    -- database keeps every row as it was.
+    ALTER TABLE revisions ADD COLUMN work_item_key TEXT;
+    CREATE INDEX revisions_work_item_key ON revisions(work_item_key);
+    """,
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -142,7 +150,11 @@ class Database:
         except (OSError, sqlite3.Error) as exc:
             raise ProviderError(f"cannot open the local tracker at {path}: {exc}") from exc
         self._conn = conn
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            conn.close()  # refused, or a migration failed (rolled back): nothing left open
+            raise
 
     def _migrate(self) -> None:
         with self.write() as conn:

@@ -19,7 +19,6 @@ from adapters.providers.local.db import Database
 from adapters.providers.local.revisions import LocalRevisionReader, LocalRevisionWriter
 from adapters.providers.local.store import RevisionStore
 from adapters.providers.local.work_items import LocalWorkItemReader, LocalWorkItemWriter
-from domain.errors import ConfigError
 from domain.ports import ProviderInterfaces, SpecProviderReader
 
 # The pipeline (psutil, anyio) is imported where it is used: the tracker's reads (cpe status,
@@ -40,8 +39,9 @@ class LocalProvider(ProviderBase):
 
     ``roles``: with the work items only (the tracker, revisions on another forge) no revision
     store and no pipeline thread are made, the repository is not read, and the revision ports
-    are None. The revisions without the work items are refused: the local forge keeps the
-    revisions of the local tracker's items, in the same database.
+    are None. With the revisions only (the forge of another system's tracker: Linear, Jira) the
+    work item ports are None and the local work items are never read: a revision keeps its
+    item's key as that system names it (``PROJ-12``), and its text names the item by that key.
     """
 
     def __init__(
@@ -55,19 +55,16 @@ class LocalProvider(ProviderBase):
         baseline: bool = False,
         roles: ProviderRoles = ProviderRoles(),
     ) -> None:
-        if roles.foreign_tracker:
-            raise ConfigError(
-                "the local forge keeps revisions of the local tracker's items only",
-                expected="work items on local too, or a github or gitlab forge",
-                key_path="provider.revisions.kind",
-            )
         self.roles = roles
         state = Path(state_dir)
         self.repo_root = Path(repo_root)
         self.default_branch = default_branch or ""
         self._db = Database(state / DATABASE_NAME)
-        self.work_item_reader: LocalWorkItemReader = LocalWorkItemReader(self._db)
-        self.work_item_writer: LocalWorkItemWriter = LocalWorkItemWriter(self._db)
+        self.work_item_reader: LocalWorkItemReader | None = None
+        self.work_item_writer: LocalWorkItemWriter | None = None
+        if roles.work_items:
+            self.work_item_reader = LocalWorkItemReader(self._db)
+            self.work_item_writer = LocalWorkItemWriter(self._db)
         self.revision_reader: LocalRevisionReader | None = None
         self.revision_writer: LocalRevisionWriter | None = None
         self._runner: PipelineRunner | None = None
@@ -89,6 +86,7 @@ class LocalProvider(ProviderBase):
             pipeline_configured=pipeline is not None,
             pipeline_name=pipeline.name if pipeline is not None else "pipeline",
             baseline_enabled=baseline and pipeline is not None,
+            foreign_tracker=roles.foreign_tracker,
         )
         self.revision_reader = LocalRevisionReader(self._store)
         self.revision_writer = LocalRevisionWriter(self._store)

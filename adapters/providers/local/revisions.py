@@ -8,6 +8,7 @@ database transaction that records them, so a failure leaves at most unreferenced
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Sequence
 
@@ -20,10 +21,11 @@ from adapters.providers.local.store import (
     REVISION_KEYS,
     REVISION_UPDATE_KEYS,
     RevisionStore,
+    work_item_of,
 )
 from adapters.providers.local.work_items import require_work_item
 from adapters.support.crashpoints import crashpoint
-from domain.errors import ConflictError
+from domain.errors import ConflictError, NotFoundError
 from domain.models import (
     Baseline,
     ReviewHistory,
@@ -122,14 +124,18 @@ class LocalRevisionWriter:
                 existing = conn.execute(
                     "SELECT * FROM revisions WHERE branch = ? AND state = 'open'", (branch_name,)
                 ).fetchone()
-                item = require_work_item(conn, work_item_id)
+                if store.foreign_tracker:
+                    local, key = None, foreign_key(work_item_id)
+                    body = named_body(body, key)
+                else:
+                    local, key = require_work_item(conn, work_item_id), None
             if seen is not None:
                 return store.get(str(seen))
             if existing is not None:
-                if existing["work_item_id"] != item:
+                if work_item_of(existing) != (key or str(local)):
                     raise ConflictError(
                         f"branch {branch_name!r} carries open revision #{existing['id']} "
-                        f"of work item #{existing['work_item_id']}"
+                        f"of work item {work_item_of(existing)}"
                     )
                 # The same work item's revision on the same branch: update, never duplicate.
                 self._update(existing, patch, REVISION_KEYS, idempotency_key, base_sha)
@@ -141,9 +147,10 @@ class LocalRevisionWriter:
             with store.db.write() as conn:
                 stamp = now()
                 cursor = conn.execute(
-                    "INSERT INTO revisions (work_item_id, title, body, branch, head_sha, state, "
-                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'open', ?, ?)",
-                    (item, title, body, branch_name, head, stamp, stamp),
+                    "INSERT INTO revisions (work_item_id, work_item_key, title, body, branch, "
+                    "head_sha, state, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?)",
+                    (local, key, title, body, branch_name, head, stamp, stamp),
                 )
                 revision = cursor.lastrowid
                 assert revision is not None  # an INSERT always sets it
@@ -258,6 +265,27 @@ class LocalRevisionWriter:
 
     def land(self, revision_id: RevisionId, *, expected_base: str, head_sha: str) -> str:
         return landing.land(self._store, revision_id, expected_base, head_sha)
+
+
+def foreign_key(work_item_id: str) -> str:
+    """Another system's work item key, as the forge keeps it (it cannot look it up)."""
+    key = str(work_item_id).strip()
+    if not key or any(c.isspace() for c in key):
+        raise NotFoundError(
+            f"work item {work_item_id!r} does not exist: expected the tracker's key (PROJ-12)"
+        )
+    return key
+
+
+def named_body(body: str, key: str) -> str:
+    """A revision's text naming another system's item by its key (``Work item: PROJ-12``): the
+    engine's ``Work item: #PROJ-12`` line becomes it (``#`` is a number on a forge, not a
+    key), or it is added."""
+    line = f"Work item: {key}"
+    named, found = re.subn(
+        rf"^Work item: #?{re.escape(key)}[ \t]*$", line, body, count=1, flags=re.M
+    )
+    return named if found else f"{body.rstrip()}\n\n{line}".lstrip()
 
 
 def _base(store: RevisionStore, base_sha: str | None) -> str:

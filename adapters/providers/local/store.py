@@ -33,6 +33,16 @@ def hidden_ref(revision_id: int) -> str:
     return f"refs/cpe/revisions/{revision_id}"
 
 
+def work_item_of(row: sqlite3.Row) -> str | None:
+    """A revision row's work item: another system's key (``PROJ-12``), else the local
+    tracker's item, else none."""
+    key: str | None = row["work_item_key"]
+    if key is not None:
+        return key
+    local = row["work_item_id"]
+    return None if local is None else str(local)
+
+
 @dataclass
 class RevisionStore:
     db: Database
@@ -43,6 +53,9 @@ class RevisionStore:
     # default branch's are compared by.
     pipeline_name: str = "pipeline"
     baseline_enabled: bool = False  # run it on the default branch's head too
+    # The work items are another system's (Linear, Jira): a revision keeps its item's key
+    # (``work_item_key``), and the local work items are never read.
+    foreign_tracker: bool = False
     # Serialises every read-modify-write of refs (create, update, merge): git's ref locks would
     # refuse a racing update, but one lock makes the refusal impossible instead of retried.
     write_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -117,11 +130,11 @@ class RevisionStore:
                 record_merge(self, row["id"], merge_sha, base)
 
     def to_model(self, row: sqlite3.Row, run: sqlite3.Row | None) -> Revision:
-        work_item = row["work_item_id"]
+        work_item = work_item_of(row)
         return Revision(
             id=RevisionId(str(row["id"])),
             title=row["title"],
-            work_item_id=WorkItemId(str(work_item)) if work_item is not None else None,
+            work_item_id=WorkItemId(work_item) if work_item is not None else None,
             branch=row["branch"],
             head_sha=row["head_sha"],
             state=row["state"],

@@ -1,6 +1,7 @@
 """The local provider as the tracker alone (``ProviderRoles(revisions=False)``): the revisions
 are another forge's (GitHub, GitLab), so it builds no revision store and no pipeline thread, and
-needs no repository; a local forge for another system's tracker is refused."""
+needs no repository. (The local forge of another system's tracker:
+test_local_foreign_tracker.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pytest
 
 from adapters.providers import ProviderRoles
 from adapters.providers.local import LocalPipeline, LocalProvider
-from domain.errors import ConfigError
 from tests.adapters.providers.edits import BASE_FILES
 from tests.support.git import Repo, isolate_git
 
@@ -54,15 +54,6 @@ def test_the_tracker_alone_and_the_whole_provider_share_the_items(
     with LocalProvider(repo.root, tmp_path / "state") as whole:
         assert [i.id for i in whole.work_item_reader.list_work_items()] == [made]
         assert whole.revision_reader is not None
-
-
-def test_a_local_forge_for_another_trackers_items_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError) as refused:
-        LocalProvider(tmp_path, tmp_path / "state", roles=ProviderRoles(work_items=False))
-    message = str(refused.value)
-    assert "\n" not in message
-    assert message.startswith("provider.revisions.kind: the local forge keeps revisions")
-    assert not (tmp_path / "state").exists()
 
 
 def test_a_provider_serves_at_least_one_role() -> None:
