@@ -9,13 +9,8 @@ inline and block cards (the URL), statuses (inline code), dates (``YYYY-MM-DD``,
 text, or its children's, is kept. Anything malformed (a missing ``content``, an ``attrs`` that is
 no object) is read as far as it makes sense and never raises.
 
-``from_markdown(text)`` writes ADF that Atlassian's published JSON schema accepts (the node and
-mark types, their required attributes and the content each container admits;
-tests/adapters/providers/jira/test_adf_schema.py checks it): a line break inside a paragraph is a
-``hardBreak`` (as GitHub shows issue text); an image becomes a link to it (Jira only shows
-uploaded media); a block a container does not admit is turned into one it does (a heading inside
-a list item into a paragraph, a table inside a quote into its cells' paragraphs); links the
-Markdown parser refuses (``javascript:`` and the like) stay text.
+``from_markdown(text)`` writes ADF that Atlassian's published JSON schema admits (how, and what
+becomes of what ADF has no node for: ``adf_build``).
 
 Hidden markers. ADF has no comment node, so an HTML comment (``<!-- cpe:key=... -->``, the
 markers of adapters/providers/markers.py) is kept as plain text: a line that is a comment
@@ -48,7 +43,9 @@ __all__ = ["MAX_DEPTH", "from_markdown", "to_markdown"]
 _DELIMS = {"strong": ("**", "**"), "em": ("*", "*"), "strike": ("~~", "~~")}
 _MARK_ORDER = {"link": 0, "strong": 1, "em": 2, "strike": 3}
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
-_LINE_START = re.compile(r"^(#{1,6}(?=\s|$)|>|[-+*](?=\s|$)|\d{1,9}(?=[.)](?:\s|$))|=+\s*$|-+\s*$)")
+_LINE_START = re.compile(
+    r"^(#{1,6}(?=\s|$)|>|[-+*](?=\s|$)|\d{1,9}(?=[.)](?:\s|$))|=+\s*$|(?:-\s*)+$)"
+)
 _AUTOLINK = re.compile(r"\[((?:\\.|[^\]\\\s])+)\]\(([A-Za-z][\w+.-]*:[^()\s<>]+)\)")
 _PANEL = {"info": "Info", "note": "Note", "tip": "Tip", "warning": "Warning", "error": "Error"}
 _LISTS = {"bulletList", "orderedList", "taskList", "decisionList"}
@@ -102,7 +99,8 @@ def _block(node: Mapping[str, Any], depth: int) -> str:
         level = attrs.get("level")
         level = min(max(level, 1), 6) if isinstance(level, int) else 1
         text = _inline(_kids(node), depth, one_line=True)
-        text = text[:-1] + "\\#" if text.endswith("#") else text  # no closing sequence
+        closing = text.endswith("#") and not text.endswith("\\#")
+        text = text[:-1] + "\\#" if closing else text  # no closing sequence
         return f"{'#' * level} {text}" if text else ""
     if kind == "codeBlock":
         return _code_block(node)
@@ -230,7 +228,8 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
             out.append(f"]({dest})" if kind == "link" else _DELIMS[kind][1])
         out.append(tail)
 
-    for node in _split_lines(nodes):
+    flat = _split_lines(nodes)
+    for index, node in enumerate(flat):
         kind = node.get("type")
         if kind == "hardBreak":
             close(0)
@@ -254,19 +253,27 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
             continue
         lead = text[: len(text) - len(text.lstrip())]
         out.append(lead)
-        for mark in want:
-            if mark not in active:
-                last = next((i for i in range(len(out) - 1, -1, -1) if out[i]), None)
-                if mark[0] == "link" and last is not None and out[last].endswith("!"):
-                    out[last] = out[last][:-1] + "\\!"  # a link, not an image
-                active.append(mark)
-                out.append("[" if mark[0] == "link" else _DELIMS[mark[0]][0])
+        opening = [mark for mark in want if mark not in active]
+        for mark in sorted(opening, key=lambda mark: -_run(flat, index, mark)):  # longest outside
+            last = next((i for i in range(len(out) - 1, -1, -1) if out[i]), None)
+            if mark[0] == "link" and last is not None and out[last].endswith("!"):
+                out[last] = out[last][:-1] + "\\!"  # a link, not an image
+            active.append(mark)
+            out.append("[" if mark[0] == "link" else _DELIMS[mark[0]][0])
         body = text[len(lead) :]
         out.append(_code_span(body) if code else _escape(body))
     close(0)
     joined = _AUTOLINK.sub(_autolink, "".join(out))
     lines = [_escape_line_start(line.strip(" \t")) for line in joined.split("\n")]
     return ("\n".join(lines)).strip("\n") if not one_line else " ".join(lines).strip()
+
+
+def _run(flat: list[Mapping[str, Any]], start: int, mark: tuple[str, str]) -> int:
+    """For how many nodes from ``start`` on a mark goes on."""
+    end = start
+    while end < len(flat) and mark in _marks(flat[end]):
+        end += 1
+    return end - start
 
 
 def _split_lines(nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -383,8 +390,8 @@ def _escape_line_start(line: str) -> str:
     if line.startswith("<!--"):  # an HTML block: raw to its end, so only comments stay raw
         return line if re.fullmatch(r"(?:<!--(?:(?!-->).)*-->[ \t]*)+", line) else "\\" + line
     match = _LINE_START.match(line)
-    if not match:
-        return line
+    if not match:  # a row of bars and dashes would make the line above a table's head
+        return "\\" + line if re.fullmatch(r"[|: \t]*-[-|: \t]*", line) and "|" in line else line
     if match.group(1)[0].isdigit():
         cut = len(match.group(1))
         return f"{line[:cut]}\\{line[cut:]}"
