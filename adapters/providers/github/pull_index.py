@@ -17,12 +17,13 @@ from datetime import UTC, datetime
 from githubkit_schemas.latest.models import PullRequest, PullRequestSimple
 
 from adapters.providers import revision_index
+from adapters.providers.checks import PipelineWatches
 from adapters.providers.github import markers
 from adapters.providers.github.api import GitHubApi
 from adapters.providers.github.pipeline import PipelineReader
 from adapters.providers.github.settings import GitHubSettings
 from adapters.providers.github.trust import Trust
-from domain.models import Pipeline, Revision, RevisionId, RevisionState, WorkItemId
+from domain.models import Revision, RevisionId, RevisionState, WorkItemId
 
 
 @dataclass(frozen=True)
@@ -35,13 +36,6 @@ class PullView:
     state: RevisionState
     updated_at: datetime
     work_item: str | None
-
-
-@dataclass
-class _Watch:
-    sha: str
-    pipeline: Pipeline
-    first_seen: int
 
 
 class PullIndex:
@@ -67,10 +61,11 @@ class PullIndex:
         self._pulls: dict[int, PullView] = {}
         self._reviewed: dict[int, str | None] = {}
         self._stale_reviews: set[int] = set()
-        self._watches: dict[int, _Watch] = {}
+        self._watches = PipelineWatches(
+            settings.pipeline_grace_cycles, settings.settled_recheck_cycles
+        )
         self._top_etag: str | None = None
         self._newest: datetime | None = None
-        self._cycle = 0
 
     # ------------------------------------------------------------------ reading
 
@@ -83,7 +78,7 @@ class PullIndex:
             for number in sorted(self._stale_reviews):
                 self._read_reviews(number)
             if pipelines:
-                self._cycle += 1
+                self._watches.cycle += 1
                 for view in self._pulls.values():
                     if view.state == "open" and self._pipeline_due(view):
                         self._read_pipeline(view)
@@ -130,7 +125,7 @@ class PullIndex:
         """cpe wrote to this pull request: read its reviews and pipeline again next time."""
         with self._lock:
             self._stale_reviews.add(number)
-            self._watches.pop(number, None)
+            self._watches.forget(number)
 
     def note(self, pr: PullRequest | PullRequestSimple) -> PullView:
         body = pr.body or ""
@@ -218,30 +213,12 @@ class PullIndex:
         return login is not None and own is not None and login.casefold() == own.casefold()
 
     def _pipeline_due(self, view: PullView) -> bool:
-        watch = self._watches.get(view.number)
-        if watch is None or watch.sha != view.head_sha:
-            return True
-        if watch.pipeline.status == "pending":
-            return True
-        young = self._cycle - watch.first_seen < self._settings.pipeline_grace_cycles
-        if watch.pipeline.status == "none" and young:
-            return True
-        return (self._cycle + view.number) % self._settings.settled_recheck_cycles == 0
+        return self._watches.due(view.number, view.head_sha)
 
     def _read_pipeline(self, view: PullView) -> None:
-        pipeline = self._pipelines.read(view.head_sha)
-        watch = self._watches.get(view.number)
-        first_seen = watch.first_seen if watch and watch.sha == view.head_sha else self._cycle
-        self._watches[view.number] = _Watch(view.head_sha, pipeline, first_seen)
+        self._watches.record(view.number, view.head_sha, self._pipelines.read(view.head_sha))
 
     def _revision(self, view: PullView) -> Revision:
-        watch = self._watches.get(view.number)
-        if watch is not None and watch.sha == view.head_sha:
-            pipeline = watch.pipeline
-        elif view.state == "open":
-            pipeline = Pipeline(status="pending", reason="not read yet")
-        else:
-            pipeline = Pipeline()
         return Revision(
             id=RevisionId(str(view.number)),
             title=view.title,
@@ -249,6 +226,6 @@ class PullIndex:
             branch=view.branch,
             head_sha=view.head_sha,
             state=view.state,
-            pipeline=pipeline,
+            pipeline=self._watches.pipeline(view.number, view.head_sha, view.state),
             reviewed_sha=self._reviewed.get(view.number),
         )

@@ -26,12 +26,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from adapters.providers import markers, revision_index
+from adapters.providers.checks import PipelineWatches
 from adapters.providers.gitlab.api import GitLabApi, Json
 from adapters.providers.gitlab.pipeline import PipelineReader
 from adapters.providers.gitlab.reviews import reviewed_head
 from adapters.providers.gitlab.settings import GitLabSettings
 from domain.errors import NotFoundError
-from domain.models import Pipeline, Revision, RevisionId, RevisionState, WorkItemId
+from domain.models import Revision, RevisionId, RevisionState, WorkItemId
 
 _STATES: dict[str, RevisionState] = {"opened": "open", "locked": "open", "merged": "merged"}
 
@@ -69,13 +70,6 @@ class MrView:
     fast-forward) the head itself; None until merged."""
 
 
-@dataclass
-class _Watch:
-    sha: str
-    pipeline: Pipeline
-    first_seen: int
-
-
 class MrIndex:
     def __init__(
         self,
@@ -97,11 +91,12 @@ class MrIndex:
         self._mrs: dict[int, MrView] = {}
         self._reviewed: dict[int, str | None] = {}
         self._stale_notes: set[int] = set()
-        self._watches: dict[int, _Watch] = {}
+        self._watches = PipelineWatches(
+            settings.pipeline_grace_cycles, settings.settled_recheck_cycles
+        )
         self._newest: MrView | None = None
         self._primed = False
         self._top_etag: str | None = None
-        self._cycle = 0
 
     # ------------------------------------------------------------------ reading
 
@@ -116,7 +111,7 @@ class MrIndex:
                 if view is not None and view.state == "open":  # a closed one's matters no more
                     self._read_notes(iid)
             if pipelines:
-                self._cycle += 1
+                self._watches.cycle += 1
                 for view in self._mrs.values():
                     if view.state == "open" and self._pipeline_due(view):
                         self._read_pipeline(view)
@@ -172,7 +167,7 @@ class MrIndex:
         """cpe wrote to this merge request: read its notes and pipeline again next time."""
         with self._lock:
             self._stale_notes.add(iid)
-            self._watches.pop(iid, None)
+            self._watches.forget(iid)
 
     def note(self, mr: Json) -> MrView | None:
         """Take a merge request as GitLab answered it; None (not kept) when it targets another
@@ -283,30 +278,12 @@ class MrIndex:
         self._stale_notes.discard(iid)
 
     def _pipeline_due(self, view: MrView) -> bool:
-        watch = self._watches.get(view.iid)
-        if watch is None or watch.sha != view.head_sha:
-            return True
-        if watch.pipeline.status == "pending":
-            return True
-        young = self._cycle - watch.first_seen < self._settings.pipeline_grace_cycles
-        if watch.pipeline.status == "none" and young:
-            return True
-        return (self._cycle + view.iid) % self._settings.settled_recheck_cycles == 0
+        return self._watches.due(view.iid, view.head_sha)
 
     def _read_pipeline(self, view: MrView) -> None:
-        pipeline = self._pipelines.read(view.head_sha)
-        watch = self._watches.get(view.iid)
-        first_seen = watch.first_seen if watch and watch.sha == view.head_sha else self._cycle
-        self._watches[view.iid] = _Watch(view.head_sha, pipeline, first_seen)
+        self._watches.record(view.iid, view.head_sha, self._pipelines.read(view.head_sha))
 
     def _revision(self, view: MrView) -> Revision:
-        watch = self._watches.get(view.iid)
-        if watch is not None and watch.sha == view.head_sha:
-            pipeline = watch.pipeline
-        elif view.state == "open":
-            pipeline = Pipeline(status="pending", reason="not read yet")
-        else:
-            pipeline = Pipeline()
         return Revision(
             id=RevisionId(str(view.iid)),
             title=view.title,
@@ -314,6 +291,6 @@ class MrIndex:
             branch=view.branch,
             head_sha=view.head_sha,
             state=view.state,
-            pipeline=pipeline,
+            pipeline=self._watches.pipeline(view.iid, view.head_sha, view.state),
             reviewed_sha=self._reviewed.get(view.iid),
         )
