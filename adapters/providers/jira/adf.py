@@ -31,9 +31,9 @@ converting never follows a link, fetches media or runs anything. Nesting deeper 
 
 from __future__ import annotations
 
-import datetime
 import re
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from adapters.providers.jira.adf_build import MAX_DEPTH, from_markdown
@@ -47,6 +47,7 @@ _LINE_START = re.compile(
     r"^(#{1,6}(?=\s|$)|>|[-+*](?=\s|$)|\d{1,9}(?=[.)](?:\s|$))|=+\s*$|(?:-\s*)+$)"
 )
 _AUTOLINK = re.compile(r"\[((?:\\.|[^\]\\\s])+)\]\(([A-Za-z][\w+.-]*:[^()\s<>]+)\)")
+_EMPTY_ITEM = re.compile(r"(?:[-*]|\d+[.)])(?:\n|$)")
 _PANEL = {"info": "Info", "note": "Note", "tip": "Tip", "warning": "Warning", "error": "Error"}
 _LISTS = {"bulletList", "orderedList", "taskList", "decisionList"}
 
@@ -83,8 +84,8 @@ def _blocks(nodes: list[Mapping[str, Any]], depth: int, *, tight: bool = False) 
         family = "ordered" if kind == "orderedList" else "bullet" if kind in _LISTS else ""
         alternate = not alternate if family and family == previous else False
         text = _list(node, depth, alternate) if family else _block(node, depth)
-        if text:
-            gap = "\n" if tight and family else "\n\n"
+        if text:  # (an empty item cannot interrupt a paragraph: a blank line before it)
+            gap = "\n" if tight and family and not _EMPTY_ITEM.match(text) else "\n\n"
             out, previous = (out + gap + text if out else text), family
     return out
 
@@ -265,7 +266,9 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
     close(0)
     joined = _AUTOLINK.sub(_autolink, "".join(out))
     lines = [_escape_line_start(line.strip(" \t")) for line in joined.split("\n")]
-    return ("\n".join(lines)).strip("\n") if not one_line else " ".join(lines).strip()
+    if one_line:
+        return " ".join(lines).strip()
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")  # a blank line parts it
 
 
 def _run(flat: list[Mapping[str, Any]], start: int, mark: tuple[str, str]) -> int:
@@ -341,21 +344,17 @@ def _atom(node: Mapping[str, Any]) -> str:
     if kind == "status":
         return _code_span(text) if text.strip() else ""
     if kind == "date":
-        return _date(_str(attrs.get("timestamp")))
+        stamp = _str(attrs.get("timestamp"))
+        try:
+            return datetime.fromtimestamp(int(stamp) / 1000, UTC).date().isoformat()
+        except (ValueError, OverflowError, OSError):
+            return _escape(stamp)
     if kind in ("media", "mediaInline"):
         url, alt = _str(attrs.get("url")), _str(attrs.get("alt")).strip()
         if attrs.get("type") == "external" and url and not re.search(r"[\s()<>]", url):
             return f"![{_escape(alt)}]({url})"
         return _escape(f"(attachment: {alt})" if alt else "(attachment)")
     return _escape(_str(node.get("text")) or text)
-
-
-def _date(timestamp: str) -> str:
-    try:
-        moment = datetime.datetime.fromtimestamp(int(timestamp) / 1000, tz=datetime.UTC)
-    except (ValueError, OverflowError, OSError):
-        return _escape(timestamp)
-    return moment.date().isoformat()
 
 
 def _escape(text: str) -> str:

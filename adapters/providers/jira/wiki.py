@@ -80,8 +80,8 @@ def _block(node: Mapping[str, Any], depth: int) -> str:
     if kind == "codeBlock":
         code = "".join(str(child.get("text", "")) for child in _kids(node))
         language = re.sub(r"[^\w#+.-]", "", str(attrs.get("language") or ""))
-        if language and "{code}" not in code:
-            return f"{{code:{language}}}\n{code}\n{{code}}"
+        if (language and "{code}" not in code) or "{noformat}" in code:
+            return f"{{code{':' * bool(language)}{language}}}\n{code}\n{{code}}"
         return f"{{noformat}}\n{code}\n{{noformat}}"
     if kind in ("bulletList", "orderedList", "taskList"):
         return "\n".join(_list(node, "", depth))
@@ -219,7 +219,8 @@ def _delimiters(
     end = start + _run(flat, start, mark)
     after = str(flat[end].get("text", ""))[:1] if end < len(flat) else ""
     char = _DELIMS[kind]
-    if any(c.isalnum() or c in ("_", char) for c in (before[-1:], after) if c):
+    marked_after = end < len(flat) and bool(_marks(flat[end]))  # another effect opens there
+    if marked_after or any(c.isalnum() or c in ("_", char) for c in (before[-1:], after) if c):
         return "{" + char + "}", "{" + char + "}"
     return char, char
 
