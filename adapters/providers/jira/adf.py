@@ -37,16 +37,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from adapters.providers.jira.adf_build import MAX_DEPTH, from_markdown
+from adapters.providers.jira.adf_escape import (
+    AUTOLINK,
+    autolink,
+    code_span,
+    destination,
+    escape,
+    escape_line_start,
+)
 
 __all__ = ["MAX_DEPTH", "from_markdown", "to_markdown"]
 
 _DELIMS = {"strong": ("**", "**"), "em": ("*", "*"), "strike": ("~~", "~~")}
 _MARK_ORDER = {"link": 0, "strong": 1, "em": 2, "strike": 3}
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_LINE_START = re.compile(
-    r"^(#{1,6}(?=\s|$)|>|[-+*](?=\s|$)|\d{1,9}(?=[.)](?:\s|$))|=+\s*$|(?:-\s*)+$)"
-)
-_AUTOLINK = re.compile(r"\[((?:\\.|[^\]\\\s])+)\]\(([A-Za-z][\w+.-]*:[^()\s<>]+)\)")
 _EMPTY_ITEM = re.compile(r"(?:[-*]|\d+[.)])(?:\n|$)")
 _PANEL = {"info": "Info", "note": "Note", "tip": "Tip", "warning": "Warning", "error": "Error"}
 _LISTS = {"bulletList", "orderedList", "taskList", "decisionList"}
@@ -93,7 +96,7 @@ def _blocks(nodes: list[Mapping[str, Any]], depth: int, *, tight: bool = False) 
 def _block(node: Mapping[str, Any], depth: int) -> str:
     kind, attrs = node.get("type"), _attrs(node)
     if depth >= MAX_DEPTH:
-        return _escape(" ".join(_plain(node).split()))
+        return escape(" ".join(_plain(node).split()))
     if kind == "paragraph":
         return _inline(_kids(node), depth)
     if kind == "heading":
@@ -117,7 +120,7 @@ def _block(node: Mapping[str, Any], depth: int) -> str:
     if kind == "table":
         return _table(node, depth)
     if kind in ("expand", "nestedExpand"):
-        title = _escape(_str(attrs.get("title")).strip())
+        title = escape(_str(attrs.get("title")).strip())
         return f"**{title}**\n\n" * bool(title) + _blocks(_kids(node), depth + 1)
     if kind in ("mediaSingle", "mediaGroup"):
         return "\n".join(_atom(child) for child in _kids(node))
@@ -204,7 +207,7 @@ def _table(node: Mapping[str, Any], depth: int) -> str:
         cells = []
         for cell in _kids(row):
             text = _blocks(_kids(cell), depth + 1)
-            cells.append(" ".join(text.split()).replace("|", "\\|"))
+            cells.append(text.replace("\n", " ").strip().replace("|", "\\|"))
         rows.append(cells)
     rows = [row for row in rows if row]
     if not rows:
@@ -262,10 +265,11 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
             active.append(mark)
             out.append("[" if mark[0] == "link" else _DELIMS[mark[0]][0])
         body = text[len(lead) :]
-        out.append(_code_span(body) if code else _escape(body))
+        out.append(code_span(body) if code else escape(body))
     close(0)
-    joined = _AUTOLINK.sub(_autolink, "".join(out))
-    lines = [_escape_line_start(line.strip(" \t")) for line in joined.split("\n")]
+    joined = AUTOLINK.sub(autolink, "".join(out))
+    lines = [escape_line_start(line.strip(" \t")) for line in joined.split("\n")]
+    lines = [line[:-1] + "\\*" if line.endswith(" *") else line for line in lines]  # no space after
     if one_line:
         return " ".join(lines).strip()
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")  # a blank line parts it
@@ -292,12 +296,6 @@ def _split_lines(nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return out
 
 
-def _autolink(match: re.Match[str]) -> str:
-    """``[url](url)`` as ``<url>``: how a bare link is written."""
-    label, url = re.sub(r"\\(.)", r"\1", match.group(1)), match.group(2)
-    return f"<{url}>" if label == url else match.group(0)
-
-
 def _marks(node: Mapping[str, Any]) -> list[tuple[str, str]]:
     marks: dict[tuple[str, str], None] = {}
     raw = node.get("marks")
@@ -308,25 +306,10 @@ def _marks(node: Mapping[str, Any]) -> list[tuple[str, str]]:
         if kind == "link":
             href = _str(_attrs(mark).get("href"))
             if href:
-                marks[("link", _destination(href, _str(_attrs(mark).get("title"))))] = None
+                marks[("link", destination(href, _str(_attrs(mark).get("title"))))] = None
         elif kind in ("strong", "em", "strike", "code"):
             marks[(kind, "")] = None
     return sorted(marks, key=lambda mark: _MARK_ORDER.get(mark[0], 9))
-
-
-def _destination(href: str, title: str) -> str:
-    href = href.replace("\n", "%0A").replace("<", "%3C").replace(">", "%3E")
-    dest = f"<{href}>" if re.search(r"[\s()]", href) else href
-    if title:
-        dest += ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return dest
-
-
-def _code_span(text: str) -> str:
-    text = text.replace("\n", " ")
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _atom(node: Mapping[str, Any]) -> str:
@@ -335,63 +318,23 @@ def _atom(node: Mapping[str, Any]) -> str:
     text = _str(attrs.get("text"))
     if kind == "mention":
         name = text or _str(attrs.get("id"))
-        return _escape(name if name.startswith("@") else f"@{name}") if name else ""
+        return escape(name if name.startswith("@") else f"@{name}") if name else ""
     if kind == "emoji":
-        return _escape(text or _str(attrs.get("shortName")))
+        return escape(text or _str(attrs.get("shortName")))
     if kind == "inlineCard":
         url = _str(attrs.get("url"))
-        return f"<{url}>" if re.fullmatch(r"[A-Za-z][\w+.-]*:[^\s<>]+", url) else _escape(url)
+        return f"<{url}>" if re.fullmatch(r"[A-Za-z][\w+.-]*:[^\s<>]+", url) else escape(url)
     if kind == "status":
-        return _code_span(text) if text.strip() else ""
+        return code_span(text) if text.strip() else ""
     if kind == "date":
         stamp = _str(attrs.get("timestamp"))
         try:
             return datetime.fromtimestamp(int(stamp) / 1000, UTC).date().isoformat()
         except (ValueError, OverflowError, OSError):
-            return _escape(stamp)
+            return escape(stamp)
     if kind in ("media", "mediaInline"):
         url, alt = _str(attrs.get("url")), _str(attrs.get("alt")).strip()
         if attrs.get("type") == "external" and url and not re.search(r"[\s()<>]", url):
-            return f"![{_escape(alt)}]({url})"
-        return _escape(f"(attachment: {alt})" if alt else "(attachment)")
-    return _escape(_str(node.get("text")) or text)
-
-
-def _escape(text: str) -> str:
-    """Text as Markdown that reads back as the same text; HTML comments kept verbatim."""
-    out, last = [], 0
-    for match in _COMMENT.finditer(text):
-        out.append(_escape_plain(text[last : match.start()]))
-        out.append(match.group(0))
-        last = match.end()
-    out.append(_escape_plain(text[last:]))
-    return "".join(out)
-
-
-def _escape_plain(text: str) -> str:
-    out = []
-    for i, char in enumerate(text):
-        before, after = text[i - 1 : i], text[i + 1 : i + 2]
-        if (
-            char in "\\`[]"
-            or (char == "~" and "~" in (before, after))
-            or (char == "*" and not (before.isspace() and after.isspace()))
-            or (char == "_" and not (before.isalnum() and after.isalnum()))
-            or (char == "<" and re.match(r"[A-Za-z/?!]", after))
-            or (char == "&" and re.match(r"#?\w+;", text[i + 1 :]))
-        ):
-            out.append("\\")
-        out.append(char)
-    return "".join(out)
-
-
-def _escape_line_start(line: str) -> str:
-    if line.startswith("<!--"):  # an HTML block: raw to its end, so only comments stay raw
-        return line if re.fullmatch(r"(?:<!--(?:(?!-->).)*-->[ \t]*)+", line) else "\\" + line
-    match = _LINE_START.match(line)
-    if not match:  # a row of bars and dashes would make the line above a table's head
-        return "\\" + line if re.fullmatch(r"[|: \t]*-[-|: \t]*", line) and "|" in line else line
-    if match.group(1)[0].isdigit():
-        cut = len(match.group(1))
-        return f"{line[:cut]}\\{line[cut:]}"
-    return "\\" + line
+            return f"![{escape(alt)}]({url})"
+        return escape(f"(attachment: {alt})" if alt else "(attachment)")
+    return escape(_str(node.get("text")) or text)
