@@ -275,7 +275,7 @@ def _tracker_only(  # noqa: PLR0917
     if kind == "linear":
         from adapters.providers.linear import create_linear_provider  # noqa: PLC0415
 
-        factory: Callable[..., tuple[Any, None]] = create_linear_provider
+        factory: Callable[..., tuple[Any, Any]] = create_linear_provider
     else:
         from adapters.providers.jira import create_jira_provider  # noqa: PLC0415
 
