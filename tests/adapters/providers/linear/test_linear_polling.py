@@ -156,3 +156,14 @@ def test_project_and_label_narrow_what_is_work_and_what_cpe_makes(linear: FakeLi
         assert reader is not None
         with pytest.raises(NotFoundError, match="not an issue of this team"):
             reader.get_work_item_body(WorkItemId("ENG-2"))
+
+
+def test_a_relation_made_later_is_seen_by_the_next_poll(
+    linear: FakeLinear, provider: LinearProvider
+) -> None:
+    blocker, blocked = linear.open_issue("Blocker"), linear.open_issue("Blocked")
+    assert listed(provider)[blocked].blocked_by == ()
+    linear.relate(blocker, blocked)  # Linear moves both issues' updatedAt
+    assert listed(provider)[blocked].blocked_by == (blocker,)
+    linear.unrelate(blocker, blocked)
+    assert listed(provider)[blocked].blocked_by == ()

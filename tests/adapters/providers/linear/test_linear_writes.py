@@ -122,3 +122,14 @@ def test_replacing_labels_keeps_those_that_make_the_item_work(linear: FakeLinear
         linear.add_label(admitted, "agents")
         writer.update_work_item(WorkItemId(admitted), labels=[])
         assert linear.issue(admitted)["labels"] == ["agents", "cpe", "cpe:admit"]
+
+
+def test_a_pair_related_the_other_way_already_is_no_failure(linear: FakeLinear) -> None:
+    blocker = linear.open_issue("Blocker")
+    with linear_provider(linear) as provider:
+        writer = writer_of(provider)
+        item = writer.create_work_item("Item", "b", idempotency_key="plan:1")
+        linear.relate(item, blocker)  # someone says it the other way; Linear keeps one a pair
+        again = writer.create_work_item("Item", "b", (), (blocker,), idempotency_key="plan:1")
+    assert again == item
+    assert linear.issue(item)["blocks"] == [blocker]
