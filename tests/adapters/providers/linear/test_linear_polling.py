@@ -167,3 +167,16 @@ def test_a_relation_made_later_is_seen_by_the_next_poll(
     assert listed(provider)[blocked].blocked_by == (blocker,)
     linear.unrelate(blocker, blocked)
     assert listed(provider)[blocked].blocked_by == ()
+
+
+def test_labels_are_named_from_the_team_s_list_and_new_ones_asked_once(
+    linear: FakeLinear, provider: LinearProvider
+) -> None:
+    linear.create_label("workspace-wide", team=None)
+    issue = linear.open_issue("Labelled", labels=["workspace-wide", "made-after-start"])
+    assert listed(provider)[issue].labels == ("made-after-start", "workspace-wide")
+    assert linear.operations().count("CpeLabels") == 1
+    linear.clear_requests()
+    linear.edit(issue, description="touched")
+    assert listed(provider)[issue].labels == ("made-after-start", "workspace-wide")
+    assert "CpeLabels" not in linear.operations()
