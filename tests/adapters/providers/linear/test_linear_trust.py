@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.providers.linear import LinearProvider
-from domain.errors import NotFoundError
+from domain.errors import NotFoundError, ProviderError
 from domain.models import WorkItemId
 from tests.fakes.linear.fake import GUEST, OUTSIDER, FakeLinear
 from tests.support.linear_provider import linear_provider, with_cpe_states
@@ -113,3 +113,16 @@ def test_a_reload_takes_new_trust_settings(linear: FakeLinear) -> None:
         assert work(provider) == []
         provider.trust.configure(provider.settings.model_copy(update={"trust_guests": True}))
         assert work(provider) == [theirs]
+
+
+def test_linear_failing_to_list_the_members_fails_the_poll_not_the_issue(
+    linear: FakeLinear,
+) -> None:
+    mine = linear.open_issue("By a teammate")
+    with linear_provider(linear, read_attempts=1) as provider:
+        linear.fail_operation("CpeTeamMembers", 502)
+        assert provider.work_item_reader is not None
+        with pytest.raises(ProviderError) as caught:
+            provider.work_item_reader.list_work_items()
+        assert caught.value.transient
+        assert work(provider) == [mine]  # judged again, not remembered as untrusted
