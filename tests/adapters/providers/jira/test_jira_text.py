@@ -79,3 +79,32 @@ def test_someone_else_s_comment_with_the_key_line_does_not_count(jira: FakeJira)
     with jira_provider(jira) as provider:
         provider.work_item_writer.comment(WorkItemId(key), "Real.", idempotency_key="say:1")
     assert len(jira.issue(key)["comments"]) == 2
+
+
+def test_a_keyed_comment_past_the_first_page_of_comments_is_found(jira: FakeJira) -> None:
+    key = jira.open_issue("Busy", by=BOT)
+    for n in range(120):
+        jira.comment(key, f"Chatter {n}", by=TEAMMATE)
+    with jira_provider(jira) as provider:
+        writer = provider.work_item_writer
+        writer.comment(WorkItemId(key), "Opened a revision.", idempotency_key="say:busy")
+        jira.clear_requests()
+        writer.comment(WorkItemId(key), "Opened a revision.", idempotency_key="say:busy")
+    assert len(jira.issue(key)["comments"]) == 121
+    pages = [r for r in jira.requests if r.path.endswith("/comment")]
+    assert [r.method for r in pages] == ["GET", "GET"]
+
+
+def test_the_admit_label_is_found_past_the_first_page_of_the_changelog(jira: FakeJira) -> None:
+    jira.revoke("EDIT_ISSUES", "jira-software-users")
+    jira.grant("EDIT_ISSUES", "developers")
+    key = jira.open_issue("Long history", "Text", by="bob")
+    for n in range(60):
+        jira.add_label(key, f"tag{n}", by=TEAMMATE)
+        jira.remove_label(key, f"tag{n}", by=TEAMMATE)
+    jira.add_label(key, "cpe-admit", by=TEAMMATE)
+    with jira_provider(jira) as provider:
+        assert [i.id for i in provider.work_item_reader.list_work_items()] == [key]
+    if jira.deployment == "cloud":  # 121 changes, 100 a page; Data Center expands them all
+        read = [r for r in jira.requests if r.path.endswith("/changelog")]
+        assert len(read) == 2
