@@ -148,6 +148,7 @@ class JiraWorkItemWriter:
             name=lambda view: view.key,
             after=lambda: crashpoint("jira.issue.after_create"),
         )
+        self._issues.made(created)
         if blockers:
             self._link(created.key, blockers)
         return WorkItemId(created.key)

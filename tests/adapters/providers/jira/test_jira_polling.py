@@ -122,3 +122,23 @@ def test_an_issue_the_jql_no_longer_selects_drops_out_at_the_full_sync(jira: Fak
         jira.remove_label(key, "cpe", by="alice")
         reader.list_work_items()
         assert reader.list_work_items() == []
+
+
+def test_a_create_the_jql_leaves_out_is_still_found_by_its_key(jira: FakeJira) -> None:
+    with jira_provider(jira, jql="project = PROJ AND labels = agent") as provider:
+        writer = provider.work_item_writer
+        made = writer.create_work_item("Unlabelled", "b", idempotency_key="plan:9:a")
+        assert writer.create_work_item("Unlabelled", "b", idempotency_key="plan:9:a") == made
+        assert provider.work_item_reader.list_work_items() == []  # not selected: not work
+    assert jira.issue_keys() == [made]
+    assert "project = PROJ AND created >= -7d ORDER BY created DESC" in searches(jira)
+
+
+def test_a_create_a_jql_of_one_s_own_selects_is_listed_and_closed_as_done(jira: FakeJira) -> None:
+    with jira_provider(
+        jira, jql="project = PROJ AND labels = agent", required_labels=("agent",)
+    ) as provider:
+        made = provider.work_item_writer.create_work_item("Labelled", "b")
+        provider.work_item_writer.close_work_item(made)
+        [item] = provider.work_item_reader.list_work_items()
+        assert (item.id, item.status, item.labels) == (made, "done", ("agent",))

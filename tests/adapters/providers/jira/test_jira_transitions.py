@@ -30,6 +30,7 @@ def test_each_change_takes_the_transition_reaching_the_mapped_status(jira: FakeJ
     key = jira.open_issue("Move me", by=BOT)
     with jira_provider(jira) as provider:
         writer = provider.work_item_writer
+        provider.work_item_reader.list_work_items()  # known, as the engine's first poll makes it
         for status, name in [
             ("in-progress", "In Progress"),
             ("in-review", "In Review"),
