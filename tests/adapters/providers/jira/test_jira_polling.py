@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from adapters.providers.jira.issue_index import jql_time, split_jql
-from tests.fakes.jira import BOT, FakeJira
+from tests.fakes.jira import BOT, TEAMMATE, FakeJira
 from tests.support.jira_provider import jira_provider
 
 
@@ -142,3 +142,17 @@ def test_a_create_a_jql_of_one_s_own_selects_is_listed_and_closed_as_done(jira: 
         provider.work_item_writer.close_work_item(made)
         [item] = provider.work_item_reader.list_work_items()
         assert (item.id, item.status, item.labels) == (made, "done", ("agent",))
+
+
+def test_an_issue_search_shows_late_is_seen_once_it_shows_it(jira: FakeJira) -> None:
+    first = jira.open_issue("Seen", by=BOT)
+    with jira_provider(jira) as provider:
+        reader = provider.work_item_reader
+        assert [i.id for i in reader.list_work_items()] == [first]
+        jira.lag_search()  # Jira's search is eventually consistent
+        jira.advance(30)
+        late = jira.open_issue("Indexed late", by=TEAMMATE)
+        assert [i.id for i in reader.list_work_items()] == [first]
+        jira.advance(30)
+        jira.catch_up()
+        assert [i.id for i in reader.list_work_items()] == [first, late]
