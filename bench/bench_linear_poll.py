@@ -20,9 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fakes.linear.fake import API_KEY, FakeLinear
-
 from adapters.providers.linear import LinearProvider, LinearSettings
+from tests.fakes.linear.fake import API_KEY, FakeLinear
 
 TOKEN_ENV = "CPE_BENCH_LINEAR_TOKEN"
 CPE_STATES = (("Approved", "started"), ("Needs Refinement", "unstarted"), ("Blocked", "backlog"))
