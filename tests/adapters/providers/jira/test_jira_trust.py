@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from domain.errors import NotFoundError
+from domain.errors import NotFoundError, ProviderError
 from domain.models import WorkItemId
 from tests.fakes.jira import BOT, DEVELOPERS, OUTSIDER, TEAMMATE, FakeJira, Fault
 from tests.support.jira_provider import jira_provider, settings_for
@@ -160,3 +160,16 @@ def test_replacing_an_item_s_labels_keeps_those_that_make_it_work(jira: FakeJira
         assert sorted(jira.issue(key)["labels"]) == ["agent", "cpe-admit", "x"]
         [item] = provider.work_item_reader.list_work_items()
         assert item.id == key
+
+
+def test_a_lookup_that_fails_for_now_fails_the_poll_and_the_next_one_admits(
+    jira: FakeJira,
+) -> None:
+    key = jira.open_issue("By alice", by=TEAMMATE)
+    with jira_provider(jira, read_attempts=1) as provider:
+        reader = provider.work_item_reader
+        jira.fail(Fault("GET", r"/user/permission/search", 503))
+        with pytest.raises(ProviderError) as caught:
+            reader.list_work_items()
+        assert caught.value.transient
+        assert [i.id for i in reader.list_work_items()] == [key]  # not judged a stranger
