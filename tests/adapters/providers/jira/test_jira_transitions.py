@@ -12,13 +12,14 @@ import pytest
 from domain.errors import NotFoundError, ProviderError
 from domain.models import WorkItemId
 from tests.fakes.jira import BOT, FakeJira
+from tests.support.jira import running_jira
 from tests.support.jira_provider import full_workflow, jira_provider
 
 
 @pytest.fixture(params=["cloud", "data_center"])
 def classic(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FakeJira]:
     """To Do -> In Progress -> In Review -> Done, and back steps: no global transitions."""
-    with FakeJira(tmp_path, deployment=request.param, workflow="classic") as fake:
+    with running_jira(root=tmp_path, deployment=request.param, workflow="classic") as fake:
         yield full_workflow(fake)
 
 
