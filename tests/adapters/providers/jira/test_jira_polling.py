@@ -156,3 +156,20 @@ def test_an_issue_search_shows_late_is_seen_once_it_shows_it(jira: FakeJira) -> 
         jira.advance(30)
         jira.catch_up()
         assert [i.id for i in reader.list_work_items()] == [first, late]
+
+
+def test_the_bound_is_written_in_the_time_zone_jira_reads_it_in(jira: FakeJira) -> None:
+    # West of UTC: a bound written in UTC would be hours ahead, and miss every change.
+    jira.site.user(BOT).time_zone = "America/Los_Angeles"
+    key = jira.open_issue("Far west", by=BOT)
+    with jira_provider(jira) as provider:
+        reader = provider.work_item_reader
+        assert [i.status for i in reader.list_work_items()] == ["pending"]
+        seen = jira.site.issues[key].updated  # the newest update the provider has seen
+        jira.advance(600)
+        jira.transition(key, "In Progress", by=TEAMMATE)
+        assert [i.status for i in reader.list_work_items()] == ["in-progress"]
+    bound = searches(jira)[-1]
+    newest = datetime.fromtimestamp(seen - 60, UTC)
+    expected = newest.astimezone(ZoneInfo("America/Los_Angeles")).strftime("%Y-%m-%d %H:%M")
+    assert f'updated >= "{expected}"' in bound
