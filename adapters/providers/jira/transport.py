@@ -303,7 +303,8 @@ class JiraTransport:
             fallback = min(self._backoff * 2 ** (self._strikes - 1), 3600.0) or 1.0
             wait = rate_limit_wait(response.headers, now, fallback)
             self._limited_until = max(self._limited_until, now + wait)
-        log.warning("Jira rate limit (429): no request is sent for %.0f s", wait)
+        reason = response.headers.get("ratelimit-reason") or "no reason given"
+        log.warning("Jira rate limit (429, %s): no request is sent for %.0f s", reason, wait)
         return wait
 
     def _hold(self, is_read: bool, what: str) -> None:
