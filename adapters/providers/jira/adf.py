@@ -96,7 +96,7 @@ def _blocks(nodes: list[Mapping[str, Any]], depth: int, *, tight: bool = False) 
 def _block(node: Mapping[str, Any], depth: int) -> str:
     kind, attrs = node.get("type"), _attrs(node)
     if depth >= MAX_DEPTH:
-        return escape(" ".join(_plain(node).split()))
+        return _flat(node)
     if kind == "paragraph":
         return _inline(_kids(node), depth)
     if kind == "heading":
@@ -140,6 +140,11 @@ def _is_inline(node: Mapping[str, Any]) -> bool:
     )
 
 
+def _flat(node: Mapping[str, Any]) -> str:
+    """What is nested too deep: its text on one line."""
+    return escape(" ".join(_plain(node).split()))
+
+
 def _plain(node: Mapping[str, Any]) -> str:
     """All the text under a node, without recursion (for what is nested too deep)."""
     parts, stack = [], [node]
@@ -159,6 +164,8 @@ def _code_block(node: Mapping[str, Any]) -> str:
 
 
 def _list(node: Mapping[str, Any], depth: int, alternate: bool) -> str:
+    if depth >= MAX_DEPTH:
+        return _flat(node)
     kind, order = node.get("type"), _attrs(node).get("order")
     number = order if isinstance(order, int) and order >= 0 else 1
     items: list[str] = []
@@ -219,6 +226,8 @@ def _table(node: Mapping[str, Any], depth: int) -> str:
 
 
 def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = False) -> str:
+    if depth >= MAX_DEPTH:
+        return " ".join(_flat(node) for node in nodes)
     out: list[str] = []
     active: list[tuple[str, str]] = []  # open marks, outermost first: (type, link destination)
 

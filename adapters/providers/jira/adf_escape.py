@@ -10,7 +10,9 @@ _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _LINE_START = re.compile(
     r"^(#{1,6}(?=\s|$)|>|[-+*](?=\s|$)|\d{1,9}(?=[.)](?:\s|$))|=+\s*$|(?:-\s*)+$)"
 )
-AUTOLINK = re.compile(r"\[((?:\\.|[^\]\\\s])+)\]\(([A-Za-z][\w+.-]*:[^()\s<>]+)\)")
+# (a label never holds a bracket or a space: each try stops at the next one, so the search is
+# linear on a text of many brackets)
+AUTOLINK = re.compile(r"\[([^\[\]\s]+)\]\(([A-Za-z][\w+.-]*:[^()\s<>]+)\)")
 
 
 def autolink(match: re.Match[str]) -> str:

@@ -98,6 +98,8 @@ def _block(node: Mapping[str, Any], depth: int) -> str:
 
 
 def _list(node: Mapping[str, Any], prefix: str, depth: int) -> list[str]:
+    if depth >= MAX_DEPTH:  # (never from Markdown, whose parser nests less)
+        return []
     marker = prefix + ("#" if node.get("type") == "orderedList" else "*")
     lines: list[str] = []
     for item in _kids(node):

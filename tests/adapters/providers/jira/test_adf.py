@@ -445,3 +445,41 @@ ODD_MARKDOWN = [
 def test_odd_markdown_is_written_back_in_a_form_that_reads_the_same(markdown: str) -> None:
     written = adf.to_markdown(adf.from_markdown(markdown))
     assert adf.to_markdown(adf.from_markdown(written)) == written
+
+
+def _nested(kind: str, depth: int, inner: dict[str, Any]) -> dict[str, Any]:
+    node = inner
+    for _ in range(depth):
+        node = {"type": kind, "content": [node]}
+    return node
+
+
+@pytest.mark.parametrize("kind", ["blockquote", "bulletList", "listItem", "futureBlock"])
+def test_a_document_nested_ten_thousand_deep_reads_without_exhausting_the_stack(kind: str) -> None:
+    deep = _nested(kind, 10_000, para(text("bottom")))
+    assert "bottom" in adf.to_markdown(doc(deep))
+
+
+def test_inline_nodes_nested_ten_thousand_deep_read_as_their_text() -> None:
+    deep = _nested("futureInline", 10_000, text("bottom"))
+    assert adf.to_markdown(doc(para(text("top "), deep))) == "top bottom"
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        ">" * 32_767,
+        "- " * 16_000 + "x",
+        "[" * 32_767,
+        "*a " * 10_922,
+        "<a " * 10_922,
+        "`a " * 10_922,
+        "*_" * 8_000 + "x" + "_*" * 8_000,
+        "| a |\n| - |\n" + "| x |\n" * 5_000,
+    ],
+)
+def test_markdown_as_long_as_a_jira_field_holds_converts_both_ways(markdown: str) -> None:
+    """Jira keeps at most 32,767 characters in a text field; nesting past MAX_DEPTH is cut."""
+    written = adf.from_markdown(markdown)
+    read = adf.to_markdown(written)
+    assert adf.to_markdown(adf.from_markdown(read)) == read
