@@ -52,6 +52,9 @@ _DELIMS = {"strong": ("**", "**"), "em": ("*", "*"), "strike": ("~~", "~~")}
 _MARK_ORDER = {"link": 0, "strong": 1, "em": 2, "strike": 3}
 _EMPTY_ITEM = re.compile(r"(?:[-*]|\d+[.)])(?:\n|$)")
 _PANEL = {"info": "Info", "note": "Note", "tip": "Tip", "warning": "Warning", "error": "Error"}
+_PANEL |= {"success": "Success"}
+_INLINE = {"text", "hardBreak", "mention", "emoji", "date", "status", "inlineCard", "mediaInline"}
+_INLINE |= {"placeholder", "inlineExtension"}
 _LISTS = {"bulletList", "orderedList", "taskList", "decisionList"}
 
 
@@ -135,9 +138,7 @@ def _block(node: Mapping[str, Any], depth: int) -> str:
 
 
 def _is_inline(node: Mapping[str, Any]) -> bool:
-    return node.get("type") in ("text", "hardBreak", "mention", "emoji", "date", "status") or (
-        "text" in node
-    )
+    return node.get("type") in _INLINE or "text" in node
 
 
 def _flat(node: Mapping[str, Any]) -> str:
@@ -278,7 +279,7 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
     close(0)
     joined = AUTOLINK.sub(autolink, "".join(out))
     lines = [escape_line_start(line.strip(" \t")) for line in joined.split("\n")]
-    lines = [line[:-1] + "\\*" if line.endswith(" *") else line for line in lines]  # no space after
+    lines = [re.sub(r"(?<=\s)\*$", r"\\*", line) for line in lines]  # "a *": nothing after it
     if one_line:
         return " ".join(lines).strip()
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")  # a blank line parts it

@@ -117,7 +117,7 @@ def _list(node: Mapping[str, Any], prefix: str, depth: int) -> list[str]:
                 codes.append(_block(child, 0))
             else:
                 parts.append(_block(child, depth + 1).replace("\n", "\\\\"))
-        line = "\\\\".join(part for part in parts if part)
+        line = "\\\\\\\\".join(part for part in parts if part)  # paragraphs: a blank line
         lines += [f"{marker} {line}", *codes, *nested]  # "* ": an empty item
     return lines
 

@@ -438,6 +438,7 @@ ODD_MARKDOWN = [
     ">| a |\n| - |\n",  # a delimiter row inside a paragraph
     "\\-- -",  # a thematic break written as text
     "<?| a |\n| - |\n\n\na",  # an HTML block to the end, blank lines and all
+    "<!-- c -->\t* ",  # a star after a tab, then nothing
 ]
 
 
