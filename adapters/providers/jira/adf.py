@@ -97,7 +97,7 @@ def _blocks(nodes: list[Mapping[str, Any]], depth: int, *, tight: bool = False) 
 
 
 def _block(node: Mapping[str, Any], depth: int) -> str:
-    kind, attrs = node.get("type"), _attrs(node)
+    kind, attrs = _str(node.get("type")), _attrs(node)
     if depth >= MAX_DEPTH:
         return _flat(node)
     if kind == "paragraph":
@@ -138,7 +138,7 @@ def _block(node: Mapping[str, Any], depth: int) -> str:
 
 
 def _is_inline(node: Mapping[str, Any]) -> bool:
-    return node.get("type") in _INLINE or "text" in node
+    return _str(node.get("type")) in _INLINE or "text" in node
 
 
 def _flat(node: Mapping[str, Any]) -> str:
@@ -172,7 +172,7 @@ def _list(node: Mapping[str, Any], depth: int, alternate: bool) -> str:
     items: list[str] = []
     bullet = "*" if alternate else "-"
     for item in _kids(node):
-        if item.get("type") in _LISTS:  # a nested task list: the previous item's sublist
+        if _str(item.get("type")) in _LISTS:  # a nested task list: the previous item's sublist
             nested = _indent("\n" + _list(item, depth + 1, False), 2)[1:]
             items.append(f"{items.pop()}\n{nested}" if items else nested)
             continue
@@ -324,7 +324,7 @@ def _marks(node: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _atom(node: Mapping[str, Any]) -> str:
     """Markdown for an inline (or leaf) node that is no text: something readable."""
-    kind, attrs = node.get("type"), _attrs(node)
+    kind, attrs = _str(node.get("type")), _attrs(node)
     text = _str(attrs.get("text"))
     if kind == "mention":
         name = text or _str(attrs.get("id"))

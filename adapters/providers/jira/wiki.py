@@ -69,7 +69,7 @@ def _blocks(nodes: list[Mapping[str, Any]], depth: int) -> str:
 
 
 def _block(node: Mapping[str, Any], depth: int) -> str:
-    kind, attrs = node.get("type"), _attrs(node)
+    kind, attrs = str(node.get("type")), _attrs(node)
     if depth >= MAX_DEPTH:
         return ""
     if kind == "paragraph":

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from adapters.providers import markers
 from adapters.providers.jira import adf
@@ -484,3 +486,45 @@ def test_markdown_as_long_as_a_jira_field_holds_converts_both_ways(markdown: str
     written = adf.from_markdown(markdown)
     read = adf.to_markdown(written)
     assert adf.to_markdown(adf.from_markdown(read)) == read
+
+
+_TYPES = st.sampled_from(
+    [
+        *("doc", "paragraph", "text", "heading", "bulletList", "orderedList", "listItem"),
+        *("taskList", "taskItem", "codeBlock", "blockquote", "panel", "table", "tableRow"),
+        *("tableCell", "hardBreak", "mention", "emoji", "inlineCard", "status", "date", "media"),
+        *("mediaSingle", "expand", "rule", "futureNode"),
+    ]
+)
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 10**15), st.text(max_size=12), _TYPES
+)
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(
+            st.sampled_from(["type", "content", "text", "attrs", "marks", "level", "href"]),
+            inner,
+            max_size=5,
+        ),
+        st.fixed_dictionaries(
+            {"type": _TYPES, "content": st.lists(inner, max_size=4)},
+            optional={"attrs": inner, "marks": inner, "text": inner},
+        ),
+    ),
+    max_leaves=40,
+)
+
+
+@settings(
+    max_examples=300, suppress_health_check=list(HealthCheck), deadline=None, derandomize=True
+)
+@given(st.fixed_dictionaries({"type": st.just("doc"), "content": st.lists(_JSON, max_size=4)}))
+def test_any_json_a_tracker_returns_reads_as_some_text_and_never_fails(document: Any) -> None:
+    """Whatever shape a description comes in (a node of a newer schema, a field of the wrong
+    type), reading it gives a string, and that Markdown written back reads the same again."""
+    read = adf.to_markdown(document)
+    assert isinstance(read, str)
+    again = adf.to_markdown(adf.from_markdown(read))
+    assert adf.to_markdown(adf.from_markdown(again)) == again
