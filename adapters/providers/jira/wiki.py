@@ -29,13 +29,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.providers.jira import adf
+from adapters.providers.jira.adf_escape import comments
 from adapters.providers.jira.wiki_parse import MAX_DEPTH, parse
 
 __all__ = ["from_markdown", "to_markdown"]
 
 _DELIMS = {"strong": "*", "em": "_", "strike": "-", "underline": "+"}
 _ORDER = {"link": 0, "strong": 1, "em": 2, "strike": 3, "underline": 4}
-_COMMENT = re.compile(r"<!--(?:(?!-->).)*-->", re.S)
 _EFFECT = "*_-+^~"
 _PANELS = {"info": "info", "note": "note", "tip": "tip", "success": "tip"}
 _LINE_START = re.compile(r"^(h[1-6]\.|bq\.|[*#-]+\s|----|\|)")
@@ -229,7 +229,7 @@ def _delimiters(
 
 def _escape(text: str, *, code: bool = False) -> str:
     """Text as markup that reads back as the same text; HTML comments kept verbatim."""
-    raw = {i for match in _COMMENT.finditer(text) for i in range(*match.span())}
+    raw = {i for span in comments(text) for i in range(*span)}
     out = []
     for i, char in enumerate(text):
         before, after = text[i - 1 : i], text[i + 1 : i + 2]

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.providers import markers
-from adapters.providers.jira import adf
+from adapters.providers.jira import adf, wiki
 
 
 def doc(*content: dict[str, Any]) -> dict[str, Any]:
@@ -479,6 +479,8 @@ def test_inline_nodes_nested_ten_thousand_deep_read_as_their_text() -> None:
         "`a " * 10_922,
         "*_" * 8_000 + "x" + "_*" * 8_000,
         "| a |\n| - |\n" + "| x |\n" * 5_000,
+        "<!--" * 8_191,  # comments that never close
+        "x <!--" * 5_461,
     ],
 )
 def test_markdown_as_long_as_a_jira_field_holds_converts_both_ways(markdown: str) -> None:
@@ -486,6 +488,7 @@ def test_markdown_as_long_as_a_jira_field_holds_converts_both_ways(markdown: str
     written = adf.from_markdown(markdown)
     read = adf.to_markdown(written)
     assert adf.to_markdown(adf.from_markdown(read)) == read
+    assert wiki.to_markdown(wiki.from_markdown(read)) == read
 
 
 _TYPES = st.sampled_from(
