@@ -242,7 +242,7 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
             out.append(f"]({dest})" if kind == "link" else _DELIMS[kind][1])
         out.append(tail)
 
-    flat = _split_lines(nodes)
+    flat = _split_lines(nodes, one_line)
     for index, node in enumerate(flat):
         kind = node.get("type")
         if kind == "hardBreak":
@@ -293,16 +293,30 @@ def _run(flat: list[Mapping[str, Any]], start: int, mark: tuple[str, str]) -> in
     return end - start
 
 
-def _split_lines(nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Text with newlines as text and hard breaks."""
+def _split_lines(nodes: list[Mapping[str, Any]], one_line: bool) -> list[Mapping[str, Any]]:
+    """Text with newlines as text and hard breaks (on one line: spaces), and neighbouring text
+    of the same marks as one node (escaping looks at a character's neighbours)."""
     out: list[Mapping[str, Any]] = []
-    for node in nodes:
+    for given in nodes:
+        node = (
+            {"type": "text", "text": " "}
+            if one_line and given.get("type") == "hardBreak"
+            else given
+        )
         text = _str(node.get("text"))
-        if node.get("type") != "text" or "\n" not in text:
-            out.append(node)
-            continue
-        for i, line in enumerate(text.split("\n")):
-            out += [{"type": "hardBreak"}] * bool(i) + [{**node, "text": line}] * bool(line)
+        if node.get("type") != "text" or "\n" not in text or one_line:
+            parts = [{**node, "text": text.replace("\n", " ")}] if one_line and text else [node]
+        else:
+            parts = []
+            for i, line in enumerate(text.split("\n")):
+                parts += [{"type": "hardBreak"}] * bool(i) + [{**node, "text": line}] * bool(line)
+        for part in parts:
+            last = out[-1] if out else None
+            same = last is not None and last.get("type") == part.get("type") == "text"
+            if same and last is not None and _marks(last) == _marks(part):
+                out[-1] = {**last, "text": _str(last.get("text")) + _str(part.get("text"))}
+            else:
+                out.append(part)
     return out
 
 

@@ -441,6 +441,7 @@ ODD_MARKDOWN = [
     "\\-- -",  # a thematic break written as text
     "<?| a |\n| - |\n\n\na",  # an HTML block to the end, blank lines and all
     "<!-- c -->\t* ",  # a star after a tab, then nothing
+    "a  *\na\n---\n",  # a star before a line break in a heading
 ]
 
 
