@@ -532,3 +532,66 @@ def test_any_json_a_tracker_returns_reads_as_some_text_and_never_fails(document:
     assert isinstance(read, str)
     again = adf.to_markdown(adf.from_markdown(read))
     assert adf.to_markdown(adf.from_markdown(again)) == again
+
+
+def test_a_document_as_jiras_editor_stores_it_reads_past_the_editors_attributes() -> None:
+    """The editor adds ids, alignment and breakout marks, column widths and media sizes: none
+    of them is text, all are passed over."""
+    stored = {
+        "type": "doc",
+        "version": 1,
+        "content": [
+            {
+                "type": "paragraph",
+                "attrs": {"localId": "6f1c"},
+                "marks": [{"type": "alignment", "attrs": {"align": "center"}}],
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "Centred ",
+                        "marks": [{"type": "textColor", "attrs": {"color": "#ff5630"}}],
+                    },
+                    {
+                        "type": "text",
+                        "text": "under",
+                        "marks": [{"type": "underline"}, {"type": "strong"}],
+                    },
+                    {
+                        "type": "text",
+                        "text": "2",
+                        "marks": [{"type": "subsup", "attrs": {"type": "sup"}}],
+                    },
+                ],
+            },
+            {
+                "type": "codeBlock",
+                "attrs": {"language": "python"},
+                "marks": [{"type": "breakout", "attrs": {"mode": "wide"}}],
+                "content": [{"type": "text", "text": "x = 1"}],
+            },
+            {
+                "type": "table",
+                "attrs": {"isNumberColumnEnabled": False, "layout": "default", "localId": "t1"},
+                "content": [
+                    {
+                        "type": "tableRow",
+                        "content": [
+                            {
+                                "type": "tableHeader",
+                                "attrs": {"colspan": 1, "rowspan": 1, "colwidth": [120]},
+                                "content": [
+                                    {
+                                        "type": "paragraph",
+                                        "content": [{"type": "text", "text": "h"}],
+                                    }
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        ],
+    }
+    assert (
+        adf.to_markdown(stored) == "Centred **under**2\n\n```python\nx = 1\n```\n\n| h |\n| --- |"
+    )
