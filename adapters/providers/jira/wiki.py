@@ -12,8 +12,9 @@ What is written: ``h1.``-``h6.`` headings; ``*strong*``, ``_emphasis_``, ``-dele
 ``{tip}``/``{warning}`` panels; ``----``; ``||head||`` and ``|cell|`` tables; a line break inside
 a paragraph as a newline (Jira shows it as one), inside a list item or a cell as ``\\\\`` (two
 of them between an item's paragraphs), a code block of a list item on the lines right after the
-item's. A character that would otherwise be markup is escaped with a backslash; a backslash
-itself, which has no escape (``\\\\`` is a line break), is written ``&#92;``.
+item's (an item's text after its sublist has no place: it joins the item's line). A character
+that would otherwise be markup is escaped with a backslash; a backslash itself, which has no
+escape (``\\\\`` is a line break), is written ``&#92;``.
 
 Hidden markers: an HTML comment (``<!-- cpe:key=... -->``) has no markup either; it is written
 verbatim, never escaped, so ``markers.has_key`` finds it in the raw description as well as in
