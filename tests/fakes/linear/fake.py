@@ -344,10 +344,30 @@ class FakeLinear(ServedFake):
                 self.core.complexity_limit = complexity
             self.core.budgets.clear()
 
-    def ratelimit_next(self, times: int = 1) -> None:
-        """The next ``times`` requests get Linear's RATELIMITED answer, whatever the buckets."""
+    def ratelimit_next(self, times: int = 1, *, seconds: float = 1.0) -> None:
+        """The next ``times`` requests get Linear's RATELIMITED answer, whatever the buckets,
+        announcing a wait of ``seconds`` (``Retry-After``, the requests' reset)."""
         with self.lock:
             self.core.throttled += times
+            self.core.throttle_seconds = seconds
+
+    def ratelimit_operation(
+        self, operation: str, *, times: int = 1, seconds: int = 1
+    ) -> LinearFault:
+        """The next ``times`` requests whose operation name or a root field matches
+        ``operation`` (a regex) get Linear's RATELIMITED answer (nothing done), announcing a
+        wait of ``seconds``."""
+        fault = LinearFault(
+            "POST",
+            r"^/graphql$",
+            400,
+            times,
+            retry_after=seconds,
+            message="RATELIMITED",
+            operation=operation,
+        )
+        self.fail(fault)
+        return fault
 
     def fail_operation(
         self,

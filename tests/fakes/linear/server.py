@@ -15,7 +15,8 @@ operationName}``) does for the same calls:
   ``X-RateLimit-Requests-Limit``/``-Remaining``/``-Reset`` and
   ``X-RateLimit-Complexity-Limit``/``-Remaining``/``-Reset`` (resets in epoch milliseconds:
   when the bucket is full again) and ``X-Complexity`` (what this query cost). An empty bucket is
-  Linear's ``RATELIMITED`` answer (HTTP 400, ``statusCode`` 429) with those headers; a single
+  Linear's ``RATELIMITED`` answer (HTTP 400, ``statusCode`` 429) with those headers and a
+  ``Retry-After`` (seconds until a request may be sent again, as Linear's SDK reads it); a single
   query over 10,000 points is refused before it runs.
 - The per-request record (``LinearRequest``) adds the operation's name, its kind, its root
   fields, its variables, its complexity and who sent it (never the token).
@@ -23,6 +24,7 @@ operationName}``) does for the same calls:
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -133,6 +135,7 @@ class LinearCore(HttpCore):
         self.complexity_limit = COMPLEXITY_PER_HOUR
         self.budgets: dict[str, Budget] = {}
         self.throttled = 0  # the next requests answered RATELIMITED whatever the buckets
+        self.throttle_seconds = 1.0  # the wait those answers announce
         self._current: dict[str, Any] = {}
         self._headers: dict[str, str] = {}
         router.add("POST", r"/graphql", self.graphql, "graphql")
@@ -163,10 +166,13 @@ class LinearCore(HttpCore):
         budget.requests.refill(self.now())
         budget.complexity.refill(self.now())
         self._current["budget"] = budget
-        if self.throttled > 0 or budget.requests.remaining < 1:
-            if self.throttled > 0:
-                self.throttled -= 1
-            self._rate_headers(budget, None, spent=True)
+        if self.throttled > 0:
+            self.throttled -= 1
+            self._rate_headers(budget, None, spent=self.throttle_seconds)
+            raise HttpError(400, "Rate limit exceeded", body=_error_body(ratelimited("requests")))
+        if budget.requests.remaining < 1:
+            wait = (1 - budget.requests.remaining) * HOUR / budget.requests.limit
+            self._rate_headers(budget, None, spent=wait)
             raise HttpError(400, "Rate limit exceeded", body=_error_body(ratelimited("requests")))
         budget.requests.remaining -= 1
         self._rate_headers(budget, None)
@@ -192,7 +198,7 @@ class LinearCore(HttpCore):
         if fault.status == 400 and fault.message == "RATELIMITED":
             budget = self._current.get("budget")
             if budget is not None:
-                self._rate_headers(budget, None, spent=True)
+                self._rate_headers(budget, None, spent=float(fault.retry_after or 1))
             return self.error_reply(
                 HttpError(400, "Rate limit exceeded", body=_error_body(ratelimited("requests")))
             )
@@ -290,7 +296,8 @@ class LinearCore(HttpCore):
                 )
             )
         if budget.complexity.remaining < cost:
-            self._rate_headers(budget, cost, spent=True)
+            short = cost - budget.complexity.remaining
+            self._rate_headers(budget, cost, spent=short * HOUR / budget.complexity.limit)
             return self._refuse(ratelimited("complexity points"))
         budget.complexity.remaining -= cost
         self._rate_headers(budget, cost)
@@ -324,17 +331,28 @@ class LinearCore(HttpCore):
             self.budgets[token] = budget
         return budget
 
-    def _rate_headers(self, budget: Budget, cost: int | None, *, spent: bool = False) -> None:
+    def _rate_headers(
+        self, budget: Budget, cost: int | None, *, spent: float | None = None
+    ) -> None:
+        """Linear's rate-limit headers; ``spent``: this answer is RATELIMITED and a request may
+        be sent again in ``spent`` seconds (``Retry-After``, and the resets no sooner)."""
         now = self.now()
         requests, points = budget.requests, budget.complexity
+        reset_requests, reset_points = requests.reset_ms(now), points.reset_ms(now)
         self._headers = {
             "X-RateLimit-Requests-Limit": str(int(requests.limit)),
-            "X-RateLimit-Requests-Remaining": str(0 if spent else int(requests.remaining)),
-            "X-RateLimit-Requests-Reset": str(requests.reset_ms(now)),
+            "X-RateLimit-Requests-Remaining": str(
+                0 if spent is not None else int(requests.remaining)
+            ),
+            "X-RateLimit-Requests-Reset": str(reset_requests),
             "X-RateLimit-Complexity-Limit": str(int(points.limit)),
             "X-RateLimit-Complexity-Remaining": str(int(points.remaining)),
-            "X-RateLimit-Complexity-Reset": str(points.reset_ms(now)),
+            "X-RateLimit-Complexity-Reset": str(reset_points),
         }
+        if spent is not None:
+            again = round((now + spent) * 1000)
+            self._headers["Retry-After"] = str(max(1, math.ceil(spent)))
+            self._headers["X-RateLimit-Requests-Reset"] = str(max(reset_requests, again))
         if cost is not None:
             self._headers["X-Complexity"] = str(cost)
 
