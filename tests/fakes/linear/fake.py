@@ -21,7 +21,8 @@ from typing import Any
 
 from tests.fakes.http import Router, ServedFake
 from tests.fakes.linear.records import Credential, Issue, iso_ms
-from tests.fakes.linear.server import LinearCore, LinearFault
+from tests.fakes.linear.server import LinearCore
+from tests.fakes.linear.wire import LinearFault
 from tests.fakes.linear.workspace import Workspace
 
 TEAM_KEY = "ENG"

@@ -28,7 +28,6 @@ import math
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from graphql import (
@@ -48,7 +47,6 @@ from tests.fakes.http import (
     HttpCore,
     HttpError,
     Incoming,
-    RecordedRequest,
     Reply,
     Router,
 )
@@ -56,56 +54,11 @@ from tests.fakes.linear.errors import LinearError, authentication, ratelimited
 from tests.fakes.linear.fields import Context
 from tests.fakes.linear.records import Credential
 from tests.fakes.linear.schema import MAX_COMPLEXITY, complexity, served_schema
+from tests.fakes.linear.wire import HOUR, Bucket, Budget, LinearFault, LinearRequest
 from tests.fakes.linear.workspace import Workspace
 
-HOUR = 3600.0
 REQUESTS_PER_HOUR = 5_000
 COMPLEXITY_PER_HOUR = 250_000
-
-
-@dataclass(frozen=True)
-class LinearRequest(RecordedRequest):
-    """One request as the fake Linear saw it (see ``tests/fakes/http.RecordedRequest``)."""
-
-    user: str | None = None  # the token's user's email
-    auth: str | None = None  # "api_key" | "oauth" | None (refused)
-    operation_name: str | None = None
-    operation: str | None = None  # "query" | "mutation"
-    fields: tuple[str, ...] = ()  # the root fields asked for (``issues``, ``issueCreate``)
-    variables: Mapping[str, Any] = field(default_factory=dict)
-    complexity: int | None = None
-    document: str | None = None
-
-
-@dataclass
-class LinearFault(Fault):
-    """A ``Fault`` for the requests whose operation name or a root field matches
-    ``operation`` (a regex, searched); None: any request on the path."""
-
-    operation: str | None = None
-
-
-@dataclass
-class Bucket:
-    """A leaky bucket: ``limit`` an hour, refilled continuously."""
-
-    limit: float
-    remaining: float
-    stamp: float
-
-    def refill(self, now: float) -> None:
-        self.remaining = min(self.limit, self.remaining + (now - self.stamp) * self.limit / HOUR)
-        self.stamp = now
-
-    def reset_ms(self, now: float) -> int:
-        """When the bucket is full again (epoch milliseconds)."""
-        return round((now + (self.limit - self.remaining) * HOUR / self.limit) * 1000)
-
-
-@dataclass
-class Budget:
-    requests: Bucket
-    complexity: Bucket
 
 
 def _error_body(*errors: LinearError) -> dict[str, Any]:
@@ -179,8 +132,30 @@ class LinearCore(HttpCore):
         return credential
 
     def make_call(self, incoming: Incoming) -> Any:
-        if isinstance(incoming.body, dict):
-            self._current["body"] = incoming.body
+        """Notes what the request asks (for the log and the faults by operation) before any
+        fault may answer it."""
+        body = incoming.body
+        if isinstance(body, dict) and isinstance(body.get("query"), str):
+            self._current.update(
+                document=body["query"],
+                variables=body.get("variables") or {},
+                operation_name=body.get("operationName"),
+            )
+            try:
+                operation = _operation(parse(body["query"]), body.get("operationName"))
+            except GraphQLError:
+                operation = None
+            if operation is not None:
+                self._current.update(
+                    operation=operation.operation.value,
+                    operation_name=body.get("operationName")
+                    or (operation.name.value if operation.name else None),
+                    fields=[
+                        s.name.value
+                        for s in operation.selection_set.selections
+                        if isinstance(s, FieldNode)
+                    ],
+                )
         return incoming
 
     def no_route(self, allowed: bool) -> HttpError:
@@ -251,7 +226,6 @@ class LinearCore(HttpCore):
             )
         variables = body.get("variables") or {}
         name = body.get("operationName")
-        self._current.update(document=body["query"], variables=variables, operation_name=name)
         try:
             document = parse(body["query"])
         except GraphQLError as error:
@@ -271,13 +245,6 @@ class LinearCore(HttpCore):
                     code="GRAPHQL_VALIDATION_FAILED",
                 )
             )
-        self._current.update(
-            operation=operation.operation.value,
-            operation_name=name or (operation.name.value if operation.name else None),
-            fields=[
-                s.name.value for s in operation.selection_set.selections if isinstance(s, FieldNode)
-            ],
-        )
         cost = complexity(
             schema, document, operation, variables if isinstance(variables, dict) else {}
         )
@@ -357,21 +324,10 @@ class LinearCore(HttpCore):
             self._headers["X-Complexity"] = str(cost)
 
     def _operation_names(self) -> list[str]:
-        body = self._current.get("body")
-        if not isinstance(body, dict) or not isinstance(body.get("query"), str):
-            return []
-        try:
-            document = parse(body["query"])
-        except GraphQLError:
-            return []
-        operation = _operation(document, body.get("operationName"))
-        if operation is None:
-            return []
-        names = [
-            s.name.value for s in operation.selection_set.selections if isinstance(s, FieldNode)
-        ]
-        if operation.name is not None:
-            names.append(operation.name.value)
+        """The root fields and the operation's name of the request at hand."""
+        names = list(self._current.get("fields", ()))
+        if self._current.get("operation_name"):
+            names.append(self._current["operation_name"])
         return names
 
 

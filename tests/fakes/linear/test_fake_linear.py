@@ -222,6 +222,8 @@ def test_a_fault_on_one_operation_leaves_the_others_alone(fake_linear: FakeLinea
     )
     assert answer.status_code == 502
     assert fake_linear.identifiers() == ["ENG-1"]  # done, its answer lost
+    lost = fake_linear.requests[-1]
+    assert (lost.operation_name, lost.fields, lost.status) == ("M", ("issueCreate",), 502)
 
 
 def test_a_dropped_connection_sends_nothing(fake_linear: FakeLinear) -> None:
