@@ -112,7 +112,7 @@ RELOADABLE = (
     "breaker",
     "runtime.max_agent_duration",
     "engine.shutdown_timeout",
-    # who is trusted on GitHub (adapters/providers/github/trust.py), on GitLab
+    # who is trusted on GitHub (adapters/providers/github/trust.py), on GitLab, Linear, Jira
     "provider.github.trusted_permission",
     "provider.github.admit_label",
     "provider.github.required_labels",
@@ -123,6 +123,17 @@ RELOADABLE = (
     "provider.gitlab.required_labels",
     "provider.gitlab.trusted_bots",
     "provider.gitlab.permission_ttl",
+    "provider.linear.admit_label",
+    "provider.linear.required_labels",
+    "provider.linear.trusted_users",
+    "provider.linear.trust_guests",
+    "provider.linear.permission_ttl",
+    "provider.jira.trusted_permission",
+    "provider.jira.trusted_groups",
+    "provider.jira.trusted_users",
+    "provider.jira.admit_label",
+    "provider.jira.required_labels",
+    "provider.jira.permission_ttl",
 )
 
 

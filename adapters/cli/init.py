@@ -12,14 +12,14 @@ from pathlib import Path
 
 from adapters.cli.common import fail
 from adapters.cli.init_provider import (
-    NAMES,
     ProviderText,
+    default_forge,
     origin_of,
     pair_problem,
     provider_text,
     with_provider,
 )
-from adapters.cli.provider_settings import ProviderKind
+from adapters.cli.provider_settings import NAMES, TRACKERS_ONLY, ProviderKind
 from adapters.cli.repository import CONFIG_NAME, git_toplevel
 from adapters.cli.settings import CpeConfig, load_config, parse_config
 from adapters.defaults import CLAUDE_DIR, SUPERVISOR_TOML
@@ -31,11 +31,11 @@ WORKTREES_IGNORED = ".worktrees/"
 def init(repo: Path, tracker: ProviderKind | None = None, forge: ProviderKind | None = None) -> int:
     """Without ``tracker`` and ``forge`` the shipped defaults (everything local); with either,
     a ``supervisor.toml`` for that pair (the tracker local and the forge the tracker's own
-    when not given), refused in one line before anything is written when it is no valid
-    pair."""
+    when not given, the local one for Linear and Jira), refused in one line before anything is
+    written when it is no valid pair."""
     pair = None
     if tracker is not None or forge is not None:
-        pair = (tracker or "local", forge or tracker or "local")
+        pair = (tracker or "local", forge or default_forge(tracker or "local"))
         if (problem := pair_problem(*pair)) is not None:
             return fail(f"init: {problem}", 2)
     try:
@@ -156,7 +156,10 @@ def _work_step(config: CpeConfig) -> str:
     specs = "specs under specs/" + (", pushed" if section.revisions_kind != "local" else "")
     if kind == "local":
         return f'cpe work add "a title" --body "what to do"   (or write {specs})'
-    place = "an issue" + (f" in {section.where(kind)}" if section.where(kind) else "")
+    where = section.where(kind)
+    if kind in TRACKERS_ONLY:
+        return f"open an issue on {NAMES[kind]} ({where}) (or write {specs})"
+    place = "an issue" + (f" in {where}" if where else "")
     return f"open {place} (or write {specs})"
 
 

@@ -1,7 +1,8 @@
 """``cpe init --tracker T --forge F``: the ``[provider]`` part of the ``supervisor.toml`` it
 writes for the pair, the repository or project guessed from the clone's ``origin`` where it can
 be, and what is left for a person to set (the token variables and what each token needs, the
-repository or project that could not be guessed)."""
+repository or project that could not be guessed; Linear's team, Jira's site, project and
+e-mail, which ``origin`` never says)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,21 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adapters.cli.provider_settings import FORGES, ProviderKind, valid_pair
+from adapters.cli.provider_settings import (
+    FORGES,
+    NAMES,
+    TRACKERS_ONLY,
+    ProviderKind,
+    pair_refusal,
+)
 
 PLACEHOLDER = {"github": "OWNER/NAME", "gitlab": "GROUP/NAME"}
-NAMES = {"local": "local", "github": "GitHub", "gitlab": "GitLab"}
-TOKEN_ENV = {"github": "GITHUB_TOKEN", "gitlab": "GITLAB_TOKEN"}
+TOKEN_ENV = {
+    "github": "GITHUB_TOKEN",
+    "gitlab": "GITLAB_TOKEN",
+    "linear": "LINEAR_API_KEY",
+    "jira": "JIRA_API_TOKEN",
+}
 PUBLIC = {"github": "https://api.github.com/", "gitlab": "https://gitlab.com"}  # base_url defaults
 ELSEWHERE = {
     "github": "GitHub Enterprise: https://HOST/api/v3/",
@@ -36,6 +47,38 @@ NEEDS = {
     ("gitlab", "revisions"): "a personal, project or group access token with the api scope, of "
     "a member with at least the Developer role, and one the default branch's protection "
     "allows to merge (Maintainer by default)",
+    ("linear", "work_items"): "a personal API key (Linear: Settings, Security & access) or an "
+    "OAuth access token, of a member of the team (not a guest) who can create and edit its "
+    "issues",
+    ("jira", "work_items"): "Jira Cloud: an API token (id.atlassian.com, Security, API tokens) "
+    "of the account whose email is set, with the Browse projects, Create issues, Edit issues, "
+    "Transition issues, Link issues and Add comments permissions in the project; Jira Data "
+    "Center: a personal access token of an account with those permissions",
+}
+# The settings of a tracker-only system that origin never says: each with its placeholder (the
+# file loads with it) and what it is; then its options, commented out; then what is left to set.
+TRACKER_KEYS: dict[str, list[tuple[str, str, str]]] = {
+    "linear": [("team", "ENG", "set it: the team's key (ENG-12's ENG)")],
+    "jira": [
+        ("base_url", "https://your-site.atlassian.net", "set it: the site, or Data Center's URL"),
+        ("project", "PROJ", "set it: the project's key (PROJ-12's PROJ)"),
+        ("email", "you@example.com", "set it: the token's account (Cloud only)"),
+    ],
+}
+TRACKER_OPTIONS = {
+    "linear": [
+        ('# project = "NAME"', "only the issues of this project (its name or id)"),
+        ('# label = "cpe"', "only the issues with this label"),
+    ],
+    "jira": [
+        ('# jql = "project = PROJ"', "which issues are work (default: the project's)"),
+        ('# deployment = "cloud"', "or data_center (default: by the site's host)"),
+    ],
+}
+TRACKER_LEFT = {
+    "linear": "the key of the Linear team whose issues are the work items",
+    "jira": "your Jira site (Cloud: https://SITE.atlassian.net) or Data Center's URL, the "
+    "project's key, and on Cloud the e-mail of the token's account (remove email on Data Center)",
 }
 _SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?P<path>[^/].*)$")  # git@host:group/name.git
 _URL = re.compile(r"^[a-z+]+://(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?/(?P<path>.+)$")
@@ -43,12 +86,24 @@ _URL = re.compile(r"^[a-z+]+://(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?/(?P<path>.+
 
 def pair_problem(tracker: ProviderKind, forge: ProviderKind) -> str | None:
     """Why ``--tracker``/``--forge`` is no valid pair, in one line (None: it is one)."""
-    if valid_pair(tracker, forge):
+    refused = pair_refusal(tracker, forge, "--forge")
+    if refused is None:
         return None
+    if forge in TRACKERS_ONLY:
+        return (
+            f"--forge {forge}: {NAMES[forge]} keeps work items only; choose "
+            f"{', '.join(FORGES)} or local for --forge"
+        )
     return (
-        f"--forge {forge}: the local forge keeps revisions of the local tracker's items only; "
-        f"with work items on {tracker} choose {' or '.join(FORGES)} for --forge"
+        f"--forge {forge}: the local forge keeps revisions of the local tracker's, Linear's or "
+        f"Jira's items; with work items on {tracker} choose {' or '.join(FORGES)} for --forge"
     )
+
+
+def default_forge(tracker: ProviderKind) -> ProviderKind:
+    """The forge when ``--forge`` is not given: the tracker's own system, the local one for a
+    tracker that keeps no revisions (Linear, Jira)."""
+    return "local" if tracker in TRACKERS_ONLY else tracker
 
 
 def origin_of(root: Path) -> tuple[str, str] | None:
@@ -91,22 +146,27 @@ def provider_text(
     out = ProviderText("", f"work items on {tracker} and revisions on {forge}")
     lines = [
         "[provider]",
-        f"# cpe init --tracker {tracker} --forge {forge}. Valid pairs: local with local; work",
-        "# items on local, github or gitlab with revisions on github or gitlab.",
+        f"# cpe init --tracker {tracker} --forge {forge}. Valid pairs: any tracker (local,",
+        "# github, gitlab, linear, jira) with revisions on github or gitlab; revisions on local",
+        "# with work items on local, linear or jira.",
     ]
     if tracker == forge:
         lines.append(_commented(f'kind = "{tracker}"', "work items and revisions"))
     else:
         lines += [
             "[provider.work_items]",
-            _commented(f'kind = "{tracker}"', "the tracker: local | github | gitlab"),
+            _commented(
+                f'kind = "{tracker}"', "the tracker: local | github | gitlab | linear | jira"
+            ),
             "[provider.revisions]",
-            _commented(f'kind = "{forge}"', "the forge: github | gitlab"),
+            _commented(f'kind = "{forge}"', "the forge: github | gitlab | local"),
         ]
     for kind in dict.fromkeys((tracker, forge)):
         roles = "both" if tracker == forge else "work_items" if kind == tracker else "revisions"
         if kind == "local":  # the local forge's pipeline (the tracker alone has no settings)
             lines += ["", *_LOCAL] if forge == "local" else []
+        elif kind in TRACKERS_ONLY:
+            lines += ["", *_tracker_only(kind, out)]
         else:
             lines += ["", *_remote(kind, roles, origin if kind == forge else None, out)]
     out.text = "\n".join(lines) + "\n"
@@ -149,6 +209,25 @@ def _remote(
             f"not on {PUBLIC[kind]}: the {name} {key} was not guessed from origin"
         )
     out.left.append(f"export {variable}=...   {NEEDS[kind, roles]}")
+    return lines
+
+
+def _tracker_only(kind: ProviderKind, out: ProviderText) -> list[str]:
+    """Linear's or Jira's section: placeholders for what origin cannot say, its options
+    commented out, the token variable; and what is left to set."""
+    keys = TRACKER_KEYS[kind]
+    lines = [f"[provider.{kind}]"]
+    lines += [_commented(f'{key} = "{value}"', what) for key, value, what in keys]
+    lines += [_commented(line, what) for line, what in TRACKER_OPTIONS[kind]]
+    variable = TOKEN_ENV[kind]
+    lines.append(_commented(f'token_env = "{variable}"', "the NAME of the variable, not the token"))
+    names = [key for key, _, _ in keys]
+    named = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    now = ", ".join(value for _, value, _ in keys)
+    out.left.append(
+        f"set [provider.{kind}] {named} in supervisor.toml (now {now}): {TRACKER_LEFT[kind]}"
+    )
+    out.left.append(f"export {variable}=...   {NEEDS[kind, 'work_items']}")
     return lines
 
 

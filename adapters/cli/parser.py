@@ -9,7 +9,8 @@ from pathlib import Path
 
 from domain.models import AGENT_ROLES, STATUSES
 
-PROVIDER_KINDS = ("local", "github", "gitlab")  # adapters/cli/provider_settings.py's kinds
+# adapters/cli/provider_settings.py's kinds (not imported: `cpe --help` stays fast)
+PROVIDER_KINDS = ("local", "github", "gitlab", "linear", "jira")
 
 # Each command imports what it needs when it runs, not here: an operator types `cpe status`
 # all day (docs/benchmarks.md, startup); tests/adapters/cli/test_imports.py holds the commands
@@ -181,8 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--forge",
         choices=PROVIDER_KINDS,
         default=None,
-        help="where the revisions are kept: github or gitlab, local only with a local tracker "
-        "(default: the tracker's system)",
+        help="where the revisions are kept: github or gitlab, local with a local, linear or "
+        "jira tracker (default: the tracker's system; local for linear and jira)",
     )
     status = commands.add_parser(
         "status", parents=[where], help="work items, revisions and agent runs"

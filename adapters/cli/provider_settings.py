@@ -9,17 +9,18 @@ One system for both, as before::
 or two apart::
 
     [provider.work_items]
-    kind = "gitlab"
+    kind = "jira"
     [provider.revisions]
     kind = "github"
 
-with ``[provider.local]``, ``[provider.github]``, ``[provider.gitlab]`` holding each system's
-settings (the GitHub and GitLab models are their providers' own, embedded as they are). ``kind``
-beside the two role sections is accepted only when they name the same system. The valid pairs
-are local + local, and any tracker (local, github, gitlab) with a github or gitlab forge: the
-local forge keeps the revisions of the local tracker's items, in the same database. Anything
-else, or a system named without its section, is refused when the file loads, in one line
-(``ProviderSection.problem``).
+with ``[provider.local]``, ``[provider.github]``, ``[provider.gitlab]``, ``[provider.linear]``,
+``[provider.jira]`` holding each system's settings (the remote systems' models are their
+providers' own, embedded as they are). ``kind`` beside the two role sections is accepted only
+when they name the same system. Linear and Jira keep work items only. The valid pairs are any
+tracker (local, github, gitlab, linear, jira) with a github or gitlab forge, and the local forge
+with the local tracker, Linear or Jira (the local forge keeps a revision's item as the other
+system's key). Anything else, or a system named without its section, is refused when the file
+loads, in one line (``ProviderSection.problem``).
 """
 
 from __future__ import annotations
@@ -30,12 +31,32 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.providers.github.settings import GitHubSettings
 from adapters.providers.gitlab.settings import GitLabSettings
+from adapters.providers.jira.settings import JiraSettings
+from adapters.providers.linear.settings import LinearSettings
 from adapters.runtime.common import Seconds
 
-ProviderKind = Literal["local", "github", "gitlab"]
+ProviderKind = Literal["local", "github", "gitlab", "linear", "jira"]
 KINDS: tuple[ProviderKind, ...] = get_args(ProviderKind)
 FORGES: tuple[ProviderKind, ...] = ("github", "gitlab")  # forges for any tracker
+TRACKERS_ONLY: tuple[ProviderKind, ...] = ("linear", "jira")  # they keep no revisions
+# The trackers whose items the local forge keeps: its own, and those of a system that has no
+# forge (a revision keeps the item's key).
+LOCAL_FORGE_TRACKERS: tuple[ProviderKind, ...] = ("local", *TRACKERS_ONLY)
 ROLES = ("work_items", "revisions")
+NAMES: dict[ProviderKind, str] = {
+    "local": "local",
+    "github": "GitHub",
+    "gitlab": "GitLab",
+    "linear": "Linear",
+    "jira": "Jira",
+}
+# What a remote system's section needs at the least, as the refusal of a missing one says it.
+_NEEDS = {
+    "github": "its repository (and token_env)",
+    "gitlab": "its project (and token_env)",
+    "linear": "its team (and token_env)",
+    "jira": "its base_url, project and, on Cloud, email (and token_env)",
+}
 
 
 class _Section(BaseModel):
@@ -57,13 +78,27 @@ class RoleSection(_Section):
 
 
 def valid_pair(work_items: ProviderKind, revisions: ProviderKind) -> bool:
-    return revisions in FORGES or work_items == revisions == "local"
+    if revisions == "local":
+        return work_items in LOCAL_FORGE_TRACKERS
+    return revisions in FORGES
 
 
-def allowed_pairs() -> str:
-    """The valid pairs, as one phrase."""
-    return "local with local, or work items on local, github or gitlab with revisions on " + (
-        " or ".join(FORGES)
+def pair_refusal(work_items: ProviderKind, revisions: ProviderKind, key: str) -> str | None:
+    """Why the pair is not valid, in one line naming ``key`` (where the forge was set), or
+    None."""
+    if valid_pair(work_items, revisions):
+        return None
+    forges = f"{', '.join(FORGES)} or local"
+    if revisions in TRACKERS_ONLY:
+        return (
+            f'{key} = "{revisions}": {NAMES[revisions]} keeps work items only; choose '
+            f'{forges} for revisions ([provider.work_items] kind = "{revisions}" and '
+            "[provider.revisions] kind = one of them)"
+        )
+    return (
+        f'{key} = "{revisions}": the local forge keeps revisions of the local tracker\'s, '
+        f"Linear's or Jira's items; with work items on {work_items} choose "
+        f"{' or '.join(FORGES)} for revisions"
     )
 
 
@@ -75,6 +110,8 @@ class ProviderSection(_Section):
     local: LocalProviderSection = LocalProviderSection()
     github: GitHubSettings | None = None
     gitlab: GitLabSettings | None = None
+    linear: LinearSettings | None = None
+    jira: JiraSettings | None = None
 
     @property
     def work_items_kind(self) -> ProviderKind:
@@ -112,6 +149,11 @@ class ProviderSection(_Section):
             return self.github.repository
         if kind == "gitlab" and self.gitlab is not None:
             return self.gitlab.project
+        if kind == "linear" and self.linear is not None:
+            project = f" project {self.linear.project}" if self.linear.project else ""
+            return f"team {self.linear.team}{project}"
+        if kind == "jira" and self.jira is not None:
+            return f"{self.jira.project} at {self.jira.base_url}"
         return ""
 
     def describe(self) -> str:
@@ -141,18 +183,14 @@ class ProviderSection(_Section):
                         "give it alone, or [provider.work_items] and [provider.revisions] alone"
                     )
         tracker, forge = self.work_items_kind, self.revisions_kind
-        if not valid_pair(tracker, forge):
-            return (
-                f'{self.key_of("revisions")} = "{forge}": the local forge keeps revisions of '
-                f"the local tracker's items only; with work items on {tracker} choose "
-                f"{' or '.join(FORGES)} for revisions"
-            )
+        refused = pair_refusal(tracker, forge, self.key_of("revisions"))
+        if refused is not None:
+            return refused
         for role in ROLES:
             kind = self._kind(role)
             if kind != "local" and getattr(self, kind) is None:
-                needs = "repository" if kind == "github" else "project"
                 return (
                     f'provider.{kind}: missing, and {self.key_of(role)} = "{kind}" needs it; '
-                    f"expected a [provider.{kind}] section with its {needs} (and token_env)"
+                    f"expected a [provider.{kind}] section with {_NEEDS[kind]}"
                 )
         return None

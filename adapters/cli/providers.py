@@ -5,9 +5,10 @@ the specs read from the repository's checkout. A system that serves both roles i
 with both.
 
 Every provider built is closed at shutdown (``closers``), and closed at once when a later one
-cannot be built; the request meter sums what both went over the wire with; a reload hands each
-system's trust its new settings. The read-only commands (cpe status, cpe work) open the local
-tracker alone here (``open_local_tracker``), without a token or a forge.
+cannot be built; the request meter sums what both went over the wire with (and keeps each remote
+system's figures by its kind: github, gitlab, linear, jira); a reload hands each system's trust
+its new settings. The read-only commands (cpe status, cpe work) open the local tracker alone
+here (``open_local_tracker``), without a token or a forge.
 """
 
 from __future__ import annotations
@@ -20,10 +21,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from adapters.cli.provider_settings import ProviderKind, ProviderSection
 from adapters.cli.settings import CpeConfig
-from adapters.describe.items import IssuePages, github_pages, gitlab_pages
+from adapters.describe.items import (
+    IssuePages,
+    github_pages,
+    gitlab_pages,
+    jira_pages,
+    linear_pages,
+)
 from adapters.host.metering import ProviderMeter
 from adapters.providers import ProviderRoles
 from domain.errors import ConfigError
+from domain.models import Revision
 from domain.ports import ProviderInterfaces, SpecProviderReader
 
 if TYPE_CHECKING:
@@ -159,7 +167,9 @@ def _build(  # noqa: PLR0917
         return _local(config, root, branch, state_dir, roles)
     if kind == "github":
         return _github(config, branch, state_dir, specs, roles, environ)
-    return _gitlab(config, branch, state_dir, specs, roles, environ)
+    if kind == "gitlab":
+        return _gitlab(config, branch, state_dir, specs, roles, environ)
+    return _tracker_only(kind, config, state_dir, specs, roles, environ)
 
 
 def _local(
@@ -176,13 +186,21 @@ def _local(
     return LocalProvider(root, state_dir, branch, pipeline, baseline=local.baseline, roles=roles)
 
 
-def _token_set(kind: str, token_env: str, environ: Mapping[str, str]) -> None:
+# What the variable ``token_env`` names holds, by system, as a refusal says it.
+_TOKENS = {
+    "github": "a GitHub token",
+    "gitlab": "a GitLab token",
+    "linear": "a Linear personal API key or OAuth access token",
+    "jira": "a Jira API token (Cloud, with email) or personal access token (Data Center)",
+}
+
+
+def _token_set(kind: ProviderKind, token_env: str, environ: Mapping[str, str]) -> None:
     if not environ.get(token_env):
-        name = "GitHub" if kind == "github" else "GitLab"
         raise ConfigError(
             f"the environment variable {token_env} is not set",
             key_path=f"provider.{kind}.token_env",
-            expected=f"a {name} token in that variable",
+            expected=f"{_TOKENS[kind]} in that variable",
         )
 
 
@@ -242,6 +260,31 @@ def _gitlab(  # noqa: PLR0917
     return provider
 
 
+def _tracker_only(  # noqa: PLR0917
+    kind: ProviderKind,
+    config: CpeConfig,
+    state_dir: Path,
+    specs: SpecProviderReader,
+    roles: ProviderRoles,
+    environ: Mapping[str, str],
+) -> _System:
+    """Linear or Jira: work items only (``ProviderSection.problem`` refused them as a forge)."""
+    settings = getattr(config.provider, kind)
+    assert settings is not None  # ProviderSection.problem: a system named has its section
+    _token_set(kind, settings.token_env, environ)
+    if kind == "linear":
+        from adapters.providers.linear import create_linear_provider  # noqa: PLC0415
+
+        factory: Callable[..., tuple[Any, Any]] = create_linear_provider
+    else:
+        from adapters.providers.jira import create_jira_provider  # noqa: PLC0415
+
+        factory = create_jira_provider
+    provider: _System
+    provider, _ = factory(settings, specs, environ=environ, state_dir=state_dir, roles=roles)
+    return provider
+
+
 def _retrust(kind: ProviderKind, system: object) -> Callable[[CpeConfig], None]:
     """A reload (SIGHUP) hands the system's trust its new settings (who is trusted)."""
 
@@ -290,12 +333,34 @@ def open_local_tracker(config: CpeConfig, root: Path, branch: str) -> LocalTrack
     )
 
 
+def local_forge_revisions(config: CpeConfig, root: Path, branch: str) -> list[Revision] | None:
+    """The local forge's revisions as they are, when it keeps the revisions of another
+    system's items (Linear, Jira); None otherwise (the local tracker's own provider reads them,
+    or the forge is remote). No database yet: no revision yet, and none is made."""
+    section = config.provider
+    if section.revisions_kind != "local" or section.work_items_kind == "local":
+        return None
+    state_dir = root / config.engine.state_dir
+    from adapters.providers.local.provider import DATABASE_NAME, LocalProvider  # noqa: PLC0415
+
+    if not (state_dir / DATABASE_NAME).exists():
+        return []
+    with LocalProvider(root, state_dir, branch, roles=roles_of(section, "local")) as forge:
+        assert forge.revision_reader is not None  # it serves the revisions
+        return list(forge.revision_reader.list_revisions())
+
+
 def issue_pages(config: CpeConfig) -> IssuePages | None:
     """Where the tracker shows its items, when it is not the local one."""
     section = config.provider
-    if section.work_items_kind == "github":
+    kind = section.work_items_kind
+    if kind == "github":
         return github_pages(section.github.repository if section.github else "")
-    if section.work_items_kind == "gitlab":
+    if kind == "gitlab":
         gitlab = section.gitlab
         return gitlab_pages(gitlab.base_url, gitlab.project) if gitlab else gitlab_pages("", "")
+    if kind == "jira":
+        return jira_pages(section.jira.base_url if section.jira else "")
+    if kind == "linear":
+        return linear_pages()
     return None

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from adapters.cli.common import fail, read_journal
 from adapters.cli.liveness import EngineStatus, engine_status, read_lock
-from adapters.cli.providers import open_local_tracker
+from adapters.cli.provider_settings import NAMES, ProviderKind
+from adapters.cli.providers import local_forge_revisions, open_local_tracker
 from adapters.cli.repository import CONFIG_NAME, default_branch, git_toplevel, resolve_config
 from adapters.cli.settings import CpeConfig, parse_config
 from adapters.describe.landing import print_queue
@@ -25,7 +26,6 @@ from domain.models import ACTIVE_RUN_STATUSES, EngineState, Revision, WorkItem, 
 from domain.selectors import open_blockers, ordered
 from domain.signals import clock, describe_signal, describe_windows
 
-NAMES = {"local": "local", "github": "GitHub", "gitlab": "GitLab"}
 WATCH_INTERVAL = 1.0  # seconds between two frames of cpe status --watch
 
 
@@ -99,14 +99,16 @@ def _status(config: CpeConfig, root: Path, branch: str) -> None:
 
 
 def _print_tracked(config: CpeConfig, root: Path, branch: str, state: EngineState) -> None:
-    """The work items and the revisions: the local tracker's (and the local forge's) as they
-    are; on GitHub or GitLab, as the engine last saw them (its journal: no token needed)."""
+    """The work items and the revisions: the local tracker's and the local forge's as they
+    are; on GitHub, GitLab, Linear or Jira, as the engine last saw them (its journal: no token
+    needed)."""
     section = config.provider
     revisions: list[Revision] | None = None
     tracker = open_local_tracker(config, root, branch)
     if tracker is None:
         _print_seen(section.work_items_kind, section.where(section.work_items_kind))
         _print_items(state.work_items.values(), state)
+        revisions = local_forge_revisions(config, root, branch)  # the local forge's, as they are
     else:
         try:
             _print_items(tracker.work_item_reader.list_work_items(), state)
@@ -121,8 +123,8 @@ def _print_tracked(config: CpeConfig, root: Path, branch: str, state: EngineStat
     _print_revisions(revisions)
 
 
-def _print_seen(kind: str, where: str) -> None:
-    print(f"\n({NAMES.get(kind, kind)} {where}: as the engine last saw it)")
+def _print_seen(kind: ProviderKind, where: str) -> None:
+    print(f"\n({NAMES[kind]} {where}: as the engine last saw it)")
 
 
 def _print_costs(state: EngineState, config: CpeConfig) -> None:
@@ -193,7 +195,7 @@ def _print_retries(state: EngineState, config: CpeConfig) -> None:
         )
         if retry is not None and retry.until > now:
             when = retry.until.strftime("%Y-%m-%d %H:%M:%S UTC")
-            lines.append(f"  #{wid:<4} retry at {when} (attempt {retry.attempt} failed)")
+            lines.append(f"  {item_ref(wid):<5} retry at {when} (attempt {retry.attempt} failed)")
             lines.append(f"      why: {' '.join(retry.reason.split())[:500]}")
     if lines:
         print("\nretries waiting (a failed attempt backs off before the next)")
@@ -209,7 +211,7 @@ def _print_merge_waits(state: EngineState) -> None:
     for rid, wait in sorted(state.merge_waits.items()):
         since = wait.since.strftime("%Y-%m-%d %H:%M:%S UTC") if wait.since else "?"
         tries = f"{wait.tries} {'try' if wait.tries == 1 else 'tries'}"
-        print(f"  revision {rid} (work item #{wait.work_item_id}) since {since}, {tries}")
+        print(f"  revision {rid} (work item {item_ref(wait.work_item_id)}) since {since}, {tries}")
         print(f"    {' '.join(wait.reason.split())[:300]}")
 
 
@@ -222,7 +224,7 @@ def _print_ignored(state: EngineState) -> None:
     print("\nignored on the tracker (never worked on; see docs/security.md)")
     for wid in ordered(state.ignored):
         item = state.ignored[wid]
-        print(f"  #{item.id} {item.title[:80]!r}: ignored: {item.reason}")
+        print(f"  {item_ref(item.id)} {item.title[:80]!r}: ignored: {item.reason}")
 
 
 def _print_skipped_specs(state: EngineState) -> None:
@@ -293,9 +295,10 @@ def _print_revisions(revisions: Sequence[Revision]) -> None:
     if not revisions:
         print("  (none)")
     for r in revisions:
+        item = f"work item {item_ref(r.work_item_id)}" if r.work_item_id else "no work item"
         print(
             f"  {r.id:<6} {r.state:<7} pipeline {r.pipeline.status:<8} head {r.head_sha[:10]}  "
-            f"work item #{r.work_item_id}  {r.title}"
+            f"{item}  {r.title}"
         )
 
 

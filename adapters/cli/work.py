@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from adapters.cli.common import fail, journal_state
-from adapters.cli.providers import issue_pages, open_local_tracker
+from adapters.cli.providers import issue_pages, local_forge_revisions, open_local_tracker
 from adapters.cli.repository import default_branch, resolve_config
 from adapters.cli.settings import CpeConfig
 from adapters.describe.items import item_cost, item_sections
@@ -96,10 +96,14 @@ def _items_and_state(
     config: CpeConfig, root: Path
 ) -> tuple[dict[WorkItemId, WorkItem], EngineState]:
     """The work items and the state to describe them by: the journal's, with the local
-    tracker's items over it (and its revisions, when the forge is local too); on GitHub or
-    GitLab, the engine's last view of them."""
+    tracker's items over it and the local forge's revisions (as they are); on GitHub, GitLab,
+    Linear or Jira, the engine's last view of them."""
     state = journal_state(root / config.engine.state_dir)
-    tracker = open_local_tracker(config, root, default_branch(config, root))
+    branch = default_branch(config, root)
+    tracker = open_local_tracker(config, root, branch)
+    forge = local_forge_revisions(config, root, branch)
+    if forge is not None:
+        state = state.model_copy(update={"revisions": {r.id: r for r in forge}})
     if tracker is not None:
         try:
             update: dict[str, object] = {

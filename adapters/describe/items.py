@@ -69,8 +69,8 @@ def item_sections(  # noqa: PLR0917 - what cpe work show and the dashboard both 
 @dataclass(frozen=True)
 class IssuePages:
     """Where a tracker that is not the local one shows its items: ``name`` ("GitHub",
-    "GitLab") and the address an item's id is appended to. Its body is not read: no token
-    needed to look."""
+    "GitLab", "Jira", "Linear") and the address an item's id is appended to ("": none known,
+    the item is named by its id). Its body is not read: no token needed to look."""
 
     name: str
     url: str
@@ -87,6 +87,18 @@ def github_pages(repository: str) -> IssuePages:
 def gitlab_pages(base_url: str, project: str) -> IssuePages:
     """A GitLab project's (``group/name`` on the instance at ``base_url``) issues."""
     return IssuePages("GitLab", f"{base_url.rstrip('/')}/{project}/-/issues/")
+
+
+def jira_pages(base_url: str) -> IssuePages:
+    """A Jira site's (Cloud or Data Center, at ``base_url``) issues, by key: ``/browse/PROJ-12``."""
+    return IssuePages("Jira", f"{base_url.rstrip('/')}/browse/")
+
+
+def linear_pages() -> IssuePages:
+    """Linear's issues: their address holds the workspace's URL key
+    (``https://linear.app/<workspace>/issue/ENG-12``), which the settings do not name, so an
+    item is named by its identifier alone."""
+    return IssuePages("Linear", "")
 
 
 def github_body(repository: str, item: WorkItem) -> str:

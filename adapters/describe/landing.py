@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Literal, Protocol
 
 from domain.landing import QueueEntry, describe_queue, why_not_merged
-from domain.models import EngineState, SentBack, WorkItem
+from domain.models import EngineState, SentBack, WorkItem, item_ref
 from domain.selectors import ordered
 
 
@@ -52,7 +52,8 @@ def print_queue(state: EngineState, workflow: Workflow) -> None:
         print("\nmerge queue (one revision at a time is tested on top of the default branch)")
         for entry in entries:
             print(
-                f"  {entry.position}. #{entry.item.id} revision {entry.revision.id}: {entry.step}"
+                f"  {entry.position}. {item_ref(entry.item.id)} revision {entry.revision.id}: "
+                f"{entry.step}"
             )
     queued = {entry.item.id for entry in entries}
     waiting = [
@@ -63,7 +64,7 @@ def print_queue(state: EngineState, workflow: Workflow) -> None:
     if waiting:
         print("\napproved, not merged")
         for wid, why in waiting:
-            print(f"  #{wid} {why}")
+            print(f"  {item_ref(wid)} {why}")
     rounds = workflow.max_landing_rounds
     back = [
         (wid, report)
@@ -73,7 +74,7 @@ def print_queue(state: EngineState, workflow: Workflow) -> None:
     if back:
         print("\nsent back by the merge queue (no attempt spent; blocked past the last round)")
         for wid, report in back:
-            print(f"  #{wid} {describe_sent_back(report, rounds)}")
+            print(f"  {item_ref(wid)} {describe_sent_back(report, rounds)}")
 
 
 def not_merged(item: WorkItem, state: EngineState, workflow: Workflow) -> str | None:

@@ -67,6 +67,19 @@ _POINTS: dict[str, str] = {
     "note (with the verdict and the approval) is not",
     "gitlab.update.after_rebase": "GitLab is rebasing a queued merge request; cpe has not seen "
     "it finish",
+    "linear.label.after_create": "a label is made in the Linear team; not acknowledged",
+    "linear.issue.after_create": "an issue is made on Linear (with its state and labels); its "
+    "blocking relations are not",
+    "linear.issue.after_link": "one blocking relation of a new issue is made; the others are not",
+    "linear.issue.after_update": "an issue's description, labels or state are written; not "
+    "acknowledged",
+    "linear.issue.after_transition": "an issue's workflow state is written; not acknowledged",
+    "linear.issue.after_comment": "cpe's comment is on the Linear issue; not acknowledged",
+    "jira.issue.after_create": "an issue is made on Jira; its blocking links are not",
+    "jira.issue.after_link": "one blocking link of a new Jira issue is made; the others are not",
+    "jira.issue.after_update": "a Jira issue's description or labels are written; not acknowledged",
+    "jira.issue.after_transition": "a Jira issue's transition is made; not acknowledged",
+    "jira.issue.after_comment": "cpe's comment on a Jira issue is made; not acknowledged",
     "tracker.comment.after": "cpe's comment on a work item is made; the write it tells of is "
     "not acknowledged",
 }

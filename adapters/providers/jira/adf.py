@@ -9,13 +9,8 @@ inline and block cards (the URL), statuses (inline code), dates (``YYYY-MM-DD``,
 text, or its children's, is kept. Anything malformed (a missing ``content``, an ``attrs`` that is
 no object) is read as far as it makes sense and never raises.
 
-``from_markdown(text)`` writes ADF that Atlassian's published JSON schema accepts (the node and
-mark types, their required attributes and the content each container admits;
-tests/adapters/providers/jira/test_adf_schema.py checks it): a line break inside a paragraph is a
-``hardBreak`` (as GitHub shows issue text); an image becomes a link to it (Jira only shows
-uploaded media); a block a container does not admit is turned into one it does (a heading inside
-a list item into a paragraph, a table inside a quote into its cells' paragraphs); links the
-Markdown parser refuses (``javascript:`` and the like) stay text.
+``from_markdown(text)`` writes ADF that Atlassian's published JSON schema admits (how, and what
+becomes of what ADF has no node for: ``adf_build``).
 
 Hidden markers. ADF has no comment node, so an HTML comment (``<!-- cpe:key=... -->``, the
 markers of adapters/providers/markers.py) is kept as plain text: a line that is a comment
@@ -36,20 +31,26 @@ converting never follows a link, fetches media or runs anything. Nesting deeper 
 
 from __future__ import annotations
 
-import datetime
 import re
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from adapters.providers.jira.adf_build import MAX_DEPTH, from_markdown
+from adapters.providers.jira.adf_escape import (
+    AUTOLINK,
+    autolink,
+    code_span,
+    destination,
+    escape,
+    escape_line_start,
+)
 
 __all__ = ["MAX_DEPTH", "from_markdown", "to_markdown"]
 
 _DELIMS = {"strong": ("**", "**"), "em": ("*", "*"), "strike": ("~~", "~~")}
 _MARK_ORDER = {"link": 0, "strong": 1, "em": 2, "strike": 3}
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_LINE_START = re.compile(r"^(#{1,6}(?=\s|$)|>|[-+*](?=\s|$)|\d{1,9}(?=[.)](?:\s|$))|=+\s*$|-+\s*$)")
-_AUTOLINK = re.compile(r"\[((?:\\.|[^\]\\\s])+)\]\(([A-Za-z][\w+.-]*:[^()\s<>]+)\)")
+_EMPTY_ITEM = re.compile(r"(?:[-*]|\d+[.)])(?:\n|$)")
 _PANEL = {"info": "Info", "note": "Note", "tip": "Tip", "warning": "Warning", "error": "Error"}
 _LISTS = {"bulletList", "orderedList", "taskList", "decisionList"}
 
@@ -86,8 +87,8 @@ def _blocks(nodes: list[Mapping[str, Any]], depth: int, *, tight: bool = False) 
         family = "ordered" if kind == "orderedList" else "bullet" if kind in _LISTS else ""
         alternate = not alternate if family and family == previous else False
         text = _list(node, depth, alternate) if family else _block(node, depth)
-        if text:
-            gap = "\n" if tight and family else "\n\n"
+        if text:  # (an empty item cannot interrupt a paragraph: a blank line before it)
+            gap = "\n" if tight and family and not _EMPTY_ITEM.match(text) else "\n\n"
             out, previous = (out + gap + text if out else text), family
     return out
 
@@ -95,13 +96,15 @@ def _blocks(nodes: list[Mapping[str, Any]], depth: int, *, tight: bool = False) 
 def _block(node: Mapping[str, Any], depth: int) -> str:
     kind, attrs = node.get("type"), _attrs(node)
     if depth >= MAX_DEPTH:
-        return _escape(" ".join(_plain(node).split()))
+        return escape(" ".join(_plain(node).split()))
     if kind == "paragraph":
         return _inline(_kids(node), depth)
     if kind == "heading":
         level = attrs.get("level")
         level = min(max(level, 1), 6) if isinstance(level, int) else 1
         text = _inline(_kids(node), depth, one_line=True)
+        closing = text.endswith("#") and not text.endswith("\\#")
+        text = text[:-1] + "\\#" if closing else text  # no closing sequence
         return f"{'#' * level} {text}" if text else ""
     if kind == "codeBlock":
         return _code_block(node)
@@ -117,7 +120,7 @@ def _block(node: Mapping[str, Any], depth: int) -> str:
     if kind == "table":
         return _table(node, depth)
     if kind in ("expand", "nestedExpand"):
-        title = _escape(_str(attrs.get("title")).strip())
+        title = escape(_str(attrs.get("title")).strip())
         return f"**{title}**\n\n" * bool(title) + _blocks(_kids(node), depth + 1)
     if kind in ("mediaSingle", "mediaGroup"):
         return "\n".join(_atom(child) for child in _kids(node))
@@ -204,7 +207,7 @@ def _table(node: Mapping[str, Any], depth: int) -> str:
         cells = []
         for cell in _kids(row):
             text = _blocks(_kids(cell), depth + 1)
-            cells.append(" ".join(text.split()).replace("|", "\\|"))
+            cells.append(text.replace("\n", " ").strip().replace("|", "\\|"))
         rows.append(cells)
     rows = [row for row in rows if row]
     if not rows:
@@ -229,7 +232,8 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
             out.append(f"]({dest})" if kind == "link" else _DELIMS[kind][1])
         out.append(tail)
 
-    for node in _split_lines(nodes):
+    flat = _split_lines(nodes)
+    for index, node in enumerate(flat):
         kind = node.get("type")
         if kind == "hardBreak":
             close(0)
@@ -241,9 +245,6 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
             close(0)
             out.append(_atom(node) if not _kids(node) else _inline(_kids(node), depth + 1))
             continue
-        if not text.strip():
-            out.append(text)
-            continue
         code = any(kind == "code" for kind, _ in marks)
         want = [mark for mark in marks if mark[0] != "code"]
         keep = 0
@@ -251,18 +252,35 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
             keep += 1
         if keep < len(active):
             close(keep)
+        if not text.strip():  # opens nothing: emphasis cannot start or end on a space
+            out.append(text)
+            continue
         lead = text[: len(text) - len(text.lstrip())]
         out.append(lead)
-        for mark in want:
-            if mark not in active:
-                active.append(mark)
-                out.append("[" if mark[0] == "link" else _DELIMS[mark[0]][0])
+        opening = [mark for mark in want if mark not in active]
+        for mark in sorted(opening, key=lambda mark: -_run(flat, index, mark)):  # longest outside
+            last = next((i for i in range(len(out) - 1, -1, -1) if out[i]), None)
+            if mark[0] == "link" and last is not None and out[last].endswith("!"):
+                out[last] = out[last][:-1] + "\\!"  # a link, not an image
+            active.append(mark)
+            out.append("[" if mark[0] == "link" else _DELIMS[mark[0]][0])
         body = text[len(lead) :]
-        out.append(_code_span(body) if code else _escape(body))
+        out.append(code_span(body) if code else escape(body))
     close(0)
-    joined = _AUTOLINK.sub(_autolink, "".join(out))
-    lines = [_escape_line_start(line.strip(" \t")) for line in joined.split("\n")]
-    return ("\n".join(lines)).strip("\n") if not one_line else " ".join(lines).strip()
+    joined = AUTOLINK.sub(autolink, "".join(out))
+    lines = [escape_line_start(line.strip(" \t")) for line in joined.split("\n")]
+    lines = [line[:-1] + "\\*" if line.endswith(" *") else line for line in lines]  # no space after
+    if one_line:
+        return " ".join(lines).strip()
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")  # a blank line parts it
+
+
+def _run(flat: list[Mapping[str, Any]], start: int, mark: tuple[str, str]) -> int:
+    """For how many nodes from ``start`` on a mark goes on."""
+    end = start
+    while end < len(flat) and mark in _marks(flat[end]):
+        end += 1
+    return end - start
 
 
 def _split_lines(nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -278,12 +296,6 @@ def _split_lines(nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return out
 
 
-def _autolink(match: re.Match[str]) -> str:
-    """``[url](url)`` as ``<url>``: how a bare link is written."""
-    label, url = re.sub(r"\\(.)", r"\1", match.group(1)), match.group(2)
-    return f"<{url}>" if label == url else match.group(0)
-
-
 def _marks(node: Mapping[str, Any]) -> list[tuple[str, str]]:
     marks: dict[tuple[str, str], None] = {}
     raw = node.get("marks")
@@ -294,25 +306,10 @@ def _marks(node: Mapping[str, Any]) -> list[tuple[str, str]]:
         if kind == "link":
             href = _str(_attrs(mark).get("href"))
             if href:
-                marks[("link", _destination(href, _str(_attrs(mark).get("title"))))] = None
+                marks[("link", destination(href, _str(_attrs(mark).get("title"))))] = None
         elif kind in ("strong", "em", "strike", "code"):
             marks[(kind, "")] = None
     return sorted(marks, key=lambda mark: _MARK_ORDER.get(mark[0], 9))
-
-
-def _destination(href: str, title: str) -> str:
-    href = href.replace("\n", "%0A").replace("<", "%3C").replace(">", "%3E")
-    dest = f"<{href}>" if re.search(r"[\s()]", href) else href
-    if title:
-        dest += ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return dest
-
-
-def _code_span(text: str) -> str:
-    text = text.replace("\n", " ")
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _atom(node: Mapping[str, Any]) -> str:
@@ -321,67 +318,23 @@ def _atom(node: Mapping[str, Any]) -> str:
     text = _str(attrs.get("text"))
     if kind == "mention":
         name = text or _str(attrs.get("id"))
-        return _escape(name if name.startswith("@") else f"@{name}") if name else ""
+        return escape(name if name.startswith("@") else f"@{name}") if name else ""
     if kind == "emoji":
-        return _escape(text or _str(attrs.get("shortName")))
+        return escape(text or _str(attrs.get("shortName")))
     if kind == "inlineCard":
         url = _str(attrs.get("url"))
-        return f"<{url}>" if re.fullmatch(r"[A-Za-z][\w+.-]*:[^\s<>]+", url) else _escape(url)
+        return f"<{url}>" if re.fullmatch(r"[A-Za-z][\w+.-]*:[^\s<>]+", url) else escape(url)
     if kind == "status":
-        return _code_span(text) if text.strip() else ""
+        return code_span(text) if text.strip() else ""
     if kind == "date":
-        return _date(_str(attrs.get("timestamp")))
+        stamp = _str(attrs.get("timestamp"))
+        try:
+            return datetime.fromtimestamp(int(stamp) / 1000, UTC).date().isoformat()
+        except (ValueError, OverflowError, OSError):
+            return escape(stamp)
     if kind in ("media", "mediaInline"):
         url, alt = _str(attrs.get("url")), _str(attrs.get("alt")).strip()
         if attrs.get("type") == "external" and url and not re.search(r"[\s()<>]", url):
-            return f"![{_escape(alt)}]({url})"
-        return _escape(f"(attachment: {alt})" if alt else "(attachment)")
-    return _escape(_str(node.get("text")) or text)
-
-
-def _date(timestamp: str) -> str:
-    try:
-        moment = datetime.datetime.fromtimestamp(int(timestamp) / 1000, tz=datetime.UTC)
-    except (ValueError, OverflowError, OSError):
-        return _escape(timestamp)
-    return moment.date().isoformat()
-
-
-def _escape(text: str) -> str:
-    """Text as Markdown that reads back as the same text; HTML comments kept verbatim."""
-    out, last = [], 0
-    for match in _COMMENT.finditer(text):
-        out.append(_escape_plain(text[last : match.start()]))
-        out.append(match.group(0))
-        last = match.end()
-    out.append(_escape_plain(text[last:]))
-    return "".join(out)
-
-
-def _escape_plain(text: str) -> str:
-    out = []
-    for i, char in enumerate(text):
-        before, after = text[i - 1 : i], text[i + 1 : i + 2]
-        if (
-            char in "\\`[]"
-            or (char == "~" and "~" in (before, after))
-            or (char == "*" and not (before.isspace() and after.isspace()))
-            or (char == "_" and not (before.isalnum() and after.isalnum()))
-            or (char == "<" and re.match(r"[A-Za-z/?!]", after))
-            or (char == "&" and re.match(r"#?\w+;", text[i + 1 :]))
-        ):
-            out.append("\\")
-        out.append(char)
-    return "".join(out)
-
-
-def _escape_line_start(line: str) -> str:
-    if line.startswith("<!--"):  # an HTML block: raw to its end, so only comments stay raw
-        return line if re.fullmatch(r"(?:<!--(?:(?!-->).)*-->[ \t]*)+", line) else "\\" + line
-    match = _LINE_START.match(line)
-    if not match:
-        return line
-    if match.group(1)[0].isdigit():
-        cut = len(match.group(1))
-        return f"{line[:cut]}\\{line[cut:]}"
-    return "\\" + line
+            return f"![{escape(alt)}]({url})"
+        return escape(f"(attachment: {alt})" if alt else "(attachment)")
+    return escape(_str(node.get("text")) or text)

@@ -1,7 +1,13 @@
-"""Markdown -> Atlassian Document Format: what ``adf.from_markdown`` does (see ``adf``'s
-docstring for the choices: hard breaks, hidden markers kept as text, blocks a container does not
-admit turned into ones it does). Markdown is parsed by markdown-it-py (CommonMark, with GFM
-tables and strikethrough); its token tree is turned into ADF nodes.
+"""Markdown -> Atlassian Document Format: what ``adf.from_markdown`` does. Markdown is parsed by
+markdown-it-py (CommonMark, with GFM tables and strikethrough); its token tree becomes ADF nodes
+that Atlassian's published JSON schema admits (the node and mark types, their required
+attributes, the content each container admits: tests/adapters/providers/jira/test_adf_schema.py).
+
+A line break inside a paragraph is a ``hardBreak`` (as GitHub shows issue text); an HTML comment
+or other raw HTML is plain text (see ``adf`` on hidden markers); an image becomes a link to it
+(Jira only shows uploaded media); a checklist (``- [ ]``/``- [x]``) is a task list; a block a
+container does not admit becomes one it does (a heading in a list item a paragraph, a table in a
+quote its cells' paragraphs); links the parser refuses (``javascript:`` and the like) stay text.
 """
 
 from __future__ import annotations
@@ -16,11 +22,11 @@ MAX_DEPTH = 40
 _MD = MarkdownIt("commonmark", {"maxNesting": MAX_DEPTH}).enable(["table", "strikethrough"])
 
 _Tree = list[tuple[Token, "_Tree"]]
-_IN_DOC = {"paragraph", "heading", "codeBlock", "bulletList", "orderedList", "taskList"}
-_IN_DOC |= {"blockquote", "rule", "table", "panel"}
-_IN_ITEM = {"paragraph", "codeBlock", "bulletList", "orderedList"}
-_IN_QUOTE = {"paragraph", "codeBlock", "bulletList", "orderedList"}
-_IN_CELL = _IN_DOC - {"table"}
+IN_DOC = {"paragraph", "heading", "codeBlock", "bulletList", "orderedList", "taskList"}
+IN_DOC |= {"blockquote", "rule", "table", "panel"}
+IN_ITEM = {"paragraph", "codeBlock", "bulletList", "orderedList"}
+IN_QUOTE = {"paragraph", "codeBlock", "bulletList", "orderedList"}
+IN_CELL = IN_DOC - {"table"}
 _CONTAINERS = {"blockquote", "panel", "bulletList", "orderedList", "listItem", "table"}
 _CONTAINERS |= {"tableRow", "tableHeader", "tableCell"}
 _MARK_TOKENS = {"strong": "strong", "em": "em", "s": "strike", "link": "link"}
@@ -40,14 +46,14 @@ def from_markdown(text: str) -> dict[str, Any]:
                 stack.pop()
         else:
             stack[-1].append((token, []))
-    return {"type": "doc", "version": 1, "content": _Builder().blocks(tree, _IN_DOC)}
+    return {"type": "doc", "version": 1, "content": Builder().blocks(tree, IN_DOC)}
 
 
-def _paragraph(content: list[dict[str, Any]]) -> dict[str, Any]:
+def paragraph(content: list[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "paragraph", "content": content}
 
 
-def _text(nodes: list[dict[str, Any]], text: str, marks: list[dict[str, Any]]) -> None:
+def add_text(nodes: list[dict[str, Any]], text: str, marks: list[dict[str, Any]]) -> None:
     if not text:
         return
     unique: dict[str, dict[str, Any]] = {}
@@ -68,7 +74,7 @@ def _lines(text: str) -> list[dict[str, Any]]:
     for i, line in enumerate(text.split("\n")):
         if i:
             nodes.append({"type": "hardBreak"})
-        _text(nodes, line, [])
+        add_text(nodes, line, [])
     return nodes
 
 
@@ -76,7 +82,7 @@ def _is_comment(token: Token) -> bool:
     return token.type == "html_block" and token.content.lstrip().startswith("<!--")
 
 
-class _Builder:
+class Builder:
     def __init__(self) -> None:
         self._ids = 0
 
@@ -102,17 +108,22 @@ class _Builder:
             else:
                 joinable = None
             out.append(block)
-        return self._fit(out, allowed)
+        return self.fit(out, allowed)
 
     def _block(self, token: Token, kids: _Tree) -> dict[str, Any] | None:
         kind = token.type
         if kind == "paragraph_open":
-            return _paragraph(self._inline(kids))
+            return paragraph(self._inline(kids))
         if kind == "html_block":
-            return _paragraph(_lines(token.content.rstrip("\n")))
+            return paragraph(_lines(token.content.rstrip("\n")))
         if kind == "heading_open":
             level = int(token.tag[1:]) if token.tag[1:].isdigit() else 1
-            return {"type": "heading", "attrs": {"level": level}, "content": self._inline(kids)}
+            content = self._inline(kids)
+            return (
+                {"type": "heading", "attrs": {"level": level}, "content": content}
+                if content
+                else None
+            )
         if kind in ("fence", "code_block"):
             code = token.content[:-1] if token.content.endswith("\n") else token.content
             node: dict[str, Any] = {
@@ -130,11 +141,11 @@ class _Builder:
         if kind in ("bullet_list_open", "ordered_list_open"):
             return self._list(token, kids)
         if kind == "blockquote_open":
-            content = self.blocks(kids, _IN_QUOTE)
+            content = self.blocks(kids, IN_QUOTE)
             return {"type": "blockquote", "content": content} if content else None
         if kind == "table_open":
             return self._table(kids)
-        return _paragraph(_lines(token.content)) if token.content.strip() else None
+        return paragraph(_lines(token.content)) if token.content.strip() else None
 
     def _inline(self, kids: _Tree) -> list[dict[str, Any]]:
         nodes: list[dict[str, Any]] = []
@@ -147,7 +158,7 @@ class _Builder:
                     nodes.append({"type": "hardBreak"})
                 elif kind == "code_inline":
                     links = [mark for mark in marks if mark["type"] == "link"]
-                    _text(nodes, child.content, [*links, {"type": "code"}])
+                    add_text(nodes, child.content, [*links, {"type": "code"}])
                 elif kind.endswith("_open") and name in _MARK_TOKENS:
                     mark: dict[str, Any] = {"type": _MARK_TOKENS[name]}
                     if name == "link":
@@ -163,28 +174,34 @@ class _Builder:
                 elif kind == "image":
                     src = str(child.attrGet("src") or "")
                     link = [{"type": "link", "attrs": {"href": src}}] if src else []
-                    _text(nodes, child.content or src, [*marks, *link])
+                    add_text(nodes, child.content or src, [*marks, *link])
                 else:
-                    _text(nodes, child.content, marks)
+                    add_text(nodes, child.content, marks)
         return nodes
 
     def _list(self, token: Token, items: _Tree) -> dict[str, Any] | None:
-        entries = [self.blocks(kids, _IN_DOC) for _, kids in items]
-        if token.type == "bullet_list_open" and entries and all(map(_is_task, entries)):
+        entries = [self.blocks(kids, IN_DOC) for _, kids in items]
+        start = str(token.attrGet("start") or "1")
+        order = int(start) if start.isdigit() else 1
+        return self.list_node(token.type == "ordered_list_open", entries, order)
+
+    def list_node(
+        self, ordered: bool, entries: list[list[dict[str, Any]]], order: int = 1
+    ) -> dict[str, Any] | None:
+        """A list of items (each its blocks): a task list when every item starts with a box."""
+        if not ordered and entries and all(map(_is_task, entries)):
             return self._task_list(entries)
         content = [{"type": "listItem", "content": self._item(entry)} for entry in entries]
         if not content:
             return None
-        if token.type == "bullet_list_open":
+        if not ordered:
             return {"type": "bulletList", "content": content}
-        start = str(token.attrGet("start") or "1")
-        order = max(1, int(start)) if start.isdigit() else 1
-        return {"type": "orderedList", "attrs": {"order": order}, "content": content}
+        return {"type": "orderedList", "attrs": {"order": max(1, order)}, "content": content}
 
     def _item(self, entry: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        content = self._fit(entry, _IN_ITEM)
+        content = self.fit(entry, IN_ITEM)
         if not content or content[0]["type"] not in ("paragraph", "codeBlock"):
-            content.insert(0, _paragraph([]))
+            content.insert(0, paragraph([]))
         return content
 
     def _task_list(self, entries: list[list[dict[str, Any]]]) -> dict[str, Any]:
@@ -206,7 +223,7 @@ class _Builder:
                 row = []
                 for cell, inline in cells:
                     kind = "tableHeader" if cell.type == "th_open" else "tableCell"
-                    row.append({"type": kind, "content": [_paragraph(self._inline(inline))]})
+                    row.append({"type": kind, "content": [paragraph(self._inline(inline))]})
                 if row:
                     rows.append({"type": "tableRow", "content": row})
         if not rows:
@@ -214,7 +231,7 @@ class _Builder:
         attrs = {"isNumberColumnEnabled": False, "layout": "default"}
         return {"type": "table", "attrs": attrs, "content": rows}
 
-    def _fit(self, blocks: list[dict[str, Any]], allowed: set[str]) -> list[dict[str, Any]]:
+    def fit(self, blocks: list[dict[str, Any]], allowed: set[str]) -> list[dict[str, Any]]:
         """The blocks, each turned into what the container admits when it admits it not."""
         out: list[dict[str, Any]] = []
         for block in blocks:
@@ -222,15 +239,15 @@ class _Builder:
             if kind in allowed:
                 out.append(block)
             elif kind == "heading":
-                out.append(_paragraph(block.get("content", [])))
+                out.append(paragraph(block.get("content", [])))
             elif kind == "taskList":
-                out += self._fit([_task_bullets(block)], allowed)
+                out += self.fit([_task_bullets(block)], allowed)
             elif kind in _CONTAINERS:
-                out += self._fit(block.get("content", []), allowed)
+                out += self.fit(block.get("content", []), allowed)
             elif kind == "codeBlock":
                 code = "".join(node["text"] for node in block.get("content", []))
                 out.append(
-                    _paragraph(
+                    paragraph(
                         [
                             {**n, "marks": [{"type": "code"}]} if n["type"] == "text" else n
                             for n in _lines(code)
@@ -261,5 +278,5 @@ def _task_bullets(task_list: dict[str, Any]) -> dict[str, Any]:
         elif node["type"] == "taskItem":
             box = "[x] " if node["attrs"]["state"] == "DONE" else "[ ] "
             inline = [{"type": "text", "text": box}, *node.get("content", [])]
-            items.append({"type": "listItem", "content": [_paragraph(inline)]})
+            items.append({"type": "listItem", "content": [paragraph(inline)]})
     return {"type": "bulletList", "content": items}

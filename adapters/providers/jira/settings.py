@@ -79,9 +79,9 @@ class JiraSettings(BaseModel):
     # ``trusted_groups``, or such a person gave it ``admit_label`` (the changelog says who); and,
     # when ``required_labels`` is set, it carries them all. Comments by anyone else are left out
     # of every prompt. cpe's own account and ``trusted_users`` are always trusted.
-    trusted_permission: str | None = Field(default="EDIT_ISSUES", pattern=r"^[A-Z][A-Z_]*$")
+    trusted_permission: str | None = "EDIT_ISSUES"
     """A project permission key (``EDIT_ISSUES``, ``TRANSITION_ISSUES``, ``ADMINISTER_PROJECTS``);
-    None: nobody is trusted by permission, only by group or by name."""
+    empty (or None): nobody is trusted by permission, only by group or by name."""
     trusted_groups: tuple[str, ...] = ()
     trusted_users: tuple[str, ...] = ()
     """Account ids (Cloud) or user names (Data Center)."""
@@ -147,6 +147,19 @@ class JiraSettings(BaseModel):
         if "@" not in email or any(c.isspace() for c in email):
             raise ValueError(f"{value!r} is not an e-mail address (the Cloud account's)")
         return email
+
+    @field_validator("trusted_permission")
+    @classmethod
+    def _permission(cls, value: str | None) -> str | None:
+        key = (value or "").strip()
+        if not key:
+            return None
+        if not re.fullmatch(r"[A-Z][A-Z_]*", key):
+            raise ValueError(
+                f"{value!r} is not a Jira project permission key: expected one such as "
+                "EDIT_ISSUES, TRANSITION_ISSUES or ADMINISTER_PROJECTS (empty: none)"
+            )
+        return key
 
     @field_validator("admit_label")
     @classmethod

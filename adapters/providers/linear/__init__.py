@@ -16,9 +16,12 @@ which only a running provider needs.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.providers.linear.settings import LinearSettings
+
+if TYPE_CHECKING:
+    from adapters.providers.linear.provider import LinearProvider, create_linear_provider
 
 __all__ = ["LinearProvider", "LinearSettings", "create_linear_provider"]
 

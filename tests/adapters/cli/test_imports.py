@@ -43,6 +43,11 @@ ENGINE_ONLY = (
     "claude_agent_sdk",
     "githubkit",
     "ray",
+    # Linear's and Jira's providers and their HTTP client: the configuration embeds only their
+    # settings (adapters/providers/{linear,jira}/__init__.py import the provider lazily).
+    "httpx",
+    "adapters.providers.linear.provider",
+    "adapters.providers.jira.provider",
 )
 
 # What reading supervisor.toml and the local tracker needs none of: the engine's settings models

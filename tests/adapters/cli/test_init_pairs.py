@@ -23,7 +23,19 @@ VALID = [
     ("github", "gitlab"),
     ("gitlab", "github"),
     ("gitlab", "gitlab"),
+    ("linear", "github"),
+    ("linear", "gitlab"),
+    ("linear", "local"),
+    ("jira", "github"),
+    ("jira", "gitlab"),
+    ("jira", "local"),
 ]
+TOKEN_ENV = {
+    "github": "GITHUB_TOKEN",
+    "gitlab": "GITLAB_TOKEN",
+    "linear": "LINEAR_API_KEY",
+    "jira": "JIRA_API_TOKEN",
+}
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -44,8 +56,7 @@ def test_every_valid_pair_writes_a_file_that_loads_and_names_it(
     assert (config.provider.work_items_kind, config.provider.revisions_kind) == (tracker, forge)
     out = capsys.readouterr().out
     for kind in {tracker, forge} - {"local"}:
-        variable = {"github": "GITHUB_TOKEN", "gitlab": "GITLAB_TOKEN"}[kind]
-        assert f"export {variable}=..." in out
+        assert f"export {TOKEN_ENV[kind]}=..." in out
         assert f"set [provider.{kind}]" in out  # no origin: nothing guessed
     if {tracker, forge} == {"local"}:
         assert "left to set" not in out
@@ -127,18 +138,105 @@ def test_a_forge_alone_keeps_the_work_items_local(tmp_path: Path) -> None:
     assert (provider.work_items_kind, provider.revisions_kind) == ("local", "gitlab")
 
 
-@pytest.mark.parametrize("tracker", ["github", "gitlab"])
+@pytest.mark.parametrize(
+    ("tracker", "forge", "expected"),
+    [
+        (
+            "github",
+            "local",
+            "--forge local: the local forge keeps revisions of the local tracker's, Linear's or "
+            "Jira's items; with work items on github choose github or gitlab for --forge",
+        ),
+        (
+            "gitlab",
+            "local",
+            "--forge local: the local forge keeps revisions of the local tracker's, Linear's or "
+            "Jira's items; with work items on gitlab choose github or gitlab for --forge",
+        ),
+        (
+            "linear",
+            "linear",
+            "--forge linear: Linear keeps work items only; choose github, gitlab or local for "
+            "--forge",
+        ),
+        (
+            "local",
+            "jira",
+            "--forge jira: Jira keeps work items only; choose github, gitlab or local for --forge",
+        ),
+    ],
+)
 def test_an_invalid_pair_is_refused_in_one_line_and_writes_nothing(
-    tmp_path: Path, tracker: str
+    tmp_path: Path, tracker: str, forge: str, expected: str
 ) -> None:
     repo = repo_with_origin(tmp_path, None)
     before = snapshot(repo)
-    line = one_line_error(cpe("init", "--tracker", tracker, "--forge", "local", cwd=repo), 2)
-    assert line == (
-        "cpe: init: --forge local: the local forge keeps revisions of the local tracker's items "
-        f"only; with work items on {tracker} choose github or gitlab for --forge"
-    )
+    line = one_line_error(cpe("init", "--tracker", tracker, "--forge", forge, cwd=repo), 2)
+    assert line == f"cpe: init: {expected}"
     assert snapshot(repo) == before
+
+
+@pytest.mark.parametrize("tracker", ["linear", "jira"])
+def test_linear_or_jira_alone_keeps_the_revisions_local(tmp_path: Path, tracker: str) -> None:
+    repo = repo_with_origin(tmp_path, "git@github.com:acme/widgets.git")
+    assert init(repo, tracker) == 0  # type: ignore[arg-type]
+    provider = load_config(repo / "supervisor.toml").provider
+    assert (provider.work_items_kind, provider.revisions_kind) == (tracker, "local")
+
+
+def test_linear_is_written_with_its_team_to_set_and_what_its_key_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = repo_with_origin(tmp_path, "git@github.com:acme/widgets.git")
+    assert init(repo, "linear", "github") == 0
+    provider = load_config(repo / "supervisor.toml").provider
+    assert provider.linear is not None
+    assert (provider.linear.team, provider.linear.token_env) == ("ENG", "LINEAR_API_KEY")
+    assert (provider.linear.project, provider.linear.label) == (None, None)
+    assert provider.where("github") == "acme/widgets"  # the forge, from origin
+    out = capsys.readouterr().out
+    assert (
+        "set [provider.linear] team in supervisor.toml (now ENG): the key of the Linear team"
+        in (out)
+    )
+    assert (
+        "export LINEAR_API_KEY=...   a personal API key (Linear: Settings, Security & access) or "
+        "an OAuth access token, of a member of the team (not a guest) who can create and edit "
+        "its issues"
+    ) in out
+    assert "open an issue on Linear (team ENG)" in out
+    text = (repo / "supervisor.toml").read_text()
+    assert '# project = "NAME"' in text  # the options, said and left out
+    assert '# label = "cpe"' in text
+
+
+def test_jira_is_written_with_its_site_project_and_email_to_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = repo_with_origin(tmp_path, None)
+    assert init(repo, "jira", "local") == 0
+    jira = load_config(repo / "supervisor.toml").provider.jira
+    assert jira is not None
+    assert (jira.base_url, jira.project, jira.email, jira.token_env, jira.is_cloud) == (
+        "https://your-site.atlassian.net",
+        "PROJ",
+        "you@example.com",
+        "JIRA_API_TOKEN",
+        True,
+    )
+    out = capsys.readouterr().out
+    assert (
+        "set [provider.jira] base_url, project and email in supervisor.toml (now "
+        "https://your-site.atlassian.net, PROJ, you@example.com): "
+    ) in out
+    assert (
+        "export JIRA_API_TOKEN=...   Jira Cloud: an API token (id.atlassian.com, Security, API "
+        "tokens) of the account whose email is set, with the Browse projects, Create issues, Edit "
+        "issues, Transition issues, Link issues and Add comments permissions in the project; "
+        "Jira Data Center: a personal access token of an account with those permissions"
+    ) in out
+    assert "open an issue on Jira (PROJ at https://your-site.atlassian.net)" in out
+    assert "pipeline_command: your test command" in out  # the local forge's pipeline
 
 
 def test_an_existing_supervisor_toml_is_kept_and_the_warning_says_so(tmp_path: Path) -> None:

@@ -416,3 +416,32 @@ def test_hidden_markers_are_plain_text_paragraphs_in_adf() -> None:
 )
 def test_markdown_in_normal_form_round_trips_exactly(markdown: str) -> None:
     assert adf.to_markdown(adf.from_markdown(markdown)) == markdown
+
+
+# Inputs generated Markdown found where the Markdown written back read differently.
+ODD_MARKDOWN = [
+    "- \n+",  # two lists in a row: the second's markers differ
+    "- - +",  # a sublist as an item's first block, down to an empty item
+    "- -     a",  # a code block as a sublist item's first block
+    "- a\n\n  - ",  # an empty item right after an item's text
+    "<!-- c -->_",  # a line that starts with a comment and goes on
+    "<!-- c -->_<!-- c -->",
+    "_*_",  # an emphasised delimiter
+    "*a\t```a```**",  # a tab inside emphasis
+    "!*[a](b)*",  # '!' before a link
+    "a  #\n---\n",  # a setext heading ending in '#'
+    "#\t#\t#",
+    "- #\n\ta",  # an empty heading in an item
+    "*a\na*\n---\n",  # a line break inside a heading
+    "***a**.**",  # marks opened together, closed apart
+    "**.***.**",
+    ">| a |\n| - |\n",  # a delimiter row inside a paragraph
+    "\\-- -",  # a thematic break written as text
+    "<?| a |\n| - |\n\n\na",  # an HTML block to the end, blank lines and all
+]
+
+
+@pytest.mark.parametrize("markdown", ODD_MARKDOWN)
+def test_odd_markdown_is_written_back_in_a_form_that_reads_the_same(markdown: str) -> None:
+    written = adf.to_markdown(adf.from_markdown(markdown))
+    assert adf.to_markdown(adf.from_markdown(written)) == written

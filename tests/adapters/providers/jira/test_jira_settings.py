@@ -113,5 +113,11 @@ def test_a_trusted_permission_is_a_permission_key_or_none() -> None:
         ).trusted_permission
         is None
     )
-    with pytest.raises(ValidationError, match="trusted_permission"):
+    assert (
+        JiraSettings(
+            base_url="https://j.example", project="P", trusted_permission=" "
+        ).trusted_permission
+        is None
+    )
+    with pytest.raises(ValidationError, match="not a Jira project permission key"):
         JiraSettings(base_url="https://j.example", project="P", trusted_permission="edit issues")

@@ -1,0 +1,75 @@
+"""Text as Markdown that reads back as the same text: what ``adf.to_markdown`` escapes, and how
+it writes code spans and link destinations. HTML comments (cpe's hidden markers) stay verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_LINE_START = re.compile(
+    r"^(#{1,6}(?=\s|$)|>|[-+*](?=\s|$)|\d{1,9}(?=[.)](?:\s|$))|=+\s*$|(?:-\s*)+$)"
+)
+AUTOLINK = re.compile(r"\[((?:\\.|[^\]\\\s])+)\]\(([A-Za-z][\w+.-]*:[^()\s<>]+)\)")
+
+
+def autolink(match: re.Match[str]) -> str:
+    """``[url](url)`` as ``<url>``: how a bare link is written."""
+    label, url = re.sub(r"\\(.)", r"\1", match.group(1)), match.group(2)
+    return f"<{url}>" if label == url else match.group(0)
+
+
+def destination(href: str, title: str) -> str:
+    href = href.replace("\n", "%0A").replace("<", "%3C").replace(">", "%3E")
+    dest = f"<{href}>" if re.search(r"[\s()]", href) else href
+    if title:
+        dest += ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return dest
+
+
+def code_span(text: str) -> str:
+    text = text.replace("\n", " ")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    spaced = text.startswith(" ") and text.endswith(" ") and text.strip()
+    pad = " " if text.startswith("`") or text.endswith("`") or spaced else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def escape(text: str) -> str:
+    """Text as Markdown that reads back as the same text; HTML comments kept verbatim."""
+    out, last = [], 0
+    for match in _COMMENT.finditer(text):
+        out.append(_escape_plain(text[last : match.start()]))
+        out.append(match.group(0))
+        last = match.end()
+    out.append(_escape_plain(text[last:]))
+    return "".join(out)
+
+
+def _escape_plain(text: str) -> str:
+    out = []
+    for i, char in enumerate(text):
+        before, after = text[i - 1 : i], text[i + 1 : i + 2]
+        if (
+            char in "\\`[]"
+            or (char == "~" and "~" in (before, after))
+            or (char == "*" and not (before.isspace() and after.isspace()))
+            or (char == "_" and not (before.isalnum() and after.isalnum()))
+            or (char == "<" and re.match(r"[A-Za-z/?!]", after))
+            or (char == "&" and re.match(r"#?\w+;", text[i + 1 :]))
+        ):
+            out.append("\\")
+        out.append(char)
+    return "".join(out)
+
+
+def escape_line_start(line: str) -> str:
+    if line.startswith("<!--"):  # an HTML block: raw to its end, so only comments stay raw
+        return line if re.fullmatch(r"(?:<!--(?:(?!-->).)*-->[ \t]*)+", line) else "\\" + line
+    match = _LINE_START.match(line)
+    if not match:  # a row of bars and dashes would make the line above a table's head
+        return "\\" + line if re.fullmatch(r"[|: \t]*-[-|: \t]*", line) and "|" in line else line
+    if match.group(1)[0].isdigit():
+        cut = len(match.group(1))
+        return f"{line[:cut]}\\{line[cut:]}"
+    return "\\" + line

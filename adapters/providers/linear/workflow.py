@@ -1,0 +1,169 @@
+"""cpe's statuses as the team's workflow states, and the team's labels.
+
+An issue's status is its workflow state (never a label). Each status is one state of the team,
+resolved at start (``Workflow``): the state ``states`` names for it; else, for pending,
+in-progress and done, the team's first state (by position) of type unstarted (backlog when it
+has none), started and completed; else, for in-review, approved, needs-refinement and blocked,
+the state named as ``settings.DEFAULT_STATE_NAMES`` says ("In Review", ...). A status no state
+says stops cpe at start with one line listing the team's states. Read back, a state a status
+names says that status; any other says what its type does: triage, backlog and unstarted are
+pending, started is in-progress, completed and canceled are done.
+
+Labels are the team's (and the workspace's, when an issue carries one): a label cpe is asked to
+put on an issue and the team lacks is created in the team first (``Labels``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+
+from adapters.providers.admission import label_key
+from adapters.providers.linear.api import LinearApi
+from adapters.providers.linear.settings import STATE_TYPES, LinearSettings
+from adapters.providers.linear.transport import Json
+from adapters.support.crashpoints import crashpoint
+from domain.errors import ConfigError, ConflictError
+from domain.models import STATUSES, Status
+
+log = logging.getLogger(__name__)
+
+_BY_TYPE: dict[str, Status] = {
+    "triage": "pending",
+    "backlog": "pending",
+    "unstarted": "pending",
+    "started": "in-progress",
+    "completed": "done",
+    "canceled": "done",
+}
+_FIRST_OF: dict[Status, tuple[str, ...]] = {
+    "pending": ("unstarted", "backlog"),
+    "in-progress": ("started",),
+    "done": ("completed",),
+}
+LABEL_COLOR = "#5e6ad2"
+ADMIT_COLOR = "#5319e7"
+
+
+def _type_order(kind: object) -> int:
+    """Linear's workflow order: triage, backlog, unstarted, started, completed, canceled."""
+    return STATE_TYPES.index(str(kind)) if kind in STATE_TYPES else len(STATE_TYPES)
+
+
+def _described(states: Sequence[Json]) -> str:
+    return ", ".join(f"{s.get('name')} ({s.get('type')})" for s in states) or "none"
+
+
+class Workflow:
+    """Which state says which status, for one team."""
+
+    def __init__(self, settings: LinearSettings, states: Sequence[Json]) -> None:
+        ordered = sorted(
+            (s for s in states if s.get("id")),
+            key=lambda s: (_type_order(s.get("type")), float(s.get("position") or 0)),
+        )
+        by_name = {label_key(str(s.get("name") or "")): s for s in ordered}
+        self.state_ids: dict[Status, str] = {}
+        self.state_names: dict[Status, str] = {}
+        taken: set[str] = set()
+        missing: list[str] = []
+        # The named ones first, so a status found by type never takes a named state.
+        named = [s for s in STATUSES if settings.state_name(s) is not None]
+        for status in [*named, *(s for s in STATUSES if s not in named)]:
+            name = settings.state_name(status)
+            if name is not None:
+                found = by_name.get(label_key(name))
+            else:
+                found = next(
+                    (
+                        s
+                        for kind in _FIRST_OF[status]
+                        for s in ordered
+                        if s.get("type") == kind and str(s["id"]) not in taken
+                    ),
+                    None,
+                )
+            if found is None:
+                missing.append(f"{status} ({name!r})" if name else f"{status} (by type)")
+                continue
+            if str(found["id"]) in taken:
+                raise ConfigError(
+                    f"two statuses are the workflow state {found.get('name')!r} of team "
+                    f"{settings.team}",
+                    key_path="provider.linear.states",
+                    expected="a different state for each status",
+                )
+            taken.add(str(found["id"]))
+            self.state_ids[status] = str(found["id"])
+            self.state_names[status] = str(found.get("name"))
+        if missing:
+            raise ConfigError(
+                f"team {settings.team} has no workflow state for {', '.join(missing)}; its "
+                f"states are: {_described(ordered)}",
+                key_path="provider.linear.states",
+                expected="a state of the team for each of cpe's statuses: add the states to the "
+                "team's workflow, or map each status to one of its states "
+                '([provider.linear.states] blocked = "Todo")',
+            )
+        self._by_id = {state_id: status for status, state_id in self.state_ids.items()}
+        self._types = {str(s["id"]): str(s.get("type") or "") for s in ordered}
+
+    def status_of(self, state_id: str, state_type: str) -> Status:
+        found = self._by_id.get(state_id)
+        if found is not None:
+            return found
+        return _BY_TYPE.get(self._types.get(state_id, state_type), "pending")
+
+    def state_for(self, status: Status) -> str:
+        return self.state_ids[status]
+
+
+class Labels:
+    """The team's labels by name, created in the team when missing."""
+
+    def __init__(self, api: LinearApi, team_id: str, labels: Iterable[Json]) -> None:
+        self._api = api
+        self._team = team_id
+        self._lock = threading.Lock()
+        self._ids: dict[str, str] = {}
+        self.learn((str(n.get("id")), str(n.get("name"))) for n in labels if n.get("id"))
+
+    def learn(self, labels: Iterable[tuple[str, str]]) -> None:
+        """Labels seen on issues (a workspace label among them) or made."""
+        with self._lock:
+            for label_id, name in labels:
+                self._ids.setdefault(label_key(name), label_id)
+
+    def ids(self, names: Iterable[str], admit_label: str = "") -> list[str]:
+        """The ids of ``names``, each created in the team first when unknown."""
+        found: list[str] = []
+        for name in dict.fromkeys(n.strip() for n in names if n.strip()):
+            with self._lock:
+                known = self._ids.get(label_key(name))
+            if known is None:
+                known = self._create(name, admit=label_key(name) == label_key(admit_label))
+            found.append(known)
+        return list(dict.fromkeys(found))
+
+    def _create(self, name: str, *, admit: bool) -> str:
+        description = "cpe: a trusted member admits this issue as work" if admit else "made by cpe"
+        try:
+            made = self._api.create_label(
+                self._team, name, ADMIT_COLOR if admit else LABEL_COLOR, description
+            )
+        except ConflictError:
+            # Made meanwhile (or a workspace label of that name): the team's list says which.
+            team = self._api.team_labels(self._team)
+            self.learn((str(n.get("id")), str(n.get("name"))) for n in team)
+            with self._lock:
+                known = self._ids.get(label_key(name))
+            if known is None:
+                raise
+            return known
+        crashpoint("linear.label.after_create")
+        log.info("created the label %s in the team", name)
+        label_id = str(made["id"])
+        with self._lock:
+            self._ids[label_key(name)] = label_id
+        return label_id
