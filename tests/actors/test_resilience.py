@@ -285,7 +285,7 @@ def test_a_bad_configuration_exits_78_naming_the_key(tmp_path: Path) -> None:
     assert result.returncode == 78
     assert "workflow.max_attempts" in result.stderr
     assert "provider.kind" in result.stderr
-    assert "'local', 'github' or 'gitlab'" in result.stderr
+    assert "'local', 'github', 'gitlab', 'linear' or 'jira'" in result.stderr
 
 
 def test_a_crashing_poller_is_restarted_after_its_backoff_and_the_others_keep_running(

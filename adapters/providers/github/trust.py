@@ -125,9 +125,8 @@ class Trust:
                 permission, role = self._api.collaborator_permission(login)
             except NotFoundError:
                 permission, role = "none", "none"
-            except ProviderError as exc:
-                log.warning("the permission of %s could not be read: %s", login, exc)
-                return "none"  # not cached: asked again next time
+            # Any other failure raises: taken for "none", the issue's verdict would be kept
+            # until the issue changes (a teammate's issue ignored after an outage).
             found = role if role in RANK else permission if permission in RANK else "none"
             self._permissions[label_key(login)] = (self._clock(), found)
             return found

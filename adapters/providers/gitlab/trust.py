@@ -116,11 +116,11 @@ class Trust:
             known = self._levels.get(user_id)
             if known is not None and self._clock() - known[0] < self._ttl:
                 return known[1]
-            try:
-                level = self._api.member_access(user_id)
-            except ProviderError as exc:
-                log.warning("the access level of user %s could not be read: %s", user_id, exc)
-                return 0  # not cached: asked again next time
+            # A lookup that fails raises: taken for "not trusted", its issue's verdict would be
+            # kept until the issue changes (a teammate's issue ignored after an outage), and a
+            # lost create of cpe's own would not be recognised. The poll or write fails instead,
+            # and is made again.
+            level = self._api.member_access(user_id)
             self._levels[user_id] = (self._clock(), level)
             return level
 

@@ -198,16 +198,17 @@ class JiraApi:
         )
 
     def link(self, link_type: str, blocker: str, blocked: str) -> None:
-        """``blocker`` <outward> ``blocked`` (``PROJ-1 blocks PROJ-2``): the outward issue is the
-        link's "from" side."""
+        """``blocker`` blocks ``blocked``. The request's ``inwardIssue`` is the link's source
+        (Jira's behaviour, which the names belie: ``{"inwardIssue": A, "outwardIssue": B}``
+        makes "A blocks B"; read back, B's ``issuelinks`` hold ``inwardIssue: A``)."""
         self.transport.call(
             "POST",
             f"{self.prefix}/issueLink",
             f"link {blocker} as blocking {blocked}",
             json={
                 "type": {"name": link_type},
-                "outwardIssue": {"key": blocker},
-                "inwardIssue": {"key": blocked},
+                "inwardIssue": {"key": blocker},
+                "outwardIssue": {"key": blocked},
             },
         )
 

@@ -78,6 +78,11 @@ class LinearApi:
         data = self.transport.query(docs.TEAM_LABELS, {"id": team_id}, "read the team's labels")
         return nodes((data.get("team") or {}).get("labels"))
 
+    def labels(self, ids: list[str]) -> list[Json]:
+        """Labels by id (a workspace label an issue carries, or one made since start)."""
+        data = self.transport.query(docs.LABELS, {"ids": ids[:50]}, "read labels")
+        return nodes(data.get("issueLabels"))
+
     def issue_pages(self, filter_: Mapping[str, Any], first: int) -> Iterator[list[Json]]:
         """The issues ``filter_`` selects, a page at a time (cursor pagination)."""
         after: str | None = None

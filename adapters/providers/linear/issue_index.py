@@ -21,7 +21,7 @@ changes, or at the next full resync.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -77,7 +77,9 @@ def linear_time(when: datetime) -> str:
     return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def view_of(issue: Json) -> IssueView:
+def view_of(issue: Json, names: Mapping[str, str] | None = None) -> IssueView:
+    """An issue as the index keeps it; ``names``: label names by id (an issue lists its
+    labels' ids, cheaper than the labels)."""
     state: Any = issue.get("state") or {}
     creator: Any = issue.get("creator") or {}
     project: Any = issue.get("project")
@@ -101,13 +103,24 @@ def view_of(issue: Json) -> IssueView:
         else None,
         state_id=str(state.get("id") or ""),
         state_type=str(state.get("type") or ""),
-        labels=tuple((str(n.get("id")), str(n.get("name"))) for n in nodes(issue.get("labels"))),
+        labels=_labels(issue, names or {}),
         creator_id=str(creator["id"]) if creator.get("id") else None,
         creator_email=str(creator["email"]) if creator.get("email") else None,
         creator_guest=bool(creator.get("guest")),
         blockers=tuple(dict.fromkeys(blockers)),
         archived=bool(issue.get("archivedAt")),
     )
+
+
+def _labels(issue: Json, names: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    if isinstance(issue.get("labelIds"), list):
+        ids = [str(i) for i in issue["labelIds"]]
+        return tuple((i, names[i]) for i in ids if i in names)  # a deleted label: none
+    return tuple((str(n.get("id")), str(n.get("name"))) for n in nodes(issue.get("labels")))
+
+
+def label_ids(issues: Iterable[Json]) -> set[str]:
+    return {str(i) for issue in issues for i in issue.get("labelIds") or []}
 
 
 class IssueIndex:
@@ -119,6 +132,7 @@ class IssueIndex:
         in_scope: Callable[[IssueView], bool],
         create_fields: dict[str, Any],
         scope_labels: tuple[str, ...],
+        label_names: Callable[[set[str]], Mapping[str, str]],
         page_size: int,
         full_resync_cycles: int,
     ) -> None:
@@ -127,6 +141,7 @@ class IssueIndex:
         self._in_scope = in_scope
         self._create_fields = create_fields  # what an issue cpe makes needs to be in scope
         self.scope_labels = scope_labels
+        self._names = label_names
         self._page = page_size
         self._full_every = full_resync_cycles
         self._lock = threading.RLock()
@@ -149,7 +164,7 @@ class IssueIndex:
         """One issue of this team and scope, fresh from Linear, recorded in the index;
         ``NotFoundError`` for any other."""
         try:
-            view = view_of(self._api.issue(identifier))
+            view = self._view(self._api.issue(identifier))
         except NotFoundError:
             raise NotFoundError(f"work item {identifier!r} does not exist in Linear") from None
         if view.identifier != identifier or view.archived or not self._in_scope(view):
@@ -167,7 +182,10 @@ class IssueIndex:
             return self._issues.get(identifier)
 
     def note(self, issue: Json) -> IssueView:
-        return self.note_view(view_of(issue))
+        return self.note_view(self._view(issue))
+
+    def _view(self, issue: Json) -> IssueView:
+        return view_of(issue, self._names(label_ids([issue])))
 
     def note_view(self, view: IssueView) -> IssueView:
         with self._lock:
@@ -194,7 +212,8 @@ class IssueIndex:
         filter_ = {**self._scope, **extra}
         views: list[IssueView] = []
         for page in self._api.issue_pages(filter_, first):
-            views.extend(view_of(issue) for issue in page if issue.get("id"))
+            names = self._names(label_ids(page))
+            views.extend(view_of(issue, names) for issue in page if issue.get("id"))
         return views
 
     def _full(self) -> None:

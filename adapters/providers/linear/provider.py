@@ -130,6 +130,7 @@ class LinearProvider(ProviderBase):
             in_scope=in_scope,
             create_fields=fields,
             scope_labels=(settings.label,) if settings.label else (),
+            label_names=self.labels.names_of,
             page_size=settings.page_size,
             full_resync_cycles=settings.full_resync_cycles,
         )

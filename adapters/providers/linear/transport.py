@@ -281,7 +281,7 @@ class LinearTransport:
         lowered = f"{first.get('message') or ''} {words}".lower()
         if status == 404 or "not found" in lowered or "could not find" in lowered:
             return NotFoundError(message)
-        if "already exists" in lowered or "duplicate" in lowered:
+        if "already" in lowered or "duplicate" in lowered:  # "exists already", "related already"
             return ConflictError(message)
         transient = status >= 500 or response.status_code >= 500 or code == "INTERNAL_SERVER_ERROR"
         return ProviderError(f"{message} ({code or status})", status=status, transient=transient)

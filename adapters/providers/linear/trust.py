@@ -95,8 +95,9 @@ class Trust:
         return guest is not None and (not guest or self.guests)
 
     def members(self) -> dict[str, bool]:
-        """The team's active members: user id -> whether a guest (empty while Linear cannot
-        say: no one but cpe and ``trusted_users`` is trusted meanwhile)."""
+        """The team's active members: user id -> whether a guest. Linear failing for a while
+        fails the poll (no verdict is kept: judged again next time); a token that may not list
+        them leaves no one but cpe and ``trusted_users`` trusted."""
         with self._lock:
             known = self._members
             if known is not None and self._clock() - known[0] < self._ttl:
@@ -104,6 +105,8 @@ class Trust:
             try:
                 listed = self._api.members(self._team)
             except ProviderError as exc:
+                if exc.transient:
+                    raise
                 log.warning("the team's members could not be read: %s", exc)
                 return {}  # not cached: asked again next time
             members = {

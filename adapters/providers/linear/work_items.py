@@ -195,8 +195,13 @@ class LinearWorkItemWriter:
                 continue
             try:
                 self._api.relate(made_id("blocks", blocker_id, issue.id), blocker_id, issue.id)
-            except ConflictError:
-                continue  # related meanwhile (or before a lost answer): what we wanted
+            except ConflictError as exc:
+                # Related meanwhile, or before a lost answer: what we wanted; or related the
+                # other way (Linear keeps one relation a pair): left as the person made it.
+                log.warning(
+                    "%s is not related as blocked by %s: %s", issue.identifier, blocker, exc
+                )
+                continue
             crashpoint("linear.issue.after_link")
         self._issues.get(issue.identifier)
 

@@ -126,7 +126,8 @@ class Labels:
         self._api = api
         self._team = team_id
         self._lock = threading.Lock()
-        self._ids: dict[str, str] = {}
+        self._ids: dict[str, str] = {}  # by name (label_key)
+        self._names: dict[str, str] = {}  # by id
         self.learn((str(n.get("id")), str(n.get("name"))) for n in labels if n.get("id"))
 
     def learn(self, labels: Iterable[tuple[str, str]]) -> None:
@@ -134,6 +135,18 @@ class Labels:
         with self._lock:
             for label_id, name in labels:
                 self._ids.setdefault(label_key(name), label_id)
+                self._names[label_id] = name
+
+    def names_of(self, ids: set[str]) -> dict[str, str]:
+        """Label names by id; the ids not known yet (a workspace label, one made since start)
+        asked of Linear, 50 at a time."""
+        with self._lock:
+            unknown = sorted(i for i in ids if i not in self._names)
+        for start in range(0, len(unknown), 50):
+            found = self._api.labels(unknown[start : start + 50])
+            self.learn((str(n.get("id")), str(n.get("name"))) for n in found if n.get("id"))
+        with self._lock:
+            return {i: self._names[i] for i in ids if i in self._names}
 
     def ids(self, names: Iterable[str], admit_label: str = "") -> list[str]:
         """The ids of ``names``, each created in the team first when unknown."""
@@ -164,6 +177,5 @@ class Labels:
         crashpoint("linear.label.after_create")
         log.info("created the label %s in the team", name)
         label_id = str(made["id"])
-        with self._lock:
-            self._ids[label_key(name)] = label_id
+        self.learn([(label_id, name)])
         return label_id

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from adapters.providers.github import GitHubProvider
-from domain.errors import NotFoundError
+from domain.errors import NotFoundError, ProviderError
 from domain.models import WorkItemId
 from tests.adapters.providers.edits import EDITS
 from tests.fakes.github import FakeGitHub
+from tests.fakes.http import Fault
 from tests.support.git import make_patch
 from tests.support.github import github_provider, settings_for
 
@@ -162,3 +163,18 @@ def _a_changed_path(github: FakeGitHub, pull: int) -> str:
         record = github.pull(pull)
     changed = github.git.line("diff", "--name-only", record.base_sha, record.head_sha)
     return changed.splitlines()[0]
+
+
+def test_a_lookup_that_fails_fails_the_poll_and_never_leaves_a_teammates_issue_ignored(
+    github: FakeGitHub,
+) -> None:
+    """GitHub down while a collaborator's permission is asked: the poll fails (and is made
+    again); taking them for a stranger would keep the issue ignored until someone edits it."""
+    readers = github.add_issue("Reader's", "b", user=READER)
+    github.add_collaborator(READER, "write")  # promoted: now trusted
+    with github_provider(github) as provider:
+        github.fail(Fault("GET", r"/permission$", 503, times=4))  # every attempt of a read
+        with pytest.raises(ProviderError):
+            listed(provider)
+        assert str(readers) in listed(provider)
+        assert str(readers) not in ignored(provider)

@@ -11,9 +11,10 @@ import pytest
 
 from adapters.providers import ProviderRoles
 from adapters.providers.gitlab import GitLabProvider
-from domain.errors import NotFoundError
+from domain.errors import NotFoundError, ProviderError
 from domain.models import WorkItemId
 from tests.fakes.gitlab import FakeGitLab
+from tests.fakes.http import Fault
 from tests.support.gitlab_provider import gitlab_provider
 
 TRACKER = ProviderRoles(revisions=False)
@@ -156,3 +157,16 @@ def test_a_key_copied_into_a_strangers_issue_is_not_taken_for_cpes_own(
     assert provider.work_item_writer is not None
     made = provider.work_item_writer.create_work_item("Real", "b", idempotency_key="plan:9:a")
     assert fake_gitlab.issues[int(made)].author == "cpe-bot"
+
+
+def test_a_lookup_that_fails_fails_the_poll_and_never_leaves_a_teammates_issue_ignored(
+    fake_gitlab: FakeGitLab, provider: GitLabProvider
+) -> None:
+    """GitLab down while the author's access is asked: the poll fails (and is made again);
+    taking the author for a stranger would keep the issue ignored until someone edits it."""
+    iid = str(fake_gitlab.open_issue("From a teammate", "b", author="someone"))
+    fake_gitlab.fail(Fault("GET", r"/members/all/", 503, times=4))  # every attempt of a read
+    with pytest.raises(ProviderError):
+        work(provider)
+    assert iid in work(provider)
+    assert iid not in ignored(provider)
