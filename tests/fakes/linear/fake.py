@@ -345,9 +345,10 @@ class FakeLinear(ServedFake):
                 self.core.complexity_limit = complexity
             self.core.budgets.clear()
 
-    def ratelimit_next(self, times: int = 1, *, seconds: float = 1.0) -> None:
-        """The next ``times`` requests get Linear's RATELIMITED answer, whatever the buckets,
-        announcing a wait of ``seconds`` (``Retry-After``, the requests' reset)."""
+    def ratelimit_next(self, times: int = 1, *, seconds: float | None = None) -> None:
+        """The next ``times`` requests get Linear's RATELIMITED answer, whatever the buckets:
+        the buckets' resets as they are, or with ``seconds`` a ``Retry-After`` of that many
+        seconds (and the requests' reset no sooner)."""
         with self.lock:
             self.core.throttled += times
             self.core.throttle_seconds = seconds

@@ -88,7 +88,7 @@ class LinearCore(HttpCore):
         self.complexity_limit = COMPLEXITY_PER_HOUR
         self.budgets: dict[str, Budget] = {}
         self.throttled = 0  # the next requests answered RATELIMITED whatever the buckets
-        self.throttle_seconds = 1.0  # the wait those answers announce
+        self.throttle_seconds: float | None = None  # the wait those answers announce
         self._current: dict[str, Any] = {}
         self._headers: dict[str, str] = {}
         router.add("POST", r"/graphql", self.graphql, "graphql")
@@ -121,11 +121,11 @@ class LinearCore(HttpCore):
         self._current["budget"] = budget
         if self.throttled > 0:
             self.throttled -= 1
-            self._rate_headers(budget, None, spent=self.throttle_seconds)
+            self._rate_headers(budget, None, limited=True, retry=self.throttle_seconds)
             raise HttpError(400, "Rate limit exceeded", body=_error_body(ratelimited("requests")))
         if budget.requests.remaining < 1:
             wait = (1 - budget.requests.remaining) * HOUR / budget.requests.limit
-            self._rate_headers(budget, None, spent=wait)
+            self._rate_headers(budget, None, limited=True, retry=wait)
             raise HttpError(400, "Rate limit exceeded", body=_error_body(ratelimited("requests")))
         budget.requests.remaining -= 1
         self._rate_headers(budget, None)
@@ -173,7 +173,8 @@ class LinearCore(HttpCore):
         if fault.status == 400 and fault.message == "RATELIMITED":
             budget = self._current.get("budget")
             if budget is not None:
-                self._rate_headers(budget, None, spent=float(fault.retry_after or 1))
+                retry = None if fault.retry_after is None else float(fault.retry_after)
+                self._rate_headers(budget, None, limited=True, retry=retry)
             return self.error_reply(
                 HttpError(400, "Rate limit exceeded", body=_error_body(ratelimited("requests")))
             )
@@ -264,7 +265,8 @@ class LinearCore(HttpCore):
             )
         if budget.complexity.remaining < cost:
             short = cost - budget.complexity.remaining
-            self._rate_headers(budget, cost, spent=short * HOUR / budget.complexity.limit)
+            wait = short * HOUR / budget.complexity.limit
+            self._rate_headers(budget, cost, limited=True, retry=wait)
             return self._refuse(ratelimited("complexity points"))
         budget.complexity.remaining -= cost
         self._rate_headers(budget, cost)
@@ -299,26 +301,30 @@ class LinearCore(HttpCore):
         return budget
 
     def _rate_headers(
-        self, budget: Budget, cost: int | None, *, spent: float | None = None
+        self,
+        budget: Budget,
+        cost: int | None,
+        *,
+        limited: bool = False,
+        retry: float | None = None,
     ) -> None:
-        """Linear's rate-limit headers; ``spent``: this answer is RATELIMITED and a request may
-        be sent again in ``spent`` seconds (``Retry-After``, and the resets no sooner)."""
+        """Linear's rate-limit headers; ``limited``: this answer is RATELIMITED (no request
+        left), and with ``retry`` a request may be sent again in that many seconds
+        (``Retry-After``, and the requests' reset no sooner)."""
         now = self.now()
         requests, points = budget.requests, budget.complexity
         reset_requests, reset_points = requests.reset_ms(now), points.reset_ms(now)
         self._headers = {
             "X-RateLimit-Requests-Limit": str(int(requests.limit)),
-            "X-RateLimit-Requests-Remaining": str(
-                0 if spent is not None else int(requests.remaining)
-            ),
+            "X-RateLimit-Requests-Remaining": str(0 if limited else int(requests.remaining)),
             "X-RateLimit-Requests-Reset": str(reset_requests),
             "X-RateLimit-Complexity-Limit": str(int(points.limit)),
             "X-RateLimit-Complexity-Remaining": str(int(points.remaining)),
             "X-RateLimit-Complexity-Reset": str(reset_points),
         }
-        if spent is not None:
-            again = round((now + spent) * 1000)
-            self._headers["Retry-After"] = str(max(1, math.ceil(spent)))
+        if retry is not None:
+            again = round((now + retry) * 1000)
+            self._headers["Retry-After"] = str(max(1, math.ceil(retry)))
             self._headers["X-RateLimit-Requests-Reset"] = str(max(reset_requests, again))
         if cost is not None:
             self._headers["X-Complexity"] = str(cost)
