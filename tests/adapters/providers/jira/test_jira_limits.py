@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from adapters.providers.jira import JiraProvider, JiraSettings
-from domain.errors import ProviderError
+from domain.errors import ConfigError, ProviderError
 from domain.models import WorkItemId
 from tests.fakes.jira import BOT, FakeJira, Fault
 from tests.support.jira import running_jira
@@ -178,9 +178,10 @@ def test_a_redirect_is_not_followed_and_the_token_goes_nowhere_else(tmp_path: Pa
     moved = f"http://127.0.0.1:{servers[1].server_address[1]}"
     try:
         settings = JiraSettings(base_url=moved, project="PROJ", token_env="T")
-        with pytest.raises(ProviderError, match="redirected the request elsewhere") as caught:
+        with pytest.raises(ConfigError, match=f"redirected the request elsewhere to {other}") as no:
             JiraProvider(settings, environ={"T": "secret-pat"})
-        assert "secret-pat" not in str(caught.value)
+        assert str(no.value).startswith(f"provider.jira.base_url: Jira at {moved} redirected")
+        assert "secret-pat" not in str(no.value)
     finally:
         for server in servers:
             server.shutdown()
