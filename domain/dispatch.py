@@ -96,10 +96,13 @@ def start_implementor(item: WorkItem, branch_prefix: str) -> StartAgent:
 
 
 _NOT_IN_A_REF = re.compile(r"[^a-z0-9]+")
+_NOT_IN_AN_ID = re.compile(r"[^A-Za-z0-9]+")
 
 
 def branch_name(item: WorkItem, prefix: str = "cpe/") -> str:
-    """``cpe/<id>-<slug>``: a valid git ref name whatever the id and title hold."""
-    ident = _NOT_IN_A_REF.sub("-", item.id.lower()).strip("-") or "item"
+    """``cpe/<id>-<slug>`` (``cpe/7-add-x``, ``cpe/ENG-12-add-x``): a valid git ref name
+    whatever the id and title hold."""
+    # The id keeps its case: a key (ENG-12) is read back from the branch as it is written.
+    ident = _NOT_IN_AN_ID.sub("-", item.id).strip("-") or "item"
     slug = _NOT_IN_A_REF.sub("-", item.title.lower()).strip("-")[:40].rstrip("-")
     return f"{prefix}{ident}-{slug}" if slug else f"{prefix}{ident}"

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from adapters.cli.common import fail, journal_state
+from adapters.cli.provider_settings import NAMES
 from adapters.cli.providers import issue_pages, local_forge_revisions, open_local_tracker
 from adapters.cli.repository import default_branch, resolve_config
 from adapters.cli.settings import CpeConfig
@@ -242,8 +243,8 @@ def work_add(title: str, body: str, config_path: Path | None, repo: Path | None)
         where = section.where(kind)
         return fail(
             f"work add: {section.key_of('work_items')} is {kind!r}; expected 'local' (the "
-            f"work items are kept on {kind}: open an issue{f' in {where}' if where else ''} "
-            "instead)"
+            f"work items are kept on {NAMES[kind]}: open an issue"
+            f"{f' in {where}' if where else ''} there instead)"
         )
     try:
         wid: WorkItemId = tracker.work_item_writer.create_work_item(title, body)

@@ -21,12 +21,12 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 @pytest.mark.parametrize(
     ("wid", "title", "branch"),
     [
-        ("GH-12", "Fix: the Parser!", "cpe/gh-12-fix-the-parser"),
+        ("GH-12", "Fix: the Parser!", "cpe/GH-12-fix-the-parser"),  # a key keeps its case
         ("--7--", "  Trailing dash -", "cpe/7-trailing-dash"),
         ("!!!", "x", "cpe/item-x"),  # nothing of the id fits a ref
         ("3", "!!!", "cpe/3"),  # nothing of the title does
         ("3", " lead", "cpe/3-lead"),
-        ("Ab", "Tab\there", "cpe/ab-tab-here"),
+        ("Ab", "Tab\there", "cpe/Ab-tab-here"),
         # cut at 40 characters, then no dash left at the end
         ("3", "a" * 39 + "-b" + "c" * 5, "cpe/3-" + "a" * 39),
         ("3", "b" * 45, "cpe/3-" + "b" * 40),

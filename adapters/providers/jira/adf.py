@@ -52,6 +52,9 @@ _DELIMS = {"strong": ("**", "**"), "em": ("*", "*"), "strike": ("~~", "~~")}
 _MARK_ORDER = {"link": 0, "strong": 1, "em": 2, "strike": 3}
 _EMPTY_ITEM = re.compile(r"(?:[-*]|\d+[.)])(?:\n|$)")
 _PANEL = {"info": "Info", "note": "Note", "tip": "Tip", "warning": "Warning", "error": "Error"}
+_PANEL |= {"success": "Success"}
+_INLINE = {"text", "hardBreak", "mention", "emoji", "date", "status", "inlineCard", "mediaInline"}
+_INLINE |= {"placeholder", "inlineExtension"}
 _LISTS = {"bulletList", "orderedList", "taskList", "decisionList"}
 
 
@@ -94,9 +97,9 @@ def _blocks(nodes: list[Mapping[str, Any]], depth: int, *, tight: bool = False) 
 
 
 def _block(node: Mapping[str, Any], depth: int) -> str:
-    kind, attrs = node.get("type"), _attrs(node)
+    kind, attrs = _str(node.get("type")), _attrs(node)
     if depth >= MAX_DEPTH:
-        return escape(" ".join(_plain(node).split()))
+        return _flat(node)
     if kind == "paragraph":
         return _inline(_kids(node), depth)
     if kind == "heading":
@@ -135,9 +138,12 @@ def _block(node: Mapping[str, Any], depth: int) -> str:
 
 
 def _is_inline(node: Mapping[str, Any]) -> bool:
-    return node.get("type") in ("text", "hardBreak", "mention", "emoji", "date", "status") or (
-        "text" in node
-    )
+    return _str(node.get("type")) in _INLINE or "text" in node
+
+
+def _flat(node: Mapping[str, Any]) -> str:
+    """What is nested too deep: its text on one line."""
+    return escape(" ".join(_plain(node).split()))
 
 
 def _plain(node: Mapping[str, Any]) -> str:
@@ -159,12 +165,14 @@ def _code_block(node: Mapping[str, Any]) -> str:
 
 
 def _list(node: Mapping[str, Any], depth: int, alternate: bool) -> str:
+    if depth >= MAX_DEPTH:
+        return _flat(node)
     kind, order = node.get("type"), _attrs(node).get("order")
     number = order if isinstance(order, int) and order >= 0 else 1
     items: list[str] = []
     bullet = "*" if alternate else "-"
     for item in _kids(node):
-        if item.get("type") in _LISTS:  # a nested task list: the previous item's sublist
+        if _str(item.get("type")) in _LISTS:  # a nested task list: the previous item's sublist
             nested = _indent("\n" + _list(item, depth + 1, False), 2)[1:]
             items.append(f"{items.pop()}\n{nested}" if items else nested)
             continue
@@ -219,6 +227,8 @@ def _table(node: Mapping[str, Any], depth: int) -> str:
 
 
 def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = False) -> str:
+    if depth >= MAX_DEPTH:
+        return " ".join(_flat(node) for node in nodes)
     out: list[str] = []
     active: list[tuple[str, str]] = []  # open marks, outermost first: (type, link destination)
 
@@ -232,7 +242,7 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
             out.append(f"]({dest})" if kind == "link" else _DELIMS[kind][1])
         out.append(tail)
 
-    flat = _split_lines(nodes)
+    flat = _split_lines(nodes, one_line)
     for index, node in enumerate(flat):
         kind = node.get("type")
         if kind == "hardBreak":
@@ -269,7 +279,7 @@ def _inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = Fals
     close(0)
     joined = AUTOLINK.sub(autolink, "".join(out))
     lines = [escape_line_start(line.strip(" \t")) for line in joined.split("\n")]
-    lines = [line[:-1] + "\\*" if line.endswith(" *") else line for line in lines]  # no space after
+    lines = [re.sub(r"(?<=\s)\*$", r"\\*", line) for line in lines]  # "a *": nothing after it
     if one_line:
         return " ".join(lines).strip()
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")  # a blank line parts it
@@ -283,16 +293,30 @@ def _run(flat: list[Mapping[str, Any]], start: int, mark: tuple[str, str]) -> in
     return end - start
 
 
-def _split_lines(nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Text with newlines as text and hard breaks."""
+def _split_lines(nodes: list[Mapping[str, Any]], one_line: bool) -> list[Mapping[str, Any]]:
+    """Text with newlines as text and hard breaks (on one line: spaces), and neighbouring text
+    of the same marks as one node (escaping looks at a character's neighbours)."""
     out: list[Mapping[str, Any]] = []
-    for node in nodes:
+    for given in nodes:
+        node = (
+            {"type": "text", "text": " "}
+            if one_line and given.get("type") == "hardBreak"
+            else given
+        )
         text = _str(node.get("text"))
-        if node.get("type") != "text" or "\n" not in text:
-            out.append(node)
-            continue
-        for i, line in enumerate(text.split("\n")):
-            out += [{"type": "hardBreak"}] * bool(i) + [{**node, "text": line}] * bool(line)
+        if node.get("type") != "text" or "\n" not in text or one_line:
+            parts = [{**node, "text": text.replace("\n", " ")}] if one_line and text else [node]
+        else:
+            parts = []
+            for i, line in enumerate(text.split("\n")):
+                parts += [{"type": "hardBreak"}] * bool(i) + [{**node, "text": line}] * bool(line)
+        for part in parts:
+            last = out[-1] if out else None
+            same = last is not None and last.get("type") == part.get("type") == "text"
+            if same and last is not None and _marks(last) == _marks(part):
+                out[-1] = {**last, "text": _str(last.get("text")) + _str(part.get("text"))}
+            else:
+                out.append(part)
     return out
 
 
@@ -314,7 +338,7 @@ def _marks(node: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _atom(node: Mapping[str, Any]) -> str:
     """Markdown for an inline (or leaf) node that is no text: something readable."""
-    kind, attrs = node.get("type"), _attrs(node)
+    kind, attrs = _str(node.get("type")), _attrs(node)
     text = _str(attrs.get("text"))
     if kind == "mention":
         name = text or _str(attrs.get("id"))

@@ -58,7 +58,8 @@ def add_text(nodes: list[dict[str, Any]], text: str, marks: list[dict[str, Any]]
         return
     unique: dict[str, dict[str, Any]] = {}
     for mark in marks:
-        unique.setdefault(mark["type"], mark)
+        if mark["type"] != "link" or mark["attrs"]["href"]:  # "[a]()" links nowhere
+            unique.setdefault(mark["type"], mark)
     node: dict[str, Any] = {"type": "text", "text": text}
     if unique:
         node["marks"] = list(unique.values())
@@ -119,19 +120,12 @@ class Builder:
         if kind == "heading_open":
             level = int(token.tag[1:]) if token.tag[1:].isdigit() else 1
             content = self._inline(kids)
-            return (
-                {"type": "heading", "attrs": {"level": level}, "content": content}
-                if content
-                else None
-            )
+            heading = {"type": "heading", "attrs": {"level": level}, "content": content}
+            return heading if content else None  # "#" alone: nothing to show
         if kind in ("fence", "code_block"):
             code = token.content[:-1] if token.content.endswith("\n") else token.content
-            node: dict[str, Any] = {
-                "type": "codeBlock",
-                "content": _lines(code)[:1] if code else [],
-            }
-            if code:
-                node["content"] = [{"type": "text", "text": code}]
+            text = [{"type": "text", "text": code}] if code else []  # (no empty text node)
+            node: dict[str, Any] = {"type": "codeBlock", "content": text}
             language = token.info.strip().split(maxsplit=1)[0] if token.info.strip() else ""
             if language:
                 node["attrs"] = {"language": language}

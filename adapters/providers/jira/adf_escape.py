@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _LINE_START = re.compile(
     r"^(#{1,6}(?=\s|$)|>|[-+*](?=\s|$)|\d{1,9}(?=[.)](?:\s|$))|=+\s*$|(?:-\s*)+$)"
 )
-AUTOLINK = re.compile(r"\[((?:\\.|[^\]\\\s])+)\]\(([A-Za-z][\w+.-]*:[^()\s<>]+)\)")
+# (a label never holds a bracket or a space: each try stops at the next one, so the search is
+# linear on a text of many brackets)
+AUTOLINK = re.compile(r"\[([^\[\]\s]+)\]\(([A-Za-z][\w+.-]*:[^()\s<>]+)\)")
 
 
 def autolink(match: re.Match[str]) -> str:
@@ -35,13 +36,25 @@ def code_span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def comments(text: str) -> list[tuple[int, int]]:
+    """Where the HTML comments (``<!-- ... -->``) of a text start and end; found with one
+    forward search each, so a text of many unclosed ``<!--`` takes one pass."""
+    spans, start = [], text.find("<!--")
+    while start != -1:
+        end = text.find("-->", start + 4)
+        if end == -1:
+            break
+        spans.append((start, end + 3))
+        start = text.find("<!--", end + 3)
+    return spans
+
+
 def escape(text: str) -> str:
     """Text as Markdown that reads back as the same text; HTML comments kept verbatim."""
     out, last = [], 0
-    for match in _COMMENT.finditer(text):
-        out.append(_escape_plain(text[last : match.start()]))
-        out.append(match.group(0))
-        last = match.end()
+    for start, end in comments(text):
+        out += [_escape_plain(text[last:start]), text[start:end]]
+        last = end
     out.append(_escape_plain(text[last:]))
     return "".join(out)
 
@@ -65,7 +78,8 @@ def _escape_plain(text: str) -> str:
 
 def escape_line_start(line: str) -> str:
     if line.startswith("<!--"):  # an HTML block: raw to its end, so only comments stay raw
-        return line if re.fullmatch(r"(?:<!--(?:(?!-->).)*-->[ \t]*)+", line) else "\\" + line
+        rest = "".join(line[end:start] for end, start in _gaps(comments(line), len(line)))
+        return line if not rest.strip(" \t") else "\\" + line
     match = _LINE_START.match(line)
     if not match:  # a row of bars and dashes would make the line above a table's head
         return "\\" + line if re.fullmatch(r"[|: \t]*-[-|: \t]*", line) and "|" in line else line
@@ -73,3 +87,10 @@ def escape_line_start(line: str) -> str:
         cut = len(match.group(1))
         return f"{line[:cut]}\\{line[cut:]}"
     return "\\" + line
+
+
+def _gaps(spans: list[tuple[int, int]], length: int) -> list[tuple[int, int]]:
+    """The stretches between spans (as (start, end) pairs), from 0 to ``length``."""
+    ends = [0, *(end for _, end in spans)]
+    starts = [start for start, _ in spans] + [length]
+    return list(zip(ends, starts, strict=True))

@@ -10,8 +10,11 @@ What is written: ``h1.``-``h6.`` headings; ``*strong*``, ``_emphasis_``, ``-dele
 ``{code:lang}`` / ``{noformat}`` blocks; ``*``/``#`` lists nested by repeating the marker
 (``**``, ``*#``), a checklist item as ``* [ ] ...``; ``{quote}`` and ``{info}``/``{note}``/
 ``{tip}``/``{warning}`` panels; ``----``; ``||head||`` and ``|cell|`` tables; a line break inside
-a paragraph as a newline (Jira shows it as one), inside a list item or a cell as ``\\\\``. A
-character that would otherwise be markup is escaped with a backslash.
+a paragraph as a newline (Jira shows it as one), inside a list item or a cell as ``\\\\`` (two
+of them between an item's paragraphs), a code block of a list item on the lines right after the
+item's (an item's text after its sublist has no place: it joins the item's line). A character
+that would otherwise be markup is escaped with a backslash; a backslash itself, which has no
+escape (``\\\\`` is a line break), is written ``&#92;``.
 
 Hidden markers: an HTML comment (``<!-- cpe:key=... -->``) has no markup either; it is written
 verbatim, never escaped, so ``markers.has_key`` finds it in the raw description as well as in
@@ -29,13 +32,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.providers.jira import adf
+from adapters.providers.jira.adf_escape import comments
 from adapters.providers.jira.wiki_parse import MAX_DEPTH, parse
 
 __all__ = ["from_markdown", "to_markdown"]
 
 _DELIMS = {"strong": "*", "em": "_", "strike": "-", "underline": "+"}
 _ORDER = {"link": 0, "strong": 1, "em": 2, "strike": 3, "underline": 4}
-_COMMENT = re.compile(r"<!--(?:(?!-->).)*-->", re.S)
 _EFFECT = "*_-+^~"
 _PANELS = {"info": "info", "note": "note", "tip": "tip", "success": "tip"}
 _LINE_START = re.compile(r"^(h[1-6]\.|bq\.|[*#-]+\s|----|\|)")
@@ -69,7 +72,7 @@ def _blocks(nodes: list[Mapping[str, Any]], depth: int) -> str:
 
 
 def _block(node: Mapping[str, Any], depth: int) -> str:
-    kind, attrs = node.get("type"), _attrs(node)
+    kind, attrs = str(node.get("type")), _attrs(node)
     if depth >= MAX_DEPTH:
         return ""
     if kind == "paragraph":
@@ -98,6 +101,8 @@ def _block(node: Mapping[str, Any], depth: int) -> str:
 
 
 def _list(node: Mapping[str, Any], prefix: str, depth: int) -> list[str]:
+    if depth >= MAX_DEPTH:  # (never from Markdown, whose parser nests less)
+        return []
     marker = prefix + ("#" if node.get("type") == "orderedList" else "*")
     lines: list[str] = []
     for item in _kids(node):
@@ -115,7 +120,7 @@ def _list(node: Mapping[str, Any], prefix: str, depth: int) -> list[str]:
                 codes.append(_block(child, 0))
             else:
                 parts.append(_block(child, depth + 1).replace("\n", "\\\\"))
-        line = "\\\\".join(part for part in parts if part)
+        line = "\\\\\\\\".join(part for part in parts if part)  # paragraphs: a blank line
         lines += [f"{marker} {line}", *codes, *nested]  # "* ": an empty item
     return lines
 
@@ -227,7 +232,7 @@ def _delimiters(
 
 def _escape(text: str, *, code: bool = False) -> str:
     """Text as markup that reads back as the same text; HTML comments kept verbatim."""
-    raw = {i for match in _COMMENT.finditer(text) for i in range(*match.span())}
+    raw = {i for span in comments(text) for i in range(*span)}
     out = []
     for i, char in enumerate(text):
         before, after = text[i - 1 : i], text[i + 1 : i + 2]

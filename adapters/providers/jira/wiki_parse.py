@@ -1,12 +1,11 @@
 """Jira wiki markup -> Atlassian Document Format: what ``wiki.to_markdown`` reads (see ``wiki``'s
-docstring for the markup covered). A parser of its own, line by line for the blocks and by one
-regular expression for the inline markup; it never fails on what it does not know (that stays
-text), and quotes, panels and effects nested deeper than ``MAX_DEPTH`` are kept as plain text.
+docstring for the markup covered). A parser of its own, line by line for the blocks (the inline
+markup: ``wiki_inline``); it never fails on what it does not know (that stays text), and quotes,
+panels and list levels nested deeper than ``MAX_DEPTH`` are kept as plain text or flattened.
 """
 
 from __future__ import annotations
 
-import html
 import re
 from typing import Any
 
@@ -15,9 +14,9 @@ from adapters.providers.jira.adf_build import (
     IN_QUOTE,
     MAX_DEPTH,
     Builder,
-    add_text,
     paragraph,
 )
+from adapters.providers.jira.wiki_inline import inline
 
 __all__ = ["MAX_DEPTH", "parse"]
 
@@ -26,31 +25,8 @@ _HEADING = re.compile(r"^h([1-6])\.\s+(.*)$")
 _LIST = re.compile(r"^([*#]+|-)\s(.*)$")  # "* ": an empty item
 _PANELS = {"info": "info", "note": "note", "tip": "success", "warning": "warning", "panel": "info"}
 _IN_PANEL = {"paragraph", "heading", "bulletList", "orderedList"}
-_EFFECTS = {"*": "strong", "_": "em", "-": "strike", "+": "underline", "^": "", "~": ""}
-_EFFECT_PATTERNS = "|".join(
-    rf"(?<![\w{re.escape(c)}]){re.escape(c)}(?=[^\s{re.escape(c)}])"
-    rf"(?P<e{i}>(?:\\.|[^\n])+?)(?:(?<=[^\s\\{re.escape(c)}])|(?<=\\{re.escape(c)}))"
-    rf"{re.escape(c)}(?![\w{re.escape(c)}])"
-    for i, c in enumerate(_EFFECTS)
-)
-_ENTITY = r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|amp|lt|gt|quot|apos|nbsp);"
-_TOKEN = re.compile(
-    r"(?P<comment><!--(?:(?!-->).)*-->)"
-    r"|(?P<br>\\\\)"
-    rf"|(?P<entity>{_ENTITY})"
-    r"|\\(?P<esc>[^\n])"
-    r"|\{\{(?P<mono>(?:\\.|(?!\}\}).)+)\}\}"
-    r"|\{(?P<brace>[*_+^~-])\}(?P<braced>.+?)\{(?P=brace)\}"
-    r"|\{color(?::[^}]*)?\}"
-    r"|\[(?P<link>(?:\\.|[^\]\\\n])+)\]"
-    r"|!(?P<image>[^\s!|][^!\n]*?)(?:\|[^!\n]*)?!"
-    r"|\?\?(?=\S)(?P<cite>.+?)(?<=\S)\?\?"
-    rf"|{_EFFECT_PATTERNS}",
-    re.S,
-)
 _CODE = ("code", "noformat")
 _Entry = tuple[str, str, list[dict[str, Any]]]
-_UNSAFE_LINK = re.compile(r"^\s*(?:javascript|vbscript|data):", re.I)
 
 
 def parse(text: str) -> dict[str, Any]:
@@ -65,7 +41,7 @@ def _blocks(lines: list[str], depth: int, builder: Builder) -> list[dict[str, An
 
     def flush() -> None:
         if para:
-            out.append(paragraph(_inline("\n".join(para), [], 0)))
+            out.append(paragraph(inline("\n".join(para), [], 0)))
             para.clear()
 
     i = 0
@@ -84,7 +60,7 @@ def _blocks(lines: list[str], depth: int, builder: Builder) -> list[dict[str, An
             body, i = _until(lines, i, macro.group(1), macro.group(3))
             out += _macro(macro.group(1), macro.group(2) or "", body, depth, builder)
         elif heading:
-            content = _inline(heading.group(2), [], 0)
+            content = inline(heading.group(2), [], 0)
             out += [
                 {"type": "heading", "attrs": {"level": int(heading.group(1))}, "content": content}
             ]
@@ -93,13 +69,14 @@ def _blocks(lines: list[str], depth: int, builder: Builder) -> list[dict[str, An
             out.append({"type": "rule"})
             i += 1
         elif line.startswith("bq. "):
-            out.append({"type": "blockquote", "content": [paragraph(_inline(line[4:], [], 0))]})
+            out.append({"type": "blockquote", "content": [paragraph(inline(line[4:], [], 0))]})
             i += 1
         elif item:
             entries: list[_Entry] = []
             while i < len(lines):
                 if match := _LIST.match(lines[i].lstrip()):
-                    entries.append((match.group(1), match.group(2).strip(), []))
+                    markers = match.group(1)[:MAX_DEPTH]  # deeper: kept at the deepest level
+                    entries.append((markers, match.group(2).strip(), []))
                     i += 1
                 elif (code := _MACRO.match(lines[i].strip())) and code.group(1) in _CODE:
                     body, i = _until(lines, i, code.group(1), code.group(3))
@@ -155,7 +132,7 @@ def _macro(name: str, params: str, body: str, depth: int, builder: Builder) -> l
             node["attrs"] = {"language": language[0].strip()}
         return [node]
     if depth >= MAX_DEPTH:
-        return [paragraph(_inline(body, [], MAX_DEPTH))] if body.strip() else []
+        return [paragraph(inline(body, [], MAX_DEPTH))] if body.strip() else []
     inner = _blocks(body.split("\n"), depth + 1, builder)
     if name == "quote":
         content = builder.fit(inner, IN_QUOTE)
@@ -180,7 +157,7 @@ def _lists(entries: list[_Entry], builder: Builder) -> list[dict[str, Any]]:
         while i < len(entries) and entries[i][0][0] == kind:
             markers, text, code = entries[i]
             if len(markers) == 1:
-                first = [paragraph(_inline(text, [], 0))] if text.strip() or not code else []
+                first = [paragraph(inline(text, [], 0))] if text.strip() or not code else []
                 items.append(first + code)
                 i += 1
                 continue
@@ -231,7 +208,7 @@ def _table(rows: list[list[tuple[bool, str]]]) -> dict[str, Any]:
         cells = [
             {
                 "type": "tableHeader" if header else "tableCell",
-                "content": [paragraph(_inline(text.strip(), [], 0))],
+                "content": [paragraph(inline(text.strip(), [], 0))],
             }
             for header, text in row
         ]
@@ -239,95 +216,3 @@ def _table(rows: list[list[tuple[bool, str]]]) -> dict[str, Any]:
             content.append({"type": "tableRow", "content": cells})
     attrs = {"isNumberColumnEnabled": False, "layout": "default"}
     return {"type": "table", "attrs": attrs, "content": content}
-
-
-def _inline(text: str, marks: list[dict[str, Any]], depth: int) -> list[dict[str, Any]]:
-    nodes: list[dict[str, Any]] = []
-    position = 0
-    for match in _TOKEN.finditer(text) if depth < MAX_DEPTH else ():
-        add_text(nodes, text[position : match.start()].replace("\n", "\0"), marks)
-        position = match.end()
-        _token(nodes, match, marks, depth)
-    add_text(nodes, text[position:].replace("\n", "\0"), marks)
-    out: list[dict[str, Any]] = []
-    for node in nodes:  # newlines (kept apart as \0 while text merged) are hard breaks
-        if node["type"] != "text" or "\0" not in node["text"]:
-            out.append(node)
-            continue
-        for i, part in enumerate(node["text"].split("\0")):
-            out += [{"type": "hardBreak"}] * bool(i) + [{**node, "text": part}] * bool(part)
-    return out
-
-
-def _token(
-    nodes: list[dict[str, Any]], match: re.Match[str], marks: list[dict[str, Any]], depth: int
-) -> None:
-    groups = {key: value for key, value in match.groupdict().items() if value is not None}
-    if "comment" in groups:
-        add_text(nodes, groups["comment"], marks)
-    elif "br" in groups:
-        nodes.append({"type": "hardBreak"})
-    elif "entity" in groups:
-        add_text(nodes, html.unescape(groups["entity"]), marks)
-    elif "esc" in groups:
-        add_text(nodes, groups["esc"], marks)
-    elif "mono" in groups:
-        code = [m for m in marks if m["type"] == "link"] + [{"type": "code"}]
-        add_text(nodes, _unescape(groups["mono"]), code)
-    elif "brace" in groups:
-        _effect(nodes, groups["brace"], groups["braced"], marks, depth)
-    elif "link" in groups:
-        _link(nodes, groups["link"], marks, depth)
-    elif "image" in groups:
-        source = groups["image"]
-        link = [{"type": "link", "attrs": {"href": source}}] if "://" in source else []
-        add_text(nodes, f"(image: {source.rsplit('/', 1)[-1]})", marks + link)
-    elif "cite" in groups:
-        nodes += _inline(groups["cite"], [*marks, {"type": "em"}], depth + 1)
-    else:
-        for key, value in groups.items():
-            if key.startswith("e"):
-                _effect(nodes, list(_EFFECTS)[int(key[1:])], value, marks, depth)
-
-
-def _effect(
-    nodes: list[dict[str, Any]], char: str, inner: str, marks: list[dict[str, Any]], depth: int
-) -> None:
-    mark = _EFFECTS[char]
-    if mark == "underline":  # no Markdown for it: the text alone
-        mark = ""
-    nodes += _inline(inner, marks + ([{"type": mark}] if mark else []), depth + 1)
-
-
-def _link(nodes: list[dict[str, Any]], body: str, marks: list[dict[str, Any]], depth: int) -> None:
-    if not body.strip():  # "[ ]": a box, no link
-        add_text(nodes, f"[{body}]", marks)
-        return
-    parts = [part.strip() for part in re.split(r"(?<!\\)\|", body)]
-    if len(parts) == 1:
-        target = parts[0]
-        if target.startswith("~"):  # a user mention
-            add_text(nodes, "@" + target[1:].removeprefix("accountid:"), marks)
-            return
-        if target.startswith(("^", "#")):  # an attachment, an anchor
-            add_text(nodes, target[1:], marks)
-            return
-        if not _UNSAFE_LINK.match(target):
-            add_text(nodes, target, [*(m for m in marks if m["type"] != "link"), _href(target)])
-            return
-        parts = [target, target]
-    label, href = parts[0], _unescape(parts[1])
-    if _UNSAFE_LINK.match(href) or not href:
-        nodes += _inline(label, marks, depth + 1)
-        return
-    link = [m for m in marks if m["type"] != "link"] + [_href(href)]
-    nodes += _inline(label, link, depth + 1)
-
-
-def _href(href: str) -> dict[str, Any]:
-    return {"type": "link", "attrs": {"href": href}}
-
-
-def _unescape(text: str) -> str:
-    """Backslash escapes and character references as the characters they stand for."""
-    return re.sub(rf"\\(.)|({_ENTITY})", lambda m: m.group(1) or html.unescape(m.group(2)), text)

@@ -73,7 +73,6 @@ from domain.models import (
     RevisionId,
     WorkItem,
     WorkItemId,
-    item_ref,
 )
 from domain.ports import RuntimeAdapterDeps
 from domain.selectors import ordered
@@ -250,19 +249,19 @@ def _spec_block(
 
 
 def _planner_item_block(item: WorkItem, deps: RuntimeAdapterDeps) -> str:
-    heading = _line(f"### WorkItem {item_ref(item.id)} — {item.title}")
+    heading = _line(f"### WorkItem #{item.id} — {item.title}")
     return f"{heading}\nStatus: {item.status}\n\n{_work_item_body(item, deps)}"
 
 
 def _work_item_blocks(item: WorkItem, deps: RuntimeAdapterDeps) -> list[str]:
-    heading = _line(f"## Work Item {item_ref(item.id)} — {item.title}")
+    heading = _line(f"## Work Item #{item.id} — {item.title}")
     return [heading, _work_item_body(item, deps), f"### Status\n{item.status}"]
 
 
 def _work_item_body(item: WorkItem, deps: RuntimeAdapterDeps) -> str:
     whose = (
-        f"work item {item_ref(item.id)}'s body, and the title above, as written by whoever "
-        "filed or edited it"
+        f"work item #{item.id}'s body, and the title above, as written by whoever filed or "
+        "edited it"
     )
     return _quoted(_body(item.id, deps), _TRACKER, whose)
 

@@ -68,7 +68,7 @@ def test_on_a_gitlab_tracker_work_add_says_where_to_open_an_issue(tmp_path: Path
     repo = make_repo(tmp_path / "repo", {"supervisor.toml": GITLAB_AND_GITHUB})
     line = one_line_error(cpe("work", "add", "Add a greeting", cwd=repo))
     assert "work add: provider.work_items.kind is 'gitlab'; expected 'local'" in line
-    assert "open an issue in acme/tools instead" in line
+    assert "kept on GitLab: open an issue in acme/tools there instead" in line
 
 
 def test_on_a_gitlab_tracker_status_and_show_give_the_engines_view_and_the_issue_page(
@@ -157,7 +157,7 @@ def test_on_a_linear_tracker_work_add_says_where_to_open_an_issue(tmp_path: Path
     repo = make_repo(tmp_path / "repo", {"supervisor.toml": LINEAR_AND_GITHUB})
     line = one_line_error(cpe("work", "add", "Add a greeting", cwd=repo))
     assert "work add: provider.work_items.kind is 'linear'; expected 'local'" in line
-    assert "open an issue in team ENG instead" in line
+    assert "kept on Linear: open an issue in team ENG there instead" in line
     item = WorkItem(id=WorkItemId("ENG-3"), title="From a Linear issue", status="pending")
     journal(repo / ".cpe", [WorkItemChanged(work_item=item, at=T0)])
     body = cpe("work", "show", "ENG-3", cwd=repo)

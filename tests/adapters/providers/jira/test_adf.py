@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from adapters.providers import markers
-from adapters.providers.jira import adf
+from adapters.providers.jira import adf, wiki
 
 
 def doc(*content: dict[str, Any]) -> dict[str, Any]:
@@ -438,6 +440,8 @@ ODD_MARKDOWN = [
     ">| a |\n| - |\n",  # a delimiter row inside a paragraph
     "\\-- -",  # a thematic break written as text
     "<?| a |\n| - |\n\n\na",  # an HTML block to the end, blank lines and all
+    "<!-- c -->\t* ",  # a star after a tab, then nothing
+    "a  *\na\n---\n",  # a star before a line break in a heading
 ]
 
 
@@ -445,3 +449,149 @@ ODD_MARKDOWN = [
 def test_odd_markdown_is_written_back_in_a_form_that_reads_the_same(markdown: str) -> None:
     written = adf.to_markdown(adf.from_markdown(markdown))
     assert adf.to_markdown(adf.from_markdown(written)) == written
+
+
+def _nested(kind: str, depth: int, inner: dict[str, Any]) -> dict[str, Any]:
+    node = inner
+    for _ in range(depth):
+        node = {"type": kind, "content": [node]}
+    return node
+
+
+@pytest.mark.parametrize("kind", ["blockquote", "bulletList", "listItem", "futureBlock"])
+def test_a_document_nested_ten_thousand_deep_reads_without_exhausting_the_stack(kind: str) -> None:
+    deep = _nested(kind, 10_000, para(text("bottom")))
+    assert "bottom" in adf.to_markdown(doc(deep))
+
+
+def test_inline_nodes_nested_ten_thousand_deep_read_as_their_text() -> None:
+    deep = _nested("futureInline", 10_000, text("bottom"))
+    assert adf.to_markdown(doc(para(text("top "), deep))) == "top bottom"
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        ">" * 32_767,
+        "- " * 16_000 + "x",
+        "[" * 32_767,
+        "*a " * 10_922,
+        "<a " * 10_922,
+        "`a " * 10_922,
+        "*_" * 8_000 + "x" + "_*" * 8_000,
+        "| a |\n| - |\n" + "| x |\n" * 5_000,
+        "<!--" * 8_191,  # comments that never close
+        "x <!--" * 5_461,
+    ],
+)
+def test_markdown_as_long_as_a_jira_field_holds_converts_both_ways(markdown: str) -> None:
+    """Jira keeps at most 32,767 characters in a text field; nesting past MAX_DEPTH is cut."""
+    written = adf.from_markdown(markdown)
+    read = adf.to_markdown(written)
+    assert adf.to_markdown(adf.from_markdown(read)) == read
+    assert wiki.to_markdown(wiki.from_markdown(read)) == read
+
+
+_TYPES = st.sampled_from(
+    [
+        *("doc", "paragraph", "text", "heading", "bulletList", "orderedList", "listItem"),
+        *("taskList", "taskItem", "codeBlock", "blockquote", "panel", "table", "tableRow"),
+        *("tableCell", "hardBreak", "mention", "emoji", "inlineCard", "status", "date", "media"),
+        *("mediaSingle", "expand", "rule", "futureNode"),
+    ]
+)
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 10**15), st.text(max_size=12), _TYPES
+)
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(
+            st.sampled_from(["type", "content", "text", "attrs", "marks", "level", "href"]),
+            inner,
+            max_size=5,
+        ),
+        st.fixed_dictionaries(
+            {"type": _TYPES, "content": st.lists(inner, max_size=4)},
+            optional={"attrs": inner, "marks": inner, "text": inner},
+        ),
+    ),
+    max_leaves=40,
+)
+
+
+@settings(
+    max_examples=300, suppress_health_check=list(HealthCheck), deadline=None, derandomize=True
+)
+@given(st.fixed_dictionaries({"type": st.just("doc"), "content": st.lists(_JSON, max_size=4)}))
+def test_any_json_a_tracker_returns_reads_as_some_text_and_never_fails(document: Any) -> None:
+    """Whatever shape a description comes in (a node of a newer schema, a field of the wrong
+    type), reading it gives a string, and that Markdown written back reads the same again."""
+    read = adf.to_markdown(document)
+    assert isinstance(read, str)
+    again = adf.to_markdown(adf.from_markdown(read))
+    assert adf.to_markdown(adf.from_markdown(again)) == again
+
+
+def test_a_document_as_jiras_editor_stores_it_reads_past_the_editors_attributes() -> None:
+    """The editor adds ids, alignment and breakout marks, column widths and media sizes: none
+    of them is text, all are passed over."""
+    stored = {
+        "type": "doc",
+        "version": 1,
+        "content": [
+            {
+                "type": "paragraph",
+                "attrs": {"localId": "6f1c"},
+                "marks": [{"type": "alignment", "attrs": {"align": "center"}}],
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "Centred ",
+                        "marks": [{"type": "textColor", "attrs": {"color": "#ff5630"}}],
+                    },
+                    {
+                        "type": "text",
+                        "text": "under",
+                        "marks": [{"type": "underline"}, {"type": "strong"}],
+                    },
+                    {
+                        "type": "text",
+                        "text": "2",
+                        "marks": [{"type": "subsup", "attrs": {"type": "sup"}}],
+                    },
+                ],
+            },
+            {
+                "type": "codeBlock",
+                "attrs": {"language": "python"},
+                "marks": [{"type": "breakout", "attrs": {"mode": "wide"}}],
+                "content": [{"type": "text", "text": "x = 1"}],
+            },
+            {
+                "type": "table",
+                "attrs": {"isNumberColumnEnabled": False, "layout": "default", "localId": "t1"},
+                "content": [
+                    {
+                        "type": "tableRow",
+                        "content": [
+                            {
+                                "type": "tableHeader",
+                                "attrs": {"colspan": 1, "rowspan": 1, "colwidth": [120]},
+                                "content": [
+                                    {
+                                        "type": "paragraph",
+                                        "content": [{"type": "text", "text": "h"}],
+                                    }
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        ],
+    }
+    assert (
+        adf.to_markdown(stored) == "Centred **under**2\n\n```python\nx = 1\n```\n\n| h |\n| --- |"
+    )

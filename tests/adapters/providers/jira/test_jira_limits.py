@@ -11,6 +11,7 @@ import pytest
 from domain.errors import ProviderError
 from domain.models import WorkItemId
 from tests.fakes.jira import BOT, FakeJira, Fault
+from tests.support.jira import running_jira
 from tests.support.jira_provider import Sleeps, full_workflow, jira_provider
 
 SEARCH = r"/rest/api/\d/search"
@@ -122,7 +123,7 @@ def test_jira_s_own_limiter_is_waited_out_and_its_figures_kept(
     tmp_path: Path, deployment: str
 ) -> None:
     clock = Clock()
-    with FakeJira(tmp_path, deployment=deployment, now=clock) as fake:  # type: ignore[arg-type]
+    with running_jira(root=tmp_path, deployment=deployment, now=clock) as fake:
         full_workflow(fake)
         key = fake.open_issue("One", by=BOT)
         waits: list[float] = []

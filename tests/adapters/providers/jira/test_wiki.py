@@ -231,3 +231,43 @@ def test_code_that_holds_a_code_tag_is_written_as_noformat_its_language_lost() -
     written = wiki.from_markdown("```java\nsee {code} here\n```")
     assert written == "{noformat}\nsee {code} here\n{noformat}"
     assert wiki.to_markdown(written) == "```\nsee {code} here\n```"
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        "*a " * 33_000,  # effects that never close
+        "{{" * 50_000,
+        "[" * 100_000,
+        "!a " * 33_000,
+        "??a " * 25_000,
+        "{*}a " * 20_000,
+        "<!--" * 25_000,
+        "-a- " * 25_000,
+        "|" * 100_000,
+        "*" * 5_000 + " deep\n",  # a list level 5,000 deep
+        "{quote}\nx\n" * 10_000,
+    ],
+)
+def test_long_runs_of_openers_are_read_in_one_pass(markup: str) -> None:
+    """Every closing tag is searched for once: a line of 100,000 characters that open and never
+    close reads in one pass (a search per opener would outlast the suite's timeout)."""
+    read = wiki.to_markdown(markup)
+    assert read.replace("\\", "").replace("\n", "").strip()
+
+
+def test_markup_as_data_center_users_write_it() -> None:
+    markup = (
+        "h3.Not a heading without its space\r\n"
+        "{code:title=Bar.java|borderStyle=solid}\r\nclass Bar {}\r\n{code}\r\n\r\n"
+        "||Name|Ann|\r\n||Role|[lead|https://e.x/r|tooltip]|\r\n\r\n"
+        "* one\r\n*# one.a\r\n*#* one.a.x\r\n\r\n"
+        "Smile :) and {status:colour=Green|title=Done} stay text. {anchor:top}"
+    )
+    assert wiki.to_markdown(markup) == (
+        "h3.Not a heading without its space\n\n"
+        "```\nclass Bar {}\n```\n\n"
+        "| Name | Ann |\n| --- | --- |\n| Role | [lead](https://e.x/r) |\n\n"
+        "- one\n  1. one.a\n     - one.a.x\n\n"
+        "Smile :) and {status:colour=Green|title=Done} stay text. {anchor:top}"
+    )
