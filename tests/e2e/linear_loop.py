@@ -28,6 +28,8 @@ LINEAR_TOKEN = "lin_api_e2e_token"
 # The states cpe's statuses need beyond Linear's default workflow: (name, type).
 CPE_STATES = (("Needs Refinement", "unstarted"), ("Approved", "started"), ("Blocked", "unstarted"))
 BYSTANDER = "A guest's idea"  # filed by a guest, never admitted: cpe leaves it alone
+# Error answers a loop may meet: a lookup of what is not there (or not yet), and Linear's limit.
+ANSWERS = frozenset({"INPUT_ERROR", "RATELIMITED"})
 # Linear's writes paced a hundred times the provider's defaults: a loop's writes are not spread
 # over token-bucket waits.
 FAST_PACING = "writes_per_minute = 3000\nwrites_per_hour = 60000\nwrite_burst = 100\n"
@@ -112,3 +114,7 @@ class LinearAndGitHubLoop(TrackerAndGitHubLoop):
         assert bystander["updated_at"] == bystander["created_at"]
         assert linear.comments("ENG-1") == []
         assert all(r.auth == "api_key" for r in linear.requests), "a request without the key"
+        # Every document cpe sent was valid against Linear's schema, within its limits, and
+        # asked nothing the fake does not model (a lookup's "not found" and RATELIMITED may be).
+        wrong = [(r.operation_name, r.codes) for r in linear.requests if set(r.codes) - ANSWERS]
+        assert wrong == [], wrong
