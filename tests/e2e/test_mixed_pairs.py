@@ -119,7 +119,7 @@ class TrackerAndGitHubLoop(GitHubLoop):
         ]
         assert touched == []
         # One pull request per item, named by it, merged once by cpe.
-        # As the engine names them (a key lower-cased: cpe/eng-2-greet-a-person-by-name).
+        # As the engine names them (a key keeps its case: cpe/ENG-2-greet-a-person-by-name).
         branches = {branch_name(first): first, branch_name(second): second}
         assert sorted(pulls) == sorted(branches), self.state()
         for branch, item in branches.items():
