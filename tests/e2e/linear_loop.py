@@ -33,6 +33,7 @@ ANSWERS = frozenset({"INPUT_ERROR", "RATELIMITED"})
 # Linear's writes paced a hundred times the provider's defaults: a loop's writes are not spread
 # over token-bucket waits.
 FAST_PACING = "writes_per_minute = 3000\nwrites_per_hour = 60000\nwrite_burst = 100\n"
+REAL_PACING = ""  # the provider's defaults
 
 
 def prepare_linear(linear: FakeLinear) -> None:

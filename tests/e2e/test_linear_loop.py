@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.crash import Crash, selected, tracker_cases
-from tests.e2e.linear_loop import LinearAndGitHubLoop, prepare_linear
+from tests.e2e.linear_loop import REAL_PACING, LinearAndGitHubLoop, prepare_linear
 from tests.e2e.test_mixed_pairs import github
 from tests.fakes.github import FakeGitHub
 from tests.fakes.linear.fake import FakeLinear
@@ -52,8 +52,9 @@ def test_linear_issues_land_as_github_pull_requests(
     tmp_path: Path, github: FakeGitHub, linear: FakeLinear
 ) -> None:
     """The loop ends with both issues done in Linear and both pull requests merged; and it
-    passes every point the crash cases below kill it at."""
-    loop = LinearAndGitHubLoop(tmp_path, github, linear)
+    passes every point the crash cases below kill it at. At the provider's own write rates
+    (the other loops pace Linear's writes a hundred times faster)."""
+    loop = LinearAndGitHubLoop(tmp_path, github, linear, extra=REAL_PACING)
     try:
         loop.finish(trace=True)
         loop.check_invariants()
