@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.providers.jira.adf_build import MAX_DEPTH, from_markdown
+from adapters.providers.jira.adf_build import MAX_DEPTH, from_markdown, normalize_link, valid_link
 from adapters.providers.jira.adf_escape import (
     AUTOLINK,
     autolink,
@@ -329,7 +329,8 @@ def _marks(node: Mapping[str, Any]) -> list[tuple[str, str]]:
         kind = mark.get("type")
         if kind == "link":
             href = _str(_attrs(mark).get("href"))
-            if href:
+            if href and valid_link(href):  # (else Markdown would read it back as text)
+                href = normalize_link(href)
                 marks[("link", destination(href, _str(_attrs(mark).get("title"))))] = None
         elif kind in ("strong", "em", "strike", "code"):
             marks[(kind, "")] = None
