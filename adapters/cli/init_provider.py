@@ -75,6 +75,32 @@ TRACKER_OPTIONS = {
         ('# deployment = "cloud"', "or data_center (default: by the site's host)"),
     ],
 }
+# The mapping of cpe's statuses, commented out: the names the provider looks for unmapped.
+TRACKER_STATUSES = {
+    "linear": [
+        "# [provider.linear.states]     # cpe status = a state of the team's, a different one each",
+        '# needs-refinement = "Needs Refinement"',
+        '# approved = "Approved"',
+        '# blocked = "Blocked"',
+    ],
+    "jira": [
+        "# [provider.jira.statuses]     # cpe status = a workflow status, a different one each",
+        '# in-review = "In Review"',
+        '# needs-refinement = "Needs Refinement"',
+        '# approved = "Approved"',
+        '# blocked = "Blocked"',
+    ],
+}
+# What the tracker's workflow needs, as a person is told it after cpe init.
+TRACKER_WORKFLOW = {
+    "linear": "the team's workflow needs a state for each of cpe's statuses (a default team "
+    "lacks Needs Refinement, Approved and Blocked): add them, or name states of yours in "
+    "[provider.linear.states], a different one each (docs/linear.md)",
+    "jira": "the project's workflow needs a status for each of cpe's statuses (Jira's default "
+    "one has To Do, In Progress and Done): add In Review, Needs Refinement, Approved and "
+    "Blocked, or name statuses of yours in [provider.jira.statuses], a different one each "
+    "(docs/jira.md)",
+}
 TRACKER_LEFT = {
     "linear": "the key of the Linear team whose issues are the work items",
     "jira": "your Jira site (Cloud: https://SITE.atlassian.net) or Data Center's URL, the "
@@ -221,6 +247,7 @@ def _tracker_only(kind: ProviderKind, out: ProviderText) -> list[str]:
     lines += [_commented(line, what) for line, what in TRACKER_OPTIONS[kind]]
     variable = TOKEN_ENV[kind]
     lines.append(_commented(f'token_env = "{variable}"', "the NAME of the variable, not the token"))
+    lines += TRACKER_STATUSES[kind]
     names = [key for key, _, _ in keys]
     named = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
     now = ", ".join(value for _, value, _ in keys)
@@ -228,6 +255,7 @@ def _tracker_only(kind: ProviderKind, out: ProviderText) -> list[str]:
         f"set [provider.{kind}] {named} in supervisor.toml (now {now}): {TRACKER_LEFT[kind]}"
     )
     out.left.append(f"export {variable}=...   {NEEDS[kind, 'work_items']}")
+    out.left.append(TRACKER_WORKFLOW[kind])
     return lines
 
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from adapters.cli.common import fail, journal_state
+from adapters.cli.provider_settings import NAMES
 from adapters.cli.providers import issue_pages, local_forge_revisions, open_local_tracker
 from adapters.cli.repository import default_branch, resolve_config
 from adapters.cli.settings import CpeConfig
@@ -53,7 +54,8 @@ def work_list(status: str | None, config_path: Path | None, repo: Path | None) -
         print("(no work items" + (f" {status})" if status else ")"))
         return 0
     limit = config.workflow.max_attempts
-    print(f"{'item':<6} {'status':<17} {'attempts':<8} {'revision':<22} {'cost':>9}  title")
+    width = max([5, *(len(item_ref(item.id)) for item in shown)])  # #7, ENG-12, PROJ-1234
+    print(f"{'item':<{width}} {'status':<17} {'attempts':<8} {'revision':<22} {'cost':>9}  title")
     for item in shown:
         attempts = f"{attempt_number(state, item.id)}/{limit}"
         revision = revision_for(state, item)
@@ -63,7 +65,7 @@ def work_list(status: str | None, config_path: Path | None, repo: Path | None) -
         after = f"  (blocked by {blockers})" if blockers else ""
         after += list_note(item, state, config.workflow)
         print(
-            f"{item_ref(item.id):<5} {item.status:<17} {attempts:<8} {where:<22} {cost:>9}  "
+            f"{item_ref(item.id):<{width}} {item.status:<17} {attempts:<8} {where:<22} {cost:>9}  "
             f"{item.title}{after}"
         )
     return 0
@@ -242,8 +244,8 @@ def work_add(title: str, body: str, config_path: Path | None, repo: Path | None)
         where = section.where(kind)
         return fail(
             f"work add: {section.key_of('work_items')} is {kind!r}; expected 'local' (the "
-            f"work items are kept on {kind}: open an issue{f' in {where}' if where else ''} "
-            "instead)"
+            f"work items are kept on {NAMES[kind]}: open an issue"
+            f"{f' in {where}' if where else ''} there instead)"
         )
     try:
         wid: WorkItemId = tracker.work_item_writer.create_work_item(title, body)

@@ -64,12 +64,12 @@ def _literal(text: str) -> str:
 
 def _item(title: str) -> str:
     """The first line of an implementor or reviewer prompt for the work item titled ``title``."""
-    return rf"(?m)^## Work Item #\d+ — {_literal(title)}$"
+    return rf"(?m)^## Work Item #[\w-]+ — {_literal(title)}$"
 
 
 def _item_reviewed(title: str) -> str:
     """That first line, and a ``### Prior Reviews`` section after it."""
-    return rf"(?ms)^## Work Item #\d+ — {_literal(title)}$.*{_PRIOR_REVIEWS}"
+    return rf"(?ms)^## Work Item #[\w-]+ — {_literal(title)}$.*{_PRIOR_REVIEWS}"
 
 
 BOOK_RULES: tuple[tuple[str, Match], ...] = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -616,3 +617,17 @@ def _output(scenario: Scenario) -> AgentOutput:
     (block,) = [b for b in tool_blocks(scenario) if b.tool == "StructuredOutput"]
     assert scenario.match.role is not None
     return validate_output(scenario.match.role, block.input)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("item_id", ["1", "ENG-1", "PROJ-12"])
+def test_the_books_item_rules_match_an_item_named_by_number_or_by_key(item_id: str) -> None:
+    """Linear's and Jira's items are keys: the prompt's heading names them as it names numbers
+    (``## Work Item #<id> — <title>``, docs/scripted-model.md), and the book's rules must still
+    find their item."""
+    heading = f"## Work Item #{item_id} — {ITEM_ONE_TITLE}"
+    rules = dict(BOOK_RULES)
+    assert re.search(str(rules["implement_greet"].prompt), f"{heading}\n\nbody")
+    reviewed = f"{heading}\n\nbody\n### Prior Reviews\n- changes requested"
+    assert re.search(str(rules["implement_greet_fix"].prompt), reviewed)
+    other = f"## Work Item #{item_id} — {ITEM_TWO_TITLE}"
+    assert not re.search(str(rules["implement_greet"].prompt), other)

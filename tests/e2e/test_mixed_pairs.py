@@ -29,6 +29,7 @@ from adapters.demo.sample import PIPELINE_COMMAND, create_sample_repo
 from adapters.providers import ProviderRoles
 from adapters.providers.local.provider import DATABASE_NAME, LocalProvider
 from adapters.providers.markers import work_item_reference
+from domain.dispatch import branch_name
 from domain.events import StatusTransitioned
 from domain.models import WorkItem, WorkItemId
 from tests.e2e.crash import Loop
@@ -118,10 +119,8 @@ class TrackerAndGitHubLoop(GitHubLoop):
         ]
         assert touched == []
         # One pull request per item, named by it, merged once by cpe.
-        branches = {
-            f"cpe/{first.id}-greet-a-person-by-name": first,
-            f"cpe/{second.id}-greet-several-people-at-once": second,
-        }
+        # As the engine names them (a key keeps its case: cpe/ENG-2-greet-a-person-by-name).
+        branches = {branch_name(first): first, branch_name(second): second}
         assert sorted(pulls) == sorted(branches), self.state()
         for branch, item in branches.items():
             assert work_item_reference(item.id) in bodies[branch]

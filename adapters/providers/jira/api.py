@@ -159,7 +159,7 @@ class JiraApi:
         while True:
             issues, page = self.search(jql, page, size)
             yield from issues
-            if page is None:
+            if page is None or not issues:  # an empty page names no next one worth asking
                 return
 
     # ------------------------------------------------------------------ issues

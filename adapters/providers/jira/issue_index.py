@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 EPOCH = datetime.fromtimestamp(0, UTC)
 OVERLAP = timedelta(minutes=1)
+RECENT_DAYS = 7  # how far back a lost create is looked for outside the JQL
 _ORDER = re.compile(r"ORDER\s+BY\s", re.IGNORECASE)
 _KEY = re.compile(r"^[A-Z][A-Z0-9_]*-[1-9][0-9]*$")
 
@@ -149,8 +150,23 @@ class IssueIndex:
             return list(self._issues.values())
 
     def get(self, key: str) -> IssueView:
-        """One issue, fresh from Jira, recorded in the index."""
-        return self.note(self._api.get_issue(key))
+        """One issue, fresh from Jira; recorded when the index holds it already (only a search
+        says which issues the JQL selects: one cpe just made is listed by the next poll)."""
+        view = self.view(self._api.get_issue(key))
+        with self._lock:
+            if key in self._issues:
+                self._issues[key] = view
+        return view
+
+    def made(self, view: IssueView) -> None:
+        """Record an issue cpe made, when the JQL selects it: the project's issues by default,
+        else as one search of it says."""
+        if self._api.settings.jql is not None:
+            issues, _ = self._api.search(and_jql(self._where, f"key = {view.key}"), None, 1)
+            if not issues:
+                return
+        with self._lock:
+            self._issues[view.key] = view
 
     def known(self, key: str) -> IssueView | None:
         with self._lock:
@@ -164,10 +180,21 @@ class IssueIndex:
         self, token: str, made_by: Callable[[IssueView], bool] = lambda view: True
     ) -> IssueView | None:
         """The issue carrying the key ``token``, after a sync (so a lost write is found); only
-        one ``made_by`` accepts (anyone can copy a key line into an issue they file)."""
+        one ``made_by`` accepts (anyone can copy a key line into an issue they file). A JQL of
+        one's own may leave out what cpe made: then the project's issues made in the last week
+        are looked through too (one more search)."""
         with self._lock:
             self.sync()
             for view in sorted(self._issues.values(), key=_order):
+                if view.token == token and made_by(view):
+                    return view
+            if self._api.settings.jql is None:
+                return None
+            project = self._api.settings.project
+            jql = f"project = {project} AND created >= -{RECENT_DAYS}d ORDER BY created DESC"
+            issues, _ = self._api.search(jql, None, self._size)
+            for issue in issues:
+                view = self.view(issue)
                 if view.token == token and made_by(view):
                     return view
         return None

@@ -12,8 +12,9 @@ An issue is a work item only when it is **admitted** (``adapters/providers/admis
   the admission, until a trusted person adds the label again (kept in the state directory);
 - and, when ``required_labels`` is set, it carries every one of them.
 
-A person's looked-up trust is kept ``permission_ttl`` seconds. A lookup Jira refuses (cpe's
-account may not ask) is logged once and counts as not trusted.
+A person's looked-up trust is kept ``permission_ttl`` seconds. A lookup that fails for now
+fails the poll (it is made again); one Jira refuses (cpe's account may not ask) is logged once
+and counts as not trusted.
 """
 
 from __future__ import annotations
@@ -107,12 +108,15 @@ class Trust:
             if known is not None and self._clock() - known[0] < self._ttl:
                 return known[1]
             verdict = self._look_up(person)
-            if verdict is not None:
-                self._known[person] = (self._clock(), verdict)
-            return bool(verdict)
+            self._known[person] = (self._clock(), verdict)
+            return verdict
 
-    def _look_up(self, person: str) -> bool | None:
-        """Jira's answer (None: it could not say now; asked again next time)."""
+    def _look_up(self, person: str) -> bool:
+        """Jira's answer. A lookup that fails for now (Jira unreachable, a 5xx, a 429) raises:
+        taken for "not trusted", the issue's verdict would be kept until the issue changes (a
+        teammate's issue ignored after an outage), and a lost create of cpe's own would not be
+        recognised; the poll or the write fails instead, and is made again. A refusal (cpe's
+        account may not ask) is said once and trusts nobody by permission or group."""
         try:
             permitted = bool(self.permission) and self._api.has_permission(
                 person, str(self.permission)
@@ -121,14 +125,13 @@ class Trust:
                 permitted = any(label_key(g) in self.groups for g in self._api.groups_of(person))
         except ProviderError as exc:
             if exc.transient:
-                log.warning("whether user %s is trusted could not be read: %s", person, exc)
-                return None
+                raise
             if str(exc.status) not in self._warned:
                 self._warned.add(str(exc.status))
                 log.error(
                     "Jira refuses to say whom to trust (%s): nobody is trusted by permission "
                     "or group; give cpe's account the project's Administer Projects permission "
-                    "(and Browse users and groups), or list trusted_users",
+                    "(and Browse users and groups), or list trusted_users, then reload cpe",
                     exc,
                 )
             return False

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 
 from adapters.providers import markers
-from adapters.providers.admission import label_key
+from adapters.providers.admission import has_label, label_key
 from adapters.providers.idempotency import create_once
 from adapters.providers.jira import bodies
 from adapters.providers.jira.api import JiraApi, person_id
@@ -148,6 +148,7 @@ class JiraWorkItemWriter:
             name=lambda view: view.key,
             after=lambda: crashpoint("jira.issue.after_create"),
         )
+        self._issues.made(created)
         if blockers:
             self._link(created.key, blockers)
         return WorkItemId(created.key)
@@ -176,7 +177,11 @@ class JiraWorkItemWriter:
             # cpe's key line stays: the create is still found by it.
             fields["description"] = bodies.to_jira(body, current.token, cloud=self._cloud)
         if labels is not None:
-            wanted = list(dict.fromkeys(n.strip() for n in labels if n.strip()))
+            # Replacing an item's labels keeps those that make it work: the required ones, and
+            # the admit label it carries.
+            kept = [*self._trust.required]
+            kept += [n for n in current.labels if has_label([n], self._trust.admit_label)]
+            wanted = list(dict.fromkeys(n.strip() for n in [*labels, *kept] if n.strip()))
             if sorted(map(label_key, wanted)) != sorted(map(label_key, current.labels)):
                 fields["labels"] = wanted
         if fields:

@@ -62,11 +62,16 @@ class Trust:
     def configure(self, settings: LinearSettings) -> None:
         """Take (new) trust settings: what was looked up under the old ones is asked again."""
         with self._lock:
-            words = Words(
-                not_trusted="not a trusted member of the team",
-                detail=" (guests are not trusted)" if not settings.trust_guests else "",
-                someone="member",
+            # One reason for a guest and for someone outside the team, naming who is trusted
+            # and how an issue is admitted all the same.
+            who = f"the members of team {settings.team}" + (
+                ", guests too" if settings.trust_guests else ", not its guests"
             )
+            if settings.trusted_users:
+                who += ", and trusted_users"
+            if settings.admit_label.strip():
+                who += f"; or one of them adding {settings.admit_label.strip()!r}"
+            words = Words(not_trusted="not trusted", detail=f" (trusted: {who})", someone="member")
             self._admissions.configure(settings.admit_label, settings.required_labels, words)
             self.users = {label_key(u) for u in settings.trusted_users}
             self.guests = settings.trust_guests

@@ -205,9 +205,26 @@ def test_linear_is_written_with_its_team_to_set_and_what_its_key_needs(
         "its issues"
     ) in out
     assert "open an issue on Linear (team ENG)" in out
+    assert (
+        "the team's workflow needs a state for each of cpe's statuses (a default team lacks "
+        "Needs Refinement, Approved and Blocked): add them, or name states of yours in "
+        "[provider.linear.states], a different one each (docs/linear.md)"
+    ) in out
     text = (repo / "supervisor.toml").read_text()
     assert '# project = "NAME"' in text  # the options, said and left out
     assert '# label = "cpe"' in text
+    # The states' mapping, said and left out; uncommented, it loads as the provider's.
+    mapped = text.replace("# [provider.linear.states]", "[provider.linear.states]")
+    for status in ("needs-refinement", "approved", "blocked"):
+        mapped = mapped.replace(f"# {status} = ", f"{status} = ")
+    (repo / "supervisor.toml").write_text(mapped)
+    states = load_config(repo / "supervisor.toml").provider.linear
+    assert states is not None
+    assert dict(states.states or {}) == {
+        "needs-refinement": "Needs Refinement",
+        "approved": "Approved",
+        "blocked": "Blocked",
+    }
 
 
 def test_jira_is_written_with_its_site_project_and_email_to_set(
@@ -236,6 +253,20 @@ def test_jira_is_written_with_its_site_project_and_email_to_set(
         "Jira Data Center: a personal access token of an account with those permissions"
     ) in out
     assert "open an issue on Jira (PROJ at https://your-site.atlassian.net)" in out
+    assert "add In Review, Needs Refinement, Approved and Blocked, or name statuses" in out
+    text = (repo / "supervisor.toml").read_text()
+    mapped = text.replace("# [provider.jira.statuses]", "[provider.jira.statuses]")
+    for status in ("in-review", "needs-refinement", "approved", "blocked"):
+        mapped = mapped.replace(f"# {status} = ", f"{status} = ")
+    (repo / "supervisor.toml").write_text(mapped)
+    statuses = load_config(repo / "supervisor.toml").provider.jira
+    assert statuses is not None
+    assert sorted(statuses.statuses or {}) == [
+        "approved",
+        "blocked",
+        "in-review",
+        "needs-refinement",
+    ]
     assert "pipeline_command: your test command" in out  # the local forge's pipeline
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from adapters.providers import ProviderRoles, markers
+from domain.dispatch import branch_name
+from domain.models import WorkItem, WorkItemId
 
 
 def test_a_revision_of_the_forges_own_tracker_closes_its_issue() -> None:
@@ -67,3 +69,12 @@ def test_a_blocker_in_a_nested_group_is_read_whole() -> None:
     assert markers.is_foreign_blocker("other/repo#5")
     assert not markers.is_foreign_blocker("#3")
     assert not markers.is_foreign_blocker("name#3")
+
+
+@pytest.mark.parametrize("item_id", ["7", "ENG-12", "PROJ-3"])
+def test_the_branch_the_engine_names_gives_its_item_back(item_id: str) -> None:
+    """``domain.dispatch.branch_name`` and the branch fallback of ``linked_item`` agree: a
+    revision whose marker is gone is still its item's (a lower-cased key was not)."""
+    item = WorkItem(id=WorkItemId(item_id), title="Greet a person: by name!", status="pending")
+    branch = branch_name(item, "cpe/")
+    assert markers.linked_item(None, branch, "cpe/") == item_id

@@ -13,7 +13,9 @@ import pytest
 from adapters.scripted_model import ScriptedModelServer, load_scenario
 from adapters.scripted_model.book import load_book
 from domain.results import output_schema, validate_output
-from tests.adapters.scripted_model.scripted_cli import call, cli_request, parse_sse
+from tests.adapters.runtime.prompt.test_context import Setup, implementor
+from tests.adapters.runtime.prompt.test_context import item as context_item
+from tests.adapters.scripted_model.scripted_cli import call, cli_request, parse_sse, play
 from tests.e2e.running import CPE, run_command
 
 
@@ -199,3 +201,23 @@ def test_without_usage_every_answer_reports_zero_tokens_on_both_wires() -> None:
         assert status == 200, data
         usage = json.loads(data)["usage"]
         assert (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"]) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("wid", ["7", "ENG-12"], ids=["a number", "a tracker key"])
+def test_the_shipped_book_writes_the_file_an_item_names_whatever_its_id(wid: str) -> None:
+    # An implementor's prompt as cpe assembles it, for an item of the local tracker, GitHub or
+    # GitLab (a number) and of Linear or Jira (a key): the shipped book plays both (it matched
+    # numbers only, and every implementor run on a Linear item failed: "no scenario matches").
+    s = Setup({"work_items": {wid: context_item(wid, "Add a guide", "pending")}})
+    s.tracker.bodies[wid] = "file: docs/GUIDE.md\nRead me first."
+    prompt = implementor(s, wid)
+    assert prompt.startswith(f"## Work Item #{wid} — Add a guide\n")
+    with ScriptedModelServer(load_book().scenarios) as server:
+        content, _ = play(server, cli_request(prompt, cwd="/srv/repo"))
+    assert content == [
+        (
+            "text",
+            f"Work item #{wid} asks for docs/GUIDE.md. I'll read it first, in case it exists.",
+        ),
+        ("tool_use", "Read", {"file_path": "/srv/repo/docs/GUIDE.md"}),
+    ]

@@ -21,7 +21,8 @@ from typing import Any
 
 from tests.fakes.http import Router, ServedFake
 from tests.fakes.linear.records import Credential, Issue, iso_ms
-from tests.fakes.linear.server import LinearCore, LinearFault
+from tests.fakes.linear.server import LinearCore
+from tests.fakes.linear.wire import LinearFault
 from tests.fakes.linear.workspace import Workspace
 
 TEAM_KEY = "ENG"
@@ -344,10 +345,31 @@ class FakeLinear(ServedFake):
                 self.core.complexity_limit = complexity
             self.core.budgets.clear()
 
-    def ratelimit_next(self, times: int = 1) -> None:
-        """The next ``times`` requests get Linear's RATELIMITED answer, whatever the buckets."""
+    def ratelimit_next(self, times: int = 1, *, seconds: float | None = None) -> None:
+        """The next ``times`` requests get Linear's RATELIMITED answer, whatever the buckets:
+        the buckets' resets as they are, or with ``seconds`` a ``Retry-After`` of that many
+        seconds (and the requests' reset no sooner)."""
         with self.lock:
             self.core.throttled += times
+            self.core.throttle_seconds = seconds
+
+    def ratelimit_operation(
+        self, operation: str, *, times: int = 1, seconds: int = 1
+    ) -> LinearFault:
+        """The next ``times`` requests whose operation name or a root field matches
+        ``operation`` (a regex) get Linear's RATELIMITED answer (nothing done), announcing a
+        wait of ``seconds``."""
+        fault = LinearFault(
+            "POST",
+            r"^/graphql$",
+            400,
+            times,
+            retry_after=seconds,
+            message="RATELIMITED",
+            operation=operation,
+        )
+        self.fail(fault)
+        return fault
 
     def fail_operation(
         self,

@@ -15,7 +15,8 @@ operationName}``) does for the same calls:
   ``X-RateLimit-Requests-Limit``/``-Remaining``/``-Reset`` and
   ``X-RateLimit-Complexity-Limit``/``-Remaining``/``-Reset`` (resets in epoch milliseconds:
   when the bucket is full again) and ``X-Complexity`` (what this query cost). An empty bucket is
-  Linear's ``RATELIMITED`` answer (HTTP 400, ``statusCode`` 429) with those headers; a single
+  Linear's ``RATELIMITED`` answer (HTTP 400, ``statusCode`` 429) with those headers and a
+  ``Retry-After`` (seconds until a request may be sent again, as Linear's SDK reads it); a single
   query over 10,000 points is refused before it runs.
 - The per-request record (``LinearRequest``) adds the operation's name, its kind, its root
   fields, its variables, its complexity and who sent it (never the token).
@@ -23,10 +24,10 @@ operationName}``) does for the same calls:
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from graphql import (
@@ -46,7 +47,6 @@ from tests.fakes.http import (
     HttpCore,
     HttpError,
     Incoming,
-    RecordedRequest,
     Reply,
     Router,
 )
@@ -54,56 +54,11 @@ from tests.fakes.linear.errors import LinearError, authentication, ratelimited
 from tests.fakes.linear.fields import Context
 from tests.fakes.linear.records import Credential
 from tests.fakes.linear.schema import MAX_COMPLEXITY, complexity, served_schema
+from tests.fakes.linear.wire import HOUR, Bucket, Budget, LinearFault, LinearRequest
 from tests.fakes.linear.workspace import Workspace
 
-HOUR = 3600.0
 REQUESTS_PER_HOUR = 5_000
 COMPLEXITY_PER_HOUR = 250_000
-
-
-@dataclass(frozen=True)
-class LinearRequest(RecordedRequest):
-    """One request as the fake Linear saw it (see ``tests/fakes/http.RecordedRequest``)."""
-
-    user: str | None = None  # the token's user's email
-    auth: str | None = None  # "api_key" | "oauth" | None (refused)
-    operation_name: str | None = None
-    operation: str | None = None  # "query" | "mutation"
-    fields: tuple[str, ...] = ()  # the root fields asked for (``issues``, ``issueCreate``)
-    variables: Mapping[str, Any] = field(default_factory=dict)
-    complexity: int | None = None
-    document: str | None = None
-
-
-@dataclass
-class LinearFault(Fault):
-    """A ``Fault`` for the requests whose operation name or a root field matches
-    ``operation`` (a regex, searched); None: any request on the path."""
-
-    operation: str | None = None
-
-
-@dataclass
-class Bucket:
-    """A leaky bucket: ``limit`` an hour, refilled continuously."""
-
-    limit: float
-    remaining: float
-    stamp: float
-
-    def refill(self, now: float) -> None:
-        self.remaining = min(self.limit, self.remaining + (now - self.stamp) * self.limit / HOUR)
-        self.stamp = now
-
-    def reset_ms(self, now: float) -> int:
-        """When the bucket is full again (epoch milliseconds)."""
-        return round((now + (self.limit - self.remaining) * HOUR / self.limit) * 1000)
-
-
-@dataclass
-class Budget:
-    requests: Bucket
-    complexity: Bucket
 
 
 def _error_body(*errors: LinearError) -> dict[str, Any]:
@@ -133,6 +88,7 @@ class LinearCore(HttpCore):
         self.complexity_limit = COMPLEXITY_PER_HOUR
         self.budgets: dict[str, Budget] = {}
         self.throttled = 0  # the next requests answered RATELIMITED whatever the buckets
+        self.throttle_seconds: float | None = None  # the wait those answers announce
         self._current: dict[str, Any] = {}
         self._headers: dict[str, str] = {}
         router.add("POST", r"/graphql", self.graphql, "graphql")
@@ -163,18 +119,43 @@ class LinearCore(HttpCore):
         budget.requests.refill(self.now())
         budget.complexity.refill(self.now())
         self._current["budget"] = budget
-        if self.throttled > 0 or budget.requests.remaining < 1:
-            if self.throttled > 0:
-                self.throttled -= 1
-            self._rate_headers(budget, None, spent=True)
+        if self.throttled > 0:
+            self.throttled -= 1
+            self._rate_headers(budget, None, limited=True, retry=self.throttle_seconds)
+            raise HttpError(400, "Rate limit exceeded", body=_error_body(ratelimited("requests")))
+        if budget.requests.remaining < 1:
+            wait = (1 - budget.requests.remaining) * HOUR / budget.requests.limit
+            self._rate_headers(budget, None, limited=True, retry=wait)
             raise HttpError(400, "Rate limit exceeded", body=_error_body(ratelimited("requests")))
         budget.requests.remaining -= 1
         self._rate_headers(budget, None)
         return credential
 
     def make_call(self, incoming: Incoming) -> Any:
-        if isinstance(incoming.body, dict):
-            self._current["body"] = incoming.body
+        """Notes what the request asks (for the log and the faults by operation) before any
+        fault may answer it."""
+        body = incoming.body
+        if isinstance(body, dict) and isinstance(body.get("query"), str):
+            self._current.update(
+                document=body["query"],
+                variables=body.get("variables") or {},
+                operation_name=body.get("operationName"),
+            )
+            try:
+                operation = _operation(parse(body["query"]), body.get("operationName"))
+            except GraphQLError:
+                operation = None
+            if operation is not None:
+                self._current.update(
+                    operation=operation.operation.value,
+                    operation_name=body.get("operationName")
+                    or (operation.name.value if operation.name else None),
+                    fields=[
+                        s.name.value
+                        for s in operation.selection_set.selections
+                        if isinstance(s, FieldNode)
+                    ],
+                )
         return incoming
 
     def no_route(self, allowed: bool) -> HttpError:
@@ -192,7 +173,8 @@ class LinearCore(HttpCore):
         if fault.status == 400 and fault.message == "RATELIMITED":
             budget = self._current.get("budget")
             if budget is not None:
-                self._rate_headers(budget, None, spent=True)
+                retry = None if fault.retry_after is None else float(fault.retry_after)
+                self._rate_headers(budget, None, limited=True, retry=retry)
             return self.error_reply(
                 HttpError(400, "Rate limit exceeded", body=_error_body(ratelimited("requests")))
             )
@@ -245,7 +227,6 @@ class LinearCore(HttpCore):
             )
         variables = body.get("variables") or {}
         name = body.get("operationName")
-        self._current.update(document=body["query"], variables=variables, operation_name=name)
         try:
             document = parse(body["query"])
         except GraphQLError as error:
@@ -265,13 +246,6 @@ class LinearCore(HttpCore):
                     code="GRAPHQL_VALIDATION_FAILED",
                 )
             )
-        self._current.update(
-            operation=operation.operation.value,
-            operation_name=name or (operation.name.value if operation.name else None),
-            fields=[
-                s.name.value for s in operation.selection_set.selections if isinstance(s, FieldNode)
-            ],
-        )
         cost = complexity(
             schema, document, operation, variables if isinstance(variables, dict) else {}
         )
@@ -290,7 +264,9 @@ class LinearCore(HttpCore):
                 )
             )
         if budget.complexity.remaining < cost:
-            self._rate_headers(budget, cost, spent=True)
+            short = cost - budget.complexity.remaining
+            wait = short * HOUR / budget.complexity.limit
+            self._rate_headers(budget, cost, limited=True, retry=wait)
             return self._refuse(ratelimited("complexity points"))
         budget.complexity.remaining -= cost
         self._rate_headers(budget, cost)
@@ -324,36 +300,40 @@ class LinearCore(HttpCore):
             self.budgets[token] = budget
         return budget
 
-    def _rate_headers(self, budget: Budget, cost: int | None, *, spent: bool = False) -> None:
+    def _rate_headers(
+        self,
+        budget: Budget,
+        cost: int | None,
+        *,
+        limited: bool = False,
+        retry: float | None = None,
+    ) -> None:
+        """Linear's rate-limit headers; ``limited``: this answer is RATELIMITED (no request
+        left), and with ``retry`` a request may be sent again in that many seconds
+        (``Retry-After``, and the requests' reset no sooner)."""
         now = self.now()
         requests, points = budget.requests, budget.complexity
+        reset_requests, reset_points = requests.reset_ms(now), points.reset_ms(now)
         self._headers = {
             "X-RateLimit-Requests-Limit": str(int(requests.limit)),
-            "X-RateLimit-Requests-Remaining": str(0 if spent else int(requests.remaining)),
-            "X-RateLimit-Requests-Reset": str(requests.reset_ms(now)),
+            "X-RateLimit-Requests-Remaining": str(0 if limited else int(requests.remaining)),
+            "X-RateLimit-Requests-Reset": str(reset_requests),
             "X-RateLimit-Complexity-Limit": str(int(points.limit)),
             "X-RateLimit-Complexity-Remaining": str(int(points.remaining)),
-            "X-RateLimit-Complexity-Reset": str(points.reset_ms(now)),
+            "X-RateLimit-Complexity-Reset": str(reset_points),
         }
+        if retry is not None:
+            again = round((now + retry) * 1000)
+            self._headers["Retry-After"] = str(max(1, math.ceil(retry)))
+            self._headers["X-RateLimit-Requests-Reset"] = str(max(reset_requests, again))
         if cost is not None:
             self._headers["X-Complexity"] = str(cost)
 
     def _operation_names(self) -> list[str]:
-        body = self._current.get("body")
-        if not isinstance(body, dict) or not isinstance(body.get("query"), str):
-            return []
-        try:
-            document = parse(body["query"])
-        except GraphQLError:
-            return []
-        operation = _operation(document, body.get("operationName"))
-        if operation is None:
-            return []
-        names = [
-            s.name.value for s in operation.selection_set.selections if isinstance(s, FieldNode)
-        ]
-        if operation.name is not None:
-            names.append(operation.name.value)
+        """The root fields and the operation's name of the request at hand."""
+        names = list(self._current.get("fields", ()))
+        if self._current.get("operation_name"):
+            names.append(self._current["operation_name"])
         return names
 
 

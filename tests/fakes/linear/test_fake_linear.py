@@ -129,8 +129,9 @@ def test_an_empty_request_bucket_is_ratelimited_until_it_refills(
     assert error["extensions"]["code"] == "RATELIMITED"
     assert error["extensions"]["statusCode"] == 429
     assert refused.headers["X-RateLimit-Requests-Remaining"] == "0"
+    assert refused.headers["Retry-After"] == "1800"  # 2 an hour: one every half hour
     reset_ms = int(refused.headers["X-RateLimit-Requests-Reset"])
-    assert reset_ms > clock.now * 1000
+    assert reset_ms == (clock.now + 3600) * 1000  # the bucket full again
     clock.now += 1800  # half an hour: the bucket of 2 an hour has one request again
     assert graphql(linear_on_clock, VIEWER).status_code == 200
     assert graphql(linear_on_clock, VIEWER).status_code == 400
@@ -145,6 +146,7 @@ def test_complexity_points_are_a_budget_of_their_own(
     refused = graphql(linear_on_clock, query)
     assert first_error(refused)["extensions"]["code"] == "RATELIMITED"
     assert refused.headers["X-RateLimit-Complexity-Remaining"] == "44"
+    assert refused.headers["Retry-After"] == "432"  # 12 points short at 100 an hour
     clock.now += 3600
     assert graphql(linear_on_clock, query).status_code == 200
 
@@ -169,12 +171,27 @@ def test_a_query_over_the_per_query_complexity_limit_is_refused_before_it_runs(
 def test_ratelimit_next_answers_ratelimited_whatever_the_buckets(
     fake_linear: FakeLinear,
 ) -> None:
-    fake_linear.ratelimit_next(2)
+    fake_linear.ratelimit_next(2, seconds=5)
     for _ in range(2):
         answer = graphql(fake_linear, VIEWER)
         assert first_error(answer)["extensions"]["code"] == "RATELIMITED"
         assert answer.headers["X-RateLimit-Requests-Remaining"] == "0"
+        assert answer.headers["Retry-After"] == "5"
     assert graphql(fake_linear, VIEWER).status_code == 200
+
+
+def test_a_ratelimited_mutation_does_nothing(fake_linear: FakeLinear) -> None:
+    fake_linear.ratelimit_operation("^issueCreate$")
+    create = (
+        'mutation M($t: String!) { issueCreate(input: {teamId: $t, title: "x"}) '
+        "{ success issue { identifier } } }"
+    )
+    refused = graphql(fake_linear, create, {"t": fake_linear.team_id})
+    assert first_error(refused)["extensions"]["code"] == "RATELIMITED"
+    assert refused.headers["Retry-After"] == "1"
+    assert fake_linear.identifiers() == []
+    again = graphql(fake_linear, create, {"t": fake_linear.team_id})
+    assert again.json()["data"]["issueCreate"]["issue"]["identifier"] == "ENG-1"
 
 
 def test_the_log_names_each_operation_its_fields_and_variables(fake_linear: FakeLinear) -> None:
@@ -205,6 +222,8 @@ def test_a_fault_on_one_operation_leaves_the_others_alone(fake_linear: FakeLinea
     )
     assert answer.status_code == 502
     assert fake_linear.identifiers() == ["ENG-1"]  # done, its answer lost
+    lost = fake_linear.requests[-1]
+    assert (lost.operation_name, lost.fields, lost.status) == ("M", ("issueCreate",), 502)
 
 
 def test_a_dropped_connection_sends_nothing(fake_linear: FakeLinear) -> None:

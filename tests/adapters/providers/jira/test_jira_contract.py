@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.adapters.providers.contract import WorkItemContract
-from tests.fakes.jira import FakeJira
+from tests.support.jira import running_jira
 from tests.support.jira_provider import JiraHarness, full_workflow, jira_provider
 
 
@@ -18,7 +18,7 @@ class TestJiraCloudWorkItems(WorkItemContract):
     @pytest.fixture
     def harness(self, tmp_path: Path) -> Iterator[JiraHarness]:
         with (
-            FakeJira(tmp_path, deployment="cloud") as fake,
+            running_jira(root=tmp_path, deployment="cloud") as fake,
             jira_provider(full_workflow(fake)) as provider,
         ):
             yield JiraHarness(fake, provider)
@@ -28,7 +28,7 @@ class TestJiraDataCenterWorkItems(WorkItemContract):
     @pytest.fixture
     def harness(self, tmp_path: Path) -> Iterator[JiraHarness]:
         with (
-            FakeJira(tmp_path, deployment="data_center") as fake,
+            running_jira(root=tmp_path, deployment="data_center") as fake,
             jira_provider(full_workflow(fake)) as provider,
         ):
             yield JiraHarness(fake, provider)

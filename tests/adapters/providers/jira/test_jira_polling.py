@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from adapters.providers.jira.issue_index import jql_time, split_jql
-from tests.fakes.jira import BOT, FakeJira
+from tests.fakes.jira import BOT, TEAMMATE, FakeJira
 from tests.support.jira_provider import jira_provider
 
 
@@ -122,3 +122,54 @@ def test_an_issue_the_jql_no_longer_selects_drops_out_at_the_full_sync(jira: Fak
         jira.remove_label(key, "cpe", by="alice")
         reader.list_work_items()
         assert reader.list_work_items() == []
+
+
+def test_a_create_the_jql_leaves_out_is_still_found_by_its_key(jira: FakeJira) -> None:
+    with jira_provider(jira, jql="project = PROJ AND labels = agent") as provider:
+        writer = provider.work_item_writer
+        made = writer.create_work_item("Unlabelled", "b", idempotency_key="plan:9:a")
+        assert writer.create_work_item("Unlabelled", "b", idempotency_key="plan:9:a") == made
+        assert provider.work_item_reader.list_work_items() == []  # not selected: not work
+    assert jira.issue_keys() == [made]
+    assert "project = PROJ AND created >= -7d ORDER BY created DESC" in searches(jira)
+
+
+def test_a_create_a_jql_of_one_s_own_selects_is_listed_and_closed_as_done(jira: FakeJira) -> None:
+    with jira_provider(
+        jira, jql="project = PROJ AND labels = agent", required_labels=("agent",)
+    ) as provider:
+        made = provider.work_item_writer.create_work_item("Labelled", "b")
+        provider.work_item_writer.close_work_item(made)
+        [item] = provider.work_item_reader.list_work_items()
+        assert (item.id, item.status, item.labels) == (made, "done", ("agent",))
+
+
+def test_an_issue_search_shows_late_is_seen_once_it_shows_it(jira: FakeJira) -> None:
+    first = jira.open_issue("Seen", by=BOT)
+    with jira_provider(jira) as provider:
+        reader = provider.work_item_reader
+        assert [i.id for i in reader.list_work_items()] == [first]
+        jira.lag_search()  # Jira's search is eventually consistent
+        jira.advance(30)
+        late = jira.open_issue("Indexed late", by=TEAMMATE)
+        assert [i.id for i in reader.list_work_items()] == [first]
+        jira.advance(30)
+        jira.catch_up()
+        assert [i.id for i in reader.list_work_items()] == [first, late]
+
+
+def test_the_bound_is_written_in_the_time_zone_jira_reads_it_in(jira: FakeJira) -> None:
+    # West of UTC: a bound written in UTC would be hours ahead, and miss every change.
+    jira.site.user(BOT).time_zone = "America/Los_Angeles"
+    key = jira.open_issue("Far west", by=BOT)
+    with jira_provider(jira) as provider:
+        reader = provider.work_item_reader
+        assert [i.status for i in reader.list_work_items()] == ["pending"]
+        seen = jira.site.issues[key].updated  # the newest update the provider has seen
+        jira.advance(600)
+        jira.transition(key, "In Progress", by=TEAMMATE)
+        assert [i.status for i in reader.list_work_items()] == ["in-progress"]
+    bound = searches(jira)[-1]
+    newest = datetime.fromtimestamp(seen - 60, UTC)
+    expected = newest.astimezone(ZoneInfo("America/Los_Angeles")).strftime("%Y-%m-%d %H:%M")
+    assert f'updated >= "{expected}"' in bound

@@ -12,6 +12,7 @@ from adapters.providers import ProviderRoles
 from adapters.providers.jira import create_jira_provider
 from domain.errors import ConfigError
 from tests.fakes.jira import FakeJira
+from tests.support.jira import running_jira
 from tests.support.jira_provider import TOKEN_ENV, jira_provider, settings_for
 
 
@@ -64,7 +65,7 @@ def test_a_jql_jira_refuses_is_said_in_jira_s_words(jira: FakeJira) -> None:
 def test_a_workflow_without_cpe_s_statuses_is_refused_listing_what_exists(
     tmp_path: Path,
 ) -> None:
-    with FakeJira(tmp_path) as bare:  # To Do, In Progress, In Review, Done only
+    with running_jira(root=tmp_path) as bare:  # To Do, In Progress, In Review, Done only
         with pytest.raises(ConfigError, match="no status for needs-refinement") as caught:
             start(bare)
         assert "To Do (new), In Progress (indeterminate), In Review (indeterminate)" in str(

@@ -12,13 +12,14 @@ import pytest
 from domain.errors import NotFoundError, ProviderError
 from domain.models import WorkItemId
 from tests.fakes.jira import BOT, FakeJira
+from tests.support.jira import running_jira
 from tests.support.jira_provider import full_workflow, jira_provider
 
 
 @pytest.fixture(params=["cloud", "data_center"])
 def classic(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FakeJira]:
     """To Do -> In Progress -> In Review -> Done, and back steps: no global transitions."""
-    with FakeJira(tmp_path, deployment=request.param, workflow="classic") as fake:
+    with running_jira(root=tmp_path, deployment=request.param, workflow="classic") as fake:
         yield full_workflow(fake)
 
 
@@ -30,6 +31,7 @@ def test_each_change_takes_the_transition_reaching_the_mapped_status(jira: FakeJ
     key = jira.open_issue("Move me", by=BOT)
     with jira_provider(jira) as provider:
         writer = provider.work_item_writer
+        provider.work_item_reader.list_work_items()  # known, as the engine's first poll makes it
         for status, name in [
             ("in-progress", "In Progress"),
             ("in-review", "In Review"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from domain.errors import NotFoundError
+from domain.errors import NotFoundError, ProviderError
 from domain.models import WorkItemId
 from tests.fakes.jira import BOT, DEVELOPERS, OUTSIDER, TEAMMATE, FakeJira, Fault
 from tests.support.jira_provider import jira_provider, settings_for
@@ -18,9 +18,11 @@ USERS = "jira-software-users"
 
 
 def developers_only(jira: FakeJira) -> FakeJira:
-    """Only the developers group (alice) may edit issues: bob may file them, not edit them."""
+    """Only the developers group (alice, and cpe's account) may edit issues: bob may file
+    them, not edit them."""
     jira.revoke(EDIT, USERS)
     jira.grant(EDIT, DEVELOPERS)
+    jira.add_to_group(BOT, DEVELOPERS)
     return jira
 
 
@@ -147,3 +149,27 @@ def test_new_trust_settings_are_taken_on_a_reload(jira: FakeJira) -> None:
         provider.trust.configure(settings_for(jira, required_labels=("agent",)))
         assert reader.list_work_items() == []
         assert reader.ignored_work_items()[0].reason == "lacks the required label agent"
+
+
+def test_replacing_an_item_s_labels_keeps_those_that_make_it_work(jira: FakeJira) -> None:
+    developers_only(jira)
+    key = jira.open_issue("Admitted", by=OUTSIDER, labels=["agent"])
+    jira.add_label(key, "cpe-admit", by=TEAMMATE)
+    with jira_provider(jira, required_labels=("agent",)) as provider:
+        provider.work_item_writer.update_work_item(WorkItemId(key), labels=["x"])
+        assert sorted(jira.issue(key)["labels"]) == ["agent", "cpe-admit", "x"]
+        [item] = provider.work_item_reader.list_work_items()
+        assert item.id == key
+
+
+def test_a_lookup_that_fails_for_now_fails_the_poll_and_the_next_one_admits(
+    jira: FakeJira,
+) -> None:
+    key = jira.open_issue("By alice", by=TEAMMATE)
+    with jira_provider(jira, read_attempts=1) as provider:
+        reader = provider.work_item_reader
+        jira.fail(Fault("GET", r"/user/permission/search", 503))
+        with pytest.raises(ProviderError) as caught:
+            reader.list_work_items()
+        assert caught.value.transient
+        assert [i.id for i in reader.list_work_items()] == [key]  # not judged a stranger

@@ -30,18 +30,33 @@ def ignored(provider: LinearProvider) -> dict[str, str]:
     return {i.id: i.reason for i in reader.ignored_work_items()}  # type: ignore[union-attr]
 
 
-def test_a_member_s_issue_is_work_and_a_guest_s_is_not(linear: FakeLinear) -> None:
+def test_a_member_s_issue_is_work_and_a_guest_s_or_an_outsider_s_is_not(
+    linear: FakeLinear,
+) -> None:
     mine = linear.open_issue("By a teammate")
     theirs = linear.open_issue("By a guest", as_user=GUEST)
+    outside = linear.open_issue("By someone outside the team", as_user=OUTSIDER)
+    why = (
+        "not trusted (trusted: the members of team ENG, not its guests; or one of them adding "
+        "'cpe:admit')"
+    )
     with linear_provider(linear) as provider:
         assert work(provider) == [mine]
+        # What cpe status says: the same for both, and not "guests are not trusted" of
+        # someone who is no guest (the reason said so before).
         assert ignored(provider) == {
-            theirs: "filed by guest@example.com, not a trusted member of the team "
-            "(guests are not trusted)"
+            theirs: f"filed by guest@example.com, {why}",
+            outside: f"filed by outsider@example.com, {why}",
         }
         assert provider.work_item_reader is not None
         with pytest.raises(NotFoundError, match="not work"):
             provider.work_item_reader.get_work_item_body(WorkItemId(theirs))
+    with linear_provider(linear, trust_guests=True, trusted_users=("x@example.com",)) as provider:
+        assert work(provider) == [mine, theirs]
+        assert ignored(provider) == {
+            outside: "filed by outsider@example.com, not trusted (trusted: the members of team "
+            "ENG, guests too, and trusted_users; or one of them adding 'cpe:admit')"
+        }
 
 
 def test_guests_and_listed_users_are_trusted_when_the_settings_say(linear: FakeLinear) -> None:
