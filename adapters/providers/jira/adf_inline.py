@@ -111,10 +111,10 @@ class _Writer:
             keep += 1
         if keep < len(self.active):
             self.close(keep)
-        if not text.strip():  # opens nothing: emphasis cannot start or end on a space
+        if not (text.strip() or code):  # opens nothing: emphasis cannot start or end on a space
             out.append(text)
             return
-        lead = text[: len(text) - len(text.lstrip())]
+        lead = "" if code else text[: len(text) - len(text.lstrip())]  # (code keeps its spaces)
         out.append(lead)
         shown = code_span(text[len(lead) :]) if code else escape(text[len(lead) :])
         opening = [mark for mark in want if mark not in self.active]

@@ -157,19 +157,20 @@ def _inline(nodes: list[Mapping[str, Any]], *, one_line: bool = False) -> str:
             keep += 1
         if keep < len(active):
             close(keep)
-        text = str(node.get("text", ""))
-        if node["type"] == "hardBreak" or not text.strip():
+        text, code = str(node.get("text", "")), bool(node.get("code"))
+        if node["type"] == "hardBreak" or not (text.strip() or code):
             out.append(" " if one_line and not text else text or "\n")
             continue
-        lead = text[: len(text) - len(text.lstrip())]
+        lead = "" if code else text[: len(text) - len(text.lstrip())]  # (code keeps its spaces)
         out.append(lead)
         opening = [mark for mark in marks if mark not in [entry[:2] for entry in active]]
         for mark in sorted(opening, key=lambda mark: -_run(flat, i, mark)):
-            start, end = _delimiters(mark, flat, i, "".join(out)[-1:])
+            before = next((part[-1] for part in reversed(out) if part), "")
+            start, end = _delimiters(mark, flat, i, before)
             out.append(start)
             active.append((*mark, end))
-        body = _escape(text[len(lead) :], code=node.get("code", False))
-        out.append("{{" + body + "}}" if node.get("code") else body)
+        body = _escape(text[len(lead) :], code=code)
+        out.append("{{" + body + "}}" if code else body)
     close(0)
     lines = [_line_start(line) for line in "".join(out).split("\n")]
     lines = [re.sub(r"(?<!\\)\\!$", "!", line) for line in lines]  # "Done!": no image opens

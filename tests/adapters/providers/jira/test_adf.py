@@ -449,6 +449,10 @@ ODD_MARKDOWN = [
     "- [ ] a\n\n    a",  # a box, then a second paragraph: no task
     "- \\[ \\] a",  # an escaped box: no task
     "- [ ] a\n  - ",  # a box, then a sublist that is no checklist
+    "h1. *` a`",  # code that starts with a space
+    "x `  ` y",  # code of spaces only
+    "[~u]*# a* ",  # emphasis Markdown cannot say after a word, before a '#'
+    "a**#b**",
     "<!-- c -->\t* ",  # a star after a tab, then nothing
     "a  *\na\n---\n",  # a star before a line break in a heading
 ]
