@@ -16,6 +16,7 @@ from domain.selectors import (
     has_run_in_flight,
     latest_implementor_run,
     natural_key,
+    plan_being_applied,
 )
 from domain.workflow import transition
 
@@ -38,10 +39,13 @@ def dispatch_items(
 
     Eligible: pending with every blocker done, or needs-refinement; no run in flight. An item
     that would be eligible but has used its attempts is blocked instead; one whose runs have
-    spent ``item_budget`` is blocked (``block_on_budget``) or left waiting.
+    spent ``item_budget`` is blocked (``block_on_budget``) or left waiting. While a plan is
+    being applied, a pending item never run waits for it (the plan's blockers may not be
+    written yet): the plan's end dispatches again.
     """
     commands: list[EngineCommand] = []
     slots = free_slots(state, "implementor", max_concurrent)
+    applying = plan_being_applied(state)
     seen: set[WorkItemId] = set()
     # Work already under review first, then items whose last run did not fail (a failed one
     # waits for its retry backoff, which the executor enforces, and must not hold a slot others
@@ -55,6 +59,8 @@ def dispatch_items(
             continue
         seen.add(item.id)
         if not _eligible(state, item):
+            continue
+        if applying and item.status == "pending" and latest_implementor_run(state, item.id) is None:
             continue
         if exhausted(state, item.id, max_attempts):
             why = f"attempts exhausted ({state.attempts.get(item.id, 0)} of {max_attempts})"

@@ -33,6 +33,16 @@ def latest_implementor_run(state: EngineState, work_item_id: WorkItemId) -> Agen
     return latest
 
 
+def plan_being_applied(state: EngineState) -> bool:
+    """A planner's result is being written to the tracker (its run completed, its plan not yet
+    applied): the items it makes may be listed before their blockers are (a tracker writes an
+    issue and its links apart, and a link may wait out a rate limit)."""
+    return any(
+        run.role == "planner" and run.status == "completed" and not run.settled
+        for run in state.agent_runs.values()
+    )
+
+
 def has_run_in_flight(state: EngineState, work_item_id: WorkItemId) -> bool:
     """Some run for the item is active, or completed with its result not yet written."""
     return any(run.in_flight for run in runs_for_work_item(state, work_item_id))

@@ -196,9 +196,11 @@ _TOKENS = {
 
 
 def _token_set(kind: ProviderKind, token_env: str, environ: Mapping[str, str]) -> None:
-    if not environ.get(token_env):
+    value = environ.get(token_env)
+    if value is None or not value.strip():
+        said = "is not set" if value is None else "is empty"
         raise ConfigError(
-            f"the environment variable {token_env} is not set",
+            f"the environment variable {token_env} {said}",
             key_path=f"provider.{kind}.token_env",
             expected=f"{_TOKENS[kind]} in that variable",
         )

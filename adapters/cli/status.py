@@ -281,13 +281,14 @@ def _print_items(items: Iterable[WorkItem], state: EngineState) -> None:
     for run in state.agent_runs.values():
         if run.work_item_id is not None and run.ended_at is not None:
             costs.setdefault(run.work_item_id, []).append(run.cost_usd)
+    width = max([5, *(len(item_ref(wid)) for wid in by_id)])  # #7, ENG-12, PROJ-1234
     for wid in ordered(by_id):
         item = by_id[wid]
         blockers = ", ".join(b if "#" in b else item_ref(b) for b in open_blockers(item, by_id))
         blocked = f"  blocked by {blockers}" if blockers else ""
         runs = costs.get(item.id, [])
         cost = f"${sum(c or 0.0 for c in runs):.2f}{'?' if None in runs else ''}"
-        print(f"  {item_ref(item.id):<5} {item.status:<17} {cost:<8} {item.title}{blocked}")
+        print(f"  {item_ref(item.id):<{width}} {item.status:<17} {cost:<8} {item.title}{blocked}")
 
 
 def _print_revisions(revisions: Sequence[Revision]) -> None:

@@ -54,7 +54,8 @@ def work_list(status: str | None, config_path: Path | None, repo: Path | None) -
         print("(no work items" + (f" {status})" if status else ")"))
         return 0
     limit = config.workflow.max_attempts
-    print(f"{'item':<6} {'status':<17} {'attempts':<8} {'revision':<22} {'cost':>9}  title")
+    width = max([5, *(len(item_ref(item.id)) for item in shown)])  # #7, ENG-12, PROJ-1234
+    print(f"{'item':<{width}} {'status':<17} {'attempts':<8} {'revision':<22} {'cost':>9}  title")
     for item in shown:
         attempts = f"{attempt_number(state, item.id)}/{limit}"
         revision = revision_for(state, item)
@@ -64,7 +65,7 @@ def work_list(status: str | None, config_path: Path | None, repo: Path | None) -
         after = f"  (blocked by {blockers})" if blockers else ""
         after += list_note(item, state, config.workflow)
         print(
-            f"{item_ref(item.id):<5} {item.status:<17} {attempts:<8} {where:<22} {cost:>9}  "
+            f"{item_ref(item.id):<{width}} {item.status:<17} {attempts:<8} {where:<22} {cost:>9}  "
             f"{item.title}{after}"
         )
     return 0

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from domain.commands import CreateRevision, EngineCommand, UpdateRevision
+from domain.commands import ApplyPlan, CreateRevision, EngineCommand, UpdateRevision
 from domain.dispatch import dispatch_items, start_implementor
 from domain.events import (
     WAKE_EVENTS,
     AgentRequested,
+    CommandFailed,
+    CommandRejected,
     EngineEvent,
     ImplementorCompleted,
+    PlanApplied,
     StatusTransitioned,
     UserRequestedImplementorRun,
     WorkItemChanged,
@@ -38,8 +41,9 @@ def dispatch(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
         candidates = _with_dependents(state, state.work_items.get(event.work_item.id))
     elif isinstance(event, StatusTransitioned):
         candidates = _with_dependents(state, state.work_items.get(event.work_item_id))
-    elif is_agent_terminal(event) or isinstance(event, WAKE_EVENTS):
-        candidates = state.work_items.values()  # a slot is free: anyone who waited for one
+    elif is_agent_terminal(event) or isinstance(event, WAKE_EVENTS) or _plan_ended(event):
+        # A slot is free, or a plan's items no longer wait for it: anyone who waited.
+        candidates = state.work_items.values()
     else:
         return []
     return dispatch_items(
@@ -50,6 +54,15 @@ def dispatch(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
         branch_prefix=o.branch_prefix,
         item_budget=o.item_budget_usd,
         block_on_budget=o.block_on_item_budget,
+    )
+
+
+def _plan_ended(event: EngineEvent) -> bool:
+    """A plan was applied, or its writing failed: what it held back may start."""
+    if isinstance(event, PlanApplied):
+        return True
+    return isinstance(event, (CommandFailed, CommandRejected)) and isinstance(
+        event.command, ApplyPlan
     )
 
 

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
-from domain.commands import StartAgent, TransitionStatus
+from domain.commands import ApplyPlan, StartAgent, TransitionStatus
 from domain.dispatch import branch_name, dispatch_items
+from domain.events import CommandFailed, PlanApplied
 from domain.models import EngineState
-from tests.domain.builders import implementor_run, item, state
+from domain.results import PlannerResult
+from tests.domain.builders import implementor_run, item, planner_run, state, step
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -109,3 +111,28 @@ def test_an_item_named_twice_is_started_once() -> None:
         branch_prefix="cpe/",
     )
     assert len(commands) == 1
+
+
+def test_while_a_plan_is_being_applied_its_new_items_wait_and_its_end_dispatches_them() -> None:
+    """A tracker writes an issue and its blocking links apart (Jira, Linear), and a link may
+    wait out a rate limit: an item a plan made is listed before its blocker is. Until the plan
+    is applied, items never run wait; an item already worked on does not."""
+    applying = planner_run("p1", status="completed", settled=False)
+    retried = implementor_run("s1", "1", status="failed", settled=True)
+    before = state(
+        item("1", "pending"), item("2", "pending"), runs=[applying, retried], attempts={"1": 1}
+    )
+    assert dispatched(before) == ["start #1"]
+    after, commands = step(before, PlanApplied(session_id="p1", spec_shas={"specs/a.md": "b1"}))
+    started = [c.params.work_item_id for c in commands if isinstance(c, StartAgent)]
+    assert "2" in started
+    assert dispatched(after) == ["start #1", "start #2"]
+
+
+def test_a_plan_whose_writing_failed_lets_what_it_held_start() -> None:
+    applying = planner_run("p1", status="completed", settled=False)
+    before = state(item("2", "pending"), runs=[applying])
+    assert dispatched(before) == []
+    command = ApplyPlan(session_id="p1", result=PlannerResult(), spec_shas={})
+    _, commands = step(before, CommandFailed(command=command, error="ProviderError: 503"))
+    assert [c.params.work_item_id for c in commands if isinstance(c, StartAgent)] == ["2"]

@@ -127,6 +127,12 @@ def _checked_token(api: JiraApi, settings: JiraSettings) -> Json:
     try:
         return api.myself()
     except ProviderError as exc:
+        if exc.status is not None and 300 <= exc.status < 400:
+            raise ConfigError(
+                f"{_reason(exc)}",
+                key_path="provider.jira.base_url",
+                expected="the site's own address (where Jira answers, not one it redirects from)",
+            ) from None
         if exc.status not in (401, 403):
             raise _named(exc, settings) from exc
         if settings.is_cloud:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -262,8 +263,10 @@ class JiraTransport:
     def _refusal(self, response: httpx.Response, what: str, wait: float | None) -> ProviderError:
         status = response.status_code
         if 300 <= status < 400:
+            where = urlsplit(response.headers.get("location") or "")
+            to = f" to {where.scheme}://{where.netloc}" if where.scheme and where.netloc else ""
             return ProviderError(
-                f"{what}: {self.site} redirected the request elsewhere (is base_url the "
+                f"{what}: {self.site} redirected the request elsewhere{to} (is base_url the "
                 "site's address?); cpe does not follow it",
                 status=status,
                 transient=False,
@@ -303,7 +306,8 @@ class JiraTransport:
             fallback = min(self._backoff * 2 ** (self._strikes - 1), 3600.0) or 1.0
             wait = rate_limit_wait(response.headers, now, fallback)
             self._limited_until = max(self._limited_until, now + wait)
-        log.warning("Jira rate limit (429): no request is sent for %.0f s", wait)
+        reason = response.headers.get("ratelimit-reason") or "no reason given"
+        log.warning("Jira rate limit (429, %s): no request is sent for %.0f s", reason, wait)
         return wait
 
     def _hold(self, is_read: bool, what: str) -> None:

@@ -172,6 +172,7 @@ def _inline(nodes: list[Mapping[str, Any]], *, one_line: bool = False) -> str:
         out.append("{{" + body + "}}" if node.get("code") else body)
     close(0)
     lines = [_line_start(line) for line in "".join(out).split("\n")]
+    lines = [re.sub(r"(?<!\\)\\!$", "!", line) for line in lines]  # "Done!": no image opens
     return "\n".join(lines).strip()
 
 

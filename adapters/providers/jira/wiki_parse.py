@@ -157,7 +157,7 @@ def _lists(entries: list[_Entry], builder: Builder) -> list[dict[str, Any]]:
         while i < len(entries) and entries[i][0][0] == kind:
             markers, text, code = entries[i]
             if len(markers) == 1:
-                first = [paragraph(inline(text, [], 0))] if text.strip() or not code else []
+                first = _paragraphs(inline(text, [], 0)) if text.strip() or not code else []
                 items.append(first + code)
                 i += 1
                 continue
@@ -216,3 +216,15 @@ def _table(rows: list[list[tuple[bool, str]]]) -> dict[str, Any]:
             content.append({"type": "tableRow", "content": cells})
     attrs = {"isNumberColumnEnabled": False, "layout": "default"}
     return {"type": "table", "attrs": attrs, "content": content}
+
+
+def _paragraphs(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A list item's line as its paragraphs: two line breaks in a row part them."""
+    out: list[list[dict[str, Any]]] = [[]]
+    for node in nodes:
+        if node["type"] == "hardBreak" and out[-1] and out[-1][-1]["type"] == "hardBreak":
+            out[-1].pop()
+            out.append([])
+        else:
+            out[-1].append(node)
+    return [paragraph(content) for content in out if content] or [paragraph([])]

@@ -65,15 +65,19 @@ def test_a_trackers_token_variable_unset_is_refused_before_anything_is_built(
     repo = make_repo(tmp_path / "repo", {"supervisor.toml": pair(tracker, forge)})
     config = load_config(repo / "supervisor.toml")
     closers: list[Any] = []
-    environ = {"CPE_COMPOSE_GH": "gh-token", variable: ""}  # set, but empty
-    with pytest.raises(ConfigError) as refused:
-        build_providers(
-            config, repo, "main", repo / ".cpe", closers, meter=ProviderMeter(), environ=environ
+    for value, said in ((None, "is not set"), ("", "is empty"), (" \n", "is empty")):
+        environ = {"CPE_COMPOSE_GH": "gh-token"}
+        if value is not None:
+            environ[variable] = value
+        with pytest.raises(ConfigError) as refused:
+            build_providers(
+                config, repo, "main", repo / ".cpe", closers, meter=ProviderMeter(),
+                environ=environ,
+            )  # fmt: skip
+        assert str(refused.value) == (
+            f"provider.{tracker}.token_env: the environment variable {variable} {said}; "
+            f"expected {token} in that variable"
         )
-    assert str(refused.value) == (
-        f"provider.{tracker}.token_env: the environment variable {variable} is not set; "
-        f"expected {token} in that variable"
-    )
     assert closers == []
     # The tracker is built first: the forge (the local one's database) was not.
     assert not (repo / ".cpe" / DATABASE_NAME).exists()

@@ -163,3 +163,26 @@ def test_on_a_linear_tracker_work_add_says_where_to_open_an_issue(tmp_path: Path
     body = cpe("work", "show", "ENG-3", cwd=repo)
     assert body.returncode == 0, body.stderr
     assert "(on Linear: ENG-3)" in body.stdout
+
+
+def test_keys_of_any_length_keep_the_columns_of_status_and_work_list(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"supervisor.toml": JIRA_AND_LOCAL})
+    items = [
+        WorkItem(id=WorkItemId("PROJ-9"), title="Short key", status="pending"),
+        WorkItem(id=WorkItemId("PROJ-1234"), title="Long key", status="in-progress"),
+    ]
+    journal(repo / ".cpe", [WorkItemChanged(work_item=item, at=T0) for item in items])
+    shown = cpe("status", cwd=repo)
+    assert shown.returncode == 0, shown.stderr
+    found = sections(shown.stdout)["work items"]
+    short, long = line_with(found, "Short key"), line_with(found, "Long key")
+    assert short.index("pending") == long.index("in-progress")
+    assert short.index("Short key") == long.index("Long key")
+    listed = cpe("work", "list", cwd=repo)
+    assert listed.returncode == 0, listed.stderr
+    header, *rows = listed.stdout.splitlines()
+    assert [row.split()[0] for row in rows] == ["PROJ-9", "PROJ-1234"]
+    for row in rows:
+        status = row.split()[1]
+        assert row.index(status) == header.index("status"), listed.stdout
+        assert row.index("0/3") == header.index("attempts"), listed.stdout

@@ -440,6 +440,7 @@ ODD_MARKDOWN = [
     ">| a |\n| - |\n",  # a delimiter row inside a paragraph
     "\\-- -",  # a thematic break written as text
     "<?| a |\n| - |\n\n\na",  # an HTML block to the end, blank lines and all
+    "- [ ] a\n\n    a",  # a box, then a second paragraph: no task
     "<!-- c -->\t* ",  # a star after a tab, then nothing
     "a  *\na\n---\n",  # a star before a line break in a heading
 ]

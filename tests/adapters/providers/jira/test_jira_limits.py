@@ -4,11 +4,14 @@ Jira's words in every error and never the token."""
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from domain.errors import ProviderError
+from adapters.providers.jira import JiraProvider, JiraSettings
+from domain.errors import ConfigError, ProviderError
 from domain.models import WorkItemId
 from tests.fakes.jira import BOT, FakeJira, Fault
 from tests.support.jira import running_jira
@@ -142,3 +145,45 @@ def test_jira_s_own_limiter_is_waited_out_and_its_figures_kept(
             assert provider.stats.rate_remaining is not None
         assert len(waits) == 1
         assert 59 <= waits[0] <= 61
+
+
+def test_a_redirect_is_not_followed_and_the_token_goes_nowhere_else(tmp_path: Path) -> None:
+    """A site that moved answers 301 to its new address: cpe stops there, saying so, and the
+    other host never sees a request (nor the Authorization header)."""
+    seen: list[dict[str, str]] = []
+
+    class Elsewhere(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(dict(self.headers))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    class Moved(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(301)
+            self.send_header("Location", f"{other}{self.path}")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), h) for h in (Elsewhere, Moved)]
+    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
+    for thread in threads:
+        thread.start()
+    other = f"http://127.0.0.1:{servers[0].server_address[1]}"
+    moved = f"http://127.0.0.1:{servers[1].server_address[1]}"
+    try:
+        settings = JiraSettings(base_url=moved, project="PROJ", token_env="T")
+        with pytest.raises(ConfigError, match=f"redirected the request elsewhere to {other}") as no:
+            JiraProvider(settings, environ={"T": "secret-pat"})
+        assert str(no.value).startswith(f"provider.jira.base_url: Jira at {moved} redirected")
+        assert "secret-pat" not in str(no.value)
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+    assert seen == []

@@ -271,3 +271,9 @@ def test_markup_as_data_center_users_write_it() -> None:
         "- one\n  1. one.a\n     - one.a.x\n\n"
         "Smile :) and {status:colour=Green|title=Done} stay text. {anchor:top}"
     )
+
+
+def test_plain_prose_is_written_without_needless_escapes() -> None:
+    prose = "Done! Use snake_case, 2 * 3, well-known e.g. - this; what? why?"
+    assert wiki.from_markdown(prose) == prose
+    assert wiki.to_markdown(prose) == prose
