@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install lint format typecheck test test-serial crash-all e2e-github e2e-gitlab e2e-jira bench \
+.PHONY: install lint format typecheck test test-serial crash-all e2e-github e2e-gitlab e2e-jira e2e-linear bench \
 	mutants mutants-actors ci
 
 install:
@@ -47,6 +47,11 @@ e2e-gitlab:
 # every kill at a Jira write (the test target runs two, chosen by the commit).
 e2e-jira:
 	CPE_CRASH_ALL=1 $(BIN)/python -m pytest -q -s tests/e2e/test_jira_loop.py
+
+# Linear's issues (the fake Linear) with pull requests on the fake GitHub, and every kill at a
+# Linear write.
+e2e-linear:
+	CPE_CRASH_ALL=1 $(BIN)/python -m pytest -q -s tests/e2e/test_linear_loop.py
 
 # Benchmarks are measurements, not tests: each script prints its figures (see README).
 bench:
