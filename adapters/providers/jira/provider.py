@@ -125,8 +125,9 @@ NARROW_PERMISSIONS = frozenset({"ADMINISTER_PROJECTS"})
 
 def _warn_of_broad_trust(settings: JiraSettings) -> None:
     """Trust by a permission that Jira's default schemes give every logged-in user would trust
-    the whole site without a word: say so at each start (the scheme itself is readable only by
-    a Jira administrator)."""
+    the whole site without a word: say so at each start. (Reading the project's scheme, ``GET
+    /project/{key}/permissionscheme`` then ``/permissionscheme/{id}?expand=permissions``, would
+    tell for sure; the fake Jira does not serve those yet.)"""
     permission = settings.trusted_permission
     if permission is None or permission in NARROW_PERMISSIONS:
         return
