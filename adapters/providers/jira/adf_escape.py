@@ -67,7 +67,7 @@ def _escape_plain(text: str) -> str:
         before, after = text[i - 1 : i], text[i + 1 : i + 2]
         if (
             char in "\\`[]"
-            or (char == "~" and "~" in (before, after))
+            or (char == "~" and ("~" in (before, after) or not before or not after))
             or (char == "*" and not (before.isspace() and after.isspace()))
             or (char == "_" and not (before.isalnum() and after.isalnum()))
             or (char == "<" and re.match(r"[A-Za-z/?!]", after))
