@@ -76,7 +76,10 @@ def inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = False
     writer.close(0)
     joined = AUTOLINK.sub(autolink, "".join(writer.out))
     lines = [escape_line_start(line.strip(" \t")) for line in joined.split("\n")]
-    lines = [re.sub(r"(?<=\s)\*$", r"\\*", line) for line in lines]  # "a *": nothing after it
+    # a line's end was a space: what could open there must not close there ("a *", "a~")
+    lines = [
+        re.sub(r"(?<=\s)\*$|(?<![~\\])~$", lambda m: "\\" + m.group(0), line) for line in lines
+    ]
     if one_line:
         return " ".join(lines).strip()
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")  # a blank line parts it

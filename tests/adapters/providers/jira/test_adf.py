@@ -453,6 +453,7 @@ ODD_MARKDOWN = [
     "x `  ` y",  # code of spaces only
     "[~u]*# a* ",  # emphasis Markdown cannot say after a word, before a '#'
     "a**#b**",
+    "<!-- c -->a~\t",  # a tilde before a tab, then nothing
     "<!-- c -->\t* ",  # a star after a tab, then nothing
     "a  *\na\n---\n",  # a star before a line break in a heading
 ]
