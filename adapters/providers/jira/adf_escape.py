@@ -51,20 +51,23 @@ def comments(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def escape(text: str) -> str:
-    """Text as Markdown that reads back as the same text; HTML comments kept verbatim."""
-    out, last = [], 0
-    for start, end in comments(text):
-        out += [_escape_plain(text[last:start]), text[start:end]]
+def escape(text: str, before: str = "", after: str = "") -> str:
+    """Text as Markdown that reads back as the same text; HTML comments kept verbatim.
+    ``before``/``after``: the plain text that touches it ("" where a delimiter, a line's end or
+    nothing known does), so ``u`` + ``_a`` escapes as ``u_a`` does."""
+    out, last, spans = [], 0, comments(text)
+    for start, end in spans:
+        out += [_escape_plain(text[last:start], before if not last else ""), text[start:end]]
         last = end
-    out.append(_escape_plain(text[last:]))
+    out.append(_escape_plain(text[last:], before if not spans else "", after))
     return "".join(out)
 
 
-def _escape_plain(text: str) -> str:
+def _escape_plain(text: str, before_text: str = "", after_text: str = "") -> str:
     out = []
     for i, char in enumerate(text):
-        before, after = text[i - 1 : i], text[i + 1 : i + 2]
+        before = text[i - 1] if i else before_text
+        after = text[i + 1] if i + 1 < len(text) else after_text
         if (
             char in "\\`[]"
             or (char == "~" and ("~" in (before, after) or not before or not after))
