@@ -27,6 +27,7 @@ _MARK_ORDER = {"link": 0, "strong": 1, "em": 2, "strike": 3}
 
 
 def children(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A node's child nodes (none when ``content`` is missing or no list; non-objects skipped)."""
     content = node.get("content")
     if not isinstance(content, Sequence) or isinstance(content, str):
         return []
@@ -34,11 +35,13 @@ def children(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def attributes(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A node's or mark's ``attrs`` ({} when missing or no object)."""
     attrs = node.get("attrs")
     return attrs if isinstance(attrs, Mapping) else {}
 
 
 def string(value: Any) -> str:
+    """A field's value when it is a string, else ""."""
     return value if isinstance(value, str) else ""
 
 
