@@ -70,6 +70,7 @@ def inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = False
         if kind == "hardBreak":
             writer.close(0)
             writer.plain(" " if one_line else "\n")
+            writer.delimited = not one_line  # (a line's start: nothing known before it)
         elif kind == "text":
             writer.text(index, node)
         else:

@@ -302,7 +302,16 @@ def test_any_markup_reads_as_markdown_that_reads_the_same_again(markup: str) -> 
 
 @pytest.mark.parametrize(
     "markup",
-    ["-~-", "[[~u]", "[~u]*# a* ", "{info}h1. a", "* [ ] a\\\\\\\\a", "|a\\\\*  a", "[~u]-_a- "],
+    [
+        "-~-",
+        "[[~u]",
+        "[~u]*# a* ",
+        "{info}h1. a",
+        "* [ ] a\\\\\\\\a",
+        "|a\\\\*  a",
+        "[~u]-_a- ",
+        "\\\\~a",
+    ],
 )
 def test_odd_markup_reads_as_markdown_in_its_normal_form(markup: str) -> None:
     """Markup generated at random found these: what they read as changed when written as ADF
