@@ -87,7 +87,11 @@ def escape_line_start(line: str) -> str:
         return line if not rest.strip(" \t") else "\\" + line
     match = _LINE_START.match(line)
     if not match:  # a row of bars and dashes would make the line above a table's head
-        return "\\" + line if re.fullmatch(r"[|: \t]*-[-|: \t]*", line) and "|" in line else line
+        return (
+            "\\" + line
+            if re.fullmatch(r"[|: \t]*-[-|: \t]*", line) and ("|" in line or ":" in line)
+            else line
+        )
     if match.group(1)[0].isdigit():
         cut = len(match.group(1))
         return f"{line[:cut]}\\{line[cut:]}"

@@ -145,7 +145,9 @@ class _Writer:
             self.delimited = True
         if not code:  # escaped as the plain text around it reads (u + _a: "u_a")
             before = "" if self.delimited else _last(out)
-            shown = escape(body, before, self._plain_after(index, want))
+            core = body.rstrip() if want else body  # (its trailing spaces may go past a delimiter)
+            after = "" if core != body else self._plain_after(index, want)
+            shown = escape(core, before, after) + body[len(core) :]
         self.plain(shown)
 
     def _plain_after(self, index: int, want: list[tuple[str, str]]) -> str:
