@@ -454,6 +454,7 @@ ODD_MARKDOWN = [
     "[~u]*# a* ",  # emphasis Markdown cannot say after a word, before a '#'
     "a**#b**",
     "<!-- c -->a~\t",  # a tilde before a tab, then nothing
+    "a| a |\n| - |\n\\-:",  # a line that would be a one-column table's delimiter row
     "<!-- c -->\t* ",  # a star after a tab, then nothing
     "a  *\na\n---\n",  # a star before a line break in a heading
 ]
