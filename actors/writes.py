@@ -99,6 +99,9 @@ class ProviderWrites:
         self._resumed: dict[str, list[EngineEvent]] = {}
         self._stale_transitions: set[str] = set()  # pending at start: settled by deliver_resumed
         self._resumed_lock = threading.Lock()
+        # Comments a tracker outage refused: said again (same key) before the next one.
+        self._unsaid: list[tuple[WorkItemId, str, str]] = []
+        self._unsaid_lock = threading.Lock()
 
     def _result_queued(self, command: TransitionStatus) -> bool:
         """The item's last ``StatusTransitioned`` journaled and waiting in the queue is to the
@@ -266,17 +269,30 @@ class ProviderWrites:
         said = item_comment(command, events, why)
         if said is None:
             return
-        try:
-            writer.comment(said.work_item_id, said.body, idempotency_key=f"{key}:comment")
-        except Exception as exc:
-            log.warning(
-                "the comment on the work item failed; the write stands",
-                work_item_id=said.work_item_id,
-                command=command.type,
-                error=f"{type(exc).__name__}: {exc}",
+        # Those an outage refused first, in order (a revision opened before its merge).
+        with self._unsaid_lock:
+            due, self._unsaid = (
+                [*self._unsaid, (said.work_item_id, said.body, f"{key}:comment")],
+                [],
             )
-            return
-        crashpoint("tracker.comment.after")
+        for at, (item, body, comment_key) in enumerate(due):
+            try:
+                writer.comment(item, body, idempotency_key=comment_key)
+            except Exception as exc:
+                transient = isinstance(exc, ProviderError) and exc.transient
+                log.warning(
+                    "the comment on the work item failed; the write stands"
+                    + ("; said again with the next one" if transient else ""),
+                    work_item_id=item,
+                    command=command.type,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+                if transient:  # the tracker is out: the rest wait too
+                    with self._unsaid_lock:
+                        self._unsaid[:0] = due[at:]
+                    return
+                continue
+            crashpoint("tracker.comment.after")
 
     def _with_retry(
         self, command: EngineCommand, perform: Callable[[], list[EngineEvent]]

@@ -150,3 +150,37 @@ def test_a_status_written_again_whose_result_is_queued_says_nothing(rig: Rig) ->
     rig.inbox.put(moved, internal=True)
     assert rig.run(TransitionStatus(work_item_id="1", to="blocked", reason="r")) == []
     assert len(comments(rig)) == 1
+
+
+def test_a_comment_an_outage_refused_is_said_before_the_next_one(rig: Rig) -> None:
+    """Linear down while a revision was opened: its comment was lost for good, and the issue
+    said only "cpe merged revision N" (seen in a trial). Kept, it is said again, first."""
+    writer = rig.executor.writes.work_item_writer
+    assert isinstance(writer, CommentingWriter)
+    writer.fail = ProviderError("cannot reach Linear: ConnectError", transient=True)
+    with structlog.testing.capture_logs() as logs:
+        [created] = rig.run(create())
+    assert isinstance(created, RevisionCreated)
+    assert comments(rig) == []
+    [warning] = [e for e in logs if e["event"].startswith("the comment on the work item failed")]
+    assert warning["event"].endswith("; said again with the next one")
+    writer.fail = None
+    rid = created.revision.id
+    [merged] = rig.run(MergeRevision(work_item_id="1", revision_id=rid))
+    assert isinstance(merged, RevisionMerged)
+    assert [body.split(" for this item")[0].split(" as ")[0] for _, body in comments(rig)] == [
+        f"cpe opened revision {rid}",
+        f"cpe merged revision {rid}",
+    ]
+    rig.run(TransitionStatus(work_item_id="1", to="blocked", reason="r"))
+    assert len(comments(rig)) == 3  # each said once
+
+
+def test_a_comment_the_tracker_refuses_for_good_is_not_said_again(rig: Rig) -> None:
+    writer = rig.executor.writes.work_item_writer
+    assert isinstance(writer, CommentingWriter)
+    writer.fail = ProviderError("comments are off", status=400)
+    rig.run(create())
+    writer.fail = None
+    rig.run(TransitionStatus(work_item_id="1", to="blocked", reason="r"))
+    assert [body for _, body in comments(rig)] == ["cpe set this item to blocked: r"]

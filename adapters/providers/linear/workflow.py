@@ -42,6 +42,10 @@ _FIRST_OF: dict[Status, tuple[str, ...]] = {
     "in-progress": ("started",),
     "done": ("completed",),
 }
+# States Linear files new issues in (a team's triage, its default state for new issues), and
+# the statuses that may be such a state: a new issue read as one of them is still worked on.
+_INTAKE_TYPES = ("triage", "backlog", "unstarted")
+_INTAKE_STATUSES: tuple[Status, ...] = ("pending", "needs-refinement")
 LABEL_COLOR = "#5e6ad2"
 ADMIT_COLOR = "#5319e7"
 
@@ -98,16 +102,49 @@ class Workflow:
             self.state_ids[status] = str(found["id"])
             self.state_names[status] = str(found.get("name"))
         if missing:
+            free = [s for s in ordered if str(s["id"]) not in taken and s.get("type") != "triage"]
             raise ConfigError(
                 f"team {settings.team} has no workflow state for {', '.join(missing)}; its "
                 f"states are: {_described(ordered)}",
                 key_path="provider.linear.states",
-                expected="a state of the team for each of cpe's statuses: add the states to the "
-                "team's workflow, or map each status to one of its states "
-                '([provider.linear.states] blocked = "Todo")',
+                expected="a state of the team for each of cpe's statuses, a different one each: "
+                "add states of those names to the team's workflow (Linear: team settings, "
+                "Issue statuses), or name a state of the team for each in "
+                "[provider.linear.states]"
+                + (f" (not taken: {', '.join(str(s.get('name')) for s in free)})" if free else ""),
             )
+        self._check_intake(settings, ordered)
         self._by_id = {state_id: status for status, state_id in self.state_ids.items()}
         self._types = {str(s["id"]): str(s.get("type") or "") for s in ordered}
+
+    def _check_intake(self, settings: LinearSettings, ordered: Sequence[Json]) -> None:
+        """A status that is cpe's own doing must not be a state Linear files new issues in: a
+        new issue there would be read as that status (approved, and it waits forever; blocked,
+        and it is never worked on). Triage is where issues from outside the team land: refused;
+        a backlog or unstarted state (a team's default for new issues is one) is said."""
+        types = {str(s["id"]): str(s.get("type") or "") for s in ordered}
+        for status, state_id in self.state_ids.items():
+            kind = types.get(state_id, "")
+            if status in _INTAKE_STATUSES or kind not in _INTAKE_TYPES:
+                continue
+            name = self.state_names[status]
+            if kind == "triage":
+                raise ConfigError(
+                    f"{status} is the workflow state {name!r} of team {settings.team}, its "
+                    "triage state, where Linear files the issues of people outside the team "
+                    f"and of integrations: each would be read as {status}",
+                    key_path="provider.linear.states",
+                    expected=f"a state of type started, completed or canceled for {status}",
+                )
+            log.warning(
+                "%s is the workflow state %r (%s) of team %s: an issue filed in it is read as "
+                "%s, not as pending (provider.linear.states)",
+                status,
+                name,
+                kind,
+                settings.team,
+                status,
+            )
 
     def status_of(self, state_id: str, state_type: str) -> Status:
         found = self._by_id.get(state_id)

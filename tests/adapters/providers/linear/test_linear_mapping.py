@@ -65,6 +65,34 @@ def test_a_status_no_state_says_stops_the_start_listing_the_team_s_states() -> N
     assert "Backlog (backlog), Todo (unstarted)" in message
 
 
+def test_a_state_new_issues_are_filed_in_is_no_status_of_cpe_s_doing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A newcomer mapping the statuses a default workflow lacks to the states left over: an
+    # issue filed in Triage read as approved waited forever, nothing said; one filed in Backlog
+    # read as blocked would never be worked on.
+    triage = [{"id": "s-triage", "name": "Triage", "type": "triage", "position": 0}]
+    states = DEFAULT + triage + [s for s in REVIEW if s["id"] != "s-approved"]
+    with pytest.raises(ConfigError) as caught:
+        Workflow(LinearSettings(team="ENG", states={"approved": "Triage"}), states)
+    assert str(caught.value) == (
+        "provider.linear.states: approved is the workflow state 'Triage' of team ENG, its triage "
+        "state, where Linear files the issues of people outside the team and of integrations: "
+        "each would be read as approved; expected a state of type started, completed or "
+        "canceled for approved"
+    )
+    settings = LinearSettings(team="ENG", states={"approved": "Canceled", "blocked": "Backlog"})
+    states = DEFAULT + [s for s in REVIEW if s["id"] in ("s-review", "s-rework")]
+    with caplog.at_level("WARNING"):
+        flow = Workflow(settings, states)
+    assert flow.state_for("blocked") == "s-backlog"
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        "blocked is the workflow state 'Backlog' (backlog) of team ENG: an issue filed in it is "
+        "read as blocked, not as pending (provider.linear.states)"
+    ]  # needs-refinement in an unstarted state is worked on all the same: not said
+
+
 def test_states_map_statuses_to_the_team_s_own_names() -> None:
     settings = LinearSettings(
         team="ENG",

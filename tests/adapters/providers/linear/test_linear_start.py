@@ -75,13 +75,19 @@ def test_a_status_without_a_state_stops_the_start_listing_the_states(
     message = str(caught.value)
     assert "no workflow state for needs-refinement ('Needs Refinement'), " in message
     assert "Triage (triage), Backlog (backlog), Todo (unstarted), In Progress (started)" in message
+    # the states it may name: not those other statuses take, nor the triage inbox
+    assert message.endswith("[provider.linear.states] (not taken: Backlog, Canceled)")
     mapped = {"approved": "Triage", "needs-refinement": "Backlog", "blocked": "Canceled"}
+    with pytest.raises(ConfigError, match="approved is the workflow state 'Triage' of team ENG"):
+        start(fake_linear, states=mapped)
+    fake_linear.add_state("Ready to Merge", "started")
+    mapped["approved"] = "Ready to Merge"
     with linear_provider(fake_linear, states=mapped) as provider:
         assert provider.workflow.state_names == {
             "pending": "Todo",
             "in-progress": "In Progress",
             "in-review": "In Review",
-            "approved": "Triage",
+            "approved": "Ready to Merge",
             "needs-refinement": "Backlog",
             "blocked": "Canceled",
             "done": "Done",
