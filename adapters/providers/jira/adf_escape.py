@@ -23,7 +23,10 @@ def autolink(match: re.Match[str]) -> str:
 
 
 def destination(href: str, title: str) -> str:
+    """A link's destination (and title) as Markdown writes it: a character reference or a
+    backslash in it escaped, so that it reads back as it is."""
     href = href.replace("\n", "%0A").replace("<", "%3C").replace(">", "%3E")
+    href = re.sub(r"\\(?=[!-/:-@\[-`{-~])|&(?=#?\w+;)", lambda m: "\\" + m.group(0), href)
     dest = f"<{href}>" if re.search(r"[\s()]", href) else href
     if title:
         dest += ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -312,6 +312,7 @@ def test_any_markup_reads_as_markdown_that_reads_the_same_again(markup: str) -> 
         "[~u]-_a- ",
         "\\\\~a",
         "-*# * {color:red}* ",
+        "!&#92;http://x.y!",
     ],
 )
 def test_odd_markup_reads_as_markdown_in_its_normal_form(markup: str) -> None:
