@@ -199,9 +199,14 @@ def _table(node: Mapping[str, Any], depth: int) -> str:
     rows = []
     for row in children(node):
         cells = []
-        for cell in children(row):
-            text = _blocks(children(cell), depth + 1)
-            cells.append(text.replace("\n", " ").strip().replace("|", "\\|"))
+        for cell in children(row):  # (a GFM cell holds one line: its paragraphs' run on)
+            parts = [
+                inline(children(block), depth + 1, one_line=True)
+                if block.get("type") == "paragraph"
+                else _blocks([block], depth + 1).replace("\n", " ")
+                for block in children(cell)
+            ]
+            cells.append(" ".join(part for part in parts if part).strip().replace("|", "\\|"))
         rows.append(cells)
     rows = [row for row in rows if row]
     if not rows:

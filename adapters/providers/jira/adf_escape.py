@@ -23,7 +23,10 @@ def autolink(match: re.Match[str]) -> str:
 
 
 def destination(href: str, title: str) -> str:
+    """A link's destination (and title) as Markdown writes it: a character reference or a
+    backslash in it escaped, so that it reads back as it is."""
     href = href.replace("\n", "%0A").replace("<", "%3C").replace(">", "%3E")
+    href = re.sub(r"\\(?=[!-/:-@\[-`{-~])|&(?=#?\w+;)", lambda m: "\\" + m.group(0), href)
     dest = f"<{href}>" if re.search(r"[\s()]", href) else href
     if title:
         dest += ' "' + title.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -51,23 +54,26 @@ def comments(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def escape(text: str) -> str:
-    """Text as Markdown that reads back as the same text; HTML comments kept verbatim."""
-    out, last = [], 0
-    for start, end in comments(text):
-        out += [_escape_plain(text[last:start]), text[start:end]]
+def escape(text: str, before: str = "", after: str = "") -> str:
+    """Text as Markdown that reads back as the same text; HTML comments kept verbatim.
+    ``before``/``after``: the plain text that touches it ("" where a delimiter, a line's end or
+    nothing known does), so ``u`` + ``_a`` escapes as ``u_a`` does."""
+    out, last, spans = [], 0, comments(text)
+    for start, end in spans:
+        out += [_escape_plain(text[last:start], before if not last else ""), text[start:end]]
         last = end
-    out.append(_escape_plain(text[last:]))
+    out.append(_escape_plain(text[last:], before if not spans else "", after))
     return "".join(out)
 
 
-def _escape_plain(text: str) -> str:
+def _escape_plain(text: str, before_text: str = "", after_text: str = "") -> str:
     out = []
     for i, char in enumerate(text):
-        before, after = text[i - 1 : i], text[i + 1 : i + 2]
+        before = text[i - 1] if i else before_text
+        after = text[i + 1] if i + 1 < len(text) else after_text
         if (
             char in "\\`[]"
-            or (char == "~" and "~" in (before, after))
+            or (char == "~" and ("~" in (before, after) or not before or not after))
             or (char == "*" and not (before.isspace() and after.isspace()))
             or (char == "_" and not (before.isalnum() and after.isalnum()))
             or (char == "<" and re.match(r"[A-Za-z/?!]", after))
@@ -84,7 +90,11 @@ def escape_line_start(line: str) -> str:
         return line if not rest.strip(" \t") else "\\" + line
     match = _LINE_START.match(line)
     if not match:  # a row of bars and dashes would make the line above a table's head
-        return "\\" + line if re.fullmatch(r"[|: \t]*-[-|: \t]*", line) and "|" in line else line
+        return (
+            "\\" + line
+            if re.fullmatch(r"[|: \t]*-[-|: \t]*", line) and ("|" in line or ":" in line)
+            else line
+        )
     if match.group(1)[0].isdigit():
         cut = len(match.group(1))
         return f"{line[:cut]}\\{line[cut:]}"

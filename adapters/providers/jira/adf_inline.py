@@ -27,6 +27,7 @@ _MARK_ORDER = {"link": 0, "strong": 1, "em": 2, "strike": 3}
 
 
 def children(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A node's child nodes (none when ``content`` is missing or no list; non-objects skipped)."""
     content = node.get("content")
     if not isinstance(content, Sequence) or isinstance(content, str):
         return []
@@ -34,11 +35,13 @@ def children(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def attributes(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A node's or mark's ``attrs`` ({} when missing or no object)."""
     attrs = node.get("attrs")
     return attrs if isinstance(attrs, Mapping) else {}
 
 
 def string(value: Any) -> str:
+    """A field's value when it is a string, else ""."""
     return value if isinstance(value, str) else ""
 
 
@@ -66,17 +69,21 @@ def inline(nodes: list[Mapping[str, Any]], depth: int, *, one_line: bool = False
         kind = node.get("type")
         if kind == "hardBreak":
             writer.close(0)
-            writer.out.append(" " if one_line else "\n")
+            writer.plain(" " if one_line else "\n")
+            writer.delimited = not one_line  # (a line's start: nothing known before it)
         elif kind == "text":
             writer.text(index, node)
         else:
             writer.close(0)
             nested = children(node)
-            writer.out.append(inline(nested, depth + 1) if nested else atom(node))
+            writer.plain(inline(nested, depth + 1) if nested else atom(node))
     writer.close(0)
     joined = AUTOLINK.sub(autolink, "".join(writer.out))
     lines = [escape_line_start(line.strip(" \t")) for line in joined.split("\n")]
-    lines = [re.sub(r"(?<=\s)\*$", r"\\*", line) for line in lines]  # "a *": nothing after it
+    # a line's end was a space: what could open there must not close there ("a *", "a~")
+    lines = [
+        re.sub(r"(?<=\s)\*$|(?<![~\\])~$", lambda m: "\\" + m.group(0), line) for line in lines
+    ]
     if one_line:
         return " ".join(lines).strip()
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")  # a blank line parts it
@@ -90,6 +97,7 @@ class _Writer:
         self.out: list[str] = []
         self.active: list[tuple[str, str]] = []  # open marks, outermost first: (type, link)
         self.unsaid: dict[tuple[str, str], int] = {}  # marks Markdown cannot say, up to a node
+        self.delimited = False  # whether the last thing written is a delimiter
 
     def close(self, keep: int) -> None:
         """Close the marks past the first ``keep``; spaces before them go after them."""
@@ -100,7 +108,12 @@ class _Writer:
         while len(self.active) > keep:
             kind, dest = self.active.pop()
             out.append(f"]({dest})" if kind == "link" else _DELIMS[kind][1])
+            self.delimited = not tail
         out.append(tail)
+
+    def plain(self, text: str) -> None:
+        self.out.append(text)
+        self.delimited = self.delimited and not text
 
     def text(self, index: int, node: Mapping[str, Any]) -> None:
         text, marks, out = string(node.get("text")), _marks(node), self.out
@@ -112,11 +125,12 @@ class _Writer:
         if keep < len(self.active):
             self.close(keep)
         if not (text.strip() or code):  # opens nothing: emphasis cannot start or end on a space
-            out.append(text)
+            self.plain(text)
             return
         lead = "" if code else text[: len(text) - len(text.lstrip())]  # (code keeps its spaces)
-        out.append(lead)
-        shown = code_span(text[len(lead) :]) if code else escape(text[len(lead) :])
+        self.plain(lead)
+        body = text[len(lead) :]
+        shown = code_span(body) if code else escape(body)
         opening = [mark for mark in want if mark not in self.active]
         for mark in sorted(opening, key=lambda mark: -_run(self.nodes, index, mark)):
             end = index + _run(self.nodes, index, mark)  # (the longest-running opens outside)
@@ -128,7 +142,22 @@ class _Writer:
                 out[last] = out[last][:-1] + "\\!"  # a link, not an image
             self.active.append(mark)
             out.append("[" if mark[0] == "link" else _DELIMS[mark[0]][0])
-        out.append(shown)
+            self.delimited = True
+        if not code:  # escaped as the plain text around it reads (u + _a: "u_a")
+            before = "" if self.delimited else _last(out)
+            core = body.rstrip() if want else body  # (its trailing spaces may go past a delimiter)
+            after = "" if core != body else self._plain_after(index, want)
+            shown = escape(core, before, after) + body[len(core) :]
+        self.plain(shown)
+
+    def _plain_after(self, index: int, want: list[tuple[str, str]]) -> str:
+        """The character right after node ``index`` when no delimiter comes between, else ""."""
+        following = self.nodes[index + 1] if index + 1 < len(self.nodes) else None
+        if want or following is None or following.get("type") == "hardBreak":
+            return ""
+        if following.get("type") != "text":
+            return atom(following)[:1]
+        return "" if _marks(following) else string(following.get("text"))[:1]
 
 
 def _last(out: list[str]) -> str:

@@ -112,15 +112,17 @@ def _list(node: Mapping[str, Any], prefix: str, depth: int) -> list[str]:
         parts, codes, nested = [], [], []  # its line; its code blocks and sublists, after it
         if item.get("type") == "taskItem":
             box = "[x]" if _attrs(item).get("state") == "DONE" else "[ ]"  # (escaped: text)
-            parts.append(f"{box} {_inline(_kids(item))}".rstrip().replace("\n", "\\\\"))
+            parts.append(f"{box} {_inline(_kids(item), line=False)}".rstrip())
         for child in _kids(item) if item.get("type") == "listItem" else []:
             if child.get("type") in ("bulletList", "orderedList", "taskList"):
                 nested += _list(child, marker, depth + 1)
             elif child.get("type") == "codeBlock":
                 codes.append(_block(child, 0))
+            elif child.get("type") == "paragraph":
+                parts.append(_inline(_kids(child), line=False))
             else:
                 parts.append(_block(child, depth + 1).replace("\n", "\\\\"))
-        line = "\\\\\\\\".join(part for part in parts if part)  # paragraphs: a blank line
+        line = _bang("\\\\\\\\".join(part for part in parts if part))  # paragraphs: a blank line
         lines += [f"{marker} {line}", *codes, *nested]  # "* ": an empty item
     return lines
 
@@ -129,12 +131,14 @@ def _row(row: Mapping[str, Any]) -> str:
     cells = []
     for cell in _kids(row):
         bar = "||" if cell.get("type") == "tableHeader" else "|"
-        text = "\\\\".join(_inline(_kids(block)) for block in _kids(cell)).replace("\n", "\\\\")
+        text = _bang("\\\\".join(_inline(_kids(block), line=False) for block in _kids(cell)))
         cells.append(f"{bar}{text or ' '}")
     return "".join(cells) + ("||" if cells and cells[-1].startswith("||") else "|")
 
 
-def _inline(nodes: list[Mapping[str, Any]], *, one_line: bool = False) -> str:
+def _inline(nodes: list[Mapping[str, Any]], *, one_line: bool = False, line: bool = True) -> str:
+    """Inline nodes as markup; a line break a newline, or ``\\\\`` where the text must stay on one
+    ``line`` (a list item's, a cell's: the caller then ends it with ``_bang``)."""
     out: list[str] = []
     active: list[tuple[str, str, str]] = []  # (mark, link target, closing delimiter)
 
@@ -172,9 +176,15 @@ def _inline(nodes: list[Mapping[str, Any]], *, one_line: bool = False) -> str:
         body = _escape(text[len(lead) :], code=code)
         out.append("{{" + body + "}}" if code else body)
     close(0)
-    lines = [_line_start(line) for line in "".join(out).split("\n")]
-    lines = [re.sub(r"(?<!\\)\\!$", "!", line) for line in lines]  # "Done!": no image opens
-    return "\n".join(lines).strip()
+    lines = [_line_start(part) for part in "".join(out).split("\n")]
+    if not line:
+        return "\\\\".join(lines).strip()
+    return "\n".join(_bang(part) for part in lines).strip()
+
+
+def _bang(line: str) -> str:
+    """A line's last ``!`` unescaped: no image opens at a line's end ("Done!")."""
+    return re.sub(r"(?<!\\)\\!$", "!", line)
 
 
 def _run(flat: list[dict[str, Any]], start: int, mark: tuple[str, str]) -> int:

@@ -152,7 +152,7 @@ def _token(
     if text[i] == "!":
         end = scan.find("!", i + 1)
         if end > i + 1 and not text[i + 1].isspace() and text[i + 1] != "|":
-            source = text[i + 1 : end].split("|", 1)[0]
+            source = unescape(text[i + 1 : end].split("|", 1)[0])
             link = [_href(source)] if "://" in source else []
             return end + 1, [
                 {

@@ -453,6 +453,9 @@ ODD_MARKDOWN = [
     "x `  ` y",  # code of spaces only
     "[~u]*# a* ",  # emphasis Markdown cannot say after a word, before a '#'
     "a**#b**",
+    "<!-- c -->a~\t",  # a tilde before a tab, then nothing
+    "a| a |\n| - |\n\\-:",  # a line that would be a one-column table's delimiter row
+    "- [ ] !\n!",  # a '!' ending a line inside a list item
     "<!-- c -->\t* ",  # a star after a tab, then nothing
     "a  *\na\n---\n",  # a star before a line break in a heading
 ]
