@@ -106,9 +106,11 @@ class LinearProvider(ProviderBase):
         viewer = self._viewer(settings)
         team = self.api.team(settings.team)
         if team is None:
+            keys = self.api.team_keys()
             raise ConfigError(
                 f"{self.transport.where} shows no team {settings.team}: it does not exist, or "
-                "the token's user is not in it",
+                "the token's user is not in it; the teams it shows: "
+                + (", ".join(keys) if keys else "none"),
                 key_path=f"{KEY_PATH}.team",
                 expected="the team's key, as in its issues' identifiers (ENG for ENG-12)",
             )

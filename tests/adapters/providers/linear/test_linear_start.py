@@ -61,8 +61,12 @@ def test_a_missing_token_variable_is_named(linear: FakeLinear) -> None:
 
 
 def test_an_unknown_team_or_project_stops_the_start(linear: FakeLinear) -> None:
-    with pytest.raises(ConfigError, match=r"provider\.linear\.team: .* shows no team OPS"):
+    with pytest.raises(
+        ConfigError, match=r"provider\.linear\.team: .* shows no team OPS"
+    ) as caught:
         start(linear, team="OPS")
+    # a typo is one look away: the teams the token sees are named
+    assert "the token's user is not in it; the teams it shows: ENG;" in str(caught.value)
     with pytest.raises(ConfigError, match=r"provider\.linear\.project: .*no project named 'Nope'"):
         start(linear, project="Nope")
 
