@@ -3,8 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install lint format typecheck test test-serial crash-all e2e-github e2e-gitlab bench mutants \
-	mutants-actors ci
+.PHONY: install lint format typecheck test test-serial crash-all e2e-github e2e-gitlab e2e-jira e2e-linear bench \
+	mutants mutants-actors ci
 
 install:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,16 @@ e2e-github:
 
 e2e-gitlab:
 	$(BIN)/python -m pytest -q -s tests/e2e/test_gitlab_loop.py
+
+# Jira's issues (the fake Jira, Cloud and Data Center) with the local forge's revisions, and
+# every kill at a Jira write (the test target runs two, chosen by the commit).
+e2e-jira:
+	CPE_CRASH_ALL=1 $(BIN)/python -m pytest -q -s tests/e2e/test_jira_loop.py
+
+# Linear's issues (the fake Linear) with pull requests on the fake GitHub, and every kill at a
+# Linear write.
+e2e-linear:
+	CPE_CRASH_ALL=1 $(BIN)/python -m pytest -q -s tests/e2e/test_linear_loop.py
 
 # Benchmarks are measurements, not tests: each script prints its figures (see README).
 bench:

@@ -14,12 +14,16 @@ from pathlib import Path
 from adapters.cli.provider_settings import (
     FORGES,
     NAMES,
+    PLACEHOLDERS,
     TRACKERS_ONLY,
     ProviderKind,
     pair_refusal,
 )
 
-PLACEHOLDER = {"github": "OWNER/NAME", "gitlab": "GROUP/NAME"}
+PLACEHOLDER = {
+    "github": PLACEHOLDERS["github", "repository"][0],
+    "gitlab": PLACEHOLDERS["gitlab", "project"][0],
+}
 TOKEN_ENV = {
     "github": "GITHUB_TOKEN",
     "gitlab": "GITLAB_TOKEN",
@@ -60,9 +64,9 @@ NEEDS = {
 TRACKER_KEYS: dict[str, list[tuple[str, str, str]]] = {
     "linear": [("team", "ENG", "set it: the team's key (ENG-12's ENG)")],
     "jira": [
-        ("base_url", "https://your-site.atlassian.net", "set it: the site, or Data Center's URL"),
+        ("base_url", PLACEHOLDERS["jira", "base_url"][0], "set it: the site, or Data Center's URL"),
         ("project", "PROJ", "set it: the project's key (PROJ-12's PROJ)"),
-        ("email", "you@example.com", "set it: the token's account (Cloud only)"),
+        ("email", PLACEHOLDERS["jira", "email"][0], "set it: the token's account (Cloud only)"),
     ],
 }
 TRACKER_OPTIONS = {

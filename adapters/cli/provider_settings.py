@@ -50,6 +50,17 @@ NAMES: dict[ProviderKind, str] = {
     "linear": "Linear",
     "jira": "Jira",
 }
+# What cpe init writes where only a person knows the value: the file loads with it (cpe status
+# works), and cpe run refuses it before anything is asked, saying what to put there.
+PLACEHOLDERS: dict[tuple[ProviderKind, str], tuple[str, str]] = {
+    ("github", "repository"): ("OWNER/NAME", "the repository, owner/name"),
+    ("gitlab", "project"): ("GROUP/NAME", "the project's path, group/name"),
+    ("jira", "base_url"): (
+        "https://your-site.atlassian.net",
+        "your Jira site's URL (https://SITE.atlassian.net), or your Data Center's",
+    ),
+    ("jira", "email"): ("you@example.com", "the e-mail of the account the API token belongs to"),
+}
 # What a remote system's section needs at the least, as the refusal of a missing one says it.
 _NEEDS = {
     "github": "its repository (and token_env)",
@@ -169,6 +180,15 @@ class ProviderSection(_Section):
         return (
             f"work items: {named(self.work_items_kind)} · revisions: {named(self.revisions_kind)}"
         )
+
+    def placeholder(self) -> tuple[str, str, str] | None:
+        """A value cpe init wrote for a person to replace, still there in a system named:
+        (its key path, the value, what is expected there); None when there is none."""
+        for (kind, key), (value, expected) in PLACEHOLDERS.items():
+            settings = getattr(self, kind) if kind in self.systems else None
+            if settings is not None and getattr(settings, key) == value:
+                return f"provider.{kind}.{key}", value, expected
+        return None
 
     def problem(self) -> str | None:
         """Why this section cannot run, in one line (None: it can): the two forms disagreeing,

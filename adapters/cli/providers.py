@@ -116,6 +116,12 @@ def build_providers(
     problem = section.problem()
     if problem is not None:
         raise ConfigError(problem)
+    placeholder = section.placeholder()
+    if placeholder is not None:
+        key, value, expected = placeholder
+        raise ConfigError(
+            f"{value!r} is the placeholder cpe init wrote", key_path=key, expected=expected
+        )
     env = os.environ if environ is None else environ
     specs = GitSpecReader(
         root,

@@ -19,25 +19,23 @@ from typing import Any
 
 from actors.journal import Journal
 from adapters.cli.demo import FEATURES
-from adapters.demo.book import BOOK_RULES, ITEM_ONE_TITLE, ITEM_TWO_TITLE, load_demo_scenario
+from adapters.demo.book import ITEM_ONE_TITLE, ITEM_TWO_TITLE
 from adapters.demo.sample import create_sample_repo
 from adapters.providers import ProviderRoles
 from adapters.providers.local.provider import LocalProvider
-from adapters.scripted_model import Match, Scenario
 from domain.events import StatusTransitioned
 from domain.models import Revision
 from tests.e2e.crash import Loop
 from tests.fakes.jira import BOT, DEVELOPERS, OUTSIDER, FakeJira
 from tests.support.git import git_raw
 from tests.support.jira import check_against_openapi
+from tests.support.jira_provider import full_workflow
 
 TOKEN_ENV = "CPE_E2E_JIRA_TOKEN"
 TOKEN = "e2e-jira-token"
 FORGE = ProviderRoles(work_items=False, revisions=True)
 ONE_SYSTEM = '[provider]\nkind = "local"\n'
 APART = '[provider.work_items]\nkind = "jira"\n[provider.revisions]\nkind = "local"\n'
-# The team's workflow has a status for each of cpe's (the provider's default names for them)
-EXTRA_STATUSES = (("Approved", "indeterminate"), ("Blocked", "new"), ("Needs Refinement", "new"))
 # Someone's issue in the project, filed by a user outside the trusted group: not cpe's work.
 BYSTANDER = "A question about the README"
 
@@ -61,29 +59,12 @@ def jira_for_the_loop(**options: Any) -> FakeJira:
     account among them), and ``bob`` (outside it) has filed the bystander issue."""
     jira = FakeJira(tokens={TOKEN: BOT}, **options)
     jira.keep_responses = True
-    for status, category in EXTRA_STATUSES:
-        jira.add_status(status, category)
+    full_workflow(jira)
     jira.add_to_group(BOT, DEVELOPERS)
     jira.revoke("EDIT_ISSUES", "jira-software-users")
     jira.grant("EDIT_ISSUES", DEVELOPERS)
     jira.open_issue(BYSTANDER, "Where is the README's second half?", by=OUTSIDER)
     return jira
-
-
-def keyed_book() -> list[Scenario]:
-    """The demo's book for items named by a key: its rules match ``## Work Item #<id> — title``
-    with a numeric id only (``#\\d+``), a Jira item's heading is ``#PROJ-2``."""
-    return [
-        load_demo_scenario(
-            name,
-            Match(
-                role=match.role,
-                system=match.system,
-                prompt=None if match.prompt is None else match.prompt.replace(r"#\d+", r"#\S+"),
-            ),
-        )
-        for name, match in BOOK_RULES
-    ]
 
 
 def jira_repo(base: Path, jira: FakeJira) -> Path:
@@ -113,7 +94,7 @@ class JiraLoop(Loop):
 
     def __init__(self, base: Path, jira: FakeJira) -> None:
         self.jira = jira
-        super().__init__(base, jira_repo(base, jira), {TOKEN_ENV: TOKEN}, book=keyed_book())
+        super().__init__(base, jira_repo(base, jira), {TOKEN_ENV: TOKEN})
 
     def ours(self) -> list[dict[str, Any]]:
         """The issues cpe made (reported by its account), oldest first."""

@@ -32,6 +32,16 @@ _CONTAINERS |= {"tableRow", "tableHeader", "tableCell"}
 _MARK_TOKENS = {"strong": "strong", "em": "em", "s": "strike", "link": "link"}
 
 
+def normalize_link(href: str) -> str:
+    """A link as the parser writes it (percent-encoded where a URL must be)."""
+    return str(_MD.normalizeLink(href))
+
+
+def valid_link(href: str) -> bool:
+    """Whether the parser makes a link of it (``javascript:`` and the like: no)."""
+    return bool(_MD.validateLink(href))
+
+
 def from_markdown(text: str) -> dict[str, Any]:
     """An ADF document (``{"type": "doc", "version": 1, "content": [...]}``) for Markdown."""
     tree: _Tree = []
@@ -177,13 +187,19 @@ class Builder:
         entries = [self.blocks(kids, IN_DOC) for _, kids in items]
         start = str(token.attrGet("start") or "1")
         order = int(start) if start.isdigit() else 1
-        return self.list_node(token.type == "ordered_list_open", entries, order)
+        boxed = [_boxed(kids) for _, kids in items]
+        return self.list_node(token.type == "ordered_list_open", entries, boxed, order)
 
     def list_node(
-        self, ordered: bool, entries: list[list[dict[str, Any]]], order: int = 1
+        self,
+        ordered: bool,
+        entries: list[list[dict[str, Any]]],
+        boxed: list[bool],
+        order: int = 1,
     ) -> dict[str, Any] | None:
-        """A list of items (each its blocks): a task list when every item starts with a box."""
-        if not ordered and entries and all(map(_is_task, entries)):
+        """A list of items (each its blocks): a task list when every item's source starts with
+        a box (``boxed``: ``[ ]``, ``[x]``; an escaped ``\\[ ]`` is text) and holds one line."""
+        if not ordered and entries and all(boxed) and all(map(_is_task, entries)):
             return self._task_list(entries)
         content = [{"type": "listItem", "content": self._item(entry)} for entry in entries]
         if not content:
@@ -249,6 +265,18 @@ class Builder:
                     )
                 )
         return out
+
+
+def is_box(source: str) -> bool:
+    """Whether an item's source text opens with a task box."""
+    return source[:4] in ("[ ] ", "[x] ", "[X] ")
+
+
+def _boxed(kids: _Tree) -> bool:
+    """Whether a list item's source (its first paragraph's) opens with a task box."""
+    if not kids or kids[0][0].type != "paragraph_open" or not kids[0][1]:
+        return False
+    return is_box(kids[0][1][0][0].content)
 
 
 def _is_task(entry: list[dict[str, Any]]) -> bool:

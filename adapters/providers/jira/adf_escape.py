@@ -5,6 +5,8 @@ it writes code spans and link destinations. HTML comments (cpe's hidden markers)
 from __future__ import annotations
 
 import re
+import string
+import unicodedata
 
 _LINE_START = re.compile(
     r"^(#{1,6}(?=\s|$)|>|[-+*](?=\s|$)|\d{1,9}(?=[.)](?:\s|$))|=+\s*$|(?:-\s*)+$)"
@@ -94,3 +96,19 @@ def _gaps(spans: list[tuple[int, int]], length: int) -> list[tuple[int, int]]:
     ends = [0, *(end for _, end in spans)]
     starts = [start for start, _ in spans] + [length]
     return list(zip(ends, starts, strict=True))
+
+
+def can_wrap(before: str, first: str, last: str, after: str) -> bool:
+    """Whether ``*``/``~~`` delimiters around a text (its ``first`` and ``last`` characters,
+    ``before`` and ``after`` it) open and close emphasis: CommonMark's flanking rules."""
+    opens = not _space(first) and (not _punct(first) or _space(before) or _punct(before))
+    closes = not _space(last) and (not _punct(last) or _space(after) or _punct(after))
+    return opens and closes
+
+
+def _space(char: str) -> bool:
+    return not char or char.isspace()
+
+
+def _punct(char: str) -> bool:
+    return bool(char) and (char in string.punctuation or unicodedata.category(char)[0] in "PS")

@@ -8,13 +8,13 @@ that as Markdown; ``from_markdown(md)`` writes the ADF of the Markdown as markup
 What is written: ``h1.``-``h6.`` headings; ``*strong*``, ``_emphasis_``, ``-deleted-``,
 ``{{monospace}}`` and ``[text|url]`` links (``{*}x{*}`` where a word goes on either side);
 ``{code:lang}`` / ``{noformat}`` blocks; ``*``/``#`` lists nested by repeating the marker
-(``**``, ``*#``), a checklist item as ``* [ ] ...``; ``{quote}`` and ``{info}``/``{note}``/
-``{tip}``/``{warning}`` panels; ``----``; ``||head||`` and ``|cell|`` tables; a line break inside
-a paragraph as a newline (Jira shows it as one), inside a list item or a cell as ``\\\\`` (two
-of them between an item's paragraphs), a code block of a list item on the lines right after the
-item's (an item's text after its sublist has no place: it joins the item's line). A character
-that would otherwise be markup is escaped with a backslash; a backslash itself, which has no
-escape (``\\\\`` is a line break), is written ``&#92;``.
+(``**``, ``*#``), a checklist item as ``* [ ] ...`` (text that only looks like a box: ``\\[``);
+``{quote}`` and ``{info}``/``{note}``/``{tip}``/``{warning}`` panels; ``----``; ``||head||`` and
+``|cell|`` tables; a line break inside a paragraph as a newline (Jira shows it as one), inside a
+list item or a cell as ``\\\\`` (two of them between an item's paragraphs), a code block of a list
+item on the lines right after the item's (an item's text after its sublist has no place: it
+joins the item's line). A character that would otherwise be markup is escaped with a backslash;
+a backslash itself, which has no escape (``\\\\`` is a line break), is written ``&#92;``.
 
 Hidden markers: an HTML comment (``<!-- cpe:key=... -->``) has no markup either; it is written
 verbatim, never escaped, so ``markers.has_key`` finds it in the raw description as well as in
@@ -111,7 +111,7 @@ def _list(node: Mapping[str, Any], prefix: str, depth: int) -> list[str]:
             continue
         parts, codes, nested = [], [], []  # its line; its code blocks and sublists, after it
         if item.get("type") == "taskItem":
-            box = "\\[x\\]" if _attrs(item).get("state") == "DONE" else "\\[ \\]"
+            box = "[x]" if _attrs(item).get("state") == "DONE" else "[ ]"  # (escaped: text)
             parts.append(f"{box} {_inline(_kids(item))}".rstrip().replace("\n", "\\\\"))
         for child in _kids(item) if item.get("type") == "listItem" else []:
             if child.get("type") in ("bulletList", "orderedList", "taskList"):
@@ -157,19 +157,20 @@ def _inline(nodes: list[Mapping[str, Any]], *, one_line: bool = False) -> str:
             keep += 1
         if keep < len(active):
             close(keep)
-        text = str(node.get("text", ""))
-        if node["type"] == "hardBreak" or not text.strip():
+        text, code = str(node.get("text", "")), bool(node.get("code"))
+        if node["type"] == "hardBreak" or not (text.strip() or code):
             out.append(" " if one_line and not text else text or "\n")
             continue
-        lead = text[: len(text) - len(text.lstrip())]
+        lead = "" if code else text[: len(text) - len(text.lstrip())]  # (code keeps its spaces)
         out.append(lead)
         opening = [mark for mark in marks if mark not in [entry[:2] for entry in active]]
         for mark in sorted(opening, key=lambda mark: -_run(flat, i, mark)):
-            start, end = _delimiters(mark, flat, i, "".join(out)[-1:])
+            before = next((part[-1] for part in reversed(out) if part), "")
+            start, end = _delimiters(mark, flat, i, before)
             out.append(start)
             active.append((*mark, end))
-        body = _escape(text[len(lead) :], code=node.get("code", False))
-        out.append("{{" + body + "}}" if node.get("code") else body)
+        body = _escape(text[len(lead) :], code=code)
+        out.append("{{" + body + "}}" if code else body)
     close(0)
     lines = [_line_start(line) for line in "".join(out).split("\n")]
     lines = [re.sub(r"(?<!\\)\\!$", "!", line) for line in lines]  # "Done!": no image opens

@@ -19,6 +19,7 @@ _ENTITY_AT = re.compile(_ENTITY)
 _COLOR_AT = re.compile(r"\{color(?::[^}\n]*)?\}")
 _BRACED_AT = re.compile(r"\{[*_+^~-]\}")
 _SPECIAL = re.compile(r"<!--|[\\{\[!&*_+^~-]|\?\?")
+_URL = re.compile(r"^(?:[A-Za-z][\w+.-]*:|\.{0,2}/)\S*$")  # a scheme, or a path
 _UNSAFE_LINK = re.compile(r"^\s*(?:javascript|vbscript|data):", re.I)
 
 
@@ -186,28 +187,21 @@ def _effect(char: str, inner: str, marks: list[dict[str, Any]], depth: int) -> l
 
 
 def _link(body: str, marks: list[dict[str, Any]], depth: int) -> list[dict[str, Any]]:
-    if not body.strip():  # "[ ]": a box, no link
-        return [{"type": "text", "text": f"[{body}]", "marks": marks}]
+    """``[text|url]``, ``[url]``, ``[~user]``, ``[^attachment]``; brackets around anything
+    else that is no URL (``[ ]``, ``[a page name]``) are text."""
     parts = [part.strip() for part in re.split(r"(?<!\\)\|", body)]
     unlinked = [m for m in marks if m["type"] != "link"]
-    if len(parts) == 1:
-        target = parts[0]
-        if target.startswith("~"):  # a user mention
-            return [
-                {
-                    "type": "text",
-                    "text": "@" + target[1:].removeprefix("accountid:"),
-                    "marks": marks,
-                }
-            ]
-        if target.startswith(("^", "#")):  # an attachment, an anchor
-            return [{"type": "text", "text": target[1:], "marks": marks}]
-        if not _UNSAFE_LINK.match(target):
-            return [{"type": "text", "text": target, "marks": [*unlinked, _href(target)]}]
-        parts = [target, target]
-    label, href = parts[0], unescape(parts[1])
-    if _UNSAFE_LINK.match(href) or not href:
+    target = parts[0]
+    if len(parts) == 1 and target[1:] and target[0] in "~^#":  # a user, an attachment, an anchor
+        name = "@" + target[1:].removeprefix("accountid:") if target[0] == "~" else target[1:]
+        return [{"type": "text", "text": name, "marks": marks}]
+    label, href = target, unescape(parts[-1] if len(parts) == 1 else parts[1])
+    if _UNSAFE_LINK.match(href):
         return inline(label, marks, depth + 1)
+    if (len(parts) == 1 and not _URL.match(href)) or not href:
+        return [{"type": "text", "text": f"[{unescape(body)}]", "marks": marks}]
+    if len(parts) == 1:
+        return [{"type": "text", "text": href, "marks": [*unlinked, _href(href)]}]
     return inline(label, [*unlinked, _href(href)], depth + 1)
 
 

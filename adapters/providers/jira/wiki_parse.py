@@ -14,6 +14,7 @@ from adapters.providers.jira.adf_build import (
     IN_QUOTE,
     MAX_DEPTH,
     Builder,
+    is_box,
     paragraph,
 )
 from adapters.providers.jira.wiki_inline import inline
@@ -154,11 +155,13 @@ def _lists(entries: list[_Entry], builder: Builder) -> list[dict[str, Any]]:
     while i < len(entries):
         kind = entries[i][0][0]
         items: list[list[dict[str, Any]]] = []
+        boxed: list[bool] = []  # whether an item's line opens with a box (an escaped one: no)
         while i < len(entries) and entries[i][0][0] == kind:
             markers, text, code = entries[i]
             if len(markers) == 1:
                 first = _paragraphs(inline(text, [], 0)) if text.strip() or not code else []
                 items.append(first + code)
+                boxed.append(is_box(text))
                 i += 1
                 continue
             nested = []
@@ -167,8 +170,9 @@ def _lists(entries: list[_Entry], builder: Builder) -> list[dict[str, Any]]:
                 i += 1
             if not items:
                 items.append([])
+                boxed.append(False)
             items[-1] += _lists(nested, builder)
-        node = builder.list_node(kind == "#", items)
+        node = builder.list_node(kind == "#", items, boxed)
         out += [node] if node else []
     return builder.fit(out, IN_DOC)
 

@@ -320,3 +320,57 @@ def test_the_next_steps_say_to_push_when_the_default_branch_is_on_the_forge(
             f"     (agents start from, and specs are read at, the default branch on {name})"
         ) in out
         assert "(or write specs under specs/, pushed)" in out
+
+
+@pytest.mark.parametrize(
+    ("tracker", "forge", "line"),
+    [
+        (
+            "jira",
+            "local",
+            "cpe: configuration error: provider.jira.base_url: "
+            "'https://your-site.atlassian.net' is the placeholder cpe init wrote; expected your "
+            "Jira site's URL (https://SITE.atlassian.net), or your Data Center's",
+        ),
+        (
+            "linear",
+            "github",
+            "cpe: configuration error: provider.github.repository: 'OWNER/NAME' is the "
+            "placeholder cpe init wrote; expected the repository, owner/name",
+        ),
+        (
+            "local",
+            "gitlab",
+            "cpe: configuration error: provider.gitlab.project: 'GROUP/NAME' is the placeholder "
+            "cpe init wrote; expected the project's path, group/name",
+        ),
+    ],
+)
+def test_a_placeholder_left_as_init_wrote_it_stops_cpe_run_before_anything_is_asked(
+    tmp_path: Path, tracker: str, forge: str, line: str
+) -> None:
+    """The file loads (cpe status works) but cannot run: cpe run says which value to set, in
+    one line, before a token is read or a site asked (a made-up site would read as an outage)."""
+    repo = repo_with_origin(tmp_path, None)
+    assert init(repo, tracker, forge) == 0  # type: ignore[arg-type]
+    assert cpe("status", cwd=repo).returncode == 0
+    tokens = {
+        "JIRA_API_TOKEN": "t",
+        "LINEAR_API_KEY": "t",
+        "GITHUB_TOKEN": "t",
+        "GITLAB_TOKEN": "t",
+    }
+    assert one_line_error(cpe("run", cwd=repo, env=tokens)) == line
+
+
+def test_jiras_email_placeholder_is_refused_once_the_site_is_set(tmp_path: Path) -> None:
+    repo = repo_with_origin(tmp_path, None)
+    assert init(repo, "jira", "local") == 0
+    path = repo / "supervisor.toml"
+    path.write_text(
+        path.read_text().replace("https://your-site.atlassian.net", "https://acme.atlassian.net")
+    )
+    line = one_line_error(cpe("run", cwd=repo, env={"JIRA_API_TOKEN": "t"}))
+    assert line.startswith(
+        "cpe: configuration error: provider.jira.email: 'you@example.com' is the placeholder"
+    )

@@ -4,11 +4,14 @@ checker refusing what the description refuses."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakes.jira import extract_openapi
 from tests.fakes.jira.extract_openapi import SERVED, strip
 from tests.fakes.jira.openapi import SUBSET, SubsetError, subset
 
@@ -103,3 +106,51 @@ def test_a_request_body_and_query_values_are_held_to_the_description() -> None:
     with pytest.raises(SubsetError, match="needs a request body"):
         subset().check_request("POST", "/rest/api/3/issue")
     subset().check_request("POST", "/rest/api/3/search/jql", "", {"jql": "x", "fields": ["id"]})
+
+
+def test_the_extraction_takes_the_served_operations_and_every_schema_they_reach(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = {
+        "info": {"title": "Jira", "version": "1"},
+        "paths": {
+            "/rest/api/3/thing/{id}": {
+                "get": {
+                    "operationId": "getThing",
+                    "description": "prose",
+                    "parameters": [{"name": "id", "in": "path", "required": True}],
+                    "responses": {
+                        "200": {
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/A"}}
+                            }
+                        },
+                        "404": {"description": "none"},
+                    },
+                },
+                "delete": {"operationId": "notServed", "responses": {}},
+            }
+        },
+        "components": {
+            "schemas": {
+                "A": {"properties": {"b": {"$ref": "#/components/schemas/B"}}},
+                "B": {"description": "prose", "properties": {"description": {"type": "string"}}},
+                "Unreached": {"type": "string"},
+                "ErrorCollection": {"type": "object"},
+            }
+        },
+    }
+    source = tmp_path / "vendor.json"
+    source.write_text(json.dumps(spec))
+    monkeypatch.setattr(extract_openapi, "SERVED", (("GET", "/thing/{id}"),))
+    monkeypatch.setattr(extract_openapi, "FIELD_SCHEMAS", ())
+    first = extract_openapi.extract(source)
+    assert first == extract_openapi.extract(source)
+    assert first["source"]["sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
+    assert sorted(first["operations"]) == ["GET /rest/api/3/thing/{id}"]
+    operation = first["operations"]["GET /rest/api/3/thing/{id}"]
+    assert operation["responses"] == {"200": {"$ref": "#/components/schemas/A"}, "404": None}
+    assert sorted(first["components"]["schemas"]) == ["A", "B", "ErrorCollection"]
+    assert first["components"]["schemas"]["B"] == {
+        "properties": {"description": {"type": "string"}}
+    }

@@ -210,6 +210,7 @@ class LinearCore(HttpCore):
             variables=dict(current.get("variables") or {}),
             complexity=current.get("complexity"),
             document=current.get("document"),
+            codes=tuple(current.get("codes", ())),
         )
 
     # ------------------------------------------------------------------ POST /graphql
@@ -282,12 +283,27 @@ class LinearCore(HttpCore):
         answer: dict[str, Any] = {"data": result.data}
         if errors:
             answer["errors"] = errors
+            self._note_codes(answer)
         return Reply(400 if errors else 200, answer)
 
     # ------------------------------------------------------------------ helpers
 
     def _refuse(self, *errors: LinearError) -> Reply:
-        return Reply(400, _error_body(*errors))
+        body = _error_body(*errors)
+        self._note_codes(body)
+        return Reply(400, body)
+
+    def _note_codes(self, body: Any) -> None:
+        """The ``extensions.code`` of each error an answer carries, for the log."""
+        errors = body.get("errors") if isinstance(body, dict) else None
+        if isinstance(errors, list):
+            self._current["codes"] = tuple(
+                str((e.get("extensions") or {}).get("code")) for e in errors if isinstance(e, dict)
+            )
+
+    def error_reply(self, error: HttpError) -> tuple[int, dict[str, str], bytes]:
+        self._note_codes(error.body)
+        return super().error_reply(error)
 
     def _budget(self, token: str) -> Budget:
         budget = self.budgets.get(token)

@@ -44,6 +44,7 @@ def test_a_missing_unknown_or_misplaced_token_is_linears_authentication_error(
     assert error["extensions"]["type"] == "authentication error"
     assert error["extensions"]["statusCode"] == 401
     assert "data" not in answer.json()
+    assert fake_linear.requests[-1].codes == ("AUTHENTICATION_ERROR",)
     assert not any(h.lower().startswith("x-ratelimit") for h in answer.headers)
 
 
@@ -82,6 +83,7 @@ def test_a_field_the_served_schema_lacks_fails_validation_and_runs_nothing(
     assert answer.status_code == 400
     codes = {e["extensions"]["code"] for e in answer.json()["errors"]}
     assert codes == {"GRAPHQL_VALIDATION_FAILED"}
+    assert set(fake_linear.requests[-1].codes) == codes
     assert "Cannot query field 'viewer' on type 'Mutation'" in answer.text
     assert fake_linear.identifiers() == []
 
@@ -204,11 +206,13 @@ def test_the_log_names_each_operation_its_fields_and_variables(fake_linear: Fake
         ("viewer",),
         "cpe@example.com",
     )
-    assert (lookup.fields, lookup.variables, lookup.status) == (
+    assert (lookup.fields, lookup.variables, lookup.status, lookup.codes) == (
         ("issue",),
         {"id": "ENG-1"},
         400,
+        ("INPUT_ERROR",),
     )
+    assert me.codes == ()
     assert fake_linear.operations() == ["Me", "Q"]
 
 

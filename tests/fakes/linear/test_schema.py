@@ -111,3 +111,23 @@ def test_the_resolvers_cover_exactly_the_served_fields() -> None:
     resolved = {(t, f) for t, fields in resolvers().items() for f in fields}
     assert resolved - served == set()
     assert served - resolved == set()
+
+
+def test_a_required_argument_of_an_unserved_type_is_an_extraction_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(
+        extract_schema, "OBJECTS", {"Mutation": ("noop",), "Query": ("issues",), "Issue": ("id",)}
+    )
+    monkeypatch.setattr(extract_schema, "INPUTS", ())
+    monkeypatch.setattr(extract_schema, "ENUMS", ())
+    monkeypatch.setattr(extract_schema, "SCALARS", ())
+    monkeypatch.setattr(extract_schema, "SERVED", frozenset({"Query", "Mutation", "Issue"}))
+    vendor = (
+        "schema { query: Query mutation: Mutation }\n"
+        "type Issue { id: ID! }\ninput CycleFilter { id: ID }\n"
+        "type Query { issues(cycle: CycleFilter!): [Issue!]! }\n"
+        "type Mutation { noop: Boolean }\n"
+    )
+    with pytest.raises(ExtractionError, match=r"Query.issues\(cycle:\) is required"):
+        extract(vendor)

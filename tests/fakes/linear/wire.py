@@ -24,6 +24,7 @@ class LinearRequest(RecordedRequest):
     variables: Mapping[str, Any] = field(default_factory=dict)
     complexity: int | None = None
     document: str | None = None
+    codes: tuple[str, ...] = ()  # the ``extensions.code`` of each error answered
 
 
 @dataclass

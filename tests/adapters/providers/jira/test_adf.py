@@ -129,6 +129,12 @@ def test_a_checklist_is_a_task_list_with_states_and_ids() -> None:
     assert all(ids)
 
 
+def test_an_escaped_box_is_text_not_a_task() -> None:
+    result = adf.from_markdown("- \\[ \\] not a task\n- \\[x\\] nor this")
+    assert result["content"][0]["type"] == "bulletList"
+    assert adf.to_markdown(result) == "- \\[ \\] not a task\n- \\[x\\] nor this"
+
+
 def test_a_list_mixing_boxes_and_plain_items_stays_a_bullet_list() -> None:
     result = adf.from_markdown("- [ ] box\n- plain\n")
     assert result["content"][0]["type"] == "bulletList"
@@ -441,6 +447,12 @@ ODD_MARKDOWN = [
     "\\-- -",  # a thematic break written as text
     "<?| a |\n| - |\n\n\na",  # an HTML block to the end, blank lines and all
     "- [ ] a\n\n    a",  # a box, then a second paragraph: no task
+    "- \\[ \\] a",  # an escaped box: no task
+    "- [ ] a\n  - ",  # a box, then a sublist that is no checklist
+    "h1. *` a`",  # code that starts with a space
+    "x `  ` y",  # code of spaces only
+    "[~u]*# a* ",  # emphasis Markdown cannot say after a word, before a '#'
+    "a**#b**",
     "<!-- c -->\t* ",  # a star after a tab, then nothing
     "a  *\na\n---\n",  # a star before a line break in a heading
 ]

@@ -125,7 +125,7 @@ def test_a_planner_body_is_written_as_wiki_markup() -> None:
         "{code:python}\nwriter = csv.writer(handle)\n{code}\n\n"
         "{quote}\nKeep the column order.\n{quote}\n\n"
         "||Column||Type||\n|id|int|\n\n"
-        "* \\[ \\] done when the tests pass\n\n"
+        "* [ ] done when the tests pass\n\n"
         "<!-- cpe:generated -->\nBlocked by #PROJ-3\n<!-- cpe:key=plan:3:a -->"
     )
     assert markers.has_key(written, "plan:3:a")  # the raw description carries the key
@@ -277,3 +277,24 @@ def test_plain_prose_is_written_without_needless_escapes() -> None:
     prose = "Done! Use snake_case, 2 * 3, well-known e.g. - this; what? why?"
     assert wiki.from_markdown(prose) == prose
     assert wiki.to_markdown(prose) == prose
+
+
+_MARKUP = st.sampled_from(
+    [
+        *"ab *_-+^~?!|[]{}\\#\n&;",
+        *("h1. ", "bq. ", "* ", "** ", "# ", "*# ", "- ", "||", "----", "\\\\", "{{", "}}"),
+        *("{code}", "{code:java}", "{noformat}", "{quote}", "{info}", "{panel:title=t}"),
+        *("{color:red}", "{color}", "[a|http://b]", "[~u]", "!i.png!", "&#92;", "<!-- c -->"),
+    ]
+)
+
+
+@settings(
+    max_examples=300, suppress_health_check=list(HealthCheck), deadline=None, derandomize=True
+)
+@given(st.lists(_MARKUP, max_size=30).map("".join))
+def test_any_markup_reads_as_markdown_that_reads_the_same_again(markup: str) -> None:
+    """What a Data Center user typed, however odd, reads as Markdown, and that Markdown is in
+    the normal form (written as ADF and read back it does not change)."""
+    read = wiki.to_markdown(markup)
+    assert adf.to_markdown(adf.from_markdown(read)) == read
