@@ -85,8 +85,9 @@ def test_a_status_without_a_state_stops_the_start_listing_the_states(
     assert "no workflow state for needs-refinement ('Needs Refinement'), " in message
     assert "Triage (triage), Backlog (backlog), Todo (unstarted), In Progress (started)" in message
     # the states it may name: not those other statuses take, nor the triage inbox
-    assert message.endswith("[provider.linear.states] (not taken: Backlog, Canceled)")
-    mapped = {"approved": "Triage", "needs-refinement": "Backlog", "blocked": "Canceled"}
+    assert message.endswith("[provider.linear.states] (not taken: Backlog)")
+    fake_linear.add_state("On Hold", "started")
+    mapped = {"approved": "Triage", "needs-refinement": "Backlog", "blocked": "On Hold"}
     with pytest.raises(ConfigError, match="approved is the workflow state 'Triage' of team ENG"):
         start(fake_linear, states=mapped)
     fake_linear.add_state("Ready to Merge", "started")
@@ -98,7 +99,7 @@ def test_a_status_without_a_state_stops_the_start_listing_the_states(
             "in-review": "In Review",
             "approved": "Ready to Merge",
             "needs-refinement": "Backlog",
-            "blocked": "Canceled",
+            "blocked": "On Hold",
             "done": "Done",
         }
 
