@@ -39,9 +39,19 @@ from domain.events import (
     WorkItemIgnored,
     WorkItemRemoved,
 )
-from domain.models import AgentRun, EngineState, Revision, RevisionId, Status, WorkItemId, item_ref
+from domain.models import (
+    AgentRun,
+    EngineState,
+    Revision,
+    RevisionId,
+    Status,
+    WorkItem,
+    WorkItemId,
+    item_ref,
+)
 from domain.run_end import explain_transition
 from domain.runs import attempt_number
+from domain.selectors import revision_for
 from domain.signals import describe_signal
 from domain.workflow import WORKFLOW
 
@@ -137,12 +147,12 @@ def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list
             return [f"a write failed: {what}: {_flat(error)}"]
         case WorkItemChanged(work_item=item):
             known = before.work_items.get(item.id)
+            waits = _waits_without_revision(after, item)
             if known is None:
-                return [f"{item_ref(item.id)} {item.title!r} seen ({item.status})"]
+                return [f"{item_ref(item.id)} {item.title!r} seen ({item.status}){waits}"]
             if known.status != item.status:
-                return [
-                    f"{item_ref(item.id)} {known.status} → {item.status} (changed on the tracker)"
-                ]
+                change = f"{known.status} → {item.status} (changed on the tracker)"
+                return [f"{item_ref(item.id)} {change}{waits}"]
             return []
         case AgentSignalled(session_id=sid, signal=signal):
             run = after.agent_runs.get(sid)
@@ -265,3 +275,12 @@ def _wid(command: object) -> str | None:
 
 def _flat(text: str | None) -> str:
     return " ".join((text or "").split())[:_REASON]
+
+
+def _waits_without_revision(state: EngineState, item: WorkItem) -> str:
+    """What a person who moved an item to review by hand should know: cpe reviews and merges
+    revisions, and this item has none (a tracker's state dragged along, a revision made by
+    hand elsewhere): it waits there until someone moves it on."""
+    if item.status not in ("in-review", "approved") or revision_for(state, item) is not None:
+        return ""
+    return "; cpe has no revision of it, so it waits (set it to pending for cpe to implement it)"

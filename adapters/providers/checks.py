@@ -11,7 +11,7 @@ reads a revision's pipeline again is one rule too (``PipelineWatches``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from domain.models import Pipeline, RevisionState
 
@@ -47,6 +47,7 @@ class _Watch:
     sha: str
     pipeline: Pipeline
     first_seen: int  # the cycle its head was first read
+    stale: bool = False  # cpe wrote to the revision: read again, shown as last read meanwhile
 
 
 class PipelineWatches:
@@ -64,7 +65,7 @@ class PipelineWatches:
 
     def due(self, number: int, head_sha: str) -> bool:
         watch = self._watches.get(number)
-        if watch is None or watch.sha != head_sha:
+        if watch is None or watch.stale or watch.sha != head_sha:
             return True
         if watch.pipeline.status == "pending":
             return True
@@ -79,8 +80,12 @@ class PipelineWatches:
         self._watches[number] = _Watch(head_sha, pipeline, first_seen)
 
     def forget(self, number: int) -> None:
-        """cpe wrote to it: read its pipeline again next time."""
-        self._watches.pop(number, None)
+        """cpe wrote to it: read its pipeline again next time it is open. Until then it shows
+        the pipeline last read of its head: a merged revision keeps the green it merged on
+        (not "none")."""
+        watch = self._watches.get(number)
+        if watch is not None:
+            self._watches[number] = replace(watch, stale=True)
 
     def pipeline(self, number: int, head_sha: str, state: RevisionState) -> Pipeline:
         """The revision's pipeline as last read for this head; an open revision's head not read

@@ -12,14 +12,19 @@ issues.
 when either is empty it waits until both have one. A bucket of capacity ``c`` refilled at ``r``
 per second lets at most ``c + r·T`` writes through in any ``T`` seconds, so the defaults stay
 under the provider's figures in any minute and in any hour, not only on average. Tokens are
-reserved in order, so writes from several threads queue up instead of racing.
+reserved in order, so writes from several threads queue up instead of racing. ``WriteTurns`` is
+how a transport waits for a write's turn (every provider's transport shares it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+PACE_LOG_WAIT = 5.0  # a pacing wait this long is worth a line in the log
 
 
 @dataclass
@@ -77,3 +82,51 @@ class WritePacer:
             for bucket in self._buckets:
                 bucket.take(at)
             return at - now
+
+
+class WriteTurns:
+    """A transport's writes, each waiting for its turn in ``pacer`` (None: no pacing).
+
+    ``write_turn()`` takes the turn ahead, for a write that depends on a read: the read inside
+    the block is then as fresh as it can be when the write goes out, and the first write the
+    thread sends in the block does not wait again."""
+
+    def __init__(
+        self, pacer: WritePacer | None, sleep: Callable[[float], None], log: logging.Logger
+    ) -> None:
+        self._pacer = pacer
+        self._sleep = sleep
+        self._log = log
+        self._taken = threading.local()  # .taken: this thread's next write waited its turn
+
+    @contextlib.contextmanager
+    def write_turn(self) -> Iterator[None]:
+        self._wait()
+        self._taken.taken = True
+        try:
+            yield
+        finally:
+            self._taken.taken = False
+
+    def pace(self) -> None:
+        """Before a write: wait for its turn, unless ``write_turn`` took it already."""
+        if getattr(self._taken, "taken", False):
+            self._taken.taken = False
+            return
+        self._wait()
+
+    def _wait(self) -> None:
+        if self._pacer is None:
+            return
+        wait = self._pacer.reserve()
+        if wait <= 0:
+            return
+        if wait >= PACE_LOG_WAIT:
+            minute, hour = self._pacer.limits
+            self._log.info(
+                "pacing writes: %.0f s before the next (at most %d a minute, %d an hour)",
+                wait,
+                minute,
+                hour,
+            )
+        self._sleep(wait)

@@ -180,6 +180,21 @@ def test_a_status_changed_on_the_tracker_with_no_write_of_cpes_queued_is_told_as
     ]
 
 
+def test_an_item_moved_to_review_by_hand_without_a_revision_is_told_it_waits() -> None:
+    """On Linear or Jira a person drags an issue to "In Review": cpe reviews revisions, and has
+    none of this one; said, not left silent."""
+    before = state(item("ENG-3", "pending"))
+    polled = WorkItemChanged(work_item=item("ENG-3", "in-review"))
+    [line] = narrate(polled, before, apply_event(before, polled))
+    assert line == (
+        "ENG-3 pending → in-review (changed on the tracker); cpe has no revision of it, so it "
+        "waits (set it to pending for cpe to implement it)"
+    )
+    with_revision = state(item("ENG-3", "pending"), revisions=[revision("r1", "ENG-3")])
+    [line] = narrate(polled, with_revision, apply_event(with_revision, polled))
+    assert line == "ENG-3 pending → in-review (changed on the tracker)"
+
+
 # Every line narrate() can say, word for word: a person reads these in the log and on the
 # dashboard, and the tests above only check their gist.
 LONG = "x" * 400

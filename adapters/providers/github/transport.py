@@ -37,12 +37,13 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
 
 from adapters.providers.github.pacing import WritePacer
+from adapters.providers.pacing import WriteTurns
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,6 @@ SECONDARY_WAIT = 60.0  # GitHub: wait at least a minute after a secondary limit 
 SECONDARY_WAIT_MAX = 1800.0
 _IMMUTABLE = re.compile(r"/git/(blobs|trees|commits)/[0-9a-f]{40}")
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
-_PACE_LOG_WAIT = 5.0  # a pacing wait this long is worth a line in the log
 
 
 @dataclass
@@ -141,7 +141,7 @@ class ConditionalTransport(httpx.BaseTransport):
         self._stored: OrderedDict[str, _Stored] = OrderedDict()
         self._limited_until = 0.0  # no request goes out before this (``clock`` time)
         self._strikes = 0  # secondary limits in a row
-        self._turns = threading.local()  # .taken: this thread's next write waited its turn
+        self._turns = WriteTurns(pacer, sleep, log)
         self.stats = TransportStats()
 
     # githubkit closes its per-call clients, and with them their transport: the pool outlives
@@ -157,7 +157,8 @@ class ConditionalTransport(httpx.BaseTransport):
         if held is not None:
             return held
         if request.method != "GET":
-            self._pace(request)
+            if not request.url.path.startswith("/app/"):  # an App's token exchange makes nothing
+                self._turns.pace()
             return self._judged(self._send(request))
         key = str(request.url)
         cacheable = _IMMUTABLE.search(request.url.path) is None
@@ -250,41 +251,11 @@ class ConditionalTransport(httpx.BaseTransport):
             extensions={HELD: True, RETRY_AFTER: left},
         )
 
-    @contextlib.contextmanager
-    def write_turn(self) -> Iterator[None]:
+    def write_turn(self) -> contextlib.AbstractContextManager[None]:
         """Wait for the next write's turn now, so that the first write this thread sends
         inside the block goes out at once: what is read in between is as fresh as it can be
         when the write that depends on it is sent."""
-        self._wait_for_pacer()
-        self._turns.taken = True
-        try:
-            yield
-        finally:
-            self._turns.taken = False
-
-    def _pace(self, request: httpx.Request) -> None:
-        if request.url.path.startswith("/app/"):
-            return  # the App's own token exchange creates no content
-        if getattr(self._turns, "taken", False):
-            self._turns.taken = False
-            return
-        self._wait_for_pacer()
-
-    def _wait_for_pacer(self) -> None:
-        if self._pacer is None:
-            return
-        wait = self._pacer.reserve()
-        if wait <= 0:
-            return
-        if wait >= _PACE_LOG_WAIT:
-            minute, hour = self._pacer.limits
-            log.info(
-                "pacing writes: %.0f s before the next (at most %d a minute, %d an hour)",
-                wait,
-                minute,
-                hour,
-            )
-        self._sleep(wait)
+        return self._turns.write_turn()
 
     def _send(self, request: httpx.Request) -> httpx.Response:
         response = self._inner.handle_request(request)

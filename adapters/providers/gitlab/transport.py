@@ -32,7 +32,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,7 +41,7 @@ import requests
 from requests.adapters import BaseAdapter, HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
-from adapters.providers.pacing import WritePacer
+from adapters.providers.pacing import WritePacer, WriteTurns
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,6 @@ NOT_MODIFIED = "X-Cpe-Not-Modified"  # a 304 answered from the stored body
 HELD = "X-Cpe-Held"  # a refusal the adapter made up: the request was not sent
 RETRY_AFTER = "X-Cpe-Retry-After"  # seconds to wait, as the adapter judged a 429
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
-_PACE_LOG_WAIT = 5.0  # a pacing wait this long is worth a line in the log
 _DROPPED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
@@ -141,7 +140,7 @@ class GitLabAdapter(HTTPAdapter):
         self._stored: OrderedDict[str, _Stored] = OrderedDict()
         self._limited_until = 0.0  # no request goes out before this (``clock`` time)
         self._strikes = 0  # 429s in a row without a wait named
-        self._turns = threading.local()  # .taken: this thread's next write waited its turn
+        self._turns = WriteTurns(pacer, sleep, log)
         self._told = threading.local()  # .wait: what this thread's last answer asked to wait
         self.stats = TransportStats()
 
@@ -152,7 +151,7 @@ class GitLabAdapter(HTTPAdapter):
         if held is not None:
             return held
         if not is_read(request):
-            self._pace()
+            self._turns.pace()
             return self._judged(self._send(request, kwargs))
         key = request.url or ""
         with self._lock:
@@ -264,39 +263,11 @@ class GitLabAdapter(HTTPAdapter):
         """The wait the last answer this thread got asked for (a 429, real or made up)."""
         return getattr(self._told, "wait", None)
 
-    @contextlib.contextmanager
-    def write_turn(self) -> Iterator[None]:
+    def write_turn(self) -> contextlib.AbstractContextManager[None]:
         """Wait for the next write's turn now, so that the first write this thread sends
         inside the block goes out at once: what is read in between is as fresh as it can be
         when the write that depends on it is sent."""
-        self._wait_for_pacer()
-        self._turns.taken = True
-        try:
-            yield
-        finally:
-            self._turns.taken = False
-
-    def _pace(self) -> None:
-        if getattr(self._turns, "taken", False):
-            self._turns.taken = False
-            return
-        self._wait_for_pacer()
-
-    def _wait_for_pacer(self) -> None:
-        if self._pacer is None:
-            return
-        wait = self._pacer.reserve()
-        if wait <= 0:
-            return
-        if wait >= _PACE_LOG_WAIT:
-            minute, hour = self._pacer.limits
-            log.info(
-                "pacing writes: %.0f s before the next (at most %d a minute, %d an hour)",
-                wait,
-                minute,
-                hour,
-            )
-        self._sleep(wait)
+        return self._turns.write_turn()
 
     def _send(self, request: requests.PreparedRequest, kwargs: dict[str, Any]) -> requests.Response:
         response = super().send(request, **kwargs)

@@ -27,7 +27,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,13 +35,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from adapters.providers.pacing import WritePacer
+from adapters.providers.pacing import WritePacer, WriteTurns
 from domain.errors import ConflictError, NotFoundError, ProviderError
 
 log = logging.getLogger(__name__)
 
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
-_PACE_LOG_WAIT = 5.0  # a pacing wait this long is worth a line in the log
 
 
 @dataclass
@@ -148,7 +147,7 @@ class JiraTransport:
         self._lock = threading.Lock()
         self._limited_until = 0.0  # no request goes out before this (``clock`` time)
         self._strikes = 0  # 429s in a row
-        self._turns = threading.local()  # .taken: this thread's next write waited its turn
+        self._turns = WriteTurns(pacer, sleep, log)
         self.stats = TransportStats()
         self._client = httpx.Client(
             base_url=self.base_url,
@@ -191,7 +190,7 @@ class JiraTransport:
         while True:
             self._hold(is_read, what)
             if not is_read:
-                self._pace()
+                self._turns.pace()
             try:
                 response = self._send(method, path, params, json)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
@@ -328,38 +327,10 @@ class JiraTransport:
             transient=True,
         )
 
-    @contextlib.contextmanager
-    def write_turn(self) -> Iterator[None]:
+    def write_turn(self) -> contextlib.AbstractContextManager[None]:
         """Wait for the next write's turn now, so that the first write this thread sends inside
         the block goes out at once: what is read in between is as fresh as it can be."""
-        self._wait_for_pacer()
-        self._turns.taken = True
-        try:
-            yield
-        finally:
-            self._turns.taken = False
-
-    def _pace(self) -> None:
-        if getattr(self._turns, "taken", False):
-            self._turns.taken = False
-            return
-        self._wait_for_pacer()
-
-    def _wait_for_pacer(self) -> None:
-        if self._pacer is None:
-            return
-        wait = self._pacer.reserve()
-        if wait <= 0:
-            return
-        if wait >= _PACE_LOG_WAIT:
-            minute, hour = self._pacer.limits
-            log.info(
-                "pacing Jira writes: %.0f s before the next (at most %d a minute, %d an hour)",
-                wait,
-                minute,
-                hour,
-            )
-        self._sleep(wait)
+        return self._turns.write_turn()
 
     def _wait(self, seconds: float) -> None:
         with self._lock:

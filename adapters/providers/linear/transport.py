@@ -31,21 +31,20 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from adapters.providers.pacing import WritePacer
+from adapters.providers.pacing import WritePacer, WriteTurns
 from domain.errors import ConflictError, NotFoundError, ProviderError
 
 log = logging.getLogger(__name__)
 
 Json = dict[str, Any]
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
-_PACE_LOG_WAIT = 5.0
 _CODES = {
     "AUTHENTICATION_ERROR": 401,
     "FORBIDDEN": 403,
@@ -183,7 +182,7 @@ class LinearTransport:
         self._lock = threading.Lock()
         self._limited_until = 0.0
         self._strikes = 0
-        self._turns = threading.local()
+        self._turns = WriteTurns(pacer, sleep, log)
         self.stats = TransportStats()
 
     def close(self) -> None:
@@ -213,7 +212,7 @@ class LinearTransport:
     def mutate(self, document: str, variables: Mapping[str, Any], what: str) -> Json:
         """A write: paced, sent once; its ``data``."""
         self._hold(read=False, what=what)
-        self._pace()
+        self._turns.pace()
         return self._post(document, variables, what)
 
     def _post(self, document: str, variables: Mapping[str, Any], what: str) -> Json:
@@ -331,35 +330,7 @@ class LinearTransport:
 
     # ------------------------------------------------------------------ pacing
 
-    @contextlib.contextmanager
-    def write_turn(self) -> Iterator[None]:
+    def write_turn(self) -> contextlib.AbstractContextManager[None]:
         """Wait for the next write's turn now, so the first write this thread sends inside the
         block goes out at once: what is read in between is as fresh as it can be."""
-        self._wait_for_pacer()
-        self._turns.taken = True
-        try:
-            yield
-        finally:
-            self._turns.taken = False
-
-    def _pace(self) -> None:
-        if getattr(self._turns, "taken", False):
-            self._turns.taken = False
-            return
-        self._wait_for_pacer()
-
-    def _wait_for_pacer(self) -> None:
-        if self._pacer is None:
-            return
-        wait = self._pacer.reserve()
-        if wait <= 0:
-            return
-        if wait >= _PACE_LOG_WAIT:
-            minute, hour = self._pacer.limits
-            log.info(
-                "pacing writes: %.0f s before the next (at most %d a minute, %d an hour)",
-                wait,
-                minute,
-                hour,
-            )
-        self._sleep(wait)
+        return self._turns.write_turn()

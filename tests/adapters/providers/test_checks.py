@@ -69,6 +69,8 @@ def test_what_is_shown_is_the_last_read_of_this_head() -> None:
     watches.record(1, "a", green)
     assert watches.pipeline(1, "a", "open") == green
     assert watches.pipeline(1, "b", "open").status == "pending"  # a head not read yet
-    watches.forget(1)
+    watches.forget(1)  # cpe wrote to it (merged it): read again, shown as last read meanwhile
     assert watches.due(1, "a")
+    assert watches.pipeline(1, "a", "merged") == green
+    watches.record(1, "a", Pipeline(status="pending"))
     assert watches.pipeline(1, "a", "open").status == "pending"

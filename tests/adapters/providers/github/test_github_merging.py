@@ -232,3 +232,17 @@ def test_an_approved_item_waits_for_branch_protection_and_is_merged_on_a_later_p
     assert fake_github.pulls[int(revision.id)].merged
     assert revision.id not in loop.state.merge_waits
     loop.journal.close()
+
+
+def test_a_merged_pull_request_keeps_the_pipeline_it_merged_on(
+    fake_github: FakeGitHub, provider: GitHubProvider, tmp_path: Path
+) -> None:
+    """`cpe status` and `cpe work list` showed "pipeline none" for every merged pull request:
+    cpe's own merge made the index forget the pipeline, and a merged one is not read again."""
+    revision = open_revision(provider, fake_github, tmp_path)
+    fake_github.add_check_run(revision.head_sha, "tests")
+    [listed] = [r for r in provider.revision_reader.list_revisions() if r.id == revision.id]
+    assert listed.pipeline.status == "success"
+    provider.revision_writer.merge(revision.id)
+    [merged] = [r for r in provider.revision_reader.list_revisions() if r.id == revision.id]
+    assert (merged.state, merged.pipeline.status) == ("merged", "success")
