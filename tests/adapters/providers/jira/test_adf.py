@@ -457,6 +457,7 @@ ODD_MARKDOWN = [
     "a| a |\n| - |\n\\-:",  # a line that would be a one-column table's delimiter row
     "- [ ] !\n!",  # a '!' ending a line inside a list item
     "- [ ]  ~a",  # a '~' after spaces that the line start drops
+    "**#  - a**",  # strong text that would start a wiki list line ("*# ")
     "<!-- c -->\t* ",  # a star after a tab, then nothing
     "a  *\na\n---\n",  # a star before a line break in a heading
 ]
