@@ -73,7 +73,7 @@ def _escape_plain(text: str, before_text: str = "", after_text: str = "") -> str
         after = text[i + 1] if i + 1 < len(text) else after_text
         if (
             char in "\\`[]"
-            or (char == "~" and ("~" in (before, after) or not before or not after))
+            or (char == "~" and ("~" in (before, after) or not before.strip() or not after.strip()))
             or (char == "*" and not (before.isspace() and after.isspace()))
             or (char == "_" and not (before.isalnum() and after.isalnum()))
             or (char == "<" and re.match(r"[A-Za-z/?!]", after))

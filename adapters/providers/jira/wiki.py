@@ -237,7 +237,10 @@ def _delimiters(
     after = str(flat[end].get("text", ""))[:1] if end < len(flat) else ""
     char = _DELIMS[kind]
     marked_after = end < len(flat) and bool(_marks(flat[end]))  # another effect opens there
-    if marked_after or any(c.isalnum() or c in ("_", char) for c in (before[-1:], after) if c):
+    first = str(flat[start].get("text", ""))
+    at_start = char == "*" and before[-1:] in ("", "\n") and re.match(r"#+\s", first)  # "*# x"
+    touching = any(c.isalnum() or c in ("_", char) for c in (before[-1:], after) if c)
+    if marked_after or at_start or touching:
         return "{" + char + "}", "{" + char + "}"
     return char, char
 

@@ -456,6 +456,8 @@ ODD_MARKDOWN = [
     "<!-- c -->a~\t",  # a tilde before a tab, then nothing
     "a| a |\n| - |\n\\-:",  # a line that would be a one-column table's delimiter row
     "- [ ] !\n!",  # a '!' ending a line inside a list item
+    "- [ ]  ~a",  # a '~' after spaces that the line start drops
+    "**#  - a**",  # strong text that would start a wiki list line ("*# ")
     "<!-- c -->\t* ",  # a star after a tab, then nothing
     "a  *\na\n---\n",  # a star before a line break in a heading
 ]

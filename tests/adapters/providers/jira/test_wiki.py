@@ -313,6 +313,7 @@ def test_any_markup_reads_as_markdown_that_reads_the_same_again(markup: str) -> 
         "\\\\~a",
         "-*# * {color:red}* ",
         "!&#92;http://x.y!",
+        "\\  ~a",
     ],
 )
 def test_odd_markup_reads_as_markdown_in_its_normal_form(markup: str) -> None:
