@@ -66,6 +66,8 @@ def test_a_person_cancels_pauses_retries_and_resumes_a_running_engine(
         assert cancelled.returncode == 0, cancelled.stderr
         assert "cancelling implementor run" in cancelled.stdout
         assert wait_for(lambda: status_of(repo) == "blocked")
+        # The item is blocked at once; its run ends when its process does (later, under load).
+        assert wait_for(lambda: agent_runs_now(repo)[0].status != "running")
         [run_] = agent_runs_now(repo)
         assert (run_.status, run_.failure_reason) == ("cancelled", "cancelled by a person")
 
