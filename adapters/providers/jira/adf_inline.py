@@ -144,9 +144,10 @@ class _Writer:
             out.append("[" if mark[0] == "link" else _DELIMS[mark[0]][0])
             self.delimited = True
         if not code:  # escaped as the plain text around it reads (u + _a: "u_a")
+            said = [mark for mark in want if mark in self.active]  # (not those left unsaid)
             before = "" if self.delimited else _last(out)
-            core = body.rstrip() if want else body  # (its trailing spaces may go past a delimiter)
-            after = "" if core != body else self._plain_after(index, want)
+            core = body.rstrip() if said else body  # (its trailing spaces may go past a delimiter)
+            after = "" if core != body else self._plain_after(index, said)
             shown = escape(core, before, after) + body[len(core) :]
         self.plain(shown)
 

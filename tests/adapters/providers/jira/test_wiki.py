@@ -314,6 +314,7 @@ def test_any_markup_reads_as_markdown_that_reads_the_same_again(markup: str) -> 
         "-*# * {color:red}* ",
         "!&#92;http://x.y!",
         "\\  ~a",
+        "[~u]*~*-",
     ],
 )
 def test_odd_markup_reads_as_markdown_in_its_normal_form(markup: str) -> None:
