@@ -132,9 +132,12 @@ class _Writer:
         body = text[len(lead) :]
         shown = code_span(body) if code else escape(body)
         opening = [mark for mark in want if mark not in self.active]
-        for mark in sorted(opening, key=lambda mark: -_run(self.nodes, index, mark)):
+        ordered = sorted(opening, key=lambda mark: -_run(self.nodes, index, mark))
+        for number, mark in enumerate(ordered):
             end = index + _run(self.nodes, index, mark)  # (the longest-running opens outside)
-            if mark[0] != "link" and not can_wrap(_last(out), shown[:1], *_after(self.nodes, end)):
+            inner = ordered[number + 1 :]  # (their delimiters come first inside this one)
+            first = "[" if any(m[0] == "link" for m in inner) else "*" if inner else shown[:1]
+            if mark[0] != "link" and not can_wrap(_last(out), first, *_after(self.nodes, end)):
                 self.unsaid[mark] = end  # (flanking rules: "a**#b**" is no emphasis)
                 continue
             last = next((i for i in range(len(out) - 1, -1, -1) if out[i]), None)

@@ -315,6 +315,7 @@ def test_any_markup_reads_as_markdown_that_reads_the_same_again(markup: str) -> 
         "!&#92;http://x.y!",
         "\\  ~a",
         "[~u]*~*-",
+        "[~u]-[a|http://b]a- ",
     ],
 )
 def test_odd_markup_reads_as_markdown_in_its_normal_form(markup: str) -> None:
