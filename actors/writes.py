@@ -332,12 +332,13 @@ class ProviderWrites:
                     )
                 ]
             case ApplyPlan():
-                created = self._apply_plan(command, key)
+                created, blockers = self._apply_plan(command, key)
                 return [
                     PlanApplied(
                         session_id=command.session_id,
                         spec_shas=command.spec_shas,
                         created_ids=created,
+                        blockers=blockers,
                         at=at,
                     )
                 ]
@@ -403,24 +404,29 @@ class ProviderWrites:
             raise CpeError(f"{type(writer).__name__} cannot land through the merge queue")
         return writer
 
-    def _apply_plan(self, command: ApplyPlan, key: str) -> tuple[WorkItemId, ...]:
+    def _apply_plan(
+        self, command: ApplyPlan, key: str
+    ) -> tuple[tuple[WorkItemId, ...], dict[WorkItemId, tuple[WorkItemId, ...]]]:
+        """The items made, and the blockers each was given (``PlanApplied.blockers``)."""
         created: dict[str, WorkItemId] = {}
+        blockers: dict[WorkItemId, tuple[WorkItemId, ...]] = {}
         for planned in _dependency_order(command.result.create):
             blocked_by = [created.get(b, WorkItemId(b)) for b in planned.blocked_by]
-            created[planned.temp_id] = self.work_item_writer.create_work_item(
+            made = created[planned.temp_id] = self.work_item_writer.create_work_item(
                 planned.title,
                 planned.body,
                 planned.labels,
                 blocked_by,
                 idempotency_key=f"{key}:create:{planned.temp_id}",
             )
+            blockers[made] = tuple(blocked_by)
         for update in command.result.update:
             self.work_item_writer.update_work_item(
                 update.work_item_id, body=update.body, labels=update.labels
             )
         for work_item_id in command.result.close:
             self.work_item_writer.close_work_item(work_item_id)
-        return tuple(created.values())
+        return tuple(created.values()), blockers
 
 
 def _dependency_order(items: Sequence[PlannedWorkItem]) -> list[PlannedWorkItem]:

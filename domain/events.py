@@ -179,6 +179,9 @@ class PlanApplied(_Event):
     session_id: SessionId | None = None
     spec_shas: Mapping[str, str]
     created_ids: tuple[WorkItemId, ...] = ()
+    # The blockers the plan gave the items it made, by item: the engine holds them until a poll
+    # shows the item with them (a tracker writes an issue and its links apart).
+    blockers: Mapping[WorkItemId, tuple[WorkItemId, ...]] = Field(default_factory=dict)
 
 
 class RevisionCreated(_Event):

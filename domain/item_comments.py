@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from domain.commands import CreateRevision, EngineCommand, MergeRevision, TransitionStatus
 from domain.events import EngineEvent, RevisionCreated, RevisionMerged
-from domain.models import WorkItemId
+from domain.models import WorkItemId, item_ref
 
 # Statuses a person is told about: cpe stopped on the item and says why.
 SAID: frozenset[str] = frozenset({"needs-refinement", "blocked"})
@@ -42,14 +42,28 @@ def item_comment(
                         f"`{revision.branch}`: {_line(revision.title)}",
                     )
         case TransitionStatus(work_item_id=wid, to=to) if to in SAID:
-            said = f": {_line(why)[:MAX_REASON]}" if why else "."
-            return ItemComment(wid, f"cpe set this item to {to}{said}")
+            return ItemComment(wid, f"cpe set this item to {to}{_why(wid, to, why)}")
         case MergeRevision(work_item_id=wid, revision_id=rid):
             for event in events:
                 if isinstance(event, RevisionMerged):
                     landed = f" as {event.merge_sha[:12]}" if event.merge_sha else ""
                     return ItemComment(wid, f"cpe merged revision {rid}{landed}.")
     return None
+
+
+def _why(work_item_id: WorkItemId, to: str, why: str | None) -> str:
+    """The reason, without the head the log's explanation starts with ("ENG-9 in-progress →
+    blocked: ..."): on the item itself it only repeats the item and the status."""
+    if not why:
+        return "."
+    text = _line(why)
+    head = f"{item_ref(work_item_id)} "
+    source, arrow, rest = text.removeprefix(head).partition(f" → {to}")
+    if text.startswith(head) and arrow and " " not in source and rest[:2] in ("", ": "):
+        text = rest[2:]
+        if not text:
+            return "." if source == "unknown" else f" (it was {source})."
+    return f": {text[:MAX_REASON]}"
 
 
 def _line(text: str) -> str:

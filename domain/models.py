@@ -465,6 +465,9 @@ class EngineState(Frozen):
     landed: tuple[Landed, ...] = ()
     landings_total: int = 0  # revisions cpe merged, ever
     ignored: Mapping[WorkItemId, IgnoredWorkItem] = Field(default_factory=dict)
+    # Blockers a plan gave the items it made that no poll has shown on them yet (a tracker that
+    # writes an issue and its links apart may list it without them): they count until it does.
+    planned_blockers: Mapping[WorkItemId, tuple[WorkItemId, ...]] = Field(default_factory=dict)
     # A pipeline has reported on this repository (a revision's head or the default branch's):
     # from then on a head with no checks is CI not reported yet, never "no CI".
     pipelines_seen: bool = False

@@ -212,7 +212,7 @@ def _revision_seen(known: Revision | None, rev: Revision, state: EngineState) ->
     head = _of_revision(state, rev.id)
     lines = []
     if known is not None and rev.state not in (known.state, "open"):
-        lines.append(f"{head}revision {rev.id} {rev.state} (on the tracker)")
+        lines.append(f"{head}revision {rev.id} {rev.state} (on the forge)")
     pipeline = rev.pipeline
     moved = (
         known is None or known.pipeline.status != pipeline.status or known.head_sha != rev.head_sha

@@ -139,12 +139,21 @@ def open_blockers(item: WorkItem, items: Mapping[WorkItemId, WorkItem]) -> list[
 
 
 def blockers_resolved(state: EngineState, item: WorkItem) -> bool:
-    """Every ``blocked_by`` item is known and done. An unknown blocker is not resolved."""
+    """Every ``blocked_by`` item, and every blocker a plan gave it that no poll has shown yet
+    (``planned_blockers``), is known and done. An unknown blocker is not resolved."""
+    planned = state.planned_blockers.get(item.id, ())
+    if any(b not in state.work_items or state.work_items[b].status != "done" for b in planned):
+        return False
     return not open_blockers(item, state.work_items)
 
 
 def dependents_of(state: EngineState, work_item_id: WorkItemId) -> list[WorkItem]:
-    return [item for item in state.work_items.values() if work_item_id in item.blocked_by]
+    return [
+        item
+        for item in state.work_items.values()
+        if work_item_id in item.blocked_by
+        or work_item_id in state.planned_blockers.get(item.id, ())
+    ]
 
 
 def specs_to_plan(state: EngineState) -> dict[str, str]:

@@ -61,6 +61,7 @@ PLACEHOLDERS: dict[tuple[ProviderKind, str], tuple[str, str]] = {
     ),
     ("jira", "email"): ("you@example.com", "the e-mail of the account the API token belongs to"),
 }
+_NO_EMAIL = "no email on Data Center (its personal access token goes alone)"
 # What a remote system's section needs at the least, as the refusal of a missing one says it.
 _NEEDS = {
     "github": "its repository (and token_env)",
@@ -186,8 +187,11 @@ class ProviderSection(_Section):
         (its key path, the value, what is expected there); None when there is none."""
         for (kind, key), (value, expected) in PLACEHOLDERS.items():
             settings = getattr(self, kind) if kind in self.systems else None
-            if settings is not None and getattr(settings, key) == value:
-                return f"provider.{kind}.{key}", value, expected
+            if settings is None or getattr(settings, key) != value:
+                continue
+            if kind == "jira" and key == "email" and not settings.is_cloud:
+                return f"provider.{kind}.{key}", value, _NO_EMAIL
+            return f"provider.{kind}.{key}", value, expected
         return None
 
     def problem(self) -> str | None:

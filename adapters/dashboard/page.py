@@ -176,7 +176,7 @@ def _columns(view: dict[str, Any], actions: bool) -> str:
 def _card(item: dict[str, Any], actions: bool) -> str:
     wid = escape(item["id"])
     lines = [
-        f'<h3><a class="item-link" href="/items/{wid}"><span class="id">#{wid}</span> '
+        f'<h3><a class="item-link" href="/items/{wid}"><span class="id">{item_ref(wid)}</span> '
         f"{escape(item['title'])}</a></h3>"
     ]
     if item["blocked_by"]:
@@ -225,7 +225,7 @@ def _card(item: dict[str, Any], actions: bool) -> str:
             )
         if item["can_cancel"]:
             ask = (
-                f"Cancel the run on #{item['id']} {item['title']!r}? The item is blocked "
+                f"Cancel the run on {item_ref(item['id'])} {item['title']!r}? The item is blocked "
                 "until someone retries it."
             )
             buttons.append(
@@ -320,7 +320,7 @@ def _queue_row(entry: dict[str, Any]) -> str:
         )
     return (
         f'<tr data-item="{escape(item["id"])}"><td>{entry["position"]}</td>'
-        f'<td><span class="id">#{escape(item["id"])}</span> {escape(item["title"])}</td>'
+        f'<td><span class="id">{escape(item_ref(item["id"]))}</span> {escape(item["title"])}</td>'
         f"<td>{escape(entry['revision_id'])}</td><td>{escape(entry['step'])}</td>"
         f"<td>{tested}</td></tr>"
     )

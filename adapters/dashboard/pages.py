@@ -140,7 +140,7 @@ def render_run(detail: dict[str, Any]) -> str:
     item = d["item"]
     if item is not None:
         subject = (
-            f'<a href="/items/{escape(item["id"])}">#{escape(item["id"])}</a> '
+            f'<a href="/items/{escape(item["id"])}">{escape(item_ref(item["id"]))}</a> '
             f'{escape(item["title"])} <span class="badge">{escape(item["status"])}</span>'
         )
     else:
@@ -261,9 +261,15 @@ def _linker(sessions: list[str], items: list[str]) -> Any:
     def link(line: str) -> str:
         if session is not None:
             line = session.sub(lambda m: f'<a href="/runs/{m[0]}">{m[0]}</a>', line)
-        return re.sub(
+        line = re.sub(
             r"(?<![\w&/])#([A-Za-z0-9._-]+)",
             lambda m: f'<a href="/items/{m[1]}">#{m[1]}</a>' if m[1] in known else m[0],
+            line,
+        )
+        # A key (Linear's, Jira's ENG-12) is written without '#'.
+        return re.sub(
+            r"(?<![\w&/#>-])([A-Z][A-Z0-9]*-\d+)(?![\w-])",
+            lambda m: f'<a href="/items/{m[1]}">{m[1]}</a>' if m[1] in known else m[0],
             line,
         )
 

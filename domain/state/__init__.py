@@ -53,7 +53,14 @@ from domain.events import (
     WorkItemIgnoredRemoved,
     WorkItemRemoved,
 )
-from domain.models import EngineProcess, EngineState, InfrastructureStreak, ManualPause, ModelHealth
+from domain.models import (
+    EngineProcess,
+    EngineState,
+    InfrastructureStreak,
+    ManualPause,
+    ModelHealth,
+    WorkItemId,
+)
 from domain.state.edits import (
     put_run,
     replace,
@@ -94,13 +101,39 @@ def _unmade(state: EngineState, event: CommandFailed | CommandRejected) -> Engin
     return state
 
 
+def _planned_blockers_seen(state: EngineState, wid: WorkItemId) -> EngineState:
+    """A plan's blockers of ``wid`` are dropped once the tracker shows them on it (or it is
+    done): from then on its own ``blocked_by`` says it."""
+    planned = state.planned_blockers.get(wid)
+    item = state.work_items.get(wid)
+    if planned is None or item is None:
+        return state
+    if item.status != "done" and not set(planned) <= set(item.blocked_by):
+        return state
+    return replace(state, planned_blockers=without_key(state.planned_blockers, wid))
+
+
+def _plan_applied(state: EngineState, event: PlanApplied) -> EngineState:
+    """The specs planned, the plan's blockers held until a poll shows them, its run settled."""
+    state = replace(state, last_planned_shas={**state.last_planned_shas, **event.spec_shas})
+    given = {wid: tuple(b) for wid, b in event.blockers.items() if b}
+    state = replace(state, planned_blockers={**state.planned_blockers, **given})
+    for wid in given:
+        state = _planned_blockers_seen(state, wid)
+    return settle_run(state, event.session_id)
+
+
 def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
     """The state after ``event``. ``state`` is not modified."""
     match event:
         case WorkItemChanged(work_item=item):
-            return observe_work_item(state, item)
+            return _planned_blockers_seen(observe_work_item(state, item), item.id)
         case WorkItemRemoved(work_item_id=wid):
-            return replace(state, work_items=without_key(state.work_items, wid))
+            return replace(
+                state,
+                work_items=without_key(state.work_items, wid),
+                planned_blockers=without_key(state.planned_blockers, wid),
+            )
         case WorkItemIgnored(item=ignored):
             return replace(state, ignored=with_key(state.ignored, ignored.id, ignored))
         case WorkItemIgnoredRemoved(work_item_id=wid):
@@ -138,9 +171,8 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
             return fail_run(state, event)
         case AgentSignalled():
             return signalled(state, event)
-        case PlanApplied(session_id=sid, spec_shas=shas):
-            state = replace(state, last_planned_shas={**state.last_planned_shas, **shas})
-            return settle_run(state, sid)
+        case PlanApplied():
+            return _plan_applied(state, event)
         case (
             RevisionCreated(session_id=sid, work_item_id=wid, revision=revision)
             | RevisionUpdated(session_id=sid, work_item_id=wid, revision=revision)

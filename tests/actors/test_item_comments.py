@@ -12,6 +12,7 @@ import structlog
 from domain.commands import CreateRevision, MergeRevision, TransitionStatus, idempotency_key
 from domain.errors import ProviderError
 from domain.events import RevisionCreated, RevisionMerged, StatusTransitioned
+from domain.item_comments import item_comment
 from domain.models import EngineState, WorkItemId
 from domain.ports import WorkItemCommenter
 from tests.actors.test_executor import Rig
@@ -100,8 +101,28 @@ def test_the_same_stop_again_later_is_said_again(rig: Rig) -> None:
 def test_a_stop_without_a_reason_is_explained_from_the_state(rig: Rig) -> None:
     rig.run(TransitionStatus(work_item_id="1", to="blocked"))
     [(_, body)] = comments(rig)
-    assert body.startswith("cpe set this item to blocked: #1 ")
-    assert "→ blocked" in body
+    assert body == "cpe set this item to blocked."  # the rig's state does not hold the item
+
+
+def test_a_stop_explained_by_the_state_alone_says_where_the_item_was() -> None:
+    why = "#7 in-review → blocked"  # explain_transition's words when no run says more
+    said = item_comment(TransitionStatus(work_item_id="7", to="blocked"), [], why)
+    assert said is not None
+    assert said.body == "cpe set this item to blocked (it was in-review)."
+
+
+def test_the_explanation_on_the_item_does_not_repeat_the_item_and_the_status() -> None:
+    # Seen on Linear: "cpe set this item to blocked: ENG-9 in-progress → blocked: attempts
+    # exhausted (3 runs); last run: ..."
+    why = "ENG-9 in-progress → blocked: attempts exhausted (3 runs); last run: no changes"
+    said = item_comment(TransitionStatus(work_item_id="ENG-9", to="blocked"), [], why)
+    assert said == (
+        "ENG-9",
+        "cpe set this item to blocked: attempts exhausted (3 runs); last run: no changes",
+    )
+    said = item_comment(TransitionStatus(work_item_id="7", to="blocked"), [], "the spec → blocked")
+    assert said is not None
+    assert said.body == "cpe set this item to blocked: the spec → blocked"  # a reason as given
 
 
 def test_a_merge_is_said_with_its_sha(rig: Rig) -> None:

@@ -272,6 +272,8 @@ def test_a_plan_creates_items_in_dependency_order_with_real_ids(rig: Rig) -> Non
     by_title = {i.title: i for i in rig.tracker.work_items.values()}
     assert by_title["B"].blocked_by == (by_title["A"].id,)
     assert applied.created_ids == (by_title["A"].id, by_title["B"].id)
+    # What the engine holds until a poll shows the tracker's links.
+    assert applied.blockers == {by_title["A"].id: (), by_title["B"].id: (by_title["A"].id,)}
 
 
 def test_two_plans_with_the_same_temp_ids_create_their_own_items(rig: Rig) -> None:

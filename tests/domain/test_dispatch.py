@@ -10,7 +10,7 @@ import pytest
 
 from domain.commands import ApplyPlan, StartAgent, TransitionStatus
 from domain.dispatch import branch_name, dispatch_items
-from domain.events import CommandFailed, PlanApplied
+from domain.events import CommandFailed, PlanApplied, StatusTransitioned, WorkItemChanged
 from domain.models import EngineState
 from domain.results import PlannerResult
 from tests.domain.builders import implementor_run, item, planner_run, state, step
@@ -136,3 +136,28 @@ def test_a_plan_whose_writing_failed_lets_what_it_held_start() -> None:
     command = ApplyPlan(session_id="p1", result=PlannerResult(), spec_shas={})
     _, commands = step(before, CommandFailed(command=command, error="ProviderError: 503"))
     assert [c.params.work_item_id for c in commands if isinstance(c, StartAgent)] == ["2"]
+
+
+def test_a_plans_blocker_holds_its_item_until_the_tracker_shows_it() -> None:
+    """The blocker's link waited out a rate limit longer than a poll: the item was listed with
+    no blocker, and when the plan was applied it must not run before its blocker is done."""
+    applying = planner_run("p1", status="completed", settled=False)
+    before = state(item("ENG-2", "pending"), item("ENG-3", "pending"), runs=[applying])
+    applied = PlanApplied(
+        session_id="p1",
+        spec_shas={"specs/a.md": "b1"},
+        created_ids=("ENG-2", "ENG-3"),
+        blockers={"ENG-2": (), "ENG-3": ("ENG-2",)},
+    )
+    after, commands = step(before, applied)
+    assert [c.params.work_item_id for c in commands if isinstance(c, StartAgent)] == ["ENG-2"]
+    assert after.planned_blockers == {"ENG-3": ("ENG-2",)}
+    # The poll shows the link: the tracker's word from then on.
+    linked = WorkItemChanged(work_item=item("ENG-3", "pending", blocked_by=("ENG-2",)))
+    seen, _ = step(after, linked)
+    assert seen.planned_blockers == {}
+    # Or the blocker is done before any poll shows the link: its dependents are looked at.
+    done = StatusTransitioned(work_item_id="ENG-2", to="done")
+    finished, commands = step(after, done)
+    assert [c.params.work_item_id for c in commands if isinstance(c, StartAgent)] == ["ENG-3"]
+    assert finished.planned_blockers == {"ENG-3": ("ENG-2",)}  # until a poll shows ENG-3

@@ -257,16 +257,16 @@ LINES: list[tuple[str, EngineState, EngineEvent, list[str]]] = [
         ["#7: revision r1 created (branch cpe/7-x, head h1)"],
     ),
     (
-        "a revision merged on the tracker",
+        "a revision merged on the forge (GitHub, GitLab or local: whatever the tracker)",
         state(item("3", "in-review"), revisions=[revision("r1", "3")]),
         RevisionChanged(revision=revision("r1", "3", state="merged")),
-        ["#3: revision r1 merged (on the tracker)"],
+        ["#3: revision r1 merged (on the forge)"],
     ),
     (
-        "a revision closed on the tracker, its pipeline still running",
+        "a revision closed on the forge, its pipeline still running",
         state(item("3", "in-review"), revisions=[revision("r1", "3")]),
         RevisionChanged(revision=revision("r1", "3", state="closed", pipeline="pending")),
-        ["#3: revision r1 closed (on the tracker)"],
+        ["#3: revision r1 closed (on the forge)"],
     ),
     (
         "a red pipeline names its failed checks",

@@ -166,6 +166,7 @@ class JiraLoop(Loop):
         journal = Journal(self.repo / ".cpe" / "journal.sqlite3")
         try:
             pending = journal.intents("pending")
+            attempts = dict(journal.replay().attempts)
             done = [
                 entry.event.work_item_id
                 for entry in journal.entries()
@@ -174,6 +175,8 @@ class JiraLoop(Loop):
         finally:
             journal.close()
         assert pending == [], f"intents left pending: {[i.key for i in pending]}"
+        # The blocked item implemented once: it never ran (and failed) before its blocker was done.
+        assert attempts.get(second["key"]) == 1, f"attempts: {attempts}"
         assert sorted(done) == sorted([first["key"], second["key"]]), f"done transitions: {done}"
         listed = git_raw(self.repo, "worktree", "list", "--porcelain").splitlines()
         trees = [line for line in listed if line.startswith("worktree ")]

@@ -80,9 +80,10 @@ def test_the_loop_on_jira_survives_writes_applied_whose_answers_were_lost(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A 502 after Jira applied the write, for an issue's create, a transition and a comment,
-    and 429s (Jira's rate limit, ``Retry-After: 1``) on a search, a transition and the second
-    issue's blocking link: each write is found done or waited out, nothing made twice, and the
-    blocked item does not run before its blocker is done."""
+    and 429s (Jira's rate limit) on a search, a transition and the second issue's blocking link
+    (waited out for longer than a poll: the issue is listed without its blocker meanwhile): each
+    write is found done or waited out, nothing made twice, and the blocked item does not run
+    before its blocker is done."""
     with jira_loop(tmp_path, monkeypatch) as (jira, loop):
         faults = [
             jira.fail(Fault("POST", r"/issue$", 502, apply_first=True)),
@@ -90,8 +91,8 @@ def test_the_loop_on_jira_survives_writes_applied_whose_answers_were_lost(
             jira.fail(Fault("POST", r"/comment$", 502, apply_first=True)),
             jira.fail(Fault("POST", r"/search/jql$", 429, retry_after=1)),
             jira.fail(Fault("POST", r"/transitions$", 429, retry_after=1)),
-            # the second issue's blocking link waits out a 429: the blocked item waits too
-            jira.fail(Fault("POST", r"/issueLink$", 429, retry_after=1)),
+            # Longer than a poll: the engine lists the new issue without its blocker meanwhile.
+            jira.fail(Fault("POST", r"/issueLink$", 429, retry_after=3)),
         ]
         loop.finish()
         loop.check_invariants()

@@ -96,6 +96,7 @@ class JiraProvider(ProviderBase):
         except BaseException:
             self.api.close()
             raise
+        _warn_of_broad_trust(settings)
         self.work_item_reader: JiraWorkItemReader = JiraWorkItemReader(
             self.issues, self.statuses, self.trust
         )
@@ -115,6 +116,30 @@ class JiraProvider(ProviderBase):
 
     def close(self) -> None:
         self.api.close()
+
+
+# Permissions Jira's default schemes keep to a project's administrators; any other is usually
+# granted to every logged-in user of the site (an application role).
+NARROW_PERMISSIONS = frozenset({"ADMINISTER_PROJECTS"})
+
+
+def _warn_of_broad_trust(settings: JiraSettings) -> None:
+    """Trust by a permission that Jira's default schemes give every logged-in user would trust
+    the whole site without a word: say so at each start. (Reading the project's scheme, ``GET
+    /project/{key}/permissionscheme`` then ``/permissionscheme/{id}?expand=permissions``, would
+    tell for sure; the fake Jira does not serve those yet.)"""
+    permission = settings.trusted_permission
+    if permission is None or permission in NARROW_PERMISSIONS:
+        return
+    log.warning(
+        "Jira trust: every holder of %s on %s is trusted (trusted_permission), and Jira's "
+        "default permission schemes give it to every logged-in user of the site: if yours does, "
+        "anyone with Jira access there makes work for cpe. Check the project's permission "
+        'scheme, or set trusted_permission = "ADMINISTER_PROJECTS" (or "") and name '
+        "trusted_groups (docs/jira.md, Who is trusted)",
+        permission,
+        settings.project,
+    )
 
 
 def _where(settings: JiraSettings) -> str:

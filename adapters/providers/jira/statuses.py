@@ -64,18 +64,16 @@ class StatusMap:
         self.all: tuple[JiraStatus, ...] = tuple(seen.values())
         project = settings.project
         chosen: dict[Status, JiraStatus] = {}
+        unknown: list[str] = []  # named in the settings, not in the workflow
+        missing: list[Status] = []  # neither named nor found
         for cpe in STATUSES:
             named = settings.status_name(cpe)
             if named is not None:
                 known = seen.get(named.casefold())
                 if known is None:
-                    raise ConfigError(
-                        f"project {project} has no status {named!r} (for {cpe}); its statuses: "
-                        f"{_listed(self.all)}",
-                        key_path=f"provider.jira.statuses.{cpe}",
-                        expected="the name of one of the project's statuses",
-                    )
-                chosen[cpe] = known
+                    unknown.append(f"{named!r} (for {cpe})")
+                else:
+                    chosen[cpe] = known
                 continue
             status: JiraStatus | None = next(
                 (seen[n.casefold()] for n in DEFAULT_STATUS_NAMES[cpe] if n.casefold() in seen),
@@ -84,15 +82,26 @@ class StatusMap:
             if status is None and cpe in CATEGORY_DEFAULTS:
                 status = next((s for s in self.all if s.category == CATEGORY_DEFAULTS[cpe]), None)
             if status is None:
-                raise ConfigError(
-                    f"project {project}'s workflow has no status for {cpe}; its statuses: "
-                    f"{_listed(self.all)}",
-                    key_path=f"provider.jira.statuses.{cpe}",
-                    expected=f"a status of the workflow named for {cpe} (e.g. "
-                    f'statuses = {{ {cpe} = "{DEFAULT_STATUS_NAMES[cpe][0]}" }}), or that '
-                    "status added to the workflow",
-                )
-            chosen[cpe] = status
+                missing.append(cpe)
+            else:
+                chosen[cpe] = status
+        # Every problem in one line, so that one run says all there is to fix.
+        if unknown:
+            raise ConfigError(
+                f"project {project} has no status {', '.join(unknown)}; its statuses: "
+                f"{_listed(self.all)}",
+                key_path="provider.jira.statuses",
+                expected="the name of one of the project's statuses for each cpe status named",
+            )
+        if missing:
+            example = ", ".join(f'{m} = "{DEFAULT_STATUS_NAMES[m][0]}"' for m in missing)
+            raise ConfigError(
+                f"project {project}'s workflow has no status for {', '.join(missing)}; its "
+                f"statuses: {_listed(self.all)}",
+                key_path="provider.jira.statuses",
+                expected=f"a status of the workflow named for each (statuses = {{ {example} }}), "
+                "or those statuses added to the workflow",
+            )
         taken: dict[str, Status] = {}
         for cpe, status in chosen.items():
             if status.name.casefold() in taken:

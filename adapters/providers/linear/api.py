@@ -56,6 +56,12 @@ class LinearApi:
         found = nodes(data.get("teams"))
         return found[0] if found else None
 
+    def team_keys(self) -> list[str]:
+        """The keys of the teams the token's user sees (the first 50), to name them when the
+        configured one is not among them."""
+        data = self.transport.query(docs.TEAMS, {}, "list the teams")
+        return [str(t.get("key")) for t in nodes(data.get("teams")) if t.get("key")]
+
     def members(self, team_id: str) -> list[Json]:
         found: list[Json] = []
         after: str | None = None

@@ -51,6 +51,12 @@ query CpeTeam($key: String!) {
 }
 """
 
+TEAMS = """
+query CpeTeams {
+  teams(first: 50) { nodes { key name } }
+}
+"""
+
 MEMBERS = """
 query CpeTeamMembers($id: String!, $after: String) {
   team(id: $id) {

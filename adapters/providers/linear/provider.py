@@ -78,6 +78,11 @@ class LinearProvider(ProviderBase):
                 expected="a personal API key (lin_api_...) or an OAuth access token in it",
             )
         token = token.strip()
+        self._sent_as = (
+            "as an OAuth access token (Bearer)"
+            if settings.auth_kind(token) == "oauth"
+            else "as a personal API key"
+        ) + (f", auth = {settings.auth!r}" if settings.auth is not None else ", by its prefix")
         self.transport = LinearTransport(
             settings.api_url,
             token,
@@ -106,9 +111,11 @@ class LinearProvider(ProviderBase):
         viewer = self._viewer(settings)
         team = self.api.team(settings.team)
         if team is None:
+            keys = self.api.team_keys()
             raise ConfigError(
                 f"{self.transport.where} shows no team {settings.team}: it does not exist, or "
-                "the token's user is not in it",
+                "the token's user is not in it; the teams it shows: "
+                + (", ".join(keys) if keys else "none"),
                 key_path=f"{KEY_PATH}.team",
                 expected="the team's key, as in its issues' identifiers (ENG for ENG-12)",
             )
@@ -154,7 +161,8 @@ class LinearProvider(ProviderBase):
             if exc.status not in (401, 403):
                 raise
             raise ConfigError(
-                f"{self.transport.where} refused the token in {settings.token_env} ({exc.status})",
+                f"{self.transport.where} refused the token in {settings.token_env} ({exc.status}), "
+                f"sent {self._sent_as}",
                 key_path=f"{KEY_PATH}.token_env",
                 expected="a valid personal API key (sent as it is) or OAuth access token (sent "
                 "as Bearer; auth = 'oauth' when it lacks the lin_oauth_ prefix) with read and "

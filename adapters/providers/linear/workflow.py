@@ -46,6 +46,8 @@ _FIRST_OF: dict[Status, tuple[str, ...]] = {
 # the statuses that may be such a state: a new issue read as one of them is still worked on.
 _INTAKE_TYPES = ("triage", "backlog", "unstarted")
 _INTAKE_STATUSES: tuple[Status, ...] = ("pending", "needs-refinement")
+# States Linear counts closed: only done may be one (the index lists open issues only).
+_CLOSED_TYPES = ("completed", "canceled")
 LABEL_COLOR = "#5e6ad2"
 ADMIT_COLOR = "#5319e7"
 
@@ -102,7 +104,11 @@ class Workflow:
             self.state_ids[status] = str(found["id"])
             self.state_names[status] = str(found.get("name"))
         if missing:
-            free = [s for s in ordered if str(s["id"]) not in taken and s.get("type") != "triage"]
+            free = [
+                s
+                for s in ordered
+                if str(s["id"]) not in taken and s.get("type") not in ("triage", *_CLOSED_TYPES)
+            ]
             raise ConfigError(
                 f"team {settings.team} has no workflow state for {', '.join(missing)}; its "
                 f"states are: {_described(ordered)}",
@@ -113,21 +119,30 @@ class Workflow:
                 "[provider.linear.states]"
                 + (f" (not taken: {', '.join(str(s.get('name')) for s in free)})" if free else ""),
             )
-        self._check_intake(settings, ordered)
+        self._check_types(settings, ordered)
         self._by_id = {state_id: status for status, state_id in self.state_ids.items()}
         self._types = {str(s["id"]): str(s.get("type") or "") for s in ordered}
 
-    def _check_intake(self, settings: LinearSettings, ordered: Sequence[Json]) -> None:
+    def _check_types(self, settings: LinearSettings, ordered: Sequence[Json]) -> None:
         """A status that is cpe's own doing must not be a state Linear files new issues in: a
         new issue there would be read as that status (approved, and it waits forever; blocked,
         and it is never worked on). Triage is where issues from outside the team land: refused;
-        a backlog or unstarted state (a team's default for new issues is one) is said."""
+        a backlog or unstarted state (a team's default for new issues is one) is said. Nor may
+        a status other than done be a completed or canceled state (closed: not listed)."""
         types = {str(s["id"]): str(s.get("type") or "") for s in ordered}
         for status, state_id in self.state_ids.items():
             kind = types.get(state_id, "")
+            name = self.state_names[status]
+            if status != "done" and kind in _CLOSED_TYPES:
+                raise ConfigError(
+                    f"{status} is the workflow state {name!r} of team {settings.team}, of type "
+                    f"{kind}: Linear counts its issues closed, so an item cpe set to {status} "
+                    "would be lost at a restart and would stop blocking the items it blocks",
+                    key_path="provider.linear.states",
+                    expected=f"a state of type started for {status}",
+                )
             if status in _INTAKE_STATUSES or kind not in _INTAKE_TYPES:
                 continue
-            name = self.state_names[status]
             if kind == "triage":
                 raise ConfigError(
                     f"{status} is the workflow state {name!r} of team {settings.team}, its "

@@ -371,6 +371,16 @@ def test_jiras_email_placeholder_is_refused_once_the_site_is_set(tmp_path: Path)
         path.read_text().replace("https://your-site.atlassian.net", "https://acme.atlassian.net")
     )
     line = one_line_error(cpe("run", cwd=repo, env={"JIRA_API_TOKEN": "t"}))
-    assert line.startswith(
-        "cpe: configuration error: provider.jira.email: 'you@example.com' is the placeholder"
+    assert line == (
+        "cpe: configuration error: provider.jira.email: 'you@example.com' is the placeholder "
+        "cpe init wrote; expected the e-mail of the account the API token belongs to"
+    )
+    # On Data Center the line goes: the token is a personal access token, sent alone.
+    path.write_text(
+        path.read_text().replace("https://acme.atlassian.net", "https://jira.acme.example")
+    )
+    line = one_line_error(cpe("run", cwd=repo, env={"JIRA_API_TOKEN": "t"}))
+    assert line.endswith(
+        "is the placeholder cpe init wrote; expected no email on Data Center (its personal "
+        "access token goes alone)"
     )

@@ -178,5 +178,7 @@ def test_a_workflow_lacking_a_status_is_one_line_listing_its_statuses(
 ) -> None:
     repo = jira_configured(tmp_path, fake_jira)
     line = one_line_error(cpe("run", cwd=repo, env={JIRA_TOKEN_ENV: JIRA_TOKEN}))
-    assert line.startswith("cpe: configuration error: provider.jira.statuses.")
-    assert "its statuses: To Do (new), In Progress (indeterminate)" in line
+    assert line.startswith("cpe: configuration error: provider.jira.statuses: ")
+    # Every missing status in the one line, not one per start.
+    assert "no status for needs-refinement, approved, blocked" in line
+    assert "To Do (new), In Progress (indeterminate)" in line

@@ -28,6 +28,7 @@ from starlette.testclient import TestClient
 from actors.engine import Engine
 from adapters.cli.services import dashboard_settings
 from adapters.cli.settings import parse_config
+from adapters.dashboard.pages import _linker
 from adapters.dashboard.source import Source
 from adapters.dashboard.web import create_app
 from adapters.describe.items import item_sections
@@ -403,3 +404,13 @@ def test_the_pause_button_sends_the_reason_typed_beside_it(board: Board) -> None
     banner = board.client.get("/api/state").json()["paused"]["text"]
     assert banner.startswith("dispatch paused by a person since ")
     assert banner.endswith(" UTC: deploy freeze")
+
+
+def test_lines_link_the_items_they_name_by_number_or_by_key() -> None:
+    """Narration names a key without '#' (ENG-12): a known one is linked like #7; an unknown
+    one, or a key inside a word or a branch name, is left as text."""
+    link = _linker([], ["7", "ENG-12"])
+    assert link("#7 blocked by ENG-12") == (
+        '<a href="/items/7">#7</a> blocked by <a href="/items/ENG-12">ENG-12</a>'
+    )
+    assert link("ENG-99 and XENG-12 and cpe/ENG-12-add") == "ENG-99 and XENG-12 and cpe/ENG-12-add"

@@ -8,6 +8,8 @@ As Jira answers:
   ``description`` must be an ADF document on v3 and a string on v2, a label cannot hold a
   space, a field the fake does not set is ``Field 'x' cannot be set. It is not on the
   appropriate screen, or unknown.``; errors are ``{"errors": {field: message}}`` with a 400.
+- An edit overriding screen security or the editable flag takes *Administer Jira* (403);
+  ``notifyUsers=false`` from someone without it is ignored, as Jira ignores it.
 - ``update`` takes Jira's verbs: ``labels`` ``add``/``remove``/``set``, ``summary``
   ``set``, ``issuelinks`` ``add`` (on create too), ``comment`` ``add`` (in a transition).
 - A transition not available from the issue's status is ``400 Transition id 'N' is not valid
@@ -161,6 +163,11 @@ def register(jira: FakeJira) -> None:
         body = body_of(call)
         if not site.may(call.user, "EDIT_ISSUES"):
             raise jira_error(400, "You do not have permission to edit issues in this project.")
+        overriding = call.flag("overrideScreenSecurity") or call.flag("overrideEditableFlag")
+        if overriding and not site.is_admin(call.user):
+            raise jira_error(
+                403, "Overriding screen security or the editable flag takes Administer Jira."
+            )
         fields = body.get("fields") or {}
         update = body.get("update") or {}
         unknown_fields(fields)

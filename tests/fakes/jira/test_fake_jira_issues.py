@@ -278,3 +278,21 @@ def test_a_document_adf_does_not_allow_is_refused(
         refused = api.post("/issue", json=new_issue(description=doc))
     assert refused.status_code == 400
     assert refused.json()["errors"] == {"description": NOT_ADF}
+
+
+def test_overriding_the_edit_screen_takes_an_administrator() -> None:
+    with running_jira(tokens={"test-token": "cpe-bot", "admin-token": "admin"}) as jira:
+        key = jira.open_issue("Work")
+        edit = {"fields": {"summary": "Renamed"}}
+        flags = {"overrideScreenSecurity": "true"}
+        with jira_client(jira) as api:
+            refused = api.put(f"/issue/{key}", json=edit, params=flags)
+            quiet = api.put(f"/issue/{key}", json=edit, params={"notifyUsers": "false"})
+        with jira_client(jira, "admin-token") as admin:
+            allowed = admin.put(
+                f"/issue/{key}", json={"fields": {"summary": "Again"}}, params=flags
+            )
+        assert refused.status_code == 403
+        assert quiet.status_code == 204  # not an administrator's: the flag is ignored
+        assert allowed.status_code == 204
+        assert jira.issue(key)["summary"] == "Again"

@@ -66,7 +66,9 @@ def test_a_workflow_without_cpe_s_statuses_is_refused_listing_what_exists(
     tmp_path: Path,
 ) -> None:
     with running_jira(root=tmp_path) as bare:  # To Do, In Progress, In Review, Done only
-        with pytest.raises(ConfigError, match="no status for needs-refinement") as caught:
+        with pytest.raises(
+            ConfigError, match="no status for needs-refinement, approved, blocked;"
+        ) as caught:
             start(bare)
         assert "To Do (new), In Progress (indeterminate), In Review (indeterminate)" in str(
             caught.value

@@ -173,3 +173,21 @@ def test_a_lookup_that_fails_for_now_fails_the_poll_and_the_next_one_admits(
             reader.list_work_items()
         assert caught.value.transient
         assert [i.id for i in reader.list_work_items()] == [key]  # not judged a stranger
+
+
+@pytest.mark.parametrize(
+    ("permission", "warned"), [("EDIT_ISSUES", True), ("ADMINISTER_PROJECTS", False), ("", False)]
+)
+def test_trust_by_a_permission_everyone_may_hold_is_warned_of_at_start(
+    jira: FakeJira, caplog: pytest.LogCaptureFixture, permission: str, warned: bool
+) -> None:
+    # Jira's default schemes give Edit Issues to every logged-in user: here, bob the outsider.
+    bob = jira.open_issue("Outsider asks", by=OUTSIDER)
+    with jira_provider(jira, trusted_permission=permission) as provider:
+        listed = [i.id for i in provider.work_item_reader.list_work_items()]
+    said = [r for r in caplog.records if "anyone with Jira access there" in r.getMessage()]
+    assert len(said) == (1 if warned else 0)
+    assert (bob in listed) is warned
+    if warned:
+        assert said[0].levelname == "WARNING"
+        assert f"every holder of {permission} on PROJ is trusted" in said[0].getMessage()

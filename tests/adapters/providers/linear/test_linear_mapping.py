@@ -81,8 +81,9 @@ def test_a_state_new_issues_are_filed_in_is_no_status_of_cpe_s_doing(
         "each would be read as approved; expected a state of type started, completed or "
         "canceled for approved"
     )
-    settings = LinearSettings(team="ENG", states={"approved": "Canceled", "blocked": "Backlog"})
+    settings = LinearSettings(team="ENG", states={"approved": "Ready", "blocked": "Backlog"})
     states = DEFAULT + [s for s in REVIEW if s["id"] in ("s-review", "s-rework")]
+    states.append({"id": "s-ready", "name": "Ready", "type": "started", "position": 6})
     with caplog.at_level("WARNING"):
         flow = Workflow(settings, states)
     assert flow.state_for("blocked") == "s-backlog"
@@ -100,16 +101,35 @@ def test_states_map_statuses_to_the_team_s_own_names() -> None:
             "in-review": "In Progress",
             "approved": "Todo",
             "needs-refinement": "backlog",
-            "blocked": "Canceled",
-            "pending": "Done",
+            "blocked": "Needs Refinement",
+            "pending": "Blocked",
             "in-progress": "In Review",
             "done": "Approved",
         },
     )
     flow = Workflow(settings, DEFAULT + REVIEW)
     assert flow.state_for("needs-refinement") == "s-backlog"  # names match without case
-    assert flow.state_for("pending") == "s-done"
-    assert flow.status_of("s-done", "completed") == "pending"
+    assert flow.state_for("pending") == "s-blocked"
+    assert flow.status_of("s-blocked", "backlog") == "pending"
+    assert flow.status_of("s-approved", "started") == "done"
+
+
+def test_a_status_other_than_done_on_a_closed_state_is_refused() -> None:
+    # blocked = "Canceled" (a leftover of Linear's default workflow): Linear counts a canceled
+    # issue closed, so cpe's blocked item was not listed at the next start ("cpe work retry
+    # ENG-9: unknown work item") and no longer blocked what it blocked.
+    states = DEFAULT + [s for s in REVIEW if s["id"] != "s-blocked"]
+    with pytest.raises(ConfigError) as caught:
+        Workflow(LinearSettings(team="ENG", states={"blocked": "Canceled"}), states)
+    assert str(caught.value) == (
+        "provider.linear.states: blocked is the workflow state 'Canceled' of team ENG, of type "
+        "canceled: Linear counts its issues closed, so an item cpe set to blocked would be lost "
+        "at a restart and would stop blocking the items it blocks; expected a state of type "
+        "started for blocked"
+    )
+    with pytest.raises(ConfigError) as caught:  # and the error listing what is missing
+        Workflow(LinearSettings(team="ENG"), states)  # does not offer it
+    assert str(caught.value).endswith("[provider.linear.states] (not taken: Backlog)")
 
 
 def test_a_status_found_by_type_never_takes_a_state_named_for_another() -> None:
@@ -123,8 +143,9 @@ def test_a_status_found_by_type_never_takes_a_state_named_for_another() -> None:
 
 def test_a_team_without_an_unstarted_state_is_pending_in_its_backlog() -> None:
     states = [s for s in DEFAULT + REVIEW if s["type"] != "unstarted"]
+    states.append({"id": "s-hold", "name": "On Hold", "type": "started", "position": 6})
     settings = LinearSettings(
-        team="ENG", states={"needs-refinement": "Blocked", "blocked": "Canceled"}
+        team="ENG", states={"needs-refinement": "Blocked", "blocked": "On Hold"}
     )
     assert Workflow(settings, states).state_for("pending") == "s-backlog"
 

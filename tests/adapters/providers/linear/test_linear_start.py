@@ -12,7 +12,7 @@ import pytest
 from adapters.providers import ProviderRoles
 from adapters.providers.linear import LinearProvider, create_linear_provider
 from domain.errors import ConfigError, ProviderError
-from tests.fakes.linear.fake import OAUTH_TOKEN, FakeLinear
+from tests.fakes.linear.fake import API_KEY, OAUTH_TOKEN, FakeLinear
 from tests.support.linear import TOKEN_ENV
 from tests.support.linear_provider import linear_provider, settings_for, with_cpe_states
 
@@ -50,9 +50,14 @@ def test_a_refused_token_stops_the_start_naming_the_variable_never_the_token(
     assert message.startswith(f"provider.linear.token_env: Linear at {linear.base_url}")
     assert f"refused the token in {TOKEN_ENV} (401)" in message
     assert "lin_api_wrong_secret" not in message + caplog.text
-    with pytest.raises(ConfigError, match="refused the token"):
+    assert "(401), sent as a personal API key, by its prefix;" in message
+    with pytest.raises(ConfigError, match="refused the token") as caught:
         # An OAuth token sent as an API key (auth says so) is refused as Linear refuses it.
         start(linear, token=OAUTH_TOKEN, auth="api_key")
+    assert "(401), sent as a personal API key, auth = 'api_key';" in str(caught.value)
+    with pytest.raises(ConfigError) as caught:  # and the other way round
+        start(linear, token=API_KEY, auth="oauth")
+    assert "(401), sent as an OAuth access token (Bearer), auth = 'oauth';" in str(caught.value)
 
 
 def test_a_missing_token_variable_is_named(linear: FakeLinear) -> None:
@@ -61,8 +66,12 @@ def test_a_missing_token_variable_is_named(linear: FakeLinear) -> None:
 
 
 def test_an_unknown_team_or_project_stops_the_start(linear: FakeLinear) -> None:
-    with pytest.raises(ConfigError, match=r"provider\.linear\.team: .* shows no team OPS"):
+    with pytest.raises(
+        ConfigError, match=r"provider\.linear\.team: .* shows no team OPS"
+    ) as caught:
         start(linear, team="OPS")
+    # a typo is one look away: the teams the token sees are named
+    assert "the token's user is not in it; the teams it shows: ENG;" in str(caught.value)
     with pytest.raises(ConfigError, match=r"provider\.linear\.project: .*no project named 'Nope'"):
         start(linear, project="Nope")
 
@@ -76,8 +85,9 @@ def test_a_status_without_a_state_stops_the_start_listing_the_states(
     assert "no workflow state for needs-refinement ('Needs Refinement'), " in message
     assert "Triage (triage), Backlog (backlog), Todo (unstarted), In Progress (started)" in message
     # the states it may name: not those other statuses take, nor the triage inbox
-    assert message.endswith("[provider.linear.states] (not taken: Backlog, Canceled)")
-    mapped = {"approved": "Triage", "needs-refinement": "Backlog", "blocked": "Canceled"}
+    assert message.endswith("[provider.linear.states] (not taken: Backlog)")
+    fake_linear.add_state("On Hold", "started")
+    mapped = {"approved": "Triage", "needs-refinement": "Backlog", "blocked": "On Hold"}
     with pytest.raises(ConfigError, match="approved is the workflow state 'Triage' of team ENG"):
         start(fake_linear, states=mapped)
     fake_linear.add_state("Ready to Merge", "started")
@@ -89,7 +99,7 @@ def test_a_status_without_a_state_stops_the_start_listing_the_states(
             "in-review": "In Review",
             "approved": "Ready to Merge",
             "needs-refinement": "Backlog",
-            "blocked": "Canceled",
+            "blocked": "On Hold",
             "done": "Done",
         }
 
