@@ -132,9 +132,12 @@ class _Writer:
         body = text[len(lead) :]
         shown = code_span(body) if code else escape(body)
         opening = [mark for mark in want if mark not in self.active]
-        for mark in sorted(opening, key=lambda mark: -_run(self.nodes, index, mark)):
+        ordered = sorted(opening, key=lambda mark: -_run(self.nodes, index, mark))
+        for number, mark in enumerate(ordered):
             end = index + _run(self.nodes, index, mark)  # (the longest-running opens outside)
-            if mark[0] != "link" and not can_wrap(_last(out), shown[:1], *_after(self.nodes, end)):
+            inner = ordered[number + 1 :]  # (their delimiters come first inside this one)
+            first = "[" if any(m[0] == "link" for m in inner) else "*" if inner else shown[:1]
+            if mark[0] != "link" and not can_wrap(_last(out), first, *_after(self.nodes, end)):
                 self.unsaid[mark] = end  # (flanking rules: "a**#b**" is no emphasis)
                 continue
             last = next((i for i in range(len(out) - 1, -1, -1) if out[i]), None)
@@ -144,9 +147,10 @@ class _Writer:
             out.append("[" if mark[0] == "link" else _DELIMS[mark[0]][0])
             self.delimited = True
         if not code:  # escaped as the plain text around it reads (u + _a: "u_a")
+            said = [mark for mark in want if mark in self.active]  # (not those left unsaid)
             before = "" if self.delimited else _last(out)
-            core = body.rstrip() if want else body  # (its trailing spaces may go past a delimiter)
-            after = "" if core != body else self._plain_after(index, want)
+            core = body.rstrip() if said else body  # (its trailing spaces may go past a delimiter)
+            after = "" if core != body else self._plain_after(index, said)
             shown = escape(core, before, after) + body[len(core) :]
         self.plain(shown)
 

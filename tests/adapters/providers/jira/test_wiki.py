@@ -314,6 +314,8 @@ def test_any_markup_reads_as_markdown_that_reads_the_same_again(markup: str) -> 
         "-*# * {color:red}* ",
         "!&#92;http://x.y!",
         "\\  ~a",
+        "[~u]*~*-",
+        "[~u]-[a|http://b]a- ",
     ],
 )
 def test_odd_markup_reads_as_markdown_in_its_normal_form(markup: str) -> None:
