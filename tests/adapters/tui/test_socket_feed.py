@@ -174,3 +174,34 @@ def test_no_engine_is_gone_and_so_is_a_socket_a_killed_engine_left(tmp_path: Pat
             feed.act({"op": "resume"})
     finally:
         left.close()
+
+
+SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2"
+
+
+def test_a_token_in_a_title_or_a_runs_output_never_crosses_the_socket(
+    harness: Harness,
+) -> None:
+    harness.tracker.add_item("1", "pending", title=f"rotate {SECRET}", body=f"use {SECRET}")
+    with serving(harness) as served:
+        feed = SocketFeed(served.state_dir)
+        try:
+            run = _running(harness, served)
+            chunks = feed.follow(run.session_id)
+            run.say(f"export GH_TOKEN={SECRET}\n")
+            followed = next(chunks)
+            wait_until(lambda: SECRET in _buffered(served, run), served.engine)
+            views = [feed.board(), feed.item("1"), feed.run(run.session_id), next(feed.watch())]
+        finally:
+            feed.close()
+    assert followed == "export GH_TOKEN=[redacted]\n"
+    for view in views:
+        assert view is not None
+        assert SECRET not in str(view)
+    assert views[0]["work_items"][0]["title"] == "rotate [redacted]"
+    assert "export GH_TOKEN=[redacted]" in views[2]["output"]
+
+
+def _buffered(served: Served, run: FakeRun) -> str:
+    buffer = served.engine.streams.buffer(run.session_id)
+    return buffer.text() if buffer is not None else ""
