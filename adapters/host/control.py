@@ -42,7 +42,7 @@ from actors.engine import Engine
 from actors.journal import JOURNAL_NAME, Journal
 from actors.journal_file import InstanceLock, check_journal
 from actors.settings import BreakerSettings
-from adapters.host.control_views import Views, Watches, answer_view, serve_watch
+from adapters.host.control_views import WATCH_BEAT, Views, Watches, answer_view, serve_watch
 from adapters.support.redaction import redact_value
 from domain.admission import dispatch_pauses
 from domain.events import AgentFailed
@@ -120,11 +120,18 @@ class ControlServer:
 
     name = "control socket"
 
-    def __init__(self, control: Control, state_dir: Path, views: Views | None = None):
+    def __init__(
+        self,
+        control: Control,
+        state_dir: Path,
+        views: Views | None = None,
+        *,
+        watch_beat: float = WATCH_BEAT,
+    ):
         self.control = control
         self.state_dir = state_dir
         self.views = views
-        self._watches = Watches()
+        self._watches = Watches(beat=watch_beat)
         self._server: _UnixServer | None = None
         self._closed = False
 

@@ -53,7 +53,9 @@ class Views(Protocol):
 class Watches:
     """The open watches of one control socket: its stop ends them all (``{"end": true}``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, gap: float = WATCH_GAP, beat: float = WATCH_BEAT) -> None:
+        self.gap = gap
+        self.beat = beat
         self.closing = threading.Event()
         self._lock = threading.Lock()
         self._rings: set[threading.Event] = set()
@@ -107,9 +109,6 @@ def serve_watch(
     message: dict[str, Any],
     send: Send,
     watches: Watches,
-    *,
-    gap: float = WATCH_GAP,
-    beat: float = WATCH_BEAT,
 ) -> None:
     """Answer a ``{"watch": ...}`` message until the engine stops (or the client goes: a
     write raises ``OSError``, left to the caller)."""
@@ -128,9 +127,9 @@ def serve_watch(
             rung.clear()
             send({"board": views.board()})
             sent = time.monotonic()
-            while not rung.wait(beat):
+            while not rung.wait(watches.beat):
                 send({"beat": True})
-            left = sent + gap - time.monotonic()
+            left = sent + watches.gap - time.monotonic()
             if left > 0 and not watches.closing.is_set():  # the burst's later changes: in one
                 watches.closing.wait(left)
         send({"end": True})

@@ -59,7 +59,9 @@ def wait_listening(state_dir: Path, thread: threading.Thread, timeout: float = 3
 
 
 @contextlib.contextmanager
-def serving(harness: Harness, engine: Engine | None = None) -> Iterator[Served]:
+def serving(
+    harness: Harness, engine: Engine | None = None, *, watch_beat: float = 15.0
+) -> Iterator[Served]:
     """``engine`` (the harness's own by default) started, with a control socket serving the
     views in ``harness.tmp_path`` (its journal's directory: the state directory)."""
     engine = engine or harness.engine()
@@ -67,7 +69,7 @@ def serving(harness: Harness, engine: Engine | None = None) -> Iterator[Served]:
     control = Control(engine, ControlSettings(config.breaker, config.workflow.max_concurrent))
     source = Source(engine, SETTINGS, harness.tmp_path, control=control, title="/srv/repo")
     engine.start()
-    server = ControlServer(control, harness.tmp_path, SourceViews(source))
+    server = ControlServer(control, harness.tmp_path, SourceViews(source), watch_beat=watch_beat)
     thread = threading.Thread(target=server.serve, name="control", daemon=True)
     thread.start()
     served = Served(engine, source, server, harness.tmp_path, thread)

@@ -180,3 +180,41 @@ def test_a_socket_given_no_views_says_so(harness: Harness) -> None:
     finally:
         server.shutdown()
         thread.join(30)
+
+
+def test_a_burst_of_changes_is_one_view_of_the_latest_state(harness: Harness) -> None:
+    """The watcher reads a byte of the first view and no more: its writer waits on the socket
+    while the engine processes a burst of changes; once read, the next view is the state after
+    the whole burst (one view for them all)."""
+    for n in range(1, 301):
+        harness.tracker.add_item(str(n), "blocked", title=f"item {n} " + "x" * 2000)
+    with serving(harness) as served:
+        line = Line(served.state_dir)
+        try:
+            line.ask({"watch": "board"})
+            assert line.reply() == {"ok": True}
+            assert line.file.read(1) == b"{"  # the first view is being written
+            for n in range(10):
+                assert served.engine.submit([UserPausedDispatch(reason=f"{n}")], 30) is True
+                assert served.engine.submit([UserResumedDispatch()], 30) is True
+            assert served.engine.submit([UserPausedDispatch(reason="last")], 30) is True
+            first = json.loads(b"{" + line.file.readline())["board"]
+            assert first["paused"] is None  # built before the burst
+            second = line.reply()["board"]
+            assert second["paused"]["reason"] == "last"
+        finally:
+            line.close()
+
+
+def test_an_idle_watch_beats(harness: Harness) -> None:
+    with serving(harness, watch_beat=0.05) as served:
+        line = Line(served.state_dir)
+        try:
+            line.ask({"watch": "board"})
+            assert line.reply() == {"ok": True}
+            assert "board" in line.reply()
+            while "board" in (reply := line.reply()):  # the engine's start may still be told
+                pass
+            assert reply == {"beat": True}
+        finally:
+            line.close()

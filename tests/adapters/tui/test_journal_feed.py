@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from actors.engine import Engine
 from adapters.cli.settings import parse_config
 from adapters.host.control import SOCKET_NAME, ControlSettings, accept_offline
 from adapters.tui.connect import open_feed
 from adapters.tui.feed import Feed, Refused
 from adapters.tui.journal_feed import JournalFeed
 from adapters.tui.socket_feed import SocketFeed
-from domain.models import WorkItemId
+from domain.models import SessionId, WorkItemId
 from domain.requests import Pause
 from tests.actors.conftest import Harness, wait_until
 from tests.adapters.host.serving import SETTINGS, serving
@@ -41,9 +42,14 @@ def stopped(harness: Harness) -> Path:
     [run] = harness.runtime.wait_runs(1)
     run.say("Reading the work item.")
     run.complete()
-    wait_until(lambda: not engine.get_state().agent_runs[run.session_id].is_active, engine)
+    wait_until(lambda: _ended(engine, run.session_id), engine)
     engine.stop(reason="test")
     return harness.tmp_path
+
+
+def _ended(engine: Engine, session_id: str) -> bool:
+    run = engine.get_state().agent_runs.get(SessionId(session_id))
+    return run is not None and not run.is_active
 
 
 def _bodies(work_item_id: WorkItemId) -> str:
