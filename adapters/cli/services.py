@@ -1,5 +1,6 @@
-"""The services beside a running engine: its control socket and the web dashboard, with the
-dashboard's address and its actions' token."""
+"""The services beside a running engine: its control socket (requests, and the views the
+terminal console reads) and the web dashboard, with the dashboard's address and its actions'
+token."""
 
 from __future__ import annotations
 
@@ -39,40 +40,44 @@ def dashboard_fallback(section: Any) -> bool:
 def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]:
     """The services beside the running engine, made ready before it starts (the dashboard
     hears of every decision from the first); the function returned starts them once the engine
-    has started: its control socket (a person's requests from ``cpe work …``, ``cpe pause``)
-    and, unless ``[dashboard] listen`` is empty, the web dashboard. Each is supervised apart
-    from the engine: a crash restarts it and never touches the engine. The dashboard's address
-    is bound here, before the engine starts: one that cannot be used is a ``ConfigError``
-    (``cpe run`` exits 78 naming it) before anything else started, and the default address
-    (``listen`` not in supervisor.toml) in use gives way to a free port. ``human``: a person
-    reads stderr, the dashboard's address (with its token) is printed there; otherwise it is
-    logged without the token, which is in the state directory."""
+    has started: its control socket (a person's requests from ``cpe work …``, ``cpe pause``;
+    the views ``cpe tui`` reads, from the dashboard's ``Source``, made whether or not the
+    dashboard serves) and, unless ``[dashboard] listen`` is empty, the web dashboard. Each is
+    supervised apart from the engine: a crash restarts it and never touches the engine. The
+    dashboard's address is bound here, before the engine starts: one that cannot be used is a
+    ``ConfigError`` (``cpe run`` exits 78 naming it) before anything else started, and the
+    default address (``listen`` not in supervisor.toml) in use gives way to a free port.
+    ``human``: a person reads stderr, the dashboard's address (with its token) is printed
+    there; otherwise it is logged without the token, which is in the state directory."""
+    from adapters.dashboard.feeds import SourceViews  # noqa: PLC0415
+    from adapters.dashboard.source import Source  # noqa: PLC0415
     from adapters.host.control import Control, ControlServer, ControlSettings  # noqa: PLC0415
 
     settings = ControlSettings(app.config.breaker, app.config.workflow.max_concurrent)
     control = Control(app.engine, settings)
     follow_reloads(app, control)
+    # what the dashboard shows and the control socket's views give (cpe tui): one for both
+    source = Source(
+        app.engine,
+        dashboard_settings(app.config),
+        app.state_dir,
+        control=control,
+        meter=app.meter,
+        title=str(app.repo),
+    )
+    app.closers.append(source.close)
+    follow_reloads(app, source)
+    views = SourceViews(source)
     listen = app.config.dashboard.listen
     dashboards: list[Callable[[Services], None]] = []
     if listen:
         from adapters.dashboard.server import DashboardServer, Listener  # noqa: PLC0415
-        from adapters.dashboard.source import Source  # noqa: PLC0415
 
         token = dashboard_token(app.config)
         listener = Listener(listen, fallback=dashboard_fallback(app.config.dashboard))
         with contextlib.suppress(OSError):  # another failure: the server tries again, restarted
             listener.bind()  # a ConfigError: the address cannot be used
         app.closers.append(listener.close)  # the socket, when no serve took it
-        source = Source(
-            app.engine,
-            dashboard_settings(app.config),
-            app.state_dir,
-            control=control,
-            meter=app.meter,
-            title=str(app.repo),
-        )
-        app.closers.append(source.close)
-        follow_reloads(app, source)
         announced = threading.Event()
         token_env = app.config.dashboard.token_env
         token_file = None if token_env else str(app.state_dir / TOKEN_FILE)
@@ -105,7 +110,7 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
         from actors.services import Services  # noqa: PLC0415
 
         services = Services(app.config.supervisor)
-        services.start("control", lambda: ControlServer(control, app.state_dir))
+        services.start("control", lambda: ControlServer(control, app.state_dir, views))
         for dashboard in dashboards:
             dashboard(services)
         return services

@@ -2,9 +2,11 @@
 
 A ``Source`` reads the engine's state, its live run output and its queue, keeps the last
 decisions in words (``domain.narration``, from ``Engine.watch``), and carries the ``Control``
-that actions go through, or None when the dashboard only shows (the finished demo). ``moment``
-gives the state and the decisions together, as of the same event, so that no panel of a page
-is ahead of another (the runs table "running" beside a decision "completed"). An engine
+that actions go through, or None when the dashboard only shows (the finished demo). What it
+reads of the engine is ``Seen``: a running ``Engine``, or a stopped engine's journal (the
+terminal console's, ``adapters.tui.journal_feed``, whose decisions are told with ``tell``).
+``moment`` gives the state and the decisions together, as of the same event, so that no panel
+of a page is ahead of another (the runs table "running" beside a decision "completed"). An engine
 that has stopped keeps its last state: the source then shows it, and actions are refused.
 Dispatch's pauses and the model accounts' holds are judged as the engine judges them
 (``domain.admission.dispatch_pauses``, ``quota_hold``), with the configuration's settings.
@@ -15,16 +17,18 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 import structlog
 
-from actors.engine import Engine
+from actors.observer import Watcher
 from actors.settings import BreakerSettings, QuotaSettings
-from actors.streams import AgentStream
+from actors.store import Listener, Unsubscribe
+from actors.streams import AgentStream, OutputBuffer
 from adapters.describe.items import IssuePages
 from adapters.describe.landing import Workflow
 from adapters.host.control import Control
@@ -34,7 +38,7 @@ from adapters.runtime.remote.placement import read_placement
 from domain.admission import BreakerPaused, PersonPaused, dispatch_pauses
 from domain.decisions import QuotaHold, quota_hold
 from domain.events import EngineEvent
-from domain.models import AgentRole, AgentRun, EngineState, SessionId, WorkItem
+from domain.models import AgentRole, AgentRun, EngineState, SessionId, WorkItem, WorkItemId
 from domain.narration import Narrator
 from domain.results import AgentReview
 
@@ -57,6 +61,44 @@ class DashboardSettings:
 
 
 log = structlog.get_logger("cpe.dashboard")
+
+
+class Buffers(Protocol):
+    def buffer(self, session_id: SessionId) -> OutputBuffer | None:
+        """The output so far of a run that has started and not ended."""
+        ...
+
+
+class Seen(Protocol):
+    """What a ``Source`` reads of an engine (``actors.engine.Engine`` is one)."""
+
+    @property
+    def stopped(self) -> bool: ...
+
+    @property
+    def supervisor(self) -> object | None:
+        """None until the engine has started."""
+        ...
+
+    @property
+    def inbox(self) -> Sized:
+        """The events queued, not yet processed."""
+        ...
+
+    @property
+    def streams(self) -> Buffers: ...
+
+    def get_state(self) -> EngineState: ...
+
+    def subscribe(self, listener: Listener) -> Unsubscribe: ...
+
+    def watch(self, watcher: Watcher) -> Unsubscribe: ...
+
+    def queued(self) -> tuple[EngineEvent, ...]: ...
+
+    def get_agent_stream(self, session_id: SessionId) -> AgentStream | None: ...
+
+    def get_work_item_body(self, work_item_id: WorkItemId) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -84,7 +126,7 @@ class Pause:
 class Source:
     def __init__(
         self,
-        engine: Engine,
+        engine: Seen,
         settings: DashboardSettings,
         state_dir: Path,
         *,
@@ -181,7 +223,7 @@ class Source:
         if self.settings.issue_pages is not None:
             return self.settings.issue_pages.body(item)
         try:
-            return self.engine.provider.work_item_reader.get_work_item_body(item.id)
+            return self.engine.get_work_item_body(item.id)
         except Exception as exc:  # a tracker that cannot answer: the page says so
             return f"(the tracker did not give the body: {exc})"
 
@@ -237,8 +279,19 @@ class Source:
         return not self.engine.stopped and self.engine.supervisor is not None
 
     def _decided(self, event: EngineEvent, before: EngineState, after: EngineState) -> None:
+        self.tell(event, before, after)
+
+    def tell(
+        self,
+        event: EngineEvent,
+        before: EngineState,
+        after: EngineState,
+        at: datetime | None = None,
+    ) -> None:
+        """``event``, processed from ``before`` to ``after`` (``at``: when; now by default),
+        told as decisions, and every listener rung."""
         lines = self._narrate(event, before, after)
-        now = datetime.now(UTC)
+        now = at or datetime.now(UTC)
         with self._lock:
             self._decisions.extend(Decision(now, line) for line in lines)
             self._told = after

@@ -13,7 +13,12 @@ anything acts on them.
 The socket speaks one JSON object per line. A request ``{"request": {...}}`` is answered with
 ``{"ok": true, "message": ...}`` or ``{"ok": false, "kind": ..., "error": ...}``;
 ``{"follow": SESSION}`` is answered with ``{"ok": true}`` and then ``{"output": chunk}`` lines
-as the run writes them, until the run ends (``{"end": true}``).
+as the run writes them, until the run ends (``{"end": true}``). ``{"refresh": NAMES}`` (a list
+of pollers, or anything else for all) asks for a poll now: ``{"ok": true, "message": ...}``.
+What the terminal console reads, ``{"view": ...}`` and ``{"watch": "board"}``, is answered
+through the views the composition root gives (``adapters.host.control_views``). A line that is
+not a JSON object is answered ``{"ok": false, "kind": "invalid", ...}``. The socket adds no
+commit point: the views are reads, a request goes through ``Engine.submit`` as any event.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from actors.engine import Engine
 from actors.journal import JOURNAL_NAME, Journal
 from actors.journal_file import InstanceLock, check_journal
 from actors.settings import BreakerSettings
+from adapters.host.control_views import WATCH_BEAT, Views, Watches, answer_view, serve_watch
 from adapters.support.redaction import redact_value
 from domain.admission import dispatch_pauses
 from domain.events import AgentFailed
@@ -114,9 +120,18 @@ class ControlServer:
 
     name = "control socket"
 
-    def __init__(self, control: Control, state_dir: Path):
+    def __init__(
+        self,
+        control: Control,
+        state_dir: Path,
+        views: Views | None = None,
+        *,
+        watch_beat: float = WATCH_BEAT,
+    ):
         self.control = control
         self.state_dir = state_dir
+        self.views = views
+        self._watches = Watches(beat=watch_beat)
         self._server: _UnixServer | None = None
         self._closed = False
 
@@ -129,6 +144,8 @@ class ControlServer:
             server = _UnixServer(path, _Handler)
             os.chmod(path, 0o600)
         server.control = self.control
+        server.views = self.views
+        server.watches = self._watches
         self._server = server
         if self._closed:
             server.server_close()
@@ -141,6 +158,7 @@ class ControlServer:
 
     def shutdown(self) -> None:
         self._closed = True
+        self._watches.close()  # every watch says {"end": true}
         server = self._server
         if server is not None:
             server.shutdown()
@@ -151,6 +169,8 @@ class ControlServer:
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True  # a follower of a long run must not hold up a stop
     control: Control
+    views: Views | None
+    watches: Watches
 
     def verify_request(self, request: Any, client_address: Any) -> bool:
         """Only this user (or root) may ask: the socket's mode says so too."""
@@ -177,6 +197,13 @@ class _Handler(socketserver.StreamRequestHandler):
             return
         if "follow" in message:
             self._follow(str(message["follow"]))
+            return
+        if "view" in message:
+            self._send(answer_view(self.server.views, message))
+            return
+        if "watch" in message:
+            with contextlib.suppress(OSError):  # the watcher went away, or stopped reading
+                serve_watch(self.server.views, message, self._send, self.server.watches)
             return
         if "refresh" in message:  # a command wrote to the tracker: poll it now
             names = message["refresh"]
@@ -252,6 +279,18 @@ def exchange(
     """Send ``message`` to the engine of ``state_dir``; its reply lines (each waited for up to
     ``read_timeout``, for ever when None). ``NoEngine`` when no engine listens there (no
     socket, or one a stopped engine left)."""
+    sock = connect(state_dir, timeout)
+    with sock, sock.makefile("rb") as replies:
+        sock.sendall(json.dumps(message).encode() + b"\n")
+        sock.settimeout(read_timeout)
+        for line in replies:
+            if line.strip():
+                yield json.loads(line)
+
+
+def connect(state_dir: Path, timeout: float) -> socket.socket:
+    """A connection to the engine of ``state_dir``'s control socket (``timeout`` set on it);
+    ``NoEngine`` when no engine listens there (no socket, or one a stopped engine left)."""
     if not (state_dir / SOCKET_NAME).exists():
         raise NoEngine
     with _short_path(state_dir) as directory:
@@ -265,12 +304,7 @@ def exchange(
         except BaseException:
             sock.close()
             raise
-    with sock, sock.makefile("rb") as replies:
-        sock.sendall(json.dumps(message).encode() + b"\n")
-        sock.settimeout(read_timeout)
-        for line in replies:
-            if line.strip():
-                yield json.loads(line)
+    return sock
 
 
 def poke(state_dir: Path, pollers: Sequence[str]) -> bool:
