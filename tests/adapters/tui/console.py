@@ -1,12 +1,13 @@
 """What the console's tests share: a real engine (fake provider and runtime, a real journal)
-with its views and requests as a ``Feed``; waiting on the app for a condition; reading what a
-screen shows."""
+with its real control socket, and the console's feed of it; waiting on the app for a
+condition; reading what a screen shows."""
 
 from __future__ import annotations
 
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from textual.app import App
@@ -14,34 +15,31 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from actors.engine import Engine
-from adapters.cli.services import dashboard_settings
-from adapters.cli.settings import parse_config
-from adapters.dashboard.source import Source
-from adapters.host.control import Control, ControlSettings
 from adapters.tui.app import Console
+from adapters.tui.connect import open_feed
+from adapters.tui.feed import Feed
 from tests.actors.conftest import Harness
-from tests.adapters.tui.inprocess import SourceFeed
+from tests.adapters.host.serving import SETTINGS, serving
 
 SIZE = (80, 24)  # an SSH terminal's least
 
 
 @contextlib.contextmanager
-def engine_feed(harness: Harness, engine: Engine | None = None) -> Iterator[SourceFeed]:
-    """A feed of ``engine`` (by default a new one of the harness), started."""
-    engine = engine or harness.engine()
-    config = parse_config({})
-    source = Source(
-        engine,
-        dashboard_settings(config),
-        harness.tmp_path,
-        control=Control(engine, ControlSettings(config.breaker, config.workflow.max_concurrent)),
-        title="/srv/repo",
-    )
-    engine.start()
-    try:
-        yield SourceFeed(source)
-    finally:
-        source.close()
+def engine_feed(harness: Harness, engine: Engine | None = None) -> Iterator[Feed]:
+    """``engine`` (by default a new one of the harness) started with its control socket, and
+    the console's feed of it: over the socket (``open_feed``, as ``cpe tui`` opens it)."""
+    with serving(harness, engine) as served:
+        feed = reopen(served.state_dir)()
+        assert feed.live, "the engine's socket did not answer"
+        try:
+            yield feed
+        finally:
+            feed.close()
+
+
+def reopen(state_dir: Path) -> Callable[[], Feed]:
+    """How ``cpe tui`` opens the feed again: the running engine's, else the journal's."""
+    return lambda: open_feed(state_dir, SETTINGS, title="/srv/repo")
 
 
 async def until(pilot: Pilot[int], condition: Callable[[], bool], timeout: float = 30) -> None:
