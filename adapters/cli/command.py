@@ -107,6 +107,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         payload = Pause(reason=args.reason) if args.command == "pause" else Resume()
         return request(payload, args.config, args.repo)
+    if args.command == "tui":
+        from adapters.cli.tui import tui  # noqa: PLC0415
+
+        return tui(args.config, args.repo)
     if args.command == "costs":
         from adapters.cli.costs import costs  # noqa: PLC0415
 
@@ -234,6 +238,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "resume",
         "replay",
         "costs",
+        "tui",
     ):
         return _engine_command(args)
     if args.command == "workflow":

@@ -118,6 +118,33 @@ def _add_runs(
     )
 
 
+def _add_pause(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], where: argparse.ArgumentParser
+) -> None:
+    pause = commands.add_parser(
+        "pause", parents=[where], help="start no agent run until cpe resume (runs go on)"
+    )
+    pause.add_argument("--reason", default="", help="why, for cpe status and the dashboard")
+    commands.add_parser(
+        "resume", parents=[where], help="dispatch again (ends the breaker's pause too)"
+    )
+
+
+def _add_tui(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], where: argparse.ArgumentParser
+) -> None:
+    commands.add_parser(
+        "tui",
+        parents=[where],
+        help="the terminal console: the board, items, runs and actions, live (keys: ?)",
+        description="A terminal console on the engine: the work items by status, the runs, "
+        "the merge queue, pauses and decisions, live while it runs; an item's detail, a run's "
+        "output as it comes; actions (retry, cancel, set status, pause, resume, refresh), each "
+        "confirmed first. On a stopped engine: its last state, read-only, until one runs "
+        "again. Keys in docs/operations.md; q or Ctrl-C quits.",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cpe",
@@ -190,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument("--watch", action="store_true", help="redraw every second until Ctrl-C")
     _add_runs(commands, where)
+    _add_tui(commands, where)
     work = commands.add_parser(
         "work", help="work items: list, show, add, retry, cancel, set-status"
     )
@@ -229,13 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     set_status.add_argument("item", metavar="N")
     set_status.add_argument("status", metavar="STATUS", help=" | ".join(STATUSES))
-    pause = commands.add_parser(
-        "pause", parents=[where], help="start no agent run until cpe resume (runs go on)"
-    )
-    pause.add_argument("--reason", default="", help="why, for cpe status and the dashboard")
-    commands.add_parser(
-        "resume", parents=[where], help="dispatch again (ends the breaker's pause too)"
-    )
+    _add_pause(commands, where)
     _add_costs(commands, where)
     replay = commands.add_parser(
         "replay", parents=[where], help="the engine state rebuilt from the journal"

@@ -1,0 +1,226 @@
+"""The board, the console's first screen: the work items by status (attempts, cost, revision and
+pipeline, place in the merge queue), what holds the work up (pauses, the red default branch,
+accounts on hold), the active runs and the last decision; and two screens beside it, the recent
+decisions and the model accounts' headroom.
+
+Each screen draws the board's view (``state_view``'s dict) it is given by ``show``; every text
+in it is a ``rich.text.Text`` (a title is data, never markup).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Log, Static
+from textual.widgets.data_table import RowDoesNotExist
+
+from adapters.tui.text import (
+    COLUMNS,
+    account_lines,
+    banner_lines,
+    board_rows,
+    clip,
+    decision_lines,
+    headline,
+    queue_line,
+    runs_lines,
+)
+
+# The columns' widths but the title's, which takes the rest of the line (at least TITLE_MIN);
+# the revision's is wider from WIDE columns on (its state shown too).
+WIDTHS = {"item": 5, "status": 16, "tries": 5, "cost": 7, "revision": 10, "q": 2}
+WIDE, REVISION_WIDE = 110, 22
+TITLE_MIN = 12
+
+BOARD_CSS = """
+#head { background: $primary; color: $text; text-style: bold; }
+#banner { color: $warning; text-style: bold; }
+#connection { color: $error; text-style: bold; }
+#items { height: 1fr; }
+#runs { color: $text-muted; max-height: 6; }
+#said { text-style: bold; }
+.empty { display: none; }
+"""
+
+
+def line(widget: Static, lines: list[str] | str) -> None:
+    """Put ``lines`` (plain text) in ``widget``, hidden while there is nothing to say."""
+    text = lines if isinstance(lines, str) else "\n".join(lines)
+    widget.update(Text(text))
+    widget.set_class(not text, "empty")
+
+
+class BoardScreen(Screen[None]):
+    DEFAULT_CSS = BOARD_CSS
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "open"),
+        Binding("r", "app.retry", "retry"),
+        Binding("c", "app.cancel", "cancel"),
+        Binding("s", "app.set_status", "status"),
+        Binding("p", "app.pause", "pause"),
+        Binding("u,P", "app.resume", "resume"),
+        Binding("f,R", "app.refresh_engine", "refresh"),
+        Binding("d", "decisions", "decisions"),
+        Binding("a", "accounts", "accounts", show=False),
+        Binding("j", "move(1)", show=False),
+        Binding("k", "move(-1)", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.view: dict[str, Any] | None = None
+        self._width = 0
+        self._title = TITLE_MIN  # the title column's width
+        self._widths = dict(WIDTHS)
+        self.ready = False  # mounted: its widgets are there to draw in
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("cpe: connecting…"), id="head")
+        yield Static(classes="empty", id="connection")
+        yield Static(classes="empty", id="banner")
+        table: DataTable[Text] = DataTable(
+            id="items", cursor_type="row", zebra_stripes=False, cell_padding=0
+        )
+        yield table
+        yield Static(classes="empty", id="runs")
+        yield Static(classes="empty", id="said")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).focus()
+        self._columns()
+        self.ready = True
+        if self.view is not None:
+            self.show(self.view)
+
+    def on_resize(self) -> None:
+        if self.size.width != self._width and self.ready:
+            self._columns()
+            if self.view is not None:
+                self.show(self.view)
+
+    def _columns(self) -> None:
+        table = self.query_one("#items", DataTable)
+        self._width = self.size.width
+        self._widths = dict(WIDTHS)
+        if self._width >= WIDE:
+            self._widths["revision"] = REVISION_WIDE
+        fixed = sum(self._widths.values()) + len(self._widths)  # a space after each column
+        title = self._title = max(TITLE_MIN, self._width - fixed - 2)  # the scrollbar's room
+        key = self.selected()
+        table.clear(columns=True)
+        for name in COLUMNS:
+            width = self._widths.get(name, title)
+            table.add_column(Text(name), key=name, width=width + 1)
+        if key is not None:
+            self._select(key)
+
+    def selected(self) -> str | None:
+        """The id of the work item under the cursor; None when there is none."""
+        table = self.query_one("#items", DataTable)
+        if table.row_count == 0:
+            return None
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return row_key.value
+
+    def _select(self, key: str) -> None:
+        table = self.query_one("#items", DataTable)
+        with contextlib.suppress(RowDoesNotExist):  # the item is gone: the cursor stays
+            table.move_cursor(row=table.get_row_index(key))
+
+    def show(self, view: dict[str, Any]) -> None:
+        """Draw the board's view: the cursor stays on the item it was on."""
+        self.view = view
+        if not self.ready:  # drawn once mounted
+            return
+        line(self.query_one("#head", Static), headline(view))
+        line(self.query_one("#banner", Static), banner_lines(view))
+        queue = queue_line(view)
+        line(self.query_one("#runs", Static), runs_lines(view) + ([queue] if queue else []))
+        table = self.query_one("#items", DataTable)
+        key = self.selected()
+        title = self._title
+        table.clear()
+        compact = self._widths["revision"] < REVISION_WIDE
+        for row in board_rows(view, compact=compact):
+            cells = [
+                Text(row.item),
+                Text(clip(row.title, title)),
+                Text(row.status),
+                Text(row.attempts),
+                Text(row.cost),
+                Text(clip(row.revision, self._widths["revision"])),
+                Text(row.queue),
+            ]
+            table.add_row(*cells, key=row.key)
+        if key is not None:
+            self._select(key)
+
+    def connection(self, text: str) -> None:
+        line(self.query_one("#connection", Static), text)
+
+    def said(self, text: str) -> None:
+        line(self.query_one("#said", Static), text)
+
+    def action_move(self, step: int) -> None:
+        table = self.query_one("#items", DataTable)
+        table.action_cursor_down() if step > 0 else table.action_cursor_up()
+
+    def action_open(self) -> None:
+        key = self.selected()
+        if key is not None:
+            self.app.open_item(key)  # type: ignore[attr-defined]
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.app.open_item(event.row_key.value)  # type: ignore[attr-defined]
+
+    def action_decisions(self) -> None:
+        self.app.push_screen(ListScreen("recent decisions, newest first", decision_lines))
+
+    def action_accounts(self) -> None:
+        self.app.push_screen(ListScreen("model accounts' headroom", account_lines))
+
+
+class ListScreen(Screen[None]):
+    """Lines drawn from the board's view (the recent decisions, the accounts' headroom),
+    redrawn as it changes; Esc or Backspace goes back."""
+
+    DEFAULT_CSS = BOARD_CSS + "#lines { height: 1fr; }"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,backspace", "app.pop_screen", "back"),
+        Binding("j", "scroll(1)", show=False),
+        Binding("k", "scroll(-1)", show=False),
+    ]
+
+    def __init__(self, title: str, lines: Any):
+        super().__init__()
+        self.title_text = title
+        self.lines = lines
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(self.title_text), id="head")
+        yield Log(id="lines", auto_scroll=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(Log).focus()
+        view = self.app.view  # type: ignore[attr-defined]
+        if view is not None:
+            self.show(view)
+
+    def show(self, view: dict[str, Any]) -> None:
+        log = self.query_one(Log)
+        log.clear()
+        log.write_lines(self.lines(view) or ["(none yet)"])
+        log.scroll_home(animate=False)
+
+    def action_scroll(self, step: int) -> None:
+        log = self.query_one(Log)
+        log.scroll_down() if step > 0 else log.scroll_up()

@@ -1,0 +1,266 @@
+"""An item's screen (what ``cpe work show`` says, as ``item_detail``'s sections, and its runs
+to open) and a run's (its header, its output with scrollback; a live run's output followed as
+it comes).
+
+The feed is read in worker threads (a socket may be slow; the UI thread never waits on it),
+and what they read is drawn on the UI thread (``call_from_thread``). An agent's output is
+plain text in a ``Log``: never markup, its control characters taken out.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Log, Static
+
+from adapters.tui.board import BOARD_CSS, line
+from adapters.tui.feed import Feed
+from adapters.tui.text import clip, plain, run_header
+
+BACK = Binding("escape,backspace", "app.pop_screen", "back")
+
+
+class ItemScreen(Screen[None]):
+    DEFAULT_CSS = (
+        BOARD_CSS
+        + """
+#sections { height: 1fr; }
+#sessions { height: auto; max-height: 7; }
+.heading { text-style: bold; }
+"""
+    )
+    BINDINGS: ClassVar[list[BindingType]] = [
+        BACK,
+        Binding("enter", "open", "open run"),
+        Binding("r", "app.retry", "retry"),
+        Binding("c", "app.cancel", "cancel"),
+        Binding("s", "app.set_status", "status"),
+        Binding("j", "move(1)", show=False),
+        Binding("k", "move(-1)", show=False),
+    ]
+
+    def __init__(self, item_id: str):
+        super().__init__()
+        self.item_id = item_id
+        self.detail: dict[str, Any] | None = None
+        self._reading = threading.Lock()
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"item {self.item_id}: reading…"), id="head")
+        yield VerticalScroll(Static(id="body"), id="sections")
+        table: DataTable[Text] = DataTable(id="sessions", cursor_type="row", cell_padding=1)
+        yield table
+        yield Static(classes="empty", id="said")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#sessions", DataTable)
+        table.add_column(Text("run"), key="run")
+        table.add_column(Text("role"), key="role")
+        table.add_column(Text("ended"), key="ended")
+        table.focus()
+        self.load()
+
+    def selected(self) -> str:
+        """The item this screen shows (its actions act on it)."""
+        return self.item_id
+
+    def show(self, view: dict[str, Any]) -> None:
+        """The board changed: read the item again (once at a time)."""
+        self.load()
+
+    @work(thread=True, group="item")
+    def load(self) -> None:
+        if not self._reading.acquire(blocking=False):
+            return
+        try:
+            feed: Feed = self.app.feed  # type: ignore[attr-defined]
+            try:
+                detail = feed.item(self.item_id)
+            except Exception as exc:  # the engine went away meanwhile: the app says so
+                detail = {"error": str(exc)}
+            self.app.call_from_thread(self._draw, detail)
+        finally:
+            self._reading.release()
+
+    def _draw(self, detail: dict[str, Any] | None) -> None:
+        head = self.query_one("#head", Static)
+        body = self.query_one("#body", Static)
+        if detail is None:
+            line(head, f"no work item {self.item_id}: the engine does not know it")
+            return
+        if "error" in detail:
+            line(head, f"item {self.item_id}: could not be read: {detail['error']}")
+            return
+        self.detail = detail
+        sections = detail["sections"]
+        first = sections[0] if sections else {"heading": detail["title"], "lines": []}
+        line(head, clip(first["heading"], max(20, self.size.width)))
+        text = Text()
+        for n, section in enumerate(sections):
+            if n:
+                text.append(section["heading"] + "\n", style="bold")
+            for row in section["lines"]:
+                text.append(plain(row) + "\n")
+            text.append("\n")
+        body.update(text)
+        self._sessions(detail["sessions"])
+
+    def _sessions(self, sessions: list[str]) -> None:
+        table = self.query_one("#sessions", DataTable)
+        known = _runs_by_session(self.app.view)  # type: ignore[attr-defined]
+        cursor = table.cursor_row
+        table.clear()
+        for session in sessions:
+            run = known.get(session, {})
+            table.add_row(
+                Text(session),
+                Text(run.get("role", "")),
+                Text(run.get("ending", "")),
+                key=session,
+            )
+        if sessions:
+            table.move_cursor(row=min(cursor, len(sessions) - 1))
+
+    def action_move(self, step: int) -> None:
+        table = self.query_one("#sessions", DataTable)
+        table.action_cursor_down() if step > 0 else table.action_cursor_up()
+
+    def action_open(self) -> None:
+        table = self.query_one("#sessions", DataTable)
+        if table.row_count:
+            row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+            if row_key.value is not None:
+                self.app.push_screen(RunScreen(row_key.value))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.app.push_screen(RunScreen(event.row_key.value))
+
+    def said(self, text: str) -> None:
+        line(self.query_one("#said", Static), text)
+
+
+def _runs_by_session(view: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    if view is None:
+        return {}
+    runs = view.get("runs", {})
+    return {run["session_id"]: run for run in [*runs.get("active", []), *runs.get("recent", [])]}
+
+
+class RunScreen(Screen[None]):
+    DEFAULT_CSS = BOARD_CSS + "#facts { height: auto; } #output { height: 1fr; }"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        BACK,
+        Binding("j", "scroll(1)", show=False),
+        Binding("k", "scroll(-1)", show=False),
+    ]
+
+    def __init__(self, session_id: str):
+        super().__init__()
+        self.session_id = session_id
+        self.detail: dict[str, Any] | None = None
+        self.following = False
+        self.wrote = False  # the live output came: the run's recorded output is not drawn
+        self._reading = threading.Lock()
+        self.gone = threading.Event()  # the screen was left: the follower stops
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"run {self.session_id}: reading…"), id="head")
+        yield Static(classes="empty", id="facts")
+        yield Log(id="output", auto_scroll=True)
+        yield Static(classes="empty", id="said")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(Log).focus()
+        self.load()
+
+    def on_unmount(self) -> None:
+        self.gone.set()
+
+    def show(self, view: dict[str, Any]) -> None:
+        """The board changed: a live run not followed now (starting, or its output ended
+        before the engine recorded its end) is read again."""
+        if self.following or self._reading.locked():
+            return
+        if self.detail is None or self.detail.get("live"):
+            self.load()
+
+    @work(thread=True, group="run")
+    def load(self) -> None:
+        if not self._reading.acquire(blocking=False):
+            return
+        try:
+            self._load()
+        finally:
+            self._reading.release()
+
+    def _load(self) -> None:
+        feed: Feed = self.app.feed  # type: ignore[attr-defined]
+        try:
+            detail = feed.run(self.session_id)
+        except Exception as exc:
+            self.app.call_from_thread(self._failed, str(exc))
+            return
+        self.app.call_from_thread(self._draw, detail, not self.wrote)
+        if detail is None or not detail.get("live") or self.gone.is_set():
+            return
+        self.following = True
+        try:
+            for chunk in feed.follow(self.session_id):
+                if self.gone.is_set():
+                    return
+                self.app.call_from_thread(self._output, plain(chunk), not self.wrote)
+                self.wrote = True
+        except Exception as exc:  # the engine went away while the run went on
+            self.app.call_from_thread(self._output, f"\n(following stopped: {exc})\n", False)
+        finally:
+            self.following = False
+        if self.gone.is_set():
+            return
+        try:  # its output ended: its end, once the engine has recorded it
+            ended = feed.run(self.session_id)
+        except Exception:
+            return
+        self.app.call_from_thread(self._draw, ended, not self.wrote)
+
+    def _failed(self, message: str) -> None:
+        line(
+            self.query_one("#head", Static), f"run {self.session_id}: could not be read: {message}"
+        )
+
+    def _draw(self, detail: dict[str, Any] | None, output: bool) -> None:
+        head = self.query_one("#head", Static)
+        if detail is None:
+            line(head, f"no run {self.session_id}: the engine does not know it")
+            return
+        self.detail = detail
+        first, *facts = run_header(detail)
+        line(head, first + (" (live)" if detail.get("live") else ""))
+        line(self.query_one("#facts", Static), [clip(f, max(20, self.size.width)) for f in facts])
+        if output:
+            text = detail.get("output")
+            empty = "nothing yet: the run is starting" if detail.get("live") else "no activity"
+            self._output(plain(text) if text else f"({empty} was recorded)", True)
+
+    def _output(self, text: str, fresh: bool) -> None:
+        log = self.query_one(Log)
+        if fresh:
+            log.clear()
+        log.write(text)
+
+    def action_scroll(self, step: int) -> None:
+        log = self.query_one(Log)
+        log.scroll_down() if step > 0 else log.scroll_up()
+
+    def said(self, text: str) -> None:
+        line(self.query_one("#said", Static), text)

@@ -1,0 +1,110 @@
+"""The console's item and run screens and its actions over a real engine: an item's detail
+and runs, a run's output followed as it comes, a retry refused (the refusal shown), a cancel
+taken once confirmed, nothing done when not confirmed, a status set from a choice, dispatch
+paused with a reason and resumed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import Log
+
+from adapters.tui.app import Console
+from adapters.tui.detail import ItemScreen, RunScreen
+from adapters.tui.modals import Choose, Confirm, Reason
+from tests.actors.conftest import Harness
+from tests.adapters.tui.console import SIZE, engine_feed, rows, screen_text, shown, until
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Iterator[Harness]:
+    made = Harness(tmp_path)
+    made.tracker.add_item("1", "pending", title="Greeting")
+    made.tracker.add_item("2", "done", title="Farewell")
+    yield made
+    made.close()
+
+
+def status_of(app: Console, item_id: str) -> str:
+    return next((row[2] for row in rows(app) if row[0] == f"#{item_id}"), "")
+
+
+def test_an_item_opens_with_its_runs_and_a_run_follows_its_output(harness: Harness) -> None:
+    async def scenario(app: Console) -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            [run] = await asyncio.to_thread(harness.runtime.wait_runs, 1)
+            await until(pilot, lambda: status_of(app, "1") == "in-progress")
+            run.say("Reading the work item [red]now[/red].\n")
+            await pilot.press("enter")  # the cursor is on #1, the first row
+            assert isinstance(app.screen, ItemScreen)
+            await until(pilot, lambda: "Greeting" in shown(app, "#head"))
+            await until(pilot, lambda: run.session_id in screen_text(app))
+            await pilot.press("enter")  # its one run
+            assert isinstance(app.screen, RunScreen)
+            output = app.screen.query_one(Log)
+            await until(pilot, lambda: "Reading the work item [red]now[/red]." in output.lines)
+            run.say("Writing greet().\n")
+            await until(pilot, lambda: "Writing greet()." in output.lines)
+            assert "(live)" in shown(app, "#head")
+            run.complete()
+            await until(pilot, lambda: "(live)" not in shown(app, "#head"))
+            await pilot.press("escape")
+            assert isinstance(app.screen, ItemScreen)
+            await pilot.press("backspace")
+            assert app.screen is app.board
+            await pilot.press("q")
+
+    with engine_feed(harness) as feed:
+        asyncio.run(scenario(Console(feed)))
+
+
+def test_a_refused_retry_says_why_and_a_confirmed_cancel_is_taken(harness: Harness) -> None:
+    async def scenario(app: Console) -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await asyncio.to_thread(harness.runtime.wait_runs, 1)
+            await until(pilot, lambda: status_of(app, "1") == "in-progress")
+            await pilot.press("down")  # #2, done
+            await pilot.press("r")
+            assert isinstance(app.screen, Confirm)
+            assert "Retry #2 Farewell?" in shown(app, "#question")
+            await pilot.press("y")
+            await until(pilot, lambda: app.said.startswith("refused"))
+            assert "done" in app.said
+            assert app.said in shown(app, "#said")
+            await pilot.press("up", "c")  # #1's run
+            await pilot.press("n")
+            assert app.said == "nothing done"
+            assert status_of(app, "1") == "in-progress"
+            await pilot.press("c", "enter")
+            await until(pilot, lambda: status_of(app, "1") == "blocked")
+            assert not app.said.startswith("refused")
+            await pilot.press("q")
+
+    with engine_feed(harness) as feed:
+        asyncio.run(scenario(Console(feed)))
+
+
+def test_a_status_set_from_a_choice_and_a_pause_with_its_reason(harness: Harness) -> None:
+    async def scenario(app: Console) -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: len(rows(app)) == 2)
+            await pilot.press("down", "s")  # #2, done
+            assert isinstance(app.screen, Choose)
+            await pilot.press("k", "enter")  # blocked, just above done
+            assert isinstance(app.screen, Confirm)
+            assert "to blocked?" in shown(app, "#question")
+            await pilot.press("y")
+            await until(pilot, lambda: status_of(app, "2") == "blocked")
+            await pilot.press("p")
+            assert isinstance(app.screen, Reason)
+            await pilot.press(*"deploy [b]freeze[/b]", "enter", "enter")
+            await until(pilot, lambda: "deploy [b]freeze[/b]" in shown(app, "#banner"))
+            await pilot.press("u", "y")
+            await until(pilot, lambda: shown(app, "#banner") == "")
+            await pilot.press("q")
+
+    with engine_feed(harness) as feed:
+        asyncio.run(scenario(Console(feed)))

@@ -1,0 +1,62 @@
+"""The console's board over a real engine (fake provider and runtime, a real journal): the
+items by status with attempts, an active run, a pause's banner, a title that is data (never
+markup) cut to the width, and quitting with q or Ctrl-C, at 80x24."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.tui.app import Console
+from tests.actors.conftest import Harness
+from tests.adapters.tui.console import SIZE, engine_feed, rows, screen_text, shown, until
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Iterator[Harness]:
+    made = Harness(tmp_path)
+    yield made
+    made.close()
+
+
+def test_the_board_lists_the_items_by_status_and_q_quits(harness: Harness) -> None:
+    harness.tracker.add_item("1", "done", title="Farewell")
+    harness.tracker.add_item("2", "pending", title="Greeting [b]bold[/b] " + "x" * 80)
+    with engine_feed(harness) as feed:
+        app = Console(feed)
+        asyncio.run(board(harness, app))
+        assert app.return_code == 0
+
+
+async def board(harness: Harness, app: Console) -> None:
+    if True:
+        async with app.run_test(size=SIZE) as pilot:
+            [run] = await asyncio.to_thread(harness.runtime.wait_runs, 1)
+            await until(pilot, lambda: len(rows(app)) == 2 and rows(app)[0][2] == "in-progress")
+            greeting, farewell = rows(app)
+            assert [greeting[0], *greeting[2:4]] == ["#2", "in-progress", "1/3"]
+            assert greeting[1].startswith("Greeting [b]bold[/b] xxx")  # as written: data
+            assert greeting[1].endswith("…")
+            assert farewell[:4] == ["#1", "Farewell", "done", "0/3"]
+            await until(pilot, lambda: run.session_id in shown(app, "#runs"))
+            assert "implementor #2" in shown(app, "#runs")
+            assert "engine running" in shown(app, "#head")
+            text = screen_text(app)
+            assert "Greeting [b]bold[/b]" in text
+            assert all(len(line) <= 80 for line in text.splitlines())
+            await pilot.press("q")
+
+
+def test_ctrl_c_quits(harness: Harness) -> None:
+    async def quit_(app: Console) -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: "engine running" in shown(app, "#head"))
+            await pilot.press("ctrl+c")
+
+    with engine_feed(harness) as feed:
+        app = Console(feed)
+        asyncio.run(quit_(app))
+        assert app.return_code == 0

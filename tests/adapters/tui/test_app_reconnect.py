@@ -1,0 +1,84 @@
+"""The console when its engine stops and another starts (a real engine, its real control
+socket, its journal): it says the engine stopped and when, keeps showing the last state
+read-only (an action says the engine is not running), and once an engine answers again says
+"reconnected" and is live (an action is taken)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.tui.app import NOT_RUNNING, Console
+from tests.actors.conftest import Harness
+from tests.adapters.host.serving import serving
+from tests.adapters.tui.console import SIZE, reopen, rows, shown, until
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Iterator[Harness]:
+    made = Harness(tmp_path)
+    made.tracker.add_item("1", "done", title="Greeting")
+    yield made
+    made.close()
+
+
+def test_the_console_says_the_engine_stopped_and_reconnects_to_the_next(harness: Harness) -> None:
+    first = harness.engine()
+
+    async def scenario(app: Console, stack: contextlib.ExitStack) -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: "engine running" in shown(app, "#head"))
+            assert rows(app)[0][:3] == ["#1", "Greeting", "done"]
+            assert shown(app, "#connection") == ""
+
+            def stop() -> None:  # as cpe run stops: its socket, then the engine
+                stack.close()
+                first.stop(reason="stopped by the test")
+
+            await asyncio.to_thread(stop)
+            await until(pilot, lambda: "engine stopped at" in shown(app, "#connection"))
+            assert "showing its last state; reconnecting…" in shown(app, "#connection")
+            assert rows(app)[0][:3] == ["#1", "Greeting", "done"]  # the last state
+            assert not app.feed.live
+            await pilot.press("p", "enter", "y")  # a pause, asked of no engine
+            await until(pilot, lambda: app.said.startswith("refused"))
+            assert "the engine is not running" in app.said
+
+            second = harness.engine()
+            await asyncio.to_thread(stack.enter_context, serving(harness, second))
+            await until(pilot, lambda: app.said == "reconnected")
+            assert shown(app, "#connection") == ""
+            assert app.feed.live
+            await pilot.press("p", *"back soon", "enter", "y")
+            await until(pilot, lambda: "back soon" in shown(app, "#banner"))
+            await pilot.press("q")
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(serving(harness, first))
+        app = Console(reopen(harness.tmp_path)(), reopen(harness.tmp_path))
+        asyncio.run(scenario(app, stack))
+    assert app.return_code == 0
+
+
+def test_a_stopped_engine_shows_its_last_state_read_only(harness: Harness) -> None:
+    with serving(harness):
+        pass  # an engine ran, and stopped (its journal holds the items)
+    harness.engines[0].stop(reason="stopped by the test")
+
+    async def scenario(app: Console) -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: len(rows(app)) == 1)
+            assert shown(app, "#connection") == NOT_RUNNING
+            assert "engine stopped" in shown(app, "#head")
+            await pilot.press("r", "y")
+            await until(pilot, lambda: app.said.startswith("refused"))
+            assert "the engine is not running" in app.said
+            await pilot.press("q")
+
+    feed = reopen(harness.tmp_path)()
+    assert not feed.live
+    asyncio.run(scenario(Console(feed, reopen(harness.tmp_path))))
