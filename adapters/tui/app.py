@@ -32,6 +32,7 @@ from domain.models import item_ref
 RECONNECT_EVERY = 1.0  # seconds between two tries to reach an engine again
 SAID_FOR = 10.0  # seconds a notification stays
 NOT_RUNNING = "the engine is not running: its last state, read-only; waiting for one…"
+STOPPED = "the engine is not running: its last state, read-only"
 
 
 class Console(App[int]):
@@ -91,7 +92,8 @@ class Console(App[int]):
                 self._call(self._connected, "reconnected", True)
                 stopped_at = None
             elif not live:
-                self._call(self._connected, NOT_RUNNING if stopped_at is None else stopped_at)
+                waiting = NOT_RUNNING if self.reopen is not None else STOPPED
+                self._call(self._connected, waiting if stopped_at is None else stopped_at)
             try:
                 for view in feed.watch():
                     self._call(self.show, view)

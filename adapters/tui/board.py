@@ -36,16 +36,28 @@ from adapters.tui.text import (
 WIDTHS = {"item": 5, "status": 16, "tries": 5, "cost": 7, "revision": 10, "q": 2}
 WIDE, REVISION_WIDE = 110, 22
 TITLE_MIN = 12
+RECENT_SHOWN = 40  # decisions under the table, as many as the screen has room for
 
 BOARD_CSS = """
 #head { background: $primary; color: $text; text-style: bold; }
 #banner { color: $warning; text-style: bold; }
 #connection { color: $error; text-style: bold; }
-#items { height: 1fr; }
-#runs { color: $text-muted; max-height: 6; }
+#items { height: auto; max-height: 65%; }
+#runs { max-height: 6; }
+#accounts { color: $text-muted; max-height: 4; }
+#recent { height: 1fr; min-height: 2; color: $text-muted; overflow: hidden hidden; }
 #said { text-style: bold; }
 .empty { display: none; }
 """
+# Each status's colour on the board (none with NO_COLOR: the word says it).
+STATUS_STYLES = {
+    "in-progress": "cyan",
+    "in-review": "blue",
+    "needs-refinement": "yellow",
+    "approved": "magenta",
+    "blocked": "red",
+    "done": "green",
+}
 
 
 def line(widget: Static, lines: list[str] | str) -> None:
@@ -88,8 +100,10 @@ class BoardScreen(Screen[None]):
         )
         yield table
         yield Static(classes="empty", id="runs")
+        yield Static(classes="empty", id="accounts")
+        yield Static(id="recent")
         yield Static(classes="empty", id="said")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()
@@ -142,6 +156,11 @@ class BoardScreen(Screen[None]):
         line(self.query_one("#banner", Static), banner_lines(view))
         queue = queue_line(view)
         line(self.query_one("#runs", Static), runs_lines(view) + ([queue] if queue else []))
+        line(self.query_one("#accounts", Static), account_lines(view))
+        width = max(TITLE_MIN, self.size.width)
+        recent = [clip(text, width) for text in decision_lines(view)[:RECENT_SHOWN]]
+        heading = Text("recent decisions (d: all)", style="bold")
+        self.query_one("#recent", Static).update(Text("\n").join([heading, *map(Text, recent)]))
         table = self.query_one("#items", DataTable)
         key = self.selected()
         title = self._title
@@ -151,7 +170,7 @@ class BoardScreen(Screen[None]):
             cells = [
                 Text(row.item),
                 Text(clip(row.title, title)),
-                Text(row.status),
+                Text(row.status, style=STATUS_STYLES.get(row.status, "")),
                 Text(row.attempts),
                 Text(row.cost),
                 Text(clip(row.revision, self._widths["revision"])),
@@ -207,7 +226,7 @@ class ListScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(Text(self.title_text), id="head")
         yield Log(id="lines", auto_scroll=False)
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one(Log).focus()

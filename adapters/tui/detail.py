@@ -58,7 +58,7 @@ class ItemScreen(Screen[None]):
         table: DataTable[Text] = DataTable(id="sessions", cursor_type="row", cell_padding=1)
         yield table
         yield Static(classes="empty", id="said")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#sessions", DataTable)
@@ -178,7 +178,7 @@ class RunScreen(Screen[None]):
         yield Static(classes="empty", id="facts")
         yield Log(id="output", auto_scroll=True)
         yield Static(classes="empty", id="said")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one(Log).focus()
