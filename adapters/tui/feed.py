@@ -45,7 +45,9 @@ class Feed(Protocol):
 
     def watch(self) -> Iterator[dict[str, Any]]:
         """The board's view now, then again at each change (a burst coalesced); ends when the
-        engine goes away (stops, is killed) or the feed is closed."""
+        engine goes away (stops, is killed) or the feed is closed: open the feed again then
+        (``adapters.tui.connect.open_feed``; a journal's watch ends once an engine answers).
+        ``Refused("gone")`` at the first ``next`` when no engine answers at all."""
         ...
 
     def item(self, item_id: str) -> dict[str, Any] | None:

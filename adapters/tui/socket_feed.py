@@ -17,12 +17,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from adapters.host.control import PROCESS_TIMEOUT, SOCKET_NAME, NoEngine, connect
+from adapters.host.control import (
+    FOLLOW_START_WAIT,
+    PROCESS_TIMEOUT,
+    SOCKET_NAME,
+    NoEngine,
+    connect,
+)
 from adapters.tui.feed import Refused
 
 CONNECT_TIMEOUT = 2.0  # seconds to reach the engine's socket
 ANSWER_TIMEOUT = 30.0  # seconds for a view's answer (an item's body may come from the tracker)
 ACT_TIMEOUT = PROCESS_TIMEOUT + 15.0  # the engine waits for a request to be processed first
+FOLLOW_ANSWER = FOLLOW_START_WAIT + 15.0  # the engine waits for a requested run to start
 WATCH_SILENCE = 60.0  # seconds without a line (the engine beats every 15) before a watch ends
 _MAX_LINE = 64 * 1024 * 1024  # a run's view carries up to 200,000 characters of output
 
@@ -75,7 +82,7 @@ class SocketFeed:
         return run
 
     def watch(self) -> Iterator[dict[str, Any]]:
-        for line in self._stream({"watch": "board"}, self.watch_silence):
+        for line in self._stream({"watch": "board"}, self.answer_timeout, self.watch_silence):
             if "board" in line:
                 yield line["board"]
             elif line.get("end"):
@@ -83,7 +90,7 @@ class SocketFeed:
 
     def follow(self, session_id: str) -> Iterator[str]:
         try:
-            for line in self._stream({"follow": session_id}, None):
+            for line in self._stream({"follow": session_id}, FOLLOW_ANSWER, None):
                 if "output" in line:
                     yield str(line["output"])
                 elif line.get("end"):
@@ -116,10 +123,13 @@ class SocketFeed:
             raise Refused("gone", f"the engine closed {self._where} without an answer")
         return _ok(reply)
 
-    def _stream(self, message: dict[str, Any], silence: float | None) -> Iterator[dict[str, Any]]:
-        """The answer ``{"ok": true}``, then each line after it until the engine ends them, goes
-        away (the stream just ends), or ``close()``."""
-        with self._connection(message, self.answer_timeout) as replies:
+    def _stream(
+        self, message: dict[str, Any], answer: float, silence: float | None
+    ) -> Iterator[dict[str, Any]]:
+        """The answer ``{"ok": true}`` (waited for ``answer`` seconds), then each line after it
+        (``silence``: seconds at most between two; None, for ever) until the engine ends them,
+        goes away (the stream just ends), or ``close()``."""
+        with self._connection(message, answer) as replies:
             first = _read(replies, self._where)
             if first is None:
                 return

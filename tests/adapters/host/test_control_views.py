@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -218,3 +219,19 @@ def test_an_idle_watch_beats(harness: Harness) -> None:
             assert reply == {"beat": True}
         finally:
             line.close()
+
+
+def test_a_watcher_that_goes_away_lets_go_of_the_engine(harness: Harness) -> None:
+    """Its next line (a beat at the latest) finds it gone: the watch's listener is dropped."""
+    with serving(harness, watch_beat=0.05) as served:
+        before = len(served.source._listeners)
+        line = Line(served.state_dir)
+        line.ask({"watch": "board"})
+        assert line.reply() == {"ok": True}
+        assert "board" in line.reply()
+        assert len(served.source._listeners) == before + 1
+        line.close()
+        end = time.monotonic() + 30
+        while len(served.source._listeners) > before:
+            assert time.monotonic() < end, "the watch still listens to the engine"
+            threading.Event().wait(0.01)  # a poll's pause

@@ -150,3 +150,18 @@ def test_open_feed_takes_the_journal_while_the_socket_does_not_answer(tmp_path: 
         assert isinstance(open_feed(tmp_path, SETTINGS, timeout=1.0), JournalFeed)
     finally:
         left.close()
+
+
+def test_an_engine_holding_the_lock_whose_socket_is_not_up_yet_is_read_from_its_journal(
+    harness: Harness,
+) -> None:
+    """As while ``cpe run`` starts: the engine has the lock and journals, no socket answers
+    yet; the console shows the journal and tries again."""
+    harness.tracker.add_item("1", "pending", title="Greeting")
+    engine = harness.engine()
+    engine.start()
+    harness.runtime.wait_runs(1)
+    feed = open_feed(harness.tmp_path, SETTINGS, timeout=1.0)
+    assert isinstance(feed, JournalFeed)
+    wait_until(lambda: [i["id"] for i in feed.board()["work_items"]] == ["1"], engine)
+    assert feed.board()["engine"] == "stopped"
