@@ -33,6 +33,7 @@ RECONNECT_EVERY = 1.0  # seconds between two tries to reach an engine again
 SAID_FOR = 10.0  # seconds a notification stays
 NOT_RUNNING = "the engine is not running: its last state, read-only; waiting for one…"
 STOPPED = "the engine is not running: its last state, read-only"
+CONNECTED = "the engine runs: live"
 
 
 class Console(App[int]):
@@ -84,14 +85,13 @@ class Console(App[int]):
         console says so and opens the feed again (the journal's last state, read-only, until
         an engine answers); a stopped engine's ends once one answers (or at once: then it is
         asked again every ``RECONNECT_EVERY`` seconds)."""
-        stopped_at: str | None = None
+        stopped_at: str | None = None  # the line saying when the engine went away
+        down = False  # the console shows a stopped engine's state
         while not self.closing.is_set():
             feed = self.feed
             live = feed.live
-            if live and stopped_at is not None:
-                self._call(self._connected, "reconnected", True)
-                stopped_at = None
-            elif not live:
+            if not live:
+                down = True
                 waiting = NOT_RUNNING if self.reopen is not None else STOPPED
                 self._call(self._connected, waiting if stopped_at is None else stopped_at)
             try:
@@ -99,11 +99,16 @@ class Console(App[int]):
                     self._call(self.show, view)
                     if self.closing.is_set():
                         return
+                    if live and down:  # its first view is drawn: live again
+                        said = "reconnected" if stopped_at is not None else CONNECTED
+                        self._call(self._connected, said, True)
+                        stopped_at, down = None, False
             except Exception as exc:  # a broken connection is an engine gone away
                 self._call(self.tell, f"the engine's feed broke: {exc}", True)
             if self.closing.is_set() or self.reopen is None:
                 return
             if live:
+                down = True
                 at = datetime.now(UTC).strftime("%H:%M:%S")
                 stopped_at = f"engine stopped at {at} UTC; showing its last state; reconnecting…"
                 self._call(self._connected, stopped_at)

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Log, Static
+from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import RowDoesNotExist
 
 from adapters.tui.text import (
@@ -30,6 +30,7 @@ from adapters.tui.text import (
     queue_line,
     runs_lines,
 )
+from adapters.tui.textlog import TextLog
 
 # The columns' widths but the title's, which takes the rest of the line (at least TITLE_MIN);
 # the revision's is wider from WIDE columns on (its state shown too).
@@ -225,21 +226,25 @@ class ListScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self.title_text), id="head")
-        yield Log(id="lines", auto_scroll=False)
+        yield TextLog(id="lines", auto_scroll=False)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.query_one(Log).focus()
+        self.query_one(TextLog).focus()
         view = self.app.view  # type: ignore[attr-defined]
         if view is not None:
             self.show(view)
 
     def show(self, view: dict[str, Any]) -> None:
-        log = self.query_one(Log)
-        log.clear()
-        log.write_lines(self.lines(view) or ["(none yet)"])
-        log.scroll_home(animate=False)
+        lines = self.lines(view) or ["(none yet)"]
+        log = self.query_one(TextLog)
+        if lines == log.text_lines:
+            return
+        y = log.scroll_y  # where the reader is stays put
+        log.reset()
+        log.put(lines)
+        log.scroll_to(y=y, animate=False)
 
     def action_scroll(self, step: int) -> None:
-        log = self.query_one(Log)
+        log = self.query_one(TextLog)
         log.scroll_down() if step > 0 else log.scroll_up()

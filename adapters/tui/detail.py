@@ -4,7 +4,7 @@ it comes).
 
 The feed is read in worker threads (a socket may be slow; the UI thread never waits on it),
 and what they read is drawn on the UI thread (``call_from_thread``). An agent's output is
-plain text in a ``Log``: never markup, its control characters taken out.
+plain text in a ``TextLog``: never markup, its control characters taken out, wrapped.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Log, Static
+from textual.widgets import DataTable, Footer, Static
 
 from adapters.tui.board import BOARD_CSS, line
 from adapters.tui.feed import Feed
 from adapters.tui.text import clip, plain, run_header
+from adapters.tui.textlog import TextLog
 
 BACK = Binding("escape,backspace", "app.pop_screen", "back")
 
@@ -176,12 +177,12 @@ class RunScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(Text(f"run {self.session_id}: reading…"), id="head")
         yield Static(classes="empty", id="facts")
-        yield Log(id="output", auto_scroll=True)
+        yield TextLog(id="output")
         yield Static(classes="empty", id="said")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.query_one(Log).focus()
+        self.query_one(TextLog).focus()
         self.load()
 
     def on_unmount(self) -> None:
@@ -219,12 +220,13 @@ class RunScreen(Screen[None]):
             for chunk in feed.follow(self.session_id):
                 if self.gone.is_set():
                     return
-                self.app.call_from_thread(self._output, plain(chunk), not self.wrote)
+                self.app.call_from_thread(self._output, chunk, not self.wrote)
                 self.wrote = True
         except Exception as exc:  # the engine went away while the run went on
             self.app.call_from_thread(self._output, f"\n(following stopped: {exc})\n", False)
         finally:
             self.following = False
+            self.app.call_from_thread(self.query_one(TextLog).flush)
         if self.gone.is_set():
             return
         try:  # its output ended: its end, once the engine has recorded it
@@ -250,16 +252,17 @@ class RunScreen(Screen[None]):
         if output:
             text = detail.get("output")
             empty = "nothing yet: the run is starting" if detail.get("live") else "no activity"
-            self._output(plain(text) if text else f"({empty} was recorded)", True)
+            self._output(text if text else f"({empty} was recorded)", True)
+            self.query_one(TextLog).flush()
 
     def _output(self, text: str, fresh: bool) -> None:
-        log = self.query_one(Log)
+        log = self.query_one(TextLog)
         if fresh:
-            log.clear()
-        log.write(text)
+            log.reset()
+        log.feed(text)
 
     def action_scroll(self, step: int) -> None:
-        log = self.query_one(Log)
+        log = self.query_one(TextLog)
         log.scroll_down() if step > 0 else log.scroll_up()
 
     def said(self, text: str) -> None:

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import Log
 
 from adapters.tui.app import Console
 from adapters.tui.detail import ItemScreen, RunScreen
 from adapters.tui.modals import Choose, Confirm, Reason
+from adapters.tui.textlog import TextLog
 from tests.actors.conftest import Harness
 from tests.adapters.tui.console import SIZE, engine_feed, rows, screen_text, shown, until
 
@@ -44,10 +44,13 @@ def test_an_item_opens_with_its_runs_and_a_run_follows_its_output(harness: Harne
             await until(pilot, lambda: run.session_id in screen_text(app))
             await pilot.press("enter")  # its one run
             assert isinstance(app.screen, RunScreen)
-            output = app.screen.query_one(Log)
-            await until(pilot, lambda: "Reading the work item [red]now[/red]." in output.lines)
-            run.say("Writing greet().\n")
-            await until(pilot, lambda: "Writing greet()." in output.lines)
+            output = app.screen.query_one(TextLog)
+            await until(pilot, lambda: "Reading the work item [red]now[/red]." in output.text_lines)
+            run.say("Writing greet(")  # a line in two chunks: shown once whole
+            run.say(").\n")
+            await until(pilot, lambda: "Writing greet()." in output.text_lines)
+            assert "Writing greet(" not in output.text_lines
+            assert "Reading the work item [red]now[/red]." in screen_text(app)
             assert "(live)" in shown(app, "#head")
             run.complete()
             await until(pilot, lambda: "(live)" not in shown(app, "#head"))
