@@ -8,6 +8,8 @@ show: it says so, and how to start one.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from adapters.tui.feed import Feed
 
 EXIT_NOTHING = 1  # no engine has run on this repository: no state to show
+EXIT_USAGE = 2  # not on a terminal that can draw a screen
 
 
 def tui(config_path: Path | None, repo: Path | None) -> int:
@@ -38,10 +41,27 @@ def tui(config_path: Path | None, repo: Path | None) -> int:
             f"no engine has run here (no journal in {state_dir}): start one with cpe run",
             EXIT_NOTHING,
         )
+    problem = terminal_problem()
+    if problem is not None:
+        return fail(f"cpe tui needs a terminal: {problem}", EXIT_USAGE)
     from adapters.tui.app import Console  # noqa: PLC0415 - Textual: cpe tui's own
 
-    code = Console(opener(), opener).run()
+    # No mouse: over SSH the terminal's own selection (a session id, a refusal) stays usable.
+    code = Console(opener(), opener).run(mouse=False)
     return code or 0
+
+
+def terminal_problem() -> str | None:
+    """Why this process cannot draw the console (it reads keys on standard input and draws on
+    standard error), or None."""
+    if not sys.stdin.isatty():
+        return "standard input is not one (the console reads its keys there)"
+    if sys.__stderr__ is None or not sys.__stderr__.isatty():
+        return "standard error is not one (the console is drawn there)"
+    term = os.environ.get("TERM", "")
+    if term in ("", "dumb"):
+        return f"TERM={term or '(unset)'} cannot draw a screen; use cpe status --watch"
+    return None
 
 
 def feed_opener(config: CpeConfig, root: Path) -> Callable[[], Feed]:

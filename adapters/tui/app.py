@@ -34,6 +34,7 @@ SAID_FOR = 10.0  # seconds a notification stays
 NOT_RUNNING = "the engine is not running: its last state, read-only; waiting for one…"
 STOPPED = "the engine is not running: its last state, read-only"
 CONNECTED = "the engine runs: live"
+READ_ONLY = "the engine is not running: its last state is read-only (start it with cpe run)"
 
 
 class Console(App[int]):
@@ -46,6 +47,7 @@ class Console(App[int]):
         Binding("q", "quit_console", "quit"),
         Binding("ctrl+c", "quit_console", "quit", show=False, priority=True),
         Binding("question_mark", "help", "help"),
+        Binding("ctrl+z", "suspend_process", show=False),  # as any terminal program: fg
     ]
 
     def __init__(self, feed: Feed, reopen: Callable[[], Feed] | None = None):
@@ -148,30 +150,53 @@ class Console(App[int]):
                 show(view)
 
     def _connected(self, text: str, flash: bool = False) -> None:
+        """The connection line of every screen says ``text`` (empty: live); ``flash``: said
+        once in the status line and a notification instead (``reconnected``)."""
         self.connection = "" if flash else text
-        self.board.connection(self.connection)
+        for screen in self.screen_stack:
+            connection = getattr(screen, "connection", None)
+            if callable(connection):
+                connection(self.connection)
         if flash:
             self.tell(text)
+            return
+        self._say("")  # what was said before no longer holds
+        if text.startswith("engine stopped"):
+            self.notify(text, severity="warning", timeout=SAID_FOR, markup=False)
 
-    def tell(self, text: str, error: bool = False) -> None:
+    def tell(self, text: str, error: bool = False, *, toast: bool = True) -> None:
         """An answer, a refusal, a change of connection: in the status line of every screen
-        and as a notification."""
+        and (``toast``) as a notification."""
+        self._say(text)
+        if toast:
+            self.notify(
+                text, severity="error" if error else "information", timeout=SAID_FOR, markup=False
+            )
+
+    def _say(self, text: str) -> None:
         self.said = text
         for screen in self.screen_stack:
             said = getattr(screen, "said", None)
             if callable(said):
                 said(text)
-        self.notify(
-            text, severity="error" if error else "information", timeout=SAID_FOR, markup=False
-        )
 
     # ------------------------------------------------------------------ navigation
 
     def open_item(self, item_id: str) -> None:
         self.push_screen(ItemScreen(item_id))
 
+    def _read_only(self) -> bool:
+        """True, said at once, when no engine runs to take an action (none is asked)."""
+        if self.feed.live:
+            return False
+        self.tell(READ_ONLY, True)
+        return True
+
     def _item(self) -> str | None:
-        """The item the actions are about: the item screen's, or the board's cursor's."""
+        """The item the actions are about: the item screen's, or the board's cursor's; None
+        (said) when there is none, or no engine to act."""
+        if self._read_only():
+            return None
         selected = getattr(self.screen, "selected", None)
         item_id = selected() if callable(selected) else None
         if item_id is None:
@@ -222,6 +247,9 @@ class Console(App[int]):
         self.push_screen(Choose(f"Status of {self._title(item_id)}:", statuses, current), chosen)
 
     def action_pause(self) -> None:
+        if self._read_only():
+            return
+
         def reasoned(reason: str | None) -> None:
             if reason is not None:
                 said = f" ({reason})" if reason else ""
@@ -233,17 +261,19 @@ class Console(App[int]):
         self.push_screen(Reason("Pause dispatch: why? (for cpe status and the board)"), reasoned)
 
     def action_resume(self) -> None:
-        self.ask("Resume dispatch?", {"op": "resume"})
+        if not self._read_only():
+            self.ask("Resume dispatch?", {"op": "resume"})
 
     def action_refresh_engine(self) -> None:
-        self.ask("Refresh: the engine polls its tracker and forge now?", None)
+        if not self._read_only():
+            self.ask("Refresh: the engine polls its tracker and forge now?", None)
 
     def ask(self, question: str, request: dict[str, Any] | None) -> None:
         """Confirm, then send ``request`` (None: a refresh) in a worker."""
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.tell("asking the engine…")
+                self.tell("asking the engine…", toast=False)
                 self.act(request)
             else:
                 self.tell("nothing done")

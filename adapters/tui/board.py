@@ -10,6 +10,7 @@ in it is a ``rich.text.Text`` (a title is data, never markup).
 from __future__ import annotations
 
 import contextlib
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -37,6 +38,7 @@ from adapters.tui.textlog import TextLog
 WIDTHS = {"item": 5, "status": 16, "tries": 5, "cost": 7, "revision": 10, "q": 2}
 WIDE, REVISION_WIDE = 110, 22
 TITLE_MIN = 12
+AGE_EVERY = 1.0  # seconds between two redraws of the active runs' ages
 RECENT_SHOWN = 40  # decisions under the table, as many as the screen has room for
 
 BOARD_CSS = """
@@ -68,7 +70,22 @@ def line(widget: Static, lines: list[str] | str) -> None:
     widget.set_class(not text, "empty")
 
 
-class BoardScreen(Screen[None]):
+class ConsoleScreen(Screen[None]):
+    """A screen of the console: its ``#connection`` line (whether the engine runs) and its
+    ``#said`` line (the last answer), which the app sets on every screen."""
+
+    def connection(self, text: str) -> None:
+        line(self.query_one("#connection", Static), text)
+
+    def said(self, text: str) -> None:
+        line(self.query_one("#said", Static), text)
+
+    def lines_of_app(self) -> None:
+        """The connection line as the app has it now (a screen opened after it changed)."""
+        self.connection(self.app.connection)  # type: ignore[attr-defined]
+
+
+class BoardScreen(ConsoleScreen):
     DEFAULT_CSS = BOARD_CSS
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "open"),
@@ -110,6 +127,7 @@ class BoardScreen(Screen[None]):
         self.query_one(DataTable).focus()
         self._columns()
         self.ready = True
+        self.set_interval(AGE_EVERY, self._runs)
         if self.view is not None:
             self.show(self.view)
 
@@ -153,10 +171,9 @@ class BoardScreen(Screen[None]):
         self.view = view
         if not self.ready:  # drawn once mounted
             return
-        line(self.query_one("#head", Static), headline(view))
+        line(self.query_one("#head", Static), clip(headline(view), self.size.width))
         line(self.query_one("#banner", Static), banner_lines(view))
-        queue = queue_line(view)
-        line(self.query_one("#runs", Static), runs_lines(view) + ([queue] if queue else []))
+        self._runs()
         line(self.query_one("#accounts", Static), account_lines(view))
         width = max(TITLE_MIN, self.size.width)
         recent = [clip(text, width) for text in decision_lines(view)[:RECENT_SHOWN]]
@@ -181,11 +198,14 @@ class BoardScreen(Screen[None]):
         if key is not None:
             self._select(key)
 
-    def connection(self, text: str) -> None:
-        line(self.query_one("#connection", Static), text)
-
-    def said(self, text: str) -> None:
-        line(self.query_one("#said", Static), text)
+    def _runs(self) -> None:
+        """The active runs (each one's age as of now: it ticks) and the merge queue."""
+        if self.view is None or not self.ready:
+            return
+        width = self.size.width
+        queue = queue_line(self.view)
+        lines = runs_lines(self.view, datetime.now(UTC)) + ([queue] if queue else [])
+        line(self.query_one("#runs", Static), [clip(text, width) for text in lines])
 
     def action_move(self, step: int) -> None:
         table = self.query_one("#items", DataTable)
@@ -202,13 +222,21 @@ class BoardScreen(Screen[None]):
             self.app.open_item(event.row_key.value)  # type: ignore[attr-defined]
 
     def action_decisions(self) -> None:
-        self.app.push_screen(ListScreen("recent decisions, newest first", decision_lines))
+        self.app.push_screen(
+            ListScreen("recent decisions, newest first", decision_lines, "no decision yet")
+        )
 
     def action_accounts(self) -> None:
-        self.app.push_screen(ListScreen("model accounts' headroom", account_lines))
+        self.app.push_screen(
+            ListScreen(
+                "model accounts' headroom",
+                account_lines,
+                "no model account has reported its usage yet",
+            )
+        )
 
 
-class ListScreen(Screen[None]):
+class ListScreen(ConsoleScreen):
     """Lines drawn from the board's view (the recent decisions, the accounts' headroom),
     redrawn as it changes; Esc or Backspace goes back."""
 
@@ -219,24 +247,28 @@ class ListScreen(Screen[None]):
         Binding("k", "scroll(-1)", show=False),
     ]
 
-    def __init__(self, title: str, lines: Any):
+    def __init__(self, title: str, lines: Any, empty: str):
         super().__init__()
         self.title_text = title
         self.lines = lines
+        self.empty = empty
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self.title_text), id="head")
+        yield Static(classes="empty", id="connection")
         yield TextLog(id="lines", auto_scroll=False)
+        yield Static(classes="empty", id="said")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one(TextLog).focus()
+        self.lines_of_app()
         view = self.app.view  # type: ignore[attr-defined]
         if view is not None:
             self.show(view)
 
     def show(self, view: dict[str, Any]) -> None:
-        lines = self.lines(view) or ["(none yet)"]
+        lines = self.lines(view) or [self.empty]
         log = self.query_one(TextLog)
         if lines == log.text_lines:
             return

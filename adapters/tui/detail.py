@@ -17,10 +17,9 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from adapters.tui.board import BOARD_CSS, line
+from adapters.tui.board import BOARD_CSS, ConsoleScreen, line
 from adapters.tui.feed import Feed
 from adapters.tui.text import clip, plain, run_header
 from adapters.tui.textlog import TextLog
@@ -28,7 +27,7 @@ from adapters.tui.textlog import TextLog
 BACK = Binding("escape,backspace", "app.pop_screen", "back")
 
 
-class ItemScreen(Screen[None]):
+class ItemScreen(ConsoleScreen):
     DEFAULT_CSS = (
         BOARD_CSS
         + """
@@ -45,6 +44,8 @@ class ItemScreen(Screen[None]):
         Binding("s", "app.set_status", "status"),
         Binding("j", "move(1)", show=False),
         Binding("k", "move(-1)", show=False),
+        Binding("pagedown", "page(1)", show=False, priority=True),
+        Binding("pageup", "page(-1)", show=False, priority=True),
     ]
 
     def __init__(self, item_id: str):
@@ -55,6 +56,7 @@ class ItemScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"item {self.item_id}: reading…"), id="head")
+        yield Static(classes="empty", id="connection")
         yield VerticalScroll(Static(id="body"), id="sections")
         table: DataTable[Text] = DataTable(id="sessions", cursor_type="row", cell_padding=1)
         yield table
@@ -67,6 +69,7 @@ class ItemScreen(Screen[None]):
         table.add_column(Text("role"), key="role")
         table.add_column(Text("ended"), key="ended")
         table.focus()
+        self.lines_of_app()
         self.load()
 
     def selected(self) -> str:
@@ -134,6 +137,11 @@ class ItemScreen(Screen[None]):
         table = self.query_one("#sessions", DataTable)
         table.action_cursor_down() if step > 0 else table.action_cursor_up()
 
+    def action_page(self, step: int) -> None:
+        """PgUp/PgDn scroll the item's detail, whichever part has the focus."""
+        sections = self.query_one("#sections", VerticalScroll)
+        sections.scroll_page_down() if step > 0 else sections.scroll_page_up()
+
     def action_open(self) -> None:
         table = self.query_one("#sessions", DataTable)
         if table.row_count:
@@ -146,9 +154,6 @@ class ItemScreen(Screen[None]):
         if event.row_key.value is not None:
             self.app.push_screen(RunScreen(event.row_key.value))
 
-    def said(self, text: str) -> None:
-        line(self.query_one("#said", Static), text)
-
 
 def _runs_by_session(view: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     if view is None:
@@ -157,7 +162,7 @@ def _runs_by_session(view: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     return {run["session_id"]: run for run in [*runs.get("active", []), *runs.get("recent", [])]}
 
 
-class RunScreen(Screen[None]):
+class RunScreen(ConsoleScreen):
     DEFAULT_CSS = BOARD_CSS + "#facts { height: auto; } #output { height: 1fr; }"
     BINDINGS: ClassVar[list[BindingType]] = [
         BACK,
@@ -176,6 +181,7 @@ class RunScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"run {self.session_id}: reading…"), id="head")
+        yield Static(classes="empty", id="connection")
         yield Static(classes="empty", id="facts")
         yield TextLog(id="output")
         yield Static(classes="empty", id="said")
@@ -183,6 +189,7 @@ class RunScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(TextLog).focus()
+        self.lines_of_app()
         self.load()
 
     def on_unmount(self) -> None:
@@ -264,6 +271,3 @@ class RunScreen(Screen[None]):
     def action_scroll(self, step: int) -> None:
         log = self.query_one(TextLog)
         log.scroll_down() if step > 0 else log.scroll_up()
-
-    def said(self, text: str) -> None:
-        line(self.query_one("#said", Static), text)

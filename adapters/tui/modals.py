@@ -123,9 +123,10 @@ The board
   d               the recent decisions
   a               the model accounts' headroom
   ?               this help
-  q, Ctrl-C       quit
+  q, Ctrl-C       quit (Ctrl-Z suspends: fg comes back)
 An item
   up/down, j/k    move between its runs; Enter opens one
+  PgUp/PgDn       scroll its detail (Tab: to the detail and back)
   r, c, s         retry, cancel, set status, as on the board
   Esc, Backspace  back
 A run
@@ -133,7 +134,7 @@ A run
   Esc, Backspace  back
 Every action asks first (y/Enter yes, n/Esc no); the engine's answer,
 or why it refused, is shown at the bottom. A stopped engine's state is
-read-only."""
+read-only: an action says so at once."""
 
 
 class Help(ModalScreen[None]):

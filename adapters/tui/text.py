@@ -102,18 +102,17 @@ def revision_words(revision: dict[str, Any] | None, *, compact: bool = False) ->
 
 
 def headline(view: dict[str, Any]) -> str:
-    """The board's first line: the repository, whether the engine runs, the items by status
-    and the cost so far."""
+    """The board's first line: whether the engine runs, the items by status, the cost so far,
+    the repository (last: the first cut on a narrow terminal)."""
     totals = view.get("totals", {})
     counts = totals.get("work_items", {})
     by_status = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
-    engine = view.get("engine", "stopped")
     cost = totals.get("cost_usd")
     parts = [
-        f"cpe {view.get('title', '')}".strip(),
-        f"engine {engine}",
+        f"cpe · engine {view.get('engine', 'stopped')}",
         by_status or "no work items",
-        f"{money(cost)} so far" if cost is not None else "",
+        money(cost) if cost is not None else "",
+        view.get("title", ""),
     ]
     return " · ".join(part for part in parts if part)
 
@@ -142,19 +141,23 @@ def account_lines(view: dict[str, Any]) -> list[str]:
     ]
 
 
-def run_line(run: dict[str, Any]) -> str:
-    """``impl #3 claude-sdk 12.0s $0.0100 s-abc…``: an active run in a line (its signal, such
-    as the model API retrying, after it)."""
+def run_line(run: dict[str, Any], now: datetime | None = None) -> str:
+    """``implementor #3 running 12s SESSION``: an active run in a line, its age as of ``now``
+    (by its start; else as the view gave it), its signal (the model API retrying) after it."""
     item = item_ref(run["work_item_id"]) if run.get("work_item_id") else run.get("subject", "")
-    duration = f"{run['duration_s']:.0f}s" if run.get("duration_s") is not None else ""
+    seconds = run.get("duration_s")
+    started = run.get("started_at")
+    if now is not None and started and not run.get("ended_at"):
+        seconds = max(0.0, (now - datetime.fromisoformat(started)).total_seconds())
+    duration = f"{seconds:.0f}s" if seconds is not None else ""
     signal = f" · {run['signal']['text']}" if run.get("signal") else ""
     parts = [run["role"], item, run.get("status", ""), duration, run["session_id"]]
     return " ".join(part for part in parts if part) + signal
 
 
-def runs_lines(view: dict[str, Any]) -> list[str]:
+def runs_lines(view: dict[str, Any], now: datetime | None = None) -> list[str]:
     active = view.get("runs", {}).get("active", [])
-    lines = [run_line(run) for run in active[:RUNS_SHOWN]]
+    lines = [run_line(run, now) for run in active[:RUNS_SHOWN]]
     if len(active) > RUNS_SHOWN:
         lines.append(f"and {len(active) - RUNS_SHOWN} more")
     return lines

@@ -16,7 +16,9 @@ from adapters.tui.detail import ItemScreen, RunScreen
 from adapters.tui.modals import Choose, Confirm, Reason
 from adapters.tui.textlog import TextLog
 from tests.actors.conftest import Harness
+from tests.adapters.dashboard.test_dashboard_activity import record
 from tests.adapters.tui.console import SIZE, engine_feed, rows, screen_text, shown, until
+from tests.support.transcripts import assistant, text
 
 
 @pytest.fixture
@@ -37,7 +39,8 @@ def test_an_item_opens_with_its_runs_and_a_run_follows_its_output(harness: Harne
         async with app.run_test(size=SIZE) as pilot:
             [run] = await asyncio.to_thread(harness.runtime.wait_runs, 1)
             await until(pilot, lambda: status_of(app, "1") == "in-progress")
-            run.say("Reading the work item [red]now[/red].\n")
+            files = record(harness, run.session_id)  # its transcript, as its runtime writes it
+            files.record_native(assistant(text("Reading the work item [red]now[/red].")))
             await pilot.press("enter")  # the cursor is on #1, the first row
             assert isinstance(app.screen, ItemScreen)
             await until(pilot, lambda: "Greeting" in shown(app, "#head"))
@@ -45,15 +48,18 @@ def test_an_item_opens_with_its_runs_and_a_run_follows_its_output(harness: Harne
             await pilot.press("enter")  # its one run
             assert isinstance(app.screen, RunScreen)
             output = app.screen.query_one(TextLog)
-            await until(pilot, lambda: "Reading the work item [red]now[/red]." in output.text_lines)
-            run.say("Writing greet(")  # a line in two chunks: shown once whole
-            run.say(").\n")
-            await until(pilot, lambda: "Writing greet()." in output.text_lines)
-            assert "Writing greet(" not in output.text_lines
-            assert "Reading the work item [red]now[/red]." in screen_text(app)
+            said = "assistant: Reading the work item [red]now[/red]."  # as written: data
+            await until(pilot, lambda: said in output.text_lines)
+            files.record_native(assistant(text("Writing greet() " + "and its test " * 8)))
+            await until(pilot, lambda: any("Writing greet()" in t for t in output.text_lines))
+            await until(pilot, lambda: screen_text(app).count("and its test") == 8)  # wrapped
+            assert said in screen_text(app)
+            assert all(len(line) <= SIZE[0] for line in screen_text(app).splitlines())
             assert "(live)" in shown(app, "#head")
+            files.finish("completed", 0)
             run.complete()
             await until(pilot, lambda: "(live)" not in shown(app, "#head"))
+            assert said in output.text_lines
             await pilot.press("escape")
             assert isinstance(app.screen, ItemScreen)
             await pilot.press("backspace")

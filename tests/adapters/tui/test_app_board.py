@@ -42,7 +42,9 @@ async def board(harness: Harness, app: Console) -> None:
             assert greeting[1].endswith("…")
             assert farewell[:4] == ["#1", "Farewell", "done", "0/3"]
             await until(pilot, lambda: run.session_id in shown(app, "#runs"))
-            assert "implementor #2" in shown(app, "#runs")
+            assert "implementor #2 running" in shown(app, "#runs")
+            # its age ticks while no view comes (nothing changes in the engine)
+            await until(pilot, lambda: "running 2s" in shown(app, "#runs"))
             assert "engine running" in shown(app, "#head")
             text = screen_text(app)
             assert "Greeting [b]bold[/b]" in text
