@@ -24,7 +24,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from adapters.tui.board import BoardScreen
-from adapters.tui.detail import ItemScreen
+from adapters.tui.detail import ItemScreen, RunScreen
 from adapters.tui.feed import Feed, Refused
 from adapters.tui.modals import Choose, Confirm, Help, Reason
 from domain.models import item_ref
@@ -184,6 +184,9 @@ class Console(App[int]):
 
     def open_item(self, item_id: str) -> None:
         self.push_screen(ItemScreen(item_id))
+
+    def open_run(self, session_id: str) -> None:
+        self.push_screen(RunScreen(session_id))
 
     def _read_only(self) -> bool:
         """True, said at once, when no engine runs to take an action (none is asked)."""

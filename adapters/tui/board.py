@@ -22,6 +22,8 @@ from textual.widgets.data_table import RowDoesNotExist
 
 from adapters.tui.text import (
     COLUMNS,
+    RUN_COLUMNS,
+    RunRow,
     account_lines,
     banner_lines,
     board_rows,
@@ -29,7 +31,8 @@ from adapters.tui.text import (
     decision_lines,
     headline,
     queue_line,
-    runs_lines,
+    run_rows,
+    signal_lines,
 )
 from adapters.tui.textlog import TextLog
 
@@ -38,6 +41,7 @@ from adapters.tui.textlog import TextLog
 WIDTHS = {"item": 5, "status": 16, "tries": 5, "cost": 7, "revision": 10, "q": 2}
 WIDE, REVISION_WIDE = 110, 22
 TITLE_MIN = 12
+RUN_WIDTHS = {"run": 24, "role": 11, "item": 8, "state": 11, "time": 6, "cost": 7}
 AGE_EVERY = 1.0  # seconds between two redraws of the active runs' ages
 RECENT_SHOWN = 40  # decisions under the table, as many as the screen has room for
 
@@ -46,7 +50,8 @@ BOARD_CSS = """
 #banner { color: $warning; text-style: bold; }
 #connection { color: $error; text-style: bold; }
 #items { height: auto; max-height: 65%; }
-#runs { max-height: 6; }
+#runlist { height: auto; max-height: 8; }
+#runs { max-height: 4; }
 #accounts { color: $text-muted; max-height: 4; }
 #recent { height: 1fr; min-height: 2; color: $text-muted; overflow: hidden hidden; }
 #said { text-style: bold; }
@@ -108,6 +113,7 @@ class BoardScreen(ConsoleScreen):
         self._title = TITLE_MIN  # the title column's width
         self._widths = dict(WIDTHS)
         self.ready = False  # mounted: its widgets are there to draw in
+        self._run_rows: list[RunRow] = []
 
     def compose(self) -> ComposeResult:
         yield Static(Text("cpe: connecting…"), id="head")
@@ -117,6 +123,8 @@ class BoardScreen(ConsoleScreen):
             id="items", cursor_type="row", zebra_stripes=False, cell_padding=0
         )
         yield table
+        runs: DataTable[Text] = DataTable(id="runlist", cursor_type="row", cell_padding=0)
+        yield runs
         yield Static(classes="empty", id="runs")
         yield Static(classes="empty", id="accounts")
         yield Static(id="recent")
@@ -124,7 +132,10 @@ class BoardScreen(ConsoleScreen):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).focus()
+        self.query_one("#items", DataTable).focus()
+        runs = self.query_one("#runlist", DataTable)
+        for name in RUN_COLUMNS:
+            runs.add_column(Text(name), key=name, width=RUN_WIDTHS[name] + 1)
         self._columns()
         self.ready = True
         self.set_interval(AGE_EVERY, self._runs)
@@ -154,12 +165,14 @@ class BoardScreen(ConsoleScreen):
             self._select(key)
 
     def selected(self) -> str | None:
-        """The id of the work item under the cursor; None when there is none."""
-        table = self.query_one("#items", DataTable)
-        if table.row_count == 0:
-            return None
-        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
-        return row_key.value
+        """The id of the work item under the cursor (of the runs' table: the run's item);
+        None when there is none."""
+        runs = self.query_one("#runlist", DataTable)
+        if runs.has_focus:
+            key = _cursor_key(runs)
+            row = next((r for r in self._run_rows if r.key == key), None)
+            return row.item if row is not None else None
+        return _cursor_key(self.query_one("#items", DataTable))
 
     def _select(self, key: str) -> None:
         table = self.query_one("#items", DataTable)
@@ -199,27 +212,48 @@ class BoardScreen(ConsoleScreen):
             self._select(key)
 
     def _runs(self) -> None:
-        """The active runs (each one's age as of now: it ticks) and the merge queue."""
+        """The runs' table (the active runs' ages as of now: they tick), the runs' signals and
+        the merge queue."""
         if self.view is None or not self.ready:
             return
         width = self.size.width
         queue = queue_line(self.view)
-        lines = runs_lines(self.view, datetime.now(UTC)) + ([queue] if queue else [])
+        lines = signal_lines(self.view) + ([queue] if queue else [])
         line(self.query_one("#runs", Static), [clip(text, width) for text in lines])
+        table = self.query_one("#runlist", DataTable)
+        key = _cursor_key(table)
+        self._run_rows = run_rows(self.view, datetime.now(UTC))
+        table.clear()
+        for row in self._run_rows:
+            pairs = zip(RUN_COLUMNS, row.cells, strict=True)
+            cells = [clip(cell, RUN_WIDTHS[name]) for name, cell in pairs]
+            table.add_row(*map(Text, cells), key=row.key)
+        table.display = bool(self._run_rows)
+        if key is not None:
+            with contextlib.suppress(RowDoesNotExist):
+                table.move_cursor(row=table.get_row_index(key))
 
     def action_move(self, step: int) -> None:
-        table = self.query_one("#items", DataTable)
+        runs = self.query_one("#runlist", DataTable)
+        table = runs if runs.has_focus else self.query_one("#items", DataTable)
         table.action_cursor_down() if step > 0 else table.action_cursor_up()
 
     def action_open(self) -> None:
-        key = self.selected()
+        runs = self.query_one("#runlist", DataTable)
+        key = _cursor_key(runs) if runs.has_focus else self.selected()
         if key is not None:
-            self.app.open_item(key)  # type: ignore[attr-defined]
+            opened = self.app.open_run if runs.has_focus else self.app.open_item  # type: ignore[attr-defined]
+            opened(key)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        if event.row_key.value is not None:
-            self.app.open_item(event.row_key.value)  # type: ignore[attr-defined]
+        key = event.row_key.value
+        if key is None:
+            return
+        if event.data_table.id == "runlist":
+            self.app.open_run(key)  # type: ignore[attr-defined]
+        else:
+            self.app.open_item(key)  # type: ignore[attr-defined]
 
     def action_decisions(self) -> None:
         self.app.push_screen(
@@ -234,6 +268,14 @@ class BoardScreen(ConsoleScreen):
                 "no model account has reported its usage yet",
             )
         )
+
+
+def _cursor_key(table: DataTable[Text]) -> str | None:
+    """The key of the row under ``table``'s cursor; None when it has no row."""
+    if table.row_count == 0:
+        return None
+    row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+    return row_key.value
 
 
 class ListScreen(ConsoleScreen):

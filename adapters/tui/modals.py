@@ -112,8 +112,9 @@ class Reason(ModalScreen[str | None]):
 
 KEYS = """\
 The board
-  up/down, j/k    move between the work items
-  Enter           open the item (its detail and runs)
+  up/down, j/k    move between the work items (or the runs)
+  Tab             from the work items to the runs and back
+  Enter           open the item (its detail and runs), or the run
   r               retry the item (run its implementor now)
   c               cancel the item's running agent
   s               set the item's status (a choice)

@@ -11,8 +11,17 @@ from pathlib import Path
 import pytest
 
 from adapters.tui.app import Console
+from adapters.tui.detail import RunScreen
 from tests.actors.conftest import Harness
-from tests.adapters.tui.console import SIZE, engine_feed, rows, screen_text, shown, until
+from tests.adapters.tui.console import (
+    SIZE,
+    engine_feed,
+    rows,
+    run_rows,
+    screen_text,
+    shown,
+    until,
+)
 
 
 @pytest.fixture
@@ -41,10 +50,14 @@ async def board(harness: Harness, app: Console) -> None:
             assert greeting[1].startswith("Greeting [b]bold[/b] xxx")  # as written: data
             assert greeting[1].endswith("…")
             assert farewell[:4] == ["#1", "Farewell", "done", "0/3"]
-            await until(pilot, lambda: run.session_id in shown(app, "#runs"))
-            assert "implementor #2 running" in shown(app, "#runs")
+            await until(pilot, lambda: len(run_rows(app)) == 1)
+            assert run_rows(app)[0][:4] == [run.session_id, "implementor", "#2", "running"]
             # its age ticks while no view comes (nothing changes in the engine)
-            await until(pilot, lambda: "running 2s" in shown(app, "#runs"))
+            await until(pilot, lambda: run_rows(app)[0][4] == "2s")
+            await pilot.press("tab", "enter")  # the runs' table, its run
+            assert isinstance(app.screen, RunScreen)
+            assert app.screen.session_id == run.session_id
+            await pilot.press("escape")
             assert "engine running" in shown(app, "#head")
             text = screen_text(app)
             assert "Greeting [b]bold[/b]" in text
