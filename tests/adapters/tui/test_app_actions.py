@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual.containers import Vertical
 
 from adapters.tui.app import Console
 from adapters.tui.detail import ItemScreen, RunScreen
@@ -79,6 +80,10 @@ def test_a_refused_retry_says_why_and_a_confirmed_cancel_is_taken(harness: Harne
             await pilot.press("r")
             assert isinstance(app.screen, Confirm)
             assert "Retry #2 Farewell?" in shown(app, "#question")
+            dialog = app.screen.query_one(Vertical).region  # centred, framed, the board around
+            assert dialog.x > 0
+            assert dialog.right < SIZE[0]
+            assert 0 < dialog.y < SIZE[1] // 2
             await pilot.press("y")
             await until(pilot, lambda: app.said.startswith("refused"))
             assert "done" in app.said

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from adapters.tui.app import Console
+from adapters.tui.board import ListScreen
 from adapters.tui.detail import RunScreen
+from adapters.tui.textlog import TextLog
 from tests.actors.conftest import Harness
 from tests.adapters.tui.console import (
     SIZE,
@@ -54,6 +56,12 @@ async def board(harness: Harness, app: Console) -> None:
             assert run_rows(app)[0][:4] == [run.session_id, "implementor", "#2", "running"]
             # its age ticks while no view comes (nothing changes in the engine)
             await until(pilot, lambda: run_rows(app)[0][4] == "2s")
+            await pilot.press("d")  # every recent decision, wrapped to the width
+            assert isinstance(app.screen, ListScreen)
+            decisions = app.screen.query_one(TextLog).text_lines
+            assert any("implementor dispatched" in text for text in decisions)
+            assert all(len(line) <= SIZE[0] for line in screen_text(app).splitlines())
+            await pilot.press("escape")
             await pilot.press("tab", "enter")  # the runs' table, its run
             assert isinstance(app.screen, RunScreen)
             assert app.screen.session_id == run.session_id
