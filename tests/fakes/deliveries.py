@@ -27,8 +27,8 @@ DEFAULT_TIMEOUT = 10.0  # GitHub and GitLab.com give a receiver 10 s (Linear 5 s
 @dataclass(frozen=True)
 class Attempt:
     """One POST of a delivery: the answer's ``status`` (None: no answer — refused, reset or
-    timed out, ``error`` says which), the headers sent, when it started (``time.time()``) and
-    how long it took."""
+    timed out, ``error`` says which) and body, the headers sent, when it started
+    (``time.time()``) and how long it took."""
 
     status: int | None
     error: str | None
@@ -36,6 +36,7 @@ class Attempt:
     started: float
     seconds: float
     redelivery: bool = False
+    answer: bytes = b""
 
     @property
     def ok(self) -> bool:
@@ -158,9 +159,9 @@ class Sender:
         if redelivery and delivery.resend_headers is not None:
             headers = delivery.resend_headers(delivery)
         started, clock = time.time(), time.monotonic()
-        status, error = post(delivery.url, headers, delivery.body, self.timeout)
+        status, error, answer = post(delivery.url, headers, delivery.body, self.timeout)
         attempt = Attempt(
-            status, error, dict(headers), started, time.monotonic() - clock, redelivery
+            status, error, dict(headers), started, time.monotonic() - clock, redelivery, answer
         )
         with self._cond:
             delivery.attempts.append(attempt)
@@ -168,11 +169,12 @@ class Sender:
 
 def post(
     url: str, headers: Mapping[str, str], body: bytes, timeout: float
-) -> tuple[int | None, str | None]:
-    """POST ``body`` to ``url``: the status, or None and what went wrong."""
+) -> tuple[int | None, str | None, bytes]:
+    """POST ``body`` to ``url``: the status and the answer's body, or None and what went
+    wrong."""
     split = urlsplit(url)
     if split.scheme not in ("http", "https") or not split.hostname:
-        return None, f"not an http(s) URL: {url!r}"
+        return None, f"not an http(s) URL: {url!r}", b""
     connection_class = (
         http.client.HTTPSConnection if split.scheme == "https" else http.client.HTTPConnection
     )
@@ -183,9 +185,8 @@ def post(
     try:
         connection.request("POST", target, body=body, headers=dict(headers))
         response = connection.getresponse()
-        response.read()
-        return response.status, None
+        return response.status, None, response.read()
     except (OSError, http.client.HTTPException) as exc:
-        return None, f"{type(exc).__name__}: {exc}"
+        return None, f"{type(exc).__name__}: {exc}", b""
     finally:
         connection.close()

@@ -109,7 +109,8 @@ class RepoHooks:
         return self.sender.deliveries()
 
     def redeliver(self, guid: str) -> list[Delivery]:
-        """Send the delivery ``guid`` again, same body, headers and GUID (GitHub's "Redeliver")."""
+        """Send the delivery ``guid`` again: the same body, headers and GUID (GitHub's
+        "Redeliver"), signed with the hook's secret as it is now."""
         return self.sender.redeliver(guid)
 
     def wait_idle(self, timeout: float = 30.0) -> None:
@@ -207,11 +208,28 @@ class RepoHooks:
             "X-GitHub-Hook-Installation-Target-Type": "repository",
             "X-GitHub-Hook-Installation-Target-ID": str(REPOSITORY_ID),
         }
-        if hook.secret:
-            key = hook.secret.encode()
-            headers["X-Hub-Signature"] = "sha1=" + hmac.new(key, body, hashlib.sha1).hexdigest()
-            headers["X-Hub-Signature-256"] = signature_256(hook.secret, body)
-        return Delivery(guid, hook.url, event, action, body, headers, hook.id)
+        signed = {**headers, **_signatures(hook.secret, body)}
+        return Delivery(
+            guid, hook.url, event, action, body, signed, hook.id, resend_headers=self._resigned
+        )
+
+    def _resigned(self, delivery: Delivery) -> dict[str, str]:
+        """A redelivery's headers: signed with the hook's secret as it is now (a person who
+        fixed a wrong secret and redelivers gets a delivery that verifies)."""
+        with self.gh.lock:
+            hook = self.hooks.get(int(delivery.hook_id))
+            secret = hook.secret if hook is not None else None
+        headers = {k: v for k, v in delivery.headers.items() if not k.startswith("X-Hub-")}
+        return {**headers, **_signatures(secret, delivery.body)}
+
+
+def _signatures(secret: str | None, body: bytes) -> dict[str, str]:
+    """``X-Hub-Signature-256`` and the legacy SHA-1 ``X-Hub-Signature`` (none without a
+    secret)."""
+    if not secret:
+        return {}
+    sha1 = hmac.new(secret.encode(), body, hashlib.sha1).hexdigest()
+    return {"X-Hub-Signature": f"sha1={sha1}", "X-Hub-Signature-256": signature_256(secret, body)}
 
 
 def register(router: Router, prefix: str, gh: FakeGitHub) -> None:

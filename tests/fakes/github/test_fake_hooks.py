@@ -92,6 +92,7 @@ def test_each_change_sends_its_event_with_githubs_headers(
         assert got.headers["x-github-hook-id"] == str(hook.id)
         assert got.headers["x-github-hook-installation-target-type"] == "repository"
         assert delivery.status == 202
+        assert delivery.attempts[0].answer == b""  # the receiver's (empty) answer is kept
         # githubkit's webhook models (schemas 2026-03-10) accept every body.
         event = githubkit.webhooks.parse(delivery.event, delivery.body)  # type: ignore[arg-type]
         if delivery.action is not None:
@@ -218,6 +219,22 @@ def test_redeliver_sends_the_same_bytes_and_guid(
     assert len(fake_github.hooks.deliveries) == 2  # a redelivery is an attempt, not a delivery
     with pytest.raises(KeyError, match="no delivery 'nope'"):
         fake_github.hooks.redeliver("nope")
+
+
+def test_a_redelivery_is_signed_with_the_hooks_secret_as_it_is_now(
+    fake_github: FakeGitHub, receiver: Receiver
+) -> None:
+    hook = fake_github.hooks.add(receiver.url, "a wrong secret")
+    fake_github.hooks.wait_idle()
+    (ping,) = fake_github.hooks.deliveries
+    hook.secret = SECRET  # the person fixes the hook's secret, then redelivers
+    fake_github.hooks.redeliver(ping.id)
+    fake_github.hooks.wait_idle()
+    first, again = receiver.received
+    assert again.body == first.body
+    assert again.headers["x-github-delivery"] == first.headers["x-github-delivery"]
+    assert first.headers["x-hub-signature-256"] == signature_256("a wrong secret", first.body)
+    assert again.headers["x-hub-signature-256"] == signature_256(SECRET, again.body)
 
 
 def test_no_hook_no_delivery(fake_github: FakeGitHub) -> None:
