@@ -72,6 +72,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             agent_env: Mapping[str, str] | None,
             isolated_home: bool,
             codex_overrides: Sequence[str],
+            announce: str | None,
         ) -> int:
             return run(
                 args.config,
@@ -82,6 +83,7 @@ def _dispatch(args: argparse.Namespace) -> int:
                 agent_env=agent_env,
                 isolated_home=isolated_home,
                 codex_overrides=codex_overrides,
+                announce=announce,
             )
 
         return run_scripted(Path(args.scripted) if args.scripted else None, bound)

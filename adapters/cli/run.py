@@ -37,9 +37,12 @@ def run(
     agent_env: Mapping[str, str] | None = None,
     isolated_home: bool = False,
     codex_overrides: Sequence[str] = (),
+    announce: str | None = None,
 ) -> int:
     """``agent_env``, ``isolated_home``, ``codex_overrides``: as ``build_app`` takes them
-    (``cpe run --scripted`` points every runtime at its scripted model)."""
+    (``cpe run --scripted`` points every runtime at its scripted model); ``announce``: a line
+    said on stderr once this process holds the state directory (a second ``cpe run``, refused,
+    never says it)."""
     from actors.process import Watchdog, run_engine  # noqa: PLC0415
     from adapters.host.notify import notify  # noqa: PLC0415
 
@@ -47,15 +50,9 @@ def run(
         config, root = resolve_config(config_path, repo)
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
-    named = config.dashboard.token_env
-    if config.dashboard.listen and named and not os.environ.get(named):
-        return fail(
-            f"configuration error: dashboard.token_env: the environment variable {named} is "
-            "not set; expected a token in it, or token_env empty for a random one"
-        )
+    if (unset := _unset_token(config)) is not None:
+        return fail(unset)
     fmt, log_file = _start_logging(config, root, log_format)
-    if (warning := own_python(config)) is not None:
-        structlog.get_logger("cpe.cli").warning(warning)
     apps: list[App] = []
     starters: list[Callable[[], Services]] = []
     services: list[Services] = []
@@ -70,6 +67,8 @@ def run(
             codex_overrides=codex_overrides,
         )
         apps.append(app)
+        if announce is not None and len(apps) == 1:
+            print(announce, file=sys.stderr, flush=True)
         try:  # a ConfigError: the dashboard's address cannot be used (exit 78)
             starters.append(prepare_services(app, human=fmt == "human"))
         except BaseException:
@@ -121,6 +120,17 @@ def run(
             service.stop()
         for app in apps:
             app.close()
+
+
+def _unset_token(config: CpeConfig) -> str | None:
+    """What is wrong when the dashboard's actions' token is named but not in the environment."""
+    named = config.dashboard.token_env
+    if config.dashboard.listen and named and not os.environ.get(named):
+        return (
+            f"configuration error: dashboard.token_env: the environment variable {named} is "
+            "not set; expected a token in it, or token_env empty for a random one"
+        )
+    return None
 
 
 def unavailable(exc: ProviderError) -> int:
@@ -181,16 +191,19 @@ def _start_logging(
 ) -> tuple[LogFormat, Path | None]:
     """The log as ``--log-format`` or ``[logging] format`` asks, and the file it also goes
     to: a person's terminal says decisions and warnings, everything is kept in
-    ``<state>/cpe.log``."""
+    ``<state>/cpe.log``. Then the first warning: agents' Python is not the project's."""
     from actors.logs import configure_logging  # noqa: PLC0415 - the engine: cpe run's import
 
     wanted = log_format or config.logging.format
     human = wanted == "human" or (wanted == "auto" and sys.stderr.isatty())
     log_file = root / config.engine.state_dir / LOG_FILE if human else None
     try:
-        return configure_logging(config.engine.log_level, wanted, log_file=log_file), log_file
+        fmt = configure_logging(config.engine.log_level, wanted, log_file=log_file)
     except OSError:  # the state directory cannot be written: the journal's check says so
-        return configure_logging(config.engine.log_level, wanted), None
+        fmt, log_file = configure_logging(config.engine.log_level, wanted), None
+    if (warning := own_python(config)) is not None:
+        structlog.get_logger("cpe.cli").warning(warning)
+    return fmt, log_file
 
 
 def _warn_uncommitted(root: Path) -> None:
