@@ -47,8 +47,21 @@ def tui(config_path: Path | None, repo: Path | None) -> int:
     from adapters.tui.app import Console  # noqa: PLC0415 - Textual: cpe tui's own
 
     # No mouse: over SSH the terminal's own selection (a session id, a refusal) stays usable.
-    code = Console(opener(), opener).run(mouse=False)
+    code = Console(opener(), opener, starting=lambda: starting(state_dir)).run(mouse=False)
     return code or 0
+
+
+def starting(state_dir: Path) -> str | None:
+    """While the console reads the journal: an engine holding the state's lock without
+    answering on its socket is starting (or stuck), said with its pid; None when none holds
+    it (the lock file's flock, as ``cpe status`` reads it: nothing replayed)."""
+    from adapters.cli.liveness import read_lock  # noqa: PLC0415
+
+    lock = read_lock(state_dir)
+    if lock is None or not lock.held:
+        return None
+    pid = "?" if lock.pid is None else str(lock.pid)
+    return f"an engine (pid {pid}) holds the state but does not answer yet: starting?"
 
 
 def terminal_problem() -> str | None:

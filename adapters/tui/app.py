@@ -39,7 +39,8 @@ READ_ONLY = "the engine is not running: its last state is read-only (start it wi
 
 class Console(App[int]):
     """The console over ``feed``; ``reopen`` (None: never) gives a feed again once the watch
-    ended: a running engine's when one answers, else the journal's."""
+    ended: a running engine's when one answers, else the journal's; ``starting`` says, while
+    the feed is not live, whether an engine holds the state without answering yet (None: no)."""
 
     TITLE = "cpe"
     ENABLE_COMMAND_PALETTE = False
@@ -50,10 +51,17 @@ class Console(App[int]):
         Binding("ctrl+z", "suspend_process", show=False),  # as any terminal program: fg
     ]
 
-    def __init__(self, feed: Feed, reopen: Callable[[], Feed] | None = None):
+    def __init__(
+        self,
+        feed: Feed,
+        reopen: Callable[[], Feed] | None = None,
+        *,
+        starting: Callable[[], str | None] = lambda: None,
+    ):
         super().__init__()
         self.feed = feed
         self.reopen = reopen
+        self.starting = starting
         self.view: dict[str, Any] | None = None
         self.connection = ""
         self.said = ""
@@ -95,7 +103,8 @@ class Console(App[int]):
             if not live:
                 down = True
                 waiting = NOT_RUNNING if self.reopen is not None else STOPPED
-                self._call(self._connected, waiting if stopped_at is None else stopped_at)
+                waiting = stopped_at or self._starting() or waiting
+                self._call(self._connected, waiting)
             try:
                 for view in feed.watch():
                     self._call(self.show, view)
@@ -117,6 +126,14 @@ class Console(App[int]):
             else:  # not the engine yet: a condition wait, then ask again
                 self.closing.wait(RECONNECT_EVERY)
             self._reopen()
+
+    def _starting(self) -> str | None:
+        """The connection line while an engine holds the state but does not answer yet."""
+        try:
+            said = self.starting()
+        except Exception:  # a state directory that cannot be read: the usual line
+            return None
+        return f"{said}; its last state meanwhile, read-only; waiting…" if said else None
 
     def _reopen(self) -> None:
         """The feed again: a running engine's if one answers, else the journal's."""
