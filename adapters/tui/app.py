@@ -13,7 +13,6 @@ last state (read-only, from the journal: ``reopen`` gives a stopped engine's fee
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -89,7 +88,7 @@ class Console(App[int]):
 
     # ------------------------------------------------------------------ the feed
 
-    @work(thread=True, group="watch", exclusive=True)
+    @work(thread=True, group="watch", exclusive=True, exit_on_error=False)
     def watch_engine(self) -> None:
         """Draw each view the feed gives. A running engine's watch ends when it goes: the
         console says so and opens the feed again (the journal's last state, read-only, until
@@ -155,8 +154,12 @@ class Console(App[int]):
 
     def _call(self, function: Callable[..., Any], *args: Any) -> None:
         """``function(*args)`` on the UI thread; nothing once the app has gone."""
-        with contextlib.suppress(RuntimeError):  # the app is no longer running
+        try:
             self.call_from_thread(function, *args)
+        except RuntimeError:  # the app is no longer running
+            pass
+        except Exception:  # a drawing that failed must not end the watch: logged
+            self.log.error("the console could not draw", function=repr(function))
 
     def show(self, view: dict[str, Any]) -> None:
         """A new board view: every screen that draws from it redraws."""
@@ -300,7 +303,7 @@ class Console(App[int]):
 
         self.push_screen(Confirm(question), answered)
 
-    @work(thread=True, group="act")
+    @work(thread=True, group="act", exit_on_error=False)
     def act(self, request: dict[str, Any] | None) -> None:
         feed = self.feed
         try:

@@ -10,12 +10,14 @@ in it is a ``rich.text.Text`` (a title is data, never markup).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import RowDoesNotExist
@@ -85,6 +87,18 @@ class ConsoleScreen(Screen[None]):
     def said(self, text: str) -> None:
         line(self.query_one("#said", Static), text)
 
+    def _ui(self, function: Callable[..., Any], *args: Any) -> None:
+        """From a worker thread: ``function(*args)`` on the UI thread, if this screen is
+        still shown then (left meanwhile: nothing to draw; the console gone: nothing)."""
+
+        def guarded() -> None:
+            if self.is_attached:
+                with contextlib.suppress(NoMatches):  # being taken down meanwhile
+                    function(*args)
+
+        with contextlib.suppress(RuntimeError):  # the app is no longer running
+            self.app.call_from_thread(guarded)
+
     def lines_of_app(self) -> None:
         """The connection line as the app has it now (a screen opened after it changed)."""
         self.connection(self.app.connection)  # type: ignore[attr-defined]
@@ -114,6 +128,7 @@ class BoardScreen(ConsoleScreen):
         self._widths = dict(WIDTHS)
         self.ready = False  # mounted: its widgets are there to draw in
         self._run_rows: list[RunRow] = []
+        self._drawn: tuple[Any, ...] = ()  # the items' rows last drawn, and the widths
 
     def compose(self) -> ComposeResult:
         yield Static(Text("cpe: connecting…"), id="head")
@@ -157,6 +172,7 @@ class BoardScreen(ConsoleScreen):
         fixed = sum(self._widths.values()) + len(self._widths)  # a space after each column
         title = self._title = max(TITLE_MIN, self._width - fixed - 2)  # the scrollbar's room
         key = self.selected()
+        self._drawn = ()
         table.clear(columns=True)
         for name in COLUMNS:
             width = self._widths.get(name, title)
@@ -192,12 +208,17 @@ class BoardScreen(ConsoleScreen):
         recent = [clip(text, width) for text in decision_lines(view)[:RECENT_SHOWN]]
         heading = Text("recent decisions (d: all)", style="bold")
         self.query_one("#recent", Static).update(Text("\n").join([heading, *map(Text, recent)]))
+        compact = self._widths["revision"] < REVISION_WIDE
+        rows = board_rows(view, compact=compact)
+        drawn = (rows, self._title, tuple(self._widths.values()))
+        if drawn == self._drawn:  # the items did not change (a run, a decision did)
+            return
+        self._drawn = drawn
         table = self.query_one("#items", DataTable)
         key = self.selected()
         title = self._title
         table.clear()
-        compact = self._widths["revision"] < REVISION_WIDE
-        for row in board_rows(view, compact=compact):
+        for row in rows:
             cells = [
                 Text(row.item),
                 Text(clip(row.title, title)),
