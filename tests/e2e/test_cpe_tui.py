@@ -163,34 +163,48 @@ def test_cpe_tui_in_a_real_terminal_as_a_person_sees_it(
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    code = tmp_path / "tui.code"
+    code, stty = tmp_path / "tui.code", tmp_path / "stty.txt"
     command = (
         f"cd {shlex.quote(str(home))} && env -i PATH={shlex.quote(os.environ['PATH'])} "
         f"HOME={shlex.quote(str(home))} LANG=C.UTF-8 NO_COLOR=1 TERM=xterm "
         f"{shlex.quote(str(CPE))} tui --repo {shlex.quote(str(repo))}; "
-        f"echo $? > {shlex.quote(str(code))}"
+        f"echo $? > {shlex.quote(str(code))}; stty -a > {shlex.quote(str(stty))}"
     )
-    tmux = Tmux((100, 30))
-    with finished(repo, home, processes) as (engine, _), contextlib.closing(tmux):
-        tmux.start(command)
-        assert tmux.shows("engine running"), tmux.screen()
-        assert tmux.shows("Greeting [b]bold[/b]"), tmux.screen()
-        screen = tmux.screen()
-        assert re.search(r"#1 +Greeting \[b\]bold\[/b\] +done +1/3", screen), screen
-        assert "q quit" in screen
-        assert colours(tmux.screen(escapes=True)) == set()  # NO_COLOR: greys at most
-        tmux.keys("?")
-        assert tmux.shows("retry the item (run its implementor now)"), tmux.screen()
-        tmux.keys("Escape")
-        assert wait_for(lambda: "run its implementor now" not in tmux.screen()), tmux.screen()
-        tmux.keys("r")
-        assert tmux.shows("Retry #1 Greeting [b]bold[/b]?"), tmux.screen()
-        tmux.keys("y")
-        assert tmux.shows("refused"), tmux.screen()
-        tmux.keys("q")
-        assert wait_for(lambda: code.exists() and code.read_text().strip() == "0"), (
-            code.read_text() if code.exists() else tmux.screen()
-        )
-        assert wait_for(lambda: not tmux.alive())
+    with finished(repo, home, processes) as (engine, _):
+        with contextlib.closing(Tmux((100, 30))) as tmux:
+            tmux.start(command)
+            assert tmux.shows("engine running"), tmux.screen()
+            assert tmux.shows("Greeting [b]bold[/b]"), tmux.screen()
+            screen = tmux.screen()
+            assert re.search(r"#1 +Greeting \[b\]bold\[/b\] +done +1/3", screen), screen
+            assert "q quit" in screen
+            assert "? help" in screen
+            assert colours(tmux.screen(escapes=True)) == set()  # NO_COLOR: greys at most
+            tmux.keys("?")
+            assert tmux.shows("retry the item (run its implementor now)"), tmux.screen()
+            tmux.keys("Escape")
+            assert wait_for(lambda: "run its implementor now" not in tmux.screen()), tmux.screen()
+            tmux.keys("r")
+            assert tmux.shows("Retry #1 Greeting [b]bold[/b]?"), tmux.screen()
+            tmux.keys("y")
+            assert tmux.shows("refused"), tmux.screen()
+            tmux.keys("q")
+            assert ended(code, stty, tmux) == "0"
+        code.unlink()
+        with contextlib.closing(Tmux((80, 24))) as tmux:  # and Ctrl-C, at 80x24
+            tmux.start(command)
+            assert tmux.shows("Greeting [b]bold[/b]"), tmux.screen()
+            tmux.keys("C-c")
+            assert ended(code, stty, tmux) == "0"
         engine.send_signal(signal.SIGTERM)
         assert engine.wait(120) == 0
+
+
+def ended(code: Path, stty: Path, tmux: Tmux) -> str:
+    """How the console ended (its exit code), once its window has gone; the terminal given
+    back as it was (canonical mode and echo: a shell reads lines again)."""
+    assert wait_for(lambda: stty.exists() and not tmux.alive()), tmux.screen()
+    modes = stty.read_text().split()
+    assert "icanon" in modes, modes
+    assert "echo" in modes, modes
+    return code.read_text().strip()
