@@ -15,7 +15,6 @@ import re
 import shlex
 import signal
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from adapters.cli.tui import feed_opener
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from adapters.tui.app import Console
 from tests.adapters.tui.console import SIZE, rows, shown, until
+from tests.adapters.tui.terminal import Tmux, colours
 from tests.e2e.running import CPE, add_work_item, make_cpe_repo, start_cpe, wait_for, work_items
 
 
@@ -103,59 +103,6 @@ def _live(opener: object) -> bool:
         return bool(feed.live)
     finally:
         feed.close()
-
-
-# SGR codes of a hue (red … cyan, in the foreground or the background, normal or bright), and
-# the extended colour forms (38;5;N, 38;2;R;G;B and the background's 48;…): a NO_COLOR screen
-# has none (black, white and greys, bold and reverse are not colours).
-HUES = {*range(31, 37), *range(41, 47), *range(91, 97), *range(101, 107), 38, 48}
-
-
-def colours(escaped: str) -> set[int]:
-    """The hue codes among the SGR sequences of a captured screen."""
-    codes = set()
-    for params in re.findall(r"\x1b\[([0-9;]*)m", escaped):
-        codes |= {int(p) for p in params.split(";") if p} & HUES
-    return codes
-
-
-class Tmux:
-    """A tmux server of its own (``-L``: a parallel run does not share it) with one window."""
-
-    def __init__(self, size: tuple[int, int]):
-        self.socket = f"cpe-tui-{uuid.uuid4().hex[:12]}"
-        self.size = size
-
-    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-
-    def start(self, command: str) -> None:
-        cols, lines = self.size
-        started = self.tmux(
-            "new-session", "-d", "-s", "tui", "-x", str(cols), "-y", str(lines), command
-        )
-        assert started.returncode == 0, started.stderr
-
-    def screen(self, *, escapes: bool = False) -> str:
-        return self.tmux("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "tui").stdout
-
-    def shows(self, text: str, timeout: float = 60) -> bool:
-        return wait_for(lambda: text in self.screen(), timeout)
-
-    def keys(self, *keys: str) -> None:
-        assert self.tmux("send-keys", "-t", "tui", *keys).returncode == 0
-
-    def alive(self) -> bool:
-        return self.tmux("has-session", "-t", "tui").returncode == 0
-
-    def close(self) -> None:
-        self.tmux("kill-server")
 
 
 def test_cpe_tui_in_a_real_terminal_as_a_person_sees_it(
