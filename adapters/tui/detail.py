@@ -10,6 +10,7 @@ plain text in a ``TextLog``: never markup, its control characters taken out, wra
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -19,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 
-from adapters.tui.board import BOARD_CSS, ConsoleScreen, line
+from adapters.tui.board import AGE_EVERY, BOARD_CSS, ConsoleScreen, line
 from adapters.tui.feed import Feed
 from adapters.tui.text import clip, plain, run_header
 from adapters.tui.textlog import TextLog
@@ -190,6 +191,7 @@ class RunScreen(ConsoleScreen):
     def on_mount(self) -> None:
         self.query_one(TextLog).focus()
         self.lines_of_app()
+        self.set_interval(AGE_EVERY, self._facts)
         self.load()
 
     def on_unmount(self) -> None:
@@ -253,14 +255,23 @@ class RunScreen(ConsoleScreen):
             line(head, f"no run {self.session_id}: the engine does not know it")
             return
         self.detail = detail
-        first, *facts = run_header(detail)
-        line(head, first + (" (live)" if detail.get("live") else ""))
-        line(self.query_one("#facts", Static), [clip(f, max(20, self.size.width)) for f in facts])
+        self._facts()
         if output:
             text = detail.get("output")
             empty = "nothing yet: the run is starting" if detail.get("live") else "no activity"
             self._output(text if text else f"({empty} was recorded)", True)
             self.query_one(TextLog).flush()
+
+    def _facts(self) -> None:
+        """The run's header (a live run's duration as of now: it ticks)."""
+        if self.detail is None:
+            return
+        first, *facts = run_header(self.detail, datetime.now(UTC))
+        line(
+            self.query_one("#head", Static), first + (" (live)" if self.detail.get("live") else "")
+        )
+        width = max(20, self.size.width)
+        line(self.query_one("#facts", Static), [clip(fact, width) for fact in facts])
 
     def _flush(self) -> None:
         self.query_one(TextLog).flush()

@@ -213,10 +213,14 @@ def decision_lines(view: dict[str, Any]) -> list[str]:
     return [f"{clock(d['at'])} {d['text']}" for d in view.get("decisions", [])]
 
 
-def run_header(detail: dict[str, Any]) -> list[str]:
+def run_header(detail: dict[str, Any], now: datetime | None = None) -> list[str]:
     """A run's facts, as its dashboard page gives them: role and session, its item, runtime,
-    status, attempt, times, cost and turns, and how it ended."""
+    status, attempt, times, cost and turns, and how it ended; a live run's duration as of
+    ``now`` (by its start)."""
     d = detail
+    seconds = d.get("duration_s")
+    if now is not None and d.get("live") and d.get("started_at"):
+        seconds = max(0.0, (now - datetime.fromisoformat(d["started_at"])).total_seconds())
     item = d.get("item")
     subject = (
         f"{item_ref(item['id'])} {item['title']} ({item['status']})" if item else d.get("subject")
@@ -232,7 +236,7 @@ def run_header(detail: dict[str, Any]) -> list[str]:
         f"started {stamp(d.get('started_at') or d.get('requested_at'))} · ended "
         f"{stamp(d.get('ended_at'))}",
         "duration "
-        + (f"{d['duration_s']:.1f}s" if d.get("duration_s") is not None else "—")
+        + (f"{seconds:.1f}s" if seconds is not None else "—")
         + f" · cost {money(d.get('cost_usd'))} · turns "
         + (str(d["turns"]) if d.get("turns") is not None else "—"),
     ]

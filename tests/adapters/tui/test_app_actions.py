@@ -57,6 +57,8 @@ def test_an_item_opens_with_its_runs_and_a_run_follows_its_output(harness: Harne
             assert said in screen_text(app)
             assert all(len(line) <= SIZE[0] for line in screen_text(app).splitlines())
             assert "(live)" in shown(app, "#head")
+            facts = shown(app, "#facts")  # its duration ticks while nothing else changes
+            await until(pilot, lambda: shown(app, "#facts") != facts)
             files.finish("completed", 0)
             run.complete()
             await until(pilot, lambda: "(live)" not in shown(app, "#head"))
