@@ -45,7 +45,7 @@ def tui(config_path: Path | None, repo: Path | None) -> int:
         )
     problem = terminal_problem()
     if problem is not None:
-        return fail(f"cpe tui needs a terminal: {problem}", EXIT_USAGE)
+        return fail(f"the console needs a terminal: {problem}", EXIT_USAGE)
     from adapters.tui.app import Console  # noqa: PLC0415 - Textual: cpe tui's own
 
     # No mouse: over SSH the terminal's own selection (a session id, a refusal) stays usable.

@@ -43,12 +43,13 @@ from adapters.tui.textlog import TextLog
 WIDTHS = {"item": 5, "status": 16, "tries": 5, "cost": 7, "revision": 10, "q": 2}
 WIDE, REVISION_WIDE = 110, 22
 TITLE_MIN = 12
+SCROLLBAR = 2  # columns a table's vertical scrollbar takes (Textual's scrollbar-size-vertical)
 RUN_WIDTHS = {"run": 24, "role": 11, "item": 8, "state": 11, "time": 6, "cost": 7}
 AGE_EVERY = 1.0  # seconds between two redraws of the active runs' ages
 RECENT_SHOWN = 40  # decisions under the table, as many as the screen has room for
 
 BOARD_CSS = """
-#head { background: $primary; color: $text; text-style: bold; }
+#head { background: $primary; color: $text; text-style: bold; text-wrap: nowrap; }
 #banner { color: $warning; text-style: bold; }
 #connection { color: $error; text-style: bold; }
 #items { height: auto; max-height: 65%; }
@@ -153,7 +154,7 @@ class BoardScreen(ConsoleScreen):
             runs.add_column(Text(name), key=name, width=RUN_WIDTHS[name] + 1)
         self._columns()
         self.ready = True
-        self.set_interval(AGE_EVERY, self._runs)
+        self.set_interval(AGE_EVERY, self._tick)
         if self.view is not None:
             self.show(self.view)
 
@@ -170,7 +171,8 @@ class BoardScreen(ConsoleScreen):
         if self._width >= WIDE:
             self._widths["revision"] = REVISION_WIDE
         fixed = sum(self._widths.values()) + len(self._widths)  # a space after each column
-        title = self._title = max(TITLE_MIN, self._width - fixed - 2)  # the scrollbar's room
+        # the title's column: what is left, less its own space and the scrollbar's room
+        title = self._title = max(TITLE_MIN, self._width - fixed - 1 - SCROLLBAR)
         key = self.selected()
         self._drawn = ()
         table.clear(columns=True)
@@ -232,27 +234,45 @@ class BoardScreen(ConsoleScreen):
         if key is not None:
             self._select(key)
 
-    def _runs(self) -> None:
+    def _runs(self, tick: bool = False) -> None:
         """The runs' table (the active runs' ages as of now: they tick), the runs' signals and
-        the merge queue."""
+        the merge queue; on a ``tick``, only the ages, and only while a run is active."""
         if self.view is None or not self.ready:
+            return
+        table = self.query_one("#runlist", DataTable)
+        rows = run_rows(self.view, datetime.now(UTC))
+        if [r.key for r in rows] == [r.key for r in self._run_rows]:
+            for row, was in zip(rows, self._run_rows, strict=True):
+                for name, cell, old in zip(RUN_COLUMNS, row.cells, was.cells, strict=True):
+                    if cell != old:
+                        table.update_cell(row.key, name, Text(clip(cell, RUN_WIDTHS[name])))
+            self._run_rows = rows
+        elif not tick:
+            key = _cursor_key(table)
+            self._run_rows = rows
+            table.clear()
+            for row in rows:
+                pairs = zip(RUN_COLUMNS, row.cells, strict=True)
+                table.add_row(*(Text(clip(c, RUN_WIDTHS[n])) for n, c in pairs), key=row.key)
+            table.display = bool(rows)
+            if key is not None:
+                with contextlib.suppress(RowDoesNotExist):
+                    table.move_cursor(row=table.get_row_index(key))
+        if tick:
             return
         width = self.size.width
         queue = queue_line(self.view)
         lines = signal_lines(self.view) + ([queue] if queue else [])
         line(self.query_one("#runs", Static), [clip(text, width) for text in lines])
-        table = self.query_one("#runlist", DataTable)
-        key = _cursor_key(table)
-        self._run_rows = run_rows(self.view, datetime.now(UTC))
-        table.clear()
-        for row in self._run_rows:
-            pairs = zip(RUN_COLUMNS, row.cells, strict=True)
-            cells = [clip(cell, RUN_WIDTHS[name]) for name, cell in pairs]
-            table.add_row(*map(Text, cells), key=row.key)
-        table.display = bool(self._run_rows)
-        if key is not None:
-            with contextlib.suppress(RowDoesNotExist):
-                table.move_cursor(row=table.get_row_index(key))
+
+    def _tick(self) -> None:
+        if self.view is not None and self.view.get("runs", {}).get("active"):
+            self._runs(tick=True)
+
+    def on_descendant_focus(self, event: Any) -> None:
+        """The runs' table taking the focus puts its cursor on the newest run (the first)."""
+        if getattr(event.widget, "id", None) == "runlist":
+            event.widget.move_cursor(row=0)
 
     def action_move(self, step: int) -> None:
         runs = self.query_one("#runlist", DataTable)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual.widgets import DataTable
 
 from adapters.tui.app import Console
 from adapters.tui.board import ListScreen
@@ -83,3 +84,22 @@ def test_ctrl_c_quits(harness: Harness) -> None:
         app = Console(feed)
         asyncio.run(quit_(app))
         assert app.return_code == 0
+
+
+def test_many_items_scroll_down_but_never_sideways(harness: Harness) -> None:
+    for n in range(1, 61):
+        harness.tracker.add_item(str(n), "done", title=f"Item {n} " + "words " * 20)
+
+    async def scenario(app: Console) -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: len(rows(app)) == 60)
+            await pilot.pause()
+            table = app.board.query_one("#items", DataTable)
+            assert table.virtual_size.height > table.scrollable_content_region.height
+            assert table.virtual_size.width <= table.scrollable_content_region.width
+            assert rows(app)[0][-1] == ""  # the merge queue's column is on screen, empty
+            assert "q" in screen_text(app).splitlines()[1].split()  # its heading too
+            await pilot.press("q")
+
+    with engine_feed(harness) as feed:
+        asyncio.run(scenario(Console(feed)))

@@ -66,7 +66,7 @@ def test_cpe_tui_off_a_terminal_says_it_needs_one(journaled: Path) -> None:
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "TERM": "xterm"},
     )
     line = one_line_error(result, 2)
-    assert "cpe tui needs a terminal: standard input is not one" in line
+    assert line.startswith("cpe: the console needs a terminal: standard input is not one")
 
 
 def test_cpe_tui_on_a_dumb_terminal_says_what_to_use_instead(journaled: Path) -> None:
