@@ -56,7 +56,8 @@ async def board(harness: Harness, app: Console) -> None:
             await until(pilot, lambda: len(run_rows(app)) == 1)
             assert run_rows(app)[0][:4] == [run.session_id, "implementor", "#2", "running"]
             # its age ticks while no view comes (nothing changes in the engine)
-            await until(pilot, lambda: run_rows(app)[0][4] == "2s")
+            age = run_rows(app)[0][4]
+            await until(pilot, lambda: run_rows(app)[0][4] != age)
             await pilot.press("d")  # every recent decision, wrapped to the width
             assert isinstance(app.screen, ListScreen)
             decisions = app.screen.query_one(TextLog).text_lines
