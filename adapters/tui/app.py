@@ -171,7 +171,10 @@ class Console(App[int]):
 
     def _connected(self, text: str, flash: bool = False) -> None:
         """The connection line of every screen says ``text`` (empty: live); ``flash``: said
-        once in the status line and a notification instead (``reconnected``)."""
+        once in the status line and a notification instead (``reconnected``). The same line
+        again changes nothing (a stopped engine's feed asked again every second)."""
+        if not flash and text == self.connection:
+            return
         self.connection = "" if flash else text
         for screen in self.screen_stack:
             connection = getattr(screen, "connection", None)
