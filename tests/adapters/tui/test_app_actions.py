@@ -18,7 +18,15 @@ from adapters.tui.modals import Choose, Confirm, Reason
 from adapters.tui.textlog import TextLog
 from tests.actors.conftest import Harness
 from tests.adapters.dashboard.test_dashboard_activity import record
-from tests.adapters.tui.console import SIZE, engine_feed, rows, screen_text, shown, until
+from tests.adapters.tui.console import (
+    SIZE,
+    engine_feed,
+    rows,
+    run_rows,
+    screen_text,
+    shown,
+    until,
+)
 from tests.support.transcripts import assistant, text
 
 
@@ -97,7 +105,14 @@ def test_a_refused_retry_says_why_and_a_confirmed_cancel_is_taken(harness: Harne
             await pilot.press("c", "enter")
             await until(pilot, lambda: status_of(app, "1") == "blocked")
             assert not app.said.startswith("refused")
-            await pilot.press("q")
+
+            await pilot.press("r", "y")  # #1 again, out of blocked: a new run, listed first
+            [_, again] = await asyncio.to_thread(harness.runtime.wait_runs, 2)
+            await until(pilot, lambda: [r[0] for r in run_rows(app)][:1] == [again.session_id])
+            await pilot.press("tab", "enter")  # the runs' table: its newest run opens
+            assert isinstance(app.screen, RunScreen)
+            assert app.screen.session_id == again.session_id
+            await pilot.press("escape", "q")
 
     with engine_feed(harness) as feed:
         asyncio.run(scenario(Console(feed)))
