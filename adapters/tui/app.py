@@ -26,6 +26,7 @@ from adapters.tui.board import BoardScreen
 from adapters.tui.detail import ItemScreen, RunScreen
 from adapters.tui.feed import Feed, Refused
 from adapters.tui.modals import Choose, Confirm, Help, Reason
+from adapters.tui.text import plain, plain_view
 from domain.models import item_ref
 
 RECONNECT_EVERY = 1.0  # seconds between two tries to reach an engine again
@@ -106,7 +107,7 @@ class Console(App[int]):
                 self._call(self._connected, waiting)
             try:
                 for view in feed.watch():
-                    self._call(self.show, view)
+                    self._call(self.show, plain_view(view))
                     if self.closing.is_set():
                         return
                     if live and down:  # its first view is drawn: live again
@@ -189,7 +190,8 @@ class Console(App[int]):
 
     def tell(self, text: str, error: bool = False, *, toast: bool = True) -> None:
         """An answer, a refusal, a change of connection: in the status line of every screen
-        and (``toast``) as a notification."""
+        and (``toast``) as a notification (its control characters out: it may quote a title)."""
+        text = plain(text)
         self._say(text)
         if toast:
             self.notify(

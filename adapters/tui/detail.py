@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from adapters.tui.board import AGE_EVERY, BOARD_CSS, ConsoleScreen, line
 from adapters.tui.feed import Feed
-from adapters.tui.text import clip, plain, run_header
+from adapters.tui.text import clip, plain, plain_view, run_header
 from adapters.tui.textlog import TextLog
 
 BACK = Binding("escape,backspace", "app.pop_screen", "back")
@@ -90,7 +90,7 @@ class ItemScreen(ConsoleScreen):
         with self._reading:  # one read after the other: the last drawn is the newest
             feed: Feed = self.app.feed  # type: ignore[attr-defined]
             try:
-                detail = feed.item(self.item_id)
+                detail = plain_view(feed.item(self.item_id))
             except Exception as exc:  # the engine went away meanwhile: the app says so
                 detail = {"error": str(exc)}
             self._ui(self._draw, detail)
@@ -217,7 +217,7 @@ class RunScreen(ConsoleScreen):
     def _load(self) -> None:
         feed: Feed = self.app.feed  # type: ignore[attr-defined]
         try:
-            detail = feed.run(self.session_id)
+            detail = plain_view(feed.run(self.session_id))
         except Exception as exc:
             self._ui(self._failed, str(exc))
             return
@@ -239,7 +239,7 @@ class RunScreen(ConsoleScreen):
         if self.gone.is_set():
             return
         try:  # its output ended: its end, once the engine has recorded it
-            ended = feed.run(self.session_id)
+            ended = plain_view(feed.run(self.session_id))
         except Exception:
             return
         self._ui(self._draw, ended, not self.wrote)

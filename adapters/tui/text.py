@@ -259,10 +259,24 @@ def result_line(d: dict[str, Any]) -> str:
     return f"outcome {d.get('outcome') or 'completed'}{revision}"
 
 
-_CONTROL = {c: None for c in range(32) if c not in (9, 10)} | {127: None}
+_CONTROL = {c: None for c in [*range(32), *range(0x7F, 0xA0)] if c not in (9, 10)}
 
 
 def plain(text: str) -> str:
-    """An agent's text as the terminal may show it: its control characters (an escape
-    sequence's ESC, a carriage return, a bell) taken out, tabs and newlines kept."""
+    """Text from agents or the tracker as the terminal may show it: its control characters
+    (C0 and C1: an escape sequence's ESC or CSI, a carriage return, a bell) taken out, tabs
+    and newlines kept. A title that carried ``ESC ] 0 ; … BEL`` would set the operator's
+    terminal title; one that carried ``ESC [ 2 J`` would clear the screen."""
     return text.translate(_CONTROL)
+
+
+def plain_view(value: Any) -> Any:
+    """Every string of a view (``state_view``'s, ``item_detail``'s, ``run_detail``'s) made
+    ``plain``, where it arrives: nothing from the engine reaches the terminal raw."""
+    if isinstance(value, str):
+        return plain(value)
+    if isinstance(value, dict):
+        return {key: plain_view(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_view(item) for item in value]
+    return value

@@ -104,3 +104,38 @@ def test_many_items_scroll_down_but_never_sideways(harness: Harness) -> None:
 
     with engine_feed(harness) as feed:
         asyncio.run(scenario(Console(feed)))
+
+
+EVIL = "Evil \x1b]0;PWNED\x07 \x1b[2J\x1b[31mred\x1b[0m tab\there\rCR \x9b31m [b]x[/b]"
+CONTROLS = {chr(c) for c in [*range(32), *range(0x7F, 0xA0)]} - {"\n"}
+
+
+def drawn(app: Console) -> str:
+    """Every character the screen on top sends to the terminal, its segments' text."""
+    strips = app.screen._compositor.render_strips()
+    return "".join(segment.text for strip in strips for segment in strip)
+
+
+def test_a_title_never_drives_the_terminal(harness: Harness) -> None:
+    harness.tracker.add_item("3", "done", title=EVIL)  # as a stranger's issue would arrive
+
+    async def scenario(app: Console) -> None:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await until(pilot, lambda: len(rows(app)) == 1)
+            assert rows(app)[0][1].startswith("Evil ]0;PWNED [2J[31mred[0m tab here")
+            assert "[b]x[/b]" in rows(app)[0][1]  # markup shown as written
+            assert not CONTROLS & set(drawn(app))
+            await pilot.press("r")  # the question quotes the title
+            assert not CONTROLS & set(drawn(app))
+            await pilot.press("y")  # refused: done; the refusal may quote it too
+            await until(pilot, lambda: app.said.startswith("refused"))
+            assert not CONTROLS & set(app.said)
+            await pilot.press("enter")  # the item's screen: its title, its history
+            await until(pilot, lambda: "Evil" in shown(app, "#head"))
+            assert not CONTROLS & set(drawn(app))
+            await pilot.press("escape", "d")  # the decisions name it
+            assert not CONTROLS & set(drawn(app))
+            await pilot.press("escape", "q")
+
+    with engine_feed(harness) as feed:
+        asyncio.run(scenario(Console(feed)))
