@@ -390,6 +390,30 @@ def test_the_head_the_merge_queue_tests_runs_before_revisions_queued_earlier(
     assert order == [tested, earlier.head_sha, later.head_sha]
 
 
+def test_the_merge_queues_run_still_goes_first_after_a_restart(
+    repo: Repo, tmp_path: Path, gate: Gate
+) -> None:
+    state = tmp_path / "state"
+    with LocalProvider(repo.root, state, pipeline=LocalPipeline(gate.command, WAIT)) as provider:
+        writer = provider.revision_writer
+        assert writer is not None
+        revisions = Revisions(repo, provider, tmp_path)
+        busy = revisions.create(42, "cpe/1-busy")
+        gate.started()  # cancelled by the stop, run again at the next start
+        landing = revisions.create(42, "cpe/2-lands")
+        earlier = revisions.create(42, "cpe/3-earlier")
+        repo.commit("main moves on", {"NOTES.md": "moved\n"})
+        tested = writer.update_branch(landing.id).revision.head_sha
+    with LocalProvider(repo.root, state, pipeline=LocalPipeline(gate.command, WAIT)) as provider:
+        order = []
+        for _ in range(3):
+            conn, cwd, _ = gate.started()
+            order.append(Repo(cwd).head())
+            conn.sendall(b"0")
+        assert provider.wait_for_pipelines(WAIT)
+    assert order == [tested, busy.head_sha, earlier.head_sha]
+
+
 def test_close_cancels_a_run_and_the_next_start_runs_it_again(
     repo: Repo, tmp_path: Path, gate: Gate
 ) -> None:
