@@ -343,7 +343,13 @@ def test_the_secret_is_in_no_log_line_answer_or_metric(hooks: Hooks) -> None:
         answers.append(hooks.client.get("/metrics").text)
     said = json.dumps(logged, default=str) + "".join(answers)
     assert any(line.get("event") == "webhook delivery" for line in logged)
-    assert any(line.get("event") == "webhook delivery refused" for line in logged)
+    refused = [line for line in logged if line.get("event") == "webhook delivery refused"]
+    assert [(r["reason"], r["hook_event"], r["status"]) for r in refused] == [
+        ("signature", "issues", 401),
+        ("signature", "issues", 401),
+        ("type", "push", 415),
+    ]
+    assert all(r["vendor"] == "github" and r["delivery"] for r in refused)
     assert SECRET not in said
     assert SECRET_ENV not in "".join(answers)
 
