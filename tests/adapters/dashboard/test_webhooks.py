@@ -330,6 +330,12 @@ def test_only_the_hooks_are_exempt_from_the_loopback_host_check(hooks: Hooks) ->
         outside.post("/api/pause", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 400
     )
     assert outside.get("/hooks/../api/state").status_code in {400, 404}
+    # only the exact paths: a neighbour of one is the board's, Host-checked
+    assert (
+        outside.post("/hooks/github/", content=body, headers=_signed(body, {})).status_code == 400
+    )
+    assert outside.post("/hooks/nope", content=body).status_code == 400
+    assert hooks.client.post("/hooks/nope", content=body).status_code == 404
 
 
 def test_the_secret_is_in_no_log_line_answer_or_metric(hooks: Hooks) -> None:
