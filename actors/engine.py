@@ -271,7 +271,7 @@ class Engine:
                 return
             # JournalError: another engine has this state. A command that journals a person's
             # request while no engine runs holds the lock for a moment: that is waited out.
-            self._instance.acquire(wait=LOCK_WAIT)
+            self._instance.acquire(wait=LOCK_WAIT, engine=True)
             self._started = True
         try:
             restored = self.journal.restore()

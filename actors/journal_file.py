@@ -94,6 +94,9 @@ def journal_error(message: str, exc: sqlite3.Error) -> JournalError:
 _DAMAGED_WORDS = ("not a database", "malformed", "corrupt")
 
 
+ENGINE_HOLDER = "engine"  # the lock file's word after the pid when an engine holds it
+
+
 class InstanceLock:
     """One engine per journal: an exclusive ``flock`` on ``<journal>.lock``, held from start to
     stop (the kernel drops it when the process dies, even by ``kill -9``). A second engine on
@@ -104,9 +107,12 @@ class InstanceLock:
         self.path = None if journal_path == ":memory:" else Path(f"{journal_path}.lock")
         self._fd: int | None = None
 
-    def acquire(self, wait: float = 0.0) -> None:
+    def acquire(self, wait: float = 0.0, *, engine: bool = False) -> None:
         """Take the lock, trying for up to ``wait`` seconds; ``JournalError`` naming the
-        holder's pid when another process (or another engine of this one) has it."""
+        holder's pid when another process (or another engine of this one) has it. ``engine``:
+        the holder is an engine (``cpe run``), which the lock file says after its pid: the wait
+        is for a short-lived holder (a request journaled while no engine runs), so another
+        engine's hold is refused at once rather than waited on."""
         if self.path is None or self._fd is not None:  # held already: by whoever built us
             return
         _writable_directory(self.path.parent)  # a file in the way, a read-only or full disk
@@ -124,17 +130,19 @@ class InstanceLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if time.monotonic() < deadline:
+                pid, _, role = os.pread(fd, 32, 0).decode(errors="replace").partition(" ")
+                if time.monotonic() < deadline and role.strip() != ENGINE_HOLDER:
                     pause.wait(0.05)
                     continue
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                holder = pid.strip() or "unknown"
                 os.close(fd)
                 raise JournalInUseError(
                     f"{self.path.with_suffix('')}: in use by another cpe (pid {holder}); one "
                     "engine per state directory"
                 ) from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        role = f" {ENGINE_HOLDER}" if engine else ""
+        os.pwrite(fd, f"{os.getpid()}{role}\n".encode(), 0)
         self._fd = fd
 
     def release(self) -> None:

@@ -15,6 +15,7 @@ decisions (``domain.narration``), the dashboard's cards, runs table and run page
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from domain.decisions import INTERRUPTED
@@ -52,13 +53,16 @@ def _spent(run: AgentRun) -> bool:
     return run.status in ("failed", "timed-out") and run.failure_class != "infrastructure"
 
 
-def attempt_number(state: EngineState, work_item_id: WorkItemId) -> int:
+def attempt_number(
+    state: EngineState, work_item_id: WorkItemId, runs: Iterable[AgentRun] | None = None
+) -> int:
     """The attempts the item's ended implementor runs spent, plus the one under way (an
-    implementor run active that is not a merge-queue round)."""
+    implementor run active that is not a merge-queue round). ``runs``: the item's runs, when
+    the caller has them already (``runs_for_work_item`` reads every run of the state)."""
     spent = state.attempts.get(work_item_id, 0)
     under_way = any(
         run.is_active and run.role == "implementor" and not run.landing_round
-        for run in runs_for_work_item(state, work_item_id)
+        for run in (runs_for_work_item(state, work_item_id) if runs is None else runs)
     )
     return spent + under_way
 

@@ -210,7 +210,7 @@ def build_app(
     from actors.engine import LOCK_WAIT  # noqa: PLC0415 - the engine: cpe run's import
 
     instance = InstanceLock(str(state_dir / JOURNAL_NAME))
-    instance.acquire(wait=LOCK_WAIT)
+    instance.acquire(wait=LOCK_WAIT, engine=True)
     try:
         return _build(
             config,

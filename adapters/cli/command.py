@@ -72,6 +72,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             agent_env: Mapping[str, str] | None,
             isolated_home: bool,
             codex_overrides: Sequence[str],
+            announce: str | None,
         ) -> int:
             return run(
                 args.config,
@@ -82,6 +83,7 @@ def _dispatch(args: argparse.Namespace) -> int:
                 agent_env=agent_env,
                 isolated_home=isolated_home,
                 codex_overrides=codex_overrides,
+                announce=announce,
             )
 
         return run_scripted(Path(args.scripted) if args.scripted else None, bound)
@@ -115,6 +117,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from adapters.cli.costs import costs  # noqa: PLC0415
 
         return costs(args.by, args.since, args.config, args.repo)
+    if args.command == "webhooks":
+        from adapters.cli.webhooks import webhooks  # noqa: PLC0415
+
+        return webhooks(args.config, args.repo)
     from adapters.cli.replay import replay  # noqa: PLC0415
 
     return replay(args.until, args.config, args.repo)
@@ -239,6 +245,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "replay",
         "costs",
         "tui",
+        "webhooks",
     ):
         return _engine_command(args)
     if args.command == "workflow":

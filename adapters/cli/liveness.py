@@ -61,7 +61,7 @@ def read_lock(state_dir: Path) -> LockFile | None:
             held = False
         except BlockingIOError:
             held = True
-        written = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        written = os.pread(fd, 32, 0).decode(errors="replace").partition(" ")[0].strip()
         touched = datetime.fromtimestamp(os.fstat(fd).st_mtime, UTC)
         return LockFile(held, int(written) if written.isdecimal() else None, touched)
     finally:

@@ -3,6 +3,7 @@ systemd is told (``adapters.host.notify``). The engine's modules are this comman
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import threading
@@ -37,9 +38,12 @@ def run(
     agent_env: Mapping[str, str] | None = None,
     isolated_home: bool = False,
     codex_overrides: Sequence[str] = (),
+    announce: str | None = None,
 ) -> int:
     """``agent_env``, ``isolated_home``, ``codex_overrides``: as ``build_app`` takes them
-    (``cpe run --scripted`` points every runtime at its scripted model)."""
+    (``cpe run --scripted`` points every runtime at its scripted model); ``announce``: a line
+    said on stderr once this process holds the state directory (a second ``cpe run``, refused,
+    never says it)."""
     from actors.process import Watchdog, run_engine  # noqa: PLC0415
     from adapters.host.notify import notify  # noqa: PLC0415
 
@@ -47,15 +51,9 @@ def run(
         config, root = resolve_config(config_path, repo)
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
-    named = config.dashboard.token_env
-    if config.dashboard.listen and named and not os.environ.get(named):
-        return fail(
-            f"configuration error: dashboard.token_env: the environment variable {named} is "
-            "not set; expected a token in it, or token_env empty for a random one"
-        )
+    if (unset := _unset_token(config)) is not None:
+        return fail(unset)
     fmt, log_file = _start_logging(config, root, log_format)
-    if (warning := own_python(config)) is not None:
-        structlog.get_logger("cpe.cli").warning(warning)
     apps: list[App] = []
     starters: list[Callable[[], Services]] = []
     services: list[Services] = []
@@ -70,6 +68,8 @@ def run(
             codex_overrides=codex_overrides,
         )
         apps.append(app)
+        if announce is not None and len(apps) == 1:
+            print(announce, file=sys.stderr, flush=True)
         try:  # a ConfigError: the dashboard's address cannot be used (exit 78)
             starters.append(prepare_services(app, human=fmt == "human"))
         except BaseException:
@@ -123,16 +123,49 @@ def run(
             app.close()
 
 
+def _unset_token(config: CpeConfig) -> str | None:
+    """What is wrong when the dashboard's actions' token is named but not in the environment."""
+    named = config.dashboard.token_env
+    if config.dashboard.listen and named and not os.environ.get(named):
+        return (
+            f"configuration error: dashboard.token_env: the environment variable {named} is "
+            "not set; expected a token in it, or token_env empty for a random one"
+        )
+    return None
+
+
 def unavailable(exc: ProviderError) -> int:
     """A provider that cannot be read at start (unreachable, failing) in one line: exit 75
     when trying again may do (a service manager starts cpe again), else 78."""
-    from actors.process import EXIT_CONFIG, EXIT_TEMPFAIL  # noqa: PLC0415
+    from actors.process import EXIT_CONFIG, EXIT_IOERR, EXIT_TEMPFAIL  # noqa: PLC0415
 
     if exc.transient:
         print(f"cpe: cannot start: {exc}; try again once it answers", file=sys.stderr)
         return EXIT_TEMPFAIL
+    if _disk_refused(exc):  # the local tracker's database on a full or read-only disk
+        print(f"cpe: cannot start: {exc}; free space or fix the disk, then start cpe again",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_IOERR
     print(f"cpe: cannot start: {exc}", file=sys.stderr)
     return EXIT_CONFIG
+
+
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EROFS, errno.EDQUOT, errno.EIO})
+_SQLITE_DISK = frozenset({10, 13, 8})  # SQLITE_IOERR, SQLITE_FULL, SQLITE_READONLY (primary)
+
+
+def _disk_refused(exc: BaseException) -> bool:
+    """Whether what failed was the disk (full, read-only, over a size limit, an I/O error)
+    rather than the provider: its cause is an OS or SQLite error saying so."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.errno in _DISK_ERRNOS:
+            return True
+        code = getattr(cause, "sqlite_errorcode", None)
+        if isinstance(code, int) and code & 0xFF in _SQLITE_DISK:
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def _warn_unshared(app: App) -> None:
@@ -181,16 +214,19 @@ def _start_logging(
 ) -> tuple[LogFormat, Path | None]:
     """The log as ``--log-format`` or ``[logging] format`` asks, and the file it also goes
     to: a person's terminal says decisions and warnings, everything is kept in
-    ``<state>/cpe.log``."""
+    ``<state>/cpe.log``. Then the first warning: agents' Python is not the project's."""
     from actors.logs import configure_logging  # noqa: PLC0415 - the engine: cpe run's import
 
     wanted = log_format or config.logging.format
     human = wanted == "human" or (wanted == "auto" and sys.stderr.isatty())
     log_file = root / config.engine.state_dir / LOG_FILE if human else None
     try:
-        return configure_logging(config.engine.log_level, wanted, log_file=log_file), log_file
+        fmt = configure_logging(config.engine.log_level, wanted, log_file=log_file)
     except OSError:  # the state directory cannot be written: the journal's check says so
-        return configure_logging(config.engine.log_level, wanted), None
+        fmt, log_file = configure_logging(config.engine.log_level, wanted), None
+    if (warning := own_python(config)) is not None:
+        structlog.get_logger("cpe.cli").warning(warning)
+    return fmt, log_file
 
 
 def _warn_uncommitted(root: Path) -> None:

@@ -79,6 +79,7 @@ class BoundRun(Protocol):
         agent_env: Mapping[str, str] | None,
         isolated_home: bool,
         codex_overrides: Sequence[str],
+        announce: str | None,
     ) -> int: ...
 
 
@@ -89,17 +90,16 @@ def run_scripted(book_path: Path | None, run: BoundRun) -> int:
     if book is None:
         return EXIT_USAGE
     with ScriptedModelServer(book.scenarios, report_usage=False) as server:
-        print(
-            f"cpe run: every agent talks to the scripted model on {server.base_url}, playing "
-            f"{book.source} ({len(book.scenarios)} scenario(s)); no model account is used, and "
-            "answers report no tokens, so no run costs money",
-            file=sys.stderr,
-            flush=True,
-        )
         return run(
             agent_env=server.client_env(),
             isolated_home=True,
             codex_overrides=codex_overrides(server.base_url),
+            # said once the state is this process's: a second cpe run, refused, does not say it
+            announce=(
+                f"cpe run: every agent talks to the scripted model on {server.base_url}, "
+                f"playing {book.source} ({len(book.scenarios)} scenario(s)); no model account "
+                "is used, and answers report no tokens, so no run costs money"
+            ),
         )
 
 

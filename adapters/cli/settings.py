@@ -33,6 +33,7 @@ from actors.journal import JOURNAL_NAME
 from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, SupervisorSettings
 from adapters.bash_guard.config import BashGuardConfig
 from adapters.cli.provider_settings import ProviderSection
+from adapters.host.webhooks.settings import WebhooksSection
 from adapters.runtime.claude.settings import ClaudeCliRuntime, ClaudeSdkRuntime
 from adapters.runtime.codex.settings import CodexCliRuntime
 from adapters.runtime.common import DAY, ExpandedPath, Seconds
@@ -315,6 +316,7 @@ class CpeConfig(_Section):
     bash_guard: BashGuardConfig = BashGuardConfig()
     sandbox: SandboxConfig = SandboxConfig()
     dashboard: DashboardSection = DashboardSection()
+    webhooks: WebhooksSection = WebhooksSection()
 
     def engine_config(
         self,

@@ -27,7 +27,8 @@ import structlog
 import uvicorn
 
 from adapters.dashboard.source import Source
-from adapters.dashboard.web import create_app
+from adapters.dashboard.web import create_app, create_hooks_app
+from adapters.host.webhooks.receiver import WebhookReceiver
 from domain.errors import ConfigError
 
 log = structlog.get_logger("cpe.dashboard")
@@ -152,6 +153,9 @@ def _listening_socket(host: str, port: int) -> socket.socket:
 
 
 class DashboardServer:
+    """The dashboard (with the webhook receiver's ``/hooks/*``), or with ``hooks_only`` the
+    receiver alone, for any ``Host`` (``[webhooks] listen``)."""
+
     name = "dashboard"
 
     def __init__(
@@ -161,8 +165,14 @@ class DashboardServer:
         token: str | None,
         *,
         on_listening: Callable[[DashboardServer], None] | None = None,
+        webhooks: WebhookReceiver | None = None,
+        hooks_only: bool = False,
     ):
         self.source = source
+        self.webhooks = webhooks
+        self.hooks_only = hooks_only
+        if hooks_only:
+            self.name = "webhook receiver"
         self.listener = listen if isinstance(listen, Listener) else Listener(listen)
         self.host, self.port = self.listener.host, self.listener.port
         self.token = token
@@ -184,7 +194,15 @@ class DashboardServer:
     def _serve(self, sock: socket.socket) -> None:
         self.port = port = self.listener.port
         self.url = self.listener.url
-        app = create_app(self.source, self.token, loopback_only=is_loopback(self.host))
+        if self.hooks_only and self.webhooks is not None:
+            app = create_hooks_app(self.webhooks)
+        else:
+            app = create_app(
+                self.source,
+                self.token,
+                loopback_only=is_loopback(self.host),
+                webhooks=self.webhooks,
+            )
         config = uvicorn.Config(
             app,
             log_config=None,  # our logging, not uvicorn's
@@ -198,7 +216,7 @@ class DashboardServer:
         self._server = server
         if self._closed.is_set():
             return
-        if not is_loopback(self.host):
+        if not is_loopback(self.host) and not self.hooks_only:
             log.warning(
                 "the dashboard listens beyond this machine: anyone who reaches it sees the "
                 "board (actions still need the token)",

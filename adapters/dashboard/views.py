@@ -52,6 +52,10 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
     now = now or datetime.now(UTC)
     state, decisions = source.moment()
     runs = list(state.agent_runs.values())
+    by_item: dict[str, list[AgentRun]] = {}  # once: an item's runs read from every run is O(n²)
+    for run in runs:
+        if run.work_item_id is not None:
+            by_item.setdefault(run.work_item_id, []).append(run)
     active = [run for run in runs if run.is_active]
     ended = [run for run in runs if not run.is_active]
     # A run cpe itself ended (its stop, a crash) or a person cancelled is no failure.
@@ -81,6 +85,7 @@ def state_view(source: Source, now: datetime | None = None) -> dict[str, Any]:
                     max_rounds=rounds,
                     review_of=source.review,
                     landing=lambda item: not_merged(item, state, source.settings.workflow),
+                    runs=by_item.get(wid, []),
                 )
                 for wid in ordered(state.work_items)
             ],
@@ -207,12 +212,14 @@ def item_view(
     max_rounds: int,
     review_of: Callable[[AgentRun], AgentReview | None] = lambda run: None,
     landing: Callable[[WorkItem], str | None] = lambda item: None,
+    runs: list[AgentRun] | None = None,
 ) -> dict[str, Any]:
     """One card: ``attempts`` as the decisions count them (``attempt_number``: the one under
     way included); ``last_end`` how its current run ended when it did not complete (a previous
     run's end is history, not the card's), ``last_failure`` the same when that was a failure;
-    ``not_merged`` why an approved item has not merged, in ``cpe status``'s words."""
-    runs = runs_for_work_item(state, item.id)
+    ``not_merged`` why an approved item has not merged, in ``cpe status``'s words. ``runs``:
+    the item's runs, oldest first, when the caller has them (``runs_for_work_item``)."""
+    runs = runs_for_work_item(state, item.id) if runs is None else runs
     revision = revision_for(state, item)
     costs = [run.cost_usd for run in runs if run.cost_usd is not None]
     active = [run for run in runs if run.is_active]
@@ -228,7 +235,7 @@ def item_view(
             }
             for b in item.blocked_by
         ],
-        "attempts": attempt_number(state, item.id),
+        "attempts": attempt_number(state, item.id, runs),
         "max_attempts": limit,
         "revision": revision_view(revision) if revision else None,
         "reviews": [

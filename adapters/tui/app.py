@@ -24,7 +24,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from adapters.tui.board import BoardScreen
-from adapters.tui.detail import ItemScreen
+from adapters.tui.detail import ItemScreen, RunScreen
 from adapters.tui.feed import Feed, Refused
 from adapters.tui.modals import Choose, Confirm, Help, Reason
 from domain.models import item_ref
@@ -32,6 +32,9 @@ from domain.models import item_ref
 RECONNECT_EVERY = 1.0  # seconds between two tries to reach an engine again
 SAID_FOR = 10.0  # seconds a notification stays
 NOT_RUNNING = "the engine is not running: its last state, read-only; waiting for one…"
+STOPPED = "the engine is not running: its last state, read-only"
+CONNECTED = "the engine runs: live"
+READ_ONLY = "the engine is not running: its last state is read-only (start it with cpe run)"
 
 
 class Console(App[int]):
@@ -44,6 +47,7 @@ class Console(App[int]):
         Binding("q", "quit_console", "quit"),
         Binding("ctrl+c", "quit_console", "quit", show=False, priority=True),
         Binding("question_mark", "help", "help"),
+        Binding("ctrl+z", "suspend_process", show=False),  # as any terminal program: fg
     ]
 
     def __init__(self, feed: Feed, reopen: Callable[[], Feed] | None = None):
@@ -83,25 +87,30 @@ class Console(App[int]):
         console says so and opens the feed again (the journal's last state, read-only, until
         an engine answers); a stopped engine's ends once one answers (or at once: then it is
         asked again every ``RECONNECT_EVERY`` seconds)."""
-        stopped_at: str | None = None
+        stopped_at: str | None = None  # the line saying when the engine went away
+        down = False  # the console shows a stopped engine's state
         while not self.closing.is_set():
             feed = self.feed
             live = feed.live
-            if live and stopped_at is not None:
-                self._call(self._connected, "reconnected", True)
-                stopped_at = None
-            elif not live:
-                self._call(self._connected, NOT_RUNNING if stopped_at is None else stopped_at)
+            if not live:
+                down = True
+                waiting = NOT_RUNNING if self.reopen is not None else STOPPED
+                self._call(self._connected, waiting if stopped_at is None else stopped_at)
             try:
                 for view in feed.watch():
                     self._call(self.show, view)
                     if self.closing.is_set():
                         return
+                    if live and down:  # its first view is drawn: live again
+                        said = "reconnected" if stopped_at is not None else CONNECTED
+                        self._call(self._connected, said, True)
+                        stopped_at, down = None, False
             except Exception as exc:  # a broken connection is an engine gone away
                 self._call(self.tell, f"the engine's feed broke: {exc}", True)
             if self.closing.is_set() or self.reopen is None:
                 return
             if live:
+                down = True
                 at = datetime.now(UTC).strftime("%H:%M:%S")
                 stopped_at = f"engine stopped at {at} UTC; showing its last state; reconnecting…"
                 self._call(self._connected, stopped_at)
@@ -141,30 +150,56 @@ class Console(App[int]):
                 show(view)
 
     def _connected(self, text: str, flash: bool = False) -> None:
+        """The connection line of every screen says ``text`` (empty: live); ``flash``: said
+        once in the status line and a notification instead (``reconnected``)."""
         self.connection = "" if flash else text
-        self.board.connection(self.connection)
+        for screen in self.screen_stack:
+            connection = getattr(screen, "connection", None)
+            if callable(connection):
+                connection(self.connection)
         if flash:
             self.tell(text)
+            return
+        self._say("")  # what was said before no longer holds
+        if text.startswith("engine stopped"):
+            self.notify(text, severity="warning", timeout=SAID_FOR, markup=False)
 
-    def tell(self, text: str, error: bool = False) -> None:
+    def tell(self, text: str, error: bool = False, *, toast: bool = True) -> None:
         """An answer, a refusal, a change of connection: in the status line of every screen
-        and as a notification."""
+        and (``toast``) as a notification."""
+        self._say(text)
+        if toast:
+            self.notify(
+                text, severity="error" if error else "information", timeout=SAID_FOR, markup=False
+            )
+
+    def _say(self, text: str) -> None:
         self.said = text
         for screen in self.screen_stack:
             said = getattr(screen, "said", None)
             if callable(said):
                 said(text)
-        self.notify(
-            text, severity="error" if error else "information", timeout=SAID_FOR, markup=False
-        )
 
     # ------------------------------------------------------------------ navigation
 
     def open_item(self, item_id: str) -> None:
         self.push_screen(ItemScreen(item_id))
 
+    def open_run(self, session_id: str) -> None:
+        self.push_screen(RunScreen(session_id))
+
+    def _read_only(self) -> bool:
+        """True, said at once, when no engine runs to take an action (none is asked)."""
+        if self.feed.live:
+            return False
+        self.tell(READ_ONLY, True)
+        return True
+
     def _item(self) -> str | None:
-        """The item the actions are about: the item screen's, or the board's cursor's."""
+        """The item the actions are about: the item screen's, or the board's cursor's; None
+        (said) when there is none, or no engine to act."""
+        if self._read_only():
+            return None
         selected = getattr(self.screen, "selected", None)
         item_id = selected() if callable(selected) else None
         if item_id is None:
@@ -215,6 +250,9 @@ class Console(App[int]):
         self.push_screen(Choose(f"Status of {self._title(item_id)}:", statuses, current), chosen)
 
     def action_pause(self) -> None:
+        if self._read_only():
+            return
+
         def reasoned(reason: str | None) -> None:
             if reason is not None:
                 said = f" ({reason})" if reason else ""
@@ -226,17 +264,19 @@ class Console(App[int]):
         self.push_screen(Reason("Pause dispatch: why? (for cpe status and the board)"), reasoned)
 
     def action_resume(self) -> None:
-        self.ask("Resume dispatch?", {"op": "resume"})
+        if not self._read_only():
+            self.ask("Resume dispatch?", {"op": "resume"})
 
     def action_refresh_engine(self) -> None:
-        self.ask("Refresh: the engine polls its tracker and forge now?", None)
+        if not self._read_only():
+            self.ask("Refresh: the engine polls its tracker and forge now?", None)
 
     def ask(self, question: str, request: dict[str, Any] | None) -> None:
         """Confirm, then send ``request`` (None: a refresh) in a worker."""
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.tell("asking the engine…")
+                self.tell("asking the engine…", toast=False)
                 self.act(request)
             else:
                 self.tell("nothing done")

@@ -4,7 +4,7 @@ it comes).
 
 The feed is read in worker threads (a socket may be slow; the UI thread never waits on it),
 and what they read is drawn on the UI thread (``call_from_thread``). An agent's output is
-plain text in a ``Log``: never markup, its control characters taken out.
+plain text in a ``TextLog``: never markup, its control characters taken out, wrapped.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Log, Static
+from textual.widgets import DataTable, Footer, Static
 
-from adapters.tui.board import BOARD_CSS, line
+from adapters.tui.board import BOARD_CSS, ConsoleScreen, line
 from adapters.tui.feed import Feed
 from adapters.tui.text import clip, plain, run_header
+from adapters.tui.textlog import TextLog
 
 BACK = Binding("escape,backspace", "app.pop_screen", "back")
 
 
-class ItemScreen(Screen[None]):
+class ItemScreen(ConsoleScreen):
     DEFAULT_CSS = (
         BOARD_CSS
         + """
@@ -44,6 +44,8 @@ class ItemScreen(Screen[None]):
         Binding("s", "app.set_status", "status"),
         Binding("j", "move(1)", show=False),
         Binding("k", "move(-1)", show=False),
+        Binding("pagedown", "page(1)", show=False, priority=True),
+        Binding("pageup", "page(-1)", show=False, priority=True),
     ]
 
     def __init__(self, item_id: str):
@@ -54,11 +56,12 @@ class ItemScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"item {self.item_id}: reading…"), id="head")
+        yield Static(classes="empty", id="connection")
         yield VerticalScroll(Static(id="body"), id="sections")
         table: DataTable[Text] = DataTable(id="sessions", cursor_type="row", cell_padding=1)
         yield table
         yield Static(classes="empty", id="said")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#sessions", DataTable)
@@ -66,6 +69,7 @@ class ItemScreen(Screen[None]):
         table.add_column(Text("role"), key="role")
         table.add_column(Text("ended"), key="ended")
         table.focus()
+        self.lines_of_app()
         self.load()
 
     def selected(self) -> str:
@@ -133,6 +137,11 @@ class ItemScreen(Screen[None]):
         table = self.query_one("#sessions", DataTable)
         table.action_cursor_down() if step > 0 else table.action_cursor_up()
 
+    def action_page(self, step: int) -> None:
+        """PgUp/PgDn scroll the item's detail, whichever part has the focus."""
+        sections = self.query_one("#sections", VerticalScroll)
+        sections.scroll_page_down() if step > 0 else sections.scroll_page_up()
+
     def action_open(self) -> None:
         table = self.query_one("#sessions", DataTable)
         if table.row_count:
@@ -145,9 +154,6 @@ class ItemScreen(Screen[None]):
         if event.row_key.value is not None:
             self.app.push_screen(RunScreen(event.row_key.value))
 
-    def said(self, text: str) -> None:
-        line(self.query_one("#said", Static), text)
-
 
 def _runs_by_session(view: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     if view is None:
@@ -156,7 +162,7 @@ def _runs_by_session(view: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     return {run["session_id"]: run for run in [*runs.get("active", []), *runs.get("recent", [])]}
 
 
-class RunScreen(Screen[None]):
+class RunScreen(ConsoleScreen):
     DEFAULT_CSS = BOARD_CSS + "#facts { height: auto; } #output { height: 1fr; }"
     BINDINGS: ClassVar[list[BindingType]] = [
         BACK,
@@ -175,13 +181,15 @@ class RunScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"run {self.session_id}: reading…"), id="head")
+        yield Static(classes="empty", id="connection")
         yield Static(classes="empty", id="facts")
-        yield Log(id="output", auto_scroll=True)
+        yield TextLog(id="output")
         yield Static(classes="empty", id="said")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.query_one(Log).focus()
+        self.query_one(TextLog).focus()
+        self.lines_of_app()
         self.load()
 
     def on_unmount(self) -> None:
@@ -219,12 +227,13 @@ class RunScreen(Screen[None]):
             for chunk in feed.follow(self.session_id):
                 if self.gone.is_set():
                     return
-                self.app.call_from_thread(self._output, plain(chunk), not self.wrote)
+                self.app.call_from_thread(self._output, chunk, not self.wrote)
                 self.wrote = True
         except Exception as exc:  # the engine went away while the run went on
             self.app.call_from_thread(self._output, f"\n(following stopped: {exc})\n", False)
         finally:
             self.following = False
+            self.app.call_from_thread(self.query_one(TextLog).flush)
         if self.gone.is_set():
             return
         try:  # its output ended: its end, once the engine has recorded it
@@ -250,17 +259,15 @@ class RunScreen(Screen[None]):
         if output:
             text = detail.get("output")
             empty = "nothing yet: the run is starting" if detail.get("live") else "no activity"
-            self._output(plain(text) if text else f"({empty} was recorded)", True)
+            self._output(text if text else f"({empty} was recorded)", True)
+            self.query_one(TextLog).flush()
 
     def _output(self, text: str, fresh: bool) -> None:
-        log = self.query_one(Log)
+        log = self.query_one(TextLog)
         if fresh:
-            log.clear()
-        log.write(text)
+            log.reset()
+        log.feed(text)
 
     def action_scroll(self, step: int) -> None:
-        log = self.query_one(Log)
+        log = self.query_one(TextLog)
         log.scroll_down() if step > 0 else log.scroll_up()
-
-    def said(self, text: str) -> None:
-        line(self.query_one("#said", Static), text)

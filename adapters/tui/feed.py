@@ -61,8 +61,11 @@ class Feed(Protocol):
         ...
 
     def follow(self, session_id: str) -> Iterator[str]:
-        """A live run's output as plain text chunks: what it wrote so far, then as it writes,
-        ending when the run ends (nothing for a run that is not running)."""
+        """A live run's activity as ``cpe runs show --follow`` gives it, a line at a time
+        (each ending in a newline: text, tool calls, their results' first lines; a remote
+        run's streamed output until its transcript comes back): from the run's start, then as
+        it grows, ending when the run ends (nothing for a run that is not running). The
+        activity so far replaces what ``run(session)["output"]`` showed."""
         ...
 
     def act(self, request: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from adapters.host.control import (
     connect,
 )
 from adapters.tui.feed import Refused
+from adapters.tui.following import EngineSide, activity
 
 CONNECT_TIMEOUT = 2.0  # seconds to reach the engine's socket
 ANSWER_TIMEOUT = 30.0  # seconds for a view's answer (an item's body may come from the tracker)
@@ -55,7 +56,7 @@ class SocketFeed:
         self.watch_silence = watch_silence
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
-        self._closed = False
+        self._closing = threading.Event()
 
     # ------------------------------------------------------------------ the Feed
 
@@ -89,15 +90,26 @@ class SocketFeed:
                 return
 
     def follow(self, session_id: str) -> Iterator[str]:
-        try:
-            for line in self._stream({"follow": session_id}, FOLLOW_ANSWER, None):
-                if "output" in line:
-                    yield str(line["output"])
-                elif line.get("end"):
+        """The run's activity lines from its start, as ``cpe runs show --follow`` gives them
+        (``adapters.tui.following``), while the engine says it runs; nothing for a run that
+        is not running."""
+        with self._connection({"follow": session_id}, FOLLOW_ANSWER) as replies:
+            try:
+                first = _read(replies, self._where)
+                if first is None:
                     return
-        except Refused as refused:
-            if refused.kind != "not-found":  # not running: nothing to follow
+                _ok(first)
+            except Refused as refused:
+                if refused.kind == "not-found":  # not running: nothing to follow
+                    return
                 raise
+            replies.sock.settimeout(None)  # a run may be quiet for long
+            engine = EngineSide(lambda: _read(replies, self._where))
+            try:
+                yield from activity(self.state_dir, session_id, engine, self._closing)
+            finally:
+                replies.shut()
+                engine.join(5)
 
     def act(self, request: dict[str, Any]) -> str:
         return str(self._ask({"request": request}, self.act_timeout).get("message", ""))
@@ -107,7 +119,7 @@ class SocketFeed:
 
     def close(self) -> None:
         with self._lock:
-            self._closed = True
+            self._closing.set()
             held = list(self._open)
         for sock in held:
             with contextlib.suppress(OSError):  # already gone
@@ -152,7 +164,7 @@ class SocketFeed:
         except OSError as exc:
             raise Refused("gone", f"cannot reach the engine on {self._where}: {exc}") from None
         with self._lock:
-            if self._closed:
+            if self._closing.is_set():
                 sock.close()
                 raise Refused("gone", "this feed is closed")
             self._open.add(sock)
@@ -185,7 +197,13 @@ class _Connection:
     def __enter__(self) -> _Connection:
         return self
 
+    def shut(self) -> None:
+        """Wake a thread reading it: the end of its input."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
     def __exit__(self, *exc: object) -> None:
+        self.shut()
         self.file.close()
         self.feed._forget(self.sock)
 

@@ -3,8 +3,10 @@ an operator reads when the disk, a lock or a listener fails."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,44 @@ def test_a_second_engine_on_the_same_state_is_told_who_holds_it(tmp_path: Path) 
     assert str(caught.value) == (
         f"{journal}: in use by another cpe (pid {os.getpid()}); one engine per state directory"
     )
+
+
+def test_an_engines_hold_is_refused_at_once_and_a_short_holder_is_waited_for(
+    tmp_path: Path,
+) -> None:
+    """A second ``cpe run`` is told at once (no wait for an engine that runs for days); a
+    request journaled while no engine runs holds the lock a moment: a start waits for it."""
+    journal = tmp_path / "journal.sqlite3"
+    engine, second = InstanceLock(str(journal)), InstanceLock(str(journal))
+    engine.acquire(engine=True)
+    try:
+        assert Path(f"{journal}.lock").read_text() == f"{os.getpid()} engine\n"
+        refused = threading.Event()
+
+        def start() -> None:
+            with contextlib.suppress(JournalInUseError):
+                second.acquire(wait=3600)
+            refused.set()
+
+        threading.Thread(target=start, daemon=True).start()
+        assert refused.wait(60), "a second engine waited for the first to stop"
+    finally:
+        engine.release()
+    short = InstanceLock(str(journal))
+    short.acquire()  # a request journaled offline: the pid alone
+    assert Path(f"{journal}.lock").read_text() == f"{os.getpid()}\n"
+    trying, taken = threading.Event(), threading.Event()
+
+    def start_engine() -> None:
+        trying.set()
+        second.acquire(wait=3600, engine=True)  # refused at once: taken is never set
+        taken.set()
+
+    threading.Thread(target=start_engine, daemon=True).start()
+    assert trying.wait(60)
+    short.release()
+    assert taken.wait(60), "the start did not take the lock once the short holder let go"
+    second.release()
 
 
 def test_a_lock_file_that_cannot_be_opened_is_named_with_why(tmp_path: Path) -> None:

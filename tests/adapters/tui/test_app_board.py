@@ -11,8 +11,19 @@ from pathlib import Path
 import pytest
 
 from adapters.tui.app import Console
+from adapters.tui.board import ListScreen
+from adapters.tui.detail import RunScreen
+from adapters.tui.textlog import TextLog
 from tests.actors.conftest import Harness
-from tests.adapters.tui.console import SIZE, engine_feed, rows, screen_text, shown, until
+from tests.adapters.tui.console import (
+    SIZE,
+    engine_feed,
+    rows,
+    run_rows,
+    screen_text,
+    shown,
+    until,
+)
 
 
 @pytest.fixture
@@ -41,8 +52,20 @@ async def board(harness: Harness, app: Console) -> None:
             assert greeting[1].startswith("Greeting [b]bold[/b] xxx")  # as written: data
             assert greeting[1].endswith("…")
             assert farewell[:4] == ["#1", "Farewell", "done", "0/3"]
-            await until(pilot, lambda: run.session_id in shown(app, "#runs"))
-            assert "implementor #2" in shown(app, "#runs")
+            await until(pilot, lambda: len(run_rows(app)) == 1)
+            assert run_rows(app)[0][:4] == [run.session_id, "implementor", "#2", "running"]
+            # its age ticks while no view comes (nothing changes in the engine)
+            await until(pilot, lambda: run_rows(app)[0][4] == "2s")
+            await pilot.press("d")  # every recent decision, wrapped to the width
+            assert isinstance(app.screen, ListScreen)
+            decisions = app.screen.query_one(TextLog).text_lines
+            assert any("implementor dispatched" in text for text in decisions)
+            assert all(len(line) <= SIZE[0] for line in screen_text(app).splitlines())
+            await pilot.press("escape")
+            await pilot.press("tab", "enter")  # the runs' table, its run
+            assert isinstance(app.screen, RunScreen)
+            assert app.screen.session_id == run.session_id
+            await pilot.press("escape")
             assert "engine running" in shown(app, "#head")
             text = screen_text(app)
             assert "Greeting [b]bold[/b]" in text

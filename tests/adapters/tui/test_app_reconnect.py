@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.tui.app import NOT_RUNNING, Console
+from adapters.tui.app import CONNECTED, NOT_RUNNING, READ_ONLY, Console
+from adapters.tui.detail import ItemScreen
 from tests.actors.conftest import Harness
 from tests.adapters.host.serving import serving
 from tests.adapters.tui.console import SIZE, reopen, rows, shown, until
@@ -44,9 +45,13 @@ def test_the_console_says_the_engine_stopped_and_reconnects_to_the_next(harness:
             assert "showing its last state; reconnecting…" in shown(app, "#connection")
             assert rows(app)[0][:3] == ["#1", "Greeting", "done"]  # the last state
             assert not app.feed.live
-            await pilot.press("p", "enter", "y")  # a pause, asked of no engine
-            await until(pilot, lambda: app.said.startswith("refused"))
-            assert "the engine is not running" in app.said
+            await pilot.press("p")  # a pause, asked of no engine: refused at once
+            assert app.said == READ_ONLY
+            assert app.screen is app.board  # no dialog asked first
+            await pilot.press("enter")  # the item's screen says the engine stopped too
+            assert isinstance(app.screen, ItemScreen)
+            assert "engine stopped at" in shown(app, "#connection")
+            await pilot.press("escape")
 
             second = harness.engine()
             await asyncio.to_thread(stack.enter_context, serving(harness, second))
@@ -64,21 +69,28 @@ def test_the_console_says_the_engine_stopped_and_reconnects_to_the_next(harness:
     assert app.return_code == 0
 
 
-def test_a_stopped_engine_shows_its_last_state_read_only(harness: Harness) -> None:
+def test_a_stopped_engine_shows_its_last_state_read_only_until_one_runs(
+    harness: Harness,
+) -> None:
     with serving(harness):
         pass  # an engine ran, and stopped (its journal holds the items)
     harness.engines[0].stop(reason="stopped by the test")
 
-    async def scenario(app: Console) -> None:
+    async def scenario(app: Console, stack: contextlib.ExitStack) -> None:
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: len(rows(app)) == 1)
             assert shown(app, "#connection") == NOT_RUNNING
             assert "engine stopped" in shown(app, "#head")
-            await pilot.press("r", "y")
-            await until(pilot, lambda: app.said.startswith("refused"))
-            assert "the engine is not running" in app.said
+            await pilot.press("r")
+            assert app.said == READ_ONLY
+
+            await asyncio.to_thread(stack.enter_context, serving(harness))
+            await until(pilot, lambda: app.said == CONNECTED)
+            assert shown(app, "#connection") == ""
+            assert "engine running" in shown(app, "#head")
             await pilot.press("q")
 
     feed = reopen(harness.tmp_path)()
     assert not feed.live
-    asyncio.run(scenario(Console(feed, reopen(harness.tmp_path))))
+    with contextlib.ExitStack() as stack:
+        asyncio.run(scenario(Console(feed, reopen(harness.tmp_path)), stack))

@@ -16,9 +16,12 @@ import pytest
 from adapters.host.control import SOCKET_NAME
 from adapters.tui.feed import Feed, Refused
 from adapters.tui.socket_feed import SocketFeed
+from domain.models import SessionId
 from tests.actors.conftest import Harness, wait_until
+from tests.adapters.dashboard.test_dashboard_activity import WORKTREE, record
 from tests.adapters.host.serving import Served, serving
 from tests.fakes.runtime import FakeRun
+from tests.support.transcripts import assistant, text, tool
 
 
 @pytest.fixture
@@ -92,7 +95,7 @@ def test_close_ends_a_watch_and_a_follow_another_thread_is_in(
     harness: Harness, served: Served, feed: SocketFeed
 ) -> None:
     run = _running(harness, served)
-    run.say("first words")
+    record(harness, run.session_id).record_native(assistant(text("first words")))
     seen: dict[str, Any] = {}
     watched, followed = threading.Event(), threading.Event()
 
@@ -112,7 +115,7 @@ def test_close_ends_a_watch_and_a_follow_another_thread_is_in(
         thread.join(30)
         assert not thread.is_alive(), "close() did not end it"
     assert seen["boards"][0]["work_items"]
-    assert seen["chunks"] == ["first words"]
+    assert seen["chunks"] == ["assistant: first words\n"]
     with pytest.raises(Refused) as closed:
         feed.board()
     assert closed.value.kind == "gone"
@@ -124,22 +127,31 @@ def _noting(boards: Iterator[dict[str, Any]], started: threading.Event) -> Itera
         yield board
 
 
-def test_a_run_is_followed_until_it_ends_and_one_not_running_gives_nothing(
+def test_a_run_is_followed_as_cpe_runs_show_follows_it_until_it_ends(
     harness: Harness, served: Served, feed: SocketFeed
 ) -> None:
+    """Its activity from its start, line by line as its transcript grows (not the engine's
+    prose stream); the follow ends with the run; nothing for a run that is not running."""
     run = _running(harness, served)
-    chunks = feed.follow(run.session_id)
-    run.say("Reading the work item. ")
-    assert next(chunks) == "Reading the work item. "
-    run.say("Writing it.")
-    assert next(chunks) == "Writing it."
+    files = record(harness, run.session_id)
+    files.record_native(assistant(text("Reading the work item.")))
+    run.say("prose from the engine's stream")  # a local run's transcript says what it does
+    lines = feed.follow(run.session_id)
+    assert next(lines) == "assistant: Reading the work item.\n"
+    files.record_native(assistant(tool("Write", file_path=f"{WORKTREE}/greet.py", content="x")))
+    assert next(lines) == "tool Write: greet.py (1 chars)\n"
+    files.record_native(assistant(text("Done.")))
+    files.finish("completed", 0)
     run.complete()
-    assert list(chunks) == []  # the run ended: so does the follow
-    wait_until(
-        lambda: not served.engine.get_state().agent_runs[run.session_id].is_active, served.engine
-    )
+    assert list(lines) == ["assistant: Done.\n"]  # then the run ended: so does the follow
+    wait_until(lambda: not _active(served, run.session_id), served.engine)
     assert list(feed.follow(run.session_id)) == []
     assert list(feed.follow("implementor-nope")) == []
+
+
+def _active(served: Served, session_id: str) -> bool:
+    run = served.engine.get_state().agent_runs.get(SessionId(session_id))
+    return run is not None and run.is_active
 
 
 def test_a_request_is_taken_or_refused_with_its_kind_and_a_refresh_polls(
@@ -187,19 +199,20 @@ def test_a_token_in_a_title_or_a_runs_output_never_crosses_the_socket(
         feed = SocketFeed(served.state_dir)
         try:
             run = _running(harness, served)
-            chunks = feed.follow(run.session_id)
+            files = record(harness, run.session_id)
+            files.record_native(assistant(tool("Bash", command=f"export GH_TOKEN={SECRET}")))
             run.say(f"export GH_TOKEN={SECRET}\n")
-            followed = next(chunks)
+            followed = next(feed.follow(run.session_id))
             wait_until(lambda: SECRET in _buffered(served, run), served.engine)
             views = [feed.board(), feed.item("1"), feed.run(run.session_id), next(feed.watch())]
         finally:
             feed.close()
-    assert followed == "export GH_TOKEN=[redacted]\n"
+    assert followed == "tool Bash: export GH_TOKEN=[REDACTED]\n"  # as its record has it
     for view in views:
         assert view is not None
         assert SECRET not in str(view)
     assert views[0]["work_items"][0]["title"] == "rotate [redacted]"
-    assert "export GH_TOKEN=[redacted]" in views[2]["output"]
+    assert "tool Bash: export GH_TOKEN=[REDACTED]" in views[2]["output"]
 
 
 def _buffered(served: Served, run: FakeRun) -> str:

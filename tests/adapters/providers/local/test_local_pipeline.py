@@ -360,6 +360,36 @@ def test_a_newer_head_cancels_the_run_of_the_old_one(
     assert listed.pipeline.status == "success"
 
 
+def test_the_head_the_merge_queue_tests_runs_before_revisions_queued_earlier(
+    repo: Repo, tmp_path: Path, gate: Gate
+) -> None:
+    """Trial of issue 39: 200 items made revisions faster than the pipeline ran them, and the
+    merge queue's head waited behind every one of them (12 minutes, 90 approved items, nothing
+    landed). The queue's run goes first; the others keep their order."""
+    with LocalProvider(
+        repo.root, tmp_path / "state", pipeline=LocalPipeline(gate.command, WAIT)
+    ) as provider:
+        writer = provider.revision_writer
+        assert writer is not None
+        revisions = Revisions(repo, provider, tmp_path)
+        revisions.create(42, "cpe/1-busy")
+        busy, _, _ = gate.started()  # the runner is busy: what follows is queued
+        landing = revisions.create(42, "cpe/2-lands")
+        earlier = revisions.create(42, "cpe/3-earlier")
+        later = revisions.create(42, "cpe/4-later")
+        repo.commit("main moves on", {"NOTES.md": "moved\n"})
+        tested = writer.update_branch(landing.id).revision.head_sha  # queued last
+        assert tested != landing.head_sha
+        busy.sendall(b"0")
+        order = []
+        for _ in range(3):
+            conn, cwd, _ = gate.started()
+            order.append(Repo(cwd).head())
+            conn.sendall(b"0")
+        assert provider.wait_for_pipelines(WAIT)
+    assert order == [tested, earlier.head_sha, later.head_sha]
+
+
 def test_close_cancels_a_run_and_the_next_start_runs_it_again(
     repo: Repo, tmp_path: Path, gate: Gate
 ) -> None:
