@@ -4,10 +4,11 @@ address), the real ``claude`` CLI and a scripted model whose implementor hangs.
 
 Within a test only a delivery can make cpe poll: a maintainer's ``cpe:admit`` label on a
 stranger's issue reaches cpe as GitHub's ``issues`` ``labeled`` delivery and the item is
-dispatched at once. A delivery signed with another secret, one in the form content type, one
-over ``max_body_bytes`` and a replayed one are refused and poll nothing; the refused label,
-redelivered once the hook's secret is right, dispatches the item. A burst of a hundred
-deliveries makes a few polls, bounded by its duration over ``min_gap``, not a hundred."""
+dispatched at once. A delivery signed with another secret, one in the form content type and one
+over ``max_body_bytes`` are refused, a replayed one is answered "already delivered", and none
+polls; the refused label, redelivered once the hook's secret is right, dispatches the item. A
+burst of a hundred deliveries makes a few polls, bounded by its duration over ``min_gap``, not
+a hundred."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ SECRET = "the hook's secret, shared with GitHub"
 STRANGER, MAINTAINER = "mallory", "maria"
 HOUR = 3600  # the pollers' interval: no poll comes from it while a test runs
 LIST = "issues/list-for-repo"
+POLLS = "cpe_webhook_polls_total"
 
 
 @dataclass
@@ -176,7 +178,7 @@ def test_a_maintainers_label_dispatches_the_item_at_once_not_at_the_next_poll(
         assert "work_items" in said["polls"]  # type: ignore[operator]
         assert lists(github) > before  # the delivery's poll read the issues
         assert cpe.metric("cpe_webhook_deliveries_total", vendor="github", outcome="accepted")
-        assert cpe.metric("cpe_webhook_polls_total", poller="work_items") >= 1
+        assert cpe.metric(POLLS, poller="work_items") >= 1
     print(f"\nlabel -> implementor started: {started:.2f} s (the pollers' interval: {HOUR} s)")
 
 
@@ -186,8 +188,9 @@ def test_refused_deliveries_poll_nothing_and_a_redelivery_with_the_right_secret_
     issue = github.add_issue("Greeting", "Add greet(name).", user=STRANGER)
     # GitHub takes issue bodies up to 65,536 characters: a payload carrying one is over 64 KiB.
     long = github.add_issue("Long", "x" * 65_000, user=STRANGER)
+    quiet = github.add_issue("Quiet", "Not for cpe.", user=STRANGER)
     with cpe_on(tmp_path, github, processes, webhooks="max_body_bytes = 65536") as cpe:
-        polled_once(cpe, issue, long)
+        polled_once(cpe, issue, long, quiet)
         before = lists(github)
         hook = github.hooks.add(f"{cpe.url}/hooks/github", "not the secret cpe has")
         github.label_issue(issue, "cpe:admit", actor=MAINTAINER)
@@ -210,8 +213,23 @@ def test_refused_deliveries_poll_nothing_and_a_redelivery_with_the_right_secret_
             for reason in ("signature", "type", "size")
         }
         assert refusals == {"signature": 2, "type": 1, "size": 1}
-        assert cpe.metric("cpe_webhook_polls_total", poller="work_items") == 0
+        assert cpe.metric(POLLS, poller="work_items") == 0
         assert lists(github) == before  # no poll: the fake's request log says so too
+        assert cpe.server.hanging == 0
+
+        # Taken, then replayed: the same GUID again is answered 200 (a 4xx would count as a
+        # failure) and asks for no poll. (A label on an ignored issue: cpe polls, writes nothing.)
+        github.label_issue(quiet, "docs", actor=MAINTAINER)
+        taken = last(github, "issues", "labeled")
+        assert taken.status == 202, taken.attempts
+        assert wait_for(lambda: cpe.metric(POLLS, poller="work_items") >= 1, 120), cpe.said()
+        polls = cpe.metric(POLLS, poller="work_items")
+        github.hooks.redeliver(taken.id)
+        github.hooks.wait_idle()
+        assert taken.status == 200
+        assert answer(taken) == {"ignored": "already delivered"}
+        assert cpe.metric("cpe_webhook_deliveries_total", vendor="github", outcome="duplicate")
+        assert cpe.metric(POLLS, poller="work_items") == polls
         assert cpe.server.hanging == 0
 
         # A refused delivery was not remembered: redelivered, signed right now, it is taken.
@@ -220,16 +238,6 @@ def test_refused_deliveries_poll_nothing_and_a_redelivery_with_the_right_secret_
         github.hooks.wait_idle()
         assert signed_wrong.status == 202
         assert answer(signed_wrong)["accepted"] == signed_wrong.id
-
-        # Replayed: the same GUID again is answered 200 (a 4xx would count as a failure) and
-        # asks for no poll.
-        polls = cpe.metric("cpe_webhook_polls_total", poller="work_items")
-        github.hooks.redeliver(signed_wrong.id)
-        github.hooks.wait_idle()
-        assert signed_wrong.status == 200
-        assert answer(signed_wrong) == {"ignored": "already delivered"}
-        assert cpe.metric("cpe_webhook_deliveries_total", vendor="github", outcome="duplicate")
-        assert cpe.metric("cpe_webhook_polls_total", poller="work_items") == polls
 
 
 def test_a_burst_of_a_hundred_deliveries_makes_a_few_polls(
@@ -249,7 +257,7 @@ def test_a_burst_of_a_hundred_deliveries_makes_a_few_polls(
         assert len(burst) == 100
         assert len({d.id for d in burst}) == 100
         assert [d.status for d in burst] == [202] * 100
-        webhook_polls = cpe.metric("cpe_webhook_polls_total", poller="work_items")
+        webhook_polls = cpe.metric(POLLS, poller="work_items")
         cpe.engine.send_signal(signal.SIGTERM)
         assert cpe.engine.wait(120) == 0, cpe.said()
         lasted = time.monotonic() - begun
