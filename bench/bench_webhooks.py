@@ -137,7 +137,7 @@ def seeded(base: Path) -> FakeGitHub:
     return fake
 
 
-def measure(mode: Mode, samples: int, checks: int) -> Result:
+def measure(mode: Mode, samples: int, checks: int, keep: Path | None = None) -> Result:
     result = Result()
     with (
         tempfile.TemporaryDirectory(prefix="cpe-bench-hooks-") as scratch,
@@ -183,6 +183,9 @@ def measure(mode: Mode, samples: int, checks: int) -> Result:
                 if process.poll() is None:
                     process.terminate()
                     process.wait(120)
+            if keep is not None:
+                keep.mkdir(parents=True, exist_ok=True)
+                (keep / f"{mode.name}.log").write_text((home / "cpe.log").read_text())
     return result
 
 
@@ -236,6 +239,8 @@ def main() -> None:
     )
     parser.add_argument("--checks", type=int, default=3, help="finished checks per mode")
     parser.add_argument("--modes", default="webhooks,poll-5,poll-30", help=f"of {', '.join(MODES)}")
+    parser.add_argument("--keep", type=Path, help="a directory to keep each mode's cpe log in")
+    parser.add_argument("--each", action="store_true", help="print each sample's seconds too")
     args = parser.parse_args()
     isolate_git_for_a_benchmark()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -248,7 +253,9 @@ def main() -> None:
     for name in args.modes.split(","):
         mode = MODES[name.strip()]
         samples = args.samples if mode.webhooks else args.polled_samples
-        result = measure(mode, samples, args.checks)
+        result = measure(mode, samples, args.checks, args.keep)
+        if args.each:
+            print(f"<!-- {mode.name}: {result} -->")
         print(
             f"| {mode.name} | {samples} | {shown(result.label_event)} "
             f"| {shown(result.label_dispatch)} | {shown(result.label_agent)} "
