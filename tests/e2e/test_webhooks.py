@@ -5,10 +5,10 @@ address), the real ``claude`` CLI and a scripted model whose implementor hangs.
 Within a test only a delivery can make cpe poll: a maintainer's ``cpe:admit`` label on a
 stranger's issue reaches cpe as GitHub's ``issues`` ``labeled`` delivery and the item is
 dispatched at once. A delivery signed with another secret, one in the form content type and one
-over ``max_body_bytes`` are refused, a replayed one is answered "already delivered", and none
-polls; the refused label, redelivered once the hook's secret is right, dispatches the item. A
-burst of a hundred deliveries makes a few polls, bounded by its duration over ``min_gap``, not
-a hundred."""
+over ``max_body_bytes`` are refused and poll nothing; the one refused for its signature,
+redelivered once the hook's secret is right, is taken, and replayed it is answered "already
+delivered" and polls nothing. A burst of a hundred deliveries makes a few polls, bounded by its
+duration over ``min_gap``, not a hundred."""
 
 from __future__ import annotations
 
@@ -182,27 +182,28 @@ def test_a_maintainers_label_dispatches_the_item_at_once_not_at_the_next_poll(
     print(f"\nlabel -> implementor started: {started:.2f} s (the pollers' interval: {HOUR} s)")
 
 
-def test_refused_deliveries_poll_nothing_and_a_redelivery_with_the_right_secret_works(
+def test_refused_and_replayed_deliveries_poll_nothing(
     tmp_path: Path, github: FakeGitHub, processes: list[subprocess.Popen[str]]
 ) -> None:
     issue = github.add_issue("Greeting", "Add greet(name).", user=STRANGER)
+    quiet = github.add_issue("Quiet", "Not for cpe.", user=STRANGER)
     # GitHub takes issue bodies up to 65,536 characters: a payload carrying one is over 64 KiB.
     long = github.add_issue("Long", "x" * 65_000, user=STRANGER)
-    quiet = github.add_issue("Quiet", "Not for cpe.", user=STRANGER)
     # min_gap 0: a delivery asks one poll, no follow-up, so a replay's would show.
     settings = "max_body_bytes = 65536\nmin_gap = 0"
     with cpe_on(tmp_path, github, processes, webhooks=settings) as cpe:
-        polled_once(cpe, issue, long, quiet)
+        polled_once(cpe, issue, quiet, long)
         before = lists(github)
+        # Labels on issues cpe ignores: taken, each would make cpe poll and change nothing.
         hook = github.hooks.add(f"{cpe.url}/hooks/github", "not the secret cpe has")
-        github.label_issue(issue, "cpe:admit", actor=MAINTAINER)
+        github.label_issue(quiet, "docs", actor=MAINTAINER)
         signed_wrong = last(github, "issues", "labeled")
         hook.secret = SECRET
         hook.content_type = "form"  # GitHub's default content type for a new hook
-        github.label_issue(issue, "later", actor=MAINTAINER)
+        github.label_issue(quiet, "question", actor=MAINTAINER)
         as_form = last(github, "issues", "labeled")
         hook.content_type = "json"
-        github.label_issue(long, "much-later", actor=MAINTAINER)
+        github.label_issue(long, "later", actor=MAINTAINER)
         too_big = last(github, "issues", "labeled")
 
         assert last(github, "ping").status == 401
@@ -217,29 +218,28 @@ def test_refused_deliveries_poll_nothing_and_a_redelivery_with_the_right_secret_
         assert refusals == {"signature": 2, "type": 1, "size": 1}
         assert cpe.metric(POLLS, poller="work_items") == 0
         assert lists(github) == before  # no poll: the fake's request log says so too
-        assert cpe.server.hanging == 0
 
-        # Taken, then replayed: the same GUID again is answered 200 (a 4xx would count as a
-        # failure) and asks for no poll. (A label on an ignored issue: cpe polls, writes nothing.)
-        github.label_issue(quiet, "docs", actor=MAINTAINER)
-        taken = last(github, "issues", "labeled")
-        assert taken.status == 202, taken.attempts
+        # A refused delivery was not remembered: redelivered, signed right now, it is taken.
+        github.hooks.redeliver(signed_wrong.id)
+        github.hooks.wait_idle()
+        assert signed_wrong.status == 202
+        assert answer(signed_wrong)["accepted"] == signed_wrong.id
         assert wait_for(lambda: cpe.metric(POLLS, poller="work_items") >= 1, 120), cpe.said()
         polls = cpe.metric(POLLS, poller="work_items")
-        github.hooks.redeliver(taken.id)
+
+        # Replayed: the same GUID again is answered 200 (a 4xx would count as a failure) and
+        # asks for no poll.
+        github.hooks.redeliver(signed_wrong.id)
         github.hooks.wait_idle()
-        assert taken.status == 200
-        assert answer(taken) == {"ignored": "already delivered"}
+        assert signed_wrong.status == 200
+        assert answer(signed_wrong) == {"ignored": "already delivered"}
         assert cpe.metric("cpe_webhook_deliveries_total", vendor="github", outcome="duplicate")
         assert cpe.metric(POLLS, poller="work_items") == polls
         assert cpe.server.hanging == 0
 
-        # A refused delivery was not remembered: redelivered, signed right now, it is taken.
-        github.hooks.redeliver(signed_wrong.id)
+        # And the receiver still takes what comes next: the maintainer's label dispatches.
+        github.label_issue(issue, "cpe:admit", actor=MAINTAINER)
         assert wait_for(lambda: cpe.server.hanging >= 1, 300), cpe.said()
-        github.hooks.wait_idle()
-        assert signed_wrong.status == 202
-        assert answer(signed_wrong)["accepted"] == signed_wrong.id
 
 
 def test_a_burst_of_a_hundred_deliveries_makes_a_few_polls(
