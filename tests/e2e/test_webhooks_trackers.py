@@ -3,7 +3,8 @@ the fake's hook pointed at cpe's ``/hooks/<vendor>``, the real ``claude`` CLI an
 model whose implementor hangs. A teammate's new issue reaches cpe as the vendor's delivery and
 is dispatched at once: on GitLab (``Issue Hook``, ``X-Gitlab-Token``), on Linear with the
 revisions on GitHub (``Issue`` ``create``, ``Linear-Signature``; a delivery whose
-``webhookTimestamp`` is two minutes old is refused first and polls nothing)."""
+``webhookTimestamp`` is two minutes old is refused first and polls nothing), on Jira with the
+revisions local (``jira:issue_created``, ``X-Hub-Signature``)."""
 
 from __future__ import annotations
 
@@ -22,12 +23,16 @@ from tests.e2e.gitlab_loop import TOKEN as GITLAB_TOKEN
 from tests.e2e.gitlab_loop import TOKEN_ENV as GITLAB_TOKEN_ENV
 from tests.e2e.gitlab_loop import USERNAME
 from tests.e2e.gitlab_loop import clone_for_cpe as clone_gitlab
+from tests.e2e.jira_loop import TOKEN as JIRA_TOKEN
+from tests.e2e.jira_loop import TOKEN_ENV as JIRA_TOKEN_ENV
+from tests.e2e.jira_loop import jira_for_the_loop, jira_repo
 from tests.e2e.linear_loop import LINEAR_TOKEN, LINEAR_TOKEN_ENV, prepare_linear
 from tests.e2e.running import make_cpe_repo, start_cpe_with_a_hanging_implementor, wait_for
 from tests.e2e.test_mixed_pairs import APART, ONE_SYSTEM
 from tests.e2e.test_webhooks import HOUR, dashboard_url
 from tests.fakes.github import FakeGitHub
 from tests.fakes.gitlab import FakeGitLab
+from tests.fakes.jira import TEAMMATE as JIRA_TEAMMATE
 from tests.fakes.linear.fake import TEAMMATE, FakeLinear
 from tests.support.git import git, isolate_git
 
@@ -140,3 +145,33 @@ def test_a_teammates_linear_issue_is_dispatched_and_a_stale_delivery_is_refused(
             assert (fresh.event, fresh.status) == ("Comment", 200)
     assert SECRET not in log.read_text()
     print(f"\nLinear comment -> implementor started: {took:.2f} s (polls: {HOUR} s)")
+
+
+def test_a_teammates_jira_issue_is_dispatched_by_the_admin_webhook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, processes: list[subprocess.Popen[str]]
+) -> None:
+    isolate_git(monkeypatch)
+    with jira_for_the_loop() as jira:
+        repo = jira_repo(tmp_path, jira)
+        hour_long_polls(repo, f'jira_secret_env = "{SECRET_ENV}"')
+        home = tmp_path / "home"
+        home.mkdir()
+        env = {JIRA_TOKEN_ENV: JIRA_TOKEN, SECRET_ENV: SECRET}
+        with start_cpe_with_a_hanging_implementor(repo, home, processes, env) as (_, model):
+            log = home / "cpe.log"
+            assert wait_for(lambda: dashboard_url(log) is not None, 120), log.read_text()
+            url = dashboard_url(log)
+            # cpe's first poll searched the project: from now on only a delivery polls.
+            assert wait_for(lambda: any("search" in (r.route or "") for r in jira.requests), 120)
+            jira.hooks.add(f"{url}/hooks/jira", SECRET)
+            started = time.monotonic()
+            key = jira.open_issue("Greeting", "Add greet(name).", by=JIRA_TEAMMATE)
+            assert wait_for(lambda: model.hanging >= 1, 300), log.read_text()[-6000:]
+            took = time.monotonic() - started
+            jira.hooks.wait_idle()
+            created = jira.hooks.deliveries[0]
+            assert (created.event, created.status) == ("jira:issue_created", 202)
+            assert json.loads(created.attempts[0].answer)["accepted"] == created.id
+            assert key in log.read_text()
+    assert SECRET not in log.read_text()
+    print(f"\nJira issue created -> implementor started: {took:.2f} s (polls: {HOUR} s)")
