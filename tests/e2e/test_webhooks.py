@@ -55,15 +55,11 @@ class Running:
     def metric(self, name: str, **labels: str) -> float:
         """A sample of ``/metrics`` (0 when it has none yet)."""
         text = httpx.get(f"{self.url}/metrics", timeout=30).text
-        wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
         for line in text.splitlines():
             key, _, value = line.rpartition(" ")
-            if key == (f"{name}{{{wanted}}}" if labels else name):
+            family, _, rest = key.partition("{")
+            if family == name and dict(re.findall(r'(\w+)="([^"]*)"', rest)) == labels:
                 return float(value)
-            if labels and key.startswith(name + "{"):
-                got = dict(re.findall(r'(\w+)="([^"]*)"', key))
-                if got == labels:
-                    return float(value)
         return 0.0
 
 
