@@ -8,10 +8,10 @@ restart resumes it: a run interrupted by a crash goes back to ``pending`` and it
 worktree is removed.
 
 Runs go one at a time, oldest first — on a small machine two test suites at once are slower than
-two in a row — except that a head the merge queue tests to land it goes first: what lands waits
-for no revision made meanwhile (a burst of new revisions held the queue for their whole runs).
-A run whose revision gets a newer head is cancelled: its result would describe a head nobody
-will look at.
+two in a row — except that a head the merge queue tests to land it goes first (``landing``):
+what lands waits for no revision made meanwhile (a burst of new revisions held the queue for
+their whole runs). A run whose revision gets a newer head is cancelled: its result would describe a
+head nobody will look at.
 
 **The baseline**: the pipeline also runs on the default branch's head, at start and whenever the
 head moves (``RevisionStore.baseline`` queues it), ahead of any revision: a revision's red
@@ -140,21 +140,20 @@ class PipelineRunner:
 
     def _claim_revision(self) -> _Job | None:
         with self._store.db.write() as conn:
-            rows = conn.execute(
+            row = conn.execute(
                 "SELECT p.revision_id, p.head_sha FROM pipeline_runs p JOIN revisions r "
                 "ON r.id = p.revision_id AND r.head_sha = p.head_sha "
                 "WHERE p.status = 'pending' AND r.state = 'open' "
-                "ORDER BY p.queued_at, p.revision_id"
-            ).fetchall()
-            chosen = self._store.landing_first([(r["revision_id"], r["head_sha"]) for r in rows])
-            if chosen is None:
+                "ORDER BY p.landing DESC, p.queued_at, p.revision_id LIMIT 1"
+            ).fetchone()
+            if row is None:
                 return None
-            revision_id, sha = chosen
+            sha: str = row["head_sha"]
             job = _Job(
-                revision_id=revision_id,
+                revision_id=row["revision_id"],
                 head_sha=sha,
                 workdir=LocalPipeline.make_workdir(),
-                log_path=self._logs_dir / f"{revision_id}-{sha[:12]}.log",
+                log_path=self._logs_dir / f"{row['revision_id']}-{sha[:12]}.log",
             )
             conn.execute(
                 "UPDATE pipeline_runs SET status = 'running', started_at = ?, worktree_path = ?, "

@@ -63,26 +63,6 @@ class RevisionStore:
     on_new_head: Callable[[], None] = lambda: None
     # Told when a pipeline run's result is recorded (``ChangeNotifier``: the engine polls now).
     on_pipeline_done: list[Callable[[], None]] = field(default_factory=list)
-    # The heads the merge queue waits on (revision id, head): their runs go before the other
-    # revisions' (``PipelineRunner``). Kept in memory: after a restart the queue asks for its
-    # head's update again, which names it again.
-    _landing: set[tuple[int, str]] = field(default_factory=set)
-    _landing_lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def landing(self, revision_id: int, head_sha: str) -> None:
-        """The merge queue tests ``head_sha`` of the revision to land it: run it next."""
-        with self._landing_lock:
-            self._landing.add((revision_id, head_sha))
-
-    def landing_first(self, pending: list[tuple[int, str]]) -> tuple[int, str] | None:
-        """Of the pending runs (oldest first), the first the merge queue waits on, else the
-        first; that one is no longer waited on."""
-        if not pending:
-            return None
-        with self._landing_lock:
-            chosen = next((run for run in pending if run in self._landing), pending[0])
-            self._landing.discard(chosen)
-        return chosen
 
     def pipeline_done(self) -> None:
         for callback in list(self.on_pipeline_done):
@@ -211,6 +191,15 @@ class RevisionStore:
                 "VALUES (?, ?, 'pending', ?)",
                 (revision_id, head_sha, now()),
             )
+
+    def landing_first(self, conn: sqlite3.Connection, revision_id: int, head_sha: str) -> None:
+        """The merge queue tests ``head_sha`` of the revision to land it: its queued run goes
+        before the other revisions' (``PipelineRunner``)."""
+        conn.execute(
+            "UPDATE pipeline_runs SET landing = 1 "
+            "WHERE revision_id = ? AND head_sha = ? AND status = 'pending'",
+            (revision_id, head_sha),
+        )
 
     def rerun_failed_pipeline(self, conn: sqlite3.Connection, revision_id: int, head: str) -> bool:
         """Queue ``head``'s failed run again; False when it has none. For an update that left

@@ -1,6 +1,6 @@
 """The tracker database's schema migrations: a database made by an older cpe opens with every
 row as it was, and gains what the new schema adds (a revision's work item kept as another
-tracker's key, version 3)."""
+tracker's key, version 3; a pipeline run the merge queue waits on, version 4)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
     out = {}
     for table in tables:
         columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
-        kept = [c for c in columns if c != "work_item_key"]  # version 3's
+        kept = [c for c in columns if c not in ("work_item_key", "landing")]  # versions 3, 4
         out[table] = conn.execute(f"SELECT {', '.join(kept)} FROM {table} ORDER BY 1").fetchall()
     conn.close()
     return out
