@@ -40,6 +40,7 @@ from adapters.runtime.common import DAY, ExpandedPath, Seconds
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
 from adapters.runtime.settings import RuntimeKind, RuntimeSettings
+from adapters.support.addresses import check_listen
 from domain.errors import ConfigError
 from domain.handlers.options import HandlerOptions
 from domain.models import AGENT_ROLES, AgentRole
@@ -286,16 +287,9 @@ class DashboardSection(_Section):
     @field_validator("listen")
     @classmethod
     def _host_and_port(cls, value: str) -> str:
-        if not value:
-            return value
-        host, colon, port = value.rpartition(":")
-        host = host.removeprefix("[").removesuffix("]")
-        if not colon or not host or not port.isdecimal() or int(port) > 65535:
-            raise ValueError(
-                "expected HOST:PORT (e.g. 127.0.0.1:8765, [::1]:8765; port 0 for any free "
-                "one), or an empty string to turn the dashboard off"
-            )
-        return value
+        return check_listen(
+            value, example="127.0.0.1:8765, [::1]:8765", when_empty="turn the dashboard off"
+        )
 
 
 class CpeConfig(_Section):

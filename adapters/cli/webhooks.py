@@ -6,7 +6,6 @@ length."""
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +16,7 @@ from adapters.cli.repository import resolve_config
 from adapters.cli.settings import CpeConfig
 from adapters.host.webhooks.settings import SECRET_KEYS
 from adapters.host.webhooks.verify import VENDORS, Vendor
+from adapters.support.addresses import is_loopback
 from domain.errors import ConfigError
 
 NAMES: dict[Vendor, str] = {
@@ -139,7 +139,7 @@ def _base(config: CpeConfig) -> tuple[str | None, str]:
     if host in {"0.0.0.0", "::"}:
         return f"http://THIS-HOST:{shown_port}", serves + "; every interface of this machine"
     shown = f"[{host}]" if ":" in host else host
-    if _is_loopback(host):
+    if is_loopback(host):
         serves += (
             "; loopback: a vendor reaches it only through a reverse proxy or a tunnel that "
             "passes the body unchanged (its public HTTPS URL + /hooks/...)"
@@ -162,13 +162,3 @@ def _register_at(config: CpeConfig, vendor: Vendor) -> str:
         base = provider.jira.base_url.rstrip("/")
         return f"{base}/plugins/servlet/webhooks (a Jira admin: System > WebHooks; its Secret)"
     return f"the {NAMES[vendor]} settings of the project"
-
-
-def _is_loopback(host: str) -> bool:
-    """(adapters/dashboard/server.py's, not imported: this command stays off the web stack)"""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

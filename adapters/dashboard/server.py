@@ -17,7 +17,6 @@ taken instead (``fallback``), and ``url`` says which.
 from __future__ import annotations
 
 import errno
-import ipaddress
 import logging
 import socket
 import threading
@@ -29,6 +28,7 @@ import uvicorn
 from adapters.dashboard.source import Source
 from adapters.dashboard.web import create_app, create_hooks_app
 from adapters.host.webhooks.receiver import WebhookReceiver
+from adapters.support.addresses import is_loopback
 from domain.errors import ConfigError
 
 log = structlog.get_logger("cpe.dashboard")
@@ -43,15 +43,6 @@ WAY_OUT = (
 def split_listen(listen: str) -> tuple[str, int]:
     host, _, port = listen.rpartition(":")
     return host.removeprefix("[").removesuffix("]"), int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def address(host: str, port: int) -> str:

@@ -11,6 +11,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adapters.host.webhooks.verify import VENDORS, Vendor
+from adapters.support.addresses import check_listen
 from domain.errors import ConfigError
 
 MIB = 1024 * 1024
@@ -63,16 +64,11 @@ class WebhooksSection(BaseModel):
     @field_validator("listen")
     @classmethod
     def _host_and_port(cls, value: str) -> str:
-        if not value:
-            return value
-        host, colon, port = value.rpartition(":")
-        host = host.removeprefix("[").removesuffix("]")
-        if not colon or not host or not port.isdecimal() or int(port) > 65535:
-            raise ValueError(
-                "expected HOST:PORT (e.g. 0.0.0.0:8766; port 0 for any free one), or an empty "
-                "string to serve the hooks on the dashboard's address alone"
-            )
-        return value
+        return check_listen(
+            value,
+            example="0.0.0.0:8766",
+            when_empty="serve the hooks on the dashboard's address alone",
+        )
 
     def env_names(self) -> dict[Vendor, str]:
         """The configured vendors and the variable of each one's secret."""
