@@ -36,19 +36,43 @@ def tui(config_path: Path | None, repo: Path | None) -> int:
     except ConfigError as exc:
         return fail(f"configuration error: {exc}")
     state_dir = root / config.engine.state_dir
-    if not (state_dir / JOURNAL_NAME).exists():
+    # An engine starting holds the state's lock (or has its socket) before its journal exists:
+    # the console opens on it (an empty board) and attaches once it answers.
+    if not (state_dir / JOURNAL_NAME).exists() and not engine_here(state_dir):
         return fail(
             f"no engine has run here (no journal in {state_dir}): start one with cpe run",
             EXIT_NOTHING,
         )
     problem = terminal_problem()
     if problem is not None:
-        return fail(f"cpe tui needs a terminal: {problem}", EXIT_USAGE)
+        return fail(f"the console needs a terminal: {problem}", EXIT_USAGE)
     from adapters.tui.app import Console  # noqa: PLC0415 - Textual: cpe tui's own
 
     # No mouse: over SSH the terminal's own selection (a session id, a refusal) stays usable.
-    code = Console(opener(), opener).run(mouse=False)
+    code = Console(opener(), opener, starting=lambda: starting(state_dir)).run(mouse=False)
     return code or 0
+
+
+def engine_here(state_dir: Path) -> bool:
+    """An engine holds ``state_dir`` (its lock), or its control socket is there."""
+    from adapters.cli.liveness import read_lock  # noqa: PLC0415
+    from adapters.host.control import SOCKET_NAME  # noqa: PLC0415
+
+    lock = read_lock(state_dir)
+    return (lock is not None and lock.held) or (state_dir / SOCKET_NAME).exists()
+
+
+def starting(state_dir: Path) -> str | None:
+    """While the console reads the journal: an engine holding the state's lock without
+    answering on its socket is starting (or stuck), said with its pid; None when none holds
+    it (the lock file's flock, as ``cpe status`` reads it: nothing replayed)."""
+    from adapters.cli.liveness import read_lock  # noqa: PLC0415
+
+    lock = read_lock(state_dir)
+    if lock is None or not lock.held:
+        return None
+    pid = "?" if lock.pid is None else str(lock.pid)
+    return f"an engine (pid {pid}) holds the state but does not answer yet: starting?"
 
 
 def terminal_problem() -> str | None:

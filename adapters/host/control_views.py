@@ -5,9 +5,10 @@ answered with one line: ``{"ok": true, "board"|"item"|"run": {...}}`` (the dashb
 ``state_view``, ``item_detail``, ``run_detail``, redacted as the dashboard's are), or ``{"ok":
 false, "kind": "not-found"|"invalid", "error": ...}``. ``{"watch": "board"}`` is answered with
 ``{"ok": true}``, then a ``{"board": {...}}`` line at once and again after each change of the
-engine's state (a burst coalesced: at most one every ``WATCH_GAP`` seconds, the latest state
-each time), ``{"beat": true}`` after ``WATCH_BEAT`` seconds without one (a gone client is found
-then), and ``{"end": true}`` when the engine stops.
+engine's state (a burst coalesced: at most one every ``WATCH_GAP`` seconds, or every
+``BUILD_SHARE`` times as long as the last view took to build when that is longer; the latest
+state each time), ``{"beat": true}`` after ``WATCH_BEAT`` seconds without one (a gone client
+is found then), and ``{"end": true}`` when the engine stops.
 
 The views come through ``Views`` (the composition root gives one over the dashboard's ``Source``,
 ``adapters.dashboard.feeds``): adapters/host does not know the dashboard. The engine's listener
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 
 WATCH_GAP = 0.25  # seconds between two views a watch sends: at most four a second
 WATCH_BEAT = 15.0  # seconds without a change before a watch says it is still there
+BUILD_SHARE = 2.0  # a watch waits at least this many times as long as its view took to build
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -125,11 +127,15 @@ def serve_watch(
         send({"ok": True})
         while not watches.closing.is_set():
             rung.clear()
-            send({"board": views.board()})
+            began = time.monotonic()
+            board = views.board()
+            # a board slow to build (a big one, a busy machine): fewer of them, the engine first
+            gap = max(watches.gap, BUILD_SHARE * (time.monotonic() - began))
+            send({"board": board})
             sent = time.monotonic()
             while not rung.wait(watches.beat):
                 send({"beat": True})
-            left = sent + watches.gap - time.monotonic()
+            left = sent + gap - time.monotonic()
             if left > 0 and not watches.closing.is_set():  # the burst's later changes: in one
                 watches.closing.wait(left)
         send({"end": True})

@@ -13,7 +13,6 @@ last state (read-only, from the journal: ``reopen`` gives a stopped engine's fee
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ from adapters.tui.board import BoardScreen
 from adapters.tui.detail import ItemScreen, RunScreen
 from adapters.tui.feed import Feed, Refused
 from adapters.tui.modals import Choose, Confirm, Help, Reason
+from adapters.tui.text import plain, plain_view
 from domain.models import item_ref
 
 RECONNECT_EVERY = 1.0  # seconds between two tries to reach an engine again
@@ -39,7 +39,8 @@ READ_ONLY = "the engine is not running: its last state is read-only (start it wi
 
 class Console(App[int]):
     """The console over ``feed``; ``reopen`` (None: never) gives a feed again once the watch
-    ended: a running engine's when one answers, else the journal's."""
+    ended: a running engine's when one answers, else the journal's; ``starting`` says, while
+    the feed is not live, whether an engine holds the state without answering yet (None: no)."""
 
     TITLE = "cpe"
     ENABLE_COMMAND_PALETTE = False
@@ -50,10 +51,17 @@ class Console(App[int]):
         Binding("ctrl+z", "suspend_process", show=False),  # as any terminal program: fg
     ]
 
-    def __init__(self, feed: Feed, reopen: Callable[[], Feed] | None = None):
+    def __init__(
+        self,
+        feed: Feed,
+        reopen: Callable[[], Feed] | None = None,
+        *,
+        starting: Callable[[], str | None] = lambda: None,
+    ):
         super().__init__()
         self.feed = feed
         self.reopen = reopen
+        self.starting = starting
         self.view: dict[str, Any] | None = None
         self.connection = ""
         self.said = ""
@@ -81,7 +89,7 @@ class Console(App[int]):
 
     # ------------------------------------------------------------------ the feed
 
-    @work(thread=True, group="watch", exclusive=True)
+    @work(thread=True, group="watch", exclusive=True, exit_on_error=False)
     def watch_engine(self) -> None:
         """Draw each view the feed gives. A running engine's watch ends when it goes: the
         console says so and opens the feed again (the journal's last state, read-only, until
@@ -95,10 +103,11 @@ class Console(App[int]):
             if not live:
                 down = True
                 waiting = NOT_RUNNING if self.reopen is not None else STOPPED
-                self._call(self._connected, waiting if stopped_at is None else stopped_at)
+                waiting = stopped_at or self._starting() or waiting
+                self._call(self._connected, waiting)
             try:
                 for view in feed.watch():
-                    self._call(self.show, view)
+                    self._call(self.show, plain_view(view))
                     if self.closing.is_set():
                         return
                     if live and down:  # its first view is drawn: live again
@@ -117,6 +126,14 @@ class Console(App[int]):
             else:  # not the engine yet: a condition wait, then ask again
                 self.closing.wait(RECONNECT_EVERY)
             self._reopen()
+
+    def _starting(self) -> str | None:
+        """The connection line while an engine holds the state but does not answer yet."""
+        try:
+            said = self.starting()
+        except Exception:  # a state directory that cannot be read: the usual line
+            return None
+        return f"{said}; its last state meanwhile, read-only; waiting…" if said else None
 
     def _reopen(self) -> None:
         """The feed again: a running engine's if one answers, else the journal's."""
@@ -138,8 +155,12 @@ class Console(App[int]):
 
     def _call(self, function: Callable[..., Any], *args: Any) -> None:
         """``function(*args)`` on the UI thread; nothing once the app has gone."""
-        with contextlib.suppress(RuntimeError):  # the app is no longer running
+        try:
             self.call_from_thread(function, *args)
+        except RuntimeError:  # the app is no longer running
+            pass
+        except Exception:  # a drawing that failed must not end the watch: logged
+            self.log.error("the console could not draw", function=repr(function))
 
     def show(self, view: dict[str, Any]) -> None:
         """A new board view: every screen that draws from it redraws."""
@@ -151,7 +172,10 @@ class Console(App[int]):
 
     def _connected(self, text: str, flash: bool = False) -> None:
         """The connection line of every screen says ``text`` (empty: live); ``flash``: said
-        once in the status line and a notification instead (``reconnected``)."""
+        once in the status line and a notification instead (``reconnected``). The same line
+        again changes nothing (a stopped engine's feed asked again every second)."""
+        if not flash and text == self.connection:
+            return
         self.connection = "" if flash else text
         for screen in self.screen_stack:
             connection = getattr(screen, "connection", None)
@@ -166,7 +190,8 @@ class Console(App[int]):
 
     def tell(self, text: str, error: bool = False, *, toast: bool = True) -> None:
         """An answer, a refusal, a change of connection: in the status line of every screen
-        and (``toast``) as a notification."""
+        and (``toast``) as a notification (its control characters out: it may quote a title)."""
+        text = plain(text)
         self._say(text)
         if toast:
             self.notify(
@@ -283,7 +308,7 @@ class Console(App[int]):
 
         self.push_screen(Confirm(question), answered)
 
-    @work(thread=True, group="act")
+    @work(thread=True, group="act", exit_on_error=False)
     def act(self, request: dict[str, Any] | None) -> None:
         feed = self.feed
         try:

@@ -10,12 +10,14 @@ in it is a ``rich.text.Text`` (a title is data, never markup).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import RowDoesNotExist
@@ -41,12 +43,13 @@ from adapters.tui.textlog import TextLog
 WIDTHS = {"item": 5, "status": 16, "tries": 5, "cost": 7, "revision": 10, "q": 2}
 WIDE, REVISION_WIDE = 110, 22
 TITLE_MIN = 12
+SCROLLBAR = 2  # columns a table's vertical scrollbar takes (Textual's scrollbar-size-vertical)
 RUN_WIDTHS = {"run": 24, "role": 11, "item": 8, "state": 11, "time": 6, "cost": 7}
 AGE_EVERY = 1.0  # seconds between two redraws of the active runs' ages
 RECENT_SHOWN = 40  # decisions under the table, as many as the screen has room for
 
 BOARD_CSS = """
-#head { background: $primary; color: $text; text-style: bold; }
+#head { background: $primary; color: $text; text-style: bold; text-wrap: nowrap; }
 #banner { color: $warning; text-style: bold; }
 #connection { color: $error; text-style: bold; }
 #items { height: auto; max-height: 65%; }
@@ -85,6 +88,18 @@ class ConsoleScreen(Screen[None]):
     def said(self, text: str) -> None:
         line(self.query_one("#said", Static), text)
 
+    def _ui(self, function: Callable[..., Any], *args: Any) -> None:
+        """From a worker thread: ``function(*args)`` on the UI thread, if this screen is
+        still shown then (left meanwhile: nothing to draw; the console gone: nothing)."""
+
+        def guarded() -> None:
+            if self.is_attached:
+                with contextlib.suppress(NoMatches):  # being taken down meanwhile
+                    function(*args)
+
+        with contextlib.suppress(RuntimeError):  # the app is no longer running
+            self.app.call_from_thread(guarded)
+
     def lines_of_app(self) -> None:
         """The connection line as the app has it now (a screen opened after it changed)."""
         self.connection(self.app.connection)  # type: ignore[attr-defined]
@@ -114,6 +129,7 @@ class BoardScreen(ConsoleScreen):
         self._widths = dict(WIDTHS)
         self.ready = False  # mounted: its widgets are there to draw in
         self._run_rows: list[RunRow] = []
+        self._drawn: tuple[Any, ...] = ()  # the items' rows last drawn, and the widths
 
     def compose(self) -> ComposeResult:
         yield Static(Text("cpe: connecting…"), id="head")
@@ -138,7 +154,7 @@ class BoardScreen(ConsoleScreen):
             runs.add_column(Text(name), key=name, width=RUN_WIDTHS[name] + 1)
         self._columns()
         self.ready = True
-        self.set_interval(AGE_EVERY, self._runs)
+        self.set_interval(AGE_EVERY, self._tick)
         if self.view is not None:
             self.show(self.view)
 
@@ -155,8 +171,10 @@ class BoardScreen(ConsoleScreen):
         if self._width >= WIDE:
             self._widths["revision"] = REVISION_WIDE
         fixed = sum(self._widths.values()) + len(self._widths)  # a space after each column
-        title = self._title = max(TITLE_MIN, self._width - fixed - 2)  # the scrollbar's room
+        # the title's column: what is left, less its own space and the scrollbar's room
+        title = self._title = max(TITLE_MIN, self._width - fixed - 1 - SCROLLBAR)
         key = self.selected()
+        self._drawn = ()
         table.clear(columns=True)
         for name in COLUMNS:
             width = self._widths.get(name, title)
@@ -192,12 +210,17 @@ class BoardScreen(ConsoleScreen):
         recent = [clip(text, width) for text in decision_lines(view)[:RECENT_SHOWN]]
         heading = Text("recent decisions (d: all)", style="bold")
         self.query_one("#recent", Static).update(Text("\n").join([heading, *map(Text, recent)]))
+        compact = self._widths["revision"] < REVISION_WIDE
+        rows = board_rows(view, compact=compact)
+        drawn = (rows, self._title, tuple(self._widths.values()))
+        if drawn == self._drawn:  # the items did not change (a run, a decision did)
+            return
+        self._drawn = drawn
         table = self.query_one("#items", DataTable)
         key = self.selected()
         title = self._title
         table.clear()
-        compact = self._widths["revision"] < REVISION_WIDE
-        for row in board_rows(view, compact=compact):
+        for row in rows:
             cells = [
                 Text(row.item),
                 Text(clip(row.title, title)),
@@ -211,27 +234,45 @@ class BoardScreen(ConsoleScreen):
         if key is not None:
             self._select(key)
 
-    def _runs(self) -> None:
+    def _runs(self, tick: bool = False) -> None:
         """The runs' table (the active runs' ages as of now: they tick), the runs' signals and
-        the merge queue."""
+        the merge queue; on a ``tick``, only the ages, and only while a run is active."""
         if self.view is None or not self.ready:
+            return
+        table = self.query_one("#runlist", DataTable)
+        rows = run_rows(self.view, datetime.now(UTC))
+        if [r.key for r in rows] == [r.key for r in self._run_rows]:
+            for row, was in zip(rows, self._run_rows, strict=True):
+                for name, cell, old in zip(RUN_COLUMNS, row.cells, was.cells, strict=True):
+                    if cell != old:
+                        table.update_cell(row.key, name, Text(clip(cell, RUN_WIDTHS[name])))
+            self._run_rows = rows
+        elif not tick:
+            key = _cursor_key(table)
+            self._run_rows = rows
+            table.clear()
+            for row in rows:
+                pairs = zip(RUN_COLUMNS, row.cells, strict=True)
+                table.add_row(*(Text(clip(c, RUN_WIDTHS[n])) for n, c in pairs), key=row.key)
+            table.display = bool(rows)
+            if key is not None:
+                with contextlib.suppress(RowDoesNotExist):
+                    table.move_cursor(row=table.get_row_index(key))
+        if tick:
             return
         width = self.size.width
         queue = queue_line(self.view)
         lines = signal_lines(self.view) + ([queue] if queue else [])
         line(self.query_one("#runs", Static), [clip(text, width) for text in lines])
-        table = self.query_one("#runlist", DataTable)
-        key = _cursor_key(table)
-        self._run_rows = run_rows(self.view, datetime.now(UTC))
-        table.clear()
-        for row in self._run_rows:
-            pairs = zip(RUN_COLUMNS, row.cells, strict=True)
-            cells = [clip(cell, RUN_WIDTHS[name]) for name, cell in pairs]
-            table.add_row(*map(Text, cells), key=row.key)
-        table.display = bool(self._run_rows)
-        if key is not None:
-            with contextlib.suppress(RowDoesNotExist):
-                table.move_cursor(row=table.get_row_index(key))
+
+    def _tick(self) -> None:
+        if self.view is not None and self.view.get("runs", {}).get("active"):
+            self._runs(tick=True)
+
+    def on_descendant_focus(self, event: Any) -> None:
+        """The runs' table taking the focus puts its cursor on the newest run (the first)."""
+        if getattr(event.widget, "id", None) == "runlist":
+            event.widget.move_cursor(row=0)
 
     def action_move(self, step: int) -> None:
         runs = self.query_one("#runlist", DataTable)

@@ -10,6 +10,7 @@ plain text in a ``TextLog``: never markup, its control characters taken out, wra
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -19,9 +20,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 
-from adapters.tui.board import BOARD_CSS, ConsoleScreen, line
+from adapters.tui.board import AGE_EVERY, BOARD_CSS, ConsoleScreen, line
 from adapters.tui.feed import Feed
-from adapters.tui.text import clip, plain, run_header
+from adapters.tui.text import clip, plain, plain_view, run_header
 from adapters.tui.textlog import TextLog
 
 BACK = Binding("escape,backspace", "app.pop_screen", "back")
@@ -53,6 +54,7 @@ class ItemScreen(ConsoleScreen):
         self.item_id = item_id
         self.detail: dict[str, Any] | None = None
         self._reading = threading.Lock()
+        self._card: dict[str, Any] | None = None  # the board's card of the item, last seen
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"item {self.item_id}: reading…"), id="head")
@@ -77,22 +79,21 @@ class ItemScreen(ConsoleScreen):
         return self.item_id
 
     def show(self, view: dict[str, Any]) -> None:
-        """The board changed: read the item again (once at a time)."""
-        self.load()
+        """The board changed: the item is read again (once at a time) when its card did."""
+        card = next((i for i in view.get("work_items", []) if i["id"] == self.item_id), None)
+        if card != self._card:
+            self._card = card
+            self.load()
 
-    @work(thread=True, group="item")
+    @work(thread=True, group="item", exit_on_error=False)
     def load(self) -> None:
-        if not self._reading.acquire(blocking=False):
-            return
-        try:
+        with self._reading:  # one read after the other: the last drawn is the newest
             feed: Feed = self.app.feed  # type: ignore[attr-defined]
             try:
-                detail = feed.item(self.item_id)
+                detail = plain_view(feed.item(self.item_id))
             except Exception as exc:  # the engine went away meanwhile: the app says so
                 detail = {"error": str(exc)}
-            self.app.call_from_thread(self._draw, detail)
-        finally:
-            self._reading.release()
+            self._ui(self._draw, detail)
 
     def _draw(self, detail: dict[str, Any] | None) -> None:
         head = self.query_one("#head", Static)
@@ -190,6 +191,7 @@ class RunScreen(ConsoleScreen):
     def on_mount(self) -> None:
         self.query_one(TextLog).focus()
         self.lines_of_app()
+        self.set_interval(AGE_EVERY, self._facts)
         self.load()
 
     def on_unmount(self) -> None:
@@ -203,7 +205,7 @@ class RunScreen(ConsoleScreen):
         if self.detail is None or self.detail.get("live"):
             self.load()
 
-    @work(thread=True, group="run")
+    @work(thread=True, group="run", exit_on_error=False)
     def load(self) -> None:
         if not self._reading.acquire(blocking=False):
             return
@@ -215,11 +217,11 @@ class RunScreen(ConsoleScreen):
     def _load(self) -> None:
         feed: Feed = self.app.feed  # type: ignore[attr-defined]
         try:
-            detail = feed.run(self.session_id)
+            detail = plain_view(feed.run(self.session_id))
         except Exception as exc:
-            self.app.call_from_thread(self._failed, str(exc))
+            self._ui(self._failed, str(exc))
             return
-        self.app.call_from_thread(self._draw, detail, not self.wrote)
+        self._ui(self._draw, detail, not self.wrote)
         if detail is None or not detail.get("live") or self.gone.is_set():
             return
         self.following = True
@@ -227,20 +229,20 @@ class RunScreen(ConsoleScreen):
             for chunk in feed.follow(self.session_id):
                 if self.gone.is_set():
                     return
-                self.app.call_from_thread(self._output, chunk, not self.wrote)
+                self._ui(self._output, chunk, not self.wrote)
                 self.wrote = True
         except Exception as exc:  # the engine went away while the run went on
-            self.app.call_from_thread(self._output, f"\n(following stopped: {exc})\n", False)
+            self._ui(self._output, f"\n(following stopped: {exc})\n", False)
         finally:
             self.following = False
-            self.app.call_from_thread(self.query_one(TextLog).flush)
+            self._ui(self._flush)
         if self.gone.is_set():
             return
         try:  # its output ended: its end, once the engine has recorded it
-            ended = feed.run(self.session_id)
+            ended = plain_view(feed.run(self.session_id))
         except Exception:
             return
-        self.app.call_from_thread(self._draw, ended, not self.wrote)
+        self._ui(self._draw, ended, not self.wrote)
 
     def _failed(self, message: str) -> None:
         line(
@@ -253,14 +255,26 @@ class RunScreen(ConsoleScreen):
             line(head, f"no run {self.session_id}: the engine does not know it")
             return
         self.detail = detail
-        first, *facts = run_header(detail)
-        line(head, first + (" (live)" if detail.get("live") else ""))
-        line(self.query_one("#facts", Static), [clip(f, max(20, self.size.width)) for f in facts])
+        self._facts()
         if output:
             text = detail.get("output")
             empty = "nothing yet: the run is starting" if detail.get("live") else "no activity"
             self._output(text if text else f"({empty} was recorded)", True)
             self.query_one(TextLog).flush()
+
+    def _facts(self) -> None:
+        """The run's header (a live run's duration as of now: it ticks)."""
+        if self.detail is None:
+            return
+        first, *facts = run_header(self.detail, datetime.now(UTC))
+        line(
+            self.query_one("#head", Static), first + (" (live)" if self.detail.get("live") else "")
+        )
+        width = max(20, self.size.width)
+        line(self.query_one("#facts", Static), [clip(fact, width) for fact in facts])
+
+    def _flush(self) -> None:
+        self.query_one(TextLog).flush()
 
     def _output(self, text: str, fresh: bool) -> None:
         log = self.query_one(TextLog)

@@ -131,7 +131,7 @@ An item
   r, c, s         retry, cancel, set status, as on the board
   Esc, Backspace  back
 A run
-  up/down, PgUp/PgDn, Home/End  scroll its output
+  up/down, PgUp/PgDn, Home/End  scroll its output (End: follow it)
   Esc, Backspace  back
 Every action asks first (y/Enter yes, n/Esc no); the engine's answer,
 or why it refused, is shown at the bottom. A stopped engine's state is

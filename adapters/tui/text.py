@@ -213,10 +213,14 @@ def decision_lines(view: dict[str, Any]) -> list[str]:
     return [f"{clock(d['at'])} {d['text']}" for d in view.get("decisions", [])]
 
 
-def run_header(detail: dict[str, Any]) -> list[str]:
+def run_header(detail: dict[str, Any], now: datetime | None = None) -> list[str]:
     """A run's facts, as its dashboard page gives them: role and session, its item, runtime,
-    status, attempt, times, cost and turns, and how it ended."""
+    status, attempt, times, cost and turns, and how it ended; a live run's duration as of
+    ``now`` (by its start)."""
     d = detail
+    seconds = d.get("duration_s")
+    if now is not None and d.get("live") and d.get("started_at"):
+        seconds = max(0.0, (now - datetime.fromisoformat(d["started_at"])).total_seconds())
     item = d.get("item")
     subject = (
         f"{item_ref(item['id'])} {item['title']} ({item['status']})" if item else d.get("subject")
@@ -232,7 +236,7 @@ def run_header(detail: dict[str, Any]) -> list[str]:
         f"started {stamp(d.get('started_at') or d.get('requested_at'))} · ended "
         f"{stamp(d.get('ended_at'))}",
         "duration "
-        + (f"{d['duration_s']:.1f}s" if d.get("duration_s") is not None else "—")
+        + (f"{seconds:.1f}s" if seconds is not None else "—")
         + f" · cost {money(d.get('cost_usd'))} · turns "
         + (str(d["turns"]) if d.get("turns") is not None else "—"),
     ]
@@ -255,10 +259,24 @@ def result_line(d: dict[str, Any]) -> str:
     return f"outcome {d.get('outcome') or 'completed'}{revision}"
 
 
-_CONTROL = {c: None for c in range(32) if c not in (9, 10)} | {127: None}
+_CONTROL = {c: None for c in [*range(32), *range(0x7F, 0xA0)] if c not in (9, 10)}
 
 
 def plain(text: str) -> str:
-    """An agent's text as the terminal may show it: its control characters (an escape
-    sequence's ESC, a carriage return, a bell) taken out, tabs and newlines kept."""
+    """Text from agents or the tracker as the terminal may show it: its control characters
+    (C0 and C1: an escape sequence's ESC or CSI, a carriage return, a bell) taken out, tabs
+    and newlines kept. A title that carried ``ESC ] 0 ; … BEL`` would set the operator's
+    terminal title; one that carried ``ESC [ 2 J`` would clear the screen."""
     return text.translate(_CONTROL)
+
+
+def plain_view(value: Any) -> Any:
+    """Every string of a view (``state_view``'s, ``item_detail``'s, ``run_detail``'s) made
+    ``plain``, where it arrives: nothing from the engine reaches the terminal raw."""
+    if isinstance(value, str):
+        return plain(value)
+    if isinstance(value, dict):
+        return {key: plain_view(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_view(item) for item in value]
+    return value

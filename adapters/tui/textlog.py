@@ -18,11 +18,18 @@ class TextLog(RichLog):
         super().__init__(id=id, wrap=True, markup=False, highlight=False, auto_scroll=auto_scroll)
         self._partial = ""
         self.text_lines: list[str] = []  # every whole line written, as written (for a reader)
+        self.pinned = True  # the view is at the end: it follows what comes
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """A reader who scrolls back unpins the view; back at the end (End), it follows."""
+        super().watch_scroll_y(old_value, new_value)
+        self.pinned = new_value >= self.max_scroll_y
 
     def reset(self) -> None:
         self.clear()
         self._partial = ""
         self.text_lines = []
+        self.pinned = True
 
     def feed(self, chunk: str) -> None:
         """Append ``chunk``: its whole lines shown now, a partial last line once it ends."""
@@ -36,6 +43,9 @@ class TextLog(RichLog):
             self.put([partial])
 
     def put(self, lines: list[str]) -> None:
+        """Write ``lines``; the log follows them only while the reader is at its end (one who
+        scrolled back stays where they are, as ``less +F``; End follows again)."""
+        follow = self.auto_scroll and self.pinned
         for line in lines:
             self.text_lines.append(line)
-            self.write(Text(line.expandtabs(4)))
+            self.write(Text(line.expandtabs(4)), scroll_end=follow)

@@ -15,7 +15,6 @@ import re
 import shlex
 import signal
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from adapters.cli.tui import feed_opener
 from adapters.scripted_model import Match, ScriptedModelServer, load_scenario
 from adapters.tui.app import Console
 from tests.adapters.tui.console import SIZE, rows, shown, until
+from tests.adapters.tui.terminal import Tmux, colours
 from tests.e2e.running import CPE, add_work_item, make_cpe_repo, start_cpe, wait_for, work_items
 
 
@@ -105,92 +105,53 @@ def _live(opener: object) -> bool:
         feed.close()
 
 
-# SGR codes of a hue (red … cyan, in the foreground or the background, normal or bright), and
-# the extended colour forms (38;5;N, 38;2;R;G;B and the background's 48;…): a NO_COLOR screen
-# has none (black, white and greys, bold and reverse are not colours).
-HUES = {*range(31, 37), *range(41, 47), *range(91, 97), *range(101, 107), 38, 48}
-
-
-def colours(escaped: str) -> set[int]:
-    """The hue codes among the SGR sequences of a captured screen."""
-    codes = set()
-    for params in re.findall(r"\x1b\[([0-9;]*)m", escaped):
-        codes |= {int(p) for p in params.split(";") if p} & HUES
-    return codes
-
-
-class Tmux:
-    """A tmux server of its own (``-L``: a parallel run does not share it) with one window."""
-
-    def __init__(self, size: tuple[int, int]):
-        self.socket = f"cpe-tui-{uuid.uuid4().hex[:12]}"
-        self.size = size
-
-    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-
-    def start(self, command: str) -> None:
-        cols, lines = self.size
-        started = self.tmux(
-            "new-session", "-d", "-s", "tui", "-x", str(cols), "-y", str(lines), command
-        )
-        assert started.returncode == 0, started.stderr
-
-    def screen(self, *, escapes: bool = False) -> str:
-        return self.tmux("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "tui").stdout
-
-    def shows(self, text: str, timeout: float = 60) -> bool:
-        return wait_for(lambda: text in self.screen(), timeout)
-
-    def keys(self, *keys: str) -> None:
-        assert self.tmux("send-keys", "-t", "tui", *keys).returncode == 0
-
-    def alive(self) -> bool:
-        return self.tmux("has-session", "-t", "tui").returncode == 0
-
-    def close(self) -> None:
-        self.tmux("kill-server")
-
-
 def test_cpe_tui_in_a_real_terminal_as_a_person_sees_it(
     repo: Path, tmp_path: Path, processes: list[subprocess.Popen[str]]
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    code = tmp_path / "tui.code"
+    code, stty = tmp_path / "tui.code", tmp_path / "stty.txt"
     command = (
         f"cd {shlex.quote(str(home))} && env -i PATH={shlex.quote(os.environ['PATH'])} "
         f"HOME={shlex.quote(str(home))} LANG=C.UTF-8 NO_COLOR=1 TERM=xterm "
         f"{shlex.quote(str(CPE))} tui --repo {shlex.quote(str(repo))}; "
-        f"echo $? > {shlex.quote(str(code))}"
+        f"echo $? > {shlex.quote(str(code))}; stty -a > {shlex.quote(str(stty))}"
     )
-    tmux = Tmux((100, 30))
-    with finished(repo, home, processes) as (engine, _), contextlib.closing(tmux):
-        tmux.start(command)
-        assert tmux.shows("engine running"), tmux.screen()
-        assert tmux.shows("Greeting [b]bold[/b]"), tmux.screen()
-        screen = tmux.screen()
-        assert re.search(r"#1 +Greeting \[b\]bold\[/b\] +done +1/3", screen), screen
-        assert "q quit" in screen
-        assert colours(tmux.screen(escapes=True)) == set()  # NO_COLOR: greys at most
-        tmux.keys("?")
-        assert tmux.shows("retry the item (run its implementor now)"), tmux.screen()
-        tmux.keys("Escape")
-        assert wait_for(lambda: "run its implementor now" not in tmux.screen()), tmux.screen()
-        tmux.keys("r")
-        assert tmux.shows("Retry #1 Greeting [b]bold[/b]?"), tmux.screen()
-        tmux.keys("y")
-        assert tmux.shows("refused"), tmux.screen()
-        tmux.keys("q")
-        assert wait_for(lambda: code.exists() and code.read_text().strip() == "0"), (
-            code.read_text() if code.exists() else tmux.screen()
-        )
-        assert wait_for(lambda: not tmux.alive())
+    with finished(repo, home, processes) as (engine, _):
+        with contextlib.closing(Tmux((100, 30))) as tmux:
+            tmux.start(command)
+            assert tmux.shows("engine running"), tmux.screen()
+            assert tmux.shows("Greeting [b]bold[/b]"), tmux.screen()
+            screen = tmux.screen()
+            assert re.search(r"#1 +Greeting \[b\]bold\[/b\] +done +1/3", screen), screen
+            assert "q quit" in screen
+            assert "? help" in screen
+            assert colours(tmux.screen(escapes=True)) == set()  # NO_COLOR: greys at most
+            tmux.keys("?")
+            assert tmux.shows("retry the item (run its implementor now)"), tmux.screen()
+            tmux.keys("Escape")
+            assert wait_for(lambda: "run its implementor now" not in tmux.screen()), tmux.screen()
+            tmux.keys("r")
+            assert tmux.shows("Retry #1 Greeting [b]bold[/b]?"), tmux.screen()
+            tmux.keys("y")
+            assert tmux.shows("refused"), tmux.screen()
+            tmux.keys("q")
+            assert ended(code, stty, tmux) == "0"
+        code.unlink()
+        with contextlib.closing(Tmux((80, 24))) as tmux:  # and Ctrl-C, at 80x24
+            tmux.start(command)
+            assert tmux.shows("Greeting [b]bold[/b]"), tmux.screen()
+            tmux.keys("C-c")
+            assert ended(code, stty, tmux) == "0"
         engine.send_signal(signal.SIGTERM)
         assert engine.wait(120) == 0
+
+
+def ended(code: Path, stty: Path, tmux: Tmux) -> str:
+    """How the console ended (its exit code), once its window has gone; the terminal given
+    back as it was (canonical mode and echo: a shell reads lines again)."""
+    assert wait_for(lambda: stty.exists() and not tmux.alive()), tmux.screen()
+    modes = stty.read_text().split()
+    assert "icanon" in modes, modes
+    assert "echo" in modes, modes
+    return code.read_text().strip()

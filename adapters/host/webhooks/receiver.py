@@ -162,7 +162,8 @@ class WebhookReceiver:
         log.warning(
             "webhook delivery refused",
             vendor=vendor,
-            delivery=_shown(_delivery_header(request)),
+            delivery=_shown(_header(request, _ID_HEADERS)),
+            hook_event=_shown(_header(request, _EVENT_HEADERS)),
             reason=refused.reason,
             status=refused.status,
         )
@@ -181,17 +182,21 @@ async def _read(request: Request, cap: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _delivery_header(request: Request) -> str:
-    headers = request.headers
-    for name in (
-        "x-github-delivery",
-        "idempotency-key",
-        "x-gitlab-event-uuid",
-        "linear-delivery",
-        "x-atlassian-webhook-identifier",
-    ):
-        if name in headers:
-            return headers[name]
+_ID_HEADERS = (
+    "x-github-delivery",
+    "idempotency-key",
+    "x-gitlab-event-uuid",
+    "linear-delivery",
+    "x-atlassian-webhook-identifier",
+)
+_EVENT_HEADERS = ("x-github-event", "x-gitlab-event", "linear-event")
+
+
+def _header(request: Request, names: tuple[str, ...]) -> str:
+    """The first of ``names`` the request carries (as a stranger sent it: shown, never used)."""
+    for name in names:
+        if name in request.headers:
+            return request.headers[name]
     return ""
 
 

@@ -1,8 +1,10 @@
 """The polls deliveries ask for, coalesced per poller: the first at once, then at most one
-trailing poll per ``min_gap`` seconds, however many deliveries come meanwhile. A burst of N
-deliveries over D seconds costs each poller at most D / min_gap + 2 polls, not N; the trailing
-poll also covers a vendor whose API shows a change a moment after its delivery said so (GitHub's
-read-after-webhook lag).
+trailing poll per ``min_gap`` seconds, however many deliveries come meanwhile, and one
+follow-up poll ``min_gap`` after the last poll a delivery asked for, so that a vendor whose API
+shows a change a moment after its delivery said so (GitHub's read-after-webhook lag) is read
+again then, not at the next interval. A lone delivery costs two polls; a burst of N deliveries
+over D seconds at most D / min_gap + 3, not N. ``min_gap`` 0: every delivery polls at once, no
+follow-up.
 
 Its own thread makes the calls: ``request`` only records what is wanted and wakes it, so an HTTP
 handler never waits on the engine. ``close`` stops the thread (with the service it serves).
@@ -26,6 +28,7 @@ Refresh = Callable[[list[str]], None]
 class _Poller:
     last: float | None = None  # when a poll was last asked of the engine (``clock`` time)
     wanted: float | None = None  # when a poll was first asked for since (``clock`` time)
+    follow_up: bool = False  # a poll is owed ``min_gap`` after ``last`` (the API's lag)
 
 
 class Refresher:
@@ -35,10 +38,11 @@ class Refresher:
         min_gap: float,
         *,
         clock: Callable[[], float] = time.monotonic,
-        on_poll: Callable[[str, float], None] | None = None,
+        on_poll: Callable[[str, float | None], None] | None = None,
     ):
         """``refresh(names)``: the engine's refresh; ``on_poll(name, wanted)``: told of each
-        poll asked of the engine with the ``clock`` time the earliest delivery wanted it."""
+        poll asked of the engine with the ``clock`` time the earliest delivery wanted it (None:
+        a follow-up, which no delivery waits on)."""
         self.refresh = refresh
         self.min_gap = min_gap
         self.clock = clock
@@ -72,6 +76,15 @@ class Refresher:
         with self._cond:
             return {name for name, poller in self._pollers.items() if poller.wanted is not None}
 
+    def owed(self) -> set[str]:
+        """The pollers with a poll still to come: a delivery's, or a follow-up."""
+        with self._cond:
+            return {
+                name
+                for name, poller in self._pollers.items()
+                if poller.wanted is not None or poller.follow_up
+            }
+
     def close(self, timeout: float = 5.0) -> None:
         with self._cond:
             self._closed = True
@@ -91,27 +104,30 @@ class Refresher:
                     return
             self._poll(due)
 
-    def _due(self, now: float) -> tuple[dict[str, float], float | None]:
-        """The pollers to poll now (with when they were first wanted), and how long until the
-        next one is due (None: none is wanted). Under the lock."""
-        due: dict[str, float] = {}
+    def _due(self, now: float) -> tuple[dict[str, float | None], float | None]:
+        """The pollers to poll now (with when a delivery first wanted it; None: a follow-up),
+        and how long until the next one is due (None: none is owed). Under the lock."""
+        due: dict[str, float | None] = {}
         wait: float | None = None
         for name, poller in self._pollers.items():
-            if poller.wanted is None:
+            if poller.wanted is None and not poller.follow_up:
                 continue
-            at = (
-                poller.wanted
-                if poller.last is None
-                else max(poller.wanted, poller.last + self.min_gap)
-            )
+            if poller.last is None:
+                at = poller.wanted if poller.wanted is not None else now
+            elif poller.wanted is None:
+                at = poller.last + self.min_gap
+            else:
+                at = max(poller.wanted, poller.last + self.min_gap)
             if at <= now:
                 due[name] = poller.wanted
+                # a delivery's poll owes a follow-up (the API may not show the change yet)
+                poller.follow_up = poller.wanted is not None and self.min_gap > 0
                 poller.last, poller.wanted = now, None
             else:
                 wait = at - now if wait is None else min(wait, at - now)
         return due, wait
 
-    def _poll(self, due: dict[str, float]) -> None:
+    def _poll(self, due: dict[str, float | None]) -> None:
         names = sorted(due)
         try:
             self.refresh(names)

@@ -64,13 +64,13 @@ class WebhookStats:
             if reason is not None:
                 self._refusals[(vendor, reason)] += 1
 
-    def polled(self, name: str, wanted: float) -> None:
+    def polled(self, name: str, wanted: float | None) -> None:
         """The refresher asked the engine to poll ``name`` for a delivery received at
-        ``wanted`` (``clock`` time)."""
+        ``wanted`` (``clock`` time; None: a follow-up poll, no delivery's own)."""
         cycle = self.cycles(name)
         with self._lock:
             self._polls[name] += 1
-            if name not in self._pending:
+            if wanted is not None and name not in self._pending:
                 self._pending[name] = (wanted, cycle)
 
     def processed(self, event: Any, before: Any = None, after: Any = None) -> None:

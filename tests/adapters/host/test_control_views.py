@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from adapters.cli.settings import parse_config
+from adapters.dashboard.feeds import SourceViews
 from adapters.host.control import Control, ControlServer, ControlSettings
 from domain.events import UserPausedDispatch, UserResumedDispatch
 from tests.actors.conftest import Harness, wait_until
@@ -235,3 +236,14 @@ def test_a_watcher_that_goes_away_lets_go_of_the_engine(harness: Harness) -> Non
         while len(served.source._listeners) > before:
             assert time.monotonic() < end, "the watch still listens to the engine"
             threading.Event().wait(0.01)  # a poll's pause
+
+
+def test_a_board_is_built_once_for_a_moment_and_again_after_a_change(served: Served) -> None:
+    """Consoles rung by the same change share one build (SourceViews); a change, a new one."""
+    views = SourceViews(served.source)
+    first = views.board()
+    assert views.board() is first
+    assert served.engine.submit([UserPausedDispatch(reason="lunch")], 30) is True
+    changed = views.board()
+    assert changed is not first
+    assert changed["paused"]["reason"] == "lunch"

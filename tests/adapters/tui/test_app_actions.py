@@ -18,7 +18,15 @@ from adapters.tui.modals import Choose, Confirm, Reason
 from adapters.tui.textlog import TextLog
 from tests.actors.conftest import Harness
 from tests.adapters.dashboard.test_dashboard_activity import record
-from tests.adapters.tui.console import SIZE, engine_feed, rows, screen_text, shown, until
+from tests.adapters.tui.console import (
+    SIZE,
+    engine_feed,
+    rows,
+    run_rows,
+    screen_text,
+    shown,
+    until,
+)
 from tests.support.transcripts import assistant, text
 
 
@@ -57,6 +65,8 @@ def test_an_item_opens_with_its_runs_and_a_run_follows_its_output(harness: Harne
             assert said in screen_text(app)
             assert all(len(line) <= SIZE[0] for line in screen_text(app).splitlines())
             assert "(live)" in shown(app, "#head")
+            facts = shown(app, "#facts")  # its duration ticks while nothing else changes
+            await until(pilot, lambda: shown(app, "#facts") != facts)
             files.finish("completed", 0)
             run.complete()
             await until(pilot, lambda: "(live)" not in shown(app, "#head"))
@@ -95,7 +105,14 @@ def test_a_refused_retry_says_why_and_a_confirmed_cancel_is_taken(harness: Harne
             await pilot.press("c", "enter")
             await until(pilot, lambda: status_of(app, "1") == "blocked")
             assert not app.said.startswith("refused")
-            await pilot.press("q")
+
+            await pilot.press("r", "y")  # #1 again, out of blocked: a new run, listed first
+            [_, again] = await asyncio.to_thread(harness.runtime.wait_runs, 2)
+            await until(pilot, lambda: [r[0] for r in run_rows(app)][:1] == [again.session_id])
+            await pilot.press("tab", "enter")  # the runs' table: its newest run opens
+            assert isinstance(app.screen, RunScreen)
+            assert app.screen.session_id == again.session_id
+            await pilot.press("escape", "q")
 
     with engine_feed(harness) as feed:
         asyncio.run(scenario(Console(feed)))

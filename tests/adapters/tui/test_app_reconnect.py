@@ -1,7 +1,8 @@
 """The console when its engine stops and another starts (a real engine, its real control
 socket, its journal): it says the engine stopped and when, keeps showing the last state
 read-only (an action says the engine is not running), and once an engine answers again says
-"reconnected" and is live (an action is taken)."""
+"reconnected" and is live (an action is taken); an engine holding the state without answering
+on its socket yet is said to be starting."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.cli.tui import starting
 from adapters.tui.app import CONNECTED, NOT_RUNNING, READ_ONLY, Console
 from adapters.tui.detail import ItemScreen
 from tests.actors.conftest import Harness
@@ -94,3 +96,22 @@ def test_a_stopped_engine_shows_its_last_state_read_only_until_one_runs(
     assert not feed.live
     with contextlib.ExitStack() as stack:
         asyncio.run(scenario(Console(feed, reopen(harness.tmp_path)), stack))
+
+
+def test_an_engine_that_holds_the_state_without_answering_is_said_to_be_starting(
+    harness: Harness,
+) -> None:
+    engine = harness.engine()
+    engine.start()  # it holds the journal's lock; no control socket answers for it
+
+    async def scenario(app: Console) -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: "does not answer yet" in shown(app, "#connection"))
+            assert "an engine (pid " in shown(app, "#connection")
+            assert "its last state meanwhile, read-only" in shown(app, "#connection")
+            await pilot.press("q")
+
+    opener = reopen(harness.tmp_path)
+    feed = opener()
+    assert not feed.live
+    asyncio.run(scenario(Console(feed, opener, starting=lambda: starting(harness.tmp_path))))

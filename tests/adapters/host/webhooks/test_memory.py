@@ -36,3 +36,12 @@ def test_a_duplicate_is_kept_fresh() -> None:
 def test_a_memory_of_nothing_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one id"):
         DeliveryMemory(size=0)
+
+
+def test_a_huge_id_is_kept_as_a_digest() -> None:
+    memory = DeliveryMemory(size=2)
+    huge = "x" * 60_000  # an unsigned header a replayer may fill
+    assert memory.remember("github", huge)
+    assert not memory.remember("github", huge)
+    assert memory.remember("github", huge[:-1] + "y")
+    assert all(len(key[1]) == 16 for key in memory._ids)

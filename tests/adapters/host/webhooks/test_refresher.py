@@ -1,6 +1,8 @@
 """The refresher on a clock the test moves: the first poll a delivery asks for at once, then at
-most one trailing poll per ``min_gap`` per poller however many deliveries come, each poller on
-its own gap; a failing refresh does not stop it; closed, its thread ends and polls nothing more."""
+most one trailing poll per ``min_gap`` per poller however many deliveries come, and one
+follow-up ``min_gap`` after the last (the vendor's API may show the change a moment late), each
+poller on its own gap; a failing refresh does not stop it; closed, its thread ends and polls
+nothing more."""
 
 from __future__ import annotations
 
@@ -78,6 +80,47 @@ def test_the_first_delivery_polls_at_once_and_a_burst_makes_one_trailing_poll(
     assert calls.wait(2) == [["work_items"], ["work_items"]]
     assert refresher.pending() == set()
     assert calls.told[-1] == ("work_items", pytest.approx(100.005))  # the earliest one waiting
+    clock.now = 102.0  # the follow-up of the last delivery's poll, and then nothing
+    settle(refresher)
+    assert calls.wait(3) == [["work_items"]] * 3
+    assert calls.told[-1] == ("work_items", None)
+    assert refresher.owed() == set()
+    clock.now = 200.0
+    settle(refresher)
+    assert refresher.owed() == set()
+    assert len(calls.made) == 3
+
+
+def test_a_lone_delivery_polls_at_once_and_once_more_a_gap_later(
+    refresher: Refresher, calls: Calls, clock: Clock
+) -> None:
+    refresher.request(["revisions"])
+    assert calls.wait(1) == [["revisions"]]
+    assert refresher.owed() == {"revisions"}  # GitHub's API may not show the change yet
+    clock.now += 0.99
+    settle(refresher)
+    assert refresher.owed() == {"revisions"}
+    assert len(calls.made) == 1
+    clock.now += 0.01
+    settle(refresher)
+    assert calls.wait(2) == [["revisions"], ["revisions"]]
+    assert calls.told == [("revisions", 100.0), ("revisions", None)]
+    assert refresher.owed() == set()
+
+
+def test_with_no_gap_every_delivery_polls_at_once_and_nothing_follows(
+    calls: Calls, clock: Clock
+) -> None:
+    refresher = Refresher(calls.refresh, 0.0, clock=clock).start()
+    try:
+        refresher.request(["specs"])
+        calls.wait(1)
+        assert refresher.owed() == set()
+        refresher.request(["specs"])
+        assert calls.wait(2) == [["specs"], ["specs"]]
+        assert refresher.owed() == set()
+    finally:
+        refresher.close()
 
 
 def test_each_poller_keeps_its_own_gap(refresher: Refresher, calls: Calls, clock: Clock) -> None:
