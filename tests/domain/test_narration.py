@@ -150,15 +150,17 @@ def test_a_run_a_person_asked_for_that_a_guard_refused_is_told_with_where_the_it
     before = state(item("206", "pending", title="Slow"), item("7", "blocked"))
     assert say(before, CommandRejected(command=asked, reason=full)) == [
         "#206: the implementor run a person asked for did not start: 2 implementor runs are "
-        "active (max_concurrent 2); #206 stays pending"
+        "active (max_concurrent 2); #206 stays pending, and runs first when a slot frees"
     ]
+    waiting = apply_event(before, CommandRejected(command=asked, reason=full))
+    assert say(waiting, CommandRejected(command=asked, reason=full)) == []  # told once
     blocked = ImplementorStartParams(work_item_id="7", branch_name="cpe/7-x")
     refused = CommandRejected(
         command=StartAgent(params=blocked, requested_by_user=True), reason="the day's budget"
     )
     assert say(before, refused) == [
         "#7: the implementor run a person asked for did not start: the day's budget; "
-        "#7 stays blocked"
+        "#7 stays blocked, and runs first when a slot frees"
     ]
     # cpe's own dispatch refused for a full slot is routine: it starts again when one frees
     assert say(before, CommandRejected(command=StartAgent(params=params), reason=full)) == []
