@@ -8,13 +8,20 @@ from collections.abc import Iterable, Mapping
 
 from domain.commands import EngineCommand, StartAgent
 from domain.decisions import item_budget_spent, spent_on_item, work_failure
-from domain.models import AgentRole, EngineState, ImplementorStartParams, WorkItem, WorkItemId
+from domain.models import (
+    AgentRole,
+    AgentRun,
+    EngineState,
+    ImplementorStartParams,
+    WorkItem,
+    WorkItemId,
+)
 from domain.run_end import exhausted
 from domain.selectors import (
     active_runs,
     blockers_resolved,
     has_run_in_flight,
-    latest_implementor_run,
+    latest_implementor_runs,
     natural_key,
     plan_being_applied,
 )
@@ -50,9 +57,14 @@ def dispatch_items(
     # Work already under review first, then items whose last run did not fail (a failed one
     # waits for its retry backoff, which the executor enforces, and must not hold a slot others
     # could use), then the failed ones by when they failed; each in natural id order.
+    latest = latest_implementor_runs(state)  # once: per candidate, it read every run
     ranked = sorted(
         candidates,
-        key=lambda i: (i.status != "needs-refinement", *_failed_at(state, i), natural_key(i.id)),
+        key=lambda i: (
+            i.status != "needs-refinement",
+            *_failed_at(latest.get(i.id)),
+            natural_key(i.id),
+        ),
     )
     for item in ranked:
         if item.id in seen:
@@ -60,7 +72,7 @@ def dispatch_items(
         seen.add(item.id)
         if not _eligible(state, item):
             continue
-        if applying and item.status == "pending" and latest_implementor_run(state, item.id) is None:
+        if applying and item.status == "pending" and item.id not in latest:
             continue
         if exhausted(state, item.id, max_attempts):
             why = f"attempts exhausted ({state.attempts.get(item.id, 0)} of {max_attempts})"
@@ -78,8 +90,7 @@ def dispatch_items(
     return commands
 
 
-def _failed_at(state: EngineState, item: WorkItem) -> tuple[bool, float]:
-    run = latest_implementor_run(state, item.id)
+def _failed_at(run: AgentRun | None) -> tuple[bool, float]:
     if run is None or run.ended_at is None or not work_failure(run):
         return (False, 0.0)
     return (True, run.ended_at.timestamp())

@@ -33,6 +33,15 @@ def latest_implementor_run(state: EngineState, work_item_id: WorkItemId) -> Agen
     return latest
 
 
+def latest_implementor_runs(state: EngineState) -> dict[WorkItemId, AgentRun]:
+    """``latest_implementor_run`` of every item that has one, in one pass over the runs."""
+    latest: dict[WorkItemId, AgentRun] = {}
+    for run in state.agent_runs.values():
+        if isinstance(run.params, ImplementorStartParams):
+            latest[run.params.work_item_id] = run
+    return latest
+
+
 def plan_being_applied(state: EngineState) -> bool:
     """A planner's result is being written to the tracker (its run completed, its plan not yet
     applied): the items it makes may be listed before their blockers are (a tracker writes an
