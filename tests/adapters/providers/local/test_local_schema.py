@@ -24,6 +24,7 @@ from tests.support.git import Repo, isolate_git, make_patch
 SHIPPED = {
     2: "7661337db1eb7ec09264124fa584884d076fa767244fae5fa846abc99919461d",
     3: "63630dce7132d841eb131ec5af753fd7ce5f88eaa7f9a2aba1927d5c1e520527",
+    4: "2fa5f57240f41e803abff0286b8ec50a982d71dfa2c2806a1f1ca30169b2b6b4",
 }
 
 
