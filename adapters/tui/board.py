@@ -49,7 +49,8 @@ AGE_EVERY = 1.0  # seconds between two redraws of the active runs' ages
 RECENT_SHOWN = 40  # decisions under the table, as many as the screen has room for
 
 BOARD_CSS = """
-#head { background: $primary; color: $text; text-style: bold; text-wrap: nowrap; }
+BoardScreen { overflow: hidden hidden; }
+#head { background: $primary; color: $text; text-style: bold; text-wrap: nowrap; height: 1; }
 #banner { color: $warning; text-style: bold; }
 #connection { color: $error; text-style: bold; }
 #items { height: auto; max-height: 65%; }
