@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 
 .PHONY: install lint format typecheck test test-serial crash-all e2e-github e2e-gitlab e2e-jira e2e-linear bench \
-	mutants mutants-actors ci
+	mutants mutants-actors ci tui-shot
 
 install:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,10 @@ bench:
 	@set -e; found=0; for script in bench/bench_*.py; do \
 		[ -e "$$script" ] || continue; found=1; echo "== $$script"; $(BIN)/python "$$script"; \
 	done; [ $$found = 1 ] || { echo "no benchmarks in bench/"; exit 1; }
+
+# docs/tui-board.svg: the console's board after cpe demo (bench/tui_shot.py; --size, --text).
+tui-shot:
+	$(BIN)/python bench/tui_shot.py
 
 # Mutation testing of domain/ (not in CI: the tests run once per mutant, some minutes here);
 # [tool.mutmut] in pyproject.toml says what is mutated, docs/mutation.md has the last score.

@@ -43,7 +43,9 @@ from domain.models import (
     AgentRole,
     AgentStartParams,
     EngineState,
+    PlannerStartParams,
     SessionId,
+    WorkItemId,
 )
 from domain.policy import Policy, Rejected
 from domain.ports import RevisionProviderWriter, WorkProviderWriter
@@ -98,6 +100,9 @@ class CommandExecutor:
         self.wake_at = wake_at or (lambda when: None)
         self.clock = clock or _now
         self._paused_until: datetime | None = None  # the pause last announced and woken for
+        # The last run started for each work item: a start the engine decided before it had
+        # processed that run's end is refused (``_unseen_end``).
+        self._last_started: dict[WorkItemId, SessionId] = {}
         # A failed run's retry waits: (initial, max) seconds, doubling per failure.
         self.retry_backoff = retry_backoff
         self.daily_budget = daily_budget or DailyBudget()
@@ -216,11 +221,15 @@ class CommandExecutor:
             if refusal is not None:
                 self._announce(refusal)
                 reason = refusal.words
+            else:  # the item's last run ended, but was the start decided knowing it?
+                reason = self._unseen_end(params, snapshot)
         if reason is not None:
             log.info("agent dispatch rejected", role=params.role, reason=reason)
             return [CommandRejected(command=command, reason=reason, at=_now())]
         session_id = SessionId(f"{params.role}-{uuid.uuid4().hex[:12]}")
         params = params.model_copy(update={"session_id": session_id})
+        if not isinstance(params, PlannerStartParams):
+            self._last_started[params.work_item_id] = session_id
         if not self.sessions.add(session_id, params):
             reason = "the engine is shutting down"
             log.info("agent dispatch rejected", role=params.role, reason=reason)
@@ -257,6 +266,26 @@ class CommandExecutor:
             finally:
                 self.sessions.delivered(session_id)
         return []
+
+    def _unseen_end(self, params: AgentStartParams, snapshot: EngineState) -> str | None:
+        """Why a run for the item may not start yet: the engine decided this start on a state
+        that had not taken in the item's last run (started here, ended, its events still
+        queued). A run that ends the instant it starts would otherwise be started again and
+        again on the same stale state, past the item's attempts; the end's processing
+        dispatches again on the state that counts it."""
+        if isinstance(params, PlannerStartParams):
+            return None
+        last = self._last_started.get(params.work_item_id)
+        if last is None:
+            return None
+        run = snapshot.agent_runs.get(last)
+        if run is not None and run.is_terminal:
+            del self._last_started[params.work_item_id]
+            return None
+        return (
+            f"work item {params.work_item_id}'s last run ({last}) has not been processed to "
+            "its end yet; the engine decides again once it has"
+        )
 
 
 def _subject(params: AgentStartParams) -> dict[str, Any]:

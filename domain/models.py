@@ -474,6 +474,8 @@ class EngineState(Frozen):
     model_health: ModelHealth = ModelHealth()
     quota: Mapping[str, AccountQuota] = Field(default_factory=dict)  # per model account
     engine: EngineProcess | None = None  # the last engine's start and stop, as journaled
+    # Items a person asked a run for that a guard refused as it was to start: the next slot's.
+    asked: frozenset[WorkItemId] = frozenset()
 
 
 def item_ref(work_item_id: str) -> str:

@@ -18,6 +18,7 @@ from domain.events import (
     AgentRequested,
     AgentSignalled,
     CommandFailed,
+    CommandRejected,
     EngineEvent,
     ImplementorCompleted,
     PlanApplied,
@@ -180,7 +181,26 @@ def narrate(event: EngineEvent, before: EngineState, after: EngineState) -> list
             return [f"dispatch paused by a person{': ' + reason if reason else ''}"]
         case UserResumedDispatch():
             return ["dispatch resumed by a person"]
+        case CommandRejected(command=StartAgent(requested_by_user=True) as start, reason=why):
+            if _wid(start) in before.asked:
+                return []  # told when it was first refused; it still waits for a slot
+            return [_request_refused(start, why, after)]
     return []
+
+
+def _request_refused(start: StartAgent, reason: str, state: EngineState) -> str:
+    """A run a person asked for that a guard refused when it was to start (a slot taken
+    between the request's answer and its dispatch, the day's budget, a model account on
+    hold): the item is where it was, and the next free slot is its (``asked``)."""
+    wid = _wid(start)
+    if wid is None:
+        return f"the {start.params.role} run a person asked for did not start: {_flat(reason)}"
+    item = state.work_items.get(WorkItemId(wid))
+    where = f"; {item_ref(wid)} stays {item.status}" if item is not None else ""
+    return (
+        f"{item_ref(wid)}: the {start.params.role} run a person asked for did not start: "
+        f"{_flat(reason)}{where}, and runs first when a slot frees"
+    )
 
 
 def _dispatched(run: AgentRun, state: EngineState) -> str:

@@ -117,6 +117,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from adapters.cli.costs import costs  # noqa: PLC0415
 
         return costs(args.by, args.since, args.config, args.repo)
+    if args.command == "webhooks":
+        from adapters.cli.webhooks import webhooks  # noqa: PLC0415
+
+        return webhooks(args.config, args.repo)
     from adapters.cli.replay import replay  # noqa: PLC0415
 
     return replay(args.until, args.config, args.repo)
@@ -241,6 +245,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "replay",
         "costs",
         "tui",
+        "webhooks",
     ):
         return _engine_command(args)
     if args.command == "workflow":

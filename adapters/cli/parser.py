@@ -282,6 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _remote_option(demo)
     commands.add_parser("workflow", help="print the work item status table")
+    commands.add_parser(
+        "webhooks",
+        parents=[where],
+        help="how to register each provider's webhook: URL, events, secret (docs/webhooks.md)",
+    )
     _add_scripted_model(commands, run)
 
     check = commands.add_parser(

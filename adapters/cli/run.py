@@ -3,6 +3,7 @@ systemd is told (``adapters.host.notify``). The engine's modules are this comman
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import threading
@@ -136,13 +137,35 @@ def _unset_token(config: CpeConfig) -> str | None:
 def unavailable(exc: ProviderError) -> int:
     """A provider that cannot be read at start (unreachable, failing) in one line: exit 75
     when trying again may do (a service manager starts cpe again), else 78."""
-    from actors.process import EXIT_CONFIG, EXIT_TEMPFAIL  # noqa: PLC0415
+    from actors.process import EXIT_CONFIG, EXIT_IOERR, EXIT_TEMPFAIL  # noqa: PLC0415
 
     if exc.transient:
         print(f"cpe: cannot start: {exc}; try again once it answers", file=sys.stderr)
         return EXIT_TEMPFAIL
+    if _disk_refused(exc):  # the local tracker's database on a full or read-only disk
+        print(f"cpe: cannot start: {exc}; free space or fix the disk, then start cpe again",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_IOERR
     print(f"cpe: cannot start: {exc}", file=sys.stderr)
     return EXIT_CONFIG
+
+
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EROFS, errno.EDQUOT, errno.EIO})
+_SQLITE_DISK = frozenset({10, 13, 8})  # SQLITE_IOERR, SQLITE_FULL, SQLITE_READONLY (primary)
+
+
+def _disk_refused(exc: BaseException) -> bool:
+    """Whether what failed was the disk (full, read-only, over a size limit, an I/O error)
+    rather than the provider: its cause is an OS or SQLite error saying so."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.errno in _DISK_ERRNOS:
+            return True
+        code = getattr(cause, "sqlite_errorcode", None)
+        if isinstance(code, int) and code & 0xFF in _SQLITE_DISK:
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def _warn_unshared(app: App) -> None:

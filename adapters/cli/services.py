@@ -1,6 +1,7 @@
 """The services beside a running engine: its control socket (requests, and the views the
 terminal console reads) and the web dashboard, with the dashboard's address and its actions'
-token."""
+token; and the webhook receiver (``[webhooks]``) on the dashboard's server, or on an address of
+its own serving only ``/hooks/*``."""
 
 from __future__ import annotations
 
@@ -23,8 +24,12 @@ from domain.errors import ConfigError
 if TYPE_CHECKING:
     from actors.services import Services
     from adapters.cli.build import App
+    from adapters.dashboard.server import DashboardServer
     from adapters.dashboard.source import DashboardSettings, Source
     from adapters.host.control import Control
+    from adapters.host.webhooks.receiver import WebhookReceiver
+    from adapters.host.webhooks.refresher import Refresher
+    from adapters.host.webhooks.verify import Role, Vendor
 
 log = structlog.get_logger("cpe.app")
 
@@ -70,6 +75,14 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
     views = SourceViews(source)
     listen = app.config.dashboard.listen
     dashboards: list[Callable[[Services], None]] = []
+    receiver, refresher = webhook_receiver(app)
+    if receiver is not None and app.config.webhooks.listen:
+        dashboards.append(hooks_server(app, source, receiver))
+    elif receiver is not None and not listen:
+        log.warning(
+            "webhooks are configured but nothing serves them: set [webhooks] listen, or "
+            "[dashboard] listen"
+        )
     if listen:
         from adapters.dashboard.server import DashboardServer, Listener  # noqa: PLC0415
 
@@ -101,7 +114,9 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
                 keep_token(token, app.state_dir)  # never over a running one's token
             services.start(
                 "dashboard",
-                lambda: DashboardServer(source, listener, token, on_listening=listening),
+                lambda: DashboardServer(
+                    source, listener, token, on_listening=listening, webhooks=receiver
+                ),
             )
 
         dashboards.append(dashboard)
@@ -111,6 +126,8 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
 
         services = Services(app.config.supervisor)
         services.start("control", lambda: ControlServer(control, app.state_dir, views))
+        if refresher is not None:
+            refresher.start()
         for dashboard in dashboards:
             dashboard(services)
         return services
@@ -119,6 +136,81 @@ def prepare_services(app: App, *, human: bool = False) -> Callable[[], Services]
 
 
 TOKEN_FILE = "dashboard-token"
+
+
+def webhook_receiver(app: App) -> tuple[WebhookReceiver | None, Refresher | None]:
+    """The receiver of ``[webhooks]``'s vendors' deliveries (None: none is configured), and the
+    refresher it asks the engine's polls of (started with the services, closed with the app).
+    A vendor's secret variable unset is a ``ConfigError``."""
+    from adapters.host.webhooks.receiver import WebhookReceiver  # noqa: PLC0415
+    from adapters.host.webhooks.refresher import Refresher  # noqa: PLC0415
+    from adapters.host.webhooks.stats import WebhookStats  # noqa: PLC0415
+
+    section = app.config.webhooks
+    secrets = section.secrets()
+    if not secrets:
+        return None, None
+    provider = app.config.provider
+    roles: dict[Vendor, set[Role]] = {}
+    tracker, forge = provider.work_items_kind, provider.revisions_kind
+    if tracker != "local":
+        roles.setdefault(tracker, set()).add("work_items")
+    if forge != "local":
+        roles.setdefault(forge, set()).add("revisions")
+    for vendor in secrets:
+        if vendor not in roles:
+            log.warning(
+                "webhooks: this vendor keeps neither the work items nor the revisions here; "
+                "its deliveries poll nothing",
+                vendor=vendor,
+            )
+    pollers = {poller.name: poller for poller in app.engine.pollers}
+    stats = WebhookStats(
+        cycles=lambda name: pollers[name].cycles if name in pollers else None,
+    )
+    refresher = Refresher(
+        app.engine.refresh, section.min_gap, clock=stats.clock, on_poll=stats.polled
+    )
+    app.closers.append(refresher.close)
+    app.closers.append(app.engine.watch(stats.processed))
+    receiver = WebhookReceiver(
+        secrets,
+        {vendor: frozenset(found) for vendor, found in roles.items()},
+        refresher.request,
+        max_body_bytes=section.max_body_bytes,
+        stats=stats,
+        pollers=pollers,
+    )
+    log.info("webhooks configured", vendors=list(secrets), min_gap_s=section.min_gap)
+    return receiver, refresher
+
+
+def hooks_server(app: App, source: Source, receiver: WebhookReceiver) -> Callable[[Services], None]:
+    """``[webhooks] listen``: a server of ``/hooks/*`` alone, bound now (an address that cannot
+    be used is a ``ConfigError`` before the engine starts), started with the services."""
+    from adapters.dashboard.server import DashboardServer, Listener  # noqa: PLC0415
+
+    listener = Listener(
+        app.config.webhooks.listen,
+        way_out='set [webhooks] listen in supervisor.toml to a free HOST:PORT, or "" to serve '
+        "the hooks on the dashboard's address",
+    )
+    with contextlib.suppress(OSError):  # another failure: the server tries again, restarted
+        listener.bind()
+    app.closers.append(listener.close)
+
+    def listening(server: DashboardServer) -> None:
+        log.info("webhooks listening", url=server.url, serves="/hooks/* only")
+
+    def start(services: Services) -> None:
+        services.start(
+            "webhooks",
+            lambda: DashboardServer(
+                source, listener, None, on_listening=listening, webhooks=receiver, hooks_only=True
+            ),
+        )
+
+    return start
 
 
 def follow_reloads(app: App, surface: Control | Source) -> None:

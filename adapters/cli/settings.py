@@ -33,12 +33,14 @@ from actors.journal import JOURNAL_NAME
 from actors.settings import BreakerSettings, DailyBudget, QuotaSettings, SupervisorSettings
 from adapters.bash_guard.config import BashGuardConfig
 from adapters.cli.provider_settings import ProviderSection
+from adapters.host.webhooks.settings import WebhooksSection
 from adapters.runtime.claude.settings import ClaudeCliRuntime, ClaudeSdkRuntime
 from adapters.runtime.codex.settings import CodexCliRuntime
 from adapters.runtime.common import DAY, ExpandedPath, Seconds
 from adapters.runtime.remote.settings import RemoteSettings
 from adapters.runtime.sandbox.config import SandboxConfig
 from adapters.runtime.settings import RuntimeKind, RuntimeSettings
+from adapters.support.addresses import check_listen
 from domain.errors import ConfigError
 from domain.handlers.options import HandlerOptions
 from domain.models import AGENT_ROLES, AgentRole
@@ -285,16 +287,9 @@ class DashboardSection(_Section):
     @field_validator("listen")
     @classmethod
     def _host_and_port(cls, value: str) -> str:
-        if not value:
-            return value
-        host, colon, port = value.rpartition(":")
-        host = host.removeprefix("[").removesuffix("]")
-        if not colon or not host or not port.isdecimal() or int(port) > 65535:
-            raise ValueError(
-                "expected HOST:PORT (e.g. 127.0.0.1:8765, [::1]:8765; port 0 for any free "
-                "one), or an empty string to turn the dashboard off"
-            )
-        return value
+        return check_listen(
+            value, example="127.0.0.1:8765, [::1]:8765", when_empty="turn the dashboard off"
+        )
 
 
 class CpeConfig(_Section):
@@ -315,6 +310,7 @@ class CpeConfig(_Section):
     bash_guard: BashGuardConfig = BashGuardConfig()
     sandbox: SandboxConfig = SandboxConfig()
     dashboard: DashboardSection = DashboardSection()
+    webhooks: WebhooksSection = WebhooksSection()
 
     def engine_config(
         self,

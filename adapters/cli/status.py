@@ -20,6 +20,7 @@ from adapters.cli.providers import local_forge_revisions, open_local_tracker
 from adapters.cli.repository import CONFIG_NAME, default_branch, git_toplevel, resolve_config
 from adapters.cli.settings import CpeConfig, parse_config
 from adapters.describe.landing import print_queue
+from adapters.describe.plain import plain
 from adapters.describe.runs import describe_run, run_where
 from domain.errors import ConfigError
 from domain.models import ACTIVE_RUN_STATUSES, EngineState, Revision, WorkItem, item_ref
@@ -288,7 +289,8 @@ def _print_items(items: Iterable[WorkItem], state: EngineState) -> None:
         blocked = f"  blocked by {blockers}" if blockers else ""
         runs = costs.get(item.id, [])
         cost = f"${sum(c or 0.0 for c in runs):.2f}{'?' if None in runs else ''}"
-        print(f"  {item_ref(item.id):<{width}} {item.status:<17} {cost:<8} {item.title}{blocked}")
+        title = plain(item.title)
+        print(f"  {item_ref(item.id):<{width}} {item.status:<17} {cost:<8} {title}{blocked}")
 
 
 def _print_revisions(revisions: Sequence[Revision]) -> None:
@@ -299,7 +301,7 @@ def _print_revisions(revisions: Sequence[Revision]) -> None:
         item = f"work item {item_ref(r.work_item_id)}" if r.work_item_id else "no work item"
         print(
             f"  {r.id:<6} {r.state:<7} pipeline {r.pipeline.status:<8} head {r.head_sha[:10]}  "
-            f"{item}  {r.title}"
+            f"{item}  {plain(r.title)}"
         )
 
 
@@ -349,7 +351,7 @@ def _print_runs(state: EngineState, state_dir: Path, engine: EngineStatus) -> No
                 print(f"      {describe_signal(run.signal)}")  # retrying …, rate-limited …
             if run.failure_reason:  # the whole reason, on its own line
                 label = "infrastructure failure" if run.failure_class == "infrastructure" else "why"
-                print(f"      {label}: {' '.join(run.failure_reason.split())}")
+                print(f"      {label}: {plain(' '.join(run.failure_reason.split()))}")
 
 
 def _with_defaults(

@@ -20,6 +20,7 @@ from adapters.cli.repository import default_branch, resolve_config
 from adapters.cli.settings import CpeConfig
 from adapters.describe.items import item_cost, item_sections
 from adapters.describe.landing import list_note
+from adapters.describe.plain import plain
 from domain.errors import ConfigError, JournalInUseError
 from domain.models import STATUSES, EngineState, WorkItem, WorkItemId, item_ref
 from domain.requests import REQUEST_ADAPTER, RequestRefused, SetStatus, UserRequest
@@ -66,7 +67,7 @@ def work_list(status: str | None, config_path: Path | None, repo: Path | None) -
         after += list_note(item, state, config.workflow)
         print(
             f"{item_ref(item.id):<{width}} {item.status:<17} {attempts:<8} {where:<22} {cost:>9}  "
-            f"{item.title}{after}"
+            f"{plain(item.title)}{after}"
         )
     return 0
 

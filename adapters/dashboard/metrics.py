@@ -16,30 +16,33 @@ from the ``breaker``'s pause for runs failing under the agent.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any, get_args
+from typing import get_args
 
+from adapters.dashboard.exposition import escape, family, number, summary
 from adapters.dashboard.source import Source
 from adapters.dashboard.views import queue_entries
 from adapters.host.metering import ProviderMeter
+from adapters.host.webhooks.stats import Snapshot as WebhookSnapshot
+from adapters.host.webhooks.verify import VENDORS
 from domain.models import AGENT_ROLES, STATUSES, AgentRun, EngineState, RetryCause
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 DURATION_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
-QUANTILES = (0.5, 0.9, 0.99)
 
 
-def render_metrics(source: Source, now: datetime | None = None) -> str:
+def render_metrics(
+    source: Source, now: datetime | None = None, *, webhooks: WebhookSnapshot | None = None
+) -> str:
     now = now or datetime.now(UTC)
     state = source.state()
     runs = list(state.agent_runs.values())
     out: list[str] = []
 
     started = Counter((run.role, source.runtime(run.role)) for run in runs)
-    _family(
+    family(
         out,
         "cpe_runs_started_total",
         "counter",
@@ -50,7 +53,7 @@ def render_metrics(source: Source, now: datetime | None = None) -> str:
     ended = Counter(
         (run.role, source.runtime(run.role), run.status) for run in runs if run.is_terminal
     )
-    _family(
+    family(
         out,
         "cpe_runs_ended_total",
         "counter",
@@ -60,12 +63,12 @@ def render_metrics(source: Source, now: datetime | None = None) -> str:
     )
     active = Counter({(role, source.runtime(role)): 0 for role in AGENT_ROLES})
     active.update((run.role, source.runtime(run.role)) for run in runs if run.is_active)
-    _family(out, "cpe_runs_active", "gauge", "agent runs under way", active, ("role", "runtime"))
+    family(out, "cpe_runs_active", "gauge", "agent runs under way", active, ("role", "runtime"))
     _histogram(out, source, runs)
     cost: dict[tuple[str], float] = {(role,): 0.0 for role in AGENT_ROLES}
     for run in runs:
         cost[(run.role,)] += run.cost_usd or 0.0
-    _family(
+    family(
         out,
         "cpe_run_cost_usd_total",
         "counter",
@@ -76,8 +79,8 @@ def render_metrics(source: Source, now: datetime | None = None) -> str:
 
     items = Counter({(status,): 0 for status in STATUSES})
     items.update((item.status,) for item in state.work_items.values())
-    _family(out, "cpe_work_items", "gauge", "work items by status", items, ("status",))
-    _family(
+    family(out, "cpe_work_items", "gauge", "work items by status", items, ("status",))
+    family(
         out,
         "cpe_queue_depth",
         "gauge",
@@ -88,7 +91,7 @@ def render_metrics(source: Source, now: datetime | None = None) -> str:
     paused = {("person",): 0, ("breaker",): 0, ("outage",): 0}
     for pause in source.pauses(state, now):
         paused[(pause.by,)] = 1
-    _family(
+    family(
         out,
         "cpe_dispatch_paused",
         "gauge",
@@ -100,7 +103,52 @@ def render_metrics(source: Source, now: datetime | None = None) -> str:
     _model(out, source, state, now)
     _merge_queue(out, source, state)
     _provider(out, source)
+    if webhooks is not None:
+        out.extend(webhook_metrics(webhooks))
     return "\n".join(out) + "\n"
+
+
+def webhook_metrics(stats: WebhookSnapshot) -> list[str]:
+    """The webhook receiver's families: deliveries by vendor and outcome (accepted, duplicate,
+    ignored, refused), refusals by reason, the polls deliveries asked for, and the delay from a
+    delivery to the engine's first event from the poll it triggered (over the last 1000)."""
+    out: list[str] = []
+    deliveries: Counter[tuple[str, str]] = Counter({(v, "accepted"): 0 for v in VENDORS})
+    deliveries.update(stats.deliveries)
+    family(
+        out,
+        "cpe_webhook_deliveries_total",
+        "counter",
+        "webhook deliveries received, by vendor and outcome",
+        deliveries,
+        ("vendor", "outcome"),
+    )
+    family(
+        out,
+        "cpe_webhook_refusals_total",
+        "counter",
+        "webhook deliveries refused, by vendor and reason (signature, stale, size, type, "
+        "unconfigured, malformed)",
+        stats.refusals,
+        ("vendor", "reason"),
+    )
+    family(
+        out,
+        "cpe_webhook_polls_total",
+        "counter",
+        "polls webhook deliveries asked of the engine, by poller (coalesced)",
+        {(name,): count for name, count in stats.polls.items()},
+        ("poller",),
+    )
+    summary(
+        out,
+        "cpe_webhook_dispatch_delay_seconds",
+        "from a webhook delivery to the engine's first event from the poll it triggered "
+        "(quantiles over the last 1000)",
+        stats.delays,
+        total=(stats.delay_sum, stats.delay_count),
+    )
+    return out
 
 
 def _histogram(out: list[str], source: Source, runs: Iterable[AgentRun]) -> None:
@@ -113,12 +161,12 @@ def _histogram(out: list[str], source: Source, runs: Iterable[AgentRun]) -> None
             for run in runs
             if run.role == role and run.started_at and run.ended_at
         ]
-        labels = f'role="{role}",runtime="{_escape(source.runtime(role))}"'
+        labels = f'role="{role}",runtime="{escape(source.runtime(role))}"'
         for bound in DURATION_BUCKETS:
             count = sum(1 for d in durations if d <= bound)
             out.append(f'{name}_bucket{{{labels},le="{bound:g}"}} {count}')
         out.append(f'{name}_bucket{{{labels},le="+Inf"}} {len(durations)}')
-        out.append(f"{name}_sum{{{labels}}} {_number(sum(durations))}")
+        out.append(f"{name}_sum{{{labels}}} {number(sum(durations))}")
         out.append(f"{name}_count{{{labels}}} {len(durations)}")
 
 
@@ -132,7 +180,7 @@ def _model(out: list[str], source: Source, state: EngineState, now: datetime) ->
                 used[(account, window.name)] = window.utilization
             if window.resets_at is not None:
                 resets[(account, window.name)] = window.resets_at.timestamp()
-    _family(
+    family(
         out,
         "cpe_model_quota_utilization",
         "gauge",
@@ -140,7 +188,7 @@ def _model(out: list[str], source: Source, state: EngineState, now: datetime) ->
         used,
         ("account", "window"),
     )
-    _family(
+    family(
         out,
         "cpe_model_quota_resets_at_seconds",
         "gauge",
@@ -149,7 +197,7 @@ def _model(out: list[str], source: Source, state: EngineState, now: datetime) ->
         ("account", "window"),
     )
     holds = source.holds(state, now)
-    _family(
+    family(
         out,
         "cpe_model_quota_held",
         "gauge",
@@ -164,7 +212,7 @@ def _model(out: list[str], source: Source, state: EngineState, now: datetime) ->
         for run in state.agent_runs.values()
         if run.is_active and run.signal is not None and run.signal.kind == "retrying"
     )
-    _family(
+    family(
         out,
         "cpe_agent_runs_retrying",
         "gauge",
@@ -175,7 +223,7 @@ def _model(out: list[str], source: Source, state: EngineState, now: datetime) ->
 
 
 def _merge_queue(out: list[str], source: Source, state: EngineState) -> None:
-    _family(
+    family(
         out,
         "cpe_merge_queue_length",
         "gauge",
@@ -183,7 +231,7 @@ def _merge_queue(out: list[str], source: Source, state: EngineState) -> None:
         {(): len(queue_entries(source, state))},
         (),
     )
-    _family(
+    family(
         out,
         "cpe_merge_queue_held",
         "gauge",
@@ -191,7 +239,7 @@ def _merge_queue(out: list[str], source: Source, state: EngineState) -> None:
         {(): len(state.merge_waits)},
         (),
     )
-    _family(
+    family(
         out,
         "cpe_landings_total",
         "counter",
@@ -205,7 +253,7 @@ def _merge_queue(out: list[str], source: Source, state: EngineState) -> None:
         for wid, report in state.sent_back.items()
         if wid in state.work_items and state.work_items[wid].status != "done"
     )
-    _family(
+    family(
         out,
         "cpe_merge_queue_sent_back_items",
         "gauge",
@@ -214,32 +262,19 @@ def _merge_queue(out: list[str], source: Source, state: EngineState) -> None:
         ("problem",),
     )
     kept = state.landed
-    _summary(
+    summary(
         out,
         "cpe_merge_queue_wait_seconds",
         "time from approval to merge, over the last landings the state keeps (50 at most)",
         [(x.at - x.approved_at).total_seconds() for x in kept if x.at and x.approved_at],
     )
-    _summary(
+    summary(
         out,
         "cpe_merge_queue_tests_per_landing",
         "pipeline runs the merge queue spent on a landing (0: it was up to date already), over "
         "the last landings the state keeps (50 at most)",
         [float(x.tests) for x in kept],
     )
-
-
-def _summary(out: list[str], name: str, text: str, values: list[float]) -> None:
-    """A summary over ``values``: nearest-rank quantiles (none without a value), sum, count."""
-    out.append(f"# HELP {name} {text}")
-    out.append(f"# TYPE {name} summary")
-    ranked = sorted(values)
-    if ranked:
-        for q in QUANTILES:
-            value = ranked[max(0, math.ceil(q * len(ranked)) - 1)]
-            out.append(f'{name}{{quantile="{q:g}"}} {_number(value)}')
-    out.append(f"{name}_sum {_number(sum(ranked))}")
-    out.append(f"{name}_count {len(ranked)}")
 
 
 def _provider(out: list[str], source: Source) -> None:
@@ -251,7 +286,7 @@ def provider_metrics(meter: ProviderMeter) -> list[str]:
     to each remote system (``system`` label), GitHub's also under the names it had alone."""
     out: list[str] = []
     calls, errors = meter.snapshot()
-    _family(
+    family(
         out,
         "cpe_provider_requests_total",
         "counter",
@@ -259,7 +294,7 @@ def provider_metrics(meter: ProviderMeter) -> list[str]:
         calls,
         ("port", "method"),
     )
-    _family(
+    family(
         out,
         "cpe_provider_errors_total",
         "counter",
@@ -272,7 +307,7 @@ def provider_metrics(meter: ProviderMeter) -> list[str]:
     wire = meter.wire() if meter.wire is not None else None
     if wire is not None:
         limited = max(limited, wire.rate_limited)
-    _family(
+    family(
         out,
         "cpe_provider_rate_limited_total",
         "counter",
@@ -298,7 +333,7 @@ def provider_metrics(meter: ProviderMeter) -> list[str]:
             if getattr(stats, field) is not None
         }
         if samples:
-            _family(out, name, kind, f"{text}, by remote system", samples, ("system",))
+            family(out, name, kind, f"{text}, by remote system", samples, ("system",))
     github = wires.get("github")
     if github is None:
         return out
@@ -319,9 +354,9 @@ def provider_metrics(meter: ProviderMeter) -> list[str]:
         ),
         ("cpe_github_retries_total", "counter", "reads retried after a wait", github.retries),
     ):
-        _family(out, name, kind, text, {(): value}, ())
+        family(out, name, kind, text, {(): value}, ())
     if github.rate_remaining is not None:
-        _family(
+        family(
             out,
             "cpe_github_rate_limit_remaining",
             "gauge",
@@ -330,26 +365,3 @@ def provider_metrics(meter: ProviderMeter) -> list[str]:
             (),
         )
     return out
-
-
-def _family(  # noqa: PLR0917 - one line per metric family reads best positionally
-    out: list[str],
-    name: str,
-    kind: str,
-    text: str,
-    samples: Mapping[Any, float],
-    labels: tuple[str, ...],
-) -> None:
-    out.append(f"# HELP {name} {text}")
-    out.append(f"# TYPE {name} {kind}")
-    for values, value in sorted(samples.items()):
-        pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in zip(labels, values, strict=True))
-        out.append(f"{name}{{{pairs}}} {_number(value)}" if pairs else f"{name} {_number(value)}")
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))

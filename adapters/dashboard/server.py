@@ -17,7 +17,6 @@ taken instead (``fallback``), and ``url`` says which.
 from __future__ import annotations
 
 import errno
-import ipaddress
 import logging
 import socket
 import threading
@@ -27,7 +26,9 @@ import structlog
 import uvicorn
 
 from adapters.dashboard.source import Source
-from adapters.dashboard.web import create_app
+from adapters.dashboard.web import create_app, create_hooks_app
+from adapters.host.webhooks.receiver import WebhookReceiver
+from adapters.support.addresses import is_loopback
 from domain.errors import ConfigError
 
 log = structlog.get_logger("cpe.dashboard")
@@ -42,15 +43,6 @@ WAY_OUT = (
 def split_listen(listen: str) -> tuple[str, int]:
     host, _, port = listen.rpartition(":")
     return host.removeprefix("[").removesuffix("]"), int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def address(host: str, port: int) -> str:
@@ -152,6 +144,9 @@ def _listening_socket(host: str, port: int) -> socket.socket:
 
 
 class DashboardServer:
+    """The dashboard (with the webhook receiver's ``/hooks/*``), or with ``hooks_only`` the
+    receiver alone, for any ``Host`` (``[webhooks] listen``)."""
+
     name = "dashboard"
 
     def __init__(
@@ -161,8 +156,14 @@ class DashboardServer:
         token: str | None,
         *,
         on_listening: Callable[[DashboardServer], None] | None = None,
+        webhooks: WebhookReceiver | None = None,
+        hooks_only: bool = False,
     ):
         self.source = source
+        self.webhooks = webhooks
+        self.hooks_only = hooks_only
+        if hooks_only:
+            self.name = "webhook receiver"
         self.listener = listen if isinstance(listen, Listener) else Listener(listen)
         self.host, self.port = self.listener.host, self.listener.port
         self.token = token
@@ -184,7 +185,15 @@ class DashboardServer:
     def _serve(self, sock: socket.socket) -> None:
         self.port = port = self.listener.port
         self.url = self.listener.url
-        app = create_app(self.source, self.token, loopback_only=is_loopback(self.host))
+        if self.hooks_only and self.webhooks is not None:
+            app = create_hooks_app(self.webhooks)
+        else:
+            app = create_app(
+                self.source,
+                self.token,
+                loopback_only=is_loopback(self.host),
+                webhooks=self.webhooks,
+            )
         config = uvicorn.Config(
             app,
             log_config=None,  # our logging, not uvicorn's
@@ -198,7 +207,7 @@ class DashboardServer:
         self._server = server
         if self._closed.is_set():
             return
-        if not is_loopback(self.host):
+        if not is_loopback(self.host) and not self.hooks_only:
             log.warning(
                 "the dashboard listens beyond this machine: anyone who reaches it sees the "
                 "board (actions still need the token)",

@@ -40,6 +40,8 @@ from adapters.dashboard.pages import (
 )
 from adapters.dashboard.source import Source
 from adapters.dashboard.views import state_view
+from adapters.host.webhooks.receiver import PATHS as HOOK_PATHS
+from adapters.host.webhooks.receiver import WebhookReceiver
 from adapters.runtime.artifacts.activity import TranscriptTail
 from adapters.support.redaction import redact_value
 from domain.models import SessionId, WorkItemId
@@ -68,11 +70,19 @@ _HEADERS = {
 _STATUS = {"not-found": 404, "conflict": 409, "invalid": 422}
 
 
-def create_app(source: Source, token: str | None, *, loopback_only: bool = True) -> Starlette:
-    """The application over ``source``; ``token`` guards the actions (None: no action)."""
+def create_app(
+    source: Source,
+    token: str | None,
+    *,
+    loopback_only: bool = True,
+    webhooks: WebhookReceiver | None = None,
+) -> Starlette:
+    """The application over ``source``; ``token`` guards the actions (None: no action);
+    ``webhooks`` takes the deliveries (None: none, each hook answers 404 saying why)."""
     files = resources.files("adapters.dashboard") / "static"
     static = StaticFiles(directory=str(files))
-    web = _Web(source, token, icon=(files / "favicon.svg").read_bytes())
+    webhooks = webhooks or WebhookReceiver.unconfigured()
+    web = _Web(source, token, icon=(files / "favicon.svg").read_bytes(), webhooks=webhooks)
     routes = [
         Route("/", web.page),
         Route("/board", web.board),
@@ -89,13 +99,35 @@ def create_app(source: Source, token: str | None, *, loopback_only: bool = True)
         Route("/api/resume", web.resume, methods=["POST"]),
         Route("/metrics", web.metrics),
         Mount("/static", app=static, name="static"),
+        *webhooks.routes(),
     ]
     middleware = []
     if loopback_only:
-        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS))
+        middleware.append(Middleware(_LoopbackHosts))
     app = Starlette(routes=routes, middleware=middleware, exception_handlers={404: _not_found})
     app.add_middleware(_SecurityHeaders)
     return app
+
+
+def create_hooks_app(webhooks: WebhookReceiver) -> Starlette:
+    """``/hooks/*`` alone, for any ``Host`` (``[webhooks] listen``): nothing of the board."""
+    app = Starlette(routes=webhooks.routes(), exception_handlers={404: _no_hook})
+    app.add_middleware(_SecurityHeaders)
+    return app
+
+
+class _LoopbackHosts:
+    """Only a loopback ``Host`` is served, but at the webhook paths (a signature guards those)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.checked = TrustedHostMiddleware(app, allowed_hosts=LOOPBACK_HOSTS)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] in HOOK_PATHS:
+            await self.app(scope, receive, send)
+        else:
+            await self.checked(scope, receive, send)
 
 
 class _SecurityHeaders:
@@ -121,15 +153,23 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     return _error(404, f"no such page {request.url.path!r}; see / and /api/state")
 
 
+async def _no_hook(request: Request, exc: Exception) -> Response:
+    hooks = ", ".join(sorted(HOOK_PATHS))
+    return _error(404, f"no such hook {request.url.path!r}; this address serves POST {hooks}")
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": " ".join(message.split())}, status_code=status)
 
 
 class _Web:
-    def __init__(self, source: Source, token: str | None, *, icon: bytes):
+    def __init__(
+        self, source: Source, token: str | None, *, icon: bytes, webhooks: WebhookReceiver
+    ):
         self.source = source
         self.token = token
         self.icon_svg = icon
+        self.webhooks = webhooks
 
     # ------------------------------------------------------------------ reads
 
@@ -179,7 +219,8 @@ class _Web:
         return Response(self.icon_svg, media_type=_ICON)
 
     async def metrics(self, request: Request) -> Response:
-        return Response(render_metrics(self.source), media_type=CONTENT_TYPE)
+        metrics = render_metrics(self.source, webhooks=self.webhooks.stats.snapshot())
+        return Response(metrics, media_type=CONTENT_TYPE)
 
     async def events(self, request: Request) -> Response:
         return StreamingResponse(

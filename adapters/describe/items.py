@@ -10,6 +10,7 @@ from pathlib import Path
 
 from actors.journal import JOURNAL_NAME, Journal
 from adapters.describe.landing import Workflow, show_lines
+from adapters.describe.plain import plain as shown
 from adapters.describe.runs import describe_run, run_where
 from adapters.runtime.artifacts.run_review import comment_lines, plain, run_review
 from domain.events import StatusTransitioned, UserTransitionedStatus, WorkItemChanged
@@ -54,7 +55,7 @@ def item_sections(  # noqa: PLR0917 - what cpe work show and the dashboard both 
         facts.append(f"  last failure  {last.session_id} {last.status}: {why}")
     ran = [f"  {describe_run(run, run_where(state_dir, run.session_id))}" for run in runs]
     ran.append(f"  total cost {item_cost(state, item.id) or '$0'}" if runs else "  (none)")
-    return [
+    sections = [
         (f"{item_ref(item.id)} {item.title}", facts),
         ("body", [f"  {line}" for line in (body or "(empty)").splitlines()]),
         (
@@ -64,6 +65,8 @@ def item_sections(  # noqa: PLR0917 - what cpe work show and the dashboard both 
         ("agent runs", ran),
         ("reviews", [f"  {line}" for line in _reviews(state_dir, state, item) or ["(none)"]]),
     ]
+    # A title, a body, a reason come from the tracker and the agents: printed as data.
+    return [(shown(heading), [shown(line) for line in lines]) for heading, lines in sections]
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ import os
 import socket
 import socketserver
 import struct
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -179,6 +180,15 @@ class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         )
         _, uid, _ = struct.unpack(_SO_PEERCRED_FORMAT, creds)
         return uid in (os.getuid(), 0)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone before its answer is no error; anything else is logged, never printed
+        raw on the operator's terminal (socketserver's default)."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (BrokenPipeError, ConnectionResetError)):
+            log.debug("a control socket client went away before its answer")
+            return
+        log.error("a control socket request failed", exc_info=error)
 
 
 class _Handler(socketserver.StreamRequestHandler):

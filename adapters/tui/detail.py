@@ -4,12 +4,13 @@ it comes).
 
 The feed is read in worker threads (a socket may be slow; the UI thread never waits on it),
 and what they read is drawn on the UI thread (``call_from_thread``). An agent's output is
-plain text in a ``Log``: never markup, its control characters taken out.
+plain text in a ``TextLog``: never markup, its control characters taken out, wrapped.
 """
 
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -17,17 +18,17 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Log, Static
+from textual.widgets import DataTable, Footer, Static
 
-from adapters.tui.board import BOARD_CSS, line
+from adapters.tui.board import AGE_EVERY, BOARD_CSS, ConsoleScreen, line
 from adapters.tui.feed import Feed
-from adapters.tui.text import clip, plain, run_header
+from adapters.tui.text import clip, plain, plain_view, run_header
+from adapters.tui.textlog import TextLog
 
 BACK = Binding("escape,backspace", "app.pop_screen", "back")
 
 
-class ItemScreen(Screen[None]):
+class ItemScreen(ConsoleScreen):
     DEFAULT_CSS = (
         BOARD_CSS
         + """
@@ -44,6 +45,8 @@ class ItemScreen(Screen[None]):
         Binding("s", "app.set_status", "status"),
         Binding("j", "move(1)", show=False),
         Binding("k", "move(-1)", show=False),
+        Binding("pagedown", "page(1)", show=False, priority=True),
+        Binding("pageup", "page(-1)", show=False, priority=True),
     ]
 
     def __init__(self, item_id: str):
@@ -51,14 +54,16 @@ class ItemScreen(Screen[None]):
         self.item_id = item_id
         self.detail: dict[str, Any] | None = None
         self._reading = threading.Lock()
+        self._card: dict[str, Any] | None = None  # the board's card of the item, last seen
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"item {self.item_id}: reading…"), id="head")
+        yield Static(classes="empty", id="connection")
         yield VerticalScroll(Static(id="body"), id="sections")
         table: DataTable[Text] = DataTable(id="sessions", cursor_type="row", cell_padding=1)
         yield table
         yield Static(classes="empty", id="said")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#sessions", DataTable)
@@ -66,6 +71,7 @@ class ItemScreen(Screen[None]):
         table.add_column(Text("role"), key="role")
         table.add_column(Text("ended"), key="ended")
         table.focus()
+        self.lines_of_app()
         self.load()
 
     def selected(self) -> str:
@@ -73,22 +79,21 @@ class ItemScreen(Screen[None]):
         return self.item_id
 
     def show(self, view: dict[str, Any]) -> None:
-        """The board changed: read the item again (once at a time)."""
-        self.load()
+        """The board changed: the item is read again (once at a time) when its card did."""
+        card = next((i for i in view.get("work_items", []) if i["id"] == self.item_id), None)
+        if card != self._card:
+            self._card = card
+            self.load()
 
-    @work(thread=True, group="item")
+    @work(thread=True, group="item", exit_on_error=False)
     def load(self) -> None:
-        if not self._reading.acquire(blocking=False):
-            return
-        try:
+        with self._reading:  # one read after the other: the last drawn is the newest
             feed: Feed = self.app.feed  # type: ignore[attr-defined]
             try:
-                detail = feed.item(self.item_id)
+                detail = plain_view(feed.item(self.item_id))
             except Exception as exc:  # the engine went away meanwhile: the app says so
                 detail = {"error": str(exc)}
-            self.app.call_from_thread(self._draw, detail)
-        finally:
-            self._reading.release()
+            self._ui(self._draw, detail)
 
     def _draw(self, detail: dict[str, Any] | None) -> None:
         head = self.query_one("#head", Static)
@@ -133,6 +138,11 @@ class ItemScreen(Screen[None]):
         table = self.query_one("#sessions", DataTable)
         table.action_cursor_down() if step > 0 else table.action_cursor_up()
 
+    def action_page(self, step: int) -> None:
+        """PgUp/PgDn scroll the item's detail, whichever part has the focus."""
+        sections = self.query_one("#sections", VerticalScroll)
+        sections.scroll_page_down() if step > 0 else sections.scroll_page_up()
+
     def action_open(self) -> None:
         table = self.query_one("#sessions", DataTable)
         if table.row_count:
@@ -145,9 +155,6 @@ class ItemScreen(Screen[None]):
         if event.row_key.value is not None:
             self.app.push_screen(RunScreen(event.row_key.value))
 
-    def said(self, text: str) -> None:
-        line(self.query_one("#said", Static), text)
-
 
 def _runs_by_session(view: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     if view is None:
@@ -156,7 +163,7 @@ def _runs_by_session(view: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     return {run["session_id"]: run for run in [*runs.get("active", []), *runs.get("recent", [])]}
 
 
-class RunScreen(Screen[None]):
+class RunScreen(ConsoleScreen):
     DEFAULT_CSS = BOARD_CSS + "#facts { height: auto; } #output { height: 1fr; }"
     BINDINGS: ClassVar[list[BindingType]] = [
         BACK,
@@ -175,13 +182,16 @@ class RunScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"run {self.session_id}: reading…"), id="head")
+        yield Static(classes="empty", id="connection")
         yield Static(classes="empty", id="facts")
-        yield Log(id="output", auto_scroll=True)
+        yield TextLog(id="output")
         yield Static(classes="empty", id="said")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.query_one(Log).focus()
+        self.query_one(TextLog).focus()
+        self.lines_of_app()
+        self.set_interval(AGE_EVERY, self._facts)
         self.load()
 
     def on_unmount(self) -> None:
@@ -195,7 +205,7 @@ class RunScreen(Screen[None]):
         if self.detail is None or self.detail.get("live"):
             self.load()
 
-    @work(thread=True, group="run")
+    @work(thread=True, group="run", exit_on_error=False)
     def load(self) -> None:
         if not self._reading.acquire(blocking=False):
             return
@@ -207,11 +217,11 @@ class RunScreen(Screen[None]):
     def _load(self) -> None:
         feed: Feed = self.app.feed  # type: ignore[attr-defined]
         try:
-            detail = feed.run(self.session_id)
+            detail = plain_view(feed.run(self.session_id))
         except Exception as exc:
-            self.app.call_from_thread(self._failed, str(exc))
+            self._ui(self._failed, str(exc))
             return
-        self.app.call_from_thread(self._draw, detail, not self.wrote)
+        self._ui(self._draw, detail, not self.wrote)
         if detail is None or not detail.get("live") or self.gone.is_set():
             return
         self.following = True
@@ -219,19 +229,20 @@ class RunScreen(Screen[None]):
             for chunk in feed.follow(self.session_id):
                 if self.gone.is_set():
                     return
-                self.app.call_from_thread(self._output, plain(chunk), not self.wrote)
+                self._ui(self._output, chunk, not self.wrote)
                 self.wrote = True
         except Exception as exc:  # the engine went away while the run went on
-            self.app.call_from_thread(self._output, f"\n(following stopped: {exc})\n", False)
+            self._ui(self._output, f"\n(following stopped: {exc})\n", False)
         finally:
             self.following = False
+            self._ui(self._flush)
         if self.gone.is_set():
             return
         try:  # its output ended: its end, once the engine has recorded it
-            ended = feed.run(self.session_id)
+            ended = plain_view(feed.run(self.session_id))
         except Exception:
             return
-        self.app.call_from_thread(self._draw, ended, not self.wrote)
+        self._ui(self._draw, ended, not self.wrote)
 
     def _failed(self, message: str) -> None:
         line(
@@ -244,23 +255,33 @@ class RunScreen(Screen[None]):
             line(head, f"no run {self.session_id}: the engine does not know it")
             return
         self.detail = detail
-        first, *facts = run_header(detail)
-        line(head, first + (" (live)" if detail.get("live") else ""))
-        line(self.query_one("#facts", Static), [clip(f, max(20, self.size.width)) for f in facts])
+        self._facts()
         if output:
             text = detail.get("output")
             empty = "nothing yet: the run is starting" if detail.get("live") else "no activity"
-            self._output(plain(text) if text else f"({empty} was recorded)", True)
+            self._output(text if text else f"({empty} was recorded)", True)
+            self.query_one(TextLog).flush()
+
+    def _facts(self) -> None:
+        """The run's header (a live run's duration as of now: it ticks)."""
+        if self.detail is None:
+            return
+        first, *facts = run_header(self.detail, datetime.now(UTC))
+        line(
+            self.query_one("#head", Static), first + (" (live)" if self.detail.get("live") else "")
+        )
+        width = max(20, self.size.width)
+        line(self.query_one("#facts", Static), [clip(fact, width) for fact in facts])
+
+    def _flush(self) -> None:
+        self.query_one(TextLog).flush()
 
     def _output(self, text: str, fresh: bool) -> None:
-        log = self.query_one(Log)
+        log = self.query_one(TextLog)
         if fresh:
-            log.clear()
-        log.write(text)
+            log.reset()
+        log.feed(text)
 
     def action_scroll(self, step: int) -> None:
-        log = self.query_one(Log)
+        log = self.query_one(TextLog)
         log.scroll_down() if step > 0 else log.scroll_up()
-
-    def said(self, text: str) -> None:
-        line(self.query_one("#said", Static), text)

@@ -15,7 +15,6 @@ from typing import Any
 from domain.models import item_ref
 
 ELLIPSIS = "…"
-RUNS_SHOWN = 4  # active runs listed on the board; then "and N more"
 
 
 def clip(text: str | None, width: int) -> str:
@@ -102,18 +101,17 @@ def revision_words(revision: dict[str, Any] | None, *, compact: bool = False) ->
 
 
 def headline(view: dict[str, Any]) -> str:
-    """The board's first line: the repository, whether the engine runs, the items by status
-    and the cost so far."""
+    """The board's first line: whether the engine runs, the items by status, the cost so far,
+    the repository (last: the first cut on a narrow terminal)."""
     totals = view.get("totals", {})
     counts = totals.get("work_items", {})
     by_status = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
-    engine = view.get("engine", "stopped")
     cost = totals.get("cost_usd")
     parts = [
-        f"cpe {view.get('title', '')}".strip(),
-        f"engine {engine}",
+        f"cpe · engine {view.get('engine', 'stopped')}",
         by_status or "no work items",
-        f"{money(cost)} so far" if cost is not None else "",
+        money(cost) if cost is not None else "",
+        view.get("title", ""),
     ]
     return " · ".join(part for part in parts if part)
 
@@ -142,22 +140,61 @@ def account_lines(view: dict[str, Any]) -> list[str]:
     ]
 
 
-def run_line(run: dict[str, Any]) -> str:
-    """``impl #3 claude-sdk 12.0s $0.0100 s-abc…``: an active run in a line (its signal, such
-    as the model API retrying, after it)."""
-    item = item_ref(run["work_item_id"]) if run.get("work_item_id") else run.get("subject", "")
-    duration = f"{run['duration_s']:.0f}s" if run.get("duration_s") is not None else ""
-    signal = f" · {run['signal']['text']}" if run.get("signal") else ""
-    parts = [run["role"], item, run.get("status", ""), duration, run["session_id"]]
-    return " ".join(part for part in parts if part) + signal
+RUN_COLUMNS = ("run", "role", "item", "state", "time", "cost")
 
 
-def runs_lines(view: dict[str, Any]) -> list[str]:
-    active = view.get("runs", {}).get("active", [])
-    lines = [run_line(run) for run in active[:RUNS_SHOWN]]
-    if len(active) > RUNS_SHOWN:
-        lines.append(f"and {len(active) - RUNS_SHOWN} more")
-    return lines
+@dataclass(frozen=True)
+class RunRow:
+    """One agent run on the board: ``key`` its session; ``item`` its work item's id (None for
+    a planner's); the cells in ``RUN_COLUMNS``' order."""
+
+    key: str
+    item: str | None
+    cells: tuple[str, ...]
+
+
+def run_rows(view: dict[str, Any], now: datetime | None = None) -> list[RunRow]:
+    """The active runs (their age as of ``now``), then the recent ones, newest first (how
+    each ended, how long it took)."""
+    runs = view.get("runs", {})
+    rows = []
+    for run in [*runs.get("active", []), *runs.get("recent", [])]:
+        wid = run.get("work_item_id")
+        active = not run.get("ended_at")
+        state = run.get("status", "") if active else run.get("ending", "")
+        rows.append(
+            RunRow(
+                key=run["session_id"],
+                item=wid,
+                cells=(
+                    run["session_id"],
+                    run["role"],
+                    item_ref(wid) if wid else "",
+                    state,
+                    _age(run, now if active else None),
+                    money(run.get("cost_usd")),
+                ),
+            )
+        )
+    return rows
+
+
+def _age(run: dict[str, Any], now: datetime | None) -> str:
+    seconds = run.get("duration_s")
+    started = run.get("started_at")
+    if now is not None and started:
+        seconds = max(0.0, (now - datetime.fromisoformat(started)).total_seconds())
+    return f"{seconds:.0f}s" if seconds is not None else ""
+
+
+def signal_lines(view: dict[str, Any]) -> list[str]:
+    """What the active runs' CLIs said of the model API (retrying, …), one line each."""
+    return [
+        f"{run['role']} {item_ref(run['work_item_id']) if run.get('work_item_id') else ''}: "
+        f"{run['signal']['text']}"
+        for run in view.get("runs", {}).get("active", [])
+        if run.get("signal")
+    ]
 
 
 def queue_line(view: dict[str, Any]) -> str:
@@ -176,10 +213,14 @@ def decision_lines(view: dict[str, Any]) -> list[str]:
     return [f"{clock(d['at'])} {d['text']}" for d in view.get("decisions", [])]
 
 
-def run_header(detail: dict[str, Any]) -> list[str]:
+def run_header(detail: dict[str, Any], now: datetime | None = None) -> list[str]:
     """A run's facts, as its dashboard page gives them: role and session, its item, runtime,
-    status, attempt, times, cost and turns, and how it ended."""
+    status, attempt, times, cost and turns, and how it ended; a live run's duration as of
+    ``now`` (by its start)."""
     d = detail
+    seconds = d.get("duration_s")
+    if now is not None and d.get("live") and d.get("started_at"):
+        seconds = max(0.0, (now - datetime.fromisoformat(d["started_at"])).total_seconds())
     item = d.get("item")
     subject = (
         f"{item_ref(item['id'])} {item['title']} ({item['status']})" if item else d.get("subject")
@@ -195,7 +236,7 @@ def run_header(detail: dict[str, Any]) -> list[str]:
         f"started {stamp(d.get('started_at') or d.get('requested_at'))} · ended "
         f"{stamp(d.get('ended_at'))}",
         "duration "
-        + (f"{d['duration_s']:.1f}s" if d.get("duration_s") is not None else "—")
+        + (f"{seconds:.1f}s" if seconds is not None else "—")
         + f" · cost {money(d.get('cost_usd'))} · turns "
         + (str(d["turns"]) if d.get("turns") is not None else "—"),
     ]
@@ -218,10 +259,24 @@ def result_line(d: dict[str, Any]) -> str:
     return f"outcome {d.get('outcome') or 'completed'}{revision}"
 
 
-_CONTROL = {c: None for c in range(32) if c not in (9, 10)} | {127: None}
+_CONTROL = {c: None for c in [*range(32), *range(0x7F, 0xA0)] if c not in (9, 10)}
 
 
 def plain(text: str) -> str:
-    """An agent's text as the terminal may show it: its control characters (an escape
-    sequence's ESC, a carriage return, a bell) taken out, tabs and newlines kept."""
+    """Text from agents or the tracker as the terminal may show it: its control characters
+    (C0 and C1: an escape sequence's ESC or CSI, a carriage return, a bell) taken out, tabs
+    and newlines kept. A title that carried ``ESC ] 0 ; … BEL`` would set the operator's
+    terminal title; one that carried ``ESC [ 2 J`` would clear the screen."""
     return text.translate(_CONTROL)
+
+
+def plain_view(value: Any) -> Any:
+    """Every string of a view (``state_view``'s, ``item_detail``'s, ``run_detail``'s) made
+    ``plain``, where it arrives: nothing from the engine reaches the terminal raw."""
+    if isinstance(value, str):
+        return plain(value)
+    if isinstance(value, dict):
+        return {key: plain_view(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_view(item) for item in value]
+    return value

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from domain.commands import ApplyPlan, CreateRevision, EngineCommand, UpdateRevision
-from domain.dispatch import dispatch_items, start_implementor
+from domain.commands import ApplyPlan, CreateRevision, EngineCommand, StartAgent, UpdateRevision
+from domain.dispatch import dispatch_items, free_slots, start_implementor
 from domain.events import (
     WAKE_EVENTS,
     AgentRequested,
@@ -24,7 +24,7 @@ from domain.events import (
 from domain.handlers.options import HandlerOptions
 from domain.models import EngineState, ImplementorStartParams, WorkItem
 from domain.run_end import settle
-from domain.selectors import dependents_of, has_run_in_flight, revision_for
+from domain.selectors import dependents_of, has_run_in_flight, natural_key, revision_for
 from domain.workflow import transition
 
 
@@ -42,7 +42,22 @@ def dispatch(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
     elif isinstance(event, StatusTransitioned):
         candidates = _with_dependents(state, state.work_items.get(event.work_item_id))
     elif is_agent_terminal(event) or isinstance(event, WAKE_EVENTS) or _plan_ended(event):
-        # A slot is free, or a plan's items no longer wait for it: anyone who waited.
+        # A slot is free, or a plan's items no longer wait for it: anyone who waited, the runs
+        # people asked for first.
+        asked = _asked(state, o)
+        if asked:
+            limit = o.max_concurrent.get("implementor", 1) - len(asked)
+            started = {getattr(start.params, "work_item_id", None) for start in asked}
+            rest = [item for item in state.work_items.values() if item.id not in started]
+            return asked + dispatch_items(
+                state,
+                rest,
+                max_attempts=o.max_attempts,
+                max_concurrent={**o.max_concurrent, "implementor": limit},
+                branch_prefix=o.branch_prefix,
+                item_budget=o.item_budget_usd,
+                block_on_budget=o.block_on_item_budget,
+            )
         candidates = state.work_items.values()
     else:
         return []
@@ -55,6 +70,19 @@ def dispatch(event: EngineEvent, state: EngineState, o: HandlerOptions) -> list[
         item_budget=o.item_budget_usd,
         block_on_budget=o.block_on_item_budget,
     )
+
+
+def _asked(state: EngineState, o: HandlerOptions) -> list[StartAgent]:
+    """The runs people asked for that a guard refused as they were to start (``asked``): the
+    first free slots are theirs, as their requests were (blockers and attempts aside)."""
+    slots = free_slots(state, "implementor", o.max_concurrent)
+    starts: list[StartAgent] = []
+    for wid in sorted(state.asked, key=natural_key):
+        if len(starts) >= slots:
+            break
+        made = _user_dispatch(state, UserRequestedImplementorRun(work_item_id=wid), o)
+        starts += [start for start in made if isinstance(start, StartAgent)]
+    return starts
 
 
 def _plan_ended(event: EngineEvent) -> bool:

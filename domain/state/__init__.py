@@ -13,7 +13,7 @@ all use).
 
 from __future__ import annotations
 
-from domain.commands import ApplyPlan, CreateRevision, PostReview, UpdateRevision
+from domain.commands import ApplyPlan, CreateRevision, PostReview, StartAgent, UpdateRevision
 from domain.events import (
     AgentFailed,
     AgentRequested,
@@ -56,6 +56,7 @@ from domain.events import (
 from domain.models import (
     EngineProcess,
     EngineState,
+    ImplementorStartParams,
     InfrastructureStreak,
     ManualPause,
     ModelHealth,
@@ -92,10 +93,18 @@ _FOLLOW_UPS = (ApplyPlan, CreateRevision, UpdateRevision, PostReview)
 
 def _unmade(state: EngineState, event: CommandFailed | CommandRejected) -> EngineState:
     """A command that failed or was refused: the run it followed up settles; a merge queue
-    write that failed is kept to be asked again (``record_landing_failure``)."""
+    write that failed is kept to be asked again (``record_landing_failure``); a run a person
+    asked for that a guard refused (a slot taken between the answer and the start) is kept:
+    the next free slot is its (``asked``)."""
     command = event.command
     if isinstance(command, _FOLLOW_UPS):
         return settle_run(state, command.session_id)
+    if (
+        isinstance(command, StartAgent)
+        and command.requested_by_user
+        and isinstance(command.params, ImplementorStartParams)
+    ):
+        return replace(state, asked=state.asked | {command.params.work_item_id})
     if isinstance(event, CommandFailed):
         return record_landing_failure(state, event)
     return state
@@ -200,6 +209,7 @@ def apply_event(state: EngineState, event: EngineEvent) -> EngineState:
                 return state
             return put_run(state, run, {"cancel_requested": True})
         case UserTransitionedStatus(work_item_id=wid, to=to):
+            state = replace(state, asked=state.asked - {wid})  # the person decided anew
             if to in UNBLOCKED_BY_A_PERSON:
                 return reset_attempts(state, wid)
             return state

@@ -52,6 +52,8 @@ def request_run(state: EngineState, event: AgentRequested) -> EngineState:
         landing_round=answers,
     )
     state = replace(state, agent_runs=with_key(state.agent_runs, run.session_id, run))
+    if item is not None and item.id in state.asked:  # the run a person asked for started
+        state = replace(state, asked=state.asked - {item.id})
     if answers and item is not None and sent is not None:
         taken = sent.model_copy(update={"answered_by": run.session_id})
         state = replace(state, sent_back=with_key(state.sent_back, item.id, taken))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +28,7 @@ from domain.events import (
 from domain.handlers.options import HandlerOptions
 from domain.models import Revision, RevisionFile
 from domain.policy import AllowAll, DenyCommands
+from domain.results import ImplementorResult
 from tests.actors.conftest import Harness, fill_the_disk, wait_until, write_until_refused
 from tests.fakes.provider import fake_provider
 from tests.fakes.runtime import FakeRuntime, fake_runtimes
@@ -748,3 +750,39 @@ def test_a_runtime_adapter_with_only_the_seeds_two_methods_runs_the_work(
     engine.start()
     wait_until(lambda: engine.get_state().work_items["1"].status == "done", engine)
     assert harness.runtime.reaped == 0  # nothing to reap with: the engine did not ask
+
+
+# ---------------------------------------------------------------------------- runs that end at once
+
+
+@pytest.mark.parametrize("outcome", ["validation-failure", "blocked"])
+def test_runs_that_end_the_instant_they_start_never_pass_an_items_attempts(
+    harness: Harness, outcome: str
+) -> None:
+    """A run can end before the engine has processed its item's move to in-progress (a CLI
+    that cannot start, an agent that gives up at once): a start decided on a state that has not
+    taken in the last run's end is refused, and the end's processing decides again. Before,
+    one item was started again and again on the stale state: 14 runs of 3 attempts."""
+    for n in range(12):
+        harness.tracker.add_item(str(n), "pending", title=f"item {n}")
+    harness.script(auto=lambda p: ImplementorResult(outcome=outcome, summary="at once"))
+    limit = 3
+    engine = harness.engine(
+        handlers=HandlerOptions(auto_merge=True, max_attempts=limit, max_concurrent={
+            "implementor": 4, "reviewer": 1, "planner": 1}, retry_backoff_initial=0.01,
+            retry_backoff_max=0.01),
+    )  # fmt: skip
+    engine.start()
+
+    def settled() -> bool:
+        state = engine.get_state()
+        return not any(run.is_active for run in state.agent_runs.values()) and all(
+            item.status == "blocked" for item in state.work_items.values()
+        )
+
+    wait_until(settled, engine, timeout=120)
+    assert engine.inbox.wait_idle(60)
+    state = engine.get_state()
+    runs = Counter(run.work_item_id for run in state.agent_runs.values())
+    assert max(runs.values()) <= limit, runs
+    assert all(count <= limit for count in state.attempts.values()), state.attempts

@@ -298,7 +298,13 @@ def test_a_failed_items_retry_waits_for_its_backoff_unless_a_person_asks(rig: Ri
     assert len(rig.spawned) == 1
     rig.sessions.ended(SessionId(rig.spawned[0]))  # that run ended: the slot is free
     rig.now = wake
-    assert rig.executor.execute(implementor("1"), snapshot) == []
+    # decided on a state that has not taken that run in: not yet
+    [rejected] = rig.executor.execute(implementor("1"), snapshot)
+    assert "has not been processed to its end yet" in rejected.reason
+    theirs = implementor_run(rig.spawned[0], "1", status="cancelled", ended_at=rig.now)
+    runs = {"s1": run, rig.spawned[0]: theirs}
+    seen = EngineState(agent_runs=runs, attempts={"1": 1})
+    assert rig.executor.execute(implementor("1"), seen) == []
     assert len(rig.spawned) == 2
 
 

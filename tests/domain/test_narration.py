@@ -10,6 +10,7 @@ from domain.events import (
     AgentFailed,
     AgentStarted,
     CommandFailed,
+    CommandRejected,
     EngineEvent,
     PlanApplied,
     PlannerCompleted,
@@ -137,6 +138,32 @@ def test_a_plan_a_pause_and_a_failed_write_are_told() -> None:
     ]
     failed = CommandFailed(command=TransitionStatus(work_item_id="3", to="done"), error="409")
     assert say(state(), failed) == ["a write failed: TransitionStatus for #3: 409"]
+
+
+def test_a_run_a_person_asked_for_that_a_guard_refused_is_told_with_where_the_item_stays() -> None:
+    """The request was answered "requested" on a slot that was free when it was judged; the
+    executor's guard then found it taken (trial of issue 39: the person saw nothing more and
+    the item stayed pending, no run)."""
+    params = ImplementorStartParams(work_item_id="206", branch_name="cpe/206-slow")
+    full = "2 implementor runs are active (max_concurrent 2)"
+    asked = StartAgent(params=params, requested_by_user=True)
+    before = state(item("206", "pending", title="Slow"), item("7", "blocked"))
+    assert say(before, CommandRejected(command=asked, reason=full)) == [
+        "#206: the implementor run a person asked for did not start: 2 implementor runs are "
+        "active (max_concurrent 2); #206 stays pending, and runs first when a slot frees"
+    ]
+    waiting = apply_event(before, CommandRejected(command=asked, reason=full))
+    assert say(waiting, CommandRejected(command=asked, reason=full)) == []  # told once
+    blocked = ImplementorStartParams(work_item_id="7", branch_name="cpe/7-x")
+    refused = CommandRejected(
+        command=StartAgent(params=blocked, requested_by_user=True), reason="the day's budget"
+    )
+    assert say(before, refused) == [
+        "#7: the implementor run a person asked for did not start: the day's budget; "
+        "#7 stays blocked, and runs first when a slot frees"
+    ]
+    # cpe's own dispatch refused for a full slot is routine: it starts again when one frees
+    assert say(before, CommandRejected(command=StartAgent(params=params), reason=full)) == []
 
 
 def test_what_decides_nothing_says_nothing() -> None:

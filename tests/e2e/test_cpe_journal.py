@@ -45,6 +45,11 @@ def test_a_disk_that_fills_up_under_a_running_engine_stops_it_with_one_line_and_
     reader = threading.Thread(target=lambda: output.extend(cpe.stdout or ()), daemon=True)
     reader.start()
     changes = 0
+    # Under a running engine: once it serves its control socket its start, which writes the
+    # tracker too, is behind it, so the first write the limit refuses is the journal's.
+    up = wait_for(lambda: (repo / ".cpe" / "control.sock").exists() or cpe.poll() is not None)
+    assert up, "".join(output[-20:])
+    assert cpe.poll() is None, "".join(output[-20:])
     try:
         # every change of a label is an event the engine journals
         while cpe.poll() is None and changes < 2_000:

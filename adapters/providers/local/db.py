@@ -121,6 +121,11 @@ _MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE revisions ADD COLUMN work_item_key TEXT;
     CREATE INDEX revisions_work_item_key ON revisions(work_item_key);
     """,
+    """
+    -- A run the merge queue waits on (a revision's head tested on the default branch's, to land
+    -- it): it goes before the other revisions' queued runs, across a restart too.
+    ALTER TABLE pipeline_runs ADD COLUMN landing INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)

@@ -2,9 +2,10 @@
 
 ``update_branch`` merges the default branch's head into a revision's branch (a merge commit made
 with ``git merge-tree``, no checkout), so the local pipeline, queued for the new head as for any
-update, runs on exactly the tree the default branch would move to. ``land`` then merges that
-head only while the default branch is still where the test had it: the merge's first parent is
-that head and its tree the tested one.
+update, runs on exactly the tree the default branch would move to, before the other revisions'
+runs (``RevisionStore.landing_first``). ``land`` then merges that head only while the default
+branch is still where the test had it: the merge's first parent is that head and its tree the
+tested one.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def update_branch(store: RevisionStore, revision_id: RevisionId) -> BranchUpdate
         head: str = row["head_sha"]
         base = store.default_head()
         if repo.is_ancestor(base, head):
+            with store.db.write() as conn:  # its run, if still queued, goes first
+                store.landing_first(conn, row["id"], head)
             return BranchUpdate(revision=store.get(revision_id), base_sha=base)
         merged = merge_commits(repo, head, base)
         if merged.tree is None:
@@ -58,6 +61,7 @@ def update_branch(store: RevisionStore, revision_id: RevisionId) -> BranchUpdate
                 (new_head, now(), row["id"]),
             )
             store.queue_pipeline(conn, row["id"], new_head)
+            store.landing_first(conn, row["id"], new_head)
             store.publish(row["id"], row["branch"], new_head)
             crashpoint("local.update.after_ref")  # the row is not committed yet
     store.on_new_head()

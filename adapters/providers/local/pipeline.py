@@ -124,7 +124,7 @@ class LocalPipeline:
                 )
             return self._execute(checkout, log_path, cancel, extra_env or {})
         finally:
-            remove_workdir(repo, workdir)
+            remove_workdir(repo, workdir, earlier=False)
 
     def _execute(
         self,
@@ -279,12 +279,15 @@ def _check_out(
     return error
 
 
-def remove_workdir(repo: GitRepo, workdir: Path) -> None:
+def remove_workdir(repo: GitRepo, workdir: Path, *, earlier: bool = True) -> None:
     """Remove a pipeline's worktree and its directory; safe on a half-made or missing one.
-    A test command an earlier cpe left running there (killed with it) is killed first."""
+    A test command still running there is killed first: one an earlier cpe left (``earlier``,
+    said as a warning), or what a run that just ended left of its group (its own leftovers,
+    killed a moment ago and not all gone yet: nothing to warn about)."""
     group = live_group(workdir / PID_FILE)
     if group is not None:
-        _log.warning("killing a pipeline an earlier run left", pgid=group, workdir=str(workdir))
+        if earlier:
+            _log.warning("killing a pipeline an earlier run left", pgid=group, workdir=str(workdir))
         kill_group(group, grace=5.0)
     checkout = workdir / "checkout"
     with worktree_lock(repo.root):

@@ -8,7 +8,9 @@ restart resumes it: a run interrupted by a crash goes back to ``pending`` and it
 worktree is removed.
 
 Runs go one at a time, oldest first — on a small machine two test suites at once are slower than
-two in a row. A run whose revision gets a newer head is cancelled: its result would describe a
+two in a row — except that a head the merge queue tests to land it goes first (``landing``):
+what lands waits for no revision made meanwhile (a burst of new revisions held the queue for
+their whole runs). A run whose revision gets a newer head is cancelled: its result would describe a
 head nobody will look at.
 
 **The baseline**: the pipeline also runs on the default branch's head, at start and whenever the
@@ -142,7 +144,7 @@ class PipelineRunner:
                 "SELECT p.revision_id, p.head_sha FROM pipeline_runs p JOIN revisions r "
                 "ON r.id = p.revision_id AND r.head_sha = p.head_sha "
                 "WHERE p.status = 'pending' AND r.state = 'open' "
-                "ORDER BY p.queued_at, p.revision_id LIMIT 1"
+                "ORDER BY p.landing DESC, p.queued_at, p.revision_id LIMIT 1"
             ).fetchone()
             if row is None:
                 return None

@@ -192,6 +192,15 @@ class RevisionStore:
                 (revision_id, head_sha, now()),
             )
 
+    def landing_first(self, conn: sqlite3.Connection, revision_id: int, head_sha: str) -> None:
+        """The merge queue tests ``head_sha`` of the revision to land it: its queued run goes
+        before the other revisions' (``PipelineRunner``)."""
+        conn.execute(
+            "UPDATE pipeline_runs SET landing = 1 "
+            "WHERE revision_id = ? AND head_sha = ? AND status = 'pending'",
+            (revision_id, head_sha),
+        )
+
     def rerun_failed_pipeline(self, conn: sqlite3.Connection, revision_id: int, head: str) -> bool:
         """Queue ``head``'s failed run again; False when it has none. For an update that left
         the head as it was: whoever was asked to fix a red run found nothing to change, so the

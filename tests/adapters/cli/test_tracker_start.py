@@ -7,11 +7,14 @@ tracker unreachable. One line on stderr naming the setting, never the token, no 
 from __future__ import annotations
 
 import socket
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from adapters.cli.run import unavailable
+from domain.errors import ProviderError
 from tests.adapters.cli.test_cli import cpe, one_line_error
 from tests.fakes.jira import BOT, FakeJira
 from tests.fakes.linear.fake import API_KEY, FakeLinear
@@ -182,3 +185,28 @@ def test_a_workflow_lacking_a_status_is_one_line_listing_its_statuses(
     # Every missing status in the one line, not one per start.
     assert "no status for needs-refinement, approved, blocked" in line
     assert "To Do (new), In Progress (indeterminate)" in line
+
+
+# ---------------------------------------------------------------------------- the disk
+
+
+def test_a_disk_that_refuses_the_trackers_write_at_start_is_exit_74_not_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The local tracker's database refused a write at start (a read-only or full disk, over
+    a size limit): not the configuration's fault (78) but the disk's (74, as the journal's)."""
+    path = tmp_path / "tracker.sqlite3"
+    sqlite3.connect(path).close()
+    readonly = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        with pytest.raises(sqlite3.Error) as refused:
+            readonly.execute("CREATE TABLE t (x)")
+    finally:
+        readonly.close()
+    exc = ProviderError(f"local tracker commit failed: {refused.value}")
+    exc.__cause__ = refused.value  # as adapters/providers/local/db.py raises it: from the error
+    assert unavailable(exc) == 74
+    said = capsys.readouterr().err
+    assert said.startswith("cpe: cannot start: local tracker commit failed: attempt to write")
+    assert said.rstrip().endswith("free space or fix the disk, then start cpe again")
+    assert unavailable(ProviderError("the tracker answered 500")) == 78

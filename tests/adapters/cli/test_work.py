@@ -107,6 +107,30 @@ def test_work_show_says_why_cpe_changed_an_items_status(worked: Worked) -> None:
     assert history.splitlines()[-1].endswith(f"→ blocked  (cpe: {why})")
 
 
+def test_a_strangers_escape_sequences_reach_no_terminal(worked: Worked) -> None:
+    """Trial of issue 39: an item titled with an OSC title sequence, a screen clear and a
+    carriage return, its body with an OSC 52 clipboard write: ``cpe work list``, ``cpe work
+    show`` and ``cpe status`` printed them raw (the terminal's title became "PWNED"). Now its
+    text is shown, its control characters are not."""
+    from adapters.providers.local import LocalPipeline, LocalProvider  # noqa: PLC0415
+
+    title = "Evil \x1b]0;PWNED\x07 \x1b[2J\x1b[31mred\x1b[0m tab\there\rCR \x9b2J"
+    body = "body \x1b]52;c;aGVsbG8=\x07 clip\nline2 \x07bell"
+    with LocalProvider(worked.repo, worked.state_dir, "main", LocalPipeline(["true"], 60)) as p:
+        evil = p.work_item_writer.create_work_item(title, body)
+    outputs = {
+        "work list": cpe("work", "list", cwd=worked.repo),
+        "work show": cpe("work", "show", evil, cwd=worked.repo),
+        "status": cpe("status", cwd=worked.repo),
+    }
+    for name, result in outputs.items():
+        assert result.returncode == 0, (name, result.stderr)
+        controls = {c for c in result.stdout if (ord(c) < 32 and c != "\n") or 127 <= ord(c) < 160}
+        assert not controls, (name, controls)
+        assert "Evil ]0;PWNED [2J[31mred[0m tab hereCR 2J" in result.stdout, name
+    assert "\nbody\n  body ]52;c;aGVsbG8= clip\n  line2 bell\n" in outputs["work show"].stdout
+
+
 def test_work_show_of_an_unknown_item_is_a_one_line_error(worked: Worked) -> None:
     line = one_line_error(cpe("work", "show", "42", cwd=worked.repo), 1)
     assert "unknown work item '42'; expected one cpe work list shows (#1, #2)" in line

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from adapters.cli.settings import parse_config
 from adapters.dashboard.feeds import SourceViews
@@ -116,6 +117,26 @@ def test_bad_lines_are_refused_saying_what_was_expected(served: Served) -> None:
         line.close()
     assert (garbled["ok"], garbled["kind"]) == (False, "invalid")
     assert "unreadable request" in garbled["error"]
+
+
+def test_a_client_gone_before_its_answer_prints_nothing_on_the_engines_terminal(
+    served: Served, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A console quit mid-read, a probe that gave up: the engine's answer meets a closed
+    socket. socketserver printed a raw BrokenPipe traceback on the operator's terminal."""
+    with capture_logs() as logs:
+        for _ in range(3):
+            line = Line(served.state_dir)
+            line.ask({"view": "board"})
+            line.close()  # gone before the answer
+        wait_until_logged = time.monotonic() + 60
+        while not any("went away" in e["event"] for e in logs):
+            assert time.monotonic() < wait_until_logged, logs
+            threading.Event().wait(0.05)
+    assert one_reply(served.state_dir, {"view": "board"})["ok"] is True  # still serving
+    said = capfd.readouterr().err
+    assert "Traceback" not in said
+    assert "BrokenPipeError" not in said
 
 
 def test_a_watch_sees_a_change_and_ends_when_the_socket_stops(served: Served) -> None:

@@ -58,6 +58,12 @@ def rows(app: Console) -> list[list[str]]:
     return [[str(cell) for cell in table.get_row_at(n)] for n in range(table.row_count)]
 
 
+def run_rows(app: Console) -> list[list[str]]:
+    """The board's table of runs as shown: each row's cells."""
+    table = app.board.query_one("#runlist", DataTable)
+    return [[str(cell) for cell in table.get_row_at(n)] for n in range(table.row_count)]
+
+
 def shown(app: Console, selector: str) -> str:
     """The text of a line (a ``Static``) of the screen on top; empty while it is hidden."""
     widget = app.screen.query_one(selector, Static)

@@ -243,3 +243,36 @@ def test_a_persons_request_is_marked_so_that_no_backoff_holds_it() -> None:
     _, commands = step(before, UserRequestedImplementorRun(work_item_id=WorkItemId("1")))
     [start] = starts(commands, "implementor")
     assert start.requested_by_user
+
+
+def test_a_run_a_person_asked_for_that_a_guard_refused_takes_the_next_free_slot() -> None:
+    """Trial of issue 39: on a busy engine each of three retries was answered "requested" (a
+    slot looked free in the state) and refused by the executor's guard (the slot had just been
+    taken); the items then waited behind every other pending one. The next slot is theirs."""
+    from domain.commands import StartAgent  # noqa: PLC0415
+    from domain.events import CommandRejected, UserTransitionedStatus  # noqa: PLC0415
+    from domain.state import apply_event  # noqa: PLC0415
+    from tests.domain.builders import requested  # noqa: PLC0415
+
+    options = HandlerOptions(max_concurrent={"planner": 1, "implementor": 1, "reviewer": 1})
+    busy = implementor_run("s1", "1", status="running")
+    before = state(
+        item("1", "in-progress"), item("2", "pending"), item("9", "blocked"), runs=[busy]
+    )
+    params = ImplementorStartParams(work_item_id=WorkItemId("9"), branch_name="cpe/9-x")
+    refused = CommandRejected(
+        command=StartAgent(params=params, requested_by_user=True),
+        reason="1 implementor run is active (max_concurrent 1)",
+    )
+    waiting = apply_event(before, refused)
+    assert waiting.asked == {"9"}
+    # #1's run ends: the slot goes to #9 (blocked, asked for), not to #2 (pending, first in line)
+    _, commands = step(waiting, failed("s1"), options)
+    [start] = starts(commands, "implementor")
+    assert (start.params.work_item_id, start.requested_by_user) == ("9", True)
+    # its run requested, it waits for nothing more; a person's new decision forgets it too
+    assert apply_event(waiting, requested(start.params, sid="s2")).asked == set()
+    assert apply_event(waiting, UserTransitionedStatus(work_item_id="9", to="done")).asked == set()
+    # cpe's own refused dispatch is not kept
+    own = CommandRejected(command=StartAgent(params=params), reason="full")
+    assert apply_event(before, own).asked == set()

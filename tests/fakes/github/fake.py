@@ -19,6 +19,8 @@ from tests.fakes.clock import EPOCH_START
 from tests.fakes.gitdata import BareRepo, FileChange
 from tests.fakes.github import app as app_routes
 from tests.fakes.github import (
+    hook_payloads,
+    hooks,
     routes_git,
     routes_issues,
     routes_merge,
@@ -26,6 +28,7 @@ from tests.fakes.github import (
     routes_pulls,
 )
 from tests.fakes.github.app import FakeApp
+from tests.fakes.github.hooks import RepoHooks
 from tests.fakes.github.payloads import Urls
 from tests.fakes.github.people import RANK, People, role
 from tests.fakes.github.records import (
@@ -99,7 +102,7 @@ class FakeGitHub(ServedFake):
         self.foreign: dict[str, dict[int, IssueRecord]] = {}
         router = Router()
         prefix = f"/repos/{owner}/{repo}"
-        for module in (routes_issues, routes_pulls, routes_merge, routes_git, routes_people):
+        for module in (routes_issues, routes_pulls, routes_merge, routes_git, routes_people, hooks):
             module.register(router, prefix, self)
         self.app = app
         if app is not None:
@@ -119,6 +122,11 @@ class FakeGitHub(ServedFake):
         core.app = app
         self.base_url = self.start(core)
         self.urls = Urls(self.base_url, owner, repo)
+        self.hooks = RepoHooks(self)  # webhooks: ``hooks.add(url, secret)`` (``hooks.py``)
+
+    def close(self) -> None:
+        self.hooks.close()
+        super().close()
 
     # ------------------------------------------------------------------ used by the routes
 
@@ -196,14 +204,23 @@ class FakeGitHub(ServedFake):
             self.event(rec.number, "renamed", actor, rename=(rec.title, title))
             rec.title = title
 
-    def ref_moved(self, branch: str, sha: str) -> None:
-        """A push to ``branch``: the repository's ``pushed_at`` moves (so does every payload
-        that embeds the repository), and open pull requests from it follow (``synchronize``)."""
+    def ref_moved(
+        self, branch: str, sha: str, before: str | None = None, pusher: str = TEAMMATE
+    ) -> None:
+        """A push to ``branch`` (from ``before``; None: a new branch) by ``pusher``: the
+        repository's ``pushed_at`` moves (so does every payload that embeds the repository), and
+        open pull requests from it follow (``synchronize``)."""
         self.pushed_at = self.tick()
+        old = before or "0" * 40
+        self.hooks.send("push", None, pusher, lambda: hook_payloads.push(self, branch, old, sha,
+                                                                       pusher))  # fmt: skip
         for pr in self.pulls.values():
             if pr.head_ref == branch and self.issues[pr.number].state == "open":
-                pr.head_sha = sha
+                head_before, pr.head_sha = pr.head_sha, sha
                 self.issues[pr.number].updated_at = self.tick()
+                self.hooks.pull_request(
+                    "synchronize", pr.number, pusher, before=head_before, after=sha
+                )
 
     def close_linked_issues(self, body: str | None) -> None:
         for number in CLOSING.findall(body or ""):
@@ -223,10 +240,17 @@ class FakeGitHub(ServedFake):
         label: str | None = None,
         rename: tuple[str, str] | None = None,
     ) -> None:
-        """An entry of an issue's (or pull request's) timeline."""
+        """An entry of an issue's (or pull request's) timeline; a hook hears of it as GitHub's
+        ``issues`` (or ``pull_request``) event: labeled, unlabeled, closed, reopened, edited."""
         self.events.append(
             EventRecord(self.next_id(), number, kind, actor, commit_id, self.clock, label, rename)
         )
+        if kind in ("labeled", "unlabeled"):
+            self.hooks.issues(kind, number, actor, label_name=label)
+        elif kind in ("closed", "reopened"):
+            self.hooks.issues(kind, number, actor)
+        elif kind == "renamed" and rename is not None:
+            self.hooks.issues("edited", number, actor, changes={"title": {"from": rename[0]}})
 
     # ------------------------------------------------------------------ test helpers
 
@@ -294,9 +318,9 @@ class FakeGitHub(ServedFake):
     def commit_to_default(self, files: Mapping[str, str | bytes | None], message: str) -> str:
         """Someone else pushes a commit to the default branch."""
         with self.lock:
-            self.default_head()
+            before = self.default_head()
             sha = self.git.commit_files(self.default_branch, files, message)
-            self.ref_moved(self.default_branch, sha)
+            self.ref_moved(self.default_branch, sha, before)
             return sha
 
     def default_head(self) -> str:
@@ -320,6 +344,7 @@ class FakeGitHub(ServedFake):
                 number, title, body, self.people.seen(user), stamp, stamp, [], state,
                 "completed" if state == "closed" else None, stamp if state == "closed" else None,
             )  # fmt: skip
+            self.hooks.issues("opened", number, user)
             self.relabel(rec, labels, user, moved=False)
             return number
 
@@ -345,14 +370,18 @@ class FakeGitHub(ServedFake):
                 number, title, body, self.people.seen(user), stamp, stamp, is_pull=True
             )
             self.pulls[number] = PullRecord(number, branch, sha, self.default_branch, head)
+            self.hooks.send("push", None, user, lambda: hook_payloads.push(self, branch, "0" * 40,
+                                                                         sha, user))  # fmt: skip
+            self.hooks.pull_request("opened", number, user)
             return number
 
     def push(self, branch: str, files: Mapping[str, str | bytes | None], message: str) -> str:
         """Someone else pushes a commit on top of ``branch``."""
         with self.lock:
-            assert self.git.resolve(f"refs/heads/{branch}") is not None, f"no branch {branch}"
+            before = self.git.resolve(f"refs/heads/{branch}")
+            assert before is not None, f"no branch {branch}"
             sha = self.git.commit_files(branch, files, message)
-            self.ref_moved(branch, sha)
+            self.ref_moved(branch, sha, before)
             return sha
 
     # ------------------------------------------------------------------ who is who
@@ -445,6 +474,8 @@ class FakeGitHub(ServedFake):
                 record.state_reason = "completed" if closed else "reopened"
                 record.closed_at = self.clock if closed else None
                 self.event(record.number, "closed" if closed else "reopened", editor)
+            if "body" in changes and changes["body"] != record.body:
+                self.hooks.issues("edited", number, editor, changes={"body": {"from": record.body}})
             for key, value in changes.items():
                 setattr(record, key, value)
             record.updated_at = self.tick()
@@ -520,17 +551,18 @@ class FakeGitHub(ServedFake):
     ) -> None:
         with self.lock:
             stamp = self.tick()
-            self.check_runs.append(
-                CheckRunRecord(
-                    self.next_id(), sha, name, status, conclusion,
-                    f"{self.base_url}/ci/{name}", stamp, stamp if status == "completed" else None,
-                )
+            run = CheckRunRecord(
+                self.next_id(), sha, name, status, conclusion,
+                f"{self.base_url}/ci/{name}", stamp, stamp if status == "completed" else None,
             )  # fmt: skip
+            self.check_runs.append(run)
+            self.hooks.check_run(run)
 
     def add_status(self, sha: str, context: str, state: str, url: str | None = None) -> None:
         with self.lock:
             stamp = self.tick()
-            self.statuses.append(
-                StatusRecord(self.next_id(), sha, context, state, f"{context} {state}", url,
-                             stamp, stamp)
-            )  # fmt: skip
+            rec = StatusRecord(
+                self.next_id(), sha, context, state, f"{context} {state}", url, stamp, stamp
+            )
+            self.statuses.append(rec)
+            self.hooks.send("status", None, "ci-bot", lambda: hook_payloads.status(self, rec))

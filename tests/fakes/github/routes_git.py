@@ -101,7 +101,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
             git.set_ref(ref, sha, "0" * 40)
         except GitError as exc:
             raise HttpError(422, f"Reference name is invalid: {exc}") from exc
-        gh.ref_moved(ref.removeprefix("refs/heads/"), sha)
+        gh.ref_moved(ref.removeprefix("refs/heads/"), sha, None, call.login)
         return Reply(201, detail_payloads.git_ref(gh.urls, ref, sha))
 
     def update_ref(call: Call) -> Reply:
@@ -116,7 +116,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         if not body.get("force") and not git.is_ancestor(old, sha):
             raise HttpError(422, "Update is not a fast forward")
         git.set_ref(ref, sha, old)
-        gh.ref_moved(ref.removeprefix("refs/heads/"), sha)
+        gh.ref_moved(ref.removeprefix("refs/heads/"), sha, old, call.login)
         return Reply(body=detail_payloads.git_ref(gh.urls, ref, sha))
 
     def pushing(handler: Handler) -> Handler:

@@ -81,6 +81,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         number, stamp = gh.next_number(), gh.tick()
         rec = IssueRecord(number, str(title), body.get("body"), call.login, stamp, stamp)
         gh.issues[number] = rec
+        gh.hooks.issues("opened", number, call.login)
         gh.relabel(rec, names, call.login, moved=False)
         return Reply(201, render(rec, call))
 
@@ -89,7 +90,8 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         body = call.body or {}
         if "title" in body:
             gh.retitle(rec, str(body["title"]), call.login)
-        if "body" in body:
+        if "body" in body and body["body"] != rec.body:
+            gh.hooks.issues("edited", rec.number, call.login, changes={"body": {"from": rec.body}})
             rec.body = body["body"]
         if "labels" in body and can_set_labels(call):
             gh.relabel(rec, use_labels(call, label_names(body)), call.login)

@@ -179,7 +179,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         issue.state, issue.closed_at, issue.updated_at = "closed", stamp, stamp
         gh.event(pr.number, "merged", call.login, sha)
         gh.event(pr.number, "closed", call.login)
-        gh.ref_moved(pr.base_ref, sha)
+        gh.ref_moved(pr.base_ref, sha, base_head, call.login)
         gh.close_linked_issues(issue.body)
         return Reply(
             body={"sha": sha, "merged": True, "message": "Pull Request successfully merged"}
@@ -217,7 +217,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         author = {"name": call.login, "email": f"{call.login}@users.noreply.github.invalid"}
         sha = gh.git.commit(tree, [base, head], message, author)
         gh.git.set_ref(base_ref, sha, base)
-        gh.ref_moved(base_name, sha)
+        gh.ref_moved(base_name, sha, base, call.login)
         files = gh.git.changed_files(base, sha)
         payload = detail_payloads.commit(gh.urls, gh.git.commit_info(sha), call.login, files)
         return Reply(201, payload)

@@ -77,6 +77,7 @@ def submit_review(
     stamp = gh.tick()
     review = ReviewRecord(gh.next_id(), pr.number, login, body, REVIEW_STATES[event], commit, stamp)
     gh.reviews.append(review)
+    gh.hooks.review(review)
     for comment in comments:
         line = int(comment["line"])
         gh.review_comments.append(
@@ -176,6 +177,7 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
         )
         pr = PullRecord(number, head_ref, head, base_ref, base, draft=bool(body.get("draft")))
         gh.pulls[number] = pr
+        gh.hooks.pull_request("opened", number, call.login)
         return Reply(201, render(pr, call, full=True))
 
     def get_pull(call: Call) -> Reply:
@@ -193,6 +195,9 @@ def register(router: Router, prefix: str, gh: FakeGitHub) -> None:
             pr.base_ref = str(body["base"])
         stamp = gh.tick()
         if body.get("state") in ("open", "closed") and not pr.merged:
+            if body["state"] != issue.state:
+                action = "closed" if body["state"] == "closed" else "reopened"
+                gh.hooks.pull_request(action, pr.number, call.login)
             issue.state = body["state"]
             issue.closed_at = stamp if issue.state == "closed" else None
         issue.updated_at = stamp

@@ -164,7 +164,9 @@ class FakeGitLab(Forge):
             rec = self.issue_or_fail(iid)
             self.require(by, REPORTER, "label issues")
             if name not in rec.labels:
+                before = list(rec.labels)
                 self.relabel(rec, [*rec.labels, name], self.people.seen(by))
+                self.hooks.relabeled(rec, before, self.people.seen(by))
 
     def unlabel(self, iid: int, name: str, *, by: str = TEAMMATE) -> None:
         with self.lock:
@@ -172,7 +174,9 @@ class FakeGitLab(Forge):
             self.require(by, REPORTER, "remove labels")
             if name not in rec.labels:
                 raise ValueError(f"#{iid} has no label {name!r}")
+            before = list(rec.labels)
             self.relabel(rec, [n for n in rec.labels if n != name], self.people.seen(by))
+            self.hooks.relabeled(rec, before, self.people.seen(by))
 
     def comment(self, iid: int, body: str, *, by: str = TEAMMATE) -> int:
         """``by`` comments on issue ``iid`` (anyone may on a public project); returns the
@@ -328,6 +332,7 @@ class FakeGitLab(Forge):
             mr = self.mr_or_fail(iid)
             mr.state, mr.closed_at, mr.closed_by = "closed", self.tick(), self.people.seen(by)
             mr.updated_at = self.clock
+            self.hooks.merge_request(mr, "close", self.people.seen(by))
 
     def mr_or_fail(self, iid: int) -> MergeRequestRecord:
         found = self.merge_requests.get(iid)

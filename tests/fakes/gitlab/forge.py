@@ -146,6 +146,7 @@ class Forge(Project):
         self.merge_requests[iid] = mr
         if labels:
             self.relabel(mr, labels, author, moved=False, noteable="MergeRequest")
+        self.hooks.merge_request(mr, "open", mr.author)
         return mr
 
     def branch_moved(self, branch: str) -> None:
@@ -158,6 +159,7 @@ class Forge(Project):
                 continue
             assert head is not None
             added = self.git.line("rev-list", "--count", f"{mr.head_sha}..{head}")
+            self.hooks.merge_request(mr, "update", mr.author, oldrev=mr.head_sha)
             self.follow(mr, head)
             count = int(added or 0)
             noun = "commit" if count == 1 else "commits"
@@ -243,6 +245,7 @@ class Forge(Project):
 
     def approve_as(self, mr: MergeRequestRecord, user: str) -> None:
         self.approvals.append(ApprovalRecord(mr.iid, user, mr.head_sha, self.tick()))
+        self.hooks.merge_request(mr, "approved", user)
         self.add_note("MergeRequest", mr.iid, user, "approved this merge request", system=True)
         mr.updated_at = self.clock
 
@@ -290,6 +293,7 @@ class Forge(Project):
         stamp = self.tick()
         mr.state, mr.merged_at, mr.merged_by, mr.updated_at = "merged", stamp, user, stamp
         mr.auto_merge_by = None
+        self.hooks.merge_request(mr, "merge", user)
         self.add_note("MergeRequest", mr.iid, user, "merged", system=True)
         remove = mr.remove_source_branch if remove_source_branch is None else remove_source_branch
         if remove is None:
@@ -420,7 +424,8 @@ class Forge(Project):
 
     def pipeline_changed(self, pipeline: PipelineRecord) -> None:
         """Merge when the pipeline succeeds: an auto-merge waiting on this pipeline merges when
-        it turns green (and is dropped if it fails)."""
+        it turns green (and is dropped if it fails). Hooks hear of it (``Pipeline Hook``)."""
+        self.hooks.pipeline(pipeline)
         for mr in self.merge_requests.values():
             if mr.auto_merge_by is None or mr.state != "opened":
                 continue

@@ -15,6 +15,7 @@ from urllib.parse import unquote
 from tests.fakes.clock import EPOCH_START
 from tests.fakes.gitdata import BareRepo
 from tests.fakes.gitlab import payloads
+from tests.fakes.gitlab.hooks import ProjectHooks
 from tests.fakes.gitlab.payloads import PROJECT_ID, Json, Site
 from tests.fakes.gitlab.people import People
 from tests.fakes.gitlab.records import (
@@ -41,6 +42,8 @@ LINK_NOTES = {
     "blocks": ("marked this issue as blocking #{}", "marked this issue as blocked by #{}"),
 }
 
+PUSHER = "acme"  # who a push hook names: the fake knows no pusher, so the project's owner
+
 
 class Project(ServedFake):
     """One public project, ``path`` ("acme/widgets"), on a GitLab of ``tier``."""
@@ -62,6 +65,11 @@ class Project(ServedFake):
         self.links: list[LinkRecord] = []
         self.router = Router()
         self.site = Site("", path)
+        self.hooks = ProjectHooks(self)  # type: ignore[arg-type]  # webhooks (``hooks.py``)
+
+    def close(self) -> None:
+        self.hooks.close()
+        super().close()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -100,6 +108,7 @@ class Project(ServedFake):
     def branch_moved(self, branch: str) -> None:
         """A push to ``branch``: the clock moves (and the forge's merge requests follow)."""
         self.tick()
+        self.hooks.push(branch, PUSHER)
 
     # ------------------------------------------------------------------ payloads
 
@@ -192,6 +201,7 @@ class Project(ServedFake):
         iid = max(self.issues, default=0) + 1
         stamp = self.tick()
         self.issues[iid] = rec = IssueRecord(iid, title, description, author, stamp, stamp)
+        self.hooks.issue(rec, "open", author)
         self.relabel(rec, labels, author, moved=False)
         return iid
 
@@ -207,6 +217,7 @@ class Project(ServedFake):
                 "that takes the Reporter role"
             )
         call = Call("PUT", "", {}, dict(args), user)
+        before = (rec.state, list(rec.labels), rec.title, rec.description)
         if call.text("title") is not None:
             rec.title = str(call.text("title"))
         if call.text("description") is not None and call.text("description") != rec.description:
@@ -221,6 +232,24 @@ class Project(ServedFake):
         elif event == "reopen" and rec.state == "closed":
             rec.state, rec.closed_at, rec.closed_by = "opened", None, None
         rec.updated_at = self.tick()
+        self._edited(rec, user, before)
+
+    def _edited(self, rec: IssueRecord, user: str, before: tuple[Any, ...]) -> None:
+        """The ``Issue Hook`` of an edit: close, reopen or update, with what changed."""
+        state, labels, title, description = before
+        changes: dict[str, Any] = {}
+        if labels != rec.labels:
+            changes["labels"] = {"previous": labels, "current": list(rec.labels)}
+        if title != rec.title:
+            changes["title"] = {"previous": title, "current": rec.title}
+        if description != rec.description:
+            changes["description"] = {"previous": description, "current": rec.description}
+        action = "update"
+        if state != rec.state:
+            action = "close" if rec.state == "closed" else "reopen"
+        elif not changes:
+            return
+        self.hooks.issue(rec, action, user, changes)
 
     def _wanted_labels(self, rec: IssueRecord, call: Call) -> list[str] | None:
         labels, add, remove = (
@@ -303,6 +332,7 @@ class Project(ServedFake):
             individual=individual,
         )
         self.notes.append(rec)
+        self.hooks.note(rec)
         return rec
 
     def link_issues(self, source: int, target: int, kind: str, user: str) -> LinkRecord | None:
@@ -329,6 +359,7 @@ class Project(ServedFake):
             if issue is not None and issue.state == "opened":
                 issue.state, issue.closed_at, issue.closed_by = "closed", self.tick(), user
                 issue.updated_at = self.clock
+                self.hooks.issue(issue, "close", user)
                 self.add_note(
                     "Issue", issue.iid, user, f"closed via merge request {by}", system=True
                 )

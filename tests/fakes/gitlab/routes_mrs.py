@@ -174,12 +174,16 @@ def register(gl: FakeGitLab) -> None:
         wanted = gl._wanted_labels(mr, call)  # type: ignore[arg-type]
         if wanted is not None:
             gl.relabel(mr, wanted, user, moved=False, noteable="MergeRequest")
+        action = "update"
         if event == "close" and mr.state == "opened":
             mr.state, mr.closed_at, mr.closed_by = "closed", gl.tick(), user
             mr.auto_merge_by = None
+            action = "close"
         elif event == "reopen" and mr.state == "closed":
             mr.state, mr.closed_at, mr.closed_by = "opened", None, None
+            action = "reopen"
         mr.updated_at = gl.tick()
+        gl.hooks.merge_request(mr, action, user)
         return Reply(body=payload(mr, call))
 
     def diffs_of(mr: MergeRequestRecord) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from typing import Any
 
 from tests.fakes.http import Handler, Router, ServedFake
 from tests.fakes.jira import routes_issues, routes_meta, routes_search
+from tests.fakes.jira.hooks import JiraHooks
 from tests.fakes.jira.payloads import View, jira_date
 from tests.fakes.jira.records import (
     ADMINS_GROUP,
@@ -84,6 +85,12 @@ class FakeJira(ServedFake):
             module.register(self)
         self.core = JiraCore(self.router, self.site, self.tokens, self.lock, now)
         self.base_url = self.start(self.core)
+        self.hooks = JiraHooks(self)  # admin webhooks: ``hooks.add(url, secret)``
+        self.site.listener = self.hooks.changed
+
+    def close(self) -> None:
+        self.hooks.close()
+        super().close()
 
     def route(self, method: str, pattern: str, handler: Handler, op: str) -> None:
         self.router.add(method, pattern, handler, op)
@@ -316,10 +323,11 @@ class FakeJira(ServedFake):
             self._require(by, "ADD_COMMENTS", "comment")
             return self.site.comment(issue, by, self._rich(body)).id
 
-    def delete_issue(self, key: str) -> None:
+    def delete_issue(self, key: str, *, by: str = ADMIN) -> None:
         """Someone deletes ``key`` (and its links): it is gone, as on Jira."""
         with self.lock:
             issue = self._issue(key)
+            self.hooks.changed("jira:issue_deleted", issue, by)
             del self.site.issues[issue.key]
             self.site.links = [
                 ln for ln in self.site.links if issue.key not in (ln.source, ln.destination)

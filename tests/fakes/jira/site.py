@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -95,6 +96,9 @@ class Site:
     # by a JQL search (``unindexed``: key -> the issue as the index last saw it, None: not yet)
     lagging: bool = False
     unindexed: dict[str, IssueRecord | None] = field(default_factory=dict)
+    # Told of each change a webhook reports (``hooks.py``): the event, the issue, who, and an
+    # update's changelog or the comment created.
+    listener: Callable[..., None] | None = None
 
     def __post_init__(self) -> None:
         for group in (USERS_GROUP, ADMINS_GROUP):
@@ -240,6 +244,8 @@ class Site:
         self.issues[issue.key] = issue
         if self.lagging:
             self.unindexed.setdefault(issue.key, None)
+        if self.listener is not None:
+            self.listener("jira:issue_created", issue, by)
         return issue
 
     def change(self, issue: IssueRecord, by: str, items: list[ChangeItem]) -> None:
@@ -250,6 +256,8 @@ class Site:
         now = self.tick()
         issue.history.append(ChangeGroup(self.next_id(), by, now, items))
         issue.updated = now
+        if self.listener is not None:
+            self.listener("jira:issue_updated", issue, by, items)
 
     def set_labels(self, issue: IssueRecord, by: str, labels: list[str]) -> None:
         new = sorted(set(labels))
@@ -308,6 +316,8 @@ class Site:
         record = CommentRecord(self.next_id(), by, body, now, now)
         issue.comments.append(record)
         issue.updated = now
+        if self.listener is not None:
+            self.listener("comment_created", issue, by, comment=record)
         return record
 
     def stale(self, issue: IssueRecord) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from tests.fakes.linear.errors import invalid
 from tests.fakes.linear.records import (
@@ -68,9 +68,23 @@ class Edits:
     relations: dict[str, Relation]
     history: dict[str, History]
     comments: dict[str, Comment]
+    # Told of each change a webhook reports (``hooks.py``): the entity's type, the action
+    # (create, update, remove), its id, the actor's id, and (updates) the issue's fields before.
+    listener: Callable[[str, str, str, str | None, dict[str, object]], None] | None = None
 
     def tick(self) -> int:
         raise NotImplementedError
+
+    def heard(
+        self,
+        kind: str,
+        action: str,
+        entity_id: str,
+        actor: User | None,
+        before: dict[str, object] | None = None,
+    ) -> None:
+        if self.listener is not None:
+            self.listener(kind, action, entity_id, actor.id if actor else None, before or {})
 
     def synced(self) -> float:
         raise NotImplementedError
@@ -169,6 +183,7 @@ class Edits:
         if label_ids:
             self.record(issue, actor, now, added_label_ids=list(label_ids))
         self.synced()
+        self.heard("Issue", "create", issue.id, actor)
         return issue
 
     def default_state(self, team: Team) -> State:
@@ -228,6 +243,15 @@ class Edits:
         )
         now = self.clock + 1000
         changed = False
+        before: dict[str, object] = {
+            "title": issue.title,
+            "description": issue.description,
+            "stateId": issue.state_id,
+            "labelIds": list(issue.label_ids),
+            "priority": issue.priority,
+            "projectId": issue.project_id,
+            "updatedAt": issue.updated_at,
+        }
         if title is not None and title != issue.title:
             issue.title, changed = title, True
         description = markdown(description)
@@ -253,6 +277,7 @@ class Edits:
             if entry:
                 self.record(issue, actor, now, **entry)  # type: ignore[arg-type]
             self.synced()
+            self.heard("Issue", "update", issue.id, actor, before)
         return changed
 
     def stamp_state(self, issue: Issue, state: State, now: int) -> None:
@@ -278,6 +303,7 @@ class Edits:
         issue.archived_at, issue.trashed = now, trash
         self.touch(issue, now)
         self.synced()
+        self.heard("Issue", "remove", issue.id, None)
 
     def relate(
         self,
@@ -328,6 +354,7 @@ class Edits:
         comment = Comment(chosen, now, now, None, issue.id, actor.id, markdown(body) or "")
         self.comments[comment.id] = comment
         self.synced()
+        self.heard("Comment", "create", comment.id, actor)
         return comment
 
     def add_project(self, name: str) -> Project:

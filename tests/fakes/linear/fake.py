@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.http import Router, ServedFake
+from tests.fakes.linear.hooks import LinearHooks
 from tests.fakes.linear.records import Credential, Issue, iso_ms
 from tests.fakes.linear.server import LinearCore
 from tests.fakes.linear.wire import LinearFault
@@ -68,6 +69,12 @@ class FakeLinear(ServedFake):
         self.core = LinearCore(self.router, self.lock, ws, accepted, now)
         self.base_url = self.start(self.core)
         self.url = f"{self.base_url}/graphql"
+        self.hooks = LinearHooks(self)  # webhooks: ``hooks.add(url, secret)`` (``hooks.py``)
+        ws.listener = self.hooks.changed
+
+    def close(self) -> None:
+        self.hooks.close()
+        super().close()
 
     # ------------------------------------------------------------------ who is who
 

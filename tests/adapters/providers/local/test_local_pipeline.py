@@ -13,6 +13,7 @@ import select
 import shutil
 import socket
 import sqlite3
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -20,10 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from adapters.providers.git import GitRepo
 from adapters.providers.local import LocalPipeline, LocalProvider
+from adapters.providers.local.pipeline import PID_FILE, remove_workdir
 from adapters.providers.local.provider import DATABASE_NAME
+from adapters.runtime.process.launcher import stamp_pid
 from adapters.runtime.workspace.worktrees import WorktreeManager
 from domain.errors import ConfigError
 from domain.models import Revision
@@ -358,6 +362,85 @@ def test_a_newer_head_cancels_the_run_of_the_old_one(
         listed = revisions.listed()
     assert listed.head_sha == updated.head_sha
     assert listed.pipeline.status == "success"
+
+
+def test_the_head_the_merge_queue_tests_runs_before_revisions_queued_earlier(
+    repo: Repo, tmp_path: Path, gate: Gate
+) -> None:
+    """Trial of issue 39: 200 items made revisions faster than the pipeline ran them, and the
+    merge queue's head waited behind every one of them (12 minutes, 90 approved items, nothing
+    landed). The queue's run goes first; the others keep their order."""
+    with LocalProvider(
+        repo.root, tmp_path / "state", pipeline=LocalPipeline(gate.command, WAIT)
+    ) as provider:
+        writer = provider.revision_writer
+        assert writer is not None
+        revisions = Revisions(repo, provider, tmp_path)
+        revisions.create(42, "cpe/1-busy")
+        busy, _, _ = gate.started()  # the runner is busy: what follows is queued
+        landing = revisions.create(42, "cpe/2-lands")
+        earlier = revisions.create(42, "cpe/3-earlier")
+        later = revisions.create(42, "cpe/4-later")
+        repo.commit("main moves on", {"NOTES.md": "moved\n"})
+        tested = writer.update_branch(landing.id).revision.head_sha  # queued last
+        assert tested != landing.head_sha
+        busy.sendall(b"0")
+        order = []
+        for _ in range(3):
+            conn, cwd, _ = gate.started()
+            order.append(Repo(cwd).head())
+            conn.sendall(b"0")
+        assert provider.wait_for_pipelines(WAIT)
+    assert order == [tested, earlier.head_sha, later.head_sha]
+
+
+def test_the_merge_queues_run_still_goes_first_after_a_restart(
+    repo: Repo, tmp_path: Path, gate: Gate
+) -> None:
+    state = tmp_path / "state"
+    with LocalProvider(repo.root, state, pipeline=LocalPipeline(gate.command, WAIT)) as provider:
+        writer = provider.revision_writer
+        assert writer is not None
+        revisions = Revisions(repo, provider, tmp_path)
+        busy = revisions.create(42, "cpe/1-busy")
+        gate.started()  # cancelled by the stop, run again at the next start
+        landing = revisions.create(42, "cpe/2-lands")
+        earlier = revisions.create(42, "cpe/3-earlier")
+        repo.commit("main moves on", {"NOTES.md": "moved\n"})
+        tested = writer.update_branch(landing.id).revision.head_sha
+    with LocalProvider(repo.root, state, pipeline=LocalPipeline(gate.command, WAIT)) as provider:
+        order = []
+        for _ in range(3):
+            conn, cwd, _ = gate.started()
+            order.append(Repo(cwd).head())
+            conn.sendall(b"0")
+        assert provider.wait_for_pipelines(WAIT)
+    assert order == [tested, busy.head_sha, earlier.head_sha]
+
+
+@pytest.mark.parametrize("earlier", [False, True])
+def test_a_runs_own_leftovers_are_killed_without_blaming_an_earlier_run(
+    repo: Repo, tmp_path: Path, earlier: bool
+) -> None:
+    """Trial of issue 39: each stop of cpe during a pipeline run warned "killing a pipeline an
+    earlier run left" about the run it had just cancelled (its group, SIGKILLed a moment
+    before, not all gone yet). Only what an earlier cpe left is warned about."""
+    workdir = tmp_path / "workdir"
+    workdir.mkdir()
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True
+    )
+    try:
+        stamp_pid(workdir / PID_FILE, sleeper.pid)
+        with capture_logs() as logged:
+            remove_workdir(GitRepo(repo.root), workdir, earlier=earlier)
+        assert sleeper.wait(timeout=WAIT) is not None  # killed either way
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    warned = [e for e in logged if e["event"] == "killing a pipeline an earlier run left"]
+    assert len(warned) == (1 if earlier else 0)
+    assert not workdir.exists()
 
 
 def test_close_cancels_a_run_and_the_next_start_runs_it_again(
