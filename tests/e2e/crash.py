@@ -225,7 +225,9 @@ class Loop:
             process.send_signal(signal.SIGTERM)
         code = process.wait(120)
         assert done, f"the loop did not finish: {self.state()}\n{self.tail()}"
-        assert self.done(), f"cpe run exited before the loop finished: {self.state()}"
+        assert self.done(), (
+            f"cpe run exited {code} before the loop finished: {self.state()}\n{self.tail()}"
+        )
         assert code == 0, f"cpe run exited {code} after a clean stop\n{self.tail()}"
 
     def done(self) -> bool:
