@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from adapters.runtime.claude.cli_runner import create_claude_cli_runtime
@@ -189,7 +190,7 @@ def test_an_agents_escapes_achieve_nothing_outside_its_worktree_and_the_run_says
     # nothing outside the worktree changed, nothing reached the host
     assert place.escaped() == []
     assert received == []
-    assert probe[0] in {"refused", "failed to listen"}, probe
+    assert probe[0] in {"refused", "failed to listen", "another listener"}, probe
     assert place.main_ref() == main
     # the model never saw the secret, and got the reason each escape failed
     assert SECRET not in json.dumps(results)
@@ -214,9 +215,24 @@ def _probe(worktree: Path, port: int) -> str:
             socket.create_connection(("127.0.0.1", port), 5).close()
         except ConnectionRefusedError:
             return "refused"
-        return "reached"
+        # The port was free, then maybe taken by another test's server on the host: only a
+        # listener working in the agent's worktree is the agent's.
+        return "reached" if _listening_here(port, worktree) else "another listener"
     finally:
         (worktree / "probed").write_text("done")
+
+
+def _listening_here(port: int, worktree: Path) -> bool:
+    """Whether the host's listener on ``port`` is a process working in ``worktree``."""
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            try:
+                cwd = Path(psutil.Process(conn.pid).cwd()) if conn.pid else None
+            except psutil.Error:
+                continue
+            if cwd is None or cwd.resolve().is_relative_to(worktree.resolve()):
+                return True  # an unknown owner counts as the agent's: never a false pass
+    return False
 
 
 def _tool_results(server: ScriptedModelServer) -> list[str]:
